@@ -1,0 +1,15 @@
+module github.com/ctxkit/ctxkit
+
+go 1.26
+
+require (
+	github.com/itchyny/gojq v0.12.20
+	github.com/mailgun/raymond/v2 v2.0.48
+	github.com/theory/jsonpath v0.12.1
+)
+
+require (
+	github.com/itchyny/timefmt-go v0.1.9 // indirect
+	github.com/sirupsen/logrus v1.8.1 // indirect
+	golang.org/x/sys v0.41.0 // indirect
+)

@@ -1,0 +1,299 @@
+package view
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+
+	"github.com/itchyny/gojq"
+	"github.com/theory/jsonpath"
+)
+
+// literalRule yields its value as given.
+type literalRule struct{ value any }
+
+func (r literalRule) apply(context.Context, *env) (any, error) { return r.value, nil }
+
+// extractRule runs an RFC 9535 JSONPath query against the filtered context.
+// A singular query (names and indexes only) yields its value or null; any
+// other query yields an array, even of zero or one nodes.
+type extractRule struct {
+	path     *jsonpath.Path
+	singular bool
+	maxOut   int
+}
+
+func compileExtract(src, where string, opts Options) (rule, error) {
+	p, err := jsonpath.Parse(src)
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "jsonpath: ")
+		return nil, &Error{Code: CodeInvalidJSONPath, Path: where, Msg: msg, Err: err}
+	}
+	// A descendant segment visits every node below it; two of them (also
+	// inside a filter) multiply, so a query may hold at most one.
+	if n := strings.Count(p.String(), ".."); n > 1 {
+		return nil, errorf(CodeInvalidJSONPath, where, "%d descendant segments (..): a query may use at most one; use a jq rule for deeper searches", n)
+	}
+	return extractRule{path: p, singular: p.Query().Singular() != nil, maxOut: opts.MaxOutputBytes}, nil
+}
+
+func (r extractRule) apply(_ context.Context, e *env) (any, error) {
+	nodes := r.path.Select(e.context)
+	var out any
+	if r.singular {
+		if len(nodes) > 0 {
+			out = nodes[0]
+		}
+	} else {
+		out = []any(nodes)
+		if nodes == nil {
+			out = []any{}
+		}
+	}
+	if size, _ := measure(out, r.maxOut); size > r.maxOut {
+		return nil, tooLarge(r.maxOut)
+	}
+	return out, nil
+}
+
+// jqRule runs a compiled gojq query with a deadline and an output cap.
+type jqRule struct {
+	code    *gojq.Code
+	timeout func(context.Context) (context.Context, context.CancelFunc)
+	maxOut  int
+}
+
+func compileJQ(src, where string, opts Options) (rule, error) {
+	q, err := gojq.Parse(src)
+	if err != nil {
+		msg := err.Error()
+		var pe *gojq.ParseError
+		if errors.As(err, &pe) {
+			line, col := position([]byte(src), int64(pe.Offset))
+			msg = fmt.Sprintf("line %d, column %d: %s", line, col, msg)
+		}
+		return nil, &Error{Code: CodeInvalidJQ, Path: where, Msg: msg, Err: err}
+	}
+	// No module loader, environment loader or input iterator: modules,
+	// $ENV/env and input/inputs stay disabled.
+	code, err := gojq.Compile(q)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidJQ, Path: where, Msg: err.Error(), Err: err}
+	}
+	d := opts.RuleTimeout
+	return jqRule{
+		code:    code,
+		timeout: func(ctx context.Context) (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, d) },
+		maxOut:  opts.MaxOutputBytes,
+	}, nil
+}
+
+func (r jqRule) apply(ctx context.Context, e *env) (any, error) {
+	rctx, cancel := r.timeout(ctx)
+	defer cancel()
+	iter := r.code.RunWithContext(rctx, e.context)
+	var (
+		outs  []any
+		total int
+	)
+	for {
+		v, ok := iter.Next()
+		if !ok {
+			break
+		}
+		if err, isErr := v.(error); isErr {
+			var halt *gojq.HaltError
+			if errors.As(err, &halt) && halt.Value() == nil {
+				break // "halt": stop without error
+			}
+			if rctx.Err() != nil {
+				if ctx.Err() == nil {
+					return nil, &Error{Code: CodeRuleTimeout, Msg: "jq query ran past its deadline", Err: rctx.Err()}
+				}
+				return nil, &Error{Code: CodeRuleTimeout, Msg: "jq query stopped: " + ctx.Err().Error(), Err: ctx.Err()}
+			}
+			return nil, &Error{Code: CodeRuleFailed, Msg: "jq: " + err.Error(), Err: err}
+		}
+		size, nonFinite := measure(v, r.maxOut-total)
+		total += size
+		if total > r.maxOut {
+			return nil, tooLarge(r.maxOut)
+		}
+		if nonFinite {
+			v = finite(v)
+		}
+		outs = append(outs, v)
+	}
+	switch len(outs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return outs[0], nil
+	}
+	return outs, nil
+}
+
+func tooLarge(limit int) *Error {
+	return errorf(CodeRuleTooLarge, "", "output is larger than %d bytes", limit)
+}
+
+// measure estimates the JSON size of v, stopping once it passes limit, and
+// reports whether v holds a NaN or infinite float (which JSON cannot carry).
+func measure(v any, limit int) (size int, nonFinite bool) {
+	var walk func(any)
+	walk = func(v any) {
+		if size > limit {
+			return
+		}
+		switch x := v.(type) {
+		case nil:
+			size += 4
+		case bool:
+			size += 5
+		case string:
+			size += len(x) + 2
+		case json.Number:
+			size += len(x)
+		case int:
+			size += 20
+		case float64:
+			size += 24
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				nonFinite = true
+			}
+		case *big.Int:
+			size += x.BitLen()/3 + 2
+		case []any:
+			size += 2
+			for _, e := range x {
+				size++
+				walk(e)
+			}
+		case map[string]any:
+			size += 2
+			for k, e := range x {
+				size += len(k) + 4
+				walk(e)
+			}
+		default:
+			size += 24
+		}
+	}
+	walk(v)
+	return size, nonFinite
+}
+
+// finite copies v with NaN as null and infinities as the largest finite
+// floats, as jq prints them.
+func finite(v any) any {
+	switch x := v.(type) {
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			return nil
+		case math.IsInf(x, 1):
+			return math.MaxFloat64
+		case math.IsInf(x, -1):
+			return -math.MaxFloat64
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = finite(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = finite(e)
+		}
+		return out
+	}
+	return v
+}
+
+// formatRule replaces each {dotted.path} with the value at that path of the
+// template root: strings as they are, other values as compact JSON, missing
+// values as the empty string. "{{" and "}}" stand for literal braces.
+type formatRule struct {
+	parts  []formatPart
+	maxOut int
+}
+
+type formatPart struct {
+	text string
+	path path // nil for literal text
+}
+
+func compileFormat(src, where string, opts Options) (rule, error) {
+	var (
+		parts []formatPart
+		lit   strings.Builder
+	)
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case c == '{' && i+1 < len(src) && src[i+1] == '{':
+			lit.WriteByte('{')
+			i++
+		case c == '}' && i+1 < len(src) && src[i+1] == '}':
+			lit.WriteByte('}')
+			i++
+		case c == '}':
+			return nil, errorf(CodeInvalidValue, where, "unmatched '}' at offset %d: write '}}' for a literal brace", i)
+		case c == '{':
+			end := strings.IndexByte(src[i+1:], '}')
+			if end < 0 {
+				return nil, errorf(CodeInvalidValue, where, "unclosed '{' at offset %d: write '{{' for a literal brace", i)
+			}
+			name := src[i+1 : i+1+end]
+			p, err := parsePath(name, where)
+			if err != nil {
+				return nil, errorf(CodeInvalidPath, where, "placeholder at offset %d: %s", i, err.(*Error).Msg)
+			}
+			if lit.Len() > 0 {
+				parts = append(parts, formatPart{text: lit.String()})
+				lit.Reset()
+			}
+			parts = append(parts, formatPart{path: p})
+			i += end + 1
+		default:
+			lit.WriteByte(c)
+		}
+	}
+	if lit.Len() > 0 {
+		parts = append(parts, formatPart{text: lit.String()})
+	}
+	return formatRule{parts: parts, maxOut: opts.MaxOutputBytes}, nil
+}
+
+func (r formatRule) apply(_ context.Context, e *env) (any, error) {
+	var b strings.Builder
+	root := e.root()
+	for _, p := range r.parts {
+		if p.path == nil {
+			b.WriteString(p.text)
+		} else if v, ok := lookup(root, p.path); ok {
+			if s, isStr := v.(string); isStr {
+				b.WriteString(s)
+			} else {
+				if size, _ := measure(v, r.maxOut); size > r.maxOut {
+					return nil, tooLarge(r.maxOut)
+				}
+				enc, err := Encode(v)
+				if err != nil {
+					return nil, err
+				}
+				b.Write(enc)
+			}
+		}
+		if b.Len() > r.maxOut {
+			return nil, tooLarge(r.maxOut)
+		}
+	}
+	return b.String(), nil
+}
