@@ -20,8 +20,8 @@ const (
 	CodeInvalidJQ       = "invalid_jq"       // a jq query that does not parse or compile
 	CodeTooLarge        = "too_large"        // the hints document is over the size limit
 
-	CodeRuleFailed   = "rule_failed"   // a rule raised an error at run time
-	CodeRuleTimeout  = "rule_timeout"  // a rule ran past its deadline
+	CodeRuleFailed   = "rule_failed"    // a rule raised an error at run time
+	CodeRuleTimeout  = "rule_timeout"   // a rule ran past its deadline
 	CodeRuleTooLarge = "rule_too_large" // a rule's output passed the size cap
 )
 
@@ -56,6 +56,11 @@ func errorf(code, path, format string, args ...any) *Error {
 func wrapError(code, path string, err error) *Error {
 	var ve *Error
 	if errors.As(err, &ve) {
+		if ve.Path == "" {
+			c := *ve
+			c.Path = path
+			return &c
+		}
 		return ve
 	}
 	return &Error{Code: code, Path: path, Msg: err.Error(), Err: err}

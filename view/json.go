@@ -38,7 +38,7 @@ func positioned(data []byte, err error, fallback int64) error {
 	off := fallback
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		off = se.Offset
+		off = se.Offset - 1 // Offset counts the bytes read, including the bad one
 	}
 	if err == io.ErrUnexpectedEOF {
 		off = int64(len(data))

@@ -45,14 +45,14 @@ func TestOriginalDesignCases(t *testing.T) {
 // tableCase is one row of testdata/cases.json.
 type tableCase struct {
 	Name        string          `json:"name"`
-	Hints       json.RawMessage `json:"hints"`     // a hints object, or a string holding raw hints text
-	Context     json.RawMessage `json:"context"`   // the input context
-	Record      *recordFields   `json:"record"`    // optional record fields
-	Want        json.RawMessage `json:"want"`      // the expected view (compared as JSON)
-	Status      string          `json:"status"`    // expected status; default OK
+	Hints       json.RawMessage `json:"hints"`      // a hints object, or a string holding raw hints text
+	Context     json.RawMessage `json:"context"`    // the input context
+	Record      *recordFields   `json:"record"`     // optional record fields
+	Want        json.RawMessage `json:"want"`       // the expected view (compared as JSON)
+	Status      string          `json:"status"`     // expected status; default OK
 	ErrorCode   string          `json:"error_code"` // expected run-time or compile-time error code
 	ErrorPath   string          `json:"error_path"` // expected error path
-	Error       string          `json:"error"`     // substring of the expected error message
+	Error       string          `json:"error"`      // substring of the expected error message
 	CompileFail bool            `json:"compile_fail"`
 }
 
@@ -162,11 +162,12 @@ func checkErr(t *testing.T, err error, c tableCase) {
 
 func jsonEqual(t *testing.T, a, b []byte) bool {
 	t.Helper()
-	var x, y any
-	if err := json.Unmarshal(a, &x); err != nil {
+	x, err := view.DecodeJSON(a)
+	if err != nil {
 		t.Fatalf("got invalid JSON %s: %v", a, err)
 	}
-	if err := json.Unmarshal(b, &y); err != nil {
+	y, err := view.DecodeJSON(b)
+	if err != nil {
 		t.Fatalf("want invalid JSON %s: %v", b, err)
 	}
 	xa, _ := json.Marshal(x)
