@@ -12,6 +12,8 @@ require (
 require (
 	github.com/dlclark/regexp2/v2 v2.5.1 // indirect
 	github.com/itchyny/timefmt-go v0.1.9 // indirect
+	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	github.com/sirupsen/logrus v1.8.1 // indirect
 	golang.org/x/sys v0.41.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
 )

@@ -21,7 +21,7 @@ func DecodeJSON(data []byte) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, positioned(data, err, dec.InputOffset())
+		return nil, positioned(data, err, dec.InputOffset(), 1)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		line, col := position(data, dec.InputOffset())
@@ -30,15 +30,17 @@ func DecodeJSON(data []byte) (any, error) {
 	return v, nil
 }
 
-// positioned rewrites a decoding error to name the line and column.
-func positioned(data []byte, err error, fallback int64) error {
+// positioned rewrites a decoding error to name the line and column. A
+// SyntaxError's offset is back bytes past the bad character: 1 after Decode,
+// 0 after Token.
+func positioned(data []byte, err error, fallback, back int64) error {
 	if err == io.EOF {
 		return errors.New("empty input: expected a JSON value")
 	}
 	off := fallback
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		off = se.Offset - 1 // Offset counts the bytes read, including the bad one
+		off = se.Offset - back
 	}
 	if err == io.ErrUnexpectedEOF {
 		off = int64(len(data))
@@ -85,7 +87,7 @@ type strictDecoder struct {
 }
 
 func (d *strictDecoder) fail(err error) error {
-	return &Error{Code: CodeInvalidJSON, Msg: positioned(d.data, err, d.dec.InputOffset()).Error(), Err: err}
+	return &Error{Code: CodeInvalidJSON, Msg: positioned(d.data, err, d.dec.InputOffset(), 0).Error(), Err: err}
 }
 
 func (d *strictDecoder) value(path string, depth int) (any, error) {

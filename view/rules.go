@@ -73,7 +73,8 @@ func compileJQ(src, where string, opts Options) (rule, error) {
 		msg := err.Error()
 		var pe *gojq.ParseError
 		if errors.As(err, &pe) {
-			line, col := position([]byte(src), int64(pe.Offset))
+			// Offset counts the bytes read through the bad token.
+			line, col := position([]byte(src), int64(pe.Offset-len(pe.Token)))
 			msg = fmt.Sprintf("line %d, column %d: %s", line, col, msg)
 		}
 		return nil, &Error{Code: CodeInvalidJQ, Path: where, Msg: msg, Err: err}

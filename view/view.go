@@ -387,13 +387,24 @@ func (v *View) Apply(ctx context.Context, rec Record) Result {
 		if err := ctx.Err(); err != nil {
 			return fallback(&Error{Code: CodeRuleTimeout, Path: "transform." + r.name, Msg: "not run: " + err.Error(), Err: err})
 		}
-		val, err := r.rule.apply(ctx, e)
+		val, err := safeApply(ctx, r.rule, e)
 		if err != nil {
 			return fallback(wrapError(CodeRuleFailed, "transform."+r.name, err))
 		}
 		out[r.name] = val
 	}
 	return Result{Value: out, Status: StatusOK}
+}
+
+// safeApply runs one rule, turning a panic inside an engine into a rule
+// failure: one bad record must not take a server down.
+func safeApply(ctx context.Context, r rule, e *env) (val any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			val, err = nil, errorf(CodeRuleFailed, "", "engine failure: %v", p)
+		}
+	}()
+	return r.apply(ctx, e)
 }
 
 // ApplyJSON decodes a JSON context, applies the view and encodes the result.

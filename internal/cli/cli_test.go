@@ -1,0 +1,30 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/internal/cli"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"ctxkit": func() { os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		// ctxkit-status runs ctxkit, then prints its exit status on stderr
+		// and exits 0, so scripts can assert the exact status.
+		"ctxkit-status": func() {
+			code := cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+			fmt.Fprintf(os.Stderr, "[exit %d]\n", code)
+			os.Exit(0)
+		},
+	})
+}
+
+// TestScripts runs the CLI scripts in testdata/script: each is a txtar file
+// of commands, inputs and expected outputs.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{Dir: "../../testdata/script", RequireExplicitExec: true})
+}

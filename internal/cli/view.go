@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/view"
+)
+
+// maxInput bounds what commands read from standard input.
+const maxInput = 256 << 20
+
+func init() {
+	register(&command{
+		name:    "view",
+		summary: "print the LLM view of a JSON document through llm_hints",
+		usage: `Usage: ctxkit view --hints FILE [--record] [--stats] [--encoding NAME] [--compact] < input.json
+
+Reads a JSON context on standard input, applies the llm_hints in FILE and
+prints the view as JSON.
+
+Flags:
+  --hints FILE      the hints document (llm_hints JSON); with --record it may be
+                    left out when the record carries its own llm_hints
+  --record          the input is a whole breadcrumb ({"title": …, "context": …,
+                    "tags": […], …}); templates and format rules see its fields
+  --stats           print token counts before and after to standard error
+  --encoding NAME   token encoding for --stats: ` + strings.Join(view.Encodings(), ", ") + `
+                    (default ` + view.DefaultEncoding + `)
+  --compact         print the view on one line instead of indented
+
+Exit status: 0 on success; 1 when the input, the hints or a rule failed (a
+failed rule still prints the include/exclude-filtered context, never the
+unfiltered one); 2 on a usage error.
+`,
+		run: runView,
+	})
+}
+
+func runView(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("view")
+	hintsFile := fs.String("hints", "", "")
+	record := fs.Bool("record", false, "")
+	stats := fs.Bool("stats", false, "")
+	encoding := fs.String("encoding", view.DefaultEncoding, "")
+	compact := fs.Bool("compact", false, "")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if !slices.Contains(view.Encodings(), *encoding) {
+		return usagef("unknown --encoding %q: use one of %s", *encoding, strings.Join(view.Encodings(), ", "))
+	}
+	if *hintsFile == "" && !*record {
+		return usagef("--hints FILE is required")
+	}
+
+	input, err := readInput(e.stdin)
+	if err != nil {
+		return err
+	}
+	var (
+		rec   view.Record
+		hints []byte
+	)
+	if *record {
+		if rec, hints, err = view.DecodeRecord(input); err != nil {
+			return fmt.Errorf("input: %w", err)
+		}
+	} else if rec.Context, err = view.DecodeJSON(input); err != nil {
+		return fmt.Errorf("input: %w", err)
+	}
+	if *hintsFile != "" {
+		if hints, err = os.ReadFile(*hintsFile); err != nil {
+			return fmt.Errorf("hints: %w", err)
+		}
+	} else if hints == nil {
+		return usagef("the record has no llm_hints: pass --hints FILE")
+	}
+	v, err := view.Compile(hints)
+	if err != nil {
+		return fmt.Errorf("hints: %w", err)
+	}
+
+	res := v.Apply(ctx, rec)
+	out, err := view.Encode(res.Value)
+	if err != nil {
+		return fmt.Errorf("encoding the view: %w", err)
+	}
+	printed := out
+	if !*compact {
+		var b bytes.Buffer
+		if err := json.Indent(&b, out, "", "  "); err != nil {
+			return fmt.Errorf("encoding the view: %w", err)
+		}
+		printed = b.Bytes()
+	}
+	if _, err := fmt.Fprintf(e.stdout, "%s\n", printed); err != nil {
+		return err
+	}
+	if *stats {
+		before, err := view.Encode(rec.Context)
+		if err != nil {
+			return err
+		}
+		s, err := view.Measure(*encoding, before, out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "tokens (%s): %d before, %d after, %.1f%% saved\n", s.Encoding, s.TokensBefore, s.TokensAfter, s.SavedPercent)
+	}
+	if res.Status != view.StatusOK {
+		return fmt.Errorf("%s: %w (printed the filtered context instead)", res.Status, res.Err)
+	}
+	return nil
+}
+
+// readInput reads standard input up to maxInput bytes.
+func readInput(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	if len(data) > maxInput {
+		return nil, fmt.Errorf("input: larger than %d MiB", maxInput>>20)
+	}
+	return data, nil
+}
