@@ -190,7 +190,9 @@ func compileDoc(doc any, opts Options) (*View, error) {
 		var err error
 		switch k {
 		case "include":
-			v.include, err = compilePaths(val, k)
+			if v.include, err = compilePaths(val, k); err == nil && v.include == nil {
+				v.include = &trie{} // an empty include list keeps nothing
+			}
 		case "exclude":
 			v.exclude, err = compilePaths(val, k)
 		case "mode":
