@@ -26,5 +26,15 @@ func TestMain(m *testing.M) {
 // TestScripts runs the CLI scripts in testdata/script: each is a txtar file
 // of commands, inputs and expected outputs.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "../../testdata/script", RequireExplicitExec: true})
+	testscript.Run(t, testscript.Params{
+		Dir:                 "../../testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(e *testscript.Env) error {
+			// Under -race every process otherwise sleeps a second at exit.
+			if os.Getenv("GORACE") == "" {
+				e.Setenv("GORACE", "atexit_sleep_ms=0")
+			}
+			return nil
+		},
+	})
 }
