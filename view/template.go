@@ -121,8 +121,8 @@ func checkExpr(e *ast.Expression, line int) error {
 	if e == nil {
 		return nil
 	}
-	if p, ok := e.Path.(*ast.PathExpression); ok && p.Data && len(p.Parts) > 0 && strings.Contains(p.Parts[0], " ") {
-		return fmt.Errorf("line %d: @%s is not a template variable", line, p.Parts[0])
+	if err := checkPath(e.Path, line); err != nil {
+		return err
 	}
 	name := e.HelperName()
 	if refusedHelpers[name] {
@@ -146,8 +146,18 @@ func checkExpr(e *ast.Expression, line int) error {
 	return nil
 }
 
+// checkPath refuses data variables templates may not name (the run budget).
+func checkPath(n ast.Node, line int) error {
+	if p, ok := n.(*ast.PathExpression); ok && p.Data && len(p.Parts) > 0 && strings.Contains(p.Parts[0], " ") {
+		return fmt.Errorf("line %d: @%s is not a template variable", line, p.Parts[0])
+	}
+	return nil
+}
+
 func checkParam(n ast.Node, line int) error {
 	switch x := n.(type) {
+	case *ast.PathExpression:
+		return checkPath(x, line)
 	case *ast.SubExpression:
 		return checkExpr(x.Expression, line)
 	case *ast.Expression:
