@@ -24,6 +24,9 @@ func NewCache(size int, opts Options) *Cache {
 // Compile returns the compiled view of hints, compiling only on a miss.
 // Errors are not cached.
 func (c *Cache) Compile(hints []byte) (*View, error) {
+	if max := c.opts.withDefaults().MaxHintsBytes; len(hints) > max {
+		return nil, errorf(CodeTooLarge, "", "hints are %d bytes; the limit is %d", len(hints), max)
+	}
 	raw := sha256.Sum256(hints)
 	if v, ok := c.byBytes.Get(raw); ok {
 		return v, nil

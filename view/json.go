@@ -82,11 +82,15 @@ func decodeStrict(data []byte) (any, error) {
 }
 
 type strictDecoder struct {
-	dec  *json.Decoder
-	data []byte
+	dec    *json.Decoder
+	data   []byte
+	tokens int
 }
 
 func (d *strictDecoder) fail(err error) error {
+	if err == io.EOF && d.tokens > 0 {
+		err = io.ErrUnexpectedEOF // the document stopped part-way
+	}
 	return &Error{Code: CodeInvalidJSON, Msg: positioned(d.data, err, d.dec.InputOffset(), 0).Error(), Err: err}
 }
 
@@ -98,6 +102,7 @@ func (d *strictDecoder) value(path string, depth int) (any, error) {
 	if err != nil {
 		return nil, d.fail(err)
 	}
+	d.tokens++
 	switch t := tok.(type) {
 	case json.Delim:
 		switch t {
@@ -108,6 +113,7 @@ func (d *strictDecoder) value(path string, depth int) (any, error) {
 				if err != nil {
 					return nil, d.fail(err)
 				}
+				d.tokens++
 				k := kt.(string)
 				kp := joinPath(path, k)
 				if _, dup := m[k]; dup {

@@ -8,7 +8,7 @@ import (
 // A dotted path names a place in a JSON document: "meta.internal_id",
 // "items.0.name". A backslash escapes a dot or a backslash inside a key
 // ("a\.b" is the single key "a.b"). A segment that is a non-negative integer
-// also indexes arrays.
+// names an object key and also indexes arrays.
 type path []segment
 
 type segment struct {
@@ -94,8 +94,10 @@ func lookup(v any, p path) (any, bool) {
 
 // trie is a set of paths sharing prefixes; end marks a complete path.
 type trie struct {
-	end  bool
-	next map[string]*trie
+	end     bool
+	next    map[string]*trie
+	indexed bool  // some key in next is an array index
+	self    nodes // nodes{this node}, kept so walks need not allocate it
 }
 
 func newTrie(paths []path) *trie {
@@ -109,6 +111,9 @@ func newTrie(paths []path) *trie {
 			if n.next == nil {
 				n.next = map[string]*trie{}
 			}
+			if s.index >= 0 {
+				n.indexed = true
+			}
 			c := n.next[s.key]
 			if c == nil {
 				c = &trie{}
@@ -118,32 +123,106 @@ func newTrie(paths []path) *trie {
 		}
 		n.end = true
 	}
+	root.fill()
 	return root
 }
 
-// include keeps only the values found at the trie's paths. Paths pass through
-// arrays: "items.name" keeps the name of every object in items. Containers
-// left with nothing in them are dropped; ok reports whether anything was kept.
-// The input is never modified.
-func include(v any, t *trie) (any, bool) {
-	if t.end {
+func (t *trie) fill() {
+	t.self = nodes{t}
+	for _, c := range t.next {
+		c.fill()
+	}
+}
+
+// nodes is the set of trie nodes that apply at one place of a document:
+// where paths pass through arrays, an element is reached both by the paths
+// that apply to every element and by those naming its index.
+type nodes []*trie
+
+func (ns nodes) end() bool {
+	for _, n := range ns {
+		if n.end {
+			return true
+		}
+	}
+	return false
+}
+
+// child returns the nodes that apply under key k.
+func (ns nodes) child(k string) nodes {
+	if len(ns) == 1 {
+		if c := ns[0].next[k]; c != nil {
+			return c.self
+		}
+		return nil
+	}
+	var out nodes
+	for _, n := range ns {
+		if c := n.next[k]; c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// element returns the nodes that apply to element i of an array.
+func (ns nodes) element(i int) nodes {
+	out := ns
+	for _, n := range ns {
+		if n.indexed {
+			if c := n.next[strconv.Itoa(i)]; c != nil {
+				if len(out) == len(ns) {
+					out = append(nodes(nil), ns...)
+				}
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// keys calls f once for each key that some node has a child for.
+func (ns nodes) keys(f func(string)) {
+	if len(ns) == 1 {
+		for k := range ns[0].next {
+			f(k)
+		}
+		return
+	}
+	seen := map[string]bool{}
+	for _, n := range ns {
+		for k := range n.next {
+			if !seen[k] {
+				seen[k] = true
+				f(k)
+			}
+		}
+	}
+}
+
+// include keeps only the values found at the paths. Paths pass through
+// arrays: "items.name" keeps the name of every object in items, and
+// "items.0" keeps the first item. Containers left with nothing in them are
+// dropped; ok reports whether anything was kept. The input is never modified.
+func include(v any, ns nodes) (any, bool) {
+	if ns.end() {
 		return v, true
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		out := make(map[string]any, len(t.next))
-		for k, child := range t.next {
+		out := map[string]any{}
+		ns.keys(func(k string) {
 			if cv, ok := x[k]; ok {
-				if r, ok := include(cv, child); ok {
+				if r, ok := include(cv, ns.child(k)); ok {
 					out[k] = r
 				}
 			}
-		}
+		})
 		return out, len(out) > 0
 	case []any:
 		var out []any
-		for _, e := range x {
-			if r, ok := include(e, t); ok {
+		for i, e := range x {
+			if r, ok := include(e, ns.element(i)); ok {
 				out = append(out, r)
 			}
 		}
@@ -152,44 +231,51 @@ func include(v any, t *trie) (any, bool) {
 	return nil, false
 }
 
-// exclude removes the values at the trie's paths, passing through arrays like
-// include. It copies only the containers it changes and never modifies the
-// input; changed reports whether anything was removed.
-func exclude(v any, t *trie) (out any, changed bool) {
+// exclude removes the values at the paths, passing through arrays like
+// include ("items.0" removes the first item). It copies only the containers
+// it changes and never modifies the input; changed reports a removal.
+func exclude(v any, ns nodes) (out any, changed bool) {
 	switch x := v.(type) {
 	case map[string]any:
 		var m map[string]any
-		for k, child := range t.next {
+		ns.keys(func(k string) {
 			cv, ok := x[k]
 			if !ok {
-				continue
+				return
 			}
-			if child.end {
+			c := ns.child(k)
+			if c.end() {
 				if m == nil {
 					m = cloneMap(x)
 				}
 				delete(m, k)
-				continue
+				return
 			}
-			if nv, ch := exclude(cv, child); ch {
+			if nv, ch := exclude(cv, c); ch {
 				if m == nil {
 					m = cloneMap(x)
 				}
 				m[k] = nv
 			}
-		}
+		})
 		if m == nil {
 			return x, false
 		}
 		return m, true
 	case []any:
-		var a []any
+		var a []any // the copy, begun at the first change
 		for i, e := range x {
-			if ne, ch := exclude(e, t); ch {
-				if a == nil {
-					a = append([]any(nil), x...)
-				}
-				a[i] = ne
+			en := ns.element(i)
+			ne, ch := e, false
+			drop := en.end()
+			if !drop {
+				ne, ch = exclude(e, en)
+			}
+			if (drop || ch) && a == nil {
+				a = append(make([]any, 0, len(x)), x[:i]...)
+			}
+			if a != nil && !drop {
+				a = append(a, ne)
 			}
 		}
 		if a == nil {

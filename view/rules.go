@@ -27,18 +27,57 @@ type extractRule struct {
 	maxOut   int
 }
 
+// maxQueryBytes bounds a JSONPath query: filter functions such as match()
+// may compile their pattern once per node.
+const maxQueryBytes = 4 << 10
+
 func compileExtract(src, where string, opts Options) (rule, error) {
+	if len(src) > maxQueryBytes {
+		return nil, errorf(CodeTooLarge, where, "query is %d bytes; the limit is %d", len(src), maxQueryBytes)
+	}
 	p, err := jsonpath.Parse(src)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "jsonpath: ")
 		return nil, &Error{Code: CodeInvalidJSONPath, Path: where, Msg: msg, Err: err}
 	}
-	// A descendant segment visits every node below it; two of them (also
-	// inside a filter) multiply, so a query may hold at most one.
-	if n := strings.Count(p.String(), ".."); n > 1 {
-		return nil, errorf(CodeInvalidJSONPath, where, "%d descendant segments (..): a query may use at most one; use a jq rule for deeper searches", n)
+	// Bound the work a query can do, since Select cannot be interrupted: a
+	// descendant segment visits every node below it, and an absolute query
+	// inside a filter walks the whole document once per candidate node.
+	descendants, absolute := scanJSONPath(p.String())
+	if descendants > 1 {
+		return nil, errorf(CodeInvalidJSONPath, where, "%d descendant segments (..): a query may use at most one; use a jq rule for deeper searches", descendants)
+	}
+	if absolute {
+		return nil, errorf(CodeInvalidJSONPath, where, "a filter may not query the document root ($); use @ for the current node, or a jq rule")
 	}
 	return extractRule{path: p, singular: p.Query().Singular() != nil, maxOut: opts.MaxOutputBytes}, nil
+}
+
+// scanJSONPath reads a query in its normalized form and counts descendant
+// segments ("..") and root references ("$") after the leading one, skipping
+// string literals.
+func scanJSONPath(q string) (descendants int, absolute bool) {
+	for i := 0; i < len(q); i++ {
+		switch q[i] {
+		case '\'', '"':
+			quote := q[i]
+			for i++; i < len(q) && q[i] != quote; i++ {
+				if q[i] == '\\' {
+					i++
+				}
+			}
+		case '.':
+			if i+1 < len(q) && q[i+1] == '.' {
+				descendants++
+				i++
+			}
+		case '$':
+			if i > 0 {
+				absolute = true
+			}
+		}
+	}
+	return descendants, absolute
 }
 
 func (r extractRule) apply(_ context.Context, e *env) (any, error) {
@@ -108,7 +147,7 @@ func (r jqRule) apply(ctx context.Context, e *env) (any, error) {
 		}
 		if err, isErr := v.(error); isErr {
 			var halt *gojq.HaltError
-			if errors.As(err, &halt) && halt.Value() == nil {
+			if errors.As(err, &halt) && halt.Value() == nil && halt.ExitCode() == 0 {
 				break // "halt": stop without error
 			}
 			if rctx.Err() != nil {
@@ -142,12 +181,24 @@ func tooLarge(limit int) *Error {
 	return errorf(CodeRuleTooLarge, "", "output is larger than %d bytes", limit)
 }
 
+// maxOutputDepth bounds the nesting of rule output, so encoding it cannot
+// exhaust the stack.
+const maxOutputDepth = 10_000
+
 // measure estimates the JSON size of v, stopping once it passes limit, and
 // reports whether v holds a NaN or infinite float (which JSON cannot carry).
+// Output nested deeper than maxOutputDepth counts as too large.
 func measure(v any, limit int) (size int, nonFinite bool) {
+	depth := 0
 	var walk func(any)
 	walk = func(v any) {
 		if size > limit {
+			return
+		}
+		depth++
+		defer func() { depth-- }()
+		if depth > maxOutputDepth {
+			size = limit + 1
 			return
 		}
 		switch x := v.(type) {

@@ -5,48 +5,50 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
-	"time"
+	"unicode/utf8"
 
-	"github.com/mailgun/raymond/v2"
 	"github.com/mailgun/raymond/v2/ast"
 	"github.com/mailgun/raymond/v2/parser"
 )
 
-// Templates are Handlebars (mailgun/raymond v2) with a fixed set of helpers.
+// Templates are Handlebars. They are parsed by mailgun/raymond's parser
+// (which also applies Handlebars' whitespace control) and evaluated here, on
+// the syntax tree, so that every step of a run is bounded: the rule's
+// deadline is checked as the run goes, {{#each}} iterations are counted, and
+// output stops at MaxOutputBytes instead of being built first and measured
+// after.
+//
 // The root holds the filtered context under "context" and the record's own
 // fields (id, title, description, tags, schema_name, version), so both
 // "{{context.items.length}}" and "# {{title}}" work.
 //
-// What is refused at compile time, and why:
-//   - partials: a self-including partial overflows the Go stack, which no
-//     recover can catch;
-//   - mustache sections over a path ({{#items}}…{{/items}}): they loop
-//     outside any helper, so no budget could bound them; write {{#each}},
-//     {{#with}} or {{#if}};
-//   - helpers other than each, if, unless, with, lookup and json, and a second
-//     block parameter (as |item key|): use @index and @key instead.
+// Semantics follow handlebars.js, with these choices:
+//   - helpers: each (arrays, and objects in key order; @index, @key, @first,
+//     @last; "as |item key|"), if, unless, with, lookup (returns the value
+//     itself) and json (compact JSON, not escaped);
+//   - "x.length" is the length of an array, an object or a string (in
+//     characters) unless x has its own "length" key;
+//   - an object or array in {{…}} renders as compact JSON;
+//   - {{…}} escapes & < > " ' ` = for HTML; {{{…}}} does not;
+//   - names are looked up in the current context only (use ../ or @root to
+//     reach outward), as in handlebars.js.
 //
-// Every {{#each}} iteration counts against MaxTemplateIterations and checks
-// the rule's deadline, and the output is capped at MaxOutputBytes.
-
-// budgetKey names the per-run budget in the template's private data. It holds
-// a space, which no template identifier can, so templates cannot reach it.
-const budgetKey = "ctxkit budget"
+// Refused at compile time: partials (a self-including partial can only end in
+// a stack overflow), mustache sections over a path ({{#items}}…{{/items}};
+// write {{#each}}, {{#with}} or {{#if}}), and any other helper.
 
 var (
-	blockHelpers   = map[string]bool{"each": true, "if": true, "unless": true, "with": true}
-	inlineHelpers  = map[string]bool{"lookup": true, "json": true}
-	helperNames    = "each, if, unless, with, lookup, json"
-	refusedHelpers = map[string]bool{ // raymond's global helpers that log or are not offered
-		"log": true, "equal": true, "ifGt": true, "ifLt": true, "ifEq": true,
-		"ifMatchesRegexStr": true, "pluralize": true,
-	}
+	blockHelpers  = map[string]int{"each": 2, "if": 0, "unless": 0, "with": 1} // name → most block params
+	inlineHelpers = map[string]int{"lookup": 2, "json": 1}                     // name → parameter count
 )
 
+const helperNames = "each, if, unless, with, lookup, json"
+
 type templateRule struct {
-	tpl     *raymond.Template
-	timeout time.Duration
+	prog    *ast.Program
+	timeout func(context.Context) (context.Context, context.CancelFunc)
 	maxIter int
 	maxOut  int
 }
@@ -56,79 +58,82 @@ func compileTemplate(src, where string, opts Options) (rule, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidTemplate, Path: where, Msg: oneLine(err.Error()), Err: err}
 	}
-	if err := checkNode(prog); err != nil {
+	if err := checkProgram(prog); err != nil {
 		return nil, &Error{Code: CodeInvalidTemplate, Path: where, Msg: err.Error()}
 	}
-	tpl, err := raymond.Parse(src)
-	if err != nil {
-		return nil, &Error{Code: CodeInvalidTemplate, Path: where, Msg: oneLine(err.Error()), Err: err}
+	d := opts.RuleTimeout
+	return templateRule{
+		prog:    prog,
+		timeout: func(ctx context.Context) (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, d) },
+		maxIter: opts.MaxTemplateIterations,
+		maxOut:  opts.MaxOutputBytes,
+	}, nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// checkProgram refuses, with the line, what templates may not use.
+func checkProgram(p *ast.Program) error {
+	if p == nil {
+		return nil
 	}
-	tpl.RegisterHelpers(map[string]any{
-		"each":   eachHelper,
-		"if":     ifHelper,
-		"unless": unlessHelper,
-		"with":   withHelper,
-		"json":   jsonHelper,
-	})
-	return templateRule{tpl: tpl, timeout: opts.RuleTimeout, maxIter: opts.MaxTemplateIterations, maxOut: opts.MaxOutputBytes}, nil
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// checkNode walks the template's syntax tree and refuses what templates may
-// not use (see the comment at the top of this file).
-func checkNode(n ast.Node) error {
-	switch x := n.(type) {
-	case *ast.Program:
-		if x == nil {
-			return nil
-		}
-		if len(x.BlockParams) > 1 {
-			return fmt.Errorf("block parameters %v: only one (as |item|) is supported; use @index or @key for the position", x.BlockParams)
-		}
-		for _, s := range x.Body {
-			if err := checkNode(s); err != nil {
+	for _, n := range p.Body {
+		switch x := n.(type) {
+		case *ast.MustacheStatement:
+			name := x.Expression.HelperName()
+			if _, ok := blockHelpers[name]; ok {
+				return fmt.Errorf("line %d: %s is a block helper: write {{#%s …}}…{{/%s}}", x.Line, name, name, name)
+			}
+			if err := checkExpr(x.Expression, x.Line); err != nil {
 				return err
 			}
-		}
-	case *ast.MustacheStatement:
-		return checkExpr(x.Expression, x.Line)
-	case *ast.BlockStatement:
-		name := x.Expression.HelperName()
-		if x.Program != nil && !blockHelpers[name] {
-			return fmt.Errorf("line %d: section {{#%s}}: open blocks with a helper: {{#each …}}, {{#with …}}, {{#if …}} or {{#unless …}}", x.Line, x.Expression.Canonical())
-		}
-		if err := checkExpr(x.Expression, x.Line); err != nil {
-			return err
-		}
-		if x.Program != nil {
-			if err := checkNode(x.Program); err != nil {
+		case *ast.BlockStatement:
+			if err := checkBlock(x); err != nil {
 				return err
 			}
+		case *ast.PartialStatement:
+			return fmt.Errorf("line %d: partials ({{> …}}) are not supported", x.Line)
 		}
-		if x.Inverse != nil {
-			return checkNode(x.Inverse)
-		}
-	case *ast.PartialStatement:
-		return fmt.Errorf("line %d: partials ({{> …}}) are not supported", x.Line)
 	}
 	return nil
 }
 
+func checkBlock(b *ast.BlockStatement) error {
+	name := b.Expression.HelperName()
+	maxParams, isHelper := blockHelpers[name]
+	switch {
+	case isHelper:
+		if len(b.Expression.Params) != 1 || b.Expression.Hash != nil {
+			return fmt.Errorf("line %d: {{#%s}} takes one value, as in {{#%s context.items}}", b.Line, name, name)
+		}
+		if err := checkParam(b.Expression.Params[0], b.Line); err != nil {
+			return err
+		}
+	case b.Program != nil:
+		return fmt.Errorf("line %d: section {{#%s}}: open blocks with a helper: {{#each …}}, {{#with …}}, {{#if …}} or {{#unless …}}", b.Line, b.Expression.Canonical())
+	default: // an inverted section, {{^path}}…{{/path}}
+		if err := checkExpr(b.Expression, b.Line); err != nil {
+			return err
+		}
+	}
+	if b.Program != nil {
+		if n := len(b.Program.BlockParams); n > maxParams {
+			return fmt.Errorf("line %d: {{#%s}} takes at most %d block parameters, not %d", b.Line, name, maxParams, n)
+		}
+		if err := checkProgram(b.Program); err != nil {
+			return err
+		}
+	}
+	return checkProgram(b.Inverse)
+}
+
 func checkExpr(e *ast.Expression, line int) error {
-	if e == nil {
-		return nil
-	}
-	if err := checkPath(e.Path, line); err != nil {
-		return err
-	}
 	name := e.HelperName()
-	if refusedHelpers[name] {
-		return fmt.Errorf("line %d: helper %q is not available; the helpers are %s", line, name, helperNames)
-	}
-	if (len(e.Params) > 0 || e.Hash != nil) && !blockHelpers[name] && !inlineHelpers[name] {
+	if want, ok := inlineHelpers[name]; ok {
+		if len(e.Params) != want || e.Hash != nil {
+			return fmt.Errorf("line %d: %s takes %d parameters, not %d", line, name, want, len(e.Params))
+		}
+	} else if len(e.Params) > 0 || e.Hash != nil {
 		return fmt.Errorf("line %d: unknown helper %q; the helpers are %s", line, e.Canonical(), helperNames)
 	}
 	for _, p := range e.Params {
@@ -136,92 +141,398 @@ func checkExpr(e *ast.Expression, line int) error {
 			return err
 		}
 	}
-	if e.Hash != nil {
-		for _, pair := range e.Hash.Pairs {
-			if err := checkParam(pair.Val, line); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// checkPath refuses data variables templates may not name (the run budget).
-func checkPath(n ast.Node, line int) error {
-	if p, ok := n.(*ast.PathExpression); ok && p.Data && len(p.Parts) > 0 && strings.Contains(p.Parts[0], " ") {
-		return fmt.Errorf("line %d: @%s is not a template variable", line, p.Parts[0])
-	}
 	return nil
 }
 
 func checkParam(n ast.Node, line int) error {
-	switch x := n.(type) {
-	case *ast.PathExpression:
-		return checkPath(x, line)
-	case *ast.SubExpression:
-		return checkExpr(x.Expression, line)
-	case *ast.Expression:
-		return checkExpr(x, line)
+	if sub, ok := n.(*ast.SubExpression); ok {
+		if _, ok := inlineHelpers[sub.Expression.HelperName()]; !ok {
+			return fmt.Errorf("line %d: unknown helper %q in a subexpression; use lookup or json", line, sub.Expression.Canonical())
+		}
+		return checkExpr(sub.Expression, line)
 	}
 	return nil
 }
 
-// budget bounds one template run.
-type budget struct {
+func (r templateRule) apply(ctx context.Context, e *env) (any, error) {
+	rctx, cancel := r.timeout(ctx)
+	defer cancel()
+	run := &tplRun{ctx: rctx, maxIter: r.maxIter, maxOut: r.maxOut, scopes: []any{e.root()}, frames: []frame{{}}}
+	if err := run.program(r.prog); err != nil {
+		return nil, err
+	}
+	return run.out.String(), nil
+}
+
+// tplRun is the state of one template run.
+type tplRun struct {
 	ctx     context.Context
+	out     strings.Builder
+	maxOut  int
 	iter    int
 	maxIter int
-	maxOut  int
+	steps   int
+	scopes  []any            // context stack: [0] is the root, the last is "this"
+	frames  []frame          // @data frames: one per {{#each}} iteration
+	params  []map[string]any // block parameters, innermost last
 }
 
-func (b *budget) step() {
-	b.iter++
-	if b.iter > b.maxIter {
-		panic(errorf(CodeRuleTooLarge, "", "template ran more than %d {{#each}} iterations", b.maxIter))
-	}
-	if b.iter%64 == 0 {
-		b.checkDeadline()
-	}
+type frame struct {
+	index       any
+	key         any
+	first, last any
 }
 
-func (b *budget) checkDeadline() {
-	if err := b.ctx.Err(); err != nil {
-		panic(&Error{Code: CodeRuleTimeout, Msg: "template ran past its deadline", Err: err})
+// safeString is output that is not HTML-escaped (what the json helper returns).
+type safeString string
+
+func (r *tplRun) step() error {
+	r.steps++
+	if r.steps&255 == 0 {
+		if err := r.ctx.Err(); err != nil {
+			return &Error{Code: CodeRuleTimeout, Msg: "template ran past its deadline", Err: err}
+		}
 	}
+	return nil
 }
 
-func (b *budget) output(n int) {
-	if n > b.maxOut {
-		panic(tooLarge(b.maxOut))
+func (r *tplRun) write(s string) error {
+	if r.out.Len()+len(s) > r.maxOut {
+		return tooLarge(r.maxOut)
 	}
+	r.out.WriteString(s)
+	return nil
 }
 
-func budgetOf(opts *raymond.Options) *budget {
-	b, _ := opts.DataFrame().Get(budgetKey).(*budget)
-	if b == nil {
-		// Only reachable if a template ran outside templateRule.apply.
-		panic(errorf(CodeRuleFailed, "", "template run without a budget"))
+func (r *tplRun) program(p *ast.Program) error {
+	if p == nil {
+		return nil
 	}
-	return b
+	for _, n := range p.Body {
+		if err := r.step(); err != nil {
+			return err
+		}
+		var err error
+		switch x := n.(type) {
+		case *ast.ContentStatement:
+			err = r.write(x.Value)
+		case *ast.MustacheStatement:
+			var v any
+			if v, err = r.expr(x.Expression); err == nil {
+				var s string
+				s, err = r.render(v, !x.Unescaped)
+				if err == nil {
+					err = r.write(s)
+				}
+			}
+		case *ast.BlockStatement:
+			err = r.block(x)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func (r templateRule) apply(ctx context.Context, e *env) (any, error) {
-	rctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	b := &budget{ctx: rctx, maxIter: r.maxIter, maxOut: r.maxOut}
-	frame := raymond.NewDataFrame()
-	frame.Set(budgetKey, b)
-	out, err := r.tpl.ExecWith(e.root(), frame)
+// render turns a value into template output.
+func (r *tplRun) render(v any, escape bool) (string, error) {
+	var s string
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case safeString:
+		return string(x), nil
+	case string:
+		s = x
+	case json.Number:
+		s = string(x)
+	case int:
+		s = strconv.Itoa(x)
+	case int64:
+		s = strconv.FormatInt(x, 10)
+	case float64:
+		s = strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		s = strconv.FormatBool(x)
+	default:
+		enc, err := r.encode(v)
+		if err != nil {
+			return "", err
+		}
+		s = enc
+	}
+	if escape {
+		s = escapeHTML(s)
+	}
+	return s, nil
+}
+
+// encode writes v as compact JSON, refusing values larger than the output cap
+// before spending the work.
+func (r *tplRun) encode(v any) (string, error) {
+	if err := r.ctx.Err(); err != nil {
+		return "", &Error{Code: CodeRuleTimeout, Msg: "template ran past its deadline", Err: err}
+	}
+	if size, _ := measure(v, r.maxOut); size > r.maxOut {
+		return "", tooLarge(r.maxOut)
+	}
+	out, err := Encode(v)
 	if err != nil {
-		if _, ok := err.(*Error); ok {
+		return "", &Error{Code: CodeRuleFailed, Msg: "template: " + err.Error(), Err: err}
+	}
+	return string(out), nil
+}
+
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#x27;", "`", "&#x60;", "=", "&#x3D;")
+
+func escapeHTML(s string) string {
+	if !strings.ContainsAny(s, "&<>\"'`=") {
+		return s
+	}
+	return htmlEscaper.Replace(s)
+}
+
+// expr evaluates a mustache's or a subexpression's expression.
+func (r *tplRun) expr(e *ast.Expression) (any, error) {
+	switch e.HelperName() {
+	case "lookup":
+		obj, err := r.value(e.Params[0])
+		if err != nil {
 			return nil, err
 		}
-		return nil, &Error{Code: CodeRuleFailed, Msg: "template: " + oneLine(err.Error()), Err: err}
+		key, err := r.value(e.Params[1])
+		if err != nil {
+			return nil, err
+		}
+		k, err := r.render(key, false)
+		if err != nil {
+			return nil, err
+		}
+		return field(obj, k), nil
+	case "json":
+		v, err := r.value(e.Params[0])
+		if err != nil {
+			return nil, err
+		}
+		s, err := r.encode(v)
+		return safeString(s), err
 	}
-	if len(out) > r.maxOut {
-		return nil, tooLarge(r.maxOut)
+	switch p := e.Path.(type) {
+	case *ast.PathExpression:
+		return r.path(p), nil
+	case *ast.StringLiteral: // {{"a key"}} names a field, as in handlebars.js
+		return field(r.scopes[len(r.scopes)-1], p.Value), nil
 	}
-	return out, nil
+	return r.value(e.Path)
+}
+
+// value evaluates a helper parameter.
+func (r *tplRun) value(n ast.Node) (any, error) {
+	switch x := n.(type) {
+	case *ast.PathExpression:
+		return r.path(x), nil
+	case *ast.StringLiteral:
+		return x.Value, nil
+	case *ast.NumberLiteral:
+		return x.Number(), nil
+	case *ast.BooleanLiteral:
+		return x.Value, nil
+	case *ast.SubExpression:
+		if err := r.step(); err != nil {
+			return nil, err
+		}
+		return r.expr(x.Expression)
+	}
+	return nil, nil
+}
+
+// path resolves a path: @data, a block parameter, or the context at a depth.
+func (r *tplRun) path(p *ast.PathExpression) any {
+	parts := p.Parts
+	var v any
+	switch {
+	case p.Data:
+		if len(parts) == 0 {
+			return nil
+		}
+		if parts[0] == "root" {
+			v = r.scopes[0]
+		} else {
+			i := len(r.frames) - 1 - p.Depth
+			if i < 0 {
+				return nil
+			}
+			f := r.frames[i]
+			switch parts[0] {
+			case "index":
+				v = f.index
+			case "key":
+				v = f.key
+			case "first":
+				v = f.first
+			case "last":
+				v = f.last
+			}
+		}
+		parts = parts[1:]
+	case !p.Scoped && p.Depth == 0 && len(parts) > 0 && r.param(parts[0]) != nil:
+		v = r.param(parts[0])
+		parts = parts[1:]
+	default:
+		i := len(r.scopes) - 1 - p.Depth
+		if i < 0 {
+			return nil
+		}
+		v = r.scopes[i]
+	}
+	for _, part := range parts {
+		if len(part) >= 2 && part[0] == '[' && part[len(part)-1] == ']' {
+			part = part[1 : len(part)-1]
+		}
+		if v = field(v, part); v == nil {
+			return nil
+		}
+	}
+	return v
+}
+
+// param finds a block parameter by name, innermost first.
+func (r *tplRun) param(name string) any {
+	for i := len(r.params) - 1; i >= 0; i-- {
+		if v, ok := r.params[i][name]; ok {
+			return v
+		}
+	}
+	return nil
+}
+
+// field is one step of a path: an object key, an array index, or "length".
+func field(v any, name string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if f, ok := x[name]; ok {
+			return f
+		}
+		if name == "length" {
+			return len(x)
+		}
+	case []any:
+		if n, err := strconv.Atoi(name); err == nil && n >= 0 && n < len(x) {
+			return x[n]
+		}
+		if name == "length" {
+			return len(x)
+		}
+	case string:
+		if name == "length" {
+			return utf8.RuneCountInString(x)
+		}
+	}
+	return nil
+}
+
+func (r *tplRun) block(b *ast.BlockStatement) error {
+	name := b.Expression.HelperName()
+	if _, ok := blockHelpers[name]; !ok {
+		// An inverted section: {{^path}}…{{/path}}.
+		v, err := r.expr(b.Expression)
+		if err != nil || truthy(v) {
+			return err
+		}
+		return r.program(b.Inverse)
+	}
+	v, err := r.value(b.Expression.Params[0])
+	if err != nil {
+		return err
+	}
+	switch name {
+	case "if":
+		if truthy(v) {
+			return r.program(b.Program)
+		}
+		return r.program(b.Inverse)
+	case "unless":
+		if !truthy(v) {
+			return r.program(b.Program)
+		}
+		return r.program(b.Inverse)
+	case "with":
+		if !truthy(v) {
+			return r.program(b.Inverse)
+		}
+		return r.scoped(b.Program, v, nil, v, nil)
+	}
+	return r.each(b, v)
+}
+
+// scoped runs p with v as "this", an optional @data frame, and the block
+// parameters bound to p1 and p2.
+func (r *tplRun) scoped(p *ast.Program, v any, f *frame, p1, p2 any) error {
+	if p == nil {
+		return nil
+	}
+	r.scopes = append(r.scopes, v)
+	if f != nil {
+		r.frames = append(r.frames, *f)
+	}
+	if bp := p.BlockParams; len(bp) > 0 {
+		m := map[string]any{bp[0]: p1}
+		if len(bp) > 1 {
+			m[bp[1]] = p2
+		}
+		r.params = append(r.params, m)
+	}
+	err := r.program(p)
+	r.scopes = r.scopes[:len(r.scopes)-1]
+	if f != nil {
+		r.frames = r.frames[:len(r.frames)-1]
+	}
+	if len(p.BlockParams) > 0 {
+		r.params = r.params[:len(r.params)-1]
+	}
+	return err
+}
+
+func (r *tplRun) each(b *ast.BlockStatement, v any) error {
+	iterate := func(elem any, i int, key any, last bool) error {
+		r.iter++
+		if r.iter > r.maxIter {
+			return errorf(CodeRuleTooLarge, "", "template ran more than %d {{#each}} iterations", r.maxIter)
+		}
+		if r.iter&63 == 0 {
+			if err := r.ctx.Err(); err != nil {
+				return &Error{Code: CodeRuleTimeout, Msg: "template ran past its deadline", Err: err}
+			}
+		}
+		return r.scoped(b.Program, elem, &frame{index: i, key: key, first: i == 0, last: last}, elem, key)
+	}
+	n := 0
+	switch x := v.(type) {
+	case []any:
+		for i, elem := range x {
+			if err := iterate(elem, i, i, i == len(x)-1); err != nil {
+				return err
+			}
+		}
+		n = len(x)
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // a stable order; Go maps carry none
+		for i, k := range keys {
+			if err := iterate(x[k], i, k, i == len(keys)-1); err != nil {
+				return err
+			}
+		}
+		n = len(x)
+	}
+	if n == 0 {
+		return r.program(b.Inverse)
+	}
+	return nil
 }
 
 // truthy follows Handlebars: false, null, "", 0 and [] are false; objects,
@@ -247,71 +558,4 @@ func truthy(v any) bool {
 		return len(x) > 0
 	}
 	return true
-}
-
-func eachHelper(v any, opts *raymond.Options) any {
-	b := budgetOf(opts)
-	var sb strings.Builder
-	n := 0
-	iterate := func(elem any, index int, key any, last bool) {
-		b.step()
-		frame := opts.NewDataFrame()
-		frame.Set("index", index)
-		frame.Set("key", key)
-		frame.Set("first", index == 0)
-		frame.Set("last", last)
-		sb.WriteString(opts.FnCtxData(elem, frame))
-		b.output(sb.Len())
-		n++
-	}
-	switch x := v.(type) {
-	case []any:
-		for i, elem := range x {
-			iterate(elem, i, i, i == len(x)-1)
-		}
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys) // a stable order; JSON objects in Go carry none
-		for i, k := range keys {
-			iterate(x[k], i, k, i == len(keys)-1)
-		}
-	}
-	if n == 0 {
-		return opts.Inverse()
-	}
-	b.checkDeadline()
-	return sb.String()
-}
-
-func ifHelper(v any, opts *raymond.Options) any {
-	if truthy(v) {
-		return opts.Fn()
-	}
-	return opts.Inverse()
-}
-
-func unlessHelper(v any, opts *raymond.Options) any {
-	if truthy(v) {
-		return opts.Inverse()
-	}
-	return opts.Fn()
-}
-
-func withHelper(v any, opts *raymond.Options) any {
-	if truthy(v) {
-		return opts.FnWith(v)
-	}
-	return opts.Inverse()
-}
-
-// jsonHelper renders a value as compact JSON, unescaped: {{json context.tools}}.
-func jsonHelper(v any) raymond.SafeString {
-	out, err := Encode(v)
-	if err != nil {
-		panic(&Error{Code: CodeRuleFailed, Msg: "json helper: " + err.Error(), Err: err})
-	}
-	return raymond.SafeString(out)
 }

@@ -192,6 +192,7 @@ func compileDoc(doc any, opts Options) (*View, error) {
 		case "include":
 			if v.include, err = compilePaths(val, k); err == nil && v.include == nil {
 				v.include = &trie{} // an empty include list keeps nothing
+				v.include.fill()
 			}
 		case "exclude":
 			v.exclude, err = compilePaths(val, k)
@@ -346,7 +347,7 @@ func hashValue(doc any) (string, error) {
 // Filter applies include and exclude alone. It is what a view falls back to.
 func (v *View) Filter(c any) any {
 	if v.include != nil {
-		kept, _ := include(c, v.include)
+		kept, _ := include(c, v.include.self)
 		if kept == nil {
 			if _, isArr := c.([]any); isArr {
 				kept = []any{}
@@ -357,7 +358,7 @@ func (v *View) Filter(c any) any {
 		c = kept
 	}
 	if v.exclude != nil {
-		c, _ = exclude(c, v.exclude)
+		c, _ = exclude(c, v.exclude.self)
 	}
 	return c
 }
