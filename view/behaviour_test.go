@@ -67,7 +67,7 @@ func TestTemplateDeadline(t *testing.T) {
 
 func TestTemplateOutputCap(t *testing.T) {
 	v := mustCompile(t, `{"transform":{"t":{"type":"template","template":"{{#each context.a}}{{../context.s}}{{/each}}"}}}`,
-		view.Options{MaxOutputBytes: 1000})
+		view.Options{MaxOutputBytes: 1000, RuleTimeout: time.Minute})
 	res := v.Apply(context.Background(), view.Record{Context: mustDecode(t, `{"s":"`+strings.Repeat("y", 100)+`","a":[1,2,3,4,5,6,7,8,9,10,11]}`)})
 	if res.Status != view.StatusFallback || res.Err.Code != view.CodeRuleTooLarge {
 		t.Fatalf("got %+v", res)
@@ -82,7 +82,7 @@ func TestExtractAndFormatOutputCap(t *testing.T) {
 		`{"transform":{"r":{"type":"format","format":"{context.s}{context.s}"}}}`,
 		`{"transform":{"r":{"type":"jq","query":"[.s,.s]"}}}`,
 	} {
-		res := mustCompile(t, hints, view.Options{MaxOutputBytes: 1500}).Apply(context.Background(), view.Record{Context: ctx})
+		res := mustCompile(t, hints, view.Options{MaxOutputBytes: 1500, RuleTimeout: time.Minute}).Apply(context.Background(), view.Record{Context: ctx})
 		if res.Status != view.StatusFallback || res.Err.Code != view.CodeRuleTooLarge {
 			t.Errorf("%s: got %s %v", hints, res.Status, res.Err)
 		}
@@ -150,7 +150,7 @@ func TestConcurrentApply(t *testing.T) {
 		"names":{"type":"extract","value":"$.items[*].name"},
 		"count":{"type":"jq","query":".items | map(.n += 1) | length"},
 		"kind":{"type":"literal","literal":{"v":1}},
-		"line":{"type":"format","format":"{title} {context.items.0.name}"}}}`, view.Options{})
+		"line":{"type":"format","format":"{title} {context.items.0.name}"}}}`, view.Options{RuleTimeout: time.Minute})
 	shared := mustDecode(t, `{"secret":1,"items":[{"name":"a","n":1,"pw":"x"},{"name":"b","n":2,"pw":"y"}]}`)
 	want, _ := view.Encode(v.Apply(context.Background(), view.Record{Title: "T", Context: shared}).Value)
 	var wg sync.WaitGroup
@@ -163,7 +163,7 @@ func TestConcurrentApply(t *testing.T) {
 				res := v.Apply(context.Background(), view.Record{Title: "T", Context: shared})
 				got, _ := view.Encode(res.Value)
 				if res.Status != view.StatusOK || string(got) != string(want) {
-					errs <- fmt.Sprintf("run %d: %s %s", i, res.Status, got)
+					errs <- fmt.Sprintf("run %d: %s %v %s", i, res.Status, res.Err, got)
 					return
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxkit/ctxkit/view"
 )
@@ -97,7 +98,9 @@ func TestCases(t *testing.T) {
 		seen[c.Name] = true
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
-			v, err := view.Compile(hintsBytes(c.Hints))
+			// A generous deadline: these cases test results, not timing, and
+			// must not flake on a loaded machine. Runaway rules still stop.
+			v, err := view.CompileWith(hintsBytes(c.Hints), view.Options{RuleTimeout: time.Second})
 			if c.CompileFail {
 				if err == nil {
 					t.Fatalf("compiled; want an error containing %q", c.Error)

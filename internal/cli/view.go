@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ctxkit/ctxkit/view"
 )
@@ -20,7 +21,7 @@ func init() {
 	register(&command{
 		name:    "view",
 		summary: "print the LLM view of a JSON document through llm_hints",
-		usage: `Usage: ctxkit view --hints FILE [--record] [--stats] [--encoding NAME] [--compact] < input.json
+		usage: `Usage: ctxkit view --hints FILE [--record] [--stats] [--encoding NAME] [--compact] [--timeout D] < input.json
 
 Reads a JSON context on standard input, applies the llm_hints in FILE and
 prints the view as JSON.
@@ -34,6 +35,7 @@ Flags:
   --encoding NAME   token encoding for --stats: ` + strings.Join(view.Encodings(), ", ") + `
                     (default ` + view.DefaultEncoding + `)
   --compact         print the view on one line instead of indented
+  --timeout D       deadline for each jq and template rule (default 100ms)
 
 Exit status: 0 on success; 1 when the input, the hints or a rule failed (a
 failed rule still prints the include/exclude-filtered context, never the
@@ -50,11 +52,15 @@ func runView(ctx context.Context, e *env, args []string) error {
 	stats := fs.Bool("stats", false, "")
 	encoding := fs.String("encoding", view.DefaultEncoding, "")
 	compact := fs.Bool("compact", false, "")
+	timeout := fs.Duration("timeout", 100*time.Millisecond, "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if !slices.Contains(view.Encodings(), *encoding) {
 		return usagef("unknown --encoding %q: use one of %s", *encoding, strings.Join(view.Encodings(), ", "))
+	}
+	if *timeout <= 0 {
+		return usagef("--timeout must be positive, not %v", *timeout)
 	}
 	if *hintsFile == "" && !*record {
 		return usagef("--hints FILE is required")
@@ -82,7 +88,7 @@ func runView(ctx context.Context, e *env, args []string) error {
 	} else if hints == nil {
 		return usagef("the record has no llm_hints: pass --hints FILE")
 	}
-	v, err := view.Compile(hints)
+	v, err := view.CompileWith(hints, view.Options{RuleTimeout: *timeout})
 	if err != nil {
 		return fmt.Errorf("hints: %w", err)
 	}
