@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unicode/utf8"
 )
 
 // maxDepth bounds the nesting of hints documents; encoding/json bounds inputs.
@@ -50,7 +51,8 @@ func positioned(data []byte, err error, fallback, back int64) error {
 	return fmt.Errorf("line %d, column %d: %w", line, col, err)
 }
 
-// position turns a byte offset into a 1-based line and column.
+// position turns a byte offset into a 1-based line and column; the column
+// counts characters, as editors do.
 func position(data []byte, off int64) (line, col int) {
 	if off > int64(len(data)) {
 		off = int64(len(data))
@@ -60,7 +62,7 @@ func position(data []byte, off int64) (line, col int) {
 	}
 	before := data[:off]
 	line = bytes.Count(before, []byte{'\n'}) + 1
-	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	col = utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
 	return line, col
 }
 
