@@ -24,7 +24,8 @@ import (
 // fields (id, title, description, tags, schema_name, version), so both
 // "{{context.items.length}}" and "# {{title}}" work.
 //
-// Semantics follow handlebars.js, with these choices:
+// Semantics follow handlebars.js (checked against handlebars.js 4.7 on a few
+// thousand generated cases), with these choices:
 //   - helpers: each (arrays, and objects in key order; @index, @key, @first,
 //     @last; "as |item key|"), if, unless, with, lookup (returns the value
 //     itself) and json (compact JSON, not escaped);
@@ -33,7 +34,12 @@ import (
 //   - an object or array in {{…}} renders as compact JSON;
 //   - {{…}} escapes & < > " ' ` = for HTML; {{{…}}} does not;
 //   - names are looked up in the current context only (use ../ or @root to
-//     reach outward), as in handlebars.js.
+//     reach outward), as in handlebars.js; ../ always steps out one
+//     {{#each}} or {{#with}}, even where handlebars.js would skip a block
+//     whose context is the same value as its parent's;
+//   - whitespace control is raymond's, which differs from handlebars.js in
+//     two corners: a tag followed by more text on its line may still count
+//     as standalone, and {{~else if …}} does not strip.
 //
 // Refused at compile time: partials (a self-including partial can only end in
 // a stack overflow), mustache sections over a path ({{#items}}…{{/items}};
@@ -54,7 +60,7 @@ type templateRule struct {
 }
 
 func compileTemplate(src, where string, opts Options) (rule, error) {
-	prog, err := parser.Parse(src)
+	prog, err := parser.Parse(normalizeTemplate(src))
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidTemplate, Path: where, Msg: oneLine(err.Error()), Err: err}
 	}
@@ -71,6 +77,106 @@ func compileTemplate(src, where string, opts Options) (rule, error) {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// normalizeTemplate rewrites two spellings that handlebars.js reads as paths
+// but raymond's lexer does not, without changing line numbers:
+//   - a numeric path segment, "items.0.name", lexes as the number "0." and
+//     fails; it becomes "items.[0].name";
+//   - a name that starts with "else", "{{elsewhere}}", lexes as {{else}};
+//     it becomes "{{[elsewhere]}}".
+//
+// String literals, number literals and comments are left alone.
+func normalizeTemplate(src string) string {
+	if !strings.Contains(src, "{{") {
+		return src
+	}
+	var b strings.Builder
+	i := 0
+	for i < len(src) {
+		j := strings.Index(src[i:], "{{")
+		if j < 0 {
+			b.WriteString(src[i:])
+			break
+		}
+		i += j + 2
+		k := i
+		for k < len(src) && (src[k] == '{' || src[k] == '~') {
+			k++
+		}
+		b.WriteString(src[i-j-2 : k])
+		i = k
+		if strings.HasPrefix(src[i:], "!") { // a comment: copy through its end
+			end := "}}"
+			if strings.HasPrefix(src[i:], "!--") {
+				end = "--}}"
+			}
+			e := strings.Index(src[i:], end)
+			if e < 0 {
+				b.WriteString(src[i:])
+				break
+			}
+			b.WriteString(src[i : i+e+len(end)])
+			i += e + len(end)
+			continue
+		}
+		if strings.HasPrefix(src[i:], "else") && i+4 < len(src) && isNameByte(src[i+4]) {
+			e := i + 4
+			for e < len(src) && isNameByte(src[e]) {
+				e++
+			}
+			b.WriteString("[" + src[i:e] + "]")
+			i = e
+		}
+		i = copyMustache(&b, src, i)
+	}
+	return b.String()
+}
+
+// copyMustache copies one mustache's inside, from i up to its closing
+// braces, bracketing numeric path segments; it returns where it stopped.
+func copyMustache(b *strings.Builder, src string, i int) int {
+	var quote byte
+	number, tokenStart := false, true
+	for i < len(src) {
+		c := src[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '}' && strings.HasPrefix(src[i:], "}}"):
+			return i
+		case c == '"' || c == '\'':
+			quote = c
+			tokenStart = false
+		case strings.IndexByte(" \t\r\n()=|", c) >= 0:
+			tokenStart, number = true, false
+		case tokenStart:
+			number = c == '-' || (c >= '0' && c <= '9')
+			tokenStart = false
+		}
+		if c == '.' && quote == 0 && !number && i > 0 && isNameByte(src[i-1]) && i+1 < len(src) && isDigit(src[i+1]) {
+			e := i + 1
+			for e < len(src) && isDigit(src[e]) {
+				e++
+			}
+			if e == len(src) || strings.IndexByte(".}~) \t\r\n", src[e]) >= 0 {
+				b.WriteString(".[" + src[i+1:e] + "]")
+				i = e
+				continue
+			}
+		}
+		b.WriteByte(c)
+		i++
+	}
+	return i
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isNameByte(c byte) bool {
+	return c == '_' || c == ']' || c == '$' || isDigit(c) || (c|0x20 >= 'a' && c|0x20 <= 'z') || c >= 0x80
+}
 
 // checkProgram refuses, with the line, what templates may not use.
 func checkProgram(p *ast.Program) error {
@@ -305,6 +411,9 @@ func (r *tplRun) expr(e *ast.Expression) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if falsy(obj) {
+			return obj, nil // as handlebars.js: lookup of 0, false or "" is itself
+		}
 		k, err := r.render(key, false)
 		if err != nil {
 			return nil, err
@@ -318,13 +427,21 @@ func (r *tplRun) expr(e *ast.Expression) (any, error) {
 		s, err := r.encode(v)
 		return safeString(s), err
 	}
+	this := r.scopes[len(r.scopes)-1]
 	switch p := e.Path.(type) {
 	case *ast.PathExpression:
 		return r.path(p), nil
-	case *ast.StringLiteral: // {{"a key"}} names a field, as in handlebars.js
-		return field(r.scopes[len(r.scopes)-1], p.Value), nil
+	case *ast.StringLiteral: // {{"a key"}} names a field, as in handlebars.js; {{""}} is this
+		if p.Value == "" {
+			return this, nil
+		}
+		return field(this, p.Value), nil
+	case *ast.NumberLiteral: // {{1}} names a field too
+		return field(this, p.Original), nil
+	case *ast.BooleanLiteral:
+		return field(this, p.Original), nil
 	}
-	return r.value(e.Path)
+	return nil, nil
 }
 
 // value evaluates a helper parameter.
@@ -376,7 +493,7 @@ func (r *tplRun) path(p *ast.PathExpression) any {
 			}
 		}
 		parts = parts[1:]
-	case !p.Scoped && p.Depth == 0 && len(parts) > 0 && r.param(parts[0]) != nil:
+	case !p.Scoped && p.Depth == 0 && len(parts) > 0 && r.hasParam(parts[0]):
 		v = r.param(parts[0])
 		parts = parts[1:]
 	default:
@@ -395,6 +512,15 @@ func (r *tplRun) path(p *ast.PathExpression) any {
 		}
 	}
 	return v
+}
+
+func (r *tplRun) hasParam(name string) bool {
+	for i := len(r.params) - 1; i >= 0; i-- {
+		if _, ok := r.params[i][name]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // param finds a block parameter by name, innermost first.
@@ -418,7 +544,7 @@ func field(v any, name string) any {
 			return len(x)
 		}
 	case []any:
-		if n, err := strconv.Atoi(name); err == nil && n >= 0 && n < len(x) {
+		if n, ok := arrayIndex(name); ok && n < len(x) {
 			return x[n]
 		}
 		if name == "length" {
@@ -428,16 +554,31 @@ func field(v any, name string) any {
 		if name == "length" {
 			return utf8.RuneCountInString(x)
 		}
+		if n, ok := arrayIndex(name); ok {
+			for _, c := range x { // the n-th character
+				if n == 0 {
+					return string(c)
+				}
+				n--
+			}
+		}
 	}
 	return nil
+}
+
+// arrayIndex accepts only canonical decimal indexes: "1", not "01" or "+1".
+func arrayIndex(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n >= 0 && strconv.Itoa(n) == s
 }
 
 func (r *tplRun) block(b *ast.BlockStatement) error {
 	name := b.Expression.HelperName()
 	if _, ok := blockHelpers[name]; !ok {
-		// An inverted section: {{^path}}…{{/path}}.
+		// An inverted section, {{^path}}…{{/path}}: as in handlebars.js it
+		// runs for false, null and [] only.
 		v, err := r.expr(b.Expression)
-		if err != nil || truthy(v) {
+		if err != nil || !(v == nil || v == false || isEmptyArray(v)) {
 			return err
 		}
 		return r.program(b.Inverse)
@@ -457,8 +598,8 @@ func (r *tplRun) block(b *ast.BlockStatement) error {
 			return r.program(b.Program)
 		}
 		return r.program(b.Inverse)
-	case "with":
-		if !truthy(v) {
+	case "with": // as in handlebars.js, 0 is a value here, not "empty"
+		if v == nil || v == false || v == "" || isEmptyArray(v) {
 			return r.program(b.Inverse)
 		}
 		return r.scoped(b.Program, v, nil, v, nil)
@@ -535,8 +676,17 @@ func (r *tplRun) each(b *ast.BlockStatement, v any) error {
 	return nil
 }
 
-// truthy follows Handlebars: false, null, "", 0 and [] are false; objects,
-// even empty ones, are true. JSON numbers compare by value ("0.0" is false).
+func isEmptyArray(v any) bool {
+	a, ok := v.([]any)
+	return ok && len(a) == 0
+}
+
+// falsy is JavaScript's falsiness for JSON values: null, false, "" and 0.
+func falsy(v any) bool { return !truthy(v) && !isEmptyArray(v) }
+
+// truthy is what {{#if}}, {{#unless}} and {{#each}}'s else see, as in
+// handlebars.js: false, null, "", 0 and [] are false; objects, even empty
+// ones, are true. JSON numbers compare by value ("0.0" is false).
 func truthy(v any) bool {
 	switch x := v.(type) {
 	case nil:
