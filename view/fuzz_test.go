@@ -2,6 +2,7 @@ package view_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -78,6 +79,55 @@ func FuzzApply(f *testing.F) {
 			}
 		default:
 			t.Fatalf("status %q", res.Status)
+		}
+	})
+}
+
+// FuzzTemplate drives the template engine directly: any template string over
+// any JSON context compiles or fails with a *view.Error, and a compiled one
+// runs to a string or falls back; never a panic or a runaway.
+func FuzzTemplate(f *testing.F) {
+	for _, c := range loadCases(f) {
+		var h struct {
+			Transform map[string]struct {
+				Type     string `json:"type"`
+				Template string `json:"template"`
+			} `json:"transform"`
+		}
+		if json.Unmarshal(hintsBytes(c.Hints), &h) != nil {
+			continue
+		}
+		for _, r := range h.Transform {
+			if r.Type == "template" {
+				in := []byte(c.Context)
+				if in == nil {
+					in = []byte(`{"items":[{"name":"a","n":0}],"s":"x"}`)
+				}
+				f.Add(r.Template, in)
+			}
+		}
+	}
+	opts := view.Options{RuleTimeout: 50 * time.Millisecond, MaxTemplateIterations: 10_000, MaxOutputBytes: 64 << 10}
+	f.Fuzz(func(t *testing.T, tpl string, input []byte) {
+		hints, _ := json.Marshal(map[string]any{"transform": map[string]any{"t": map[string]any{"type": "template", "template": tpl}}})
+		v, err := view.CompileWith(hints, opts)
+		if err != nil {
+			if _, ok := err.(*view.Error); !ok {
+				t.Fatalf("error %v is %T, not *view.Error", err, err)
+			}
+			return
+		}
+		doc, err := view.DecodeJSON(input)
+		if err != nil {
+			return
+		}
+		res := v.Apply(context.Background(), view.Record{Title: "t", Tags: []string{"a"}, Version: 2, Context: doc})
+		if res.Status == view.StatusOK {
+			if _, ok := res.Value.(map[string]any)["t"].(string); !ok {
+				t.Fatalf("template output is %T", res.Value.(map[string]any)["t"])
+			}
+		} else if res.Err == nil || res.Err.Path != "transform.t" {
+			t.Fatalf("fallback without the rule's error: %v", res.Err)
 		}
 	})
 }
