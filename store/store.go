@@ -1,0 +1,204 @@
+// Package store defines the breadcrumb store: the records agents share, the
+// Store interface every backend implements, and the rules all backends apply
+// the same way (validation, versions, visibility). Backends live in
+// sub-packages (store/sqlite); store/storetest is the conformance suite they
+// must pass.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+)
+
+// Visibility says who may see a breadcrumb.
+type Visibility string
+
+const (
+	// Team (the default): every agent of the owner.
+	Team Visibility = "team"
+	// Private: only the agent that created it, and the owner's curators.
+	Private Visibility = "private"
+	// Public: also readable by id (never writable) by other owners' agents.
+	Public Visibility = "public"
+)
+
+// Sensitivity labels what a breadcrumb's context holds.
+type Sensitivity string
+
+const (
+	Low    Sensitivity = "low"
+	PII    Sensitivity = "pii"
+	Secret Sensitivity = "secret"
+)
+
+// Breadcrumb is one JSON context record.
+type Breadcrumb struct {
+	ID              string          `json:"id"` // UUIDv7
+	OwnerID         string          `json:"owner_id"`
+	Title           string          `json:"title"`
+	Description     string          `json:"description"`
+	SemanticVersion string          `json:"semantic_version"`
+	Context         json.RawMessage `json:"context"` // a JSON object, stored in canonical form
+	Tags            []string        `json:"tags"`    // a set, kept sorted
+	SchemaName      string          `json:"schema_name"`
+	LLMHints        json.RawMessage `json:"llm_hints,omitempty"` // validated with view.Compile
+	Visibility      Visibility      `json:"visibility"`
+	Sensitivity     Sensitivity     `json:"sensitivity"`
+	Version         int64           `json:"version"`  // 1 on create, +1 on every write
+	Checksum        string          `json:"checksum"` // "sha256:" of the canonical context
+	ExpiresAt       *time.Time      `json:"expires_at,omitempty"`
+	MaxReads        int64           `json:"max_reads,omitempty"` // expire after this many view reads; 0 = no limit
+	Reads           int64           `json:"reads"`
+	CreatedAt       time.Time       `json:"created_at"`
+	CreatedBy       string          `json:"created_by"` // agent id
+	UpdatedAt       time.Time       `json:"updated_at"`
+	UpdatedBy       string          `json:"updated_by"`
+	SizeBytes       int64           `json:"size_bytes"`
+}
+
+// Actor is who performs an operation. The store scopes every operation to
+// the actor's owner and applies visibility; what a role may do (write,
+// delete) is the caller's to decide.
+type Actor struct {
+	OwnerID string
+	AgentID string
+	Curator bool // sees the owner's private breadcrumbs
+}
+
+// Query filters a list.
+type Query struct {
+	Tags       []string // all must match
+	SchemaName string
+	Limit      int    // 1..MaxLimit; 0 means DefaultLimit
+	Cursor     string // from Page.NextCursor
+}
+
+// List limits.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// Page is one page of a list, newest first.
+type Page struct {
+	Items      []Breadcrumb
+	NextCursor string // empty on the last page
+}
+
+// EventKind says what happened to a breadcrumb.
+type EventKind string
+
+const (
+	Created EventKind = "created"
+	Updated EventKind = "updated"
+	Deleted EventKind = "deleted"
+)
+
+// Event is one change, numbered by a sequence that only grows.
+type Event struct {
+	Seq          int64     `json:"seq"`
+	Kind         EventKind `json:"kind"`
+	BreadcrumbID string    `json:"id"`
+	Version      int64     `json:"version"`
+	Tags         []string  `json:"tags"`
+	SchemaName   string    `json:"schema_name"`
+	At           time.Time `json:"at"`
+}
+
+// Idempotency makes a create safe to retry: a second create with the same
+// key and request hash returns the first result; the same key with another
+// hash is ErrIdempotencyConflict.
+type Idempotency struct {
+	Key         string
+	RequestHash string
+}
+
+// Mutation changes a breadcrumb in place inside an update's transaction. It
+// may change the content fields; the store keeps the identity, owner,
+// version and timestamps and validates the result.
+type Mutation func(b *Breadcrumb) error
+
+// Store is what the server uses. Every method is scoped to the actor's owner:
+// a breadcrumb the actor may not see is ErrNotFound, never a hint that it
+// exists.
+type Store interface {
+	// Create stores a new breadcrumb (version 1) from the content fields of
+	// in. With a non-empty idempotency key a replay returns the first result
+	// and replayed=true.
+	Create(ctx context.Context, a Actor, in Breadcrumb, idem Idempotency) (b Breadcrumb, replayed bool, err error)
+	// Get returns a breadcrumb the actor may read (public ones of other owners too).
+	Get(ctx context.Context, a Actor, id string) (Breadcrumb, error)
+	// Read is Get for a view read: it counts the read, and a breadcrumb
+	// whose read budget this read uses up is deleted after being returned.
+	Read(ctx context.Context, a Actor, id string) (Breadcrumb, error)
+	// List returns the actor's breadcrumbs, newest first.
+	List(ctx context.Context, a Actor, q Query) (Page, error)
+	// Update applies m atomically. expectedVersion > 0 makes it conditional:
+	// ErrVersionMismatch when the stored version differs.
+	Update(ctx context.Context, a Actor, id string, expectedVersion int64, m Mutation) (Breadcrumb, error)
+	// Delete removes a breadcrumb; its history stays.
+	Delete(ctx context.Context, a Actor, id string) error
+	// History returns every version of a breadcrumb, newest first, including
+	// the deleted state.
+	History(ctx context.Context, a Actor, id string) ([]Breadcrumb, error)
+	// Events yields the changes the actor may see with Seq > after: first
+	// the backlog, then live changes until ctx ends.
+	Events(ctx context.Context, a Actor, after int64) iter.Seq2[Event, error]
+	// Expire deletes the breadcrumbs whose expiry time is before now and
+	// returns how many.
+	Expire(ctx context.Context, now time.Time) (int, error)
+	Close() error
+}
+
+// Error codes, stable for API clients.
+const (
+	CodeInvalid             = "invalid"              // bad input; Field names it
+	CodeNotFound            = "not_found"            // unknown or not visible
+	CodeVersionMismatch     = "version_mismatch"     // If-Match failed
+	CodeIdempotencyConflict = "idempotency_conflict" // key reused with another request
+	CodeTooLarge            = "too_large"
+)
+
+// Error is a store error a caller can act on.
+type Error struct {
+	Code  string
+	Field string // the field at fault, for CodeInvalid
+	Msg   string
+	Err   error
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return e.Field + ": " + e.Msg
+	}
+	return e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches on Code: errors.Is(err, store.ErrNotFound).
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Sentinels for errors.Is.
+var (
+	ErrNotFound            = &Error{Code: CodeNotFound, Msg: "breadcrumb not found"}
+	ErrVersionMismatch     = &Error{Code: CodeVersionMismatch, Msg: "version mismatch"}
+	ErrIdempotencyConflict = &Error{Code: CodeIdempotencyConflict, Msg: "idempotency key reused with a different request"}
+)
+
+func invalid(field, format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsCode reports whether err is a store *Error with the code.
+func IsCode(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}

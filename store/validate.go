@@ -1,0 +1,210 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sort"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/view"
+)
+
+// Limits on one breadcrumb.
+const (
+	MaxTitleBytes   = 512
+	MaxTextBytes    = 64 << 10 // description, semantic_version, schema_name
+	MaxTags         = 64
+	MaxTagBytes     = 128
+	MaxContextBytes = 1 << 20
+)
+
+// Prepare validates the content fields of b and puts them in canonical form:
+// the context and hints as compact JSON with sorted keys, the tags as a
+// sorted set, defaults for visibility and sensitivity; it sets Checksum and
+// SizeBytes. Backends call it on every write, so every backend stores the
+// same thing and refuses the same input. Errors are *Error with the field.
+func Prepare(b *Breadcrumb) error {
+	if b.Title == "" {
+		return invalid("title", "required")
+	}
+	for _, f := range []struct {
+		name, val string
+		max       int
+	}{
+		{"title", b.Title, MaxTitleBytes},
+		{"description", b.Description, MaxTextBytes},
+		{"semantic_version", b.SemanticVersion, MaxTextBytes},
+		{"schema_name", b.SchemaName, MaxTextBytes},
+	} {
+		if !utf8.ValidString(f.val) {
+			return invalid(f.name, "not valid UTF-8")
+		}
+		if len(f.val) > f.max {
+			return invalid(f.name, "%d bytes; the limit is %d", len(f.val), f.max)
+		}
+	}
+
+	if len(b.Context) == 0 {
+		return invalid("context", "required: a JSON object")
+	}
+	if len(b.Context) > MaxContextBytes {
+		return &Error{Code: CodeTooLarge, Field: "context", Msg: "larger than 1 MiB"}
+	}
+	if !utf8.Valid(b.Context) {
+		return invalid("context", "not valid UTF-8")
+	}
+	doc, err := view.DecodeJSON(b.Context)
+	if err != nil {
+		return invalid("context", "%v", err)
+	}
+	if _, ok := doc.(map[string]any); !ok {
+		return invalid("context", "must be a JSON object")
+	}
+	canon, err := view.Encode(doc)
+	if err != nil {
+		return invalid("context", "%v", err)
+	}
+	b.Context = canon
+	sum := sha256.Sum256(canon)
+	b.Checksum = "sha256:" + hex.EncodeToString(sum[:])
+
+	tags, err := normalizeTags(b.Tags)
+	if err != nil {
+		return err
+	}
+	b.Tags = tags
+
+	if h := bytes.TrimSpace(b.LLMHints); len(h) == 0 || bytes.Equal(h, []byte("null")) {
+		b.LLMHints = nil
+	} else {
+		if !utf8.Valid(h) {
+			return invalid("llm_hints", "not valid UTF-8")
+		}
+		if _, err := view.Compile(h); err != nil {
+			var ve *view.Error
+			if errors.As(err, &ve) && ve.Path != "" {
+				return &Error{Code: CodeInvalid, Field: "llm_hints." + ve.Path, Msg: ve.Msg, Err: err}
+			}
+			return &Error{Code: CodeInvalid, Field: "llm_hints", Msg: err.Error(), Err: err}
+		}
+		hd, _ := view.DecodeJSON(h)
+		if b.LLMHints, err = view.Encode(hd); err != nil {
+			return invalid("llm_hints", "%v", err)
+		}
+	}
+
+	switch b.Visibility {
+	case "":
+		b.Visibility = Team
+	case Team, Private, Public:
+	default:
+		return invalid("visibility", "%q is not one of public, team, private", b.Visibility)
+	}
+	switch b.Sensitivity {
+	case "":
+		b.Sensitivity = Low
+	case Low, PII, Secret:
+	default:
+		return invalid("sensitivity", "%q is not one of low, pii, secret", b.Sensitivity)
+	}
+	if b.MaxReads < 0 {
+		return invalid("max_reads", "must not be negative")
+	}
+	if b.ExpiresAt != nil {
+		t := b.ExpiresAt.UTC().Truncate(time.Microsecond)
+		b.ExpiresAt = &t
+	}
+	b.SizeBytes = int64(len(b.Context) + len(b.LLMHints) + len(b.Title) + len(b.Description) +
+		len(b.SemanticVersion) + len(b.SchemaName))
+	for _, t := range b.Tags {
+		b.SizeBytes += int64(len(t))
+	}
+	return nil
+}
+
+func normalizeTags(tags []string) ([]string, error) {
+	set := make(map[string]bool, len(tags))
+	out := make([]string, 0, len(tags))
+	for _, t := range tags {
+		switch {
+		case t == "":
+			return nil, invalid("tags", "empty tag")
+		case len(t) > MaxTagBytes:
+			return nil, invalid("tags", "tag of %d bytes; the limit is %d", len(t), MaxTagBytes)
+		case !utf8.ValidString(t):
+			return nil, invalid("tags", "tag not valid UTF-8")
+		}
+		if !set[t] {
+			set[t] = true
+			out = append(out, t)
+		}
+	}
+	if len(out) > MaxTags {
+		return nil, invalid("tags", "%d tags; the limit is %d", len(out), MaxTags)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// MergeContext deep-merges patch into context: objects merge recursively,
+// any other value replaces. Both are JSON objects; the result is canonical.
+func MergeContext(context, patch json.RawMessage) (json.RawMessage, error) {
+	base, err := view.DecodeJSON(context)
+	if err != nil {
+		return nil, invalid("context", "%v", err)
+	}
+	p, err := view.DecodeJSON(patch)
+	if err != nil {
+		return nil, invalid("context", "%v", err)
+	}
+	pm, ok := p.(map[string]any)
+	if !ok {
+		return nil, invalid("context", "a merge takes a JSON object")
+	}
+	bm, ok := base.(map[string]any)
+	if !ok {
+		bm = map[string]any{}
+	}
+	return view.Encode(deepMerge(bm, pm))
+}
+
+func deepMerge(base, patch map[string]any) map[string]any {
+	out := make(map[string]any, len(base)+len(patch))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, pv := range patch {
+		if pm, ok := pv.(map[string]any); ok {
+			if bm, ok := out[k].(map[string]any); ok {
+				out[k] = deepMerge(bm, pm)
+				continue
+			}
+		}
+		out[k] = pv
+	}
+	return out
+}
+
+// Visible reports whether a may read b: its own owner's breadcrumbs unless
+// private to another agent, and other owners' public ones.
+func Visible(a Actor, b *Breadcrumb) bool {
+	if b.OwnerID != a.OwnerID {
+		return b.Visibility == Public
+	}
+	return Writable(a, b)
+}
+
+// Writable reports whether a may change b: only its own owner's, and a
+// private one only by its creator or a curator.
+func Writable(a Actor, b *Breadcrumb) bool {
+	return b.OwnerID == a.OwnerID && (b.Visibility != Private || b.CreatedBy == a.AgentID || a.Curator)
+}
+
+// Expired reports whether b is past its expiry time or read budget at now.
+func Expired(b *Breadcrumb, now time.Time) bool {
+	return (b.ExpiresAt != nil && !now.Before(*b.ExpiresAt)) || (b.MaxReads > 0 && b.Reads >= b.MaxReads)
+}
