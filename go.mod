@@ -3,6 +3,7 @@ module github.com/ctxkit/ctxkit
 go 1.26.0
 
 require (
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/uuid v1.6.0
 	github.com/itchyny/gojq v0.12.20
 	github.com/mailgun/raymond/v2 v2.0.48

@@ -1,0 +1,148 @@
+package server
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Roles a token may carry.
+const (
+	RoleCurator    = "curator"    // everything, including delete
+	RoleEmitter    = "emitter"    // read, create, update
+	RoleSubscriber = "subscriber" // read, stream events
+)
+
+// ValidRoles lists the roles in the order they are documented.
+var ValidRoles = []string{RoleCurator, RoleEmitter, RoleSubscriber}
+
+// Principal is the verified identity behind a request.
+type Principal struct {
+	AgentID string
+	OwnerID string
+	Roles   []string
+}
+
+// Has reports whether p holds role; curators hold every role.
+func (p Principal) Has(role string) bool {
+	return slices.Contains(p.Roles, role) || slices.Contains(p.Roles, RoleCurator)
+}
+
+type claims struct {
+	OwnerID string   `json:"owner_id"`
+	Roles   []string `json:"roles"`
+	jwt.RegisteredClaims
+}
+
+// Mint signs a bearer token (EdDSA JWT) for an agent of an owner.
+func Mint(key ed25519.PrivateKey, p Principal, ttl time.Duration, now time.Time) (string, error) {
+	if p.AgentID == "" || p.OwnerID == "" {
+		return "", errors.New("a token needs an agent and an owner")
+	}
+	if len(p.Roles) == 0 {
+		return "", errors.New("a token needs at least one role")
+	}
+	for _, r := range p.Roles {
+		if !slices.Contains(ValidRoles, r) {
+			return "", fmt.Errorf("unknown role %q: use %s", r, strings.Join(ValidRoles, ", "))
+		}
+	}
+	if ttl <= 0 {
+		return "", errors.New("the token's lifetime must be positive")
+	}
+	c := claims{OwnerID: p.OwnerID, Roles: p.Roles, RegisteredClaims: jwt.RegisteredClaims{
+		Subject:   p.AgentID,
+		IssuedAt:  jwt.NewNumericDate(now),
+		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
+	}}
+	return jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(key)
+}
+
+// verify checks a token's signature, algorithm, expiry and claims.
+func verify(pub ed25519.PublicKey, token string, now time.Time) (Principal, error) {
+	var c claims
+	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return pub, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithTimeFunc(func() time.Time { return now }))
+	if err != nil {
+		return Principal{}, err
+	}
+	if c.Subject == "" || c.OwnerID == "" || len(c.Roles) == 0 {
+		return Principal{}, errors.New("token lacks sub, owner_id or roles")
+	}
+	for _, r := range c.Roles {
+		if !slices.Contains(ValidRoles, r) {
+			return Principal{}, fmt.Errorf("token has unknown role %q", r)
+		}
+	}
+	return Principal{AgentID: c.Subject, OwnerID: c.OwnerID, Roles: c.Roles}, nil
+}
+
+// KeyFile is the signing key's file name in the data directory.
+const KeyFile = "signing.key"
+
+// LoadOrCreateKey reads the Ed25519 signing key at path (PKCS #8 PEM), or
+// creates it when the file does not exist; created reports the latter.
+func LoadOrCreateKey(path string) (key ed25519.PrivateKey, created bool, err error) {
+	key, err = LoadKey(path)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return key, false, err
+	}
+	_, key, err = ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, false, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, false, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	return key, true, f.Close()
+}
+
+// LoadKey reads an Ed25519 signing key (PKCS #8 PEM).
+func LoadKey(path string) (ed25519.PrivateKey, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "PRIVATE KEY" {
+		return nil, fmt.Errorf("%s: not a PEM private key", path)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	key, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("%s: not an Ed25519 key", path)
+	}
+	return key, nil
+}

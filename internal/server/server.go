@@ -1,0 +1,261 @@
+// Package server is ctxkit's HTTP API over a store.Store: breadcrumbs, their
+// LLM views, and authoring previews. Handlers return errors; one adapter maps
+// them to JSON errors with fitting status codes.
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/view"
+)
+
+// Options configure a Server; the zero values of the limits are defaults.
+type Options struct {
+	Store        store.Store
+	Key          ed25519.PrivateKey // verifies bearer tokens
+	Logger       *slog.Logger       // nil: discard
+	MaxBodyBytes int64              // default 1 MiB
+	MaxDepth     int                // JSON nesting depth of a request body; default 64
+	RuleTimeout  time.Duration      // view rules' deadline; default 100ms
+	Now          func() time.Time   // default time.Now
+}
+
+// Server serves the API.
+type Server struct {
+	opts    Options
+	pub     ed25519.PublicKey
+	views   *view.Cache
+	results *view.LRU[view.ResultKey, cachedView]
+	mux     *http.ServeMux
+}
+
+type cachedView struct {
+	value  json.RawMessage
+	status view.Status
+	reason string
+}
+
+// New returns a server.
+func New(opts Options) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 1 << 20
+	}
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = 64
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		opts:    opts,
+		pub:     opts.Key.Public().(ed25519.PublicKey),
+		views:   view.NewCache(1024, view.Options{RuleTimeout: opts.RuleTimeout}),
+		results: view.NewLRU[view.ResultKey, cachedView](4096),
+		mux:     http.NewServeMux(),
+	}
+	s.routes()
+	return s
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// apiError is an error with its HTTP status and stable code.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// handlerFunc is a handler that returns its error; p is the verified caller.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, p Principal) error
+
+// authed wraps h with authentication and a role check ("" = any role).
+func (s *Server) authed(role string, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.authenticate(r)
+		if err == nil && role != "" && !p.Has(role) {
+			err = errorf(http.StatusForbidden, "forbidden", "this needs the %s role", role)
+		}
+		if err == nil {
+			err = h(w, r, p)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) authenticate(r *http.Request) (Principal, error) {
+	h := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || token == "" {
+		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "missing bearer token")
+	}
+	p, err := verify(s.pub, strings.TrimSpace(token), s.opts.Now())
+	if err != nil {
+		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "invalid token: %v", err)
+	}
+	return p, nil
+}
+
+func actor(p Principal) store.Actor {
+	return store.Actor{OwnerID: p.OwnerID, AgentID: p.AgentID, Curator: p.Has(RoleCurator)}
+}
+
+// writeError maps an error to a JSON error response.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		ae *apiError
+		se *store.Error
+	)
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &se):
+		ae = &apiError{code: se.Code, msg: se.Error()}
+		switch se.Code {
+		case store.CodeInvalid:
+			ae.status = http.StatusBadRequest
+		case store.CodeNotFound:
+			ae.status = http.StatusNotFound
+		case store.CodeVersionMismatch:
+			ae.status = http.StatusPreconditionFailed
+		case store.CodeIdempotencyConflict:
+			ae.status = http.StatusConflict
+		case store.CodeTooLarge:
+			ae.status = http.StatusRequestEntityTooLarge
+		default:
+			ae.status = http.StatusInternalServerError
+		}
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		ae = errorf(http.StatusServiceUnavailable, "unavailable", "the request was cancelled or timed out")
+	default:
+		s.opts.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = errorf(http.StatusInternalServerError, "internal", "internal error")
+	}
+	writeJSON(w, ae.status, map[string]any{"error": map[string]string{"code": ae.code, "message": ae.msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		b.Reset()
+		b.WriteString(`{"error":{"code":"internal","message":"encoding the response failed"}}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
+}
+
+// decode reads a JSON request body into v: bounded in size and depth, valid
+// UTF-8, and with no fields v does not define.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readBody(w, r, s.opts.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	return s.parse(body, v)
+}
+
+// parse is decode for a body already read.
+func (s *Server) parse(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		return errorf(http.StatusBadRequest, "invalid_utf8", "the request body is not valid UTF-8")
+	}
+	if d := depth(body); d > s.opts.MaxDepth {
+		return errorf(http.StatusBadRequest, "too_deep", "the request body nests %d levels; the limit is %d", d, s.opts.MaxDepth)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te):
+			return errorf(http.StatusBadRequest, store.CodeInvalid, "%s: must be %s, not a JSON %s", te.Field, typeName(te.Type.String()), te.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return errorf(http.StatusBadRequest, "unknown_field", "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return errorf(http.StatusBadRequest, "invalid_json", "the request body is not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, "invalid_json", "the request body holds more than one JSON value")
+	}
+	return nil
+}
+
+func typeName(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case goType == "string":
+		return "a string"
+	case strings.HasPrefix(goType, "map"), strings.HasPrefix(goType, "struct"), strings.HasPrefix(goType, "server."):
+		return "an object"
+	case strings.HasPrefix(goType, "int"):
+		return "an integer"
+	}
+	return goType
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is over %d bytes", limit)
+	}
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "bad_body", "reading the request body: %v", err)
+	}
+	return b.Bytes(), nil
+}
+
+// depth returns the deepest nesting of arrays and objects in a JSON text.
+func depth(data []byte) int {
+	d, max, inString := 0, 0, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			d++
+			if d > max {
+				max = d
+			}
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return max
+}

@@ -1,0 +1,407 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/ctxkit/ctxkit/internal/server"
+	"github.com/ctxkit/ctxkit/store/sqlite"
+)
+
+type env struct {
+	t   *testing.T
+	url string
+	key ed25519.PrivateKey
+}
+
+// newEnv starts a real server on loopback over a fresh SQLite store.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ctxkit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	srv := httptest.NewServer(server.New(server.Options{Store: db, Key: key, MaxBodyBytes: 64 << 10}).Handler())
+	t.Cleanup(func() { srv.Close(); db.Close() })
+	return &env{t: t, url: srv.URL, key: key}
+}
+
+func (e *env) token(owner, agent string, roles ...string) string {
+	e.t.Helper()
+	tok, err := server.Mint(e.key, server.Principal{OwnerID: owner, AgentID: agent, Roles: roles}, time.Hour, time.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tok
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("reply %d is not a JSON object: %s", r.status, r.body)
+	}
+	return m
+}
+
+func (e *env) do(method, path, token string, body any, headers ...string) reply {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.url+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+func (e *env) create(token string, body any) string {
+	e.t.Helper()
+	r := e.do("POST", "/breadcrumbs", token, body)
+	if r.status != http.StatusCreated {
+		e.t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	return r.json(e.t)["id"].(string)
+}
+
+func want(t *testing.T, r reply, status int, substr string) {
+	t.Helper()
+	if r.status != status || !strings.Contains(string(r.body), substr) {
+		t.Fatalf("got %d %s; want %d containing %q", r.status, r.body, status, substr)
+	}
+}
+
+func TestHealthNeedsNoToken(t *testing.T) {
+	e := newEnv(t)
+	want(t, e.do("GET", "/health", "", nil), 200, `"ok"`)
+	want(t, e.do("GET", "/nope", "", nil), 404, `"not_found"`)
+}
+
+func TestAuthDenials(t *testing.T) {
+	e := newEnv(t)
+	emitter := e.token("acme", "a", server.RoleEmitter)
+	id := e.create(emitter, map[string]any{"title": "t", "context": map[string]any{}})
+
+	_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
+	foreign, _ := server.Mint(otherKey, server.Principal{OwnerID: "acme", AgentID: "a", Roles: []string{"curator"}}, time.Hour, time.Now())
+	expired, _ := server.Mint(e.key, server.Principal{OwnerID: "acme", AgentID: "a", Roles: []string{"curator"}}, time.Minute, time.Now().Add(-time.Hour))
+	hs := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "a", "owner_id": "acme", "roles": []string{"curator"}, "exp": time.Now().Add(time.Hour).Unix()})
+	hsTok, _ := hs.SignedString([]byte("secret"))
+	none := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims{"sub": "a", "owner_id": "acme", "roles": []string{"curator"}, "exp": time.Now().Add(time.Hour).Unix()})
+	noneTok, _ := none.SignedString(jwt.UnsafeAllowNoneSignatureType)
+	noExp, _ := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{"sub": "a", "owner_id": "acme", "roles": []string{"curator"}}).SignedString(e.key)
+	badRole, _ := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{"sub": "a", "owner_id": "acme", "roles": []string{"god"}, "exp": time.Now().Add(time.Hour).Unix()}).SignedString(e.key)
+
+	endpoints := []struct{ method, path string }{
+		{"POST", "/breadcrumbs"}, {"GET", "/breadcrumbs"}, {"GET", "/breadcrumbs/" + id}, {"GET", "/breadcrumbs/" + id + "/full"},
+		{"PATCH", "/breadcrumbs/" + id}, {"DELETE", "/breadcrumbs/" + id}, {"GET", "/breadcrumbs/" + id + "/history"},
+		{"POST", "/breadcrumbs/" + id + "/tags/add"}, {"POST", "/breadcrumbs/" + id + "/tags/remove"},
+		{"POST", "/breadcrumbs/" + id + "/context/merge"}, {"POST", "/views/preview"},
+	}
+	for _, ep := range endpoints {
+		for name, tok := range map[string]string{"none": "", "garbage": "x.y.z", "foreign key": foreign, "expired": expired,
+			"HS256": hsTok, "alg none": noneTok, "no exp": noExp, "unknown role": badRole} {
+			r := e.do(ep.method, ep.path, tok, "{}")
+			if r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), `"unauthorized"`) {
+				t.Errorf("%s %s with %s token: %d %s", ep.method, ep.path, name, r.status, r.body)
+			}
+		}
+	}
+
+	sub := e.token("acme", "s", server.RoleSubscriber)
+	want(t, e.do("POST", "/breadcrumbs", sub, map[string]any{"title": "t", "context": map[string]any{}}), 403, "emitter")
+	want(t, e.do("PATCH", "/breadcrumbs/"+id, sub, map[string]any{"title": "x"}), 403, "emitter")
+	want(t, e.do("POST", "/breadcrumbs/"+id+"/tags/add", sub, map[string]any{"tags": []string{"x"}}), 403, "emitter")
+	want(t, e.do("POST", "/breadcrumbs/"+id+"/context/merge", sub, map[string]any{"context": map[string]any{}}), 403, "emitter")
+	want(t, e.do("DELETE", "/breadcrumbs/"+id, emitter, nil), 403, "curator")
+	want(t, e.do("GET", "/breadcrumbs/"+id, sub, nil), 200, id) // every role reads
+	want(t, e.do("DELETE", "/breadcrumbs/"+id, e.token("acme", "c", server.RoleCurator), nil), 204, "")
+}
+
+func TestBreadcrumbLifecycle(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "alice", server.RoleEmitter)
+	r := e.do("POST", "/breadcrumbs", tok, map[string]any{
+		"title": "Team", "tags": []string{"team", "roster"}, "schema_name": "team.v1",
+		"context":   map[string]any{"users": []any{map[string]any{"name": "Ann", "email": "ann@x"}}, "api_key": "sk-1"},
+		"llm_hints": map[string]any{"exclude": []string{"api_key", "users.email"}, "mode": "merge", "transform": map[string]any{"summary": map[string]any{"type": "template", "template": "{{title}}: {{context.users.length}}"}}},
+	})
+	want(t, r, 201, `"version":1`)
+	id := r.json(t)["id"].(string)
+	if r.header.Get("Location") != "/breadcrumbs/"+id {
+		t.Fatalf("Location %q", r.header.Get("Location"))
+	}
+
+	v := e.do("GET", "/breadcrumbs/"+id, tok, nil)
+	want(t, v, 200, `"summary":"Team: 1"`)
+	if strings.Contains(string(v.body), "sk-1") || strings.Contains(string(v.body), "ann@x") {
+		t.Fatalf("view leaked excluded fields: %s", v.body)
+	}
+	meta := v.json(t)["meta"].(map[string]any)
+	if meta["status"] != "OK" || v.json(t)["title"] != "Team" {
+		t.Fatalf("view: %s", v.body)
+	}
+	want(t, e.do("GET", "/breadcrumbs/"+id+"/full", tok, nil), 200, `"api_key":"sk-1"`)
+
+	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"title": "Team 2"}, "If-Match", "1"), 200, `"version":2`)
+	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"title": "stale"}, "If-Match", `"1"`), 412, "version_mismatch")
+	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"title": "x"}, "If-Match", "abc"), 400, "If-Match")
+	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"description": "no If-Match: last write wins"}), 200, `"version":3`)
+	// The view follows the new version (no stale cache).
+	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 200, `"summary":"Team 2: 1"`)
+
+	want(t, e.do("POST", "/breadcrumbs/"+id+"/tags/add", tok, map[string]any{"tags": []string{"new", "team"}}), 200, `"tags":["new","roster","team"]`)
+	want(t, e.do("POST", "/breadcrumbs/"+id+"/tags/remove", tok, map[string]any{"tags": []string{"roster"}}), 200, `"tags":["new","team"]`)
+	want(t, e.do("POST", "/breadcrumbs/"+id+"/context/merge", tok, map[string]any{"context": map[string]any{"lead": "Ann"}}), 200, `"lead":"Ann"`)
+	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"llm_hints": nil}), 200, `"version":7`)
+	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 200, `"api_key":"sk-1"`) // hints cleared: the view is the context
+
+	l := e.do("GET", "/breadcrumbs?tag=team&tag=new&schema_name=team.v1", tok, nil)
+	want(t, l, 200, id)
+	if strings.Contains(string(l.body), `"context"`) {
+		t.Fatalf("list without include_context carried context: %s", l.body)
+	}
+	want(t, e.do("GET", "/breadcrumbs?include_context=true", tok, nil), 200, `"lead":"Ann"`)
+	want(t, e.do("GET", "/breadcrumbs?tag=nope", tok, nil), 200, `"items":[]`)
+	want(t, e.do("GET", "/breadcrumbs?limit=501", tok, nil), 400, "limit")
+
+	h := e.do("GET", "/breadcrumbs/"+id+"/history", tok, nil)
+	want(t, h, 200, `"version":7`)
+	if items := h.json(t)["items"].([]any); len(items) != 7 || items[0].(map[string]any)["version"].(float64) != 7 {
+		t.Fatalf("history: %s", h.body)
+	}
+	cur := e.token("acme", "root", server.RoleCurator)
+	want(t, e.do("DELETE", "/breadcrumbs/"+id, cur, nil), 204, "")
+	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 404, "not_found")
+	want(t, e.do("GET", "/breadcrumbs/"+id+"/history", tok, nil), 200, `"version":7`)
+}
+
+func TestPaging(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleEmitter)
+	for i := 0; i < 5; i++ {
+		e.create(tok, map[string]any{"title": fmt.Sprint(i), "context": map[string]any{}})
+	}
+	seen := map[string]bool{}
+	path := "/breadcrumbs?limit=2"
+	for pages := 0; pages < 5; pages++ {
+		m := e.do("GET", path, tok, nil).json(t)
+		for _, it := range m["items"].([]any) {
+			seen[it.(map[string]any)["id"].(string)] = true
+		}
+		next, ok := m["next_cursor"].(string)
+		if !ok {
+			break
+		}
+		path = "/breadcrumbs?limit=2&cursor=" + next
+	}
+	if len(seen) != 5 {
+		t.Fatalf("pages gave %d distinct records", len(seen))
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleEmitter)
+	body := `{"title": "once", "context": {}}`
+	first := e.do("POST", "/breadcrumbs", tok, body, "Idempotency-Key", "k-1")
+	second := e.do("POST", "/breadcrumbs", tok, body, "Idempotency-Key", "k-1")
+	want(t, second, 201, first.json(t)["id"].(string))
+	if second.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatal("replay not marked")
+	}
+	want(t, e.do("POST", "/breadcrumbs", tok, `{"title": "other", "context": {}}`, "Idempotency-Key", "k-1"), 409, "idempotency_conflict")
+	if items := e.do("GET", "/breadcrumbs", tok, nil).json(t)["items"].([]any); len(items) != 1 {
+		t.Fatalf("%d records after a replay", len(items))
+	}
+}
+
+func TestOwnerIsolationOverHTTP(t *testing.T) {
+	e := newEnv(t)
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	bob := e.token("acme", "bob", server.RoleEmitter)
+	acmeRoot := e.token("acme", "root", server.RoleCurator)
+	evil := e.token("evil", "mallory", server.RoleCurator)
+	team := e.create(alice, map[string]any{"title": "team", "context": map[string]any{"k": 1}})
+	pub := e.create(alice, map[string]any{"title": "pub", "context": map[string]any{"k": 2}, "visibility": "public"})
+	priv := e.create(alice, map[string]any{"title": "priv", "context": map[string]any{"k": 3}, "visibility": "private"})
+
+	for _, id := range []string{team, priv} {
+		for _, p := range []string{"", "/full", "/history"} {
+			want(t, e.do("GET", "/breadcrumbs/"+id+p, evil, nil), 404, "not_found")
+		}
+	}
+	want(t, e.do("GET", "/breadcrumbs/"+pub, evil, nil), 200, `"k":2`)
+	want(t, e.do("GET", "/breadcrumbs/"+pub+"/full", evil, nil), 200, `"k":2`)
+	for _, id := range []string{team, pub, priv} {
+		want(t, e.do("PATCH", "/breadcrumbs/"+id, evil, map[string]any{"title": "pwned"}), 404, "not_found")
+		want(t, e.do("POST", "/breadcrumbs/"+id+"/tags/add", evil, map[string]any{"tags": []string{"x"}}), 404, "not_found")
+		want(t, e.do("POST", "/breadcrumbs/"+id+"/context/merge", evil, map[string]any{"context": map[string]any{"x": 1}}), 404, "not_found")
+		want(t, e.do("DELETE", "/breadcrumbs/"+id, evil, nil), 404, "not_found")
+	}
+	want(t, e.do("GET", "/breadcrumbs", evil, nil), 200, `"items":[]`)
+
+	want(t, e.do("GET", "/breadcrumbs/"+priv, bob, nil), 404, "not_found")
+	want(t, e.do("PATCH", "/breadcrumbs/"+priv, bob, map[string]any{"title": "x"}), 404, "not_found")
+	if strings.Contains(string(e.do("GET", "/breadcrumbs", bob, nil).body), priv) {
+		t.Fatal("a teammate listed a private record")
+	}
+	want(t, e.do("GET", "/breadcrumbs/"+priv, acmeRoot, nil), 200, `"k":3`)
+	want(t, e.do("GET", "/breadcrumbs/"+priv, alice, nil), 200, `"k":3`)
+}
+
+func TestBadInputChangesNothing(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleEmitter)
+	id := e.create(tok, map[string]any{"title": "keep", "context": map[string]any{"v": 1}})
+	tags := make([]string, 65)
+	for i := range tags {
+		tags[i] = fmt.Sprint("t", i)
+	}
+	deep := strings.Repeat(`{"a":`, 70) + "1" + strings.Repeat("}", 70)
+	cases := []struct {
+		name, method, path string
+		body               any
+		status             int
+		substr             string
+	}{
+		{"too large", "POST", "/breadcrumbs", `{"title":"t","context":{"x":"` + strings.Repeat("a", 70<<10) + `"}}`, 413, "too_large"},
+		{"unknown field", "POST", "/breadcrumbs", `{"title":"t","context":{},"colour":"red"}`, 400, `unknown field \"colour\"`},
+		{"invalid utf-8", "POST", "/breadcrumbs", "{\"title\":\"\xff\",\"context\":{}}", 400, "invalid_utf8"},
+		{"too deep", "POST", "/breadcrumbs", `{"title":"t","context":` + deep + `}`, 400, "too_deep"},
+		{"not json", "POST", "/breadcrumbs", `{"title":`, 400, "invalid_json"},
+		{"two values", "POST", "/breadcrumbs", `{"title":"t","context":{}} {}`, 400, "more than one"},
+		{"wrong type", "POST", "/breadcrumbs", `{"title":1,"context":{}}`, 400, "title: must be a string"},
+		{"no title", "POST", "/breadcrumbs", `{"context":{}}`, 400, "title: required"},
+		{"context not object", "POST", "/breadcrumbs", `{"title":"t","context":[1]}`, 400, "context: must be a JSON object"},
+		{"too many tags", "POST", "/breadcrumbs", map[string]any{"title": "t", "context": map[string]any{}, "tags": tags}, 400, "tags: 65 tags"},
+		{"long title", "POST", "/breadcrumbs", map[string]any{"title": strings.Repeat("t", 513), "context": map[string]any{}}, 400, "title: 513 bytes"},
+		{"bad hints", "POST", "/breadcrumbs", `{"title":"t","context":{},"llm_hints":{"transform":{"n":{"type":"jq","query":".a | ]"}}}}`, 400, "llm_hints.transform.n.query"},
+		{"bad visibility", "POST", "/breadcrumbs", `{"title":"t","context":{},"visibility":"world"}`, 400, "visibility"},
+		{"bad ttl", "POST", "/breadcrumbs", `{"title":"t","context":{},"ttl":"tomorrow"}`, 400, "ttl"},
+		{"bad ttl type", "POST", "/breadcrumbs", `{"title":"t","context":{},"ttl_type":"forever"}`, 400, "ttl_type"},
+		{"usage without reads", "POST", "/breadcrumbs", `{"title":"t","context":{},"ttl_type":"usage"}`, 400, "max_reads"},
+		{"patch unknown field", "PATCH", "/breadcrumbs/" + id, `{"owner_id":"evil"}`, 400, "unknown field"},
+		{"patch bad context", "PATCH", "/breadcrumbs/" + id, `{"context":"text"}`, 400, "context"},
+		{"patch bad hints", "PATCH", "/breadcrumbs/" + id, `{"llm_hints":{"mode":"sideways"}}`, 400, "llm_hints.mode"},
+		{"merge non-object", "POST", "/breadcrumbs/" + id + "/context/merge", `{"context":[1]}`, 400, "JSON object"},
+		{"merge missing", "POST", "/breadcrumbs/" + id + "/context/merge", `{}`, 400, "context: required"},
+		{"tags empty", "POST", "/breadcrumbs/" + id + "/tags/add", `{"tags":[]}`, 400, "at least one"},
+		{"tags too long", "POST", "/breadcrumbs/" + id + "/tags/add", map[string]any{"tags": []string{strings.Repeat("x", 129)}}, 400, "tags"},
+		{"bad cursor", "GET", "/breadcrumbs?cursor=zzz", nil, 400, "cursor"},
+	}
+	for _, c := range cases {
+		r := e.do(c.method, c.path, tok, c.body)
+		if r.status != c.status || !strings.Contains(string(r.body), c.substr) {
+			t.Errorf("%s: %d %s; want %d containing %q", c.name, r.status, r.body, c.status, c.substr)
+		}
+	}
+	full := e.do("GET", "/breadcrumbs/"+id+"/full", tok, nil).json(t)
+	if full["version"].(float64) != 1 || full["title"] != "keep" {
+		t.Fatalf("bad input changed the record: %v", full)
+	}
+	if items := e.do("GET", "/breadcrumbs", tok, nil).json(t)["items"].([]any); len(items) != 1 {
+		t.Fatalf("bad input created records: %d", len(items))
+	}
+}
+
+func TestViewFailsClosedWithoutHanging(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleEmitter)
+	id := e.create(tok, map[string]any{"title": "t", "context": map[string]any{"public": 1, "secret": "sk"},
+		"llm_hints": map[string]any{"exclude": []string{"secret"}, "transform": map[string]any{"spin": map[string]any{"type": "jq", "query": "def f: f; f"}}}})
+	start := time.Now()
+	r := e.do("GET", "/breadcrumbs/"+id, tok, nil)
+	want(t, r, 200, `"status":"FALLBACK"`)
+	if strings.Contains(string(r.body), "sk") || !strings.Contains(string(r.body), `"public":1`) {
+		t.Fatalf("fallback is not the filtered context: %s", r.body)
+	}
+	if !strings.Contains(string(r.body), "deadline") {
+		t.Fatalf("fallback without the reason: %s", r.body)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("view took %v", d)
+	}
+}
+
+func TestPreview(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleSubscriber)
+	want(t, e.do("POST", "/views/preview", tok, map[string]any{
+		"llm_hints": map[string]any{"transform": map[string]any{"h": map[string]any{"type": "template", "template": "# {{title}} ({{context.n}})"}}},
+		"context":   map[string]any{"n": 3}, "title": "Draft",
+	}), 200, `"h":"# Draft (3)"`)
+	want(t, e.do("POST", "/views/preview", tok, map[string]any{
+		"llm_hints": map[string]any{"transform": map[string]any{"h": map[string]any{"type": "jq", "query": "error(\"no\")"}}},
+		"context":   map[string]any{"n": 3},
+	}), 200, `"status":"FALLBACK"`)
+	want(t, e.do("POST", "/views/preview", tok, map[string]any{"llm_hints": map[string]any{"mode": "x"}, "context": map[string]any{}}), 400, "llm_hints.mode")
+	want(t, e.do("POST", "/views/preview", tok, map[string]any{"llm_hints": map[string]any{}}), 400, "context: required")
+	if items := e.do("GET", "/breadcrumbs", tok, nil).json(t)["items"].([]any); len(items) != 0 {
+		t.Fatal("preview stored something")
+	}
+}
+
+func TestTTL(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleEmitter)
+	id := e.create(tok, map[string]any{"title": "t", "context": map[string]any{}, "ttl": "1h"})
+	full := e.do("GET", "/breadcrumbs/"+id+"/full", tok, nil).json(t)
+	exp, err := time.Parse(time.RFC3339, full["expires_at"].(string))
+	if err != nil || time.Until(exp) < 59*time.Minute || time.Until(exp) > 61*time.Minute {
+		t.Fatalf("expires_at %v %v", full["expires_at"], err)
+	}
+	id = e.create(tok, map[string]any{"title": "t", "context": map[string]any{}, "ttl_type": "usage", "ttl_config": map[string]any{"max_reads": 2}})
+	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 200, id)
+	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 200, id)
+	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 404, "not_found")
+	id = e.create(tok, map[string]any{"title": "t", "context": map[string]any{}, "ttl_type": "hybrid", "ttl_config": map[string]any{"duration": "2h", "max_reads": 5}})
+	full = e.do("GET", "/breadcrumbs/"+id+"/full", tok, nil).json(t)
+	if full["max_reads"].(float64) != 5 || full["expires_at"] == nil {
+		t.Fatalf("hybrid: %v", full)
+	}
+	past := time.Now().Add(-time.Minute).Format(time.RFC3339)
+	id = e.create(tok, map[string]any{"title": "t", "context": map[string]any{}, "ttl_type": "datetime", "ttl": past})
+	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 404, "not_found")
+}
