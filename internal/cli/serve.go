@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ctxkit/ctxkit/internal/server"
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/sqlite"
+)
+
+func init() {
+	register(&command{
+		name:    "serve",
+		summary: "run the breadcrumb server (HTTP API)",
+		usage: `Usage: ctxkit serve [--addr 127.0.0.1:8700] [--data DIR] [--db URL] [--key FILE] [--max-body BYTES]
+
+Serves the breadcrumb API. With no flags it keeps everything in ./.ctxkit: the
+SQLite database (ctxkit.db) and the signing key for bearer tokens
+(signing.key). The start that creates the signing key prints an admin
+(curator) token once; mint more with 'ctxkit token'.
+
+Flags:
+  --addr HOST:PORT   where to listen (default 127.0.0.1:8700; port 0 picks a free one)
+  --data DIR         data directory (default ./.ctxkit; env CTXKIT_DATA)
+  --db URL           database: a SQLite file path or sqlite:PATH (default DIR/ctxkit.db; env CTXKIT_DB)
+  --key FILE         signing key (default DIR/signing.key; env CTXKIT_KEY_FILE)
+  --max-body BYTES   request body limit (default 1048576)
+  --expire-every D   how often expired breadcrumbs are removed (default 30s)
+
+Logs go to standard error: text on a terminal, JSON otherwise. SIGINT or
+SIGTERM stops the server after in-flight requests finish.
+`,
+		run: runServe,
+	})
+}
+
+// adminTokenTTL is the lifetime of the token printed on first start.
+const adminTokenTTL = 30 * 24 * time.Hour
+
+func runServe(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("serve")
+	addr := fs.String("addr", "127.0.0.1:8700", "")
+	data := fs.String("data", envOr("CTXKIT_DATA", ".ctxkit"), "")
+	dbURL := fs.String("db", os.Getenv("CTXKIT_DB"), "")
+	keyFile := fs.String("key", os.Getenv("CTXKIT_KEY_FILE"), "")
+	maxBody := fs.Int64("max-body", 1<<20, "")
+	expireEvery := fs.Duration("expire-every", 30*time.Second, "")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *maxBody <= 0 || *expireEvery <= 0 {
+		return usagef("--max-body and --expire-every must be positive")
+	}
+	log := newLogger(e)
+
+	if err := os.MkdirAll(*data, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	dbPath, err := sqlitePath(*dbURL, *data)
+	if err != nil {
+		return err
+	}
+	db, err := sqlite.Open(ctx, dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if *keyFile == "" {
+		*keyFile = filepath.Join(*data, server.KeyFile)
+	}
+	key, created, err := server.LoadOrCreateKey(*keyFile)
+	if err != nil {
+		return fmt.Errorf("signing key: %w", err)
+	}
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(e.stdout, "ctxkit serving on %s (data in %s)\n", url, *data)
+	if created {
+		tok, err := server.Mint(key, server.Principal{OwnerID: "default", AgentID: "admin", Roles: []string{server.RoleCurator}}, adminTokenTTL, time.Now())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "new signing key in %s; admin token (owner default, curator, valid %s), shown only now:\n%s\n", *keyFile, adminTokenTTL, tok)
+	}
+	log.Info("serving", "url", url, "db", dbPath)
+
+	go expireLoop(ctx, db, *expireEvery, log)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func expireLoop(ctx context.Context, s store.Store, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			n, err := s.Expire(ctx, now)
+			if err != nil && ctx.Err() == nil {
+				log.Error("expiring breadcrumbs", "err", err)
+			} else if n > 0 {
+				log.Info("expired breadcrumbs", "count", n)
+			}
+		}
+	}
+}
+
+// sqlitePath reads --db: empty for the data directory's database, a file
+// path, or sqlite:PATH. Other databases are refused by name.
+func sqlitePath(db, data string) (string, error) {
+	switch {
+	case db == "":
+		return filepath.Join(data, "ctxkit.db"), nil
+	case strings.HasPrefix(db, "sqlite:"):
+		return strings.TrimPrefix(strings.TrimPrefix(db, "sqlite:"), "//"), nil
+	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
+		return "", usagef("--db: this build of ctxkit stores breadcrumbs in SQLite only; PostgreSQL is not available yet")
+	case strings.Contains(db, "://"):
+		return "", usagef("--db: %q is not a database ctxkit knows; give a SQLite file path", db)
+	}
+	return db, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// newLogger logs to stderr: text on a terminal, JSON otherwise.
+func newLogger(e *env) *slog.Logger {
+	if f, ok := e.stderr.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			return slog.New(slog.NewTextHandler(f, nil))
+		}
+	}
+	return slog.New(slog.NewJSONHandler(e.stderr, nil))
+}

@@ -1,0 +1,157 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/internal/cli"
+)
+
+// syncBuffer is a bytes.Buffer safe to write from the server goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type running struct {
+	url    string
+	stdout *syncBuffer
+	stop   func() int
+}
+
+// startServe runs 'ctxkit serve' in-process on a free loopback port.
+func startServe(t *testing.T, data string) running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- cli.Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data}, strings.NewReader(""), out, errOut) }()
+	re := regexp.MustCompile(`ctxkit serving on (http://\S+)`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			stopped := false
+			stop := func() int {
+				if stopped {
+					return 0
+				}
+				stopped = true
+				cancel()
+				select {
+				case code := <-done:
+					return code
+				case <-time.After(20 * time.Second):
+					t.Fatal("serve did not stop")
+					return -1
+				}
+			}
+			t.Cleanup(func() { stop() })
+			return running{url: m[1], stdout: out, stop: stop}
+		}
+		select {
+		case code := <-done:
+			cancel()
+			t.Fatalf("serve exited %d: %s %s", code, out, errOut)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("serve did not start: %s %s", out, errOut)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func call(t *testing.T, method, url, token, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func mint(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := cli.Main(context.Background(), append([]string{"token"}, args...), nil, &out, &errOut); code != 0 {
+		t.Fatalf("token %v: exit %d: %s", args, code, errOut.String())
+	}
+	tok := strings.TrimSpace(out.String())
+	if strings.Count(tok, ".") != 2 || strings.Contains(tok, "\n") {
+		t.Fatalf("token printed more than a token: %q", out.String())
+	}
+	return tok
+}
+
+func TestServeAndToken(t *testing.T) {
+	data := t.TempDir()
+	s := startServe(t, data)
+	lines := strings.Split(strings.TrimSpace(s.stdout.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "admin token") {
+		t.Fatalf("first start should print the URL and an admin token:\n%s", s.stdout)
+	}
+	admin := lines[2]
+
+	if code, _ := call(t, "GET", s.url+"/health", "", ""); code != 200 {
+		t.Fatalf("health %d", code)
+	}
+	code, body := call(t, "POST", s.url+"/breadcrumbs", admin, `{"title":"hello","context":{"a":1,"secret":2},"llm_hints":{"exclude":["secret"]}}`)
+	if code != 201 {
+		t.Fatalf("create %d %s", code, body)
+	}
+	id := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(body)[1]
+
+	reader := mint(t, "--data", data, "--owner", "default", "--agent", "bot", "--roles", "subscriber,emitter", "--ttl", "1h")
+	if code, body := call(t, "GET", s.url+"/breadcrumbs/"+id, reader, ""); code != 200 || strings.Contains(body, "secret") {
+		t.Fatalf("view with a minted token: %d %s", code, body)
+	}
+	if code, _ := call(t, "DELETE", s.url+"/breadcrumbs/"+id, reader, ""); code != 403 {
+		t.Fatalf("emitter delete: %d", code)
+	}
+	var errOut bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"token", "--data", data, "--owner", "o", "--agent", "a", "--roles", "emitter,god"}, nil, io.Discard, &errOut); code != 2 || !strings.Contains(errOut.String(), `unknown role "god"`) {
+		t.Fatalf("bad role: exit %d %s", code, errOut.String())
+	}
+	other := mint(t, "--key", data+"/signing.key", "--owner", "other", "--agent", "x", "--roles", "curator")
+	if code, _ := call(t, "GET", s.url+"/breadcrumbs/"+id, other, ""); code != 404 {
+		t.Fatalf("other owner: %d", code)
+	}
+	if code := s.stop(); code != 0 {
+		t.Fatalf("serve exited %d after SIGINT-like cancel", code)
+	}
+
+	// A second start keeps the key and the data, and prints no admin token.
+	s2 := startServe(t, data)
+	if strings.Contains(s2.stdout.String(), "admin token") {
+		t.Fatalf("second start printed an admin token:\n%s", s2.stdout)
+	}
+	if code, _ := call(t, "GET", s2.url+"/breadcrumbs/"+id+"/full", reader, ""); code != 200 {
+		t.Fatalf("after restart: %d", code)
+	}
+}
