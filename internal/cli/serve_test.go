@@ -44,7 +44,9 @@ func startServe(t *testing.T, data string) running {
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- cli.Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data}, strings.NewReader(""), out, errOut) }()
+	go func() {
+		done <- cli.Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data}, strings.NewReader(""), out, errOut)
+	}()
 	re := regexp.MustCompile(`ctxkit serving on (http://\S+)`)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
