@@ -146,7 +146,8 @@ type Store interface {
 	// the deleted state.
 	History(ctx context.Context, a Actor, id string) ([]Breadcrumb, error)
 	// Events yields the changes the actor may see with Seq > after: first
-	// the backlog, then live changes until ctx ends.
+	// the backlog, then live changes until ctx ends. after < 0 starts after
+	// the newest change, so only live changes arrive.
 	Events(ctx context.Context, a Actor, after int64) iter.Seq2[Event, error]
 	// Expire deletes the breadcrumbs whose expiry time is before now and
 	// returns how many.

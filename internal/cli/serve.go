@@ -86,13 +86,15 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	api := server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody})
 	srv := &http.Server{
-		Handler:           server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody}).Handler(),
+		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(api.StopStreams)
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(e.stdout, "ctxkit serving on %s (data in %s)\n", url, *data)
 	if created {

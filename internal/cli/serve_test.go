@@ -144,8 +144,20 @@ func TestServeAndToken(t *testing.T) {
 	if code, _ := call(t, "GET", s.url+"/breadcrumbs/"+id, other, ""); code != 404 {
 		t.Fatalf("other owner: %d", code)
 	}
+	// An open event stream does not hold up a graceful shutdown.
+	req, _ := http.NewRequest("GET", s.url+"/events/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v", err)
+	}
+	defer resp.Body.Close()
+	start := time.Now()
 	if code := s.stop(); code != 0 {
 		t.Fatalf("serve exited %d after SIGINT-like cancel", code)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("shutdown with an open stream took %v", d)
 	}
 
 	// A second start keeps the key and the data, and prints no admin token.

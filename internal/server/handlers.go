@@ -33,6 +33,7 @@ func (s *Server) routes() {
 	m.Handle("POST /breadcrumbs/{id}/tags/remove", s.authed(RoleEmitter, s.tags(false)))
 	m.Handle("POST /breadcrumbs/{id}/context/merge", s.authed(RoleEmitter, s.merge))
 	m.Handle("POST /views/preview", s.authed("", s.preview))
+	m.Handle("GET /events/stream", s.authed(RoleSubscriber, s.stream))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})

@@ -28,6 +28,7 @@ type Options struct {
 	MaxBodyBytes int64              // default 1 MiB
 	MaxDepth     int                // JSON nesting depth of a request body; default 64
 	RuleTimeout  time.Duration      // view rules' deadline; default 100ms
+	PingEvery    time.Duration      // event-stream keep-alive; default 15s
 	Now          func() time.Time   // default time.Now
 }
 
@@ -38,6 +39,9 @@ type Server struct {
 	views   *view.Cache
 	results *view.LRU[view.ResultKey, cachedView]
 	mux     *http.ServeMux
+
+	streams     context.Context // cancelled by StopStreams
+	stopStreams context.CancelFunc
 }
 
 type cachedView struct {
@@ -54,6 +58,9 @@ func New(opts Options) *Server {
 	if opts.MaxDepth <= 0 {
 		opts.MaxDepth = 64
 	}
+	if opts.PingEvery <= 0 {
+		opts.PingEvery = 15 * time.Second
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -67,9 +74,15 @@ func New(opts Options) *Server {
 		results: view.NewLRU[view.ResultKey, cachedView](4096),
 		mux:     http.NewServeMux(),
 	}
+	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.routes()
 	return s
 }
+
+// StopStreams ends every open event stream. Call it when shutting down:
+// http.Server.Shutdown waits for requests to finish, and a stream never does
+// on its own (register it with http.Server.RegisterOnShutdown).
+func (s *Server) StopStreams() { s.stopStreams() }
 
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }

@@ -28,15 +28,20 @@ type env struct {
 }
 
 // newEnv starts a real server on loopback over a fresh SQLite store.
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, tweaks ...func(*server.Options)) *env {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ctxkit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	srv := httptest.NewServer(server.New(server.Options{Store: db, Key: key, MaxBodyBytes: 64 << 10}).Handler())
-	t.Cleanup(func() { srv.Close(); db.Close() })
+	opts := server.Options{Store: db, Key: key, MaxBodyBytes: 64 << 10}
+	for _, f := range tweaks {
+		f(&opts)
+	}
+	api := server.New(opts)
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(func() { api.StopStreams(); srv.Close(); db.Close() })
 	return &env{t: t, url: srv.URL, key: key}
 }
 

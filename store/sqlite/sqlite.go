@@ -496,6 +496,12 @@ func (d *DB) History(ctx context.Context, a store.Actor, id string) ([]store.Bre
 // Events implements store.Store.
 func (d *DB) Events(ctx context.Context, a store.Actor, after int64) iter.Seq2[store.Event, error] {
 	return func(yield func(store.Event, error) bool) {
+		if after < 0 {
+			if err := d.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&after); err != nil {
+				yield(store.Event{}, err)
+				return
+			}
+		}
 		for {
 			wake := d.notify.wait() // taken before the query, so no commit is missed
 			n := 0

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctxkit/ctxkit/store"
+)
+
+// stream serves GET /events/stream: Server-Sent Events of the changes the
+// caller may see, filtered by tag (all must match) and schema_name. Each
+// event's id is its sequence number; a client that reconnects with
+// Last-Event-ID gets what it missed from the store's backlog. Without one,
+// the stream starts with the next change. A ping event keeps idle
+// connections open.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) error {
+	after := int64(-1)
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("last_event_id")
+	}
+	if last != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(last), 10, 64)
+		if err != nil || n < 0 {
+			return errorf(http.StatusBadRequest, store.CodeInvalid, "Last-Event-ID: %q is not an event id", last)
+		}
+		after = n
+	}
+	tags := r.URL.Query()["tag"]
+	schema := r.URL.Query().Get("schema_name")
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return fmt.Errorf("response writer cannot flush")
+	}
+
+	ctx := r.Context()
+	type item struct {
+		e   store.Event
+		err error
+	}
+	events := make(chan item)
+	go func() {
+		defer close(events)
+		for e, err := range s.opts.Store.Events(ctx, actor(p), after) {
+			select {
+			case events <- item{e, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": ctxkit event stream\n\n")
+	flusher.Flush()
+
+	ping := time.NewTicker(s.opts.PingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.streams.Done():
+			return nil
+		case <-ping.C:
+			fmt.Fprintf(w, "event: ping\ndata: {}\n\n")
+			flusher.Flush()
+		case it, ok := <-events:
+			if !ok {
+				return nil
+			}
+			if it.err != nil {
+				s.opts.Logger.Error("event stream", "err", it.err)
+				return nil // the response has started; the client reconnects with Last-Event-ID
+			}
+			e := it.e
+			if schema != "" && e.SchemaName != schema {
+				continue
+			}
+			if !allIn(tags, e.Tags) {
+				continue
+			}
+			data, _ := json.Marshal(e)
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, data)
+			flusher.Flush()
+		}
+	}
+}
+
+func allIn(want, have []string) bool {
+	for _, t := range want {
+		if !slices.Contains(have, t) {
+			return false
+		}
+	}
+	return true
+}
