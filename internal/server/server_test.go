@@ -22,13 +22,13 @@ import (
 )
 
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	url string
 	key ed25519.PrivateKey
 }
 
 // newEnv starts a real server on loopback over a fresh SQLite store.
-func newEnv(t *testing.T, tweaks ...func(*server.Options)) *env {
+func newEnv(t testing.TB, tweaks ...func(*server.Options)) *env {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ctxkit.db"))
 	if err != nil {
@@ -60,7 +60,7 @@ type reply struct {
 	body   []byte
 }
 
-func (r reply) json(t *testing.T) map[string]any {
+func (r reply) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.body, &m); err != nil {
