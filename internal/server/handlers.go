@@ -34,6 +34,10 @@ func (s *Server) routes() {
 	m.Handle("POST /breadcrumbs/{id}/context/merge", s.authed(RoleEmitter, s.merge))
 	m.Handle("POST /views/preview", s.authed("", s.preview))
 	m.Handle("GET /events/stream", s.authed(RoleSubscriber, s.stream))
+	m.Handle("GET /metrics", s.authed("", func(w http.ResponseWriter, r *http.Request, _ Principal) error {
+		s.metrics.handler().ServeHTTP(w, r)
+		return nil
+	}))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
@@ -243,13 +247,16 @@ func (s *Server) applyView(ctx context.Context, b *store.Breadcrumb) (cachedView
 	}
 	key := view.ResultKey{RecordID: b.ID, Version: b.Version, HintsHash: v.Hash()}
 	if c, ok := s.results.Get(key); ok {
+		s.metrics.viewCache.WithLabelValues("hit").Inc()
 		return c, nil
 	}
+	s.metrics.viewCache.WithLabelValues("miss").Inc()
 	out, res, err := v.ApplyJSON(ctx, b.Context, view.Record{ID: b.ID, Title: b.Title, Description: b.Description,
 		Tags: b.Tags, SchemaName: b.SchemaName, Version: b.Version})
 	if err != nil {
 		return cachedView{}, err
 	}
+	s.metrics.views.WithLabelValues(string(res.Status)).Inc()
 	c := cachedView{value: out, status: res.Status}
 	if res.Err != nil {
 		c.reason = res.Err.Error()

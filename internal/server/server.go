@@ -39,6 +39,7 @@ type Server struct {
 	views   *view.Cache
 	results *view.LRU[view.ResultKey, cachedView]
 	mux     *http.ServeMux
+	metrics *metrics
 
 	streams     context.Context // cancelled by StopStreams
 	stopStreams context.CancelFunc
@@ -73,6 +74,7 @@ func New(opts Options) *Server {
 		views:   view.NewCache(1024, view.Options{RuleTimeout: opts.RuleTimeout}),
 		results: view.NewLRU[view.ResultKey, cachedView](4096),
 		mux:     http.NewServeMux(),
+		metrics: newMetrics(),
 	}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.routes()
@@ -85,7 +87,7 @@ func New(opts Options) *Server {
 func (s *Server) StopStreams() { s.stopStreams() }
 
 // Handler returns the HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.metrics.instrument(s.mux) }
 
 // apiError is an error with its HTTP status and stable code.
 type apiError struct {
@@ -163,6 +165,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		ae = errorf(http.StatusServiceUnavailable, "unavailable", "the request was cancelled or timed out")
 	default:
+		s.metrics.storeFails.Inc()
 		s.opts.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = errorf(http.StatusInternalServerError, "internal", "internal error")
 	}

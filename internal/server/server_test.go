@@ -410,3 +410,27 @@ func TestTTL(t *testing.T) {
 	id = e.create(tok, map[string]any{"title": "t", "context": map[string]any{}, "ttl_type": "datetime", "ttl": past})
 	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 404, "not_found")
 }
+
+func TestMetrics(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleSubscriber)
+	writer := e.token("acme", "w", server.RoleEmitter)
+	want(t, e.do("GET", "/metrics", "", nil), 401, "unauthorized")
+	id := e.create(writer, map[string]any{"title": "t", "context": map[string]any{"a": 1}, "llm_hints": map[string]any{"exclude": []string{"a"}}})
+	e.do("GET", "/breadcrumbs/"+id, tok, nil)
+	e.do("GET", "/breadcrumbs/"+id, tok, nil)
+	r := e.do("GET", "/metrics", tok, nil)
+	for _, line := range []string{
+		`ctxkit_http_requests_total{method="POST",route="POST /breadcrumbs",status="201"} 1`,
+		`ctxkit_http_requests_total{method="GET",route="GET /breadcrumbs/{id}",status="200"} 2`,
+		`ctxkit_view_cache_total{result="hit"} 1`,
+		`ctxkit_view_cache_total{result="miss"} 1`,
+		`ctxkit_views_total{status="OK"} 1`,
+		`ctxkit_http_request_duration_seconds_bucket{route="GET /breadcrumbs/{id}"`,
+		`ctxkit_store_errors_total 0`,
+	} {
+		if !strings.Contains(string(r.body), line) {
+			t.Errorf("metrics lack %s", line)
+		}
+	}
+}
