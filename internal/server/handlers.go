@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	_ "embed"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,10 +18,17 @@ import (
 	"github.com/ctxkit/ctxkit/view"
 )
 
+//go:embed openapi.json
+var openAPI []byte
+
 func (s *Server) routes() {
 	m := s.mux
 	m.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	m.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openAPI)
 	})
 	m.Handle("POST /breadcrumbs", s.authed(RoleEmitter, s.create))
 	m.Handle("GET /breadcrumbs", s.authed("", s.list))

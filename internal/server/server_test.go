@@ -434,3 +434,43 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIDocumentsEveryRoute: the served document is valid JSON and lists
+// every method and path the server routes.
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	e := newEnv(t)
+	r := e.do("GET", "/openapi.json", "", nil)
+	want(t, r, 200, `"openapi": "3.1.0"`)
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(r.body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	routes := []string{"GET /health", "GET /openapi.json", "GET /metrics", "POST /breadcrumbs", "GET /breadcrumbs",
+		"GET /breadcrumbs/{id}", "GET /breadcrumbs/{id}/full", "PATCH /breadcrumbs/{id}", "DELETE /breadcrumbs/{id}",
+		"GET /breadcrumbs/{id}/history", "POST /breadcrumbs/{id}/tags/add", "POST /breadcrumbs/{id}/tags/remove",
+		"POST /breadcrumbs/{id}/context/merge", "POST /views/preview", "GET /events/stream"}
+	for _, rt := range routes {
+		method, path, _ := strings.Cut(rt, " ")
+		if _, ok := doc.Paths[path][strings.ToLower(method)]; !ok {
+			t.Errorf("openapi.json does not document %s", rt)
+		}
+		// and the server really routes it (anything but the catch-all 404)
+		r := e.do(method, strings.ReplaceAll(path, "{id}", "01900000-0000-7000-8000-000000000000"), "", nil)
+		if r.status == 404 && strings.Contains(string(r.body), "no such endpoint") {
+			t.Errorf("server does not route %s", rt)
+		}
+	}
+	n := 0
+	for _, ops := range doc.Paths {
+		for k := range ops {
+			if k != "parameters" {
+				n++
+			}
+		}
+	}
+	if n != len(routes) {
+		t.Errorf("openapi.json documents %d operations, the server has %d", n, len(routes))
+	}
+}
