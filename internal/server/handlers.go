@@ -2,8 +2,8 @@ package server
 
 import (
 	"context"
-	_ "embed"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
