@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -472,5 +473,46 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	}
 	if n != len(routes) {
 		t.Errorf("openapi.json documents %d operations, the server has %d", n, len(routes))
+	}
+}
+
+// TestConcurrentIfMatchPatches: conditional PATCHes racing over HTTP either
+// succeed with a new version or get 412; none is lost.
+func TestConcurrentIfMatchPatches(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleEmitter)
+	id := e.create(tok, map[string]any{"title": "counter", "context": map[string]any{"n": 0}})
+	var (
+		mu      sync.Mutex
+		wins    int
+		refused int
+		wg      sync.WaitGroup
+	)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				cur := e.do("GET", "/breadcrumbs/"+id+"/full", tok, nil).json(t)
+				n := cur["context"].(map[string]any)["n"].(float64)
+				v := fmt.Sprint(cur["version"].(float64))
+				r := e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"context": map[string]any{"n": n + 1}}, "If-Match", v)
+				mu.Lock()
+				switch r.status {
+				case 200:
+					wins++
+				case 412:
+					refused++
+				default:
+					t.Errorf("PATCH: %d %s", r.status, r.body)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	final := e.do("GET", "/breadcrumbs/"+id+"/full", tok, nil).json(t)
+	if n := final["context"].(map[string]any)["n"].(float64); int(n) != wins || int(final["version"].(float64)) != wins+1 || wins+refused != 80 {
+		t.Fatalf("wins %d, refused %d, n %v, version %v", wins, refused, n, final["version"])
 	}
 }
