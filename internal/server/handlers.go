@@ -269,8 +269,10 @@ func (s *Server) applyView(ctx context.Context, b *store.Breadcrumb) (cachedView
 	if res.Err != nil {
 		c.reason = res.Err.Error()
 	}
-	if res.Status == view.StatusOK || ctx.Err() == nil {
-		s.results.Add(key, c) // a fallback caused by the caller going away is not cached
+	// A rule that ran out of time may succeed when the server is less busy,
+	// so only a view that is final for this version is cached.
+	if res.Err == nil || res.Err.Code != view.CodeRuleTimeout {
+		s.results.Add(key, c)
 	}
 	return c, nil
 }

@@ -322,8 +322,13 @@ func (d *DB) Get(ctx context.Context, a store.Actor, id string) (store.Breadcrum
 
 // Read implements store.Store.
 func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcrumb, error) {
-	var b store.Breadcrumb
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
+	// Most breadcrumbs have no read budget: read them without taking the
+	// write lock.
+	b, err := d.get(ctx, d.r, a, id, visibleTo)
+	if err != nil || b.MaxReads == 0 {
+		return b, err
+	}
+	err = d.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		if b, err = d.get(ctx, tx, a, id, visibleTo); err != nil {
 			return err
