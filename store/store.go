@@ -109,9 +109,10 @@ type Event struct {
 	At           time.Time `json:"at"`
 }
 
-// Idempotency makes a create safe to retry: a second create with the same
-// key and request hash returns the first result; the same key with another
-// hash is ErrIdempotencyConflict.
+// Idempotency makes a create safe to retry: a second create by the same
+// agent with the same key and request hash returns the first result; the
+// same key with another hash is ErrIdempotencyConflict. Keys are remembered
+// for a day.
 type Idempotency struct {
 	Key         string
 	RequestHash string
@@ -142,8 +143,8 @@ type Store interface {
 	Update(ctx context.Context, a Actor, id string, expectedVersion int64, m Mutation) (Breadcrumb, error)
 	// Delete removes a breadcrumb; its history stays.
 	Delete(ctx context.Context, a Actor, id string) error
-	// History returns every version of a breadcrumb, newest first, including
-	// the deleted state.
+	// History returns the versions of a breadcrumb the actor may see, newest
+	// first; after a delete or expiry, only to the owner's curators.
 	History(ctx context.Context, a Actor, id string) ([]Breadcrumb, error)
 	// Events yields the changes the actor may see with Seq > after: first
 	// the backlog, then live changes until ctx ends. after < 0 starts after

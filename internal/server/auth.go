@@ -128,6 +128,13 @@ func LoadOrCreateKey(path string) (key ed25519.PrivateKey, created bool, err err
 
 // LoadKey reads an Ed25519 signing key (PKCS #8 PEM).
 func LoadKey(path string) (ed25519.PrivateKey, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s: readable by others (mode %o): anyone who can read it can mint tokens; chmod 600 it", path, st.Mode().Perm())
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

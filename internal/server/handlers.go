@@ -42,7 +42,7 @@ func (s *Server) routes() {
 	m.Handle("POST /breadcrumbs/{id}/context/merge", s.authed(RoleEmitter, s.merge))
 	m.Handle("POST /views/preview", s.authed("", s.preview))
 	m.Handle("GET /events/stream", s.authed(RoleSubscriber, s.stream))
-	m.Handle("GET /metrics", s.authed("", func(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	m.Handle("GET /metrics", s.authed(RoleCurator, func(w http.ResponseWriter, r *http.Request, _ Principal) error {
 		s.metrics.handler().ServeHTTP(w, r)
 		return nil
 	}))
@@ -89,6 +89,12 @@ func expiry(ttl, typ string, cfg *ttlConfig, now time.Time) (*time.Time, int64, 
 		t := now.Add(d)
 		return &t, nil
 	}
+	notPast := func(t *time.Time, err error) (*time.Time, error) {
+		if err == nil && t != nil && !t.After(now) {
+			return nil, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl: %s is already past", t.Format(time.RFC3339))
+		}
+		return t, err
+	}
 	needReads := func() (int64, error) {
 		if cfg.MaxReads <= 0 {
 			return 0, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl_config.max_reads: a %s TTL needs a positive number of reads", typ)
@@ -111,18 +117,18 @@ func expiry(ttl, typ string, cfg *ttlConfig, now time.Time) (*time.Time, int64, 
 		if ttl == "" {
 			return nil, 0, nil
 		}
-		t, err := at("ttl", ttl)
+		t, err := notPast(at("ttl", ttl))
 		return t, 0, err
 	case "never":
 		return nil, 0, nil
 	case "datetime", "duration":
-		t, err := when()
+		t, err := notPast(when())
 		return t, 0, err
 	case "usage":
 		n, err := needReads()
 		return nil, n, err
 	case "hybrid":
-		t, err := when()
+		t, err := notPast(when())
 		if err != nil {
 			return nil, 0, err
 		}
@@ -278,7 +284,8 @@ func (s *Server) applyView(ctx context.Context, b *store.Breadcrumb) (cachedView
 }
 
 func (s *Server) getFull(w http.ResponseWriter, r *http.Request, p Principal) error {
-	b, err := s.opts.Store.Get(r.Context(), actor(p), r.PathValue("id"))
+	// The raw record is a read of the content too: it counts against a read budget.
+	b, err := s.opts.Store.Read(r.Context(), actor(p), r.PathValue("id"))
 	if err != nil {
 		return err
 	}

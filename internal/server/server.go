@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -123,11 +124,12 @@ func (s *Server) authed(role string, h handlerFunc) http.Handler {
 
 func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	h := r.Header.Get("Authorization")
-	token, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || token == "" {
+	scheme, token, _ := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "missing bearer token")
 	}
-	p, err := verify(s.pub, strings.TrimSpace(token), s.opts.Now())
+	p, err := verify(s.pub, token, s.opts.Now())
 	if err != nil {
 		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "invalid token: %v", err)
 	}
@@ -168,6 +170,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.metrics.storeFails.Inc()
 		s.opts.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = errorf(http.StatusInternalServerError, "internal", "internal error")
+	}
+	if ae.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ctxkit"`)
 	}
 	writeJSON(w, ae.status, map[string]any{"error": map[string]string{"code": ae.code, "message": ae.msg}})
 }
@@ -217,7 +222,7 @@ func (s *Server) parse(body []byte, v any) error {
 		}
 		return errorf(http.StatusBadRequest, "invalid_json", "the request body is not valid JSON: %v", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return errorf(http.StatusBadRequest, "invalid_json", "the request body holds more than one JSON value")
 	}
 	return nil

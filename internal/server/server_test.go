@@ -155,6 +155,12 @@ func TestAuthDenials(t *testing.T) {
 		}
 	}
 
+	if r := e.do("GET", "/breadcrumbs", "", nil); r.header.Get("WWW-Authenticate") == "" {
+		t.Fatal("401 without WWW-Authenticate")
+	}
+	if r := e.do("GET", "/breadcrumbs", "", nil, "Authorization", "bearer "+emitter); r.status != 200 {
+		t.Fatalf("lower-case scheme: %d", r.status)
+	}
 	sub := e.token("acme", "s", server.RoleSubscriber)
 	want(t, e.do("POST", "/breadcrumbs", sub, map[string]any{"title": "t", "context": map[string]any{}}), 403, "emitter")
 	want(t, e.do("PATCH", "/breadcrumbs/"+id, sub, map[string]any{"title": "x"}), 403, "emitter")
@@ -220,7 +226,8 @@ func TestBreadcrumbLifecycle(t *testing.T) {
 	cur := e.token("acme", "root", server.RoleCurator)
 	want(t, e.do("DELETE", "/breadcrumbs/"+id, cur, nil), 204, "")
 	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 404, "not_found")
-	want(t, e.do("GET", "/breadcrumbs/"+id+"/history", tok, nil), 200, `"version":7`)
+	want(t, e.do("GET", "/breadcrumbs/"+id+"/history", tok, nil), 404, "not_found")
+	want(t, e.do("GET", "/breadcrumbs/"+id+"/history", cur, nil), 200, `"version":7`)
 }
 
 func TestPaging(t *testing.T) {
@@ -280,6 +287,7 @@ func TestOwnerIsolationOverHTTP(t *testing.T) {
 	}
 	want(t, e.do("GET", "/breadcrumbs/"+pub, evil, nil), 200, `"k":2`)
 	want(t, e.do("GET", "/breadcrumbs/"+pub+"/full", evil, nil), 200, `"k":2`)
+	want(t, e.do("GET", "/breadcrumbs/"+pub+"/history", evil, nil), 404, "not_found")
 	for _, id := range []string{team, pub, priv} {
 		want(t, e.do("PATCH", "/breadcrumbs/"+id, evil, map[string]any{"title": "pwned"}), 404, "not_found")
 		want(t, e.do("POST", "/breadcrumbs/"+id+"/tags/add", evil, map[string]any{"tags": []string{"x"}}), 404, "not_found")
@@ -318,6 +326,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"too deep", "POST", "/breadcrumbs", `{"title":"t","context":` + deep + `}`, 400, "too_deep"},
 		{"not json", "POST", "/breadcrumbs", `{"title":`, 400, "invalid_json"},
 		{"two values", "POST", "/breadcrumbs", `{"title":"t","context":{}} {}`, 400, "more than one"},
+		{"trailing brace", "POST", "/breadcrumbs", `{"title":"t","context":{}}}`, 400, "invalid_json"},
+		{"past ttl", "POST", "/breadcrumbs", `{"title":"t","context":{},"ttl":"2001-01-01T00:00:00Z"}`, 400, "already past"},
 		{"wrong type", "POST", "/breadcrumbs", `{"title":1,"context":{}}`, 400, "title: must be a string"},
 		{"no title", "POST", "/breadcrumbs", `{"context":{}}`, 400, "title: required"},
 		{"context not object", "POST", "/breadcrumbs", `{"title":"t","context":[1]}`, 400, "context: must be a JSON object"},
@@ -408,15 +418,20 @@ func TestTTL(t *testing.T) {
 		t.Fatalf("hybrid: %v", full)
 	}
 	past := time.Now().Add(-time.Minute).Format(time.RFC3339)
-	id = e.create(tok, map[string]any{"title": "t", "context": map[string]any{}, "ttl_type": "datetime", "ttl": past})
-	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 404, "not_found")
+	want(t, e.do("POST", "/breadcrumbs", tok, map[string]any{"title": "t", "context": map[string]any{}, "ttl_type": "datetime", "ttl": past}), 400, "already past")
+	// The raw record counts against a read budget too, and history does not outlive it.
+	id = e.create(tok, map[string]any{"title": "t", "context": map[string]any{"otp": "123"}, "ttl_type": "usage", "ttl_config": map[string]any{"max_reads": 1}})
+	want(t, e.do("GET", "/breadcrumbs/"+id+"/full", tok, nil), 200, "otp")
+	want(t, e.do("GET", "/breadcrumbs/"+id+"/full", tok, nil), 404, "not_found")
+	want(t, e.do("GET", "/breadcrumbs/"+id+"/history", tok, nil), 404, "not_found")
 }
 
 func TestMetrics(t *testing.T) {
 	e := newEnv(t)
-	tok := e.token("acme", "a", server.RoleSubscriber)
+	tok := e.token("acme", "a", server.RoleCurator)
 	writer := e.token("acme", "w", server.RoleEmitter)
 	want(t, e.do("GET", "/metrics", "", nil), 401, "unauthorized")
+	want(t, e.do("GET", "/metrics", writer, nil), 403, "curator")
 	id := e.create(writer, map[string]any{"title": "t", "context": map[string]any{"a": 1}, "llm_hints": map[string]any{"exclude": []string{"a"}}})
 	e.do("GET", "/breadcrumbs/"+id, tok, nil)
 	e.do("GET", "/breadcrumbs/"+id, tok, nil)

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"iter"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +35,9 @@ var migrations embed.FS
 // EventBacklog is how many events are kept for clients that resume.
 const EventBacklog = 100_000
 
+// IdempotencyWindow is how long an idempotency key is remembered.
+const IdempotencyWindow = 24 * time.Hour
+
 // DB is a store.Store on one SQLite file.
 type DB struct {
 	w, r   *sql.DB
@@ -46,6 +50,15 @@ var _ store.Store = (*DB)(nil)
 // Open opens (creating if needed) the database at path and runs the
 // migrations it has not run yet.
 func Open(ctx context.Context, path string) (*DB, error) {
+	// The database holds every owner's data: readable by this user only.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	f.Close()
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
 	w, err := sql.Open("sqlite", base+"&_txlock=immediate")
@@ -217,7 +230,7 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
 		if idem.Key != "" {
 			var hash, rec string
-			err := tx.QueryRowContext(ctx, `SELECT request_hash, record FROM idempotency WHERE owner_id = ? AND key = ?`, a.OwnerID, idem.Key).Scan(&hash, &rec)
+			err := tx.QueryRowContext(ctx, `SELECT request_hash, record FROM idempotency WHERE owner_id = ? AND agent_id = ? AND key = ?`, a.OwnerID, a.AgentID, idem.Key).Scan(&hash, &rec)
 			switch {
 			case err == nil:
 				if hash != idem.RequestHash {
@@ -237,8 +250,8 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 		}
 		if idem.Key != "" {
 			rec, _ := json.Marshal(b)
-			if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (owner_id, key, request_hash, record, created_at) VALUES (?, ?, ?, ?, ?)`,
-				a.OwnerID, idem.Key, idem.RequestHash, string(rec), now.UnixMicro()); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (owner_id, agent_id, key, request_hash, record, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				a.OwnerID, a.AgentID, idem.Key, idem.RequestHash, string(rec), now.UnixMicro()); err != nil {
 				return err
 			}
 		}
@@ -466,10 +479,18 @@ func (d *DB) Delete(ctx context.Context, a store.Actor, id string) error {
 	})
 }
 
-// History implements store.Store.
+// History implements store.Store. Only the owner's agents see a history,
+// and each version only if they could have seen it (a private version only
+// its creator and curators). Once the breadcrumb is deleted or expired, only
+// the owner's curators see its history.
 func (d *DB) History(ctx context.Context, a store.Actor, id string) ([]store.Breadcrumb, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, store.ErrNotFound
+	}
+	if _, err := d.get(ctx, d.r, a, id, writableBy); err != nil {
+		if !errors.Is(err, store.ErrNotFound) || !a.Curator {
+			return nil, err
+		}
 	}
 	rows, err := d.r.QueryContext(ctx, `SELECT record FROM history WHERE breadcrumb_id = ? ORDER BY version DESC`, id)
 	if err != nil {
@@ -486,13 +507,14 @@ func (d *DB) History(ctx context.Context, a store.Actor, id string) ([]store.Bre
 		if err := json.Unmarshal([]byte(rec), &b); err != nil {
 			return nil, err
 		}
-		out = append(out, b)
+		if store.Writable(a, &b) {
+			out = append(out, b)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	// Who may see the history is decided by the newest version.
-	if len(out) == 0 || !store.Visible(a, &out[0]) {
+	if len(out) == 0 {
 		return nil, store.ErrNotFound
 	}
 	return out, nil
@@ -590,6 +612,9 @@ func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 			}
 		}
 		n = len(due)
+		if _, err = tx.ExecContext(ctx, `DELETE FROM idempotency WHERE created_at < ?`, now.Add(-IdempotencyWindow).UnixMicro()); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - ?`, EventBacklog)
 		return err
 	})

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -39,6 +40,10 @@ func TestReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("database file mode %v (%v): want 0600, it holds every owner's data", st.Mode().Perm(), err)
+	}
+	os.Chmod(path, 0o644)
 	db, err = sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -47,5 +52,8 @@ func TestReopen(t *testing.T) {
 	got, err := db.Get(ctx, a, b.ID)
 	if err != nil || got.Title != "kept v2" || got.Version != 2 {
 		t.Fatalf("after reopen: %v %+v", err, got)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Fatalf("reopening did not tighten the database file: %v", st.Mode().Perm())
 	}
 }

@@ -303,7 +303,10 @@ func testDeleteKeepsHistory(t *testing.T, s store.Store) {
 	if err := s.Delete(ctx, alice, b.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
-	h, err := s.History(ctx, bob, b.ID)
+	if _, err := s.History(ctx, bob, b.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a non-curator read a deleted record's history: %v", err)
+	}
+	h, err := s.History(ctx, curator, b.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,6 +319,26 @@ func testDeleteKeepsHistory(t *testing.T, s store.Store) {
 	}
 	if _, err := s.History(ctx, mallory, b.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("another owner read history: %v", err)
+	}
+
+	// A record made public later: other owners see none of its history, and
+	// a teammate none of its private versions.
+	p := create(t, s, alice, store.Breadcrumb{Title: "once private", Context: json.RawMessage(`{"secret":"hunter2"}`), Visibility: store.Private})
+	if _, err := s.Update(ctx, alice, p.ID, 0, func(x *store.Breadcrumb) error {
+		x.Visibility, x.Context = store.Public, json.RawMessage(`{}`)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.History(ctx, mallory, p.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another owner read the history of a public record: %v", err)
+	}
+	h, err = s.History(ctx, bob, p.ID)
+	if err != nil || len(h) != 1 || h[0].Version != 2 {
+		t.Fatalf("teammate history %v %+v", err, h)
+	}
+	if h, _ := s.History(ctx, alice, p.ID); len(h) != 2 {
+		t.Fatalf("creator sees %d versions, want 2", len(h))
 	}
 }
 
@@ -475,9 +498,14 @@ func testIdempotency(t *testing.T, s store.Store) {
 		t.Fatalf("first: %v %v", err, replayed)
 	}
 	s.Update(ctx, alice, first.ID, 0, func(x *store.Breadcrumb) error { x.Title = "changed"; return nil })
-	again, replayed, err := s.Create(ctx, bob, crumb("once"), key)
+	again, replayed, err := s.Create(ctx, alice, crumb("once"), key)
 	if err != nil || !replayed || again.ID != first.ID || again.Version != 1 || again.Title != "once" {
 		t.Fatalf("replay: %v %v %+v", err, replayed, again)
+	}
+	// Keys are per agent: a teammate's same key is a new create, and reveals nothing.
+	teammate, replayed, err := s.Create(ctx, bob, crumb("once"), key)
+	if err != nil || replayed || teammate.ID == first.ID {
+		t.Fatalf("teammate's key: %v %v", err, replayed)
 	}
 	_, _, err = s.Create(ctx, alice, crumb("other body"), store.Idempotency{Key: "k1", RequestHash: "h2"})
 	if !errors.Is(err, store.ErrIdempotencyConflict) {
@@ -487,8 +515,8 @@ func testIdempotency(t *testing.T, s store.Store) {
 	if err != nil || replayed || theirs.ID == first.ID {
 		t.Fatalf("keys must be per owner: %v %v", err, replayed)
 	}
-	if p, _ := s.List(ctx, alice, store.Query{}); len(p.Items) != 1 {
-		t.Fatalf("replay created a duplicate: %d records", len(p.Items))
+	if p, _ := s.List(ctx, alice, store.Query{}); len(p.Items) != 2 {
+		t.Fatalf("replay created a duplicate: %d records, want alice's and bob's", len(p.Items))
 	}
 }
 

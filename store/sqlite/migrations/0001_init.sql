@@ -55,11 +55,13 @@ CREATE TABLE events (
 ) STRICT;
 CREATE INDEX events_owner ON events (owner_id, seq);
 
+-- Keys are per agent: another agent's key never replays (or reveals) a record.
 CREATE TABLE idempotency (
     owner_id     TEXT NOT NULL,
+    agent_id     TEXT NOT NULL,
     key          TEXT NOT NULL,
     request_hash TEXT NOT NULL,
     record       TEXT NOT NULL,
     created_at   INTEGER NOT NULL,
-    PRIMARY KEY (owner_id, key)
+    PRIMARY KEY (owner_id, agent_id, key)
 ) STRICT, WITHOUT ROWID;
