@@ -96,14 +96,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	srv.RegisterOnShutdown(api.StopStreams)
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(e.stdout, "ctxkit serving on %s (data in %s)\n", url, *data)
+	// One write, so a reader never sees the URL without the token that follows it.
+	banner := fmt.Sprintf("ctxkit serving on %s (data in %s)\n", url, *data)
 	if created {
 		tok, err := server.Mint(key, server.Principal{OwnerID: "default", AgentID: "admin", Roles: []string{server.RoleCurator}}, adminTokenTTL, time.Now())
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "new signing key in %s; admin token (owner default, curator, valid %s), shown only now:\n%s\n", *keyFile, adminTokenTTL, tok)
+		banner += fmt.Sprintf("new signing key in %s; admin token (owner default, curator, valid %s), shown only now:\n%s\n", *keyFile, adminTokenTTL, tok)
 	}
+	fmt.Fprint(e.stdout, banner)
 	log.Info("serving", "url", url, "db", dbPath)
 
 	go expireLoop(ctx, db, *expireEvery, log)
