@@ -150,6 +150,9 @@ type Store interface {
 	// the backlog, then live changes until ctx ends. after < 0 starts after
 	// the newest change, so only live changes arrive.
 	Events(ctx context.Context, a Actor, after int64) iter.Seq2[Event, error]
+	// LatestSeq is the sequence number of the newest change (0 when none):
+	// a stream that starts "now" passes it to Events.
+	LatestSeq(ctx context.Context) (int64, error)
 	// Expire deletes the breadcrumbs whose expiry time is before now and
 	// returns how many.
 	Expire(ctx context.Context, now time.Time) (int, error)

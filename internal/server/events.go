@@ -31,6 +31,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 		}
 		after = n
 	}
+	if after < 0 {
+		// Fix the starting point before answering, so a change made right
+		// after the client sees the response is never missed.
+		latest, err := s.opts.Store.LatestSeq(r.Context())
+		if err != nil {
+			return err
+		}
+		after = latest
+	}
 	tags := r.URL.Query()["tag"]
 	schema := r.URL.Query().Get("schema_name")
 	flusher, ok := w.(http.Flusher)

@@ -57,7 +57,6 @@ func (e *env) subscribe(token, query string, headers ...string) (<-chan sse, fun
 			}
 		}
 	}()
-	time.Sleep(50 * time.Millisecond) // let the stream register before changes are made
 	return out, cancel
 }
 

@@ -524,7 +524,8 @@ func (d *DB) History(ctx context.Context, a store.Actor, id string) ([]store.Bre
 func (d *DB) Events(ctx context.Context, a store.Actor, after int64) iter.Seq2[store.Event, error] {
 	return func(yield func(store.Event, error) bool) {
 		if after < 0 {
-			if err := d.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&after); err != nil {
+			var err error
+			if after, err = d.LatestSeq(ctx); err != nil {
 				yield(store.Event{}, err)
 				return
 			}
@@ -583,6 +584,13 @@ func (d *DB) Events(ctx context.Context, a store.Actor, after int64) iter.Seq2[s
 			}
 		}
 	}
+}
+
+// LatestSeq implements store.Store.
+func (d *DB) LatestSeq(ctx context.Context) (int64, error) {
+	var seq int64
+	err := d.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&seq)
+	return seq, err
 }
 
 // Expire implements store.Store. It also trims the event backlog.

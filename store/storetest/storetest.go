@@ -562,15 +562,21 @@ func testEvents(t *testing.T, s store.Store) {
 	if got := collect(t, s, curator, 0, 4); got[1].Kind != store.Created {
 		t.Fatalf("curator events %+v", got)
 	}
+	if latest, err := s.LatestSeq(ctx); err != nil || latest < ev[2].Seq {
+		t.Fatalf("LatestSeq %d %v, but event %d exists", latest, err, ev[2].Seq)
+	}
 
-	// Live: a change made after the stream started arrives; after = -1
-	// skips the backlog.
+	// Live: a change made while the stream waits arrives.
+	latest, err := s.LatestSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan store.Event, 1)
 	go func() {
-		ev := collect(t, s, alice, -1, 1)
+		ev := collect(t, s, alice, latest, 1)
 		done <- ev[0]
 	}()
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // usually waiting by now; either way nothing is missed
 	live := create(t, s, alice, crumb("live"))
 	select {
 	case e := <-done:
