@@ -265,6 +265,11 @@ func (s *Server) applyView(ctx context.Context, b *store.Breadcrumb) (cachedView
 		return c, nil
 	}
 	s.metrics.viewCache.WithLabelValues("miss").Inc()
+	release, err := s.viewSlot(ctx)
+	if err != nil {
+		return cachedView{}, err
+	}
+	defer release()
 	out, res, err := v.ApplyJSON(ctx, b.Context, view.Record{ID: b.ID, Title: b.Title, Description: b.Description,
 		Tags: b.Tags, SchemaName: b.SchemaName, Version: b.Version})
 	if err != nil {
@@ -465,6 +470,11 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 		}
 		return errorf(http.StatusBadRequest, store.CodeInvalid, "llm_hints: %v", err)
 	}
+	release, err := s.viewSlot(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
 	out, res, err := v.ApplyJSON(r.Context(), req.Context, view.Record{ID: req.ID, Title: req.Title,
 		Description: req.Description, Tags: req.Tags, SchemaName: req.SchemaName, Version: req.Version})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -30,7 +31,11 @@ type Options struct {
 	MaxDepth     int                // JSON nesting depth of a request body; default 64
 	RuleTimeout  time.Duration      // view rules' deadline; default 100ms
 	PingEvery    time.Duration      // event-stream keep-alive; default 15s
-	Now          func() time.Time   // default time.Now
+	// MaxConcurrentViews bounds how many views are computed at once (cache
+	// hits are free): a hints author cannot make the server run more rule
+	// engines than this in parallel. Default: 2 × GOMAXPROCS.
+	MaxConcurrentViews int
+	Now                func() time.Time // default time.Now
 }
 
 // Server serves the API.
@@ -42,6 +47,7 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 
+	viewSlots   chan struct{}   // a token per view computation in progress
 	streams     context.Context // cancelled by StopStreams
 	stopStreams context.CancelFunc
 }
@@ -63,6 +69,9 @@ func New(opts Options) *Server {
 	if opts.PingEvery <= 0 {
 		opts.PingEvery = 15 * time.Second
 	}
+	if opts.MaxConcurrentViews <= 0 {
+		opts.MaxConcurrentViews = 2 * runtime.GOMAXPROCS(0)
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -77,9 +86,20 @@ func New(opts Options) *Server {
 		mux:     http.NewServeMux(),
 		metrics: newMetrics(),
 	}
+	s.viewSlots = make(chan struct{}, opts.MaxConcurrentViews)
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.routes()
 	return s
+}
+
+// viewSlot waits for a free view computation slot; release it when done.
+func (s *Server) viewSlot(ctx context.Context) (release func(), err error) {
+	select {
+	case s.viewSlots <- struct{}{}:
+		return func() { <-s.viewSlots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // StopStreams ends every open event stream. Call it when shutting down:

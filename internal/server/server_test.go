@@ -531,3 +531,32 @@ func TestConcurrentIfMatchPatches(t *testing.T) {
 		t.Fatalf("wins %d, refused %d, n %v, version %v", wins, refused, n, final["version"])
 	}
 }
+
+// TestViewConcurrencyBound: with one view slot, two views whose rules each
+// run to their deadline cannot overlap, so together they take at least two
+// deadlines (a lower bound, which a slow machine cannot break).
+func TestViewConcurrencyBound(t *testing.T) {
+	const deadline = 150 * time.Millisecond
+	e := newEnv(t, func(o *server.Options) { o.MaxConcurrentViews = 1; o.RuleTimeout = deadline })
+	tok := e.token("acme", "a", server.RoleEmitter)
+	hints := map[string]any{"transform": map[string]any{"spin": map[string]any{"type": "jq", "query": "def f: f; f"}}}
+	ids := []string{
+		e.create(tok, map[string]any{"title": "a", "context": map[string]any{}, "llm_hints": hints}),
+		e.create(tok, map[string]any{"title": "b", "context": map[string]any{}, "llm_hints": hints}),
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := e.do("GET", "/breadcrumbs/"+id, tok, nil); r.status != 200 || !strings.Contains(string(r.body), "FALLBACK") {
+				t.Errorf("view: %d %s", r.status, r.body)
+			}
+		}()
+	}
+	wg.Wait()
+	if d := time.Since(start); d < 2*deadline {
+		t.Fatalf("two views took %v with one slot: they ran at the same time", d)
+	}
+}
