@@ -47,6 +47,20 @@ func (s *Server) routes() {
 		return nil
 	}))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// The path may exist with other methods: that is a 405 with Allow.
+		var allow []string
+		for _, method := range []string{"GET", "POST", "PATCH", "DELETE"} {
+			probe := r.Clone(r.Context())
+			probe.Method = method
+			if _, pattern := m.Handler(probe); pattern != "/" && pattern != "" {
+				allow = append(allow, method)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
 		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
 }

@@ -122,6 +122,12 @@ func TestHealthNeedsNoToken(t *testing.T) {
 	e := newEnv(t)
 	want(t, e.do("GET", "/health", "", nil), 200, `"ok"`)
 	want(t, e.do("GET", "/nope", "", nil), 404, `"not_found"`)
+	r := e.do("PUT", "/breadcrumbs/01900000-0000-7000-8000-000000000000", "", nil)
+	want(t, r, 405, `"method_not_allowed"`)
+	if r.header.Get("Allow") != "GET, PATCH, DELETE" {
+		t.Fatalf("Allow %q", r.header.Get("Allow"))
+	}
+	want(t, e.do("DELETE", "/breadcrumbs", "", nil), 405, "use GET, POST")
 }
 
 func TestAuthDenials(t *testing.T) {
