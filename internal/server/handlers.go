@@ -328,7 +328,7 @@ type patchRequest struct {
 // expectedVersion reads If-Match: a version number, optionally quoted.
 func expectedVersion(r *http.Request) (int64, error) {
 	h := strings.TrimSpace(r.Header.Get("If-Match"))
-	if h == "" {
+	if h == "" || h == "*" { // "*": any current version, and the record must exist (it must anyway)
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(h, "W/"), `"`), 10, 64)

@@ -205,7 +205,7 @@ func TestBreadcrumbLifecycle(t *testing.T) {
 	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"title": "Team 2"}, "If-Match", "1"), 200, `"version":2`)
 	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"title": "stale"}, "If-Match", `"1"`), 412, "version_mismatch")
 	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"title": "x"}, "If-Match", "abc"), 400, "If-Match")
-	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"description": "no If-Match: last write wins"}), 200, `"version":3`)
+	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"description": "If-Match * takes any version"}, "If-Match", "*"), 200, `"version":3`)
 	// The view follows the new version (no stale cache).
 	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 200, `"summary":"Team 2: 1"`)
 
