@@ -189,15 +189,6 @@ func deepMerge(base, patch map[string]any) map[string]any {
 	return out
 }
 
-// Visible reports whether a may read b: its own owner's breadcrumbs unless
-// private to another agent, and other owners' public ones.
-func Visible(a Actor, b *Breadcrumb) bool {
-	if b.OwnerID != a.OwnerID {
-		return b.Visibility == Public
-	}
-	return Writable(a, b)
-}
-
 // Writable reports whether a may change b: only its own owner's, and a
 // private one only by its creator or a curator.
 func Writable(a Actor, b *Breadcrumb) bool {

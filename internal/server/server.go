@@ -198,17 +198,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	body, err := view.Encode(v)
+	if err != nil {
 		status = http.StatusInternalServerError
-		b.Reset()
-		b.WriteString(`{"error":{"code":"internal","message":"encoding the response failed"}}` + "\n")
+		body = []byte(`{"error":{"code":"internal","message":"encoding the response failed"}}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(b.Bytes())
+	w.Write(append(body, '\n'))
 }
 
 // decode reads a JSON request body into v: bounded in size and depth, valid
