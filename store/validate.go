@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -43,6 +44,9 @@ func Prepare(b *Breadcrumb) error {
 		if !utf8.ValidString(f.val) {
 			return invalid(f.name, "not valid UTF-8")
 		}
+		if strings.IndexByte(f.val, 0) >= 0 {
+			return invalid(f.name, "contains a NUL character")
+		}
 		if len(f.val) > f.max {
 			return invalid(f.name, "%d bytes; the limit is %d", len(f.val), f.max)
 		}
@@ -63,6 +67,9 @@ func Prepare(b *Breadcrumb) error {
 	}
 	if _, ok := doc.(map[string]any); !ok {
 		return invalid("context", "must be a JSON object")
+	}
+	if hasNUL(doc) {
+		return invalid("context", "contains a NUL character (\\u0000), which no backend stores")
 	}
 	canon, err := view.Encode(doc)
 	if err != nil {
@@ -92,6 +99,9 @@ func Prepare(b *Breadcrumb) error {
 			return &Error{Code: CodeInvalid, Field: "llm_hints", Msg: err.Error(), Err: err}
 		}
 		hd, _ := view.DecodeJSON(h)
+		if hasNUL(hd) {
+			return invalid("llm_hints", "contains a NUL character (\\u0000), which no backend stores")
+		}
 		if b.LLMHints, err = view.Encode(hd); err != nil {
 			return invalid("llm_hints", "%v", err)
 		}
@@ -137,6 +147,8 @@ func normalizeTags(tags []string) ([]string, error) {
 			return nil, invalid("tags", "tag of %d bytes; the limit is %d", len(t), MaxTagBytes)
 		case !utf8.ValidString(t):
 			return nil, invalid("tags", "tag not valid UTF-8")
+		case strings.IndexByte(t, 0) >= 0:
+			return nil, invalid("tags", "tag contains a NUL character")
 		}
 		if !set[t] {
 			set[t] = true
@@ -198,4 +210,26 @@ func Writable(a Actor, b *Breadcrumb) bool {
 // Expired reports whether b is past its expiry time or read budget at now.
 func Expired(b *Breadcrumb, now time.Time) bool {
 	return (b.ExpiresAt != nil && !now.Before(*b.ExpiresAt)) || (b.MaxReads > 0 && b.Reads >= b.MaxReads)
+}
+
+// hasNUL reports whether a decoded JSON value holds U+0000 in a string or a
+// key: PostgreSQL's text and jsonb cannot store it.
+func hasNUL(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.IndexByte(v, 0) >= 0
+	case []any:
+		for _, x := range v {
+			if hasNUL(x) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, x := range v {
+			if strings.IndexByte(k, 0) >= 0 || hasNUL(x) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -50,6 +52,9 @@ func Mint(key ed25519.PrivateKey, p Principal, ttl time.Duration, now time.Time)
 	if p.AgentID == "" || p.OwnerID == "" {
 		return "", errors.New("a token needs an agent and an owner")
 	}
+	if !plainID(p.AgentID) || !plainID(p.OwnerID) {
+		return "", errors.New("agent and owner ids are at most 256 bytes of UTF-8 without control characters")
+	}
 	if len(p.Roles) == 0 {
 		return "", errors.New("a token needs at least one role")
 	}
@@ -82,12 +87,29 @@ func verify(pub ed25519.PublicKey, token string, now time.Time) (Principal, erro
 	if c.Subject == "" || c.OwnerID == "" || len(c.Roles) == 0 {
 		return Principal{}, errors.New("token lacks sub, owner_id or roles")
 	}
+	if !plainID(c.Subject) || !plainID(c.OwnerID) {
+		return Principal{}, errors.New("token's sub or owner_id holds control characters or is over 256 bytes")
+	}
 	for _, r := range c.Roles {
 		if !slices.Contains(ValidRoles, r) {
 			return Principal{}, fmt.Errorf("token has unknown role %q", r)
 		}
 	}
 	return Principal{AgentID: c.Subject, OwnerID: c.OwnerID, Roles: c.Roles}, nil
+}
+
+// plainID reports whether an owner or agent id is one every backend stores:
+// at most 256 bytes of UTF-8 without control characters.
+func plainID(s string) bool {
+	if len(s) > 256 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // KeyFile is the signing key's file name in the data directory.

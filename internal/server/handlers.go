@@ -176,6 +176,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, p Principal) err
 		if len(idem.Key) > 256 {
 			return errorf(http.StatusBadRequest, store.CodeInvalid, "Idempotency-Key: longer than 256 bytes")
 		}
+		if !plainID(idem.Key) {
+			return errorf(http.StatusBadRequest, store.CodeInvalid, "Idempotency-Key: must be UTF-8 without control characters")
+		}
 		sum := sha256.Sum256(body)
 		idem.RequestHash = hex.EncodeToString(sum[:])
 	}

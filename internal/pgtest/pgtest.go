@@ -1,0 +1,272 @@
+// Package pgtest starts a throwaway PostgreSQL server for tests: initdb into
+// a temporary directory, the server on a free loopback port, removed when
+// the tests end. It uses the server binaries of Debian's postgresql package
+// (or any on PATH). Started as root, the server runs as the postgres system
+// user (or nobody), since PostgreSQL refuses to run as root.
+//
+// Without the binaries a test is skipped with a message saying how to get
+// them; under CI=true it fails instead, because CI must run these tests.
+//
+// CTXKIT_TEST_POSTGRES=postgres://... uses an existing server instead; its
+// user must be allowed to create roles and databases.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Server is a running PostgreSQL server.
+type Server struct {
+	// AdminURL connects as a superuser.
+	AdminURL string
+	host     string
+	port     int
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	dir      string
+	stderr   *os.File
+}
+
+var (
+	once    sync.Once
+	shared  *Server
+	skipMsg string
+	dbSeq   atomic.Int64
+)
+
+// Shared returns the server for this test binary, starting it on first use.
+// Stop it in TestMain with Stop after m.Run.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	once.Do(func() {
+		var err error
+		shared, err = start()
+		if err != nil {
+			skipMsg = err.Error()
+		}
+	})
+	if shared == nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL is required under CI: %s", skipMsg)
+		}
+		t.Skipf("PostgreSQL not available, skipping: %s (install Debian's postgresql package, or set CTXKIT_TEST_POSTGRES)", skipMsg)
+	}
+	return shared
+}
+
+// Stop stops the shared server, if one was started, and removes its files.
+func Stop() {
+	if shared != nil {
+		shared.stop()
+	}
+}
+
+// NewDatabase creates a fresh database owned by a fresh ordinary
+// (non-superuser) role and returns the URL that connects as that role. The
+// database is dropped when the test ends.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	n := dbSeq.Add(1)
+	name := fmt.Sprintf("ctxkit_%d_%d", os.Getpid(), n)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, s.AdminURL)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	defer admin.Close(ctx)
+	for _, q := range []string{
+		`CREATE ROLE ` + name + ` LOGIN PASSWORD 'ctxkit' NOSUPERUSER NOBYPASSRLS`,
+		`CREATE DATABASE ` + name + ` OWNER ` + name + ` TEMPLATE template0`,
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("pgtest: %s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		admin, err := pgx.Connect(ctx, s.AdminURL)
+		if err != nil {
+			t.Errorf("pgtest: %v", err)
+			return
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
+			t.Errorf("pgtest: drop %s: %v", name, err)
+		}
+		admin.Exec(ctx, `DROP ROLE IF EXISTS `+name)
+	})
+	u, _ := url.Parse(s.AdminURL)
+	u.User = url.UserPassword(name, "ctxkit")
+	u.Path = "/" + name
+	return u.String()
+}
+
+// binDir finds the directory of initdb and postgres.
+func binDir() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Dir(real), nil
+		}
+		return filepath.Dir(p), nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	return "", errors.New("no initdb on PATH or in /usr/lib/postgresql/*/bin")
+}
+
+func version(binDir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return n
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func start() (*Server, error) {
+	if u := os.Getenv("CTXKIT_TEST_POSTGRES"); u != "" {
+		return &Server{AdminURL: u}, nil
+	}
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "ctxkit-pg-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, host: "127.0.0.1"}
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			if u, err = user.Lookup("nobody"); err != nil {
+				os.RemoveAll(dir)
+				return nil, errors.New("running as root and no postgres or nobody user to run the server as")
+			}
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	run := func(name string, args ...string) *exec.Cmd {
+		cmd := exec.Command(filepath.Join(bin, name), args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "LC_ALL=C", "TZ=UTC")
+		if cred != nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		}
+		return cmd
+	}
+	data := filepath.Join(dir, "data")
+	init := run("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-instructions")
+	if out, err := init.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	for attempt := 0; ; attempt++ {
+		if s.port, err = freePort(); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		logPath := filepath.Join(dir, fmt.Sprintf("postgres-%d.log", attempt))
+		if s.stderr, err = os.Create(logPath); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		if cred != nil {
+			os.Chown(logPath, int(cred.Uid), int(cred.Gid))
+		}
+		s.cmd = run("postgres", "-D", data, "-h", s.host, "-p", strconv.Itoa(s.port), "-k", dir,
+			"-c", "max_connections=300", "-c", "shared_buffers=128MB", "-c", "log_min_messages=warning")
+		s.cmd.Stdout, s.cmd.Stderr = s.stderr, s.stderr
+		if err := s.cmd.Start(); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("postgres: %v", err)
+		}
+		s.AdminURL = fmt.Sprintf("postgres://postgres@%s:%d/postgres?sslmode=disable", s.host, s.port)
+		if err = s.waitReady(30 * time.Second); err == nil {
+			return s, nil
+		}
+		s.cmd.Process.Kill()
+		<-s.exited
+		if attempt == 2 {
+			log, _ := os.ReadFile(logPath)
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("postgres did not start: %v: %s", err, log)
+		}
+	}
+}
+
+func (s *Server) waitReady(limit time.Duration) error {
+	s.exited = make(chan struct{})
+	var werr error
+	go func() { werr = s.cmd.Wait(); close(s.exited) }()
+	deadline := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := pgx.Connect(ctx, s.AdminURL)
+		cancel()
+		if err == nil {
+			c.Close(context.Background())
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("server exited: %v", werr)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+	}
+}
+
+func (s *Server) stop() {
+	if s.cmd == nil {
+		return
+	}
+	// SIGINT is PostgreSQL's fast shutdown.
+	s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.stderr.Close()
+	os.RemoveAll(s.dir)
+}

@@ -1,0 +1,846 @@
+// Package postgres is the store backend for running several ctxkit servers
+// on one PostgreSQL database (github.com/jackc/pgx/v5).
+//
+// Every statement filters on the actor's owner, and row-level security
+// checks it again: each transaction names its owner with SET LOCAL (through
+// set_config(..., true)), never for the session, so a pooled connection
+// carries nothing from one request to the next. Superusers and roles with
+// BYPASSRLS skip the policies; connect as an ordinary role that owns the
+// schema (Superuser reports it).
+//
+// Changes are numbered by a database sequence and published with
+// LISTEN/NOTIFY, so an event stream on any replica sees writes made through
+// every replica, and resumes from the events table after a reconnect.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ctxkit/ctxkit/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// EventBacklog is how many events are kept for clients that resume.
+const EventBacklog = 100_000
+
+// IdempotencyWindow is how long an idempotency key is remembered.
+const IdempotencyWindow = 24 * time.Hour
+
+// Channel is the LISTEN/NOTIFY channel changes are published on. A
+// notification's payload is {"seq","id","owner","version","kind"}; readers
+// load the change itself from the events table.
+const Channel = "ctxkit_events"
+
+// Advisory lock keys (scoped to the database by PostgreSQL).
+const (
+	migrateLock = 0x63_74_78_6b_01 // "ctxk" 1: migrations
+	eventLock   = 0x63_74_78_6b_02 // "ctxk" 2: drawing an event number
+)
+
+// pollEvery is how often an idle event stream looks at the events table even
+// without a notification: a safety net, not the delivery path.
+const pollEvery = 15 * time.Second
+
+// DB is a store.Store on PostgreSQL.
+type DB struct {
+	pool   *pgxpool.Pool
+	hub    hub
+	now    func() time.Time
+	stop   context.CancelFunc
+	listen sync.WaitGroup
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open connects to the database at url (a postgres:// URL or key=value
+// string; pool_max_conns and the other pgxpool settings apply), runs the
+// migrations it has not run yet under an advisory lock, so replicas may
+// start together, and starts listening for changes.
+func Open(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = 16
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	lctx, stop := context.WithCancel(context.Background())
+	d := &DB{pool: pool, now: time.Now, stop: stop}
+	ready := make(chan struct{})
+	d.listen.Add(1)
+	go d.listenLoop(lctx, cfg.ConnConfig, ready)
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		d.Close()
+		return nil, ctx.Err()
+	}
+	return d, nil
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// One replica migrates; the others wait here, then find it done.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLock)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`); err != nil {
+			return err
+		}
+		names, err := fs.Glob(migrations, "migrations/*.sql")
+		if err != nil {
+			return err
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			v, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(name, "migrations/"), "_", 2)[0])
+			if err != nil {
+				return fmt.Errorf("migration %s: name must start with its number", name)
+			}
+			var done bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, v).Scan(&done); err != nil {
+				return err
+			}
+			if done {
+				continue
+			}
+			body, err := migrations.ReadFile(name)
+			if err != nil {
+				return err
+			}
+			// No arguments: the simple protocol, which runs several statements.
+			if _, err := tx.Exec(ctx, string(body)); err != nil {
+				return fmt.Errorf("migration %s: %w", name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, now())`, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Close stops listening and closes the pool.
+func (d *DB) Close() error {
+	d.stop()
+	d.listen.Wait()
+	d.hub.wakeAll()
+	d.pool.Close()
+	return nil
+}
+
+// Superuser reports whether the connection's role bypasses row-level
+// security (a superuser or a BYPASSRLS role): owner isolation then rests on
+// the queries alone.
+func (d *DB) Superuser(ctx context.Context) (bool, error) {
+	var su bool
+	err := d.pool.QueryRow(ctx, `SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user`).Scan(&su)
+	return su, err
+}
+
+// scope is what row-level security lets a transaction see.
+type scope struct {
+	owner  string
+	system bool // maintenance across owners
+}
+
+const setScope = `SELECT set_config('ctxkit.owner_id', $1, true), set_config('ctxkit.system', $2, true)`
+
+func (s scope) args() []any {
+	sys := "off"
+	if s.system {
+		sys = "on"
+	}
+	return []any{s.owner, sys}
+}
+
+// inTx runs f in a transaction scoped to sc, and wakes this replica's event
+// readers of the owners in wake after the commit.
+func (d *DB) inTx(ctx context.Context, sc scope, f func(pgx.Tx) error) error {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, setScope, sc.args()...); err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// query runs one read statement in a single round trip: the scope and the
+// statement go in one pipeline, which PostgreSQL runs as one implicit
+// transaction, so the SET LOCAL ends with it.
+func (d *DB) query(ctx context.Context, sc scope, sql string, args []any, each func(pgx.Rows) error) error {
+	b := &pgx.Batch{}
+	b.Queue(setScope, sc.args()...)
+	b.Queue(sql, args...)
+	br := d.pool.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return err
+	}
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			rows.Close()
+			br.Close()
+			return err
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		br.Close()
+		return err
+	}
+	return br.Close()
+}
+
+const columns = `id, owner_id, title, description, semantic_version, context_text, tags, schema_name, llm_hints,
+	visibility, sensitivity, version, checksum, expires_at, max_reads, reads, created_at, created_by,
+	updated_at, updated_by, size_bytes`
+
+// writableBy is the WHERE clause for what an actor may change (and list, and
+// receive events for); visibleTo adds other owners' public breadcrumbs, for
+// reads by id. Both take the actor's owner, agent and curator flag as
+// parameters $n, $n+1, $n+2.
+func writableBy(n int) string {
+	return fmt.Sprintf(`(owner_id = $%d AND (visibility <> 'private' OR created_by = $%d OR $%d::boolean))`, n, n+1, n+2)
+}
+
+func visibleTo(n int) string { return `(` + writableBy(n) + ` OR visibility = 'public')` }
+
+func actorArgs(a store.Actor) []any { return []any{a.OwnerID, a.AgentID, a.Curator} }
+
+func scan(row pgx.Row) (store.Breadcrumb, error) {
+	var (
+		b         store.Breadcrumb
+		ctx       string
+		hints     *string
+		vis, sens string
+	)
+	err := row.Scan(&b.ID, &b.OwnerID, &b.Title, &b.Description, &b.SemanticVersion, &ctx, &b.Tags, &b.SchemaName, &hints,
+		&vis, &sens, &b.Version, &b.Checksum, &b.ExpiresAt, &b.MaxReads, &b.Reads, &b.CreatedAt, &b.CreatedBy,
+		&b.UpdatedAt, &b.UpdatedBy, &b.SizeBytes)
+	if err != nil {
+		return b, err
+	}
+	b.Context = json.RawMessage(ctx)
+	if b.Tags == nil {
+		b.Tags = []string{}
+	}
+	if hints != nil {
+		b.LLMHints = json.RawMessage(*hints)
+	}
+	b.Visibility, b.Sensitivity = store.Visibility(vis), store.Sensitivity(sens)
+	if b.ExpiresAt != nil {
+		t := b.ExpiresAt.UTC()
+		b.ExpiresAt = &t
+	}
+	b.CreatedAt, b.UpdatedAt = b.CreatedAt.UTC(), b.UpdatedAt.UTC()
+	return b, nil
+}
+
+// values are the parameters of insertRow, in columns order, plus the jsonb
+// context (the same text, cast).
+func values(b *store.Breadcrumb) []any {
+	var hints *string
+	if b.LLMHints != nil {
+		h := string(b.LLMHints)
+		hints = &h
+	}
+	return []any{b.ID, b.OwnerID, b.Title, b.Description, b.SemanticVersion, string(b.Context), b.Tags,
+		b.SchemaName, hints, string(b.Visibility), string(b.Sensitivity), b.Version, b.Checksum, b.ExpiresAt,
+		b.MaxReads, b.Reads, b.CreatedAt, b.CreatedBy, b.UpdatedAt, b.UpdatedBy, b.SizeBytes}
+}
+
+const upsertRow = `INSERT INTO breadcrumbs (` + columns + `, context)
+	VALUES ($1, $2, $3, $4, $5, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $6::text::jsonb)
+	ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, description = EXCLUDED.description,
+		semantic_version = EXCLUDED.semantic_version, context_text = EXCLUDED.context_text, context = EXCLUDED.context,
+		tags = EXCLUDED.tags, schema_name = EXCLUDED.schema_name, llm_hints = EXCLUDED.llm_hints,
+		visibility = EXCLUDED.visibility, sensitivity = EXCLUDED.sensitivity, version = EXCLUDED.version,
+		checksum = EXCLUDED.checksum, expires_at = EXCLUDED.expires_at, max_reads = EXCLUDED.max_reads,
+		reads = EXCLUDED.reads, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by,
+		size_bytes = EXCLUDED.size_bytes
+	WHERE breadcrumbs.owner_id = EXCLUDED.owner_id`
+
+// stamp is the current time at the precision the database keeps.
+func (d *DB) stamp() time.Time { return d.now().UTC().Truncate(time.Microsecond) }
+
+// Create implements store.Store.
+func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, idem store.Idempotency) (store.Breadcrumb, bool, error) {
+	b := content(in)
+	if err := store.Prepare(&b); err != nil {
+		return store.Breadcrumb{}, false, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return store.Breadcrumb{}, false, err
+	}
+	now := d.stamp()
+	b.ID, b.OwnerID, b.Version = id.String(), a.OwnerID, 1
+	b.CreatedAt, b.UpdatedAt, b.CreatedBy, b.UpdatedBy = now, now, a.AgentID, a.AgentID
+
+	var (
+		out      = b
+		replayed bool
+	)
+	err = d.inTx(ctx, scope{owner: a.OwnerID}, func(tx pgx.Tx) error {
+		if idem.Key != "" {
+			// Two requests with one key wait for each other here.
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, a.OwnerID+"\x1f"+a.AgentID+"\x1f"+idem.Key); err != nil {
+				return err
+			}
+			var hash, rec string
+			err := tx.QueryRow(ctx, `SELECT request_hash, record FROM idempotency WHERE owner_id = $1 AND agent_id = $2 AND key = $3`,
+				a.OwnerID, a.AgentID, idem.Key).Scan(&hash, &rec)
+			switch {
+			case err == nil:
+				if hash != idem.RequestHash {
+					return store.ErrIdempotencyConflict
+				}
+				replayed = true
+				return json.Unmarshal([]byte(rec), &out)
+			case !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
+		}
+		batch := &pgx.Batch{}
+		if err := queueVersion(batch, &b); err != nil {
+			return err
+		}
+		if idem.Key != "" {
+			rec, _ := json.Marshal(b)
+			batch.Queue(`INSERT INTO idempotency (owner_id, agent_id, key, request_hash, record, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+				a.OwnerID, a.AgentID, idem.Key, idem.RequestHash, string(rec), now)
+		}
+		queueEvent(batch, store.Created, &b, now)
+		return sendBatch(ctx, tx, batch)
+	})
+	if err != nil {
+		return store.Breadcrumb{}, false, writeError(err)
+	}
+	if !replayed {
+		d.hub.wake(a.OwnerID)
+	}
+	return out, replayed, nil
+}
+
+// content copies the fields a caller may set.
+func content(in store.Breadcrumb) store.Breadcrumb {
+	return store.Breadcrumb{
+		Title: in.Title, Description: in.Description, SemanticVersion: in.SemanticVersion,
+		Context: in.Context, Tags: append([]string{}, in.Tags...), SchemaName: in.SchemaName,
+		LLMHints: in.LLMHints, Visibility: in.Visibility, Sensitivity: in.Sensitivity,
+		ExpiresAt: in.ExpiresAt, MaxReads: in.MaxReads,
+	}
+}
+
+// queueVersion queues b as the current row (insert or update) and its
+// history entry.
+func queueVersion(batch *pgx.Batch, b *store.Breadcrumb) error {
+	rec, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	batch.Queue(upsertRow, values(b)...)
+	batch.Queue(`INSERT INTO history (breadcrumb_id, version, owner_id, record) VALUES ($1, $2, $3, $4)`, b.ID, b.Version, b.OwnerID, string(rec))
+	return nil
+}
+
+// queueEvent queues a change: it takes the event lock (held to the commit,
+// so changes commit in seq order), draws the number, stores the event and
+// notifies every replica when the transaction commits.
+func queueEvent(batch *pgx.Batch, kind store.EventKind, b *store.Breadcrumb, at time.Time) {
+	batch.Queue(`SELECT pg_advisory_xact_lock($1)`, int64(eventLock))
+	batch.Queue(`WITH e AS (
+		INSERT INTO events (seq, kind, breadcrumb_id, owner_id, version, visibility, created_by, tags, schema_name, at)
+		VALUES (nextval('event_seq'), $1, $2, $3, $4, $5, $6, $7, $8, $9)
+		RETURNING seq, kind, breadcrumb_id, owner_id, version)
+	SELECT pg_notify('`+Channel+`', json_build_object('seq', seq, 'id', breadcrumb_id, 'owner', owner_id, 'version', version, 'kind', kind)::text) FROM e`,
+		string(kind), b.ID, b.OwnerID, b.Version, string(b.Visibility), b.CreatedBy, b.Tags, b.SchemaName, at)
+}
+
+func sendBatch(ctx context.Context, tx pgx.Tx, batch *pgx.Batch) error {
+	br := tx.SendBatch(ctx, batch)
+	for range batch.QueuedQueries {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	return br.Close()
+}
+
+// writeError turns what PostgreSQL refuses to store into the caller's error:
+// a data exception (SQLSTATE class 22) can only come from the context as
+// jsonb, such as a number beyond PostgreSQL's numeric range.
+func writeError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") {
+		return &store.Error{Code: store.CodeInvalid, Field: "context", Msg: "PostgreSQL cannot store it: " + pe.Message, Err: err}
+	}
+	return err
+}
+
+// get loads a breadcrumb the actor may see (where: writableBy or visibleTo
+// at $2); lock makes it SELECT ... FOR UPDATE inside a transaction.
+func (d *DB) get(ctx context.Context, tx pgx.Tx, a store.Actor, id string, where func(int) string) (store.Breadcrumb, error) {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return store.Breadcrumb{}, store.ErrNotFound
+	}
+	args := append([]any{u.String()}, actorArgs(a)...)
+	q := `SELECT ` + columns + ` FROM breadcrumbs WHERE id = $1 AND ` + where(2)
+	var (
+		b     store.Breadcrumb
+		found bool
+	)
+	if tx != nil {
+		b, err = scan(tx.QueryRow(ctx, q+` FOR UPDATE`, args...))
+		found = err == nil
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
+	} else {
+		err = d.query(ctx, scope{owner: a.OwnerID}, q, args, func(rows pgx.Rows) error {
+			var err error
+			b, err = scan(rows)
+			found = err == nil
+			return err
+		})
+	}
+	if err != nil {
+		return store.Breadcrumb{}, err
+	}
+	if !found || store.Expired(&b, d.now()) {
+		return store.Breadcrumb{}, store.ErrNotFound
+	}
+	return b, nil
+}
+
+// Get implements store.Store.
+func (d *DB) Get(ctx context.Context, a store.Actor, id string) (store.Breadcrumb, error) {
+	return d.get(ctx, nil, a, id, visibleTo)
+}
+
+// Read implements store.Store.
+func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcrumb, error) {
+	// Most breadcrumbs have no read budget: one round trip, no row lock.
+	b, err := d.get(ctx, nil, a, id, visibleTo)
+	if err != nil || b.MaxReads == 0 {
+		return b, err
+	}
+	deleted := false
+	err = d.inTx(ctx, scope{owner: a.OwnerID}, func(tx pgx.Tx) error {
+		var err error
+		if b, err = d.get(ctx, tx, a, id, visibleTo); err != nil {
+			return err
+		}
+		if b.MaxReads == 0 {
+			return nil
+		}
+		b.Reads++
+		if b.Reads < b.MaxReads {
+			_, err = tx.Exec(ctx, `UPDATE breadcrumbs SET reads = $1 WHERE id = $2`, b.Reads, b.ID)
+			return err
+		}
+		// This read uses up the budget: it is served, and the record goes.
+		deleted = true
+		return deleteRow(ctx, tx, &b, d.stamp())
+	})
+	if err != nil {
+		return store.Breadcrumb{}, err
+	}
+	if deleted {
+		d.hub.wake(b.OwnerID)
+	}
+	return b, nil
+}
+
+func deleteRow(ctx context.Context, tx pgx.Tx, b *store.Breadcrumb, now time.Time) error {
+	batch := &pgx.Batch{}
+	batch.Queue(`DELETE FROM breadcrumbs WHERE id = $1`, b.ID)
+	queueEvent(batch, store.Deleted, b, now)
+	return sendBatch(ctx, tx, batch)
+}
+
+// List implements store.Store.
+func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page, error) {
+	limit := q.Limit
+	switch {
+	case limit == 0:
+		limit = store.DefaultLimit
+	case limit < 0 || limit > store.MaxLimit:
+		return store.Page{}, &store.Error{Code: store.CodeInvalid, Field: "limit", Msg: fmt.Sprintf("must be between 1 and %d", store.MaxLimit)}
+	}
+	// Stored text never holds NUL or invalid UTF-8 (PostgreSQL refuses
+	// both), so a filter holding them matches nothing.
+	for _, t := range append([]string{q.SchemaName}, q.Tags...) {
+		if !utf8.ValidString(t) || strings.IndexByte(t, 0) >= 0 {
+			return store.Page{}, nil
+		}
+	}
+	args := append(actorArgs(a), d.now())
+	where := []string{writableBy(1), `(expires_at IS NULL OR expires_at > $4)`, `(max_reads = 0 OR reads < max_reads)`}
+	if q.SchemaName != "" {
+		args = append(args, q.SchemaName)
+		where = append(where, fmt.Sprintf(`schema_name = $%d`, len(args)))
+	}
+	if q.Cursor != "" {
+		u, err := uuid.Parse(q.Cursor)
+		if err != nil {
+			return store.Page{}, &store.Error{Code: store.CodeInvalid, Field: "cursor", Msg: "not a cursor this server gave out"}
+		}
+		args = append(args, u.String())
+		where = append(where, fmt.Sprintf(`id < $%d::uuid`, len(args)))
+	}
+	if len(q.Tags) > 0 {
+		args = append(args, q.Tags)
+		where = append(where, fmt.Sprintf(`tags @> $%d::text[]`, len(args)))
+	}
+	args = append(args, limit+1)
+	sql := `SELECT ` + columns + ` FROM breadcrumbs WHERE ` + strings.Join(where, ` AND `) +
+		fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args))
+	var page store.Page
+	err := d.query(ctx, scope{owner: a.OwnerID}, sql, args, func(rows pgx.Rows) error {
+		b, err := scan(rows)
+		page.Items = append(page.Items, b)
+		return err
+	})
+	if err != nil {
+		return store.Page{}, err
+	}
+	if len(page.Items) > limit {
+		page.Items = page.Items[:limit]
+		page.NextCursor = page.Items[limit-1].ID
+	}
+	return page, nil
+}
+
+// Update implements store.Store.
+func (d *DB) Update(ctx context.Context, a store.Actor, id string, expectedVersion int64, m store.Mutation) (store.Breadcrumb, error) {
+	var b store.Breadcrumb
+	err := d.inTx(ctx, scope{owner: a.OwnerID}, func(tx pgx.Tx) error {
+		cur, err := d.get(ctx, tx, a, id, writableBy)
+		if err != nil {
+			return err
+		}
+		if expectedVersion > 0 && cur.Version != expectedVersion {
+			return &store.Error{Code: store.CodeVersionMismatch, Msg: fmt.Sprintf("version is %d, not %d", cur.Version, expectedVersion)}
+		}
+		next := cur
+		next.Tags = append([]string{}, cur.Tags...)
+		if err := m(&next); err != nil {
+			return err
+		}
+		b = content(next)
+		if err := store.Prepare(&b); err != nil {
+			return err
+		}
+		b.ID, b.OwnerID, b.Version, b.Reads = cur.ID, cur.OwnerID, cur.Version+1, cur.Reads
+		b.CreatedAt, b.CreatedBy = cur.CreatedAt, cur.CreatedBy
+		b.UpdatedAt, b.UpdatedBy = d.stamp(), a.AgentID
+		batch := &pgx.Batch{}
+		if err := queueVersion(batch, &b); err != nil {
+			return err
+		}
+		queueEvent(batch, store.Updated, &b, b.UpdatedAt)
+		return sendBatch(ctx, tx, batch)
+	})
+	if err != nil {
+		return store.Breadcrumb{}, writeError(err)
+	}
+	d.hub.wake(a.OwnerID)
+	return b, nil
+}
+
+// Delete implements store.Store.
+func (d *DB) Delete(ctx context.Context, a store.Actor, id string) error {
+	err := d.inTx(ctx, scope{owner: a.OwnerID}, func(tx pgx.Tx) error {
+		b, err := d.get(ctx, tx, a, id, writableBy)
+		if err != nil {
+			return err
+		}
+		return deleteRow(ctx, tx, &b, d.stamp())
+	})
+	if err == nil {
+		d.hub.wake(a.OwnerID)
+	}
+	return err
+}
+
+// History implements store.Store, with the same rules as every backend:
+// only the owner's agents, each version only if they could have seen it,
+// and after a delete or expiry only the owner's curators.
+func (d *DB) History(ctx context.Context, a store.Actor, id string) ([]store.Breadcrumb, error) {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return nil, store.ErrNotFound
+	}
+	if _, err := d.get(ctx, nil, a, id, writableBy); err != nil {
+		if !errors.Is(err, store.ErrNotFound) || !a.Curator {
+			return nil, err
+		}
+	}
+	var out []store.Breadcrumb
+	err = d.query(ctx, scope{owner: a.OwnerID}, `SELECT record FROM history WHERE breadcrumb_id = $1 AND owner_id = $2 ORDER BY version DESC`,
+		[]any{u.String(), a.OwnerID}, func(rows pgx.Rows) error {
+			var rec string
+			if err := rows.Scan(&rec); err != nil {
+				return err
+			}
+			var b store.Breadcrumb
+			if err := json.Unmarshal([]byte(rec), &b); err != nil {
+				return err
+			}
+			if store.Writable(a, &b) {
+				out = append(out, b)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, store.ErrNotFound
+	}
+	return out, nil
+}
+
+// Events implements store.Store: the backlog from the events table, then
+// whatever a notification (from any replica) or this replica's own commit
+// says is new.
+func (d *DB) Events(ctx context.Context, a store.Actor, after int64) iter.Seq2[store.Event, error] {
+	return func(yield func(store.Event, error) bool) {
+		if after < 0 {
+			var err error
+			if after, err = d.LatestSeq(ctx); err != nil {
+				yield(store.Event{}, err)
+				return
+			}
+		}
+		poll := time.NewTimer(pollEvery)
+		defer poll.Stop()
+		for {
+			wake := d.hub.wait(a.OwnerID) // taken before the query, so no commit is missed
+			var batch []store.Event
+			args := append([]any{after}, actorArgs(a)...)
+			err := d.query(ctx, scope{owner: a.OwnerID}, `SELECT seq, kind, breadcrumb_id, version, tags, schema_name, at FROM events
+				WHERE seq > $1 AND `+writableBy(2)+` ORDER BY seq LIMIT 256`, args, func(rows pgx.Rows) error {
+				var (
+					e    store.Event
+					kind string
+				)
+				if err := rows.Scan(&e.Seq, &kind, &e.BreadcrumbID, &e.Version, &e.Tags, &e.SchemaName, &e.At); err != nil {
+					return err
+				}
+				e.Kind, e.At = store.EventKind(kind), e.At.UTC()
+				if e.Tags == nil {
+					e.Tags = []string{}
+				}
+				batch = append(batch, e)
+				return nil
+			})
+			if err != nil {
+				if ctx.Err() == nil {
+					yield(store.Event{}, err)
+				}
+				return
+			}
+			for _, e := range batch {
+				after = e.Seq
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if len(batch) > 0 {
+				continue
+			}
+			if !poll.Stop() {
+				select {
+				case <-poll.C:
+				default:
+				}
+			}
+			poll.Reset(pollEvery)
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+			case <-poll.C:
+			}
+		}
+	}
+}
+
+// LatestSeq implements store.Store. It reads the newest committed event,
+// not the sequence, whose numbers are drawn before a commit.
+func (d *DB) LatestSeq(ctx context.Context) (int64, error) {
+	var seq int64
+	err := d.query(ctx, scope{system: true}, `SELECT COALESCE(MAX(seq), 0) FROM events`, nil, func(rows pgx.Rows) error {
+		return rows.Scan(&seq)
+	})
+	return seq, err
+}
+
+// Expire implements store.Store. It also forgets idempotency keys older
+// than a day and trims the event backlog.
+func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
+	owners := map[string]bool{}
+	n := 0
+	err := d.inTx(ctx, scope{system: true}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+columns+` FROM breadcrumbs WHERE expires_at IS NOT NULL AND expires_at <= $1 FOR UPDATE`, now)
+		if err != nil {
+			return err
+		}
+		due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Breadcrumb, error) { return scan(r) })
+		if err != nil {
+			return err
+		}
+		for i := range due {
+			if err := deleteRow(ctx, tx, &due[i], now.UTC()); err != nil {
+				return err
+			}
+			owners[due[i].OwnerID] = true
+		}
+		n = len(due)
+		if _, err := tx.Exec(ctx, `DELETE FROM idempotency WHERE created_at < $1`, now.Add(-IdempotencyWindow)); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - $1`, EventBacklog)
+		return err
+	})
+	for o := range owners {
+		d.hub.wake(o)
+	}
+	return n, err
+}
+
+// listenLoop holds one connection that LISTENs for changes from every
+// replica and wakes the event readers of the owner each one names. When the
+// connection drops it reconnects and wakes every reader, which then reads
+// whatever it missed from the events table.
+func (d *DB) listenLoop(ctx context.Context, cfg *pgx.ConnConfig, ready chan struct{}) {
+	defer d.listen.Done()
+	backoff := 100 * time.Millisecond
+	first := true
+	for ctx.Err() == nil {
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err == nil {
+			_, err = conn.Exec(ctx, `LISTEN `+Channel)
+		}
+		if first {
+			close(ready)
+			first = false
+		}
+		if err == nil {
+			backoff = 100 * time.Millisecond
+			d.hub.wakeAll() // anything committed while not listening
+			for {
+				n, werr := conn.WaitForNotification(ctx)
+				if werr != nil {
+					err = werr
+					break
+				}
+				var p struct {
+					Owner string `json:"owner"`
+				}
+				if json.Unmarshal([]byte(n.Payload), &p) == nil {
+					d.hub.wake(p.Owner)
+				} else {
+					d.hub.wakeAll()
+				}
+			}
+		}
+		if conn != nil {
+			conn.Close(context.WithoutCancel(ctx))
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		d.hub.wakeAll()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	if first {
+		close(ready)
+	}
+}
+
+// hub wakes the event readers waiting for an owner's changes.
+type hub struct {
+	mu sync.Mutex
+	ch map[string]chan struct{}
+}
+
+func (h *hub) wait(owner string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ch == nil {
+		h.ch = map[string]chan struct{}{}
+	}
+	c, ok := h.ch[owner]
+	if !ok {
+		c = make(chan struct{})
+		h.ch[owner] = c
+	}
+	return c
+}
+
+func (h *hub) wake(owner string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.ch[owner]; ok {
+		close(c)
+		delete(h.ch, owner)
+	}
+}
+
+func (h *hub) wakeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for o, c := range h.ch {
+		close(c)
+		delete(h.ch, o)
+	}
+}
