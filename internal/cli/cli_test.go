@@ -7,11 +7,21 @@ import (
 	"testing"
 
 	"github.com/ctxkit/ctxkit/internal/cli"
+	"github.com/ctxkit/ctxkit/internal/pgtest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// stopAfter stops the throwaway PostgreSQL server, if a test started one,
+// once the tests have run.
+type stopAfter struct{ m *testing.M }
+
+func (s stopAfter) Run() int {
+	defer pgtest.Stop()
+	return s.m.Run()
+}
+
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(stopAfter{m}, map[string]func(){
 		"ctxkit": func() { os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 		// ctxkit-status runs ctxkit, then prints its exit status on stderr
 		// and exits 0, so scripts can assert the exact status.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/internal/server"
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/postgres"
 	"github.com/ctxkit/ctxkit/store/sqlite"
 )
 
@@ -31,10 +33,17 @@ SQLite database (ctxkit.db) and the signing key for bearer tokens
 Flags:
   --addr HOST:PORT   where to listen (default 127.0.0.1:8700; port 0 picks a free one)
   --data DIR         data directory (default ./.ctxkit; env CTXKIT_DATA)
-  --db URL           database: a SQLite file path or sqlite:PATH (default DIR/ctxkit.db; env CTXKIT_DB)
-  --key FILE         signing key (default DIR/signing.key; env CTXKIT_KEY_FILE)
+  --db URL           database: a SQLite file path, sqlite:PATH, or postgres://USER:PASS@HOST/DB
+                     (default DIR/ctxkit.db; env CTXKIT_DB)
+  --key FILE         signing key (default DIR/signing.key; env CTXKIT_KEY_FILE); replicas
+                     on one PostgreSQL database share one key file
   --max-body BYTES   request body limit (default 1048576)
   --expire-every D   how often expired breadcrumbs are removed (default 30s)
+
+Several servers (replicas) may share one PostgreSQL database: each sees
+every write and every event. Connect as an ordinary role that owns the
+schema; a superuser or BYPASSRLS role skips row-level security, and serve
+warns when it finds one.
 
 Logs go to standard error: text on a terminal, JSON otherwise. SIGINT or
 SIGTERM stops the server after in-flight requests finish.
@@ -65,11 +74,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err := os.MkdirAll(*data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	dbPath, err := sqlitePath(*dbURL, *data)
-	if err != nil {
-		return err
-	}
-	db, err := sqlite.Open(ctx, dbPath)
+	db, dbDesc, err := openStore(ctx, *dbURL, *data, log)
 	if err != nil {
 		return err
 	}
@@ -106,7 +111,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		banner += fmt.Sprintf("new signing key in %s; admin token (owner default, curator, valid %s), shown only now:\n%s\n", *keyFile, adminTokenTTL, tok)
 	}
 	fmt.Fprint(e.stdout, banner)
-	log.Info("serving", "url", url, "db", dbPath)
+	log.Info("serving", "url", url, "db", dbDesc)
 
 	go expireLoop(ctx, db, *expireEvery, log)
 	errc := make(chan error, 1)
@@ -146,20 +151,53 @@ func expireLoop(ctx context.Context, s store.Store, every time.Duration, log *sl
 	}
 }
 
-// sqlitePath reads --db: empty for the data directory's database, a file
-// path, or sqlite:PATH. Other databases are refused by name.
-func sqlitePath(db, data string) (string, error) {
+// openStore reads --db: empty for the data directory's SQLite database, a
+// file path or sqlite:PATH, or a postgres:// URL. It returns the store and a
+// description for the log that leaves out any password.
+func openStore(ctx context.Context, db, data string, log *slog.Logger) (store.Store, string, error) {
+	var path string
 	switch {
 	case db == "":
-		return filepath.Join(data, "ctxkit.db"), nil
+		path = filepath.Join(data, "ctxkit.db")
 	case strings.HasPrefix(db, "sqlite:"):
-		return strings.TrimPrefix(strings.TrimPrefix(db, "sqlite:"), "//"), nil
+		path = strings.TrimPrefix(strings.TrimPrefix(db, "sqlite:"), "//")
 	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
-		return "", usagef("--db: this build of ctxkit stores breadcrumbs in SQLite only; PostgreSQL is not available yet")
+		u, err := url.Parse(db)
+		if err != nil {
+			return nil, "", usagef("--db: not a valid URL: %v", err)
+		}
+		desc := "postgres://" + u.Host + u.Path
+		pg, err := postgres.Open(ctx, db)
+		if err != nil {
+			return nil, "", err
+		}
+		// Row-level security does not bind these roles: owner isolation
+		// then rests on the queries alone.
+		if su, err := pg.Superuser(ctx); err != nil {
+			pg.Close()
+			return nil, "", fmt.Errorf("postgres: %w", err)
+		} else if su {
+			log.Warn("connected to PostgreSQL as a superuser or a BYPASSRLS role: row-level security does not apply to it; connect as an ordinary role that owns the ctxkit schema")
+		}
+		return pg, desc, nil
 	case strings.Contains(db, "://"):
-		return "", usagef("--db: %q is not a database ctxkit knows; give a SQLite file path", db)
+		return nil, "", usagef("--db: %q is not a database ctxkit knows; give a SQLite file path or a postgres:// URL", redact(db))
+	default:
+		path = db
 	}
-	return db, nil
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return nil, "", err
+	}
+	return s, path, nil
+}
+
+// redact drops the password from a URL for messages.
+func redact(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	return s
 }
 
 func envOr(name, def string) string {

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"fmt"
 	"net/http"
+	"os"
+	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -12,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/internal/cli"
+	"github.com/ctxkit/ctxkit/internal/pgtest"
 )
 
 // syncBuffer is a bytes.Buffer safe to write from the server goroutine.
@@ -33,19 +38,19 @@ func (s *syncBuffer) String() string {
 }
 
 type running struct {
-	url    string
-	stdout *syncBuffer
-	stop   func() int
+	url            string
+	stdout, stderr *syncBuffer
+	stop           func() int
 }
 
 // startServe runs 'ctxkit serve' in-process on a free loopback port.
-func startServe(t *testing.T, data string) running {
+func startServe(t *testing.T, data string, flags ...string) running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data}, strings.NewReader(""), out, errOut)
+		done <- cli.Main(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, flags...), strings.NewReader(""), out, errOut)
 	}()
 	re := regexp.MustCompile(`ctxkit serving on (http://\S+)`)
 	deadline := time.Now().Add(10 * time.Second)
@@ -67,7 +72,7 @@ func startServe(t *testing.T, data string) running {
 				}
 			}
 			t.Cleanup(func() { stop() })
-			return running{url: m[1], stdout: out, stop: stop}
+			return running{url: m[1], stdout: out, stderr: errOut, stop: stop}
 		}
 		select {
 		case code := <-done:
@@ -167,5 +172,66 @@ func TestServeAndToken(t *testing.T) {
 	}
 	if code, _ := call(t, "GET", s2.url+"/breadcrumbs/"+id+"/full", reader, ""); code != 200 {
 		t.Fatalf("after restart: %d", code)
+	}
+}
+
+// TestServeReplicasOnPostgres: three servers on one PostgreSQL database, one
+// with its own key file, one with --key naming it, one with a copy of the
+// first's data directory. Tokens minted for one work on all; a write
+// through one is read through the others, and a view is never served from
+// a cache for an older version. A superuser connection gets a warning.
+func TestServeReplicasOnPostgres(t *testing.T) {
+	pg := pgtest.Shared(t)
+	dbURL := pg.NewDatabase(t)
+	dirA, dirB, dirC := t.TempDir(), t.TempDir(), t.TempDir()
+	a := startServe(t, dirA, "--db", dbURL)
+	if strings.Contains(a.stderr.String(), "superuser") {
+		t.Fatalf("ordinary role warned about: %s", a.stderr)
+	}
+	if strings.Contains(a.stderr.String(), "ctxkit@") || strings.Contains(a.stderr.String(), ":ctxkit") {
+		t.Fatalf("the log shows the database password: %s", a.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(a.stdout.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("first start should print an admin token:\n%s", a.stdout)
+	}
+	admin := lines[2]
+	b := startServe(t, dirB, "--db", dbURL, "--key", filepath.Join(dirA, "signing.key"))
+	if strings.Contains(b.stdout.String(), "admin token") {
+		t.Fatalf("a replica with an existing key printed a new admin token:\n%s", b.stdout)
+	}
+	key, err := os.ReadFile(filepath.Join(dirA, "signing.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dirC, "signing.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startServe(t, dirC, "--db", dbURL)
+
+	code, body := call(t, "POST", a.url+"/breadcrumbs", admin, `{"title":"plan","context":{"step":1,"secret":"s"},"llm_hints":{"exclude":["secret"]}}`)
+	if code != 201 {
+		t.Fatalf("create on A: %d %s", code, body)
+	}
+	id := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(body)[1]
+	reader := mint(t, "--key", filepath.Join(dirC, "signing.key"), "--owner", "default", "--agent", "bot", "--roles", "subscriber")
+	for step := 1; step <= 3; step++ {
+		for _, r := range []running{a, b, c} {
+			code, body := call(t, "GET", r.url+"/breadcrumbs/"+id, reader, "")
+			if code != 200 || !strings.Contains(body, fmt.Sprintf(`"step":%d`, step)) || strings.Contains(body, `"s"`) {
+				t.Fatalf("step %d: view on %s: %d %s", step, r.url, code, body)
+			}
+		}
+		// Update through a different replica each time.
+		w := []running{b, c, a}[step-1]
+		code, body := call(t, "PATCH", w.url+"/breadcrumbs/"+id, admin, fmt.Sprintf(`{"context":{"step":%d}}`, step+1))
+		if code != 200 {
+			t.Fatalf("update through %s: %d %s", w.url, code, body)
+		}
+	}
+
+	su := startServe(t, t.TempDir(), "--db", strings.Replace(pg.AdminURL, "/postgres?", "/"+path.Base(strings.Split(dbURL, "?")[0])+"?", 1))
+	if !strings.Contains(su.stderr.String(), "superuser") {
+		t.Fatalf("no warning for a superuser connection: %s", su.stderr)
 	}
 }

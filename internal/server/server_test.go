@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,7 +19,10 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/ctxkit/ctxkit/internal/pgtest"
 	"github.com/ctxkit/ctxkit/internal/server"
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/postgres"
 	"github.com/ctxkit/ctxkit/store/sqlite"
 )
 
@@ -28,14 +32,48 @@ type env struct {
 	key ed25519.PrivateKey
 }
 
-// newEnv starts a real server on loopback over a fresh SQLite store.
-func newEnv(t testing.TB, tweaks ...func(*server.Options)) *env {
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
+}
+
+// newStore opens a fresh store: SQLite, or PostgreSQL (a fresh database on
+// the throwaway server) when CTXKIT_TEST_STORE=postgres, so the whole server
+// suite runs on either backend.
+func newStore(t testing.TB) store.Store {
 	t.Helper()
+	if os.Getenv("CTXKIT_TEST_STORE") == "postgres" {
+		return openPostgres(t, pgtest.Shared(t).NewDatabase(t))
+	}
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ctxkit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	return db
+}
+
+func openPostgres(t testing.TB, url string) store.Store {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// newEnv starts a real server on loopback over a fresh store.
+func newEnv(t testing.TB, tweaks ...func(*server.Options)) *env {
+	t.Helper()
+	return newEnvOn(t, newStore(t), nil, tweaks...)
+}
+
+// newEnvOn starts a server on db; a nil key makes a new one.
+func newEnvOn(t testing.TB, db store.Store, key ed25519.PrivateKey, tweaks ...func(*server.Options)) *env {
+	t.Helper()
+	if key == nil {
+		_, key, _ = ed25519.GenerateKey(rand.Reader)
+	}
 	opts := server.Options{Store: db, Key: key, MaxBodyBytes: 64 << 10}
 	for _, f := range tweaks {
 		f(&opts)
