@@ -3,8 +3,8 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path"
