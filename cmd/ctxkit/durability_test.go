@@ -36,9 +36,9 @@ type proc struct {
 
 // serve starts 'ctxkit serve' as a subprocess and reads its URL (and the
 // admin token on a first start) from its output.
-func serve(t *testing.T, bin, data string) proc {
+func serve(t *testing.T, bin, data string, flags ...string) proc {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, flags...)...)
 	cmd.Stderr = io.Discard
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -49,7 +49,13 @@ func serve(t *testing.T, bin, data string) proc {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	p := proc{cmd: cmd}
-	_, statErr := os.Stat(filepath.Join(data, "signing.key"))
+	keyFile := filepath.Join(data, "signing.key")
+	for i, f := range flags {
+		if f == "--key" && i+1 < len(flags) {
+			keyFile = flags[i+1]
+		}
+	}
+	_, statErr := os.Stat(keyFile)
 	firstStart := os.IsNotExist(statErr)
 	lines := make(chan string, 8)
 	go func() {
