@@ -466,8 +466,12 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 	if err != nil || b.MaxReads == 0 {
 		return b, err
 	}
+	// Counting the read writes the breadcrumb's owner's rows (another
+	// owner may read a public one): the transaction acts for that owner,
+	// and still only on a breadcrumb the actor may see.
+	owner := b.OwnerID
 	deleted := false
-	err = d.inTx(ctx, scope{owner: a.OwnerID}, func(tx pgx.Tx) error {
+	err = d.inTx(ctx, scope{owner: owner}, func(tx pgx.Tx) error {
 		var err error
 		if b, err = d.get(ctx, tx, a, id, visibleTo); err != nil {
 			return err
@@ -477,7 +481,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 		}
 		b.Reads++
 		if b.Reads < b.MaxReads {
-			_, err = tx.Exec(ctx, `UPDATE breadcrumbs SET reads = $1 WHERE id = $2`, b.Reads, b.ID)
+			_, err = tx.Exec(ctx, `UPDATE breadcrumbs SET reads = $1 WHERE id = $2 AND owner_id = $3`, b.Reads, b.ID, owner)
 			return err
 		}
 		// This read uses up the budget: it is served, and the record goes.
@@ -488,14 +492,14 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 		return store.Breadcrumb{}, err
 	}
 	if deleted {
-		d.hub.wake(b.OwnerID)
+		d.hub.wake(owner)
 	}
 	return b, nil
 }
 
 func deleteRow(ctx context.Context, tx pgx.Tx, b *store.Breadcrumb, now time.Time) error {
 	batch := &pgx.Batch{}
-	batch.Queue(`DELETE FROM breadcrumbs WHERE id = $1`, b.ID)
+	batch.Queue(`DELETE FROM breadcrumbs WHERE id = $1 AND owner_id = $2`, b.ID, b.OwnerID)
 	queueEvent(batch, store.Deleted, b, now)
 	return sendBatch(ctx, tx, batch)
 }

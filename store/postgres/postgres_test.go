@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -107,4 +108,108 @@ func TestRowLevelSecurity(t *testing.T) {
 	if setting != nil && *setting != "" {
 		t.Errorf("owner setting outlived its transaction: %q", *setting)
 	}
+}
+
+// TestReplicasStartTogether: several servers migrating one empty database
+// at once all start; the migrations ran once.
+func TestReplicasStartTogether(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Shared(t).NewDatabase(t)
+	const n = 6
+	errs := make(chan error, n)
+	dbs := make(chan *postgres.DB, n)
+	for range n {
+		go func() {
+			db, err := postgres.Open(ctx, url)
+			errs <- err
+			dbs <- db
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("open: %v", err)
+		}
+		if db := <-dbs; db != nil {
+			defer db.Close()
+		}
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var runs int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&runs); err != nil || runs != 1 {
+		t.Fatalf("schema_migrations has %d rows (%v), want 1", runs, err)
+	}
+}
+
+// TestEventsSurviveListenerLoss: when the connection that LISTENs is cut,
+// the replica reconnects, and its streams get what was written through
+// another replica meanwhile, and after.
+func TestEventsSurviveListenerLoss(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pg := pgtest.Shared(t)
+	url := pg.NewDatabase(t)
+	a, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	actor := store.Actor{OwnerID: "o", AgentID: "x"}
+	got := make(chan store.Event, 16)
+	go func() {
+		for e, err := range a.Events(ctx, actor, -1) {
+			if err != nil {
+				return
+			}
+			got <- e
+		}
+	}()
+	write := func(title string) string {
+		t.Helper()
+		c, _, err := b.Create(ctx, actor, store.Breadcrumb{Title: title, Context: json.RawMessage(`{}`)}, store.Idempotency{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	expect := func(id string) {
+		t.Helper()
+		select {
+		case e := <-got:
+			if e.BreadcrumbID != id {
+				t.Fatalf("event for %s, want %s", e.BreadcrumbID, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no event for %s through the other replica", id)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the stream has started
+	expect(write("before"))
+
+	admin, err := pgx.Connect(ctx, pg.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var cut int
+	err = admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = $1 AND query LIKE 'LISTEN%'`, dbName(url)).Scan(&cut)
+	if err != nil || cut == 0 {
+		t.Fatalf("cut %d listeners: %v", cut, err)
+	}
+	expect(write("while reconnecting"))
+	expect(write("after"))
+}
+
+func dbName(url string) string {
+	cfg, _ := pgx.ParseConfig(url)
+	return cfg.Database
 }

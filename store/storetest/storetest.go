@@ -630,6 +630,25 @@ func testReadBudget(t *testing.T, s store.Store) {
 	if _, err := s.Read(ctx, alice, b.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("read past the budget: %v", err)
 	}
+	// Another owner's reads of a public breadcrumb count too, and the last
+	// one deletes it (with an event for its owner).
+	after, err := s.LatestSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := create(t, s, alice, store.Breadcrumb{Title: "public, 2 reads", Context: json.RawMessage(`{}`), Visibility: store.Public, MaxReads: 2})
+	for i := 1; i <= 2; i++ {
+		if got, err := s.Read(ctx, mallory, p.ID); err != nil || got.Reads != int64(i) {
+			t.Fatalf("other owner's read %d: %v reads=%d", i, err, got.Reads)
+		}
+	}
+	if _, err := s.Get(ctx, alice, p.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("public breadcrumb outlived its read budget: %v", err)
+	}
+	evs := collect(t, s, alice, after, 2)
+	if evs[1].Kind != store.Deleted || evs[1].BreadcrumbID != p.ID {
+		t.Fatalf("no delete event for the owner: %+v", evs)
+	}
 	// Get (the raw record) does not count reads.
 	c := create(t, s, alice, store.Breadcrumb{Title: "1 read", Context: json.RawMessage(`{}`), MaxReads: 1})
 	for i := 0; i < 3; i++ {
