@@ -133,8 +133,16 @@ func LoadOrCreateKey(path string) (key ed25519.PrivateKey, created bool, err err
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, false, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// Written whole to a temporary file, then linked into place: link fails
+	// if the file exists, so servers starting together on a shared key path
+	// agree on the first key written, and none reads a partial file.
+	f, err := os.CreateTemp(filepath.Dir(path), ".signing-*.tmp")
 	if err != nil {
+		return nil, false, err
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
 		return nil, false, err
 	}
 	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
@@ -145,7 +153,17 @@ func LoadOrCreateKey(path string) (key ed25519.PrivateKey, created bool, err err
 		f.Close()
 		return nil, false, err
 	}
-	return key, true, f.Close()
+	if err := f.Close(); err != nil {
+		return nil, false, err
+	}
+	if err := os.Link(f.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			key, err = LoadKey(path)
+			return key, false, err
+		}
+		return nil, false, err
+	}
+	return key, true, nil
 }
 
 // LoadKey reads an Ed25519 signing key (PKCS #8 PEM).

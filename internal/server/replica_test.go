@@ -5,10 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/internal/pgtest"
+	"github.com/ctxkit/ctxkit/internal/server"
 )
 
 // TestReplicasOnPostgres: two servers on one PostgreSQL database with one
@@ -126,5 +129,48 @@ func TestInputsEveryBackendStores(t *testing.T) {
 	}
 	if r := e.do("GET", "/breadcrumbs", tok, nil); r.status != 200 {
 		t.Errorf("list after refused input: %d %s", r.status, r.body)
+	}
+}
+
+// TestKeyCreatedOnceByReplicasStartingTogether: servers that start at once
+// on one missing key file all end up with the same key, and exactly one
+// reports having created it.
+func TestKeyCreatedOnceByReplicasStartingTogether(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared", "signing.key")
+	const n = 8
+	type res struct {
+		key     ed25519.PrivateKey
+		created bool
+		err     error
+	}
+	out := make(chan res, n)
+	for range n {
+		go func() {
+			k, c, err := server.LoadOrCreateKey(path)
+			out <- res{k, c, err}
+		}()
+	}
+	var first ed25519.PrivateKey
+	created := 0
+	for range n {
+		r := <-out
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.created {
+			created++
+		}
+		if first == nil {
+			first = r.key
+		} else if !first.Equal(r.key) {
+			t.Fatal("two servers got different keys")
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d servers say they created the key", created)
+	}
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".signing-*"))
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 || len(left) != 0 {
+		t.Fatalf("key file: %v %v, temporary files left: %v", st, err, left)
 	}
 }
