@@ -83,6 +83,13 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = 16
 	}
+	// Bound every statement and every open transaction, unless the URL
+	// says otherwise: a stuck request must not hold locks for long.
+	for k, v := range map[string]string{"statement_timeout": "30s", "idle_in_transaction_session_timeout": "60s"} {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
