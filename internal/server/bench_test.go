@@ -46,9 +46,11 @@ func load(b *testing.B, workers, n int, req func(c *http.Client) error) (float64
 	return float64(n) / time.Since(start).Seconds(), lats
 }
 
-func get(url, token string) func(c *http.Client) error {
+// request is one load-test request: method on url with body (none when
+// empty), expecting status want.
+func request(method, url, token, body string, want int) func(c *http.Client) error {
 	return func(c *http.Client) error {
-		req, _ := http.NewRequest("GET", url, nil)
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := c.Do(req)
 		if err != nil {
@@ -56,11 +58,17 @@ func get(url, token string) func(c *http.Client) error {
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("GET %s: %d", url, resp.StatusCode)
+		if resp.StatusCode != want {
+			return fmt.Errorf("%s %s: %d", method, url, resp.StatusCode)
 		}
 		return nil
 	}
+}
+
+func get(url, token string) func(c *http.Client) error { return request("GET", url, token, "", 200) }
+
+func post(url, token, body string) func(c *http.Client) error {
+	return request("POST", url, token, body, 201)
 }
 
 // BenchmarkViewVsFull serves the same breadcrumb as its LLM view (cache warm)
@@ -102,20 +110,7 @@ func BenchmarkCreate16(b *testing.B) {
 		lats []time.Duration
 	)
 	for b.Loop() {
-		r, l := load(b, 16, 2000, func(c *http.Client) error {
-			req, _ := http.NewRequest("POST", e.url+"/breadcrumbs", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+tok)
-			resp, err := c.Do(req)
-			if err != nil {
-				return err
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 201 {
-				return fmt.Errorf("create: %d", resp.StatusCode)
-			}
-			return nil
-		})
+		r, l := load(b, 16, 2000, post(e.url+"/breadcrumbs", tok, body))
 		rps += r
 		lats = append(lats, l...)
 	}

@@ -311,18 +311,11 @@ func (d *DB) stamp() time.Time { return d.now().UTC().Truncate(time.Microsecond)
 
 // Create implements store.Store.
 func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, idem store.Idempotency) (store.Breadcrumb, bool, error) {
-	b := content(in)
-	if err := store.Prepare(&b); err != nil {
-		return store.Breadcrumb{}, false, err
-	}
-	id, err := uuid.NewV7()
+	now := d.stamp()
+	b, err := store.NewRecord(a, in, now)
 	if err != nil {
 		return store.Breadcrumb{}, false, err
 	}
-	now := d.stamp()
-	b.ID, b.OwnerID, b.Version = id.String(), a.OwnerID, 1
-	b.CreatedAt, b.UpdatedAt, b.CreatedBy, b.UpdatedBy = now, now, a.AgentID, a.AgentID
-
 	var (
 		out      = b
 		replayed bool
@@ -366,16 +359,6 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 		d.hub.wake(a.OwnerID)
 	}
 	return out, replayed, nil
-}
-
-// content copies the fields a caller may set.
-func content(in store.Breadcrumb) store.Breadcrumb {
-	return store.Breadcrumb{
-		Title: in.Title, Description: in.Description, SemanticVersion: in.SemanticVersion,
-		Context: in.Context, Tags: append([]string{}, in.Tags...), SchemaName: in.SchemaName,
-		LLMHints: in.LLMHints, Visibility: in.Visibility, Sensitivity: in.Sensitivity,
-		ExpiresAt: in.ExpiresAt, MaxReads: in.MaxReads,
-	}
 }
 
 // queueVersion queues b as the current row (insert or update) and its
@@ -513,12 +496,9 @@ func deleteRow(ctx context.Context, tx pgx.Tx, b *store.Breadcrumb, now time.Tim
 
 // List implements store.Store.
 func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page, error) {
-	limit := q.Limit
-	switch {
-	case limit == 0:
-		limit = store.DefaultLimit
-	case limit < 0 || limit > store.MaxLimit:
-		return store.Page{}, &store.Error{Code: store.CodeInvalid, Field: "limit", Msg: fmt.Sprintf("must be between 1 and %d", store.MaxLimit)}
+	limit, err := store.PageSize(q)
+	if err != nil {
+		return store.Page{}, err
 	}
 	// Stored text never holds NUL or invalid UTF-8 (PostgreSQL refuses
 	// both), so a filter holding them matches nothing.
@@ -549,7 +529,7 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 	sql := `SELECT ` + columns + ` FROM breadcrumbs WHERE ` + strings.Join(where, ` AND `) +
 		fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args))
 	var page store.Page
-	err := d.query(ctx, scope{owner: a.OwnerID}, sql, args, func(rows pgx.Rows) error {
+	err = d.query(ctx, scope{owner: a.OwnerID}, sql, args, func(rows pgx.Rows) error {
 		b, err := scan(rows)
 		page.Items = append(page.Items, b)
 		return err
@@ -572,21 +552,9 @@ func (d *DB) Update(ctx context.Context, a store.Actor, id string, expectedVersi
 		if err != nil {
 			return err
 		}
-		if expectedVersion > 0 && cur.Version != expectedVersion {
-			return &store.Error{Code: store.CodeVersionMismatch, Msg: fmt.Sprintf("version is %d, not %d", cur.Version, expectedVersion)}
-		}
-		next := cur
-		next.Tags = append([]string{}, cur.Tags...)
-		if err := m(&next); err != nil {
+		if b, err = store.Revise(a, cur, expectedVersion, m, d.stamp()); err != nil {
 			return err
 		}
-		b = content(next)
-		if err := store.Prepare(&b); err != nil {
-			return err
-		}
-		b.ID, b.OwnerID, b.Version, b.Reads = cur.ID, cur.OwnerID, cur.Version+1, cur.Reads
-		b.CreatedAt, b.CreatedBy = cur.CreatedAt, cur.CreatedBy
-		b.UpdatedAt, b.UpdatedBy = d.stamp(), a.AgentID
 		batch := &pgx.Batch{}
 		if err := queueVersion(batch, &b); err != nil {
 			return err

@@ -211,18 +211,11 @@ func (d *DB) stamp() time.Time { return d.now().UTC().Truncate(time.Microsecond)
 
 // Create implements store.Store.
 func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, idem store.Idempotency) (store.Breadcrumb, bool, error) {
-	b := content(in)
-	if err := store.Prepare(&b); err != nil {
-		return store.Breadcrumb{}, false, err
-	}
-	id, err := uuid.NewV7()
+	now := d.stamp()
+	b, err := store.NewRecord(a, in, now)
 	if err != nil {
 		return store.Breadcrumb{}, false, err
 	}
-	now := d.stamp()
-	b.ID, b.OwnerID, b.Version = id.String(), a.OwnerID, 1
-	b.CreatedAt, b.UpdatedAt, b.CreatedBy, b.UpdatedBy = now, now, a.AgentID, a.AgentID
-
 	var (
 		out      = b
 		replayed bool
@@ -261,16 +254,6 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 		return store.Breadcrumb{}, false, err
 	}
 	return out, replayed, nil
-}
-
-// content copies the fields a caller may set.
-func content(in store.Breadcrumb) store.Breadcrumb {
-	return store.Breadcrumb{
-		Title: in.Title, Description: in.Description, SemanticVersion: in.SemanticVersion,
-		Context: in.Context, Tags: append([]string(nil), in.Tags...), SchemaName: in.SchemaName,
-		LLMHints: in.LLMHints, Visibility: in.Visibility, Sensitivity: in.Sensitivity,
-		ExpiresAt: in.ExpiresAt, MaxReads: in.MaxReads,
-	}
 }
 
 // insertVersion writes b as the current row (insert or replace), its tags
@@ -369,12 +352,9 @@ func deleteRow(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, now time.Ti
 
 // List implements store.Store.
 func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page, error) {
-	limit := q.Limit
-	switch {
-	case limit == 0:
-		limit = store.DefaultLimit
-	case limit < 0 || limit > store.MaxLimit:
-		return store.Page{}, &store.Error{Code: store.CodeInvalid, Field: "limit", Msg: fmt.Sprintf("must be between 1 and %d", store.MaxLimit)}
+	limit, err := store.PageSize(q)
+	if err != nil {
+		return store.Page{}, err
 	}
 	where := []string{writableBy, `(expires_at IS NULL OR expires_at > ?)`, `(max_reads = 0 OR reads < max_reads)`}
 	args := append(actorArgs(a), d.now().UnixMicro())
@@ -442,21 +422,9 @@ func (d *DB) Update(ctx context.Context, a store.Actor, id string, expectedVersi
 		if err != nil {
 			return err
 		}
-		if expectedVersion > 0 && cur.Version != expectedVersion {
-			return &store.Error{Code: store.CodeVersionMismatch, Msg: fmt.Sprintf("version is %d, not %d", cur.Version, expectedVersion)}
-		}
-		next := cur
-		next.Tags = append([]string(nil), cur.Tags...)
-		if err := m(&next); err != nil {
+		if b, err = store.Revise(a, cur, expectedVersion, m, d.stamp()); err != nil {
 			return err
 		}
-		b = content(next)
-		if err := store.Prepare(&b); err != nil {
-			return err
-		}
-		b.ID, b.OwnerID, b.Version, b.Reads = cur.ID, cur.OwnerID, cur.Version+1, cur.Reads
-		b.CreatedAt, b.CreatedBy = cur.CreatedAt, cur.CreatedBy
-		b.UpdatedAt, b.UpdatedBy = d.stamp(), a.AgentID
 		if err := insertVersion(ctx, tx, &b, false); err != nil {
 			return err
 		}
