@@ -166,6 +166,7 @@ const (
 	CodeVersionMismatch     = "version_mismatch"     // If-Match failed
 	CodeIdempotencyConflict = "idempotency_conflict" // key reused with another request
 	CodeTooLarge            = "too_large"
+	CodeUnavailable         = "unavailable" // the database is busy or gone for now: retry later
 )
 
 // Error is a store error a caller can act on.

@@ -17,7 +17,8 @@ import (
 // Limits on one breadcrumb.
 const (
 	MaxTitleBytes   = 512
-	MaxTextBytes    = 64 << 10 // description, semantic_version, schema_name
+	MaxTextBytes    = 64 << 10 // description, semantic_version
+	MaxSchemaBytes  = 512      // schema_name, which is indexed
 	MaxTags         = 64
 	MaxTagBytes     = 128
 	MaxContextBytes = 1 << 20
@@ -39,7 +40,7 @@ func Prepare(b *Breadcrumb) error {
 		{"title", b.Title, MaxTitleBytes},
 		{"description", b.Description, MaxTextBytes},
 		{"semantic_version", b.SemanticVersion, MaxTextBytes},
-		{"schema_name", b.SchemaName, MaxTextBytes},
+		{"schema_name", b.SchemaName, MaxSchemaBytes},
 	} {
 		if !utf8.ValidString(f.val) {
 			return invalid(f.name, "not valid UTF-8")
@@ -126,6 +127,9 @@ func Prepare(b *Breadcrumb) error {
 	}
 	if b.ExpiresAt != nil {
 		t := b.ExpiresAt.UTC().Truncate(time.Microsecond)
+		if t.Year() < 1 || t.Year() > 9999 {
+			return invalid("expires_at", "year %d is outside 0001..9999", t.Year())
+		}
 		b.ExpiresAt = &t
 	}
 	b.SizeBytes = int64(len(b.Context) + len(b.LLMHints) + len(b.Title) + len(b.Description) +

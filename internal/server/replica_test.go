@@ -108,6 +108,8 @@ func TestInputsEveryBackendStores(t *testing.T) {
 		{"POST", "/breadcrumbs", `{"title":"t","context":{},"tags":["a\u0000"]}`, nil, 400, "tags"},
 		{"POST", "/breadcrumbs", `{"title":"t","context":{},"llm_hints":{"transform":{"x":{"type":"literal","value":"\u0000"}}}}`, nil, 400, "llm_hints"},
 		{"POST", "/breadcrumbs", `{"title":"t","context":{}}`, []string{"Idempotency-Key", "k\xff"}, 400, "Idempotency-Key"},
+		{"POST", "/breadcrumbs", `{"title":"t","context":{},"ttl":"9999-12-31T23:59:59-23:59"}`, nil, 400, "expires_at"},
+		{"POST", "/breadcrumbs", `{"title":"t","context":{},"schema_name":"` + strings.Repeat("s", 513) + `"}`, nil, 400, "schema_name"},
 		{"GET", "/breadcrumbs?tag=a%00b", "", nil, 200, ""},
 		{"GET", "/breadcrumbs?tag=%ff", "", nil, 200, ""},
 		{"GET", "/breadcrumbs?schema_name=%00", "", nil, 200, ""},

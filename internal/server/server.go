@@ -181,6 +181,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			ae.status = http.StatusConflict
 		case store.CodeTooLarge:
 			ae.status = http.StatusRequestEntityTooLarge
+		case store.CodeUnavailable:
+			ae.status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "1")
 		default:
 			ae.status = http.StatusInternalServerError
 		}

@@ -84,8 +84,10 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		cfg.MaxConns = 16
 	}
 	// Bound every statement and every open transaction, unless the URL
-	// says otherwise: a stuck request must not hold locks for long.
-	for k, v := range map[string]string{"statement_timeout": "30s", "idle_in_transaction_session_timeout": "60s"} {
+	// says otherwise: a stuck request must not hold locks for long. A
+	// transaction left idle (a stalled server) is ended before a statement
+	// waiting on its locks gives up.
+	for k, v := range map[string]string{"statement_timeout": "30s", "idle_in_transaction_session_timeout": "15s"} {
 		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
 			cfg.ConnConfig.RuntimeParams[k] = v
 		}
@@ -94,26 +96,42 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	var enc string
+	if err := pool.QueryRow(ctx, `SHOW server_encoding`).Scan(&enc); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if enc != "UTF8" {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: the database's encoding is %s; ctxkit needs UTF8 (CREATE DATABASE ... ENCODING 'UTF8')", enc)
+	}
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	lctx, stop := context.WithCancel(context.Background())
 	d := &DB{pool: pool, now: time.Now, stop: stop}
-	ready := make(chan struct{})
+	ready := make(chan error, 1)
 	d.listen.Add(1)
 	go d.listenLoop(lctx, cfg.ConnConfig, ready)
 	select {
-	case <-ready:
+	case err = <-ready:
 	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
 		d.Close()
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("postgres: listening for changes: %w", err)
 	}
 	return d, nil
 }
 
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// Migrations may take longer than a request may.
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+			return err
+		}
 		// One replica migrates; the others wait here, then find it done.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLock)); err != nil {
 			return err
@@ -188,27 +206,83 @@ func (s scope) args() []any {
 	return []any{s.owner, sys}
 }
 
-// inTx runs f in a transaction scoped to sc, and wakes this replica's event
-// readers of the owners in wake after the commit.
-func (d *DB) inTx(ctx context.Context, sc scope, f func(pgx.Tx) error) error {
-	tx, err := d.pool.Begin(ctx)
+// inTx runs a read-committed transaction scoped to sc on one pooled
+// connection: BEGIN and the scope in one round trip, then f, which reads
+// (locking rows as it needs) and returns the writes; the writes and COMMIT
+// go in one pipeline, so the event lock a write takes is held only while
+// the server commits, never across a round trip to this process.
+func (d *DB) inTx(ctx context.Context, sc scope, f func(c *pgxpool.Conn) (*pgx.Batch, error)) (err error) {
+	c, err := d.pool.Acquire(ctx)
 	if err != nil {
+		return d.fail(ctx, err)
+	}
+	// A connection left in a transaction by an error is rolled back here,
+	// or closed by the pool on release.
+	defer c.Release()
+	defer func() {
+		if err != nil {
+			c.Exec(context.WithoutCancel(ctx), `ROLLBACK`)
+		}
+	}()
+	begin := &pgx.Batch{}
+	begin.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+	begin.Queue(setScope, sc.args()...)
+	if err := c.SendBatch(ctx, begin).Close(); err != nil {
+		return d.fail(ctx, err)
+	}
+	writes, err := f(c)
+	if err != nil {
+		return d.fail(ctx, err)
+	}
+	if writes == nil {
+		writes = &pgx.Batch{}
+	}
+	writes.Queue(`COMMIT`)
+	if err := c.SendBatch(ctx, writes).Close(); err != nil {
+		return d.fail(ctx, err)
+	}
+	return nil
+}
+
+// fail turns what PostgreSQL refuses into the caller's error: a data
+// exception (SQLSTATE class 22; the input checks leave only the context as
+// jsonb, such as a number beyond PostgreSQL's numeric range) is invalid
+// input; a program limit is too large; a busy, unreachable or restarting
+// database, a timeout or a deadlock is unavailable (retry). Other errors
+// pass through.
+func (d *DB) fail(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, setScope, sc.args()...); err != nil {
-		return err
+	var (
+		pe *pgconn.PgError
+		ce *pgconn.ConnectError
+	)
+	switch {
+	case errors.As(err, &pe):
+		class := pe.Code[:2]
+		switch {
+		case class == "22":
+			return &store.Error{Code: store.CodeInvalid, Field: "context", Msg: "PostgreSQL cannot store it: " + pe.Message, Err: err}
+		case class == "54":
+			return &store.Error{Code: store.CodeTooLarge, Msg: "PostgreSQL cannot store it: " + pe.Message, Err: err}
+		case class == "40", class == "53", class == "57", class == "08", pe.Code == "55P03":
+			return &store.Error{Code: store.CodeUnavailable, Msg: "the database is unavailable for now: " + pe.Message, Err: err}
+		}
+	case errors.As(err, &ce), pgconn.SafeToRetry(err):
+		return &store.Error{Code: store.CodeUnavailable, Msg: "the database is unavailable for now", Err: err}
 	}
-	if err := f(tx); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
+	return err
 }
 
 // query runs one read statement in a single round trip: the scope and the
 // statement go in one pipeline, which PostgreSQL runs as one implicit
 // transaction, so the SET LOCAL ends with it.
 func (d *DB) query(ctx context.Context, sc scope, sql string, args []any, each func(pgx.Rows) error) error {
+	return d.fail(ctx, d.runQuery(ctx, sc, sql, args, each))
+}
+
+func (d *DB) runQuery(ctx context.Context, sc scope, sql string, args []any, each func(pgx.Rows) error) error {
 	b := &pgx.Batch{}
 	b.Queue(setScope, sc.args()...)
 	b.Queue(sql, args...)
@@ -282,8 +356,8 @@ func scan(row pgx.Row) (store.Breadcrumb, error) {
 	return b, nil
 }
 
-// values are the parameters of insertRow, in columns order, plus the jsonb
-// context (the same text, cast).
+// values are the parameters of insertRow and updateRow, in columns order;
+// $6, the context text, is also cast to the jsonb column.
 func values(b *store.Breadcrumb) []any {
 	var hints *string
 	if b.LLMHints != nil {
@@ -295,16 +369,15 @@ func values(b *store.Breadcrumb) []any {
 		b.MaxReads, b.Reads, b.CreatedAt, b.CreatedBy, b.UpdatedAt, b.UpdatedBy, b.SizeBytes}
 }
 
-const upsertRow = `INSERT INTO breadcrumbs (` + columns + `, context)
-	VALUES ($1, $2, $3, $4, $5, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $6::text::jsonb)
-	ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, description = EXCLUDED.description,
-		semantic_version = EXCLUDED.semantic_version, context_text = EXCLUDED.context_text, context = EXCLUDED.context,
-		tags = EXCLUDED.tags, schema_name = EXCLUDED.schema_name, llm_hints = EXCLUDED.llm_hints,
-		visibility = EXCLUDED.visibility, sensitivity = EXCLUDED.sensitivity, version = EXCLUDED.version,
-		checksum = EXCLUDED.checksum, expires_at = EXCLUDED.expires_at, max_reads = EXCLUDED.max_reads,
-		reads = EXCLUDED.reads, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by,
-		size_bytes = EXCLUDED.size_bytes
-	WHERE breadcrumbs.owner_id = EXCLUDED.owner_id`
+const (
+	insertRow = `INSERT INTO breadcrumbs (` + columns + `, context)
+	VALUES ($1, $2, $3, $4, $5, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $6::text::jsonb)`
+	updateRow = `UPDATE breadcrumbs SET title = $3, description = $4, semantic_version = $5, context_text = $6::text,
+		context = $6::text::jsonb, tags = $7, schema_name = $8, llm_hints = $9, visibility = $10, sensitivity = $11,
+		version = $12, checksum = $13, expires_at = $14, max_reads = $15, reads = $16, updated_at = $19, updated_by = $20,
+		size_bytes = $21
+	WHERE id = $1 AND owner_id = $2 AND created_at = $17 AND created_by = $18`
+)
 
 // stamp is the current time at the precision the database keeps.
 func (d *DB) stamp() time.Time { return d.now().UTC().Truncate(time.Microsecond) }
@@ -320,40 +393,40 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 		out      = b
 		replayed bool
 	)
-	err = d.inTx(ctx, scope{owner: a.OwnerID}, func(tx pgx.Tx) error {
+	err = d.inTx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
 		if idem.Key != "" {
 			// Two requests with one key wait for each other here.
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, a.OwnerID+"\x1f"+a.AgentID+"\x1f"+idem.Key); err != nil {
-				return err
+			if _, err := c.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, a.OwnerID+"\x1f"+a.AgentID+"\x1f"+idem.Key); err != nil {
+				return nil, err
 			}
 			var hash, rec string
-			err := tx.QueryRow(ctx, `SELECT request_hash, record FROM idempotency WHERE owner_id = $1 AND agent_id = $2 AND key = $3`,
+			err := c.QueryRow(ctx, `SELECT request_hash, record FROM idempotency WHERE owner_id = $1 AND agent_id = $2 AND key = $3`,
 				a.OwnerID, a.AgentID, idem.Key).Scan(&hash, &rec)
 			switch {
 			case err == nil:
 				if hash != idem.RequestHash {
-					return store.ErrIdempotencyConflict
+					return nil, store.ErrIdempotencyConflict
 				}
 				replayed = true
-				return json.Unmarshal([]byte(rec), &out)
+				return nil, json.Unmarshal([]byte(rec), &out)
 			case !errors.Is(err, pgx.ErrNoRows):
-				return err
+				return nil, err
 			}
 		}
 		batch := &pgx.Batch{}
-		if err := queueVersion(batch, &b); err != nil {
-			return err
+		if err := queueVersion(batch, &b, true); err != nil {
+			return nil, err
 		}
 		if idem.Key != "" {
 			rec, _ := json.Marshal(b)
 			batch.Queue(`INSERT INTO idempotency (owner_id, agent_id, key, request_hash, record, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 				a.OwnerID, a.AgentID, idem.Key, idem.RequestHash, string(rec), now)
 		}
-		queueEvent(batch, store.Created, &b, now)
-		return sendBatch(ctx, tx, batch)
+		queueEvents(batch, store.Created, now, &b)
+		return batch, nil
 	})
 	if err != nil {
-		return store.Breadcrumb{}, false, writeError(err)
+		return store.Breadcrumb{}, false, err
 	}
 	if !replayed {
 		d.hub.wake(a.OwnerID)
@@ -361,56 +434,49 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 	return out, replayed, nil
 }
 
-// queueVersion queues b as the current row (insert or update) and its
-// history entry.
-func queueVersion(batch *pgx.Batch, b *store.Breadcrumb) error {
+// queueVersion queues b as the current row (a new one, or an update of
+// the version before it), its tags and its history entry.
+func queueVersion(batch *pgx.Batch, b *store.Breadcrumb, create bool) error {
 	rec, err := json.Marshal(b)
 	if err != nil {
 		return err
 	}
-	batch.Queue(upsertRow, values(b)...)
+	if create {
+		batch.Queue(insertRow, values(b)...)
+	} else {
+		batch.Queue(updateRow, values(b)...).Exec(func(ct pgconn.CommandTag) error {
+			if ct.RowsAffected() != 1 {
+				return fmt.Errorf("breadcrumb %s: update changed %d rows", b.ID, ct.RowsAffected())
+			}
+			return nil
+		})
+		batch.Queue(`DELETE FROM breadcrumb_tags WHERE breadcrumb_id = $1 AND owner_id = $2`, b.ID, b.OwnerID)
+	}
+	batch.Queue(`INSERT INTO breadcrumb_tags (owner_id, tag, breadcrumb_id) SELECT $1, t, $2 FROM unnest($3::text[]) AS t`, b.OwnerID, b.ID, b.Tags)
 	batch.Queue(`INSERT INTO history (breadcrumb_id, version, owner_id, record) VALUES ($1, $2, $3, $4)`, b.ID, b.Version, b.OwnerID, string(rec))
 	return nil
 }
 
-// queueEvent queues a change: it takes the event lock (held to the commit,
-// so changes commit in seq order), draws the number, stores the event and
-// notifies every replica when the transaction commits.
-func queueEvent(batch *pgx.Batch, kind store.EventKind, b *store.Breadcrumb, at time.Time) {
+// queueEvents queues changes: it takes the event lock (held to the commit,
+// which is in the same pipeline, so changes commit in seq order), draws
+// the numbers, stores the events and notifies every replica when the
+// transaction commits.
+func queueEvents(batch *pgx.Batch, kind store.EventKind, at time.Time, bs ...*store.Breadcrumb) {
 	batch.Queue(`SELECT pg_advisory_xact_lock($1)`, int64(eventLock))
-	batch.Queue(`WITH e AS (
-		INSERT INTO events (seq, kind, breadcrumb_id, owner_id, version, visibility, created_by, tags, schema_name, at)
-		VALUES (nextval('event_seq'), $1, $2, $3, $4, $5, $6, $7, $8, $9)
-		RETURNING seq, kind, breadcrumb_id, owner_id, version)
-	SELECT pg_notify('`+Channel+`', json_build_object('seq', seq, 'id', breadcrumb_id, 'owner', owner_id, 'version', version, 'kind', kind)::text) FROM e`,
-		string(kind), b.ID, b.OwnerID, b.Version, string(b.Visibility), b.CreatedBy, b.Tags, b.SchemaName, at)
-}
-
-func sendBatch(ctx context.Context, tx pgx.Tx, batch *pgx.Batch) error {
-	br := tx.SendBatch(ctx, batch)
-	for range batch.QueuedQueries {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return err
-		}
+	for _, b := range bs {
+		batch.Queue(`WITH e AS (
+			INSERT INTO events (seq, kind, breadcrumb_id, owner_id, version, visibility, created_by, tags, schema_name, at)
+			VALUES (nextval('event_seq'), $1, $2, $3, $4, $5, $6, $7, $8, $9)
+			RETURNING seq, kind, breadcrumb_id, owner_id, version)
+		SELECT pg_notify('`+Channel+`', json_build_object('seq', seq, 'id', breadcrumb_id, 'owner', owner_id, 'version', version, 'kind', kind)::text) FROM e`,
+			string(kind), b.ID, b.OwnerID, b.Version, string(b.Visibility), b.CreatedBy, b.Tags, b.SchemaName, at)
 	}
-	return br.Close()
-}
-
-// writeError turns what PostgreSQL refuses to store into the caller's error:
-// a data exception (SQLSTATE class 22) can only come from the context as
-// jsonb, such as a number beyond PostgreSQL's numeric range.
-func writeError(err error) error {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && strings.HasPrefix(pe.Code, "22") {
-		return &store.Error{Code: store.CodeInvalid, Field: "context", Msg: "PostgreSQL cannot store it: " + pe.Message, Err: err}
-	}
-	return err
 }
 
 // get loads a breadcrumb the actor may see (where: writableBy or visibleTo
-// at $2); lock makes it SELECT ... FOR UPDATE inside a transaction.
-func (d *DB) get(ctx context.Context, tx pgx.Tx, a store.Actor, id string, where func(int) string) (store.Breadcrumb, error) {
+// at $2): in one round trip, or with c, inside a transaction and locked
+// (SELECT ... FOR UPDATE).
+func (d *DB) get(ctx context.Context, c *pgxpool.Conn, a store.Actor, id string, where func(int) string) (store.Breadcrumb, error) {
 	u, err := uuid.Parse(id)
 	if err != nil {
 		return store.Breadcrumb{}, store.ErrNotFound
@@ -421,8 +487,8 @@ func (d *DB) get(ctx context.Context, tx pgx.Tx, a store.Actor, id string, where
 		b     store.Breadcrumb
 		found bool
 	)
-	if tx != nil {
-		b, err = scan(tx.QueryRow(ctx, q+` FOR UPDATE`, args...))
+	if c != nil {
+		b, err = scan(c.QueryRow(ctx, q+` FOR UPDATE`, args...))
 		found = err == nil
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = nil
@@ -461,22 +527,24 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 	// and still only on a breadcrumb the actor may see.
 	owner := b.OwnerID
 	deleted := false
-	err = d.inTx(ctx, scope{owner: owner}, func(tx pgx.Tx) error {
+	err = d.inTx(ctx, scope{owner: owner}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
 		var err error
-		if b, err = d.get(ctx, tx, a, id, visibleTo); err != nil {
-			return err
+		if b, err = d.get(ctx, c, a, id, visibleTo); err != nil {
+			return nil, err
 		}
 		if b.MaxReads == 0 {
-			return nil
+			return nil, nil
 		}
 		b.Reads++
+		batch := &pgx.Batch{}
 		if b.Reads < b.MaxReads {
-			_, err = tx.Exec(ctx, `UPDATE breadcrumbs SET reads = $1 WHERE id = $2 AND owner_id = $3`, b.Reads, b.ID, owner)
-			return err
+			batch.Queue(`UPDATE breadcrumbs SET reads = $1 WHERE id = $2 AND owner_id = $3`, b.Reads, b.ID, owner)
+			return batch, nil
 		}
 		// This read uses up the budget: it is served, and the record goes.
 		deleted = true
-		return deleteRow(ctx, tx, &b, d.stamp())
+		queueDelete(batch, d.stamp(), &b)
+		return batch, nil
 	})
 	if err != nil {
 		return store.Breadcrumb{}, err
@@ -487,11 +555,13 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 	return b, nil
 }
 
-func deleteRow(ctx context.Context, tx pgx.Tx, b *store.Breadcrumb, now time.Time) error {
-	batch := &pgx.Batch{}
-	batch.Queue(`DELETE FROM breadcrumbs WHERE id = $1 AND owner_id = $2`, b.ID, b.OwnerID)
-	queueEvent(batch, store.Deleted, b, now)
-	return sendBatch(ctx, tx, batch)
+// queueDelete queues the deletion of breadcrumbs (their tags go with them)
+// and their events.
+func queueDelete(batch *pgx.Batch, now time.Time, bs ...*store.Breadcrumb) {
+	for _, b := range bs {
+		batch.Queue(`DELETE FROM breadcrumbs WHERE id = $1 AND owner_id = $2`, b.ID, b.OwnerID)
+	}
+	queueEvents(batch, store.Deleted, now, bs...)
 }
 
 // List implements store.Store.
@@ -521,9 +591,10 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 		args = append(args, u.String())
 		where = append(where, fmt.Sprintf(`id < $%d::uuid`, len(args)))
 	}
-	if len(q.Tags) > 0 {
-		args = append(args, q.Tags)
-		where = append(where, fmt.Sprintf(`tags @> $%d::text[]`, len(args)))
+	if tags := uniq(q.Tags); len(tags) > 0 {
+		args = append(args, tags, len(tags))
+		where = append(where, fmt.Sprintf(`id IN (SELECT breadcrumb_id FROM breadcrumb_tags WHERE owner_id = $1 AND tag = ANY($%d::text[])
+			GROUP BY breadcrumb_id HAVING count(*) = $%d)`, len(args)-1, len(args)))
 	}
 	args = append(args, limit+1)
 	sql := `SELECT ` + columns + ` FROM breadcrumbs WHERE ` + strings.Join(where, ` AND `) +
@@ -544,26 +615,38 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 	return page, nil
 }
 
+func uniq(tags []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range tags {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Update implements store.Store.
 func (d *DB) Update(ctx context.Context, a store.Actor, id string, expectedVersion int64, m store.Mutation) (store.Breadcrumb, error) {
 	var b store.Breadcrumb
-	err := d.inTx(ctx, scope{owner: a.OwnerID}, func(tx pgx.Tx) error {
-		cur, err := d.get(ctx, tx, a, id, writableBy)
+	err := d.inTx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+		cur, err := d.get(ctx, c, a, id, writableBy)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if b, err = store.Revise(a, cur, expectedVersion, m, d.stamp()); err != nil {
-			return err
+			return nil, err
 		}
 		batch := &pgx.Batch{}
-		if err := queueVersion(batch, &b); err != nil {
-			return err
+		if err := queueVersion(batch, &b, false); err != nil {
+			return nil, err
 		}
-		queueEvent(batch, store.Updated, &b, b.UpdatedAt)
-		return sendBatch(ctx, tx, batch)
+		queueEvents(batch, store.Updated, b.UpdatedAt, &b)
+		return batch, nil
 	})
 	if err != nil {
-		return store.Breadcrumb{}, writeError(err)
+		return store.Breadcrumb{}, err
 	}
 	d.hub.wake(a.OwnerID)
 	return b, nil
@@ -571,12 +654,14 @@ func (d *DB) Update(ctx context.Context, a store.Actor, id string, expectedVersi
 
 // Delete implements store.Store.
 func (d *DB) Delete(ctx context.Context, a store.Actor, id string) error {
-	err := d.inTx(ctx, scope{owner: a.OwnerID}, func(tx pgx.Tx) error {
-		b, err := d.get(ctx, tx, a, id, writableBy)
+	err := d.inTx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+		b, err := d.get(ctx, c, a, id, writableBy)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return deleteRow(ctx, tx, &b, d.stamp())
+		batch := &pgx.Batch{}
+		queueDelete(batch, d.stamp(), &b)
+		return batch, nil
 	})
 	if err == nil {
 		d.hub.wake(a.OwnerID)
@@ -698,76 +783,88 @@ func (d *DB) LatestSeq(ctx context.Context) (int64, error) {
 	return seq, err
 }
 
-// Expire implements store.Store. It also forgets idempotency keys older
-// than a day and trims the event backlog.
+// expireBatch is how many expired breadcrumbs one transaction deletes.
+const expireBatch = 500
+
+// Expire implements store.Store: expired breadcrumbs go in transactions of
+// at most expireBatch, each row locked with SKIP LOCKED so replicas expiring
+// at once share the work instead of waiting on (or deadlocking with) each
+// other. Then, in a transaction of its own, it forgets idempotency keys
+// older than a day and trims the event backlog.
 func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
-	owners := map[string]bool{}
-	n := 0
-	err := d.inTx(ctx, scope{system: true}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+columns+` FROM breadcrumbs WHERE expires_at IS NOT NULL AND expires_at <= $1 FOR UPDATE`, now)
-		if err != nil {
-			return err
-		}
-		due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Breadcrumb, error) { return scan(r) })
-		if err != nil {
-			return err
-		}
-		for i := range due {
-			if err := deleteRow(ctx, tx, &due[i], now.UTC()); err != nil {
-				return err
+	total := 0
+	for {
+		var due []store.Breadcrumb
+		err := d.inTx(ctx, scope{system: true}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+			rows, err := c.Query(ctx, `SELECT `+columns+` FROM breadcrumbs WHERE expires_at <= $1
+				ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, now, expireBatch)
+			if err != nil {
+				return nil, err
 			}
-			owners[due[i].OwnerID] = true
+			if due, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Breadcrumb, error) { return scan(r) }); err != nil {
+				return nil, err
+			}
+			if len(due) == 0 {
+				return nil, nil
+			}
+			batch := &pgx.Batch{}
+			ptrs := make([]*store.Breadcrumb, len(due))
+			for i := range due {
+				ptrs[i] = &due[i]
+			}
+			queueDelete(batch, now.UTC(), ptrs...)
+			return batch, nil
+		})
+		if err != nil {
+			return total, err
 		}
-		n = len(due)
-		if _, err := tx.Exec(ctx, `DELETE FROM idempotency WHERE created_at < $1`, now.Add(-IdempotencyWindow)); err != nil {
-			return err
+		total += len(due)
+		for i := range due {
+			d.hub.wake(due[i].OwnerID)
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - $1`, EventBacklog)
-		return err
-	})
-	for o := range owners {
-		d.hub.wake(o)
+		if len(due) < expireBatch {
+			break
+		}
 	}
-	return n, err
+	err := d.inTx(ctx, scope{system: true}, func(*pgxpool.Conn) (*pgx.Batch, error) {
+		batch := &pgx.Batch{}
+		batch.Queue(`DELETE FROM idempotency WHERE created_at < $1`, now.Add(-IdempotencyWindow))
+		batch.Queue(`DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - $1`, EventBacklog)
+		return batch, nil
+	})
+	return total, err
 }
+
+// listenPing is how long the listening connection may stay silent before
+// it is pinged; a connection that does not answer is replaced.
+var listenPing = 30 * time.Second
 
 // listenLoop holds one connection that LISTENs for changes from every
 // replica and wakes the event readers of the owner each one names. When the
 // connection drops it reconnects and wakes every reader, which then reads
-// whatever it missed from the events table.
-func (d *DB) listenLoop(ctx context.Context, cfg *pgx.ConnConfig, ready chan struct{}) {
+// whatever it missed from the events table. The first attempt's result
+// goes to ready.
+func (d *DB) listenLoop(ctx context.Context, cfg *pgx.ConnConfig, ready chan<- error) {
 	defer d.listen.Done()
 	backoff := 100 * time.Millisecond
-	first := true
 	for ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err == nil {
-			_, err = conn.Exec(ctx, `LISTEN `+Channel)
+			if _, err = conn.Exec(ctx, `LISTEN `+Channel); err != nil {
+				conn.Close(context.WithoutCancel(ctx))
+			}
 		}
-		if first {
-			close(ready)
-			first = false
+		if ready != nil {
+			ready <- err
+			ready = nil
+			if err != nil {
+				return
+			}
 		}
 		if err == nil {
 			backoff = 100 * time.Millisecond
 			d.hub.wakeAll() // anything committed while not listening
-			for {
-				n, werr := conn.WaitForNotification(ctx)
-				if werr != nil {
-					err = werr
-					break
-				}
-				var p struct {
-					Owner string `json:"owner"`
-				}
-				if json.Unmarshal([]byte(n.Payload), &p) == nil {
-					d.hub.wake(p.Owner)
-				} else {
-					d.hub.wakeAll()
-				}
-			}
-		}
-		if conn != nil {
+			d.listenOn(ctx, conn)
 			conn.Close(context.WithoutCancel(ctx))
 		}
 		if ctx.Err() != nil {
@@ -781,8 +878,35 @@ func (d *DB) listenLoop(ctx context.Context, cfg *pgx.ConnConfig, ready chan str
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
-	if first {
-		close(ready)
+}
+
+// listenOn waits for notifications on conn until it fails.
+func (d *DB) listenOn(ctx context.Context, conn *pgx.Conn) {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, listenPing)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			var p struct {
+				Owner string `json:"owner"`
+			}
+			if json.Unmarshal([]byte(n.Payload), &p) == nil {
+				d.hub.wake(p.Owner)
+			} else {
+				d.hub.wakeAll()
+			}
+		case ctx.Err() != nil || conn.IsClosed():
+			return
+		default:
+			// Silence: make sure the connection is still there.
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return
+			}
+		}
 	}
 }
 

@@ -3,7 +3,11 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ctxkit/ctxkit/internal/pgtest"
 	"github.com/ctxkit/ctxkit/store"
@@ -55,4 +59,78 @@ func deref(s *string) string {
 		return "<null>"
 	}
 	return *s
+}
+
+// TestListenerPings: a listening connection that stays silent is pinged
+// (or replaced), and what other replicas write still arrives promptly, well
+// before the poll that is the safety net would bring it.
+func TestListenerPings(t *testing.T) {
+	saved := listenPing
+	listenPing = 50 * time.Millisecond
+	defer func() { listenPing = saved }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	a, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	actor := store.Actor{OwnerID: "o", AgentID: "x"}
+	events := a.Events(ctx, actor, -1)
+	time.Sleep(300 * time.Millisecond) // several silent periods, several pings
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		b.Create(ctx, actor, store.Breadcrumb{Title: "t", Context: json.RawMessage(`{}`)}, store.Idempotency{})
+	}()
+	start := time.Now()
+	for e, err := range events {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind != store.Created {
+			t.Fatalf("event %+v", e)
+		}
+		break
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the event took %v: the listener was lost", d)
+	}
+}
+
+// TestFailMapsDatabaseErrors: what PostgreSQL refuses becomes the error a
+// client can act on.
+func TestFailMapsDatabaseErrors(t *testing.T) {
+	d := &DB{}
+	ctx := context.Background()
+	for code, want := range map[string]string{
+		"22003": store.CodeInvalid,     // numeric out of range (a context number)
+		"22P05": store.CodeInvalid,     // untranslatable character
+		"54000": store.CodeTooLarge,    // index row too large
+		"40P01": store.CodeUnavailable, // deadlock
+		"40001": store.CodeUnavailable, // serialization failure
+		"57014": store.CodeUnavailable, // statement timeout
+		"57P01": store.CodeUnavailable, // administrator shutdown
+		"53300": store.CodeUnavailable, // too many connections
+		"55P03": store.CodeUnavailable, // lock not available
+	} {
+		err := d.fail(ctx, fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: code, Message: "m"}))
+		if !store.IsCode(err, want) {
+			t.Errorf("%s: %v, want %s", code, err, want)
+		}
+	}
+	other := &pgconn.PgError{Code: "42P01", Message: "undefined table"}
+	if err := d.fail(ctx, other); err != other {
+		t.Errorf("a programming error was turned into %v", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := d.fail(cancelled, &pgconn.PgError{Code: "57014"}); store.IsCode(err, store.CodeUnavailable) {
+		t.Errorf("a cancelled request is reported as the database's fault")
+	}
 }

@@ -294,10 +294,11 @@ func addEvent(ctx context.Context, tx *sql.Tx, kind store.EventKind, b *store.Br
 func (d *DB) get(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, a store.Actor, id, where string) (store.Breadcrumb, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	u, err := uuid.Parse(id)
+	if err != nil {
 		return store.Breadcrumb{}, store.ErrNotFound
 	}
-	args := append([]any{id}, actorArgs(a)...)
+	args := append([]any{u.String()}, actorArgs(a)...)
 	b, err := scan(q.QueryRowContext(ctx, `SELECT `+columns+` FROM breadcrumbs WHERE id = ? AND `+where, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return b, store.ErrNotFound
@@ -363,11 +364,12 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 		args = append(args, q.SchemaName)
 	}
 	if q.Cursor != "" {
-		if _, err := uuid.Parse(q.Cursor); err != nil {
+		u, err := uuid.Parse(q.Cursor)
+		if err != nil {
 			return store.Page{}, &store.Error{Code: store.CodeInvalid, Field: "cursor", Msg: "not a cursor this server gave out"}
 		}
 		where = append(where, `id < ?`)
-		args = append(args, q.Cursor)
+		args = append(args, u.String())
 	}
 	if tags := uniq(q.Tags); len(tags) > 0 {
 		where = append(where, `id IN (SELECT breadcrumb_id FROM breadcrumb_tags WHERE tag IN (`+
@@ -452,9 +454,11 @@ func (d *DB) Delete(ctx context.Context, a store.Actor, id string) error {
 // its creator and curators). Once the breadcrumb is deleted or expired, only
 // the owner's curators see its history.
 func (d *DB) History(ctx context.Context, a store.Actor, id string) ([]store.Breadcrumb, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	u, err := uuid.Parse(id)
+	if err != nil {
 		return nil, store.ErrNotFound
 	}
+	id = u.String()
 	if _, err := d.get(ctx, d.r, a, id, writableBy); err != nil {
 		if !errors.Is(err, store.ErrNotFound) || !a.Curator {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,19 @@ var (
 	curator = store.Actor{OwnerID: "acme", AgentID: "root", Curator: true}
 	mallory = store.Actor{OwnerID: "evil", AgentID: "mallory", Curator: true}
 )
+
+var yearTenThousand = time.Date(9999, 12, 31, 23, 59, 59, 0, time.FixedZone("", -23*3600-59*60))
+
+// randomText is n bytes of random letters and digits: text a database
+// cannot compress below a limit.
+func randomText(n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[rand.IntN(len(alphabet))]
+	}
+	return string(b)
+}
 
 // Run runs every conformance test.
 func Run(t *testing.T, open Open) {
@@ -116,6 +130,12 @@ func testCreateAndGet(t *testing.T, s store.Store) {
 	if string(gj) != string(bj) {
 		t.Fatalf("get differs from create:\n%s\n%s", gj, bj)
 	}
+	// Every spelling of a UUID names the same breadcrumb.
+	for _, spelling := range []string{strings.ToUpper(b.ID), "{" + b.ID + "}", "urn:uuid:" + b.ID, strings.ReplaceAll(b.ID, "-", "")} {
+		if got, err := s.Get(ctx, bob, spelling); err != nil || got.ID != b.ID {
+			t.Fatalf("get %q: %v %q", spelling, err, got.ID)
+		}
+	}
 	if _, err := s.Get(ctx, alice, "not-a-uuid"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("bad id: %v", err)
 	}
@@ -155,6 +175,8 @@ func testValidation(t *testing.T, s store.Store) {
 		{store.Breadcrumb{Title: "t", Context: json.RawMessage(`{}`), LLMHints: json.RawMessage(`{"transform":{"x":{"type":"jq","query":"]"}}}`)}, "llm_hints.transform.x.query"},
 		{store.Breadcrumb{Title: "t", Context: json.RawMessage(`{}`), LLMHints: json.RawMessage(`{"mode":"wat"}`)}, "llm_hints.mode"},
 		{store.Breadcrumb{Title: "t", Context: json.RawMessage(`{}`), MaxReads: -1}, "max_reads"},
+		{store.Breadcrumb{Title: "t", Context: json.RawMessage(`{}`), SchemaName: randomText(513)}, "schema_name"},
+		{store.Breadcrumb{Title: "t", Context: json.RawMessage(`{}`), ExpiresAt: &yearTenThousand}, "expires_at"},
 	}
 	for _, c := range cases {
 		_, _, err := s.Create(ctx, alice, c.b, store.Idempotency{})
@@ -166,6 +188,15 @@ func testValidation(t *testing.T, s store.Store) {
 	page, err := s.List(ctx, curator, store.Query{})
 	if err != nil || len(page.Items) != 0 {
 		t.Fatalf("rejected input was stored: %v %d", err, len(page.Items))
+	}
+	// The limits themselves are accepted, with text that does not compress.
+	longest := create(t, s, alice, store.Breadcrumb{Title: randomText(store.MaxTitleBytes), Context: json.RawMessage(`{}`),
+		SchemaName: randomText(store.MaxSchemaBytes), Tags: []string{randomText(store.MaxTagBytes)}})
+	if page, err := s.List(ctx, alice, store.Query{SchemaName: longest.SchemaName, Tags: longest.Tags}); err != nil || len(page.Items) != 1 {
+		t.Fatalf("list by the longest schema name and tag: %v %d", err, len(page.Items))
+	}
+	if err := s.Delete(ctx, alice, longest.ID); err != nil {
+		t.Fatal(err)
 	}
 	// A bad update changes nothing.
 	b := create(t, s, alice, crumb("ok"))

@@ -1,6 +1,8 @@
 -- Breadcrumbs. context holds the record as jsonb for queries and indexes;
 -- context_text holds the canonical bytes clients get back (and the checksum
--- covers), since jsonb reorders keys and rewrites numbers.
+-- covers), since jsonb reorders keys and rewrites numbers. Indexed text
+-- (owner_id, schema_name) is bounded by ctxkit's input limits, well under a
+-- b-tree entry's maximum.
 CREATE TABLE breadcrumbs (
     id               uuid PRIMARY KEY,
     owner_id         text NOT NULL,
@@ -27,8 +29,20 @@ CREATE TABLE breadcrumbs (
 );
 CREATE INDEX breadcrumbs_owner ON breadcrumbs (owner_id, id);
 CREATE INDEX breadcrumbs_schema ON breadcrumbs (owner_id, schema_name, id);
-CREATE INDEX breadcrumbs_tags ON breadcrumbs USING gin (tags);
 CREATE INDEX breadcrumbs_expiry ON breadcrumbs (expires_at) WHERE expires_at IS NOT NULL;
+
+-- Tag filters. The tags column above is what reads return; this table is
+-- what filters use. A GIN index on the column would not serve them: under
+-- row-level security PostgreSQL only uses an index for conditions built
+-- from leakproof functions, and array containment (@>) is not one, while
+-- text equality is.
+CREATE TABLE breadcrumb_tags (
+    owner_id      text NOT NULL,
+    tag           text NOT NULL,
+    breadcrumb_id uuid NOT NULL REFERENCES breadcrumbs (id) ON DELETE CASCADE,
+    PRIMARY KEY (owner_id, tag, breadcrumb_id)
+);
+CREATE INDEX breadcrumb_tags_id ON breadcrumb_tags (breadcrumb_id);
 
 -- Every version ever written, as the record's JSON; kept after a delete.
 CREATE TABLE history (
@@ -80,6 +94,11 @@ CREATE POLICY owner_rows ON breadcrumbs
     USING (owner_id = current_setting('ctxkit.owner_id', true) OR current_setting('ctxkit.system', true) = 'on');
 CREATE POLICY public_reads ON breadcrumbs FOR SELECT
     USING (visibility = 'public' AND current_setting('ctxkit.owner_id', true) <> '');
+
+ALTER TABLE breadcrumb_tags ENABLE ROW LEVEL SECURITY;
+ALTER TABLE breadcrumb_tags FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner_rows ON breadcrumb_tags
+    USING (owner_id = current_setting('ctxkit.owner_id', true) OR current_setting('ctxkit.system', true) = 'on');
 
 ALTER TABLE history ENABLE ROW LEVEL SECURITY;
 ALTER TABLE history FORCE ROW LEVEL SECURITY;
