@@ -70,3 +70,16 @@ func content(in Breadcrumb) Breadcrumb {
 		ExpiresAt: in.ExpiresAt, MaxReads: in.MaxReads,
 	}
 }
+
+// Distinct is ss without repeats, in first-seen order: the tags of a filter.
+func Distinct(ss []string) []string {
+	seen := make(map[string]bool, len(ss))
+	var out []string
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

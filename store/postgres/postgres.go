@@ -591,7 +591,7 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 		args = append(args, u.String())
 		where = append(where, fmt.Sprintf(`id < $%d::uuid`, len(args)))
 	}
-	if tags := uniq(q.Tags); len(tags) > 0 {
+	if tags := store.Distinct(q.Tags); len(tags) > 0 {
 		args = append(args, tags, len(tags))
 		where = append(where, fmt.Sprintf(`id IN (SELECT breadcrumb_id FROM breadcrumb_tags WHERE owner_id = $1 AND tag = ANY($%d::text[])
 			GROUP BY breadcrumb_id HAVING count(*) = $%d)`, len(args)-1, len(args)))
@@ -613,18 +613,6 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 		page.NextCursor = page.Items[limit-1].ID
 	}
 	return page, nil
-}
-
-func uniq(tags []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, t := range tags {
-		if !seen[t] {
-			seen[t] = true
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // Update implements store.Store.

@@ -371,7 +371,7 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 		where = append(where, `id < ?`)
 		args = append(args, u.String())
 	}
-	if tags := uniq(q.Tags); len(tags) > 0 {
+	if tags := store.Distinct(q.Tags); len(tags) > 0 {
 		where = append(where, `id IN (SELECT breadcrumb_id FROM breadcrumb_tags WHERE tag IN (`+
 			strings.TrimSuffix(strings.Repeat("?,", len(tags)), ",")+`) GROUP BY breadcrumb_id HAVING COUNT(*) = ?)`)
 		for _, t := range tags {
@@ -402,18 +402,6 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 		page.NextCursor = page.Items[limit-1].ID
 	}
 	return page, nil
-}
-
-func uniq(tags []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, t := range tags {
-		if !seen[t] {
-			seen[t] = true
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // Update implements store.Store.
