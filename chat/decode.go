@@ -1,0 +1,555 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// MaxNesting bounds how deep tool results may nest content.
+const MaxNesting = 4
+
+// DecodeRequest reads a canonical request (the Anthropic Messages shape).
+// It is strict about what ctxkit models (a role must be user or assistant;
+// a tool_use needs an id, a name and an object input; ...) and keeps what
+// it does not (unknown fields and block types). Errors are *Error naming
+// the place: messages[3].content[1].source.
+func DecodeRequest(data []byte) (Request, error) {
+	var r Request
+	fields, err := object(data, "")
+	if err != nil {
+		return r, err
+	}
+	for _, k := range sortedKeys(fields) {
+		v := fields[k]
+		switch k {
+		case "model":
+			err = str(v, k, &r.Model)
+		case "system":
+			if isNull(v) {
+				continue
+			}
+			var c Content
+			if c, err = decodeContent(v, k, 0); err == nil {
+				for i, b := range c.Blocks {
+					if b.Type != TypeText {
+						err = errorf(fmt.Sprintf("system[%d]", i), "the system prompt takes text blocks, not %q", b.Type)
+						break
+					}
+				}
+				r.System = &c
+			}
+		case "messages":
+			var raw []json.RawMessage
+			if err = array(v, k, &raw); err != nil {
+				break
+			}
+			r.Messages = make([]Message, len(raw))
+			for i, m := range raw {
+				if r.Messages[i], err = decodeMessage(m, MessagePath(i)); err != nil {
+					break
+				}
+			}
+		case "tools":
+			var raw []json.RawMessage
+			if err = array(v, k, &raw); err != nil {
+				break
+			}
+			r.Tools = make([]Tool, len(raw))
+			for i, t := range raw {
+				if r.Tools[i], err = decodeTool(t, fmt.Sprintf("tools[%d]", i)); err != nil {
+					break
+				}
+			}
+		case "tool_choice":
+			if isNull(v) {
+				continue
+			}
+			var tc ToolChoice
+			if err = strictInto(v, k, &tc); err == nil {
+				switch tc.Type {
+				case "auto", "any", "none":
+				case "tool":
+					if tc.Name == "" {
+						err = errorf(k+".name", "required when type is tool")
+					}
+				default:
+					err = errorf(k+".type", "%q is not one of auto, any, tool, none", tc.Type)
+				}
+				r.ToolChoice = &tc
+			}
+		case "max_tokens":
+			var n int64
+			if err = integer(v, k, &n); err == nil {
+				if n < 0 || n > math.MaxInt32 {
+					err = errorf(k, "must be between 0 and %d", math.MaxInt32)
+				}
+				r.MaxTokens = int(n)
+			}
+		case "temperature", "top_p":
+			if isNull(v) {
+				continue
+			}
+			var f float64
+			if err = number(v, k, &f); err == nil {
+				if k == "temperature" {
+					r.Temperature = &f
+				} else {
+					r.TopP = &f
+				}
+			}
+		case "stop_sequences":
+			err = strictInto(v, k, &r.StopSequences)
+		case "thinking":
+			if isNull(v) {
+				continue
+			}
+			var t Thinking
+			if err = strictInto(v, k, &t); err == nil {
+				switch t.Type {
+				case "enabled", "disabled", "adaptive":
+				default:
+					err = errorf(k+".type", "%q is not one of enabled, disabled, adaptive", t.Type)
+				}
+				if t.BudgetTokens < 0 {
+					err = errorf(k+".budget_tokens", "must not be negative")
+				}
+				r.Thinking = &t
+			}
+		case "reasoning_effort":
+			if err = str(v, k, &r.ReasoningEffort); err == nil {
+				switch r.ReasoningEffort {
+				case "", "minimal", "low", "medium", "high":
+				default:
+					err = errorf(k, "%q is not one of minimal, low, medium, high", r.ReasoningEffort)
+				}
+			}
+		case "stream":
+			err = strictInto(v, k, &r.Stream)
+		case "metadata":
+			r.Metadata = clone(v)
+		default:
+			if r.Extra == nil {
+				r.Extra = map[string]json.RawMessage{}
+			}
+			r.Extra[k] = clone(v)
+		}
+		if err != nil {
+			return Request{}, err
+		}
+	}
+	if r.Messages == nil {
+		if _, ok := fields["messages"]; !ok {
+			return Request{}, errorf("messages", "required")
+		}
+		r.Messages = []Message{}
+	}
+	return r, nil
+}
+
+func decodeMessage(data []byte, path string) (Message, error) {
+	var m Message
+	fields, err := object(data, path)
+	if err != nil {
+		return m, err
+	}
+	role, ok := fields["role"]
+	if !ok {
+		return m, errorf(path+".role", "required")
+	}
+	if err := str(role, path+".role", &m.Role); err != nil {
+		return m, err
+	}
+	if m.Role != User && m.Role != Assistant {
+		return m, errorf(path+".role", "%q is not user or assistant", m.Role)
+	}
+	content, ok := fields["content"]
+	if !ok {
+		return m, errorf(path+".content", "required")
+	}
+	if m.Content, err = decodeContent(content, path+".content", 0); err != nil {
+		return m, err
+	}
+	for _, k := range sortedKeys(fields) {
+		v := fields[k]
+		switch k {
+		case "role", "content":
+		case "reasoning_details":
+			if isNull(v) {
+				continue
+			}
+			var arr []json.RawMessage
+			if err := array(v, path+"."+k, &arr); err != nil {
+				return m, err
+			}
+			m.ReasoningDetails = clone(v)
+		default:
+			if m.Extra == nil {
+				m.Extra = map[string]json.RawMessage{}
+			}
+			m.Extra[k] = clone(v)
+		}
+	}
+	return m, nil
+}
+
+func decodeContent(data []byte, path string, depth int) (Content, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return Content{}, errorf(path, "%v", err)
+		}
+		return Str(s), nil
+	}
+	var raw []json.RawMessage
+	if err := array(data, path, &raw); err != nil {
+		return Content{}, errorf(path, "must be a string or an array of blocks")
+	}
+	c := Content{Blocks: make([]Block, len(raw))}
+	for i, b := range raw {
+		var err error
+		if c.Blocks[i], err = decodeBlock(b, path+"["+strconv.Itoa(i)+"]", depth); err != nil {
+			return Content{}, err
+		}
+	}
+	return c, nil
+}
+
+func decodeBlock(data []byte, path string, depth int) (Block, error) {
+	var b Block
+	fields, err := object(data, path)
+	if err != nil {
+		return b, err
+	}
+	t, ok := fields["type"]
+	if !ok {
+		return b, errorf(path+".type", "required")
+	}
+	if err := str(t, path+".type", &b.Type); err != nil {
+		return b, err
+	}
+	if b.Type == "" {
+		return b, errorf(path+".type", "empty")
+	}
+	known := b.Known()
+	for _, k := range sortedKeys(fields) {
+		v := fields[k]
+		if k == "type" {
+			continue
+		}
+		p := path + "." + k
+		if k == "cache_control" {
+			if !isNull(v) {
+				b.CacheControl = clone(v)
+			}
+			continue
+		}
+		handled := true
+		switch {
+		case !known:
+			handled = false
+		case k == "text" && (b.Type == TypeText || b.Type == TypeReasoning):
+			err = str(v, p, &b.Text)
+		case k == "citations" && (b.Type == TypeText || b.Type == TypeDocument):
+			if !isNull(v) {
+				b.Citations = clone(v)
+			}
+		case k == "source" && (b.Type == TypeImage || b.Type == TypeDocument):
+			b.Source, err = decodeSource(v, p)
+		case k == "title" && b.Type == TypeDocument:
+			err = str(v, p, &b.Title)
+		case k == "context" && b.Type == TypeDocument:
+			err = str(v, p, &b.Context)
+		case k == "id" && b.Type == TypeToolUse:
+			err = str(v, p, &b.ID)
+		case k == "name" && b.Type == TypeToolUse:
+			err = str(v, p, &b.Name)
+		case k == "input" && b.Type == TypeToolUse:
+			if _, err = object(v, p); err == nil {
+				b.Input = clone(v)
+			} else {
+				err = errorf(p, "must be a JSON object")
+			}
+		case k == "tool_use_id" && b.Type == TypeToolResult:
+			err = str(v, p, &b.ToolUseID)
+		case k == "content" && b.Type == TypeToolResult:
+			if isNull(v) {
+				continue
+			}
+			if depth+1 >= MaxNesting {
+				return b, errorf(p, "tool results nested more than %d deep", MaxNesting)
+			}
+			var c Content
+			if c, err = decodeContent(v, p, depth+1); err == nil {
+				b.Content = &c
+			}
+		case k == "is_error" && b.Type == TypeToolResult:
+			if !isNull(v) {
+				err = strictInto(v, p, &b.IsError)
+			}
+		case k == "thinking" && b.Type == TypeThinking:
+			err = str(v, p, &b.Thinking)
+		case k == "signature" && (b.Type == TypeThinking || b.Type == TypeThoughtSignature):
+			err = str(v, p, &b.Signature)
+		case k == "data" && b.Type == TypeRedactedThinking:
+			err = str(v, p, &b.Data)
+		default:
+			handled = false
+		}
+		if err != nil {
+			return b, err
+		}
+		if !handled {
+			if b.Extra == nil {
+				b.Extra = map[string]json.RawMessage{}
+			}
+			b.Extra[k] = clone(v)
+		}
+	}
+	switch b.Type {
+	case TypeToolUse:
+		if b.ID == "" {
+			return b, errorf(path+".id", "a tool_use needs an id")
+		}
+		if b.Name == "" {
+			return b, errorf(path+".name", "a tool_use needs a name")
+		}
+		if b.Input == nil {
+			return b, errorf(path+".input", "a tool_use needs an input object")
+		}
+	case TypeToolResult:
+		if b.ToolUseID == "" {
+			return b, errorf(path+".tool_use_id", "a tool_result needs the id of its tool_use")
+		}
+	case TypeImage, TypeDocument:
+		if b.Source == nil {
+			return b, errorf(path+".source", "an %s needs a source", b.Type)
+		}
+		if b.Type == TypeImage {
+			switch b.Source.Type {
+			case "base64":
+				if b.Source.MediaType == "" || b.Source.Data == "" {
+					return b, errorf(path+".source", "a base64 image needs media_type and data")
+				}
+			case "url":
+				if b.Source.URL == "" {
+					return b, errorf(path+".source.url", "required for a url source")
+				}
+			}
+		}
+	case TypeRedactedThinking:
+		if b.Data == "" {
+			return b, errorf(path+".data", "a redacted_thinking block needs its data")
+		}
+	}
+	return b, nil
+}
+
+func decodeSource(data []byte, path string) (*Source, error) {
+	fields, err := object(data, path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{}
+	for _, k := range sortedKeys(fields) {
+		v := fields[k]
+		p := path + "." + k
+		switch k {
+		case "type":
+			err = str(v, p, &s.Type)
+		case "media_type":
+			err = str(v, p, &s.MediaType)
+		case "data":
+			// A text document's data is a string; other shapes are kept.
+			if len(bytes.TrimSpace(v)) > 0 && bytes.TrimSpace(v)[0] == '"' {
+				err = str(v, p, &s.Data)
+			} else {
+				s.extra(k, v)
+			}
+		case "url":
+			err = str(v, p, &s.URL)
+		default:
+			s.extra(k, v)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if s.Type == "" {
+		return nil, errorf(path+".type", "required")
+	}
+	return s, nil
+}
+
+func (s *Source) extra(k string, v json.RawMessage) {
+	if s.Extra == nil {
+		s.Extra = map[string]json.RawMessage{}
+	}
+	s.Extra[k] = clone(v)
+}
+
+func decodeTool(data []byte, path string) (Tool, error) {
+	var t Tool
+	fields, err := object(data, path)
+	if err != nil {
+		return t, err
+	}
+	for _, k := range sortedKeys(fields) {
+		v := fields[k]
+		p := path + "." + k
+		switch k {
+		case "name":
+			err = str(v, p, &t.Name)
+		case "description":
+			err = str(v, p, &t.Description)
+		case "type":
+			err = str(v, p, &t.Type)
+		case "input_schema":
+			if _, err = object(v, p); err == nil {
+				t.InputSchema = clone(v)
+			} else {
+				err = errorf(p, "must be a JSON Schema object")
+			}
+		case "cache_control":
+			if !isNull(v) {
+				t.CacheControl = clone(v)
+			}
+		default:
+			if t.Extra == nil {
+				t.Extra = map[string]json.RawMessage{}
+			}
+			t.Extra[k] = clone(v)
+		}
+		if err != nil {
+			return t, err
+		}
+	}
+	if t.Name == "" {
+		return t, errorf(path+".name", "required")
+	}
+	if t.Type == "" && t.InputSchema == nil {
+		return t, errorf(path+".input_schema", "required for a custom tool")
+	}
+	return t, nil
+}
+
+// object reads a JSON object's fields; duplicate keys are refused.
+func object(data []byte, path string) (map[string]json.RawMessage, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return nil, errorf(path, "must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil {
+		return nil, errorf(path, "%v", err)
+	}
+	fields := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, errorf(path, "%v", err)
+		}
+		k, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, errorf(path, "%v", err)
+		}
+		if _, dup := fields[k]; dup {
+			return nil, errorf(joinPath(path, k), "given twice")
+		}
+		fields[k] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, errorf(path, "%v", err)
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, errorf(path, "more than one JSON value")
+	}
+	return fields, nil
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func joinPath(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+func array(data []byte, path string, out *[]json.RawMessage) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '[' {
+		return errorf(path, "must be an array")
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return errorf(path, "%v", err)
+	}
+	return nil
+}
+
+func str(data []byte, path string, out *string) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '"' {
+		return errorf(path, "must be a string")
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return errorf(path, "%v", err)
+	}
+	return nil
+}
+
+func integer(data []byte, path string, out *int64) error {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(data)), 10, 64)
+	if err != nil {
+		return errorf(path, "must be an integer")
+	}
+	*out = n
+	return nil
+}
+
+func number(data []byte, path string, out *float64) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || (data[0] != '-' && (data[0] < '0' || data[0] > '9')) {
+		return errorf(path, "must be a number")
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return errorf(path, "must be a number")
+	}
+	return nil
+}
+
+func strictInto(data []byte, path string, out any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return errorf(path, "%v", err)
+	}
+	return nil
+}
+
+func isNull(data []byte) bool { return string(bytes.TrimSpace(data)) == "null" }
+
+func clone(v json.RawMessage) json.RawMessage { return append(json.RawMessage(nil), v...) }
+
+// UnmarshalJSON reads a request with DecodeRequest.
+func (r *Request) UnmarshalJSON(data []byte) error {
+	req, err := DecodeRequest(data)
+	if err != nil {
+		return err
+	}
+	*r = req
+	return nil
+}
