@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Roles.
@@ -116,19 +117,19 @@ func (c Content) PlainText(sep string) string {
 	if c.IsString {
 		return c.Text
 	}
-	out := ""
+	var b strings.Builder
 	first := true
-	for _, b := range c.Blocks {
-		if b.Type != TypeText {
+	for _, bl := range c.Blocks {
+		if bl.Type != TypeText {
 			continue
 		}
 		if !first {
-			out += sep
+			b.WriteString(sep)
 		}
-		out += b.Text
+		b.WriteString(bl.Text)
 		first = false
 	}
-	return out
+	return b.String()
 }
 
 // Block is one content block. Which fields are used depends on Type.
