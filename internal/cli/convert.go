@@ -13,7 +13,10 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/deepseek"
 	"github.com/ctxkit/ctxkit/wire/gemini"
+	"github.com/ctxkit/ctxkit/wire/mistral"
+	"github.com/ctxkit/ctxkit/wire/openai"
 )
 
 // converter turns a canonical request into one wire format. options is
@@ -29,7 +32,10 @@ type converter struct {
 
 // converters is every --to format.
 var converters = map[string]converter{
-	"gemini": {encode: plain(gemini.EncodeRequest)},
+	"openai":   {encode: plain(openai.EncodeRequest), caches: []string{openai.CacheOpenRouter, openai.CacheGeminiEvery}},
+	"deepseek": {encode: plain(deepseek.EncodeRequest)},
+	"mistral":  {encode: plain(mistral.EncodeRequest)},
+	"gemini":   {encode: plain(gemini.EncodeRequest)},
 }
 
 // plain adapts a package's EncodeRequest that keeps no cache state.

@@ -233,14 +233,20 @@ func Run(t *testing.T, enc Encoder) {
 	}
 }
 
-// warned reports whether a warning names path or a place enclosing it.
+// warned reports whether a warning names path, a place enclosing it, or a
+// place inside it (an image inside a tool result).
 func warned(warns []chat.Warning, path string) bool {
 	for _, w := range warns {
-		if w.Path == path || (w.Path != "" && strings.HasPrefix(path, w.Path) && (path[len(w.Path)] == '.' || path[len(w.Path)] == '[')) {
+		if w.Path != "" && (within(path, w.Path) || within(w.Path, path)) {
 			return true
 		}
 	}
 	return false
+}
+
+// within reports whether path is inner or inside it.
+func within(path, inner string) bool {
+	return path == inner || (strings.HasPrefix(path, inner) && (path[len(inner)] == '.' || path[len(inner)] == '['))
 }
 
 type marker struct{ marker, path, what string }

@@ -1,0 +1,417 @@
+// Package openai converts a canonical request (package chat) to an OpenAI
+// Chat Completions request, and holds the conversion the other
+// OpenAI-shaped formats share (wire/deepseek, wire/mistral): Convert with a
+// Dialect, the tool-call id normalisers (IDMap) and the caching strategies
+// for OpenAI-compatible routers.
+//
+// # Mapping
+//
+// The system prompt becomes a leading {"role":"system"} message whose
+// content is a string: string content as it is, text blocks joined with
+// newlines (empty blocks skipped); an empty system prompt sends no system
+// message.
+//
+// User messages: string content passes through as a string; block content
+// becomes an array of content parts. Text blocks become text parts (empty
+// text is dropped); images become image_url parts, a base64 image as a data
+// URL ("data:<media type>;base64,<data>"), a url image as its URL; a text
+// document becomes a text part of its title, context and text (the
+// non-empty ones, separated by blank lines); a base64 document of a text/*
+// media type is decoded to such a text part; a base64 PDF becomes a file
+// part
+//
+//	{"type":"file","file":{"filename","file_data":"data:application/pdf;base64,..."}}
+//
+// whose filename is the document's title ("document.pdf" without one),
+// preceded by a text part with the document's context when it has one. A user message left with no parts is omitted.
+//
+// Tool results: every tool_result block of a user message becomes a
+// {"role":"tool","tool_call_id","content"} message, placed before the
+// message's other content (which follows in one user message). The content
+// is a string: string content as it is, blocks flattened to their text
+// joined with newlines; an empty result is "(empty)"; is_error, which the
+// format has no flag for, prefixes the content with "Error: ". An image in
+// a tool result cannot be carried by a tool message: the tool content
+// says "(see following user message for image)" in its place, and the image
+// is sent as an image_url part at the start of the user message that
+// follows the tool messages (a PDF likewise, "(see following user message
+// for document)"). With Options.MergeToolResultText, the text blocks of a
+// user message that has tool results are appended (after a newline) to the
+// content of its last tool message instead of going into a user message;
+// its other parts still follow in a user message.
+//
+// Assistant messages: string content passes through; the text blocks are
+// joined with newlines into the content string, and tool_use blocks become
+// tool_calls {"id","type":"function","function":{"name","arguments"}} where
+// arguments is the input object as compact JSON text. The content is ""
+// when the message has only tool calls; an assistant message with neither
+// text nor tool calls is omitted. Assistant content is text only, so an
+// image or a non-text document there becomes a text stub (warning).
+//
+// Tools become
+//
+//	{"type":"function","function":{"name","description","parameters"}}
+//
+// with the input schema as parameters. tool_choice auto,
+// any, none and tool become "auto", "required", "none" and
+// {"type":"function","function":{"name"}}; disable_parallel_tool_use
+// becomes "parallel_tool_calls":false.
+//
+// Parameters are resolved by chat.ResolveParams (chat.FormatOpenAI): max
+// tokens go to max_completion_tokens (the current field, which the
+// reasoning models require; Options.LegacyMaxTokens sends max_tokens
+// instead, for servers that know only that), temperature, top_p, stop (at
+// most 4 sequences; more are dropped with a warning) and reasoning_effort
+// when reasoning is asked for. stream sends "stream":true with
+// "stream_options":{"include_usage":true}.
+//
+// Tool-call ids pass through unchanged unless Options.ToolCallIDs names a
+// normaliser (see IDMode); it maps tool_calls[].id and tool_call_id alike.
+//
+// # Fallbacks
+//
+// Each of these returns a warning naming the place:
+//
+//   - thinking, redacted_thinking, reasoning and thought_signature blocks,
+//     and a message's reasoning_details: Chat Completions cannot carry
+//     reasoning back to the model; dropped.
+//   - blocks of unknown types: dropped.
+//   - a tool_use block in a user message, or a tool_result block in an
+//     assistant message: dropped.
+//   - an image whose source is neither base64 nor url, or a document the
+//     format cannot carry (a url or file document, a base64 document that
+//     is neither a PDF nor text): replaced by a text stub
+//     ("[Image: image/png]", "[Document: title]").
+//   - citations on a text block: dropped (the text is kept).
+//   - provider-defined tools (a tool with a type): dropped; a tool_choice
+//     with no tools left: dropped.
+//   - fields ctxkit does not model on the request, a message or a tool,
+//     and the request's metadata: dropped.
+//   - the parameter rules of chat.ResolveParams (temperature and top_p are
+//     not sent with reasoning).
+//
+// cache_control markers are not part of the OpenAI format (OpenAI caches
+// prompt prefixes by itself). They carry no content, so they are dropped
+// without a warning, whatever the strategy. Unmodelled fields of known
+// blocks (and a document's citation settings) are ignored likewise.
+//
+// # Caching strategies
+//
+// Options.Cache places cache_control markers for Anthropic-style caching
+// behind OpenAI-compatible routers, in the output only (the request is not
+// changed):
+//
+//   - "openrouter": the system content becomes [{"type":"text","text":...,
+//     "cache_control":{"type":"ephemeral"}}]; every user message with
+//     string content gets an array of one text part; the last text part of
+//     each of the last two user messages is marked, and a user message
+//     without a text part gets a marked placeholder text part "..."
+//     appended.
+//   - "gemini-every-n": the system message as above; every Nth user message
+//     (counting the output's user messages from 1: the Nth, the 2Nth, ...;
+//     N is Options.CacheEvery, 10 by default) is marked the same way; N = 0
+//     marks no user message; every user string becomes an array.
+//
+// "User messages" are the output's role "user" messages: tool messages are
+// neither counted nor marked.
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/ctxkit/ctxkit/chat"
+)
+
+// Request is a Chat Completions request.
+type Request struct {
+	Model               string         `json:"model"`
+	Messages            []Message      `json:"messages"`
+	Tools               []Tool         `json:"tools,omitempty"`
+	ToolChoice          *ToolChoice    `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool          `json:"parallel_tool_calls,omitempty"`
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int            `json:"max_tokens,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	TopP                *float64       `json:"top_p,omitempty"`
+	Stop                []string       `json:"stop,omitempty"`
+	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
+	Stream              bool           `json:"stream,omitempty"`
+	StreamOptions       *StreamOptions `json:"stream_options,omitempty"`
+}
+
+// StreamOptions asks for the usage chunk at the end of a stream.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// Message is one message: role system, user, assistant or tool.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    Content    `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// Content is a message's content: Text or Parts.
+type Content interface{ isContent() }
+
+// Text is string content.
+type Text string
+
+// Parts is an array of content parts.
+type Parts []Part
+
+func (Text) isContent()  {}
+func (Parts) isContent() {}
+
+// Part is one content part: TextPart, ImagePart, FilePart, or a dialect's
+// own part type.
+type Part interface {
+	// PartType is the part's "type".
+	PartType() string
+}
+
+// TextPart is {"type":"text","text":...}; make one with NewTextPart.
+type TextPart struct {
+	Type         string        `json:"type"`
+	Text         string        `json:"text"`
+	CacheControl *CacheControl `json:"cache_control,omitempty"`
+}
+
+// NewTextPart is a text part.
+func NewTextPart(text string) TextPart { return TextPart{Type: "text", Text: text} }
+
+// PartType is "text".
+func (TextPart) PartType() string { return "text" }
+
+// ImagePart is {"type":"image_url","image_url":{"url":...}}; make one with
+// NewImagePart.
+type ImagePart struct {
+	Type     string   `json:"type"`
+	ImageURL ImageURL `json:"image_url"`
+}
+
+// ImageURL is an image's URL: an https URL or a data URL.
+type ImageURL struct {
+	URL string `json:"url"`
+}
+
+// NewImagePart is an image_url part.
+func NewImagePart(url string) ImagePart {
+	return ImagePart{Type: "image_url", ImageURL: ImageURL{URL: url}}
+}
+
+// PartType is "image_url".
+func (ImagePart) PartType() string { return "image_url" }
+
+// FilePart is {"type":"file","file":{"filename","file_data"}}; make one
+// with NewFilePart.
+type FilePart struct {
+	Type string   `json:"type"`
+	File FileData `json:"file"`
+}
+
+// FileData is a file sent inline: file_data is a data URL.
+type FileData struct {
+	Filename string `json:"filename,omitempty"`
+	FileData string `json:"file_data"`
+}
+
+// NewFilePart is a file part.
+func NewFilePart(filename, dataURL string) FilePart {
+	return FilePart{Type: "file", File: FileData{Filename: filename, FileData: dataURL}}
+}
+
+// PartType is "file".
+func (FilePart) PartType() string { return "file" }
+
+// CacheControl is {"type":"ephemeral"}, the marker of the caching
+// strategies.
+type CacheControl struct {
+	Type string `json:"type"`
+}
+
+// ToolCall is one call in an assistant message's tool_calls.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is a call's function name and arguments (JSON text).
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is {"type":"function","function":{...}}.
+type Tool struct {
+	Type     string   `json:"type"`
+	Function Function `json:"function"`
+}
+
+// Function is a tool's name, description and JSON Schema parameters.
+type Function struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// ToolChoice is a mode ("auto", "required", "none"; Mistral's "any"), or,
+// when Name is set, {"type":"function","function":{"name":Name}}.
+type ToolChoice struct {
+	Mode string
+	Name string
+}
+
+type namedToolChoice struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+// MarshalJSON writes the mode string or the named-function object.
+func (t ToolChoice) MarshalJSON() ([]byte, error) {
+	if t.Name == "" {
+		return json.Marshal(t.Mode)
+	}
+	n := namedToolChoice{Type: "function"}
+	n.Function.Name = t.Name
+	return json.Marshal(n)
+}
+
+// Caching strategies (Options.Cache).
+const (
+	CacheNone        = ""
+	CacheOpenRouter  = "openrouter"
+	CacheGeminiEvery = "gemini-every-n"
+)
+
+// DefaultCacheEvery is N of the gemini-every-n strategy when
+// Options.CacheEvery is not given.
+const DefaultCacheEvery = 10
+
+// MaxStop is how many stop sequences OpenAI takes.
+const MaxStop = 4
+
+// Options tune the conversion.
+type Options struct {
+	// ToolCallIDs names the tool-call id normaliser: "" (ids unchanged),
+	// "sanitize" or "alnum9" (see IDMode).
+	ToolCallIDs IDMode `json:"tool_call_ids,omitempty"`
+	// MergeToolResultText appends the text of a user message that has tool
+	// results to its last tool message instead of a separate user message.
+	MergeToolResultText bool `json:"merge_tool_result_text,omitempty"`
+	// Cache is the caching strategy: "", "openrouter" or "gemini-every-n".
+	Cache string `json:"cache,omitempty"`
+	// CacheEvery is N of gemini-every-n (nil: 10; 0: no user message is
+	// marked).
+	CacheEvery *int `json:"cache_every,omitempty"`
+	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens.
+	LegacyMaxTokens bool `json:"legacy_max_tokens,omitempty"`
+}
+
+// EncodeRequest converts req to a Chat Completions request. req is not
+// changed. The warnings say what could not be carried and what was done
+// instead.
+func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, error) {
+	every := DefaultCacheEvery
+	switch opts.Cache {
+	case CacheNone, CacheOpenRouter, CacheGeminiEvery:
+	default:
+		return nil, nil, fmt.Errorf("options.cache: %q is not one of %q, %q", opts.Cache, CacheOpenRouter, CacheGeminiEvery)
+	}
+	if opts.CacheEvery != nil {
+		if *opts.CacheEvery < 0 {
+			return nil, nil, fmt.Errorf("options.cache_every: %d is negative", *opts.CacheEvery)
+		}
+		every = *opts.CacheEvery
+	}
+	ids, err := NewIDMap(opts.ToolCallIDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	conv, warns, err := Convert(req, Dialect{
+		Name:                "openai",
+		IDs:                 ids,
+		Document:            fileDocument,
+		MergeToolResultText: opts.MergeToolResultText,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	switch opts.Cache {
+	case CacheOpenRouter:
+		MarkLastUsers(conv.Messages, 2)
+	case CacheGeminiEvery:
+		MarkEveryNthUser(conv.Messages, every)
+	}
+	out := &Request{
+		Model:             req.Model,
+		Messages:          conv.Messages,
+		Tools:             conv.Tools,
+		ToolChoice:        conv.ToolChoice,
+		ParallelToolCalls: conv.ParallelToolCalls,
+	}
+	p, pw := chat.ResolveParams(req, chat.FormatOpenAI)
+	warns = append(warns, pw...)
+	if opts.LegacyMaxTokens {
+		out.MaxTokens = p.MaxTokens
+	} else {
+		out.MaxCompletionTokens = p.MaxTokens
+	}
+	out.Temperature, out.TopP = CopyFloat(p.Temperature), CopyFloat(p.TopP)
+	out.Stop, warns = LimitStop(p.Stop, MaxStop, "openai", warns)
+	if p.Reasoning {
+		out.ReasoningEffort = p.ReasoningEffort
+	}
+	if req.Stream {
+		out.Stream = true
+		out.StreamOptions = &StreamOptions{IncludeUsage: true}
+	}
+	return out, warns, nil
+}
+
+// LimitStop is a copy of the first max stop sequences (all of them when
+// max is 0), with a warning about the rest.
+func LimitStop(stop []string, max int, format string, warns []chat.Warning) ([]string, []chat.Warning) {
+	if len(stop) == 0 {
+		return nil, warns
+	}
+	if max > 0 && len(stop) > max {
+		warns = append(warns, chat.Warnf("stop_sequences", "%s takes at most %d stop sequences: the last %d dropped", format, max, len(stop)-max))
+		stop = stop[:max]
+	}
+	return append([]string(nil), stop...), warns
+}
+
+// CopyFloat is a copy of *f (nil for nil), so that the wire request shares
+// nothing mutable with the canonical one.
+func CopyFloat(f *float64) *float64 {
+	if f == nil {
+		return nil
+	}
+	v := *f
+	return &v
+}
+
+// fileDocument is OpenAI's part for a non-text document: a file part for a
+// base64 PDF; nothing (a text stub) for the rest.
+func fileDocument(b *chat.Block) Part {
+	s := b.Source
+	if s.Type != "base64" || s.MediaType != "application/pdf" || s.Data == "" {
+		return nil
+	}
+	name := b.Title
+	if name == "" {
+		name = "document.pdf"
+	}
+	return NewFilePart(name, DataURL(s.MediaType, s.Data))
+}
+
+// DataURL is "data:<media type>;base64,<data>".
+func DataURL(mediaType, data string) string {
+	return "data:" + mediaType + ";base64," + data
+}
