@@ -13,10 +13,13 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/anthropic"
 	"github.com/ctxkit/ctxkit/wire/deepseek"
 	"github.com/ctxkit/ctxkit/wire/gemini"
 	"github.com/ctxkit/ctxkit/wire/mistral"
 	"github.com/ctxkit/ctxkit/wire/openai"
+	"github.com/ctxkit/ctxkit/wire/simple"
+	"github.com/ctxkit/ctxkit/wire/vscodelm"
 )
 
 // converter turns a canonical request into one wire format. options is
@@ -32,10 +35,13 @@ type converter struct {
 
 // converters is every --to format.
 var converters = map[string]converter{
-	"openai":   {encode: plain(openai.EncodeRequest), caches: []string{openai.CacheOpenRouter, openai.CacheGeminiEvery}},
-	"deepseek": {encode: plain(deepseek.EncodeRequest)},
-	"mistral":  {encode: plain(mistral.EncodeRequest)},
-	"gemini":   {encode: plain(gemini.EncodeRequest)},
+	"openai":    {encode: plain(openai.EncodeRequest), caches: []string{openai.CacheOpenRouter, openai.CacheGeminiEvery}},
+	"deepseek":  {encode: plain(deepseek.EncodeRequest)},
+	"mistral":   {encode: plain(mistral.EncodeRequest)},
+	"gemini":    {encode: plain(gemini.EncodeRequest)},
+	"anthropic": {encode: plain(anthropic.EncodeRequest), caches: []string{anthropic.CacheAnthropic}},
+	"vscodelm":  {encode: plain(vscodelm.EncodeRequest)},
+	"simple":    {encode: plain(simple.EncodeRequest)},
 }
 
 // plain adapts a package's EncodeRequest that keeps no cache state.
