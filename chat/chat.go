@@ -112,7 +112,7 @@ func (c Content) AsBlocks() []Block {
 	return []Block{{Type: TypeText, Text: c.Text}}
 }
 
-// PlainText joins the text of the content's text blocks with sep.
+// PlainText joins the text of the content's non-empty text blocks with sep.
 func (c Content) PlainText(sep string) string {
 	if c.IsString {
 		return c.Text
@@ -120,7 +120,7 @@ func (c Content) PlainText(sep string) string {
 	var b strings.Builder
 	first := true
 	for _, bl := range c.Blocks {
-		if bl.Type != TypeText {
+		if bl.Type != TypeText || bl.Text == "" {
 			continue
 		}
 		if !first {

@@ -59,6 +59,10 @@ func ResolveParams(r Request, f Format) (Params, []Warning) {
 		p.MaxTokens = DefaultMaxTokens
 	}
 	p.Reasoning = r.ReasoningRequested() && (r.Thinking == nil || r.Thinking.Type != "disabled")
+	if f == FormatVSCodeLM || f == FormatSimple {
+		// No reasoning control at all: the converter reports it.
+		p.Reasoning = false
+	}
 	if !p.Reasoning {
 		return p, warns
 	}
@@ -95,7 +99,11 @@ func ResolveParams(r Request, f Format) (Params, []Warning) {
 	switch f {
 	case FormatAnthropic, FormatBedrock, FormatOpenAI, FormatDeepSeek:
 		if p.Temperature != nil || p.TopP != nil {
-			warns = append(warns, Warnf("temperature", "%s does not take temperature or top_p with reasoning: dropped", f))
+			field := "temperature"
+			if p.Temperature == nil {
+				field = "top_p"
+			}
+			warns = append(warns, Warnf(field, "%s does not take temperature or top_p with reasoning: dropped", f))
 			p.Temperature, p.TopP = nil, nil
 		}
 	}
