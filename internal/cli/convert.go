@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/wire/anthropic"
+	"github.com/ctxkit/ctxkit/wire/bedrock"
 	"github.com/ctxkit/ctxkit/wire/deepseek"
 	"github.com/ctxkit/ctxkit/wire/gemini"
 	"github.com/ctxkit/ctxkit/wire/mistral"
@@ -40,8 +41,36 @@ var converters = map[string]converter{
 	"mistral":   {encode: plain(mistral.EncodeRequest)},
 	"gemini":    {encode: plain(gemini.EncodeRequest)},
 	"anthropic": {encode: plain(anthropic.EncodeRequest), caches: []string{anthropic.CacheAnthropic}},
+	"bedrock":   {encode: encodeBedrock, caches: []string{bedrock.CacheBedrock}, stateful: true},
 	"vscodelm":  {encode: plain(vscodelm.EncodeRequest)},
 	"simple":    {encode: plain(simple.EncodeRequest)},
+}
+
+// encodeBedrock reads the previous turn's cache points from the state file
+// content and returns the new ones to write back.
+func encodeBedrock(req chat.Request, options json.RawMessage, state []byte) (any, []byte, []chat.Warning, error) {
+	var opts bedrock.Options
+	if err := decodeOptions(options, &opts); err != nil {
+		return nil, nil, nil, err
+	}
+	if len(bytes.TrimSpace(state)) > 0 {
+		var st bedrock.CacheState
+		dec := json.NewDecoder(bytes.NewReader(state))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&st); err != nil {
+			return nil, nil, nil, fmt.Errorf("--cache-state: not a cache state file: %v", err)
+		}
+		opts.State = &st
+	}
+	out, warns, err := bedrock.EncodeRequest(req, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	newState, err := json.MarshalIndent(out.CacheState, "", "  ")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return out, append(newState, '\n'), warns, nil
 }
 
 // plain adapts a package's EncodeRequest that keeps no cache state.
