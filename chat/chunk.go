@@ -1,0 +1,213 @@
+package chat
+
+import (
+	"encoding/json"
+	"io"
+	"iter"
+	"strings"
+)
+
+// A streamed response is a sequence of Chunks. Each wire package decodes
+// its provider's stream into this sequence (DecodeStream) and the gateway
+// writes it back out in the client's dialect.
+//
+// Usage chunks carry RUNNING TOTALS for the whole response so far, not
+// increments: a consumer keeps the last usage chunk it saw and never adds
+// them up. Providers differ (Anthropic repeats cumulative counts in
+// message_delta, OpenAI sends one usage at the end, Gemini repeats running
+// counts on every chunk); decoders convert each to running totals.
+
+// ChunkType says what a chunk carries.
+type ChunkType string
+
+// Chunk types.
+const (
+	ChunkText          ChunkType = "text"
+	ChunkReasoning     ChunkType = "reasoning"
+	ChunkToolCallStart ChunkType = "tool_call_start"
+	ChunkToolCallDelta ChunkType = "tool_call_delta"
+	ChunkToolCallEnd   ChunkType = "tool_call_end"
+	ChunkUsage         ChunkType = "usage"
+	ChunkStop          ChunkType = "stop"
+	ChunkError         ChunkType = "error"
+)
+
+// Chunk is one piece of a streamed response. Which fields are set depends
+// on Type.
+type Chunk struct {
+	Type ChunkType `json:"type"`
+	// Text: a text or reasoning fragment.
+	Text string `json:"text,omitempty"`
+	// Signature: a reasoning signature (Anthropic's signature_delta,
+	// Gemini's thoughtSignature, Bedrock's reasoning signature); it may come
+	// in a reasoning chunk of its own, with no text.
+	Signature string `json:"signature,omitempty"`
+	// Redacted: encrypted reasoning the provider sent instead of text.
+	Redacted string `json:"redacted,omitempty"`
+	// Index: the tool call's position among this response's tool calls
+	// (0, 1, ...), the same in its start, deltas and end.
+	Index int `json:"index"`
+	// ID and Name: tool_call_start.
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Arguments: a fragment of the call's JSON arguments (tool_call_delta)
+	// or all of them (tool_call_end: a complete JSON object, "{}" when the
+	// call had none).
+	Arguments string `json:"arguments,omitempty"`
+	// Usage: running totals (see above).
+	Usage *Usage `json:"usage,omitempty"`
+	// Stop: why the response ended.
+	Stop *Stop `json:"stop,omitempty"`
+	// Error: an error the provider reported inside the stream.
+	Error *StreamError `json:"error,omitempty"`
+}
+
+// Usage counts tokens for the whole response so far. Input counts every
+// prompt token, cached or not; CacheRead and CacheWrite say how many of
+// them were read from or written to a prompt cache. Output counts every
+// generated token, reasoning included; Reasoning says how many were
+// reasoning. Cost, when the provider reports one, is in US dollars.
+type Usage struct {
+	Input      int64    `json:"input_tokens"`
+	Output     int64    `json:"output_tokens"`
+	CacheRead  int64    `json:"cache_read_tokens,omitempty"`
+	CacheWrite int64    `json:"cache_write_tokens,omitempty"`
+	Reasoning  int64    `json:"reasoning_tokens,omitempty"`
+	Cost       *float64 `json:"cost,omitempty"`
+}
+
+// StopReason is a normalised reason for the end of a response.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopEndTurn       StopReason = "end_turn"
+	StopMaxTokens     StopReason = "max_tokens"
+	StopToolUse       StopReason = "tool_use"
+	StopSequence      StopReason = "stop_sequence"
+	StopContentFilter StopReason = "content_filter"
+	StopError         StopReason = "error"
+)
+
+// Stop is why a response ended: the normalised reason and the provider's own.
+type Stop struct {
+	Reason StopReason `json:"reason"`
+	Raw    string     `json:"raw,omitempty"`
+}
+
+// StreamError is an error inside a stream: its type (the provider's, such
+// as overloaded_error or throttlingException), message, and whether
+// retrying the request may succeed.
+type StreamError struct {
+	Type      string `json:"type"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+}
+
+func (e *StreamError) Error() string { return e.Type + ": " + e.Message }
+
+// Response is a stream put together: what a non-streaming client gets.
+type Response struct {
+	// Content holds the text, reasoning (thinking, with signatures;
+	// redacted_thinking) and tool_use blocks in the order they began.
+	Content []Block
+	Usage   Usage // the last running total
+	Stop    Stop
+	Error   *StreamError
+}
+
+// Collect reads a chunk stream to its end and puts the response together.
+// It stops at the first decode error and returns it with what it had.
+func Collect(chunks iter.Seq2[Chunk, error]) (Response, error) {
+	var (
+		r     Response
+		calls = map[int]int{} // tool call index → block position
+		args  = map[int]*strings.Builder{}
+		last  = ""            // the type of the block being added to
+	)
+	for c, err := range chunks {
+		if err != nil {
+			return r, err
+		}
+		switch c.Type {
+		case ChunkText:
+			if last != TypeText {
+				r.Content = append(r.Content, Block{Type: TypeText})
+				last = TypeText
+			}
+			r.Content[len(r.Content)-1].Text += c.Text
+		case ChunkReasoning:
+			if c.Redacted != "" {
+				r.Content = append(r.Content, Block{Type: TypeRedactedThinking, Data: c.Redacted})
+				last = TypeRedactedThinking
+				continue
+			}
+			if last != TypeThinking || (r.Content[len(r.Content)-1].Signature != "" && c.Text != "") {
+				r.Content = append(r.Content, Block{Type: TypeThinking})
+				last = TypeThinking
+			}
+			b := &r.Content[len(r.Content)-1]
+			b.Thinking += c.Text
+			b.Signature += c.Signature
+		case ChunkToolCallStart:
+			calls[c.Index] = len(r.Content)
+			args[c.Index] = &strings.Builder{}
+			r.Content = append(r.Content, Block{Type: TypeToolUse, ID: c.ID, Name: c.Name})
+			last = TypeToolUse
+		case ChunkToolCallDelta:
+			if b, ok := args[c.Index]; ok {
+				b.WriteString(c.Arguments)
+			}
+		case ChunkToolCallEnd:
+			pos, ok := calls[c.Index]
+			if !ok {
+				continue
+			}
+			a := c.Arguments
+			if a == "" {
+				a = args[c.Index].String()
+			}
+			if a == "" {
+				a = "{}"
+			}
+			r.Content[pos].Input = json.RawMessage(a)
+		case ChunkUsage:
+			if c.Usage != nil {
+				r.Usage = *c.Usage // running totals: the last one wins
+			}
+		case ChunkStop:
+			if c.Stop != nil {
+				r.Stop = *c.Stop
+			}
+		case ChunkError:
+			r.Error = c.Error
+			if r.Stop.Reason == "" {
+				r.Stop = Stop{Reason: StopError}
+			}
+		}
+	}
+	return r, nil
+}
+
+// Stream turns a decoding function into the iterator every DecodeStream
+// returns: decode runs, handing chunks to yield (which reports false once
+// the consumer has stopped), and its error, if any, is the last item. r is
+// closed when the loop ends, early or not, if it is an io.Closer.
+func Stream(r io.Reader, decode func(yield func(Chunk) bool) error) iter.Seq2[Chunk, error] {
+	return func(yield func(Chunk, error) bool) {
+		if c, ok := r.(io.Closer); ok {
+			defer c.Close()
+		}
+		stopped := false
+		err := decode(func(c Chunk) bool {
+			if !yield(c, nil) {
+				stopped = true
+				return false
+			}
+			return true
+		})
+		if err != nil && !stopped {
+			yield(Chunk{}, err)
+		}
+	}
+}
