@@ -123,7 +123,7 @@ func Collect(chunks iter.Seq2[Chunk, error]) (Response, error) {
 		r     Response
 		calls = map[int]int{} // tool call index → block position
 		args  = map[int]*strings.Builder{}
-		last  = ""            // the type of the block being added to
+		last  = "" // the type of the block being added to
 	)
 	for c, err := range chunks {
 		if err != nil {

@@ -14,28 +14,17 @@ import (
 	"github.com/ctxkit/ctxkit/wire/wiretest"
 )
 
-// encode adapts EncodeRequest to wiretest.Encoder: options are decoded
-// strictly. The result is the wire request plus, when the bedrock caching
-// strategy is on, the cache state under "x-cache-state" so that the case
-// file can check the placements written back.
-func encode(req chat.Request, options json.RawMessage) (any, []chat.Warning, error) {
-	var opts bedrock.Options
-	if len(bytes.TrimSpace(options)) > 0 && string(bytes.TrimSpace(options)) != "null" {
-		dec := json.NewDecoder(bytes.NewReader(options))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&opts); err != nil {
-			return nil, nil, err
-		}
-	}
+// encode is EncodeRequest with its options read strictly from JSON. The
+// result is the wire request plus, when the bedrock caching strategy is on,
+// the cache state under "x-cache-state" so that the case file can check
+// the placements written back.
+var encode = wiretest.Adapt(func(req chat.Request, opts bedrock.Options) (any, []chat.Warning, error) {
 	out, warns, err := bedrock.EncodeRequest(req, opts)
-	if err != nil {
-		return nil, warns, err
-	}
-	if opts.Cache != bedrock.CacheBedrock {
-		return out, warns, nil
+	if err != nil || opts.Cache != bedrock.CacheBedrock {
+		return out, warns, err
 	}
 	return withState{out, out.CacheState}, warns, nil
-}
+})
 
 // withState is a wire request with its cache state beside it.
 type withState struct {

@@ -11,22 +11,8 @@ import (
 	"github.com/ctxkit/ctxkit/wire/wiretest"
 )
 
-// encode adapts EncodeRequest to wiretest, decoding the options strictly.
-func encode(req chat.Request, options json.RawMessage) (any, []chat.Warning, error) {
-	var opts gemini.Options
-	if len(options) > 0 && string(options) != "null" {
-		dec := json.NewDecoder(bytes.NewReader(options))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&opts); err != nil {
-			return nil, nil, err
-		}
-	}
-	out, warns, err := gemini.EncodeRequest(req, opts)
-	if err != nil {
-		return nil, warns, err
-	}
-	return out, warns, nil
-}
+// encode is EncodeRequest with its options read strictly from JSON.
+var encode = wiretest.Adapt(gemini.EncodeRequest)
 
 func TestConformance(t *testing.T) { wiretest.Run(t, encode) }
 

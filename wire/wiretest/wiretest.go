@@ -20,6 +20,35 @@ import (
 // converter's options given as JSON (null or absent: the defaults).
 type Encoder func(req chat.Request, options json.RawMessage) (any, []chat.Warning, error)
 
+// Adapt makes an Encoder of a converter's EncodeRequest: the options JSON
+// is decoded strictly into O (an unknown field is an error), and null or
+// absent options are O's zero value (the defaults).
+func Adapt[O any, R any](enc func(chat.Request, O) (R, []chat.Warning, error)) Encoder {
+	return func(req chat.Request, options json.RawMessage) (any, []chat.Warning, error) {
+		var opts O
+		if err := decodeOptions(options, &opts); err != nil {
+			return nil, nil, err
+		}
+		out, warns, err := enc(req, opts)
+		if err != nil {
+			return nil, warns, err
+		}
+		return out, warns, nil
+	}
+}
+
+// decodeOptions decodes options JSON strictly into opts (an unknown field
+// is an error); null or absent options leave opts as it is.
+func decodeOptions(options json.RawMessage, opts any) error {
+	options = bytes.TrimSpace(options)
+	if len(options) == 0 || string(options) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(options))
+	dec.DisallowUnknownFields()
+	return dec.Decode(opts)
+}
+
 // Case is one entry of a case file: a JSON array of cases.
 type Case struct {
 	Name    string          `json:"name"`
@@ -38,7 +67,9 @@ type Case struct {
 // MinCases is how many cases a converter's case file must hold.
 const MinCases = 15
 
-// RunCases runs every case in the file at path.
+// RunCases runs every case in the file at path. Besides the case's own
+// expectations, a case that encodes must leave its input unchanged, and
+// encoding it twice must give equal bytes and equal warnings.
 func RunCases(t *testing.T, path string, enc Encoder) {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -63,6 +94,7 @@ func RunCases(t *testing.T, path string, enc Encoder) {
 		t.Run(c.Name, func(t *testing.T) {
 			req, err := chat.DecodeRequest(c.Input)
 			if err == nil {
+				before, _ := json.Marshal(req)
 				var got any
 				var warns []chat.Warning
 				got, warns, err = enc(req, c.Options)
@@ -78,6 +110,7 @@ func RunCases(t *testing.T, path string, enc Encoder) {
 						t.Errorf("wire request differs: %s\n got: %s\nwant: %s", diff, gotJSON, compact(c.Expected))
 					}
 					checkWarnings(t, c.Warnings, warns)
+					checkStable(t, enc, req, c.Options, before, gotJSON, warns)
 					return
 				}
 			}
@@ -88,6 +121,24 @@ func RunCases(t *testing.T, path string, enc Encoder) {
 				t.Fatalf("error %q does not contain %q", err, c.Error)
 			}
 		})
+	}
+}
+
+// checkStable checks that encoding req left it as it was (before is its
+// JSON beforehand) and that encoding it again gives the same wire request
+// and warnings.
+func checkStable(t *testing.T, enc Encoder, req chat.Request, options json.RawMessage, before, first []byte, warns []chat.Warning) {
+	t.Helper()
+	if after, _ := json.Marshal(req); !bytes.Equal(before, after) {
+		t.Errorf("the input changed:\nbefore %s\nafter  %s", before, after)
+	}
+	again, warns2, err := enc(req, options)
+	if err != nil {
+		t.Fatalf("a second encoding failed: %v", err)
+	}
+	second, _ := json.Marshal(again)
+	if !bytes.Equal(first, second) || !reflect.DeepEqual(warns, warns2) {
+		t.Errorf("two encodings differ:\n%s\n%s\n%v\n%v", first, second, warns, warns2)
 	}
 }
 
