@@ -113,6 +113,23 @@ func TestImages(t *testing.T) {
 	}
 }
 
+func TestDocumentStub(t *testing.T) {
+	for _, c := range []struct {
+		b    chat.Block
+		want string
+	}{
+		{chat.Block{Title: "Spec", Source: &chat.Source{Type: "url", URL: "https://x.invalid/a.pdf", MediaType: "application/pdf"}}, "[Document: Spec]"},
+		{chat.Block{Source: &chat.Source{Type: "url", URL: "https://x.invalid/a.pdf", MediaType: "application/pdf"}}, "[Document: https://x.invalid/a.pdf]"},
+		{chat.Block{Source: &chat.Source{Type: "base64", MediaType: "application/pdf"}}, "[Document: application/pdf]"},
+		{chat.Block{Source: &chat.Source{Type: "file"}}, "[Document: file]"},
+		{chat.Block{}, "[Document: document]"},
+	} {
+		if got := chat.DocumentStub(&c.b); got != c.want {
+			t.Errorf("DocumentStub(%+v) = %q, want %q", c.b, got, c.want)
+		}
+	}
+}
+
 func TestResolveParams(t *testing.T) {
 	f := 0.7
 	for _, c := range []struct {

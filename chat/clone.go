@@ -20,8 +20,8 @@ func (r Request) Clone() Request {
 	if r.Tools != nil {
 		out.Tools = make([]Tool, len(r.Tools))
 		for i, t := range r.Tools {
-			t.InputSchema = clone(t.InputSchema)
-			t.CacheControl = cloneRaw(t.CacheControl)
+			t.InputSchema = CloneRaw(t.InputSchema)
+			t.CacheControl = CloneRaw(t.CacheControl)
 			t.Extra = cloneExtra(t.Extra)
 			out.Tools[i] = t
 		}
@@ -47,7 +47,7 @@ func (r Request) Clone() Request {
 		t := *r.Thinking
 		out.Thinking = &t
 	}
-	out.Metadata = cloneRaw(r.Metadata)
+	out.Metadata = CloneRaw(r.Metadata)
 	out.Extra = cloneExtra(r.Extra)
 	return out
 }
@@ -56,7 +56,7 @@ func (r Request) Clone() Request {
 func (m Message) Clone() Message {
 	out := m
 	out.Content = m.Content.Clone()
-	out.ReasoningDetails = cloneRaw(m.ReasoningDetails)
+	out.ReasoningDetails = CloneRaw(m.ReasoningDetails)
 	out.Extra = cloneExtra(m.Extra)
 	return out
 }
@@ -81,23 +81,20 @@ func (b Block) Clone() Block {
 		s.Extra = cloneExtra(s.Extra)
 		out.Source = &s
 	}
-	out.Input = cloneRaw(b.Input)
+	out.Input = CloneRaw(b.Input)
 	if b.Content != nil {
 		c := b.Content.Clone()
 		out.Content = &c
 	}
-	out.CacheControl = cloneRaw(b.CacheControl)
-	out.Citations = cloneRaw(b.Citations)
+	out.CacheControl = CloneRaw(b.CacheControl)
+	out.Citations = CloneRaw(b.Citations)
 	out.Extra = cloneExtra(b.Extra)
 	return out
 }
 
-func cloneRaw(v json.RawMessage) json.RawMessage {
-	if v == nil {
-		return nil
-	}
-	return clone(v)
-}
+// CloneRaw is a copy of v that shares no bytes with it (nil when v is
+// empty).
+func CloneRaw(v json.RawMessage) json.RawMessage { return append(json.RawMessage(nil), v...) }
 
 func cloneExtra(m map[string]json.RawMessage) map[string]json.RawMessage {
 	if m == nil {
@@ -105,7 +102,7 @@ func cloneExtra(m map[string]json.RawMessage) map[string]json.RawMessage {
 	}
 	out := maps.Clone(m)
 	for k, v := range out {
-		out[k] = cloneRaw(v)
+		out[k] = CloneRaw(v)
 	}
 	return out
 }

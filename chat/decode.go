@@ -23,7 +23,7 @@ func DecodeRequest(data []byte) (Request, error) {
 	if err != nil {
 		return r, err
 	}
-	for _, k := range sortedKeys(fields) {
+	for _, k := range SortedKeys(fields) {
 		v := fields[k]
 		switch k {
 		case "model":
@@ -130,12 +130,12 @@ func DecodeRequest(data []byte) (Request, error) {
 		case "stream":
 			err = strictInto(v, k, &r.Stream)
 		case "metadata":
-			r.Metadata = clone(v)
+			r.Metadata = CloneRaw(v)
 		default:
 			if r.Extra == nil {
 				r.Extra = map[string]json.RawMessage{}
 			}
-			r.Extra[k] = clone(v)
+			r.Extra[k] = CloneRaw(v)
 		}
 		if err != nil {
 			return Request{}, err
@@ -173,7 +173,7 @@ func decodeMessage(data []byte, path string) (Message, error) {
 	if m.Content, err = decodeContent(content, path+".content", 0); err != nil {
 		return m, err
 	}
-	for _, k := range sortedKeys(fields) {
+	for _, k := range SortedKeys(fields) {
 		v := fields[k]
 		switch k {
 		case "role", "content":
@@ -185,12 +185,12 @@ func decodeMessage(data []byte, path string) (Message, error) {
 			if err := array(v, path+"."+k, &arr); err != nil {
 				return m, err
 			}
-			m.ReasoningDetails = clone(v)
+			m.ReasoningDetails = CloneRaw(v)
 		default:
 			if m.Extra == nil {
 				m.Extra = map[string]json.RawMessage{}
 			}
-			m.Extra[k] = clone(v)
+			m.Extra[k] = CloneRaw(v)
 		}
 	}
 	return m, nil
@@ -236,7 +236,7 @@ func decodeBlock(data []byte, path string, depth int) (Block, error) {
 		return b, errorf(path+".type", "empty")
 	}
 	known := b.Known()
-	for _, k := range sortedKeys(fields) {
+	for _, k := range SortedKeys(fields) {
 		v := fields[k]
 		if k == "type" {
 			continue
@@ -244,7 +244,7 @@ func decodeBlock(data []byte, path string, depth int) (Block, error) {
 		p := path + "." + k
 		if k == "cache_control" {
 			if !isNull(v) {
-				b.CacheControl = clone(v)
+				b.CacheControl = CloneRaw(v)
 			}
 			continue
 		}
@@ -256,7 +256,7 @@ func decodeBlock(data []byte, path string, depth int) (Block, error) {
 			err = str(v, p, &b.Text)
 		case k == "citations" && (b.Type == TypeText || b.Type == TypeDocument):
 			if !isNull(v) {
-				b.Citations = clone(v)
+				b.Citations = CloneRaw(v)
 			}
 		case k == "source" && (b.Type == TypeImage || b.Type == TypeDocument):
 			b.Source, err = decodeSource(v, p)
@@ -270,7 +270,7 @@ func decodeBlock(data []byte, path string, depth int) (Block, error) {
 			err = str(v, p, &b.Name)
 		case k == "input" && b.Type == TypeToolUse:
 			if _, err = object(v, p); err == nil {
-				b.Input = clone(v)
+				b.Input = CloneRaw(v)
 			} else {
 				err = errorf(p, "must be a JSON object")
 			}
@@ -307,7 +307,7 @@ func decodeBlock(data []byte, path string, depth int) (Block, error) {
 			if b.Extra == nil {
 				b.Extra = map[string]json.RawMessage{}
 			}
-			b.Extra[k] = clone(v)
+			b.Extra[k] = CloneRaw(v)
 		}
 	}
 	switch b.Type {
@@ -355,7 +355,7 @@ func decodeSource(data []byte, path string) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{}
-	for _, k := range sortedKeys(fields) {
+	for _, k := range SortedKeys(fields) {
 		v := fields[k]
 		p := path + "." + k
 		switch k {
@@ -389,7 +389,7 @@ func (s *Source) extra(k string, v json.RawMessage) {
 	if s.Extra == nil {
 		s.Extra = map[string]json.RawMessage{}
 	}
-	s.Extra[k] = clone(v)
+	s.Extra[k] = CloneRaw(v)
 }
 
 func decodeTool(data []byte, path string) (Tool, error) {
@@ -398,7 +398,7 @@ func decodeTool(data []byte, path string) (Tool, error) {
 	if err != nil {
 		return t, err
 	}
-	for _, k := range sortedKeys(fields) {
+	for _, k := range SortedKeys(fields) {
 		v := fields[k]
 		p := path + "." + k
 		switch k {
@@ -410,19 +410,19 @@ func decodeTool(data []byte, path string) (Tool, error) {
 			err = str(v, p, &t.Type)
 		case "input_schema":
 			if _, err = object(v, p); err == nil {
-				t.InputSchema = clone(v)
+				t.InputSchema = CloneRaw(v)
 			} else {
 				err = errorf(p, "must be a JSON Schema object")
 			}
 		case "cache_control":
 			if !isNull(v) {
-				t.CacheControl = clone(v)
+				t.CacheControl = CloneRaw(v)
 			}
 		default:
 			if t.Extra == nil {
 				t.Extra = map[string]json.RawMessage{}
 			}
-			t.Extra[k] = clone(v)
+			t.Extra[k] = CloneRaw(v)
 		}
 		if err != nil {
 			return t, err
@@ -473,7 +473,13 @@ func object(data []byte, path string) (map[string]json.RawMessage, error) {
 	return fields, nil
 }
 
-func sortedKeys(m map[string]json.RawMessage) []string {
+// SortedKeys is m's keys in ascending order (nil when m is empty): the
+// order in which the unmodelled fields of a request are read and warned
+// about, so that map order never shows.
+func SortedKeys(m map[string]json.RawMessage) []string {
+	if len(m) == 0 {
+		return nil
+	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -541,8 +547,6 @@ func strictInto(data []byte, path string, out any) error {
 }
 
 func isNull(data []byte) bool { return string(bytes.TrimSpace(data)) == "null" }
-
-func clone(v json.RawMessage) json.RawMessage { return append(json.RawMessage(nil), v...) }
 
 // UnmarshalJSON reads a request with DecodeRequest.
 func (r *Request) UnmarshalJSON(data []byte) error {

@@ -50,6 +50,26 @@ func ImageStub(s *Source) string {
 	return "[Image: " + kind + "]"
 }
 
+// DocumentStub is the text that stands for a document a format cannot
+// carry: "[Document: <title>]", or, for an untitled document, its URL, its
+// media type or its source type in that order ("[Document: document]"
+// when it has none of them).
+func DocumentStub(b *Block) string {
+	kind := "document"
+	switch s := b.Source; {
+	case b.Title != "":
+		kind = b.Title
+	case s == nil:
+	case s.URL != "":
+		kind = s.URL
+	case s.MediaType != "":
+		kind = s.MediaType
+	case s.Type != "":
+		kind = s.Type
+	}
+	return "[Document: " + kind + "]"
+}
+
 func imageKey(s *Source) [32]byte {
 	if s == nil {
 		return sha256.Sum256(nil)

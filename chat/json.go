@@ -3,7 +3,6 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
-	"sort"
 	"strconv"
 	"unicode/utf8"
 )
@@ -336,15 +335,7 @@ func (o *obj) value(k string, v any) error {
 }
 
 func (o *obj) extra(m map[string]json.RawMessage) error {
-	if len(m) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range SortedKeys(m) {
 		if err := o.raw(k, m[k]); err != nil {
 			return err
 		}

@@ -261,7 +261,7 @@ func (e *encoder) messages(out *chat.Request, in []chat.Message) {
 		if len(m.ReasoningDetails) > 0 {
 			e.warn(path+".reasoning_details", "reasoning_details is not an Anthropic field: dropped")
 		}
-		for _, k := range slices.Sorted(maps.Keys(m.Extra)) {
+		for _, k := range chat.SortedKeys(m.Extra) {
 			e.warn(path+"."+k, "an Anthropic message has only role and content: %s dropped", k)
 		}
 		nm := chat.Message{Role: m.Role}

@@ -3,7 +3,6 @@ package bedrock
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -174,7 +173,7 @@ func (e *encoder) topLevel(out *Request) {
 	if len(e.req.Metadata) > 0 {
 		e.warnf("metadata", "not carried (Converse's requestMetadata tags invocation logs; it is not the model's request metadata): dropped")
 	}
-	for _, k := range sortedKeys(e.req.Extra) {
+	for _, k := range chat.SortedKeys(e.req.Extra) {
 		if k == "top_k" {
 			if out.AdditionalModelRequestFields == nil {
 				out.AdditionalModelRequestFields = map[string]any{}
@@ -800,7 +799,7 @@ func (e *encoder) document(b *chat.Block, path func() string) (*DocumentBlock, s
 		why = fmt.Sprintf("a document with a %q source: Converse takes document bytes, text or S3 locations", s.Type)
 	}
 	if why != "" {
-		stub := docStub(b)
+		stub := chat.DocumentStub(b)
 		e.warnf(path(), "%s: replaced by the text %q", why, stub)
 		return nil, stub
 	}
@@ -816,20 +815,6 @@ func (e *encoder) document(b *chat.Block, path func() string) (*DocumentBlock, s
 		e.warnf(path(), "%s: not carried by Converse: dropped", keys)
 	}
 	return doc, ""
-}
-
-// docStub is the text that stands for a document Converse cannot carry.
-func docStub(b *chat.Block) string {
-	kind := "document"
-	switch s := b.Source; {
-	case b.Title != "":
-		kind = b.Title
-	case s != nil && s.URL != "":
-		kind = s.URL
-	case s != nil && s.MediaType != "":
-		kind = s.MediaType
-	}
-	return "[Document: " + kind + "]"
 }
 
 // docName is the name of the next document: its title made acceptable to
@@ -890,18 +875,9 @@ func isBase64(s string) bool {
 	return true
 }
 
-func sortedKeys(m map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // fieldList is "field a" or "fields a, b".
 func fieldList(m map[string]json.RawMessage) string {
-	keys := sortedKeys(m)
+	keys := chat.SortedKeys(m)
 	if len(keys) == 1 {
 		return "field " + keys[0]
 	}

@@ -76,8 +76,8 @@
 //     source, a media type other than the four formats) becomes the text
 //     chat.ImageStub gives, "[Image: https://...]". A document it cannot
 //     carry (a URL other than s3://, a file or content source, a media
-//     type it has no format for) becomes "[Document: <title, URL or media
-//     type>]". In a tool result the stub is a text item of the result.
+//     type it has no format for) becomes the text chat.DocumentStub gives,
+//     "[Document: <title, URL or media type>]". In a tool result the stub is a text item of the result.
 //   - Blank text (empty or only whitespace), which Converse refuses, is
 //     omitted, as are empty thinking and reasoning blocks, empty text in
 //     tool results and documents without data. A message left with no

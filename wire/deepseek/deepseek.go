@@ -12,7 +12,7 @@
 //   - DeepSeek takes no images: each image, in a message or in a tool
 //     result, becomes a text stub (chat.ImageStub, "[Image: image/png]")
 //     with a warning. A text document becomes text as in wire/openai;
-//     any other document becomes a text stub ("[Document: title]") with a
+//     any other document becomes a text stub (chat.DocumentStub, "[Document: title]") with a
 //     warning.
 //   - Tool results become {"role":"tool"} messages as in wire/openai
 //     (before the user's other content of the message), never merged with
@@ -147,11 +147,8 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		Tools:      conv.Tools,
 		ToolChoice: conv.ToolChoice,
 	}
-	p, pw := chat.ResolveParams(req, chat.FormatDeepSeek)
-	warns = append(warns, pw...)
-	out.MaxTokens = p.MaxTokens
-	out.Temperature, out.TopP = openai.CopyFloat(p.Temperature), openai.CopyFloat(p.TopP)
-	out.Stop, warns = openai.LimitStop(p.Stop, MaxStop, "deepseek", warns)
+	p, warns := openai.ResolveParams(req, chat.FormatDeepSeek, MaxStop, warns)
+	out.MaxTokens, out.Temperature, out.TopP, out.Stop = p.MaxTokens, p.Temperature, p.TopP, p.Stop
 	if req.Stream {
 		out.Stream = true
 		out.StreamOptions = &openai.StreamOptions{IncludeUsage: true}

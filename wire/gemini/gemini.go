@@ -43,8 +43,7 @@
 //	document           base64: inlineData (mimeType the media_type, else
 //	                   application/pdf); url: fileData as for images; text:
 //	                   a text part with the document's text; other sources:
-//	                   a text stub "[Document: <media type or source type>]",
-//	                   with a warning. A title or context comes first, as a
+//	                   the text stub of chat.DocumentStub, with a warning. A title or context comes first, as a
 //	                   text part "Document title: …" / "Document context: …"
 //	tool_use           {"functionCall":{"name","args"}}
 //	tool_result        {"functionResponse":{"name","response"}} (see Tool
@@ -134,8 +133,6 @@
 package gemini
 
 import (
-	"encoding/json"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -198,7 +195,7 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 	if len(req.Metadata) > 0 {
 		e.warn("metadata", "Gemini requests have no metadata: not sent")
 	}
-	for _, k := range sortedKeys(req.Extra) {
+	for _, k := range chat.SortedKeys(req.Extra) {
 		if k == "top_k" {
 			if n, err := strconv.ParseInt(strings.TrimSpace(string(req.Extra[k])), 10, 64); err == nil {
 				out.GenerationConfig.TopK = &n
@@ -260,7 +257,7 @@ func (e *encoder) messages(msgs []chat.Message) []Content {
 		if len(m.ReasoningDetails) > 0 {
 			e.warn(chat.MessagePath(i)+".reasoning_details", "Gemini cannot carry reasoning_details: not sent")
 		}
-		for _, k := range sortedKeys(m.Extra) {
+		for _, k := range chat.SortedKeys(m.Extra) {
 			e.warn(chat.MessagePath(i)+"."+k, "a message field Gemini does not take: not sent")
 		}
 		if len(parts) == 0 {
@@ -356,7 +353,7 @@ func (e *encoder) message(i int, m *chat.Message) []Part {
 				e.names = map[string]string{}
 			}
 			e.names[b.ID] = b.Name
-			call := &FunctionCall{Name: b.Name, Args: cloneRaw(b.Input)}
+			call := &FunctionCall{Name: b.Name, Args: chat.CloneRaw(b.Input)}
 			if e.opts.CallIDs {
 				call.ID = b.ID
 			}
@@ -392,12 +389,12 @@ func (e *encoder) blockFields(b *chat.Block, path string) {
 	if len(b.Citations) > 0 {
 		e.warn(path+".citations", "Gemini cannot carry citations: not sent")
 	}
-	for _, k := range sortedKeys(b.Extra) {
+	for _, k := range chat.SortedKeys(b.Extra) {
 		e.warn(path+"."+k, "a block field Gemini does not take: not sent")
 	}
 	if s := b.Source; s != nil && (s.Type == "base64" || s.Type == "url" || s.Type == "text") {
 		// The fields of other sources were named in the stub's warning.
-		for _, k := range sortedKeys(s.Extra) {
+		for _, k := range chat.SortedKeys(s.Extra) {
 			e.warn(path+".source."+k, "a source field Gemini does not take: not sent")
 		}
 	}
@@ -445,12 +442,8 @@ func (e *encoder) document(b *chat.Block, path string) []Part {
 		}
 		return out
 	}
-	kind := sourceType(s)
-	if s != nil && s.MediaType != "" {
-		kind = s.MediaType
-	}
 	e.warn(path, "a document with a %s source cannot be carried: sent as a text stub", sourceType(s))
-	return append(out, Part{Text: "[Document: " + kind + "]"})
+	return append(out, Part{Text: chat.DocumentStub(b)})
 }
 
 func (e *encoder) toolResult(ps *parts, b *chat.Block, path string) {
@@ -533,10 +526,10 @@ func (e *encoder) tools(out *Request, tools []chat.Tool) {
 			if e.opts.Schema == SchemaOpenAPI {
 				d.Parameters = e.openAPISchema(t.InputSchema, path+".input_schema")
 			} else {
-				d.ParametersJSONSchema = cloneRaw(t.InputSchema)
+				d.ParametersJSONSchema = chat.CloneRaw(t.InputSchema)
 			}
 		}
-		for _, k := range sortedKeys(t.Extra) {
+		for _, k := range chat.SortedKeys(t.Extra) {
 			e.warn(path+"."+k, "a tool field Gemini does not take: not sent")
 		}
 		decls = append(decls, d)
@@ -666,23 +659,4 @@ func sourceType(s *chat.Source) string {
 		return "untyped"
 	}
 	return s.Type
-}
-
-func cloneRaw(v json.RawMessage) json.RawMessage {
-	if v == nil {
-		return nil
-	}
-	return append(json.RawMessage(nil), v...)
-}
-
-func sortedKeys(m map[string]json.RawMessage) []string {
-	if len(m) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

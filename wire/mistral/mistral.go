@@ -118,11 +118,8 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		ToolChoice:        conv.ToolChoice,
 		ParallelToolCalls: conv.ParallelToolCalls,
 	}
-	p, pw := chat.ResolveParams(req, chat.FormatMistral)
-	warns = append(warns, pw...)
-	out.MaxTokens = p.MaxTokens
-	out.Temperature, out.TopP = openai.CopyFloat(p.Temperature), openai.CopyFloat(p.TopP)
-	out.Stop, warns = openai.LimitStop(p.Stop, 0, "mistral", warns)
+	p, warns := openai.ResolveParams(req, chat.FormatMistral, 0, warns)
+	out.MaxTokens, out.Temperature, out.TopP, out.Stop = p.MaxTokens, p.Temperature, p.TopP, p.Stop
 	out.Stream = req.Stream
 	return out, warns, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -372,7 +371,7 @@ func (c *converter) document(p place, b *chat.Block, textOnly bool, parts Parts)
 			return parts
 		}
 		c.warn(p, "the document's data is not base64 of UTF-8 text: replaced by a text stub")
-		return append(parts, NewTextPart(DocumentStub(b)))
+		return append(parts, NewTextPart(chat.DocumentStub(b)))
 	case !textOnly && c.d.Document != nil:
 		if part := c.d.Document(b); part != nil {
 			if b.Context != "" {
@@ -386,7 +385,7 @@ func (c *converter) document(p place, b *chat.Block, textOnly bool, parts Parts)
 	} else {
 		c.warn(p, "%s cannot carry a document from a %s source: replaced by a text stub", c.d.Name, sourceKind(s))
 	}
-	return append(parts, NewTextPart(DocumentStub(b)))
+	return append(parts, NewTextPart(chat.DocumentStub(b)))
 }
 
 // sourceKind describes a source for a warning: "base64 application/zip",
@@ -413,22 +412,6 @@ func DocumentText(b *chat.Block, body string) string {
 	return strings.Join(parts, "\n\n")
 }
 
-// DocumentStub is the text that stands for a document a format cannot
-// carry: "[Document: <title>]", or its media type or URL when it has no
-// title.
-func DocumentStub(b *chat.Block) string {
-	kind := "document"
-	switch s := b.Source; {
-	case b.Title != "":
-		kind = b.Title
-	case s != nil && s.MediaType != "":
-		kind = s.MediaType
-	case s != nil && s.URL != "":
-		kind = s.URL
-	}
-	return "[Document: " + kind + "]"
-}
-
 // Arguments is a tool_use input as compact JSON text ("{}" when empty).
 func Arguments(in json.RawMessage) string {
 	if len(in) == 0 {
@@ -453,12 +436,8 @@ func (c *converter) tools(req *chat.Request) error {
 			continue
 		}
 		c.extras(path, t.Extra)
-		var params json.RawMessage
-		if t.InputSchema != nil {
-			params = append(json.RawMessage(nil), t.InputSchema...)
-		}
 		c.out.Tools = append(c.out.Tools, Tool{Type: "function",
-			Function: Function{Name: t.Name, Description: t.Description, Parameters: params}})
+			Function: Function{Name: t.Name, Description: t.Description, Parameters: chat.CloneRaw(t.InputSchema)}})
 	}
 	tc := req.ToolChoice
 	if tc == nil {
@@ -496,15 +475,7 @@ func (c *converter) tools(req *chat.Request) error {
 
 // extras warns about each field ctxkit does not model, in key order.
 func (c *converter) extras(path string, extra map[string]json.RawMessage) {
-	if len(extra) == 0 {
-		return
-	}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range chat.SortedKeys(extra) {
 		p := k
 		if path != "" {
 			p = path + "." + k

@@ -355,15 +355,13 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		ToolChoice:        conv.ToolChoice,
 		ParallelToolCalls: conv.ParallelToolCalls,
 	}
-	p, pw := chat.ResolveParams(req, chat.FormatOpenAI)
-	warns = append(warns, pw...)
+	p, warns := ResolveParams(req, chat.FormatOpenAI, MaxStop, warns)
 	if opts.LegacyMaxTokens {
 		out.MaxTokens = p.MaxTokens
 	} else {
 		out.MaxCompletionTokens = p.MaxTokens
 	}
-	out.Temperature, out.TopP = CopyFloat(p.Temperature), CopyFloat(p.TopP)
-	out.Stop, warns = LimitStop(p.Stop, MaxStop, "openai", warns)
+	out.Temperature, out.TopP, out.Stop = p.Temperature, p.TopP, p.Stop
 	if p.Reasoning {
 		out.ReasoningEffort = p.ReasoningEffort
 	}
@@ -372,6 +370,18 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		out.StreamOptions = &StreamOptions{IncludeUsage: true}
 	}
 	return out, warns, nil
+}
+
+// ResolveParams is chat.ResolveParams for the OpenAI-shaped format f, its
+// warnings appended to warns, with temperature and top_p copied and the
+// stop sequences limited to maxStop (LimitStop), so that the wire request
+// shares nothing mutable with the canonical one.
+func ResolveParams(req chat.Request, f chat.Format, maxStop int, warns []chat.Warning) (chat.Params, []chat.Warning) {
+	p, pw := chat.ResolveParams(req, f)
+	warns = append(warns, pw...)
+	p.Temperature, p.TopP = CopyFloat(p.Temperature), CopyFloat(p.TopP)
+	p.Stop, warns = LimitStop(p.Stop, maxStop, string(f), warns)
+	return p, warns
 }
 
 // LimitStop is a copy of the first max stop sequences (all of them when

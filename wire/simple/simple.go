@@ -24,9 +24,9 @@
 //   - text: its text (an empty text renders to nothing);
 //   - image: chat.ImageStub's placeholder, "[Image: image/png]", with a
 //     warning;
-//   - document: "[Document: <title> (<media type>)]" (the title, or the
-//     media type, URL or source type alone when untitled), then its context
-//     and, for a text source, its text, one per line; a document without a
+//   - document: chat.DocumentStub's label, "[Document: <title>]" (the URL,
+//     media type or source type when untitled), then its context and, for
+//     a text source, its text, one per line; a document without a
 //     text source is the label (and context) alone, with a warning;
 //   - tool_use: "[Tool Use: <name> (<id>)]" and, on the next line, its
 //     input as compact JSON;
@@ -79,12 +79,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/render"
 )
 
 // Options choose how reasoning is rendered.
@@ -156,7 +155,7 @@ func (e *encoder) message(m *chat.Message, i int) Message {
 	if len(m.ReasoningDetails) > 0 {
 		e.warn(path+".reasoning_details", "the simple format carries no reasoning details: dropped")
 	}
-	for _, k := range slices.Sorted(maps.Keys(m.Extra)) {
+	for _, k := range chat.SortedKeys(m.Extra) {
 		e.warn(path+"."+k, "a simple message has only a role and a content: %s dropped", k)
 	}
 	if m.Content.IsString {
@@ -223,39 +222,11 @@ func (e *encoder) media(b *chat.Block, path, at string) string {
 		e.warn(path, at+"the simple format carries text only: image replaced by %q", v)
 		return v
 	}
-	v, whole := documentText(b)
+	v, whole := render.Document(b)
 	if !whole {
 		e.warn(path, at+"a document without a text source: replaced by %q", v)
 	}
 	return v
-}
-
-// documentText renders a document (see the package comment); whole
-// reports whether it carries the whole document (a text source).
-func documentText(b *chat.Block) (v string, whole bool) {
-	kind := "document"
-	if s := b.Source; s != nil {
-		switch {
-		case s.MediaType != "":
-			kind = s.MediaType
-		case s.URL != "":
-			kind = s.URL
-		case s.Type != "":
-			kind = s.Type
-		}
-	}
-	v = "[Document: " + kind + "]"
-	if b.Title != "" {
-		v = "[Document: " + b.Title + " (" + kind + ")]"
-	}
-	if b.Context != "" {
-		v += "\n" + b.Context
-	}
-	whole = b.Source != nil && b.Source.Type == "text"
-	if whole {
-		v += "\n" + b.Source.Data
-	}
-	return v, whole
 }
 
 // result renders a tool_result block.
@@ -370,7 +341,7 @@ func (e *encoder) params(out *Request, req chat.Request) {
 	if len(req.Metadata) > 0 {
 		e.warn("metadata", "the simple format has no metadata: dropped")
 	}
-	for _, k := range slices.Sorted(maps.Keys(req.Extra)) {
+	for _, k := range chat.SortedKeys(req.Extra) {
 		e.warn(k, "the simple format has no %s: dropped", k)
 	}
 }

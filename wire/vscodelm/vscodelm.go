@@ -31,9 +31,9 @@
 // text part; tool_use to a toolCall part (callId is the tool_use id, input
 // its input object); tool_result to a toolResult part (callId is its
 // tool_use_id; its content becomes text parts); a document with a text
-// source to a text part "[Document: <title> (<media type>)]" (the media
-// type, URL or source type alone when untitled) with its context and its
-// text on the lines below. In a user message the toolResult parts come
+// source to a text part with chat.DocumentStub's label, "[Document:
+// <title>]" (the URL, media type or source type when untitled), and its
+// context and its text on the lines below. In a user message the toolResult parts come
 // first, then the text parts, then any toolCall parts; in an assistant message the text parts come first, then the
 // toolCall parts, then any toolResult parts; within each kind the order is
 // kept. A message's "name" (a string) becomes the message name.
@@ -94,11 +94,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/render"
 )
 
 // Options choose where the system prompt goes and what the request tells
@@ -220,7 +220,7 @@ func (e *encoder) message(m *chat.Message, i int) (Message, bool) {
 	if len(m.ReasoningDetails) > 0 {
 		e.warn(path+".reasoning_details", "VS Code's language model API carries no reasoning: dropped")
 	}
-	for _, k := range slices.Sorted(maps.Keys(m.Extra)) {
+	for _, k := range chat.SortedKeys(m.Extra) {
 		if k == "name" {
 			if err := json.Unmarshal(m.Extra[k], &out.Name); err == nil {
 				continue
@@ -292,42 +292,11 @@ func (e *encoder) media(b *chat.Block, path, at string) string {
 		e.warn(path, at+"this shape carries no images: replaced by %q", v)
 		return v
 	}
-	v, whole := documentText(b)
+	v, whole := render.Document(b)
 	if !whole {
 		e.warn(path, at+"a document without a text source: replaced by %q", v)
 	}
 	return v
-}
-
-// documentText is the text that stands for a document block: a label
-// "[Document: <title> (<media type>)]" (the title, or the media type, URL
-// or source type alone when untitled), its context and, for a text source,
-// its text, one per line. whole reports whether it carries the whole
-// document (a text source).
-func documentText(b *chat.Block) (v string, whole bool) {
-	kind := "document"
-	if s := b.Source; s != nil {
-		switch {
-		case s.MediaType != "":
-			kind = s.MediaType
-		case s.URL != "":
-			kind = s.URL
-		case s.Type != "":
-			kind = s.Type
-		}
-	}
-	v = "[Document: " + kind + "]"
-	if b.Title != "" {
-		v = "[Document: " + b.Title + " (" + kind + ")]"
-	}
-	if b.Context != "" {
-		v += "\n" + b.Context
-	}
-	whole = b.Source != nil && b.Source.Type == "text"
-	if whole {
-		v += "\n" + b.Source.Data
-	}
-	return v, whole
 }
 
 // result converts a tool_result block to a toolResult part.
@@ -442,7 +411,7 @@ func (e *encoder) params(out *Request, req chat.Request) {
 	if len(req.Metadata) > 0 {
 		e.warn("metadata", "VS Code's language model API has no metadata: dropped")
 	}
-	for _, k := range slices.Sorted(maps.Keys(req.Extra)) {
+	for _, k := range chat.SortedKeys(req.Extra) {
 		e.warn(k, "VS Code's language model API has no %s: dropped", k)
 	}
 }
