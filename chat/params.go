@@ -15,25 +15,7 @@ const (
 	FormatSimple    Format = "simple"
 )
 
-// Parameter defaults and rules per format. Every converter resolves a
-// request's parameters with ResolveParams, so the rules live in one place:
-//
-//	format     max tokens if not given   temperature / top_p                     reasoning
-//	anthropic  8192                      kept; dropped (warning) with thinking   thinking.budget_tokens
-//	bedrock    8192                      kept; dropped (warning) with thinking   additionalModelRequestFields.thinking
-//	gemini     8192                      kept                                    thinkingConfig.thinkingBudget
-//	openai     not sent                  kept; dropped (warning) when reasoning  reasoning_effort
-//	deepseek   not sent                  kept; dropped (warning) when reasoning  by model; no budget field (warning)
-//	mistral    not sent                  kept                                    not sent (warning)
-//	vscodelm   -                         -                                       -
-//	simple     -                         -                                       -
-//
-// A reasoning budget is clamped to at least MinReasoningBudget and at most
-// 80% of max tokens; when max tokens leave no room for the minimum, max
-// tokens are raised (warning). An effort becomes a budget as a share of
-// max tokens (minimal: the minimum, low 20%, medium 50%, high 80%); a
-// budget becomes an effort by the same shares (up to 25% low, up to 50%
-// medium, above high).
+// Parameter defaults: see the package documentation.
 const (
 	DefaultMaxTokens   = 8192
 	MinReasoningBudget = 1024
