@@ -142,7 +142,9 @@ func Collect(chunks iter.Seq2[Chunk, error]) (Response, error) {
 				last = TypeRedactedThinking
 				continue
 			}
-			if last != TypeThinking || (r.Content[len(r.Content)-1].Signature != "" && c.Text != "") {
+			// A signed thinking block is complete: more reasoning, or
+			// another signature, starts a new one.
+			if last != TypeThinking || r.Content[len(r.Content)-1].Signature != "" {
 				r.Content = append(r.Content, Block{Type: TypeThinking})
 				last = TypeThinking
 			}

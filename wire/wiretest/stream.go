@@ -31,9 +31,15 @@ type StreamResult struct {
 // the consumer stops early.
 func RunStreamFixtures(t *testing.T, dir, ext string, min int, decode Decoder) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*"+ext))
+	all, err := filepath.Glob(filepath.Join(dir, "*"+ext))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range all {
+		if !strings.HasSuffix(f, ".chunks.json") {
+			files = append(files, f)
+		}
 	}
 	if len(files) < min {
 		t.Errorf("%s: %d %s fixtures, want at least %d", dir, len(files), ext, min)
