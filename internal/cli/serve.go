@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/gateway"
 	"github.com/ctxkit/ctxkit/internal/server"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/postgres"
@@ -23,7 +24,7 @@ func init() {
 	register(&command{
 		name:    "serve",
 		summary: "run the breadcrumb server (HTTP API)",
-		usage: `Usage: ctxkit serve [--addr 127.0.0.1:8700] [--data DIR] [--db URL] [--key FILE] [--max-body BYTES]
+		usage: `Usage: ctxkit serve [--addr 127.0.0.1:8700] [--data DIR] [--db URL] [--key FILE] [--max-body BYTES] [--config FILE]
 
 Serves the breadcrumb API. With no flags it keeps everything in ./.ctxkit: the
 SQLite database (ctxkit.db) and the signing key for bearer tokens
@@ -39,6 +40,9 @@ Flags:
                      on one PostgreSQL database share one key file
   --max-body BYTES   request body limit (default 1048576)
   --expire-every D   how often expired breadcrumbs are removed (default 30s)
+  --config FILE      the gateway's upstream providers (JSON, or YAML as .yaml/.yml;
+                     env CTXKIT_CONFIG): serves POST /v1/messages, POST
+                     /v1/chat/completions and GET /v1/models
 
 Several servers (replicas) may share one PostgreSQL database: each sees
 every write and every event. Connect as an ordinary role that owns the
@@ -63,6 +67,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	keyFile := fs.String("key", os.Getenv("CTXKIT_KEY_FILE"), "")
 	maxBody := fs.Int64("max-body", 1<<20, "")
 	expireEvery := fs.Duration("expire-every", 30*time.Second, "")
+	configFile := fs.String("config", os.Getenv("CTXKIT_CONFIG"), "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -91,7 +96,15 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	api := server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody})
+	var gw *gateway.Gateway
+	if *configFile != "" {
+		cfg, err := gateway.LoadConfig(*configFile)
+		if err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+		gw = gateway.New(cfg, gateway.Options{Logger: log})
+	}
+	api := server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody, Gateway: gw})
 	srv := &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

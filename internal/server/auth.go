@@ -76,26 +76,50 @@ func Mint(key ed25519.PrivateKey, p Principal, ttl time.Duration, now time.Time)
 
 // verify checks a token's signature, algorithm, expiry and claims.
 func verify(pub ed25519.PublicKey, token string, now time.Time) (Principal, error) {
+	p, _, err := verifyClaims(pub, token, now)
+	return p, err
+}
+
+// verified is a token that passed verify, with the times it is valid
+// between, so it need not be verified again until then.
+type verified struct {
+	p                  Principal
+	notBefore, expires time.Time
+}
+
+func verifyClaims(pub ed25519.PublicKey, token string, now time.Time) (Principal, verified, error) {
+	p, c, err := parseToken(pub, token, now)
+	if err != nil {
+		return Principal{}, verified{}, err
+	}
+	v := verified{p: p, expires: c.ExpiresAt.Time}
+	if c.NotBefore != nil {
+		v.notBefore = c.NotBefore.Time
+	}
+	return p, v, nil
+}
+
+func parseToken(pub ed25519.PublicKey, token string, now time.Time) (Principal, claims, error) {
 	var c claims
 	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return pub, nil },
 		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
 		jwt.WithExpirationRequired(),
 		jwt.WithTimeFunc(func() time.Time { return now }))
 	if err != nil {
-		return Principal{}, err
+		return Principal{}, c, err
 	}
 	if c.Subject == "" || c.OwnerID == "" || len(c.Roles) == 0 {
-		return Principal{}, errors.New("token lacks sub, owner_id or roles")
+		return Principal{}, c, errors.New("token lacks sub, owner_id or roles")
 	}
 	if !plainID(c.Subject) || !plainID(c.OwnerID) {
-		return Principal{}, errors.New("token's sub or owner_id holds control characters or is over 256 bytes")
+		return Principal{}, c, errors.New("token's sub or owner_id holds control characters or is over 256 bytes")
 	}
 	for _, r := range c.Roles {
 		if !slices.Contains(ValidRoles, r) {
-			return Principal{}, fmt.Errorf("token has unknown role %q", r)
+			return Principal{}, c, fmt.Errorf("token has unknown role %q", r)
 		}
 	}
-	return Principal{AgentID: c.Subject, OwnerID: c.OwnerID, Roles: c.Roles}, nil
+	return Principal{AgentID: c.Subject, OwnerID: c.OwnerID, Roles: c.Roles}, c, nil
 }
 
 // plainID reports whether an owner or agent id is one every backend stores:

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ctxkit/ctxkit/internal/gateway"
 	"net/http"
 	"slices"
 	"strconv"
@@ -46,6 +47,11 @@ func (s *Server) routes() {
 		s.metrics.handler().ServeHTTP(w, r)
 		return nil
 	}))
+	if g := s.opts.Gateway; g != nil {
+		m.Handle("POST /v1/messages", s.gatewayAuthed(gateway.Anthropic, g.Messages))
+		m.Handle("POST /v1/chat/completions", s.gatewayAuthed(gateway.OpenAI, g.ChatCompletions))
+		m.Handle("GET /v1/models", s.gatewayAuthed(gateway.OpenAI, g.Models))
+	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// The path may exist with other methods: that is a 405 with Allow.
 		var allow []string

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ctxkit/ctxkit/internal/gateway"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/view"
 )
@@ -36,6 +38,10 @@ type Options struct {
 	// engines than this in parallel. Default: 2 × GOMAXPROCS.
 	MaxConcurrentViews int
 	Now                func() time.Time // default time.Now
+	// Gateway, when set, serves POST /v1/messages, POST
+	// /v1/chat/completions and GET /v1/models for any valid token, which
+	// these routes also accept in the x-api-key header.
+	Gateway *gateway.Gateway
 }
 
 // Server serves the API.
@@ -44,6 +50,7 @@ type Server struct {
 	pub     ed25519.PublicKey
 	views   *view.Cache
 	results *view.LRU[view.ResultKey, cachedView]
+	tokens  *view.LRU[[32]byte, verified] // tokens verified, by SHA-256
 	mux     *http.ServeMux
 	metrics *metrics
 
@@ -83,6 +90,7 @@ func New(opts Options) *Server {
 		pub:     opts.Key.Public().(ed25519.PublicKey),
 		views:   view.NewCache(1024, view.Options{RuleTimeout: opts.RuleTimeout}),
 		results: view.NewLRU[view.ResultKey, cachedView](4096),
+		tokens:  view.NewLRU[[32]byte, verified](4096),
 		mux:     http.NewServeMux(),
 		metrics: newMetrics(),
 	}
@@ -142,6 +150,29 @@ func (s *Server) authed(role string, h handlerFunc) http.Handler {
 	})
 }
 
+// gatewayAuthed wraps a gateway route: any valid token, as a bearer token
+// or in x-api-key (where Anthropic-dialect clients send their key);
+// failures are answered in the route's dialect.
+func (s *Server) gatewayAuthed(d gateway.Dialect, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if key := strings.TrimSpace(r.Header.Get("x-api-key")); key != "" && r.Header.Get("Authorization") == "" {
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer "+key)
+		}
+		if _, err := s.authenticate(r); err != nil {
+			var ae *apiError
+			msg := "invalid token"
+			if errors.As(err, &ae) {
+				msg = ae.msg
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ctxkit"`)
+			gateway.WriteError(w, d, http.StatusUnauthorized, "authentication_error", msg)
+			return
+		}
+		h(w, r)
+	})
+}
+
 func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	h := r.Header.Get("Authorization")
 	scheme, token, _ := strings.Cut(h, " ")
@@ -149,10 +180,18 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "missing bearer token")
 	}
-	p, err := verify(s.pub, token, s.opts.Now())
+	// A token verified before is not verified again (an EdDSA check costs
+	// tens of microseconds) while it is valid: tokens cannot change.
+	now := s.opts.Now()
+	key := sha256.Sum256([]byte(token))
+	if v, ok := s.tokens.Get(key); ok && !now.Before(v.notBefore) && now.Before(v.expires) {
+		return v.p, nil
+	}
+	p, v, err := verifyClaims(s.pub, token, now)
 	if err != nil {
 		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "invalid token: %v", err)
 	}
+	s.tokens.Add(key, v)
 	return p, nil
 }
 

@@ -1,0 +1,122 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Provider types: the upstream's wire format.
+const (
+	TypeOpenAI    = "openai"
+	TypeAnthropic = "anthropic"
+	TypeGemini    = "gemini"
+	TypeBedrock   = "bedrock"
+	TypeMistral   = "mistral"
+	TypeDeepSeek  = "deepseek"
+)
+
+var types = []string{TypeOpenAI, TypeAnthropic, TypeGemini, TypeBedrock, TypeMistral, TypeDeepSeek}
+
+// Provider is one upstream.
+type Provider struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// BaseURL is where the provider's API lives: for openai, deepseek and
+	// mistral the URL that /chat/completions is appended to (including any
+	// /v1); for anthropic the URL /v1/messages is appended to; for gemini
+	// the URL /v1beta/models/{model}:streamGenerateContent is appended to;
+	// for bedrock the runtime endpoint /model/{model}/converse-stream is
+	// appended to.
+	BaseURL string `json:"base_url"`
+	// APIKeyEnv names the environment variable holding the provider's API
+	// key. The key is sent only to this provider (as its own header:
+	// Authorization: Bearer for openai, deepseek, mistral and bedrock API
+	// keys; x-api-key for anthropic; x-goog-api-key for gemini).
+	APIKeyEnv string `json:"api_key_env"`
+	// Models are the model names routed to this provider.
+	Models []string `json:"models"`
+
+	key string
+}
+
+// Config is the gateway's configuration file.
+type Config struct {
+	Providers []Provider `json:"providers"`
+}
+
+// LoadConfig reads a configuration file: JSON, or YAML (a file whose name
+// ends in .yaml or .yml). Every provider needs a name, a known type, an
+// http(s) base URL and at least one model; a model may be routed to one
+// provider only; the API key variables must be set.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml") {
+		if data, err = yamlToJSON(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	var c Config
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.check(os.Getenv); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+func (c *Config) check(getenv func(string) string) error {
+	if len(c.Providers) == 0 {
+		return fmt.Errorf("providers: none configured")
+	}
+	models := map[string]string{}
+	names := map[string]bool{}
+	for i := range c.Providers {
+		p := &c.Providers[i]
+		at := fmt.Sprintf("providers[%d]", i)
+		if p.Name == "" {
+			return fmt.Errorf("%s.name: required", at)
+		}
+		if names[p.Name] {
+			return fmt.Errorf("%s.name: %q is used twice", at, p.Name)
+		}
+		names[p.Name] = true
+		if !slices.Contains(types, p.Type) {
+			return fmt.Errorf("%s.type: %q is not one of %s", at, p.Type, strings.Join(types, ", "))
+		}
+		u, err := url.Parse(p.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s.base_url: %q is not an http(s) URL", at, p.BaseURL)
+		}
+		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
+		if len(p.Models) == 0 {
+			return fmt.Errorf("%s.models: at least one model", at)
+		}
+		for _, m := range p.Models {
+			if m == "" {
+				return fmt.Errorf("%s.models: an empty model name", at)
+			}
+			if other, ok := models[m]; ok {
+				return fmt.Errorf("%s.models: %q is already routed to %s", at, m, other)
+			}
+			models[m] = p.Name
+		}
+		if p.APIKeyEnv == "" {
+			return fmt.Errorf("%s.api_key_env: required (the variable holding the provider's key)", at)
+		}
+		if p.key = getenv(p.APIKeyEnv); p.key == "" {
+			return fmt.Errorf("%s.api_key_env: %s is not set", at, p.APIKeyEnv)
+		}
+	}
+	return nil
+}

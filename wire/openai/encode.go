@@ -1,0 +1,363 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"strconv"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/chat"
+)
+
+// EncodeStream writes a canonical chunk stream to w as a Chat Completions
+// stream, the body of a streaming response to an OpenAI client (the
+// handler sets Content-Type: text/event-stream before calling it). flush,
+// when not nil, is called after every event (an http.Flusher's Flush).
+// Every chunk object carries id, "object":"chat.completion.chunk",
+// created and model, and one choice (index 0) whose delta says:
+//
+//   - the first delta has "role":"assistant";
+//   - text → delta.content;
+//   - reasoning → delta.reasoning_content (DeepSeek's field); a signature
+//     or redacted reasoning, which that field cannot carry, goes in
+//     delta.reasoning_details as OpenRouter writes it
+//     ({"type":"reasoning.text","text","signature"},
+//     {"type":"reasoning.encrypted","data"});
+//   - tool_call_start → delta.tool_calls [{index, id, "type":"function",
+//     function {name, "arguments":""}}]; tool_call_delta → [{index,
+//     function {arguments}}]; tool_call_end writes the part of its
+//     arguments that no delta carried (all of them, or "{}", when there
+//     were no deltas; nothing when the deltas already add up to them);
+//   - stop → an empty delta with finish_reason (FinishReason: end_turn and
+//     stop_sequence → stop, max_tokens → length, tool_use → tool_calls,
+//     content_filter → content_filter, error → error as OpenRouter sends
+//     it);
+//   - error → a data line {"error":{"message","type"}} (what OpenAI's
+//     SDKs read as a stream error); the chunks after it are still written.
+//
+// Usage chunks are running totals, so only the last one is written: at the
+// end, as a chunk with "choices":[] and usage {prompt_tokens (Input),
+// completion_tokens (Output), total_tokens, prompt_tokens_details
+// {cached_tokens (CacheRead), cache_write_tokens (CacheWrite, when set)},
+// completion_tokens_details {reasoning_tokens}, cost (when set)}; it is
+// written whether or not the client asked for stream_options.include_usage.
+// Then "data: [DONE]".
+//
+// When chunks yields an error, EncodeStream writes it as an error line
+// (type "server_error") and returns it, without [DONE]. A write error ends
+// the encoding and is returned (the loop over chunks stops, which closes
+// the upstream body).
+//
+// DecodeStream reads what EncodeStream writes back into the same chunks
+// when they came from DecodeStream (a round trip), with two
+// normalisations: only the last usage chunk survives, and a stop reason's
+// Raw becomes the finish_reason written.
+func EncodeStream(w io.Writer, flush func(), model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
+	e := streamEncoder{w: w, flush: flush}
+	e.head = append(e.head, `data: {"id":`...)
+	e.head = chat.AppendString(e.head, id)
+	e.head = append(e.head, `,"object":"chat.completion.chunk","created":`...)
+	e.head = strconv.AppendInt(e.head, created, 10)
+	e.head = append(e.head, `,"model":`...)
+	e.head = chat.AppendString(e.head, model)
+	e.head = append(e.head, `,"choices":`...)
+	for c, err := range chunks {
+		if err != nil {
+			_ = e.error(&chat.StreamError{Type: "server_error", Message: err.Error()})
+			return err
+		}
+		if err := e.chunk(&c); err != nil {
+			return err
+		}
+	}
+	if e.usage != nil {
+		b := append(e.buf[:0], e.head...)
+		b = append(b, `[],"usage":`...)
+		b = appendUsage(b, *e.usage)
+		b = append(b, "}\n\n"...)
+		if err := e.write(b); err != nil {
+			return err
+		}
+	}
+	return e.write(append(e.buf[:0], "data: [DONE]\n\n"...))
+}
+
+type streamEncoder struct {
+	w     io.Writer
+	flush func()
+	head  []byte // `data: {"id":...,"choices":`
+	buf   []byte
+	role  bool           // the role was written
+	sent  map[int]string // tool call index → the arguments written so far
+	usage *chat.Usage
+}
+
+func (e *streamEncoder) write(b []byte) error {
+	e.buf = b
+	if _, err := e.w.Write(b); err != nil {
+		return err
+	}
+	if e.flush != nil {
+		e.flush()
+	}
+	return nil
+}
+
+// begin starts a chunk object with one choice and its delta, open for the
+// delta's fields.
+func (e *streamEncoder) begin() []byte {
+	b := append(e.buf[:0], e.head...)
+	b = append(b, `[{"index":0,"delta":{`...)
+	if !e.role {
+		e.role = true
+		b = append(b, `"role":"assistant"`...)
+	}
+	return b
+}
+
+// field appends a delta field's key, after a comma unless it is the first.
+func field(b []byte, key string) []byte {
+	if b[len(b)-1] != '{' {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, key...)
+	return append(b, '"', ':')
+}
+
+// end closes the delta and the chunk object, with finish_reason.
+func (e *streamEncoder) end(b []byte, finish string) error {
+	b = append(b, `},"finish_reason":`...)
+	if finish == "" {
+		b = append(b, "null"...)
+	} else {
+		b = chat.AppendString(b, finish)
+	}
+	return e.write(append(b, "}]}\n\n"...))
+}
+
+func (e *streamEncoder) chunk(c *chat.Chunk) error {
+	switch c.Type {
+	case chat.ChunkText:
+		if c.Text == "" {
+			return nil
+		}
+		b := field(e.begin(), "content")
+		return e.end(chat.AppendString(b, c.Text), "")
+	case chat.ChunkReasoning:
+		if c.Text == "" && c.Signature == "" && c.Redacted == "" {
+			return nil
+		}
+		b := e.begin()
+		if c.Text != "" {
+			b = chat.AppendString(field(b, "reasoning_content"), c.Text)
+		}
+		if c.Signature != "" || c.Redacted != "" {
+			b = append(field(b, "reasoning_details"), '[')
+			if c.Signature != "" {
+				b = append(b, `{"type":"reasoning.text","text":`...)
+				b = chat.AppendString(b, c.Text)
+				b = append(b, `,"signature":`...)
+				b = chat.AppendString(b, c.Signature)
+				b = append(b, '}')
+			}
+			if c.Redacted != "" {
+				if c.Signature != "" {
+					b = append(b, ',')
+				}
+				b = append(b, `{"type":"reasoning.encrypted","data":`...)
+				b = chat.AppendString(b, c.Redacted)
+				b = append(b, '}')
+			}
+			b = append(b, ']')
+		}
+		return e.end(b, "")
+	case chat.ChunkToolCallStart:
+		if e.sent == nil {
+			e.sent = map[int]string{}
+		}
+		e.sent[c.Index] = ""
+		b := append(field(e.begin(), "tool_calls"), `[{"index":`...)
+		b = strconv.AppendInt(b, int64(c.Index), 10)
+		b = append(b, `,"id":`...)
+		b = chat.AppendString(b, c.ID)
+		b = append(b, `,"type":"function","function":{"name":`...)
+		b = chat.AppendString(b, c.Name)
+		b = append(b, `,"arguments":""}}]`...)
+		return e.end(b, "")
+	case chat.ChunkToolCallDelta:
+		return e.arguments(c.Index, c.Arguments)
+	case chat.ChunkToolCallEnd:
+		sent := e.sent[c.Index]
+		all := c.Arguments
+		if all == "" {
+			all = sent
+		}
+		if all == "" {
+			all = "{}"
+		}
+		if rest, ok := strings.CutPrefix(all, sent); ok && rest != "" {
+			return e.arguments(c.Index, rest)
+		}
+		return nil
+	case chat.ChunkStop:
+		reason := chat.StopEndTurn
+		if c.Stop != nil {
+			reason = c.Stop.Reason
+		}
+		return e.end(e.begin(), FinishReason(reason))
+	case chat.ChunkUsage:
+		if c.Usage != nil {
+			u := *c.Usage
+			e.usage = &u
+		}
+		return nil
+	case chat.ChunkError:
+		if c.Error == nil {
+			return nil
+		}
+		return e.error(c.Error)
+	}
+	return nil
+}
+
+// arguments writes an arguments fragment of tool call i.
+func (e *streamEncoder) arguments(i int, args string) error {
+	if args == "" {
+		return nil
+	}
+	if e.sent == nil {
+		e.sent = map[int]string{}
+	}
+	e.sent[i] += args
+	b := append(field(e.begin(), "tool_calls"), `[{"index":`...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, `,"function":{"arguments":`...)
+	b = chat.AppendString(b, args)
+	b = append(b, "}}]"...)
+	return e.end(b, "")
+}
+
+func (e *streamEncoder) error(se *chat.StreamError) error {
+	b := append(e.buf[:0], `data: {"error":{"message":`...)
+	b = chat.AppendString(b, se.Message)
+	b = append(b, `,"type":`...)
+	b = chat.AppendString(b, se.Type)
+	return e.write(append(b, "}}\n\n"...))
+}
+
+// The non-streaming response.
+type completion struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   json.RawMessage    `json:"usage"`
+	Error   *completionError   `json:"error,omitempty"`
+}
+
+type completionChoice struct {
+	Index        int               `json:"index"`
+	Message      completionMessage `json:"message"`
+	FinishReason string            `json:"finish_reason"`
+}
+
+type completionMessage struct {
+	Role             string            `json:"role"`
+	Content          *string           `json:"content"`
+	ReasoningContent string            `json:"reasoning_content,omitempty"`
+	ReasoningDetails []reasoningDetail `json:"reasoning_details,omitempty"`
+	ToolCalls        []ToolCall        `json:"tool_calls,omitempty"`
+}
+
+type completionError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+}
+
+// EncodeResponse writes a response (chat.Collect of a stream) as a
+// non-streaming Chat Completions response, a "chat.completion" object with
+// one choice:
+//
+//   - message.content: the text blocks joined (as the stream's text
+//     deltas are); null when there is no text and there are tool calls, ""
+//     when there is neither;
+//   - message.reasoning_content: the thinking (and reasoning) blocks'
+//     text joined, when there is any; when a thinking block has a
+//     signature or there is redacted thinking, message.reasoning_details
+//     lists every thinking block ({"type":"reasoning.text","text",
+//     "signature"}) and redacted block ({"type":"reasoning.encrypted",
+//     "data"}) in order, as the stream encoder writes them;
+//   - message.tool_calls: the tool_use blocks, {"id","type":"function",
+//     "function":{"name","arguments"}} with the input as compact JSON text;
+//   - finish_reason: FinishReason of the stop ("error" when there is no
+//     stop but an error, "stop" when there is neither);
+//   - usage as the stream encoder writes it.
+//
+// Blocks of other types (a response holds none) are left out. When the
+// response has an Error, it is also written as a top-level "error" object
+// {"message","type"}: the handler decides the HTTP status. The error
+// return is for a tool_use input that is not valid JSON.
+func EncodeResponse(r chat.Response, model, id string, created int64) ([]byte, error) {
+	var (
+		text, reasoning  strings.Builder
+		hasText, special bool
+		details          []reasoningDetail
+		calls            []ToolCall
+	)
+	for i := range r.Content {
+		b := &r.Content[i]
+		switch b.Type {
+		case chat.TypeText:
+			hasText = true
+			text.WriteString(b.Text)
+		case chat.TypeThinking:
+			reasoning.WriteString(b.Thinking)
+			details = append(details, reasoningDetail{Type: "reasoning.text", Text: b.Thinking, Signature: b.Signature})
+			special = special || b.Signature != ""
+		case chat.TypeReasoning:
+			reasoning.WriteString(b.Text)
+			details = append(details, reasoningDetail{Type: "reasoning.text", Text: b.Text})
+		case chat.TypeRedactedThinking:
+			details = append(details, reasoningDetail{Type: "reasoning.encrypted", Data: b.Data})
+			special = true
+		case chat.TypeToolUse:
+			if len(b.Input) > 0 && !json.Valid(b.Input) {
+				return nil, fmt.Errorf("content[%d].input: not valid JSON", i)
+			}
+			calls = append(calls, ToolCall{ID: b.ID, Type: "function",
+				Function: FunctionCall{Name: b.Name, Arguments: Arguments(b.Input)}})
+		}
+	}
+	msg := completionMessage{Role: "assistant", ReasoningContent: reasoning.String(), ToolCalls: calls}
+	if hasText || len(calls) == 0 {
+		s := text.String()
+		msg.Content = &s
+	}
+	if special {
+		msg.ReasoningDetails = details
+	}
+	finish := FinishReason(r.Stop.Reason)
+	if r.Stop.Reason == "" && r.Error != nil {
+		finish = "error"
+	}
+	out := completion{
+		ID: id, Object: "chat.completion", Created: created, Model: model,
+		Choices: []completionChoice{{Message: msg, FinishReason: finish}},
+		Usage:   appendUsage(nil, r.Usage),
+	}
+	if r.Error != nil {
+		out.Error = &completionError{Message: r.Error.Message, Type: r.Error.Type}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

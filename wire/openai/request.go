@@ -1,0 +1,901 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/chat"
+)
+
+// DecodeRequest reads a Chat Completions request body as a canonical
+// request: the direction of a gateway that takes OpenAI clients. Errors
+// are *chat.Error values naming the place in the body
+// (messages[2].content[1].image_url.url).
+//
+// Messages:
+//
+//   - system and developer messages, wherever they are, make the system
+//     prompt, in order: their text (string content, or text parts) joined
+//     with "\n" into a string. When a system text part has cache_control
+//     (the Anthropic-style marker of OpenRouter clients), the system prompt
+//     is text blocks instead, one per string or part, markers kept. Empty
+//     text is skipped; nothing left means no system prompt.
+//   - user messages: string content stays a string; parts become blocks:
+//     text → text (cache_control kept), refusal → text, image_url with a
+//     data URL ("data:image/png;base64,...") → a base64 image, with any
+//     other URL → a url image (the "detail" hint has no canonical place
+//     and is dropped), file with file_data (a base64 data URL) → a base64
+//     document titled by its filename, file with file_id → a document of
+//     source {"type":"file","file_id"}; a part of any other type
+//     (input_audio, ...) is kept as a block of that type with its fields,
+//     for the converters to carry or refuse with a warning (but a part
+//     whose type is one of the canonical block types, such as "image", is
+//     refused: it would be read as that block).
+//   - tool messages → tool_result blocks (tool_use_id from tool_call_id;
+//     content a string, or text parts as blocks) in one user message for
+//     each run of consecutive tool messages; a user message that directly
+//     follows the run joins that same user message after the results (the
+//     inverse of Convert, which splits such a message).
+//   - assistant messages: reasoning_content (DeepSeek) or reasoning
+//     (OpenRouter) → a leading reasoning block; reasoning_details → the
+//     message's ReasoningDetails as it came; content (string, parts, or
+//     null) and refusal → text; tool_calls → tool_use blocks whose input is
+//     the arguments parsed: "" → {}; arguments that are not a JSON object
+//     (models do produce invalid JSON, and refusing the request would
+//     strand the conversation) are kept as {"_raw": "<the arguments>"}. A
+//     message with only string content stays a string.
+//   - Message fields ctxkit does not model (name, ...) are kept in the
+//     message's Extra, except null values and annotations. The legacy
+//     function role and function_call are refused.
+//
+// Tools: {"type":"function","function":{name, description, parameters}}
+// → name, description, input_schema (parameters; {"type":"object",
+// "properties":{}} when absent); strict is dropped; other tool types are
+// refused. tool_choice "auto", "none", "required" (and Mistral's "any") →
+// auto, none, any; {"type":"function","function":{"name"}} → tool.
+// parallel_tool_calls false → disable_parallel_tool_use (on an auto tool
+// choice when none was given).
+//
+// Parameters: max_completion_tokens, or max_tokens when it is absent →
+// max_tokens; temperature; top_p; stop (a string or an array) →
+// stop_sequences; reasoning_effort minimal, low, medium or high as it is,
+// "none" → thinking disabled; OpenRouter's reasoning object: effort as
+// reasoning_effort (when there is none), max_tokens as a thinking budget,
+// enabled false as thinking disabled; stream. stream_options is the
+// transport's business and is dropped (EncodeStream always writes the
+// usage chunk). Other top-level fields (user, seed, response_format, ...)
+// are kept in Extra under their names, null ones skipped; the converters
+// say what they do with them.
+func DecodeRequest(body []byte) (chat.Request, error) {
+	var d requestDecoder
+	if err := d.request(body); err != nil {
+		return chat.Request{}, err
+	}
+	return d.r, nil
+}
+
+type requestDecoder struct {
+	r chat.Request
+	// system prompt
+	sysBlocks []chat.Block
+	sysCache  bool
+	// toolRun is the position in r.Messages of the user message that holds
+	// the current run of tool results, -1 when the last message was not a
+	// tool message.
+	toolRun int
+}
+
+func fail(path, format string, args ...any) error {
+	return &chat.Error{Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
+// fieldsOf reads a JSON object's fields and their keys in sorted order. A
+// key given twice is an error, as in chat.DecodeRequest.
+func fieldsOf(data []byte, path string) (map[string]json.RawMessage, []string, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return nil, nil, fail(path, "must be a JSON object")
+	}
+	if !json.Valid(data) {
+		var v any
+		return nil, nil, fail(path, "not valid JSON: %v", json.Unmarshal(data, &v))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, fail(path, "%v", err)
+	}
+	m := map[string]json.RawMessage{}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, fail(path, "%v", err)
+		}
+		k, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, fail(path, "%v", err)
+		}
+		if _, dup := m[k]; dup {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			return nil, nil, fail(p, "given twice")
+		}
+		m[k] = v
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return m, keys, nil
+}
+
+func isNull(v json.RawMessage) bool { return len(v) == 0 || string(bytes.TrimSpace(v)) == "null" }
+
+func isString(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && v[0] == '"'
+}
+
+func stringOf(v json.RawMessage, path string) (string, error) {
+	var s string
+	if !isString(v) || json.Unmarshal(v, &s) != nil {
+		return "", fail(path, "must be a string")
+	}
+	return s, nil
+}
+
+func arrayOf(v json.RawMessage, path string) ([]json.RawMessage, error) {
+	v = bytes.TrimSpace(v)
+	var a []json.RawMessage
+	if len(v) == 0 || v[0] != '[' || json.Unmarshal(v, &a) != nil {
+		return nil, fail(path, "must be an array")
+	}
+	return a, nil
+}
+
+func intOf(v json.RawMessage, path string) (int, error) {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+	if err != nil {
+		return 0, fail(path, "must be an integer")
+	}
+	if n < 0 || n > math.MaxInt32 {
+		return 0, fail(path, "must be between 0 and %d", math.MaxInt32)
+	}
+	return int(n), nil
+}
+
+func floatOf(v json.RawMessage, path string) (*float64, error) {
+	v = bytes.TrimSpace(v)
+	var f float64
+	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) || json.Unmarshal(v, &f) != nil {
+		return nil, fail(path, "must be a number")
+	}
+	return &f, nil
+}
+
+func boolOf(v json.RawMessage, path string) (bool, error) {
+	switch string(bytes.TrimSpace(v)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fail(path, "must be true or false")
+}
+
+func (d *requestDecoder) request(body []byte) error {
+	f, keys, err := fieldsOf(body, "")
+	if err != nil {
+		return err
+	}
+	msgs, ok := f["messages"]
+	if !ok || isNull(msgs) {
+		return fail("messages", "required")
+	}
+	if err := d.messages(msgs); err != nil {
+		return err
+	}
+	parallel := true
+	for _, k := range keys {
+		v := f[k]
+		if isNull(v) {
+			continue
+		}
+		switch k {
+		case "messages":
+		case "model":
+			d.r.Model, err = stringOf(v, k)
+		case "tools":
+			err = d.tools(v)
+		case "tool_choice":
+			d.r.ToolChoice, err = toolChoice(v)
+		case "parallel_tool_calls":
+			parallel, err = boolOf(v, k)
+		case "max_completion_tokens":
+			d.r.MaxTokens, err = intOf(v, k)
+		case "max_tokens":
+			if _, both := f["max_completion_tokens"]; !both || isNull(f["max_completion_tokens"]) {
+				d.r.MaxTokens, err = intOf(v, k)
+			}
+		case "temperature":
+			d.r.Temperature, err = floatOf(v, k)
+		case "top_p":
+			d.r.TopP, err = floatOf(v, k)
+		case "stop":
+			d.r.StopSequences, err = stopOf(v)
+		case "reasoning_effort":
+			err = d.effort(v, k)
+		case "reasoning":
+			err = d.openRouterReasoning(v)
+		case "stream":
+			d.r.Stream, err = boolOf(v, k)
+		case "stream_options":
+		default:
+			if d.r.Extra == nil {
+				d.r.Extra = map[string]json.RawMessage{}
+			}
+			d.r.Extra[k] = chat.CloneRaw(v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !parallel {
+		if d.r.ToolChoice == nil {
+			d.r.ToolChoice = &chat.ToolChoice{Type: "auto"}
+		}
+		yes := true
+		d.r.ToolChoice.DisableParallelToolUse = &yes
+	}
+	d.system()
+	return nil
+}
+
+func (d *requestDecoder) effort(v json.RawMessage, path string) error {
+	e, err := stringOf(v, path)
+	if err != nil {
+		return err
+	}
+	switch e {
+	case "":
+	case "none":
+		d.r.Thinking = &chat.Thinking{Type: "disabled"}
+	case "minimal", "low", "medium", "high":
+		d.r.ReasoningEffort = e
+	default:
+		return fail(path, "%q is not one of none, minimal, low, medium, high", e)
+	}
+	return nil
+}
+
+// openRouterReasoning reads {"effort","max_tokens","enabled"}; its other
+// fields (exclude) are the router's business.
+func (d *requestDecoder) openRouterReasoning(v json.RawMessage) error {
+	f, keys, err := fieldsOf(v, "reasoning")
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		p := "reasoning." + k
+		val := f[k]
+		if isNull(val) {
+			continue
+		}
+		switch k {
+		case "effort":
+			if d.r.ReasoningEffort == "" && d.r.Thinking == nil {
+				err = d.effort(val, p)
+			}
+		case "max_tokens":
+			var n int
+			if n, err = intOf(val, p); err == nil {
+				d.r.Thinking = &chat.Thinking{Type: "enabled", BudgetTokens: n}
+			}
+		case "enabled":
+			var on bool
+			if on, err = boolOf(val, p); err == nil && !on {
+				d.r.Thinking = &chat.Thinking{Type: "disabled"}
+				d.r.ReasoningEffort = ""
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func stopOf(v json.RawMessage) ([]string, error) {
+	if isString(v) {
+		s, err := stringOf(v, "stop")
+		if err != nil || s == "" {
+			return nil, err
+		}
+		return []string{s}, nil
+	}
+	a, err := arrayOf(v, "stop")
+	if err != nil {
+		return nil, fail("stop", "must be a string or an array of strings")
+	}
+	out := make([]string, 0, len(a))
+	for i, e := range a {
+		s, err := stringOf(e, index("stop", i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (d *requestDecoder) system() {
+	if !d.sysCache {
+		var texts []string
+		for _, b := range d.sysBlocks {
+			texts = append(texts, b.Text)
+		}
+		if len(texts) > 0 {
+			s := chat.Str(strings.Join(texts, "\n"))
+			d.r.System = &s
+		}
+		return
+	}
+	c := chat.Of(d.sysBlocks...)
+	d.r.System = &c
+}
+
+func (d *requestDecoder) messages(v json.RawMessage) error {
+	raw, err := arrayOf(v, "messages")
+	if err != nil {
+		return err
+	}
+	d.r.Messages = make([]chat.Message, 0, len(raw))
+	d.toolRun = -1
+	for i, m := range raw {
+		if err := d.message(m, chat.MessagePath(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *requestDecoder) message(data []byte, path string) error {
+	f, keys, err := fieldsOf(data, path)
+	if err != nil {
+		return err
+	}
+	rv, ok := f["role"]
+	if !ok {
+		return fail(path+".role", "required")
+	}
+	role, err := stringOf(rv, path+".role")
+	if err != nil {
+		return err
+	}
+	switch role {
+	case "system", "developer":
+		return d.systemMessage(f, path)
+	case "user":
+		return d.userMessage(f, keys, path)
+	case "assistant":
+		d.toolRun = -1
+		return d.assistantMessage(f, keys, path)
+	case "tool":
+		return d.toolMessage(f, path)
+	case "function":
+		return fail(path+".role", "legacy function messages are not supported: use tool messages")
+	}
+	return fail(path+".role", "%q is not one of system, developer, user, assistant, tool", role)
+}
+
+// extras keeps the fields of a message that ctxkit does not model.
+func extras(m *chat.Message, f map[string]json.RawMessage, keys []string, known ...string) {
+	for _, k := range keys {
+		if isNull(f[k]) || k == "annotations" || slices.Contains(known, k) {
+			continue
+		}
+		if m.Extra == nil {
+			m.Extra = map[string]json.RawMessage{}
+		}
+		m.Extra[k] = chat.CloneRaw(f[k])
+	}
+}
+
+func (d *requestDecoder) systemMessage(f map[string]json.RawMessage, path string) error {
+	v, ok := f["content"]
+	p := path + ".content"
+	if !ok || isNull(v) {
+		return fail(p, "required")
+	}
+	if isString(v) {
+		s, err := stringOf(v, p)
+		if err != nil {
+			return err
+		}
+		if s != "" {
+			d.sysBlocks = append(d.sysBlocks, chat.Block{Type: chat.TypeText, Text: s})
+		}
+		return nil
+	}
+	blocks, err := d.parts(v, p)
+	if err != nil {
+		return err
+	}
+	for j, b := range blocks {
+		if b.Type != chat.TypeText {
+			return fail(index(p, j), "a system message takes text parts, not %q", b.Type)
+		}
+		if len(b.CacheControl) > 0 {
+			d.sysCache = true
+		}
+		if b.Text != "" || len(b.CacheControl) > 0 {
+			d.sysBlocks = append(d.sysBlocks, b)
+		}
+	}
+	return nil
+}
+
+// content reads string or part content; null is allowed when nullable.
+func (d *requestDecoder) content(f map[string]json.RawMessage, path string, nullable bool) (chat.Content, error) {
+	v, ok := f["content"]
+	p := path + ".content"
+	if !ok || isNull(v) {
+		if nullable {
+			return chat.Str(""), nil
+		}
+		return chat.Content{}, fail(p, "required")
+	}
+	if isString(v) {
+		s, err := stringOf(v, p)
+		return chat.Str(s), err
+	}
+	blocks, err := d.parts(v, p)
+	if err != nil {
+		return chat.Content{}, err
+	}
+	return chat.Of(blocks...), nil
+}
+
+func (d *requestDecoder) userMessage(f map[string]json.RawMessage, keys []string, path string) error {
+	c, err := d.content(f, path, false)
+	if err != nil {
+		return err
+	}
+	if d.toolRun >= 0 {
+		m := &d.r.Messages[d.toolRun]
+		m.Content.Blocks = append(m.Content.Blocks, c.AsBlocks()...)
+		extras(m, f, keys, "role", "content")
+		d.toolRun = -1
+		return nil
+	}
+	m := chat.Message{Role: chat.User, Content: c}
+	extras(&m, f, keys, "role", "content")
+	d.r.Messages = append(d.r.Messages, m)
+	return nil
+}
+
+func (d *requestDecoder) toolMessage(f map[string]json.RawMessage, path string) error {
+	v, ok := f["tool_call_id"]
+	if !ok || isNull(v) {
+		return fail(path+".tool_call_id", "required")
+	}
+	id, err := stringOf(v, path+".tool_call_id")
+	if err != nil {
+		return err
+	}
+	if id == "" {
+		return fail(path+".tool_call_id", "empty")
+	}
+	c, err := d.content(f, path, true)
+	if err != nil {
+		return err
+	}
+	b := chat.Block{Type: chat.TypeToolResult, ToolUseID: id, Content: &c}
+	if d.toolRun >= 0 {
+		m := &d.r.Messages[d.toolRun]
+		m.Content.Blocks = append(m.Content.Blocks, b)
+		return nil
+	}
+	d.toolRun = len(d.r.Messages)
+	d.r.Messages = append(d.r.Messages, chat.Message{Role: chat.User, Content: chat.Of(b)})
+	return nil
+}
+
+func (d *requestDecoder) assistantMessage(f map[string]json.RawMessage, keys []string, path string) error {
+	if v, ok := f["function_call"]; ok && !isNull(v) {
+		return fail(path+".function_call", "legacy function calls are not supported: use tool_calls")
+	}
+	var blocks []chat.Block
+	reasoning := ""
+	for _, k := range []string{"reasoning_content", "reasoning"} {
+		if v, ok := f[k]; ok && !isNull(v) && reasoning == "" {
+			s, err := stringOf(v, path+"."+k)
+			if err != nil {
+				return err
+			}
+			reasoning = s
+		}
+	}
+	if reasoning != "" {
+		blocks = append(blocks, chat.Block{Type: chat.TypeReasoning, Text: reasoning})
+	}
+	c, err := d.content(f, path, true)
+	if err != nil {
+		return err
+	}
+	if v, ok := f["refusal"]; ok && !isNull(v) {
+		s, err := stringOf(v, path+".refusal")
+		if err != nil {
+			return err
+		}
+		if s != "" && len(c.AsBlocks()) == 0 {
+			c = chat.Str(s)
+		}
+	}
+	var calls []chat.Block
+	if v, ok := f["tool_calls"]; ok && !isNull(v) {
+		if calls, err = toolCalls(v, path+".tool_calls"); err != nil {
+			return err
+		}
+	}
+	m := chat.Message{Role: chat.Assistant}
+	if len(blocks) == 0 && len(calls) == 0 && c.IsString {
+		m.Content = c
+	} else {
+		blocks = append(blocks, c.AsBlocks()...)
+		m.Content = chat.Of(append(blocks, calls...)...)
+	}
+	if v, ok := f["reasoning_details"]; ok && !isNull(v) {
+		if _, err := arrayOf(v, path+".reasoning_details"); err != nil {
+			return err
+		}
+		m.ReasoningDetails = chat.CloneRaw(v)
+	}
+	extras(&m, f, keys, "role", "content", "reasoning_content", "reasoning", "reasoning_details", "refusal", "tool_calls", "function_call")
+	d.r.Messages = append(d.r.Messages, m)
+	return nil
+}
+
+func toolCalls(v json.RawMessage, path string) ([]chat.Block, error) {
+	raw, err := arrayOf(v, path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chat.Block, 0, len(raw))
+	for i, tc := range raw {
+		p := index(path, i)
+		f, _, err := fieldsOf(tc, p)
+		if err != nil {
+			return nil, err
+		}
+		if t, ok := f["type"]; ok && !isNull(t) {
+			s, err := stringOf(t, p+".type")
+			if err != nil {
+				return nil, err
+			}
+			if s != "function" {
+				return nil, fail(p+".type", "%q is not function", s)
+			}
+		}
+		b := chat.Block{Type: chat.TypeToolUse}
+		if v, ok := f["id"]; ok && !isNull(v) {
+			if b.ID, err = stringOf(v, p+".id"); err != nil {
+				return nil, err
+			}
+		}
+		if b.ID == "" {
+			return nil, fail(p+".id", "required")
+		}
+		fn, ok := f["function"]
+		if !ok || isNull(fn) {
+			return nil, fail(p+".function", "required")
+		}
+		ff, _, err := fieldsOf(fn, p+".function")
+		if err != nil {
+			return nil, err
+		}
+		if v, ok := ff["name"]; ok && !isNull(v) {
+			if b.Name, err = stringOf(v, p+".function.name"); err != nil {
+				return nil, err
+			}
+		}
+		if b.Name == "" {
+			return nil, fail(p+".function.name", "required")
+		}
+		if b.Input, err = argumentsInput(ff["arguments"], p+".function.arguments"); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// argumentsInput is a tool call's arguments as a tool_use input: a JSON
+// object as it is (compacted), "" or absent as {}, anything else (invalid
+// JSON, another kind of value, an object with a key given twice) wrapped
+// as {"_raw": text}.
+func argumentsInput(v json.RawMessage, path string) (json.RawMessage, error) {
+	if isNull(v) {
+		return json.RawMessage("{}"), nil
+	}
+	text := ""
+	if isString(v) {
+		s, err := stringOf(v, path)
+		if err != nil {
+			return nil, err
+		}
+		text = s
+	} else {
+		text = string(v) // some clients send the object itself
+	}
+	t := strings.TrimSpace(text)
+	if t == "" {
+		return json.RawMessage("{}"), nil
+	}
+	if _, _, err := fieldsOf([]byte(t), path); err == nil {
+		var buf bytes.Buffer
+		if json.Compact(&buf, []byte(t)) == nil {
+			return json.RawMessage(buf.Bytes()), nil
+		}
+	}
+	wrapped, err := json.Marshal(map[string]string{"_raw": text})
+	if err != nil {
+		return nil, fail(path, "%v", err)
+	}
+	return wrapped, nil
+}
+
+// parts reads an array of content parts as blocks.
+func (d *requestDecoder) parts(v json.RawMessage, path string) ([]chat.Block, error) {
+	raw, err := arrayOf(v, path)
+	if err != nil {
+		return nil, fail(path, "must be a string or an array of content parts")
+	}
+	out := make([]chat.Block, 0, len(raw))
+	for j, pv := range raw {
+		b, err := part(pv, index(path, j))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func part(data []byte, path string) (chat.Block, error) {
+	f, keys, err := fieldsOf(data, path)
+	if err != nil {
+		return chat.Block{}, err
+	}
+	tv, ok := f["type"]
+	if !ok {
+		return chat.Block{}, fail(path+".type", "required")
+	}
+	typ, err := stringOf(tv, path+".type")
+	if err != nil {
+		return chat.Block{}, err
+	}
+	switch typ {
+	case "text", "refusal":
+		s, err := stringOf(f[typ], path+"."+typ)
+		if err != nil {
+			return chat.Block{}, err
+		}
+		b := chat.Block{Type: chat.TypeText, Text: s}
+		if cc, ok := f["cache_control"]; ok && !isNull(cc) {
+			b.CacheControl = chat.CloneRaw(cc)
+		}
+		return b, nil
+	case "image_url":
+		return imagePart(f["image_url"], path+".image_url")
+	case "file":
+		return filePart(f["file"], path+".file")
+	case "":
+		return chat.Block{}, fail(path+".type", "empty")
+	}
+	b := chat.Block{Type: typ}
+	if b.Known() {
+		return b, fail(path+".type", "%q is not a content part type of the OpenAI format", typ)
+	}
+	for _, k := range keys {
+		if k == "type" {
+			continue
+		}
+		if b.Extra == nil {
+			b.Extra = map[string]json.RawMessage{}
+		}
+		b.Extra[k] = chat.CloneRaw(f[k])
+	}
+	return b, nil
+}
+
+func imagePart(v json.RawMessage, path string) (chat.Block, error) {
+	if isNull(v) {
+		return chat.Block{}, fail(path, "required")
+	}
+	url := ""
+	var err error
+	if isString(v) {
+		url, err = stringOf(v, path)
+	} else {
+		var f map[string]json.RawMessage
+		if f, _, err = fieldsOf(v, path); err == nil {
+			if u, ok := f["url"]; ok {
+				url, err = stringOf(u, path+".url")
+			}
+			path += ".url"
+		}
+	}
+	if err != nil {
+		return chat.Block{}, err
+	}
+	if url == "" {
+		return chat.Block{}, fail(path, "required")
+	}
+	if !isDataURL(url) {
+		return chat.Block{Type: chat.TypeImage, Source: &chat.Source{Type: "url", URL: url}}, nil
+	}
+	mt, data, err := parseDataURL(url, path)
+	if err != nil {
+		return chat.Block{}, err
+	}
+	return chat.Block{Type: chat.TypeImage, Source: &chat.Source{Type: "base64", MediaType: mt, Data: data}}, nil
+}
+
+func filePart(v json.RawMessage, path string) (chat.Block, error) {
+	if isNull(v) {
+		return chat.Block{}, fail(path, "required")
+	}
+	f, _, err := fieldsOf(v, path)
+	if err != nil {
+		return chat.Block{}, err
+	}
+	b := chat.Block{Type: chat.TypeDocument}
+	if n, ok := f["filename"]; ok && !isNull(n) {
+		if b.Title, err = stringOf(n, path+".filename"); err != nil {
+			return b, err
+		}
+	}
+	if fd, ok := f["file_data"]; ok && !isNull(fd) {
+		s, err := stringOf(fd, path+".file_data")
+		if err != nil {
+			return b, err
+		}
+		if !isDataURL(s) {
+			return b, fail(path+".file_data", "must be a data URL (data:<media type>;base64,...)")
+		}
+		mt, data, err := parseDataURL(s, path+".file_data")
+		if err != nil {
+			return b, err
+		}
+		b.Source = &chat.Source{Type: "base64", MediaType: mt, Data: data}
+		return b, nil
+	}
+	if id, ok := f["file_id"]; ok && !isNull(id) {
+		s, err := stringOf(id, path+".file_id")
+		if err != nil {
+			return b, err
+		}
+		idJSON, _ := json.Marshal(s)
+		b.Source = &chat.Source{Type: "file", Extra: map[string]json.RawMessage{"file_id": idJSON}}
+		return b, nil
+	}
+	return b, fail(path, "needs file_data or file_id")
+}
+
+func isDataURL(u string) bool { return len(u) >= 5 && strings.EqualFold(u[:5], "data:") }
+
+// parseDataURL reads "data:<media type>[;params];base64,<data>".
+func parseDataURL(u, path string) (mediaType, data string, err error) {
+	meta, payload, ok := strings.Cut(u[5:], ",")
+	if !ok {
+		return "", "", fail(path, "a data URL needs a comma before its data")
+	}
+	params := strings.Split(meta, ";")
+	if len(params) < 2 || !strings.EqualFold(params[len(params)-1], "base64") {
+		return "", "", fail(path, "a data URL must be base64 (data:<media type>;base64,...)")
+	}
+	mediaType = strings.ToLower(strings.TrimSpace(params[0]))
+	if mediaType == "" {
+		return "", "", fail(path, "a data URL needs a media type")
+	}
+	if payload == "" {
+		return "", "", fail(path, "the data URL has no data")
+	}
+	return mediaType, payload, nil
+}
+
+func (d *requestDecoder) tools(v json.RawMessage) error {
+	raw, err := arrayOf(v, "tools")
+	if err != nil {
+		return err
+	}
+	for i, t := range raw {
+		p := index("tools", i)
+		f, _, err := fieldsOf(t, p)
+		if err != nil {
+			return err
+		}
+		typ := "function"
+		if tv, ok := f["type"]; ok && !isNull(tv) {
+			if typ, err = stringOf(tv, p+".type"); err != nil {
+				return err
+			}
+		}
+		if typ != "function" {
+			return fail(p+".type", "%q tools are not supported: only function tools", typ)
+		}
+		fv, ok := f["function"]
+		if !ok || isNull(fv) {
+			return fail(p+".function", "required")
+		}
+		ff, _, err := fieldsOf(fv, p+".function")
+		if err != nil {
+			return err
+		}
+		tool := chat.Tool{}
+		if n, ok := ff["name"]; ok && !isNull(n) {
+			if tool.Name, err = stringOf(n, p+".function.name"); err != nil {
+				return err
+			}
+		}
+		if tool.Name == "" {
+			return fail(p+".function.name", "required")
+		}
+		if desc, ok := ff["description"]; ok && !isNull(desc) {
+			if tool.Description, err = stringOf(desc, p+".function.description"); err != nil {
+				return err
+			}
+		}
+		tool.InputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+		if ps, ok := ff["parameters"]; ok && !isNull(ps) {
+			if _, _, err := fieldsOf(ps, p+".function.parameters"); err != nil {
+				return fail(p+".function.parameters", "must be a JSON Schema object")
+			}
+			tool.InputSchema = chat.CloneRaw(ps)
+		}
+		d.r.Tools = append(d.r.Tools, tool)
+	}
+	return nil
+}
+
+func toolChoice(v json.RawMessage) (*chat.ToolChoice, error) {
+	if isString(v) {
+		s, err := stringOf(v, "tool_choice")
+		if err != nil {
+			return nil, err
+		}
+		switch s {
+		case "auto", "none":
+			return &chat.ToolChoice{Type: s}, nil
+		case "required", "any":
+			return &chat.ToolChoice{Type: "any"}, nil
+		}
+		return nil, fail("tool_choice", "%q is not one of auto, none, required", s)
+	}
+	f, _, err := fieldsOf(v, "tool_choice")
+	if err != nil {
+		return nil, fail("tool_choice", "must be a string or a {\"type\":\"function\"} object")
+	}
+	if t, err := stringOf(f["type"], "tool_choice.type"); err != nil || t != "function" {
+		return nil, fail("tool_choice.type", "must be function")
+	}
+	ff, _, err := fieldsOf(f["function"], "tool_choice.function")
+	if err != nil {
+		return nil, err
+	}
+	name, err := stringOf(ff["name"], "tool_choice.function.name")
+	if err != nil || name == "" {
+		return nil, fail("tool_choice.function.name", "required")
+	}
+	return &chat.ToolChoice{Type: "tool", Name: name}, nil
+}

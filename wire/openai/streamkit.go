@@ -1,0 +1,314 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/chat"
+)
+
+// The pieces of stream decoding that the OpenAI-shaped formats share
+// (wire/mistral uses them too): tool-call assembly, the usage object,
+// finish reasons and in-stream errors.
+
+// ToolCallAssembler turns the tool-call fragments of a stream into
+// canonical chunks. Fragments are keyed by the provider's index (the
+// "index" of a tool_calls item); canonical indices (chat.Chunk.Index) are
+// the order in which calls start, 0, 1, ..., whatever the provider's
+// indices were.
+//
+//   - A call's tool_call_start is emitted as soon as its name is known
+//     (normally with its first fragment, which carries id and name); a call
+//     that has no id by then gets "call_<canonical index>". Arguments that
+//     came before the name follow the start as one tool_call_delta.
+//   - Each non-empty argument fragment of a started call is a
+//     tool_call_delta.
+//   - A fragment that carries an id different from the id of the call
+//     open under its key, or a name but no id when that call has started
+//     already, starts a new call: providers that send complete calls all
+//     under index 0 (or with no index) are assembled right.
+//   - Close ends every open call: a call that never got a name is started
+//     then, with an empty name; then, in index order, each open call gets
+//     a "{}" tool_call_delta when it had no argument text, and its
+//     tool_call_end with the complete arguments. So the deltas of a call
+//     always add up to the arguments of its end.
+//
+// Arguments are passed on as the provider sent them, not checked.
+type ToolCallAssembler struct {
+	calls   []assembledCall // in order of first appearance
+	byKey   map[int]int     // provider index → the call open under it
+	started []int           // calls in order of start: a call's canonical index is its place here
+}
+
+type assembledCall struct {
+	id, name string
+	args     []byte
+	index    int // canonical index, once started
+	started  bool
+	closed   bool
+}
+
+// Fragment adds one fragment for the call the provider keys by key and
+// emits the chunks it makes; it returns false as soon as emit does.
+func (a *ToolCallAssembler) Fragment(key int, id, name, args string, emit func(chat.Chunk) bool) bool {
+	if a.byKey == nil {
+		a.byKey = map[int]int{}
+	}
+	pos, ok := a.byKey[key]
+	if ok {
+		c := &a.calls[pos]
+		if c.closed || (id != "" && c.id != "" && id != c.id) || (id == "" && name != "" && c.started) {
+			ok = false
+		}
+	}
+	if !ok {
+		pos = len(a.calls)
+		a.calls = append(a.calls, assembledCall{})
+		a.byKey[key] = pos
+	}
+	c := &a.calls[pos]
+	if c.id == "" {
+		c.id = id
+	}
+	c.args = append(c.args, args...)
+	if !c.started {
+		if name == "" {
+			return true
+		}
+		c.name = name
+		return a.start(pos, emit)
+	}
+	if args != "" {
+		return emit(chat.Chunk{Type: chat.ChunkToolCallDelta, Index: c.index, Arguments: args})
+	}
+	return true
+}
+
+// start emits the start of call pos and the arguments it already has.
+func (a *ToolCallAssembler) start(pos int, emit func(chat.Chunk) bool) bool {
+	c := &a.calls[pos]
+	c.started, c.index = true, len(a.started)
+	a.started = append(a.started, pos)
+	if c.id == "" {
+		c.id = "call_" + strconv.Itoa(c.index)
+	}
+	if !emit(chat.Chunk{Type: chat.ChunkToolCallStart, Index: c.index, ID: c.id, Name: c.name}) {
+		return false
+	}
+	if len(c.args) > 0 {
+		return emit(chat.Chunk{Type: chat.ChunkToolCallDelta, Index: c.index, Arguments: string(c.args)})
+	}
+	return true
+}
+
+// Close ends every open call; it returns false as soon as emit does.
+func (a *ToolCallAssembler) Close(emit func(chat.Chunk) bool) bool {
+	for pos := range a.calls {
+		if c := &a.calls[pos]; !c.started && !c.closed && !a.start(pos, emit) {
+			return false
+		}
+	}
+	for _, pos := range a.started {
+		c := &a.calls[pos]
+		if c.closed {
+			continue
+		}
+		c.closed = true
+		if len(c.args) == 0 {
+			c.args = append(c.args, "{}"...)
+			if !emit(chat.Chunk{Type: chat.ChunkToolCallDelta, Index: c.index, Arguments: "{}"}) {
+				return false
+			}
+		}
+		if !emit(chat.Chunk{Type: chat.ChunkToolCallEnd, Index: c.index, Arguments: string(c.args)}) {
+			return false
+		}
+	}
+	return true
+}
+
+// Usage is the usage object of a Chat Completions response or stream, with
+// the fields of the OpenAI-compatible providers ctxkit reads (DeepSeek's
+// cache counts, OpenRouter's cost).
+type Usage struct {
+	PromptTokens            int64                    `json:"prompt_tokens"`
+	CompletionTokens        int64                    `json:"completion_tokens"`
+	TotalTokens             int64                    `json:"total_tokens"`
+	PromptTokensDetails     *PromptTokensDetails     `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
+	PromptCacheHitTokens    *int64                   `json:"prompt_cache_hit_tokens,omitempty"`
+	PromptCacheMissTokens   *int64                   `json:"prompt_cache_miss_tokens,omitempty"`
+	Cost                    *float64                 `json:"cost,omitempty"`
+}
+
+// PromptTokensDetails breaks the prompt tokens down.
+type PromptTokensDetails struct {
+	CachedTokens     *int64 `json:"cached_tokens,omitempty"`
+	CacheWriteTokens int64  `json:"cache_write_tokens,omitempty"`
+}
+
+// CompletionTokensDetails breaks the completion tokens down.
+type CompletionTokensDetails struct {
+	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
+}
+
+// Chat is the usage as canonical running totals: prompt_tokens is Input
+// (it counts cached tokens too), completion_tokens is Output (reasoning
+// included), prompt_tokens_details.cached_tokens is CacheRead (DeepSeek's
+// prompt_cache_hit_tokens when there is no cached_tokens),
+// prompt_tokens_details.cache_write_tokens is CacheWrite,
+// completion_tokens_details.reasoning_tokens is Reasoning and OpenRouter's
+// cost is Cost.
+func (u *Usage) Chat() *chat.Usage {
+	out := &chat.Usage{Input: u.PromptTokens, Output: u.CompletionTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		if d.CachedTokens != nil {
+			out.CacheRead = *d.CachedTokens
+		}
+		out.CacheWrite = d.CacheWriteTokens
+	}
+	if (u.PromptTokensDetails == nil || u.PromptTokensDetails.CachedTokens == nil) && u.PromptCacheHitTokens != nil {
+		out.CacheRead = *u.PromptCacheHitTokens
+	}
+	if u.CompletionTokensDetails != nil {
+		out.Reasoning = u.CompletionTokensDetails.ReasoningTokens
+	}
+	if u.Cost != nil {
+		c := *u.Cost
+		out.Cost = &c
+	}
+	return out
+}
+
+// appendUsage appends the usage object for canonical running totals, the
+// inverse of Usage.Chat: total_tokens is Input + Output; cached_tokens and
+// reasoning_tokens are always written, cache_write_tokens and cost when
+// set.
+func appendUsage(b []byte, u chat.Usage) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, u.Input, 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, u.Output, 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, u.Input+u.Output, 10)
+	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, u.CacheRead, 10)
+	if u.CacheWrite != 0 {
+		b = append(b, `,"cache_write_tokens":`...)
+		b = strconv.AppendInt(b, u.CacheWrite, 10)
+	}
+	b = append(b, `},"completion_tokens_details":{"reasoning_tokens":`...)
+	b = strconv.AppendInt(b, u.Reasoning, 10)
+	b = append(b, '}')
+	if u.Cost != nil {
+		b = append(b, `,"cost":`...)
+		b = strconv.AppendFloat(b, *u.Cost, 'g', -1, 64)
+	}
+	return append(b, '}')
+}
+
+// StopReason is the canonical reason for a finish_reason: stop → end_turn,
+// length → max_tokens, tool_calls and function_call → tool_use,
+// content_filter → content_filter, error (OpenRouter) and DeepSeek's
+// insufficient_system_resource → error. The Anthropic names (end_turn,
+// max_tokens, tool_use, stop_sequence) that some proxies pass through map
+// to themselves; anything else is end_turn (the raw reason is kept in
+// chat.Stop.Raw by the decoders).
+func StopReason(raw string) chat.StopReason {
+	switch raw {
+	case "length", "max_tokens":
+		return chat.StopMaxTokens
+	case "tool_calls", "function_call", "tool_use":
+		return chat.StopToolUse
+	case "content_filter":
+		return chat.StopContentFilter
+	case "stop_sequence":
+		return chat.StopSequence
+	case "error", "insufficient_system_resource":
+		return chat.StopError
+	}
+	return chat.StopEndTurn
+}
+
+// FinishReason is the finish_reason written for a canonical reason:
+// end_turn and stop_sequence → stop, max_tokens → length, tool_use →
+// tool_calls, content_filter → content_filter, error → error (the value
+// OpenRouter sends when a stream fails; OpenAI has none), and stop for
+// anything else.
+func FinishReason(r chat.StopReason) string {
+	switch r {
+	case chat.StopMaxTokens:
+		return "length"
+	case chat.StopToolUse:
+		return "tool_calls"
+	case chat.StopContentFilter:
+		return "content_filter"
+	case chat.StopError:
+		return "error"
+	}
+	return "stop"
+}
+
+type wireError struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+}
+
+// StreamError reads the value of an "error" key in a stream (an object
+// {"message","type","code"}, or a bare string) as a canonical stream
+// error. Its Type is the error's type, or its code (a string, or a number
+// as text) when it has no type, or "error". It is retryable when the type
+// or code names a rate limit, an overload, a server error, an unavailable
+// service or a timeout, or is the status 408, 429 or 5xx.
+func StreamError(raw []byte) *chat.StreamError {
+	raw = bytes.TrimSpace(raw)
+	var e wireError
+	if len(raw) > 0 && raw[0] == '"' {
+		if json.Unmarshal(raw, &e.Message) != nil {
+			e.Message = string(raw)
+		}
+	} else if json.Unmarshal(raw, &e) != nil {
+		e = wireError{Message: string(raw)}
+	}
+	code := ""
+	if c := bytes.TrimSpace(e.Code); len(c) > 0 && string(c) != "null" {
+		if c[0] == '"' {
+			_ = json.Unmarshal(c, &code)
+		} else {
+			code = string(c)
+		}
+	}
+	out := &chat.StreamError{Type: e.Type, Message: e.Message}
+	if out.Type == "" {
+		out.Type = code
+	}
+	if out.Type == "" {
+		out.Type = "error"
+	}
+	out.Retryable = Retryable(e.Type) || Retryable(code)
+	return out
+}
+
+// Retryable reports whether an error type or code says that retrying may
+// succeed: it names a rate limit, an overload, a server error, an
+// unavailable service or a timeout (server_error, rate_limit_exceeded,
+// overloaded_error, service_unavailable, ...), or is the status 408, 429
+// or 5xx.
+func Retryable(typ string) bool {
+	if typ == "" {
+		return false
+	}
+	if n, err := strconv.Atoi(typ); err == nil {
+		return n == 408 || n == 429 || (n >= 500 && n <= 599)
+	}
+	t := strings.ToLower(typ)
+	for _, s := range []string{"rate_limit", "ratelimit", "overloaded", "server_error", "unavailable", "timeout", "throttl", "internal_error"} {
+		if strings.Contains(t, s) {
+			return true
+		}
+	}
+	return false
+}
