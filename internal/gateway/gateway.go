@@ -189,12 +189,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 		WriteError(w, d, http.StatusBadGateway, "api_error", fmt.Sprintf("upstream %s unreachable", p.Name))
 		return
 	}
-	defer resp.Body.Close()
+	upBody := &drainCloser{rc: resp.Body}
+	defer upBody.Close()
 	if resp.StatusCode/100 != 2 {
 		g.upstreamError(w, d, p, resp)
 		return
 	}
-	chunks := decoder(p.Type)(resp.Body)
+	chunks := decoder(p.Type)(upBody)
 	id, created := newID(d), g.opts.Now().Unix()
 	if streaming {
 		h := w.Header()
@@ -414,6 +415,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(data, '\n'))
+}
+
+// drainCloser reads what is left of an upstream body (up to a bound)
+// before closing it, so the connection goes back to the pool instead of
+// being torn down; decoders stop at the stream's end marker, before EOF.
+type drainCloser struct {
+	rc     io.ReadCloser
+	closed bool
+}
+
+func (d *drainCloser) Read(p []byte) (int, error) { return d.rc.Read(p) }
+
+func (d *drainCloser) Close() error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	io.CopyN(io.Discard, d.rc, 64<<10)
+	return d.rc.Close()
 }
 
 func newID(d Dialect) string {
