@@ -111,27 +111,38 @@ func Read(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 var errTooLong = fmt.Errorf("line too long")
 
 // readLine reads one line without its end (LF, CRLF or CR), at most limit
-// bytes long.
+// bytes long. It scans what the reader has buffered rather than going
+// byte by byte.
 func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	var line []byte
 	for {
-		b, err := br.ReadByte()
-		if err != nil {
-			return line, err
-		}
-		switch b {
-		case '\n':
-			return line, nil
-		case '\r':
-			if next, err := br.Peek(1); err == nil && next[0] == '\n' {
-				br.ReadByte()
+		if br.Buffered() == 0 {
+			if _, err := br.Peek(1); err != nil {
+				return line, err
 			}
-			return line, nil
 		}
-		if len(line) >= limit {
+		buf, _ := br.Peek(br.Buffered())
+		i := bytes.IndexAny(buf, "\r\n")
+		if i < 0 {
+			if len(line)+len(buf) > limit {
+				return nil, errTooLong
+			}
+			line = append(line, buf...)
+			br.Discard(len(buf))
+			continue
+		}
+		if len(line)+i > limit {
 			return nil, errTooLong
 		}
-		line = append(line, b)
+		line = append(line, buf[:i]...)
+		end := buf[i]
+		br.Discard(i + 1)
+		if end == '\r' {
+			if next, err := br.Peek(1); err == nil && next[0] == '\n' {
+				br.Discard(1)
+			}
+		}
+		return line, nil
 	}
 }
 
