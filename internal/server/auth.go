@@ -75,11 +75,6 @@ func Mint(key ed25519.PrivateKey, p Principal, ttl time.Duration, now time.Time)
 }
 
 // verify checks a token's signature, algorithm, expiry and claims.
-func verify(pub ed25519.PublicKey, token string, now time.Time) (Principal, error) {
-	p, _, err := verifyClaims(pub, token, now)
-	return p, err
-}
-
 // verified is a token that passed verify, with the times it is valid
 // between, so it need not be verified again until then.
 type verified struct {
