@@ -74,14 +74,14 @@ func Mint(key ed25519.PrivateKey, p Principal, ttl time.Duration, now time.Time)
 	return jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(key)
 }
 
-// verify checks a token's signature, algorithm, expiry and claims.
-// verified is a token that passed verify, with the times it is valid
-// between, so it need not be verified again until then.
+// verified is a token that passed verifyClaims, with the times it is
+// valid between, so it need not be verified again until then.
 type verified struct {
 	p                  Principal
 	notBefore, expires time.Time
 }
 
+// verifyClaims checks a token's signature, algorithm, expiry and claims.
 func verifyClaims(pub ed25519.PublicKey, token string, now time.Time) (Principal, verified, error) {
 	p, c, err := parseToken(pub, token, now)
 	if err != nil {

@@ -205,3 +205,32 @@ func fixedRate(b *testing.B, c *http.Client, rate int, dur time.Duration, direct
 }
 
 func fmtSscan(s string, n *int) (int, error) { return fmt.Sscan(s, n) }
+
+// TestTokenCacheHonoursExpiry: a token verified once is not verified
+// again, but only while it is valid.
+func TestTokenCacheHonoursExpiry(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	e := newEnv(t, func(o *server.Options) {
+		o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	})
+	tok, err := server.Mint(e.key, server.Principal{OwnerID: "o", AgentID: "a", Roles: []string{"curator"}}, time.Minute, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if r := e.do("GET", "/breadcrumbs", tok, nil); r.status != 200 {
+			t.Fatalf("valid token, request %d: %d", i, r.status)
+		}
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	if r := e.do("GET", "/breadcrumbs", tok, nil); r.status != 401 {
+		t.Fatalf("an expired token was accepted from the cache: %d", r.status)
+	}
+	// A tampered token never matches a cached entry.
+	if r := e.do("GET", "/breadcrumbs", tok[:len(tok)-2]+"AA", nil); r.status != 401 {
+		t.Fatalf("tampered token: %d", r.status)
+	}
+}
