@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 
 	"github.com/ctxkit/ctxkit/internal/gateway"
 )
@@ -41,6 +44,35 @@ var streams = map[string]struct {
 	gateway.TypeGemini: {"text/event-stream", "" +
 		"data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Hello\"}]},\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":100,\"cachedContentTokenCount\":80,\"candidatesTokenCount\":1,\"totalTokenCount\":101}}\n\n" +
 		"data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\", world\"}]},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":100,\"cachedContentTokenCount\":80,\"candidatesTokenCount\":7,\"totalTokenCount\":107}}\n\n"},
+}
+
+// bedrockStream is the same response as ConverseStream event-stream frames.
+func bedrockStream() string {
+	var b bytes.Buffer
+	for _, f := range []struct{ typ, payload string }{
+		{"messageStart", `{"role":"assistant"}`},
+		{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"Hello"}}`},
+		{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":", world"}}`},
+		{"contentBlockStop", `{"contentBlockIndex":0}`},
+		{"messageStop", `{"stopReason":"end_turn"}`},
+		{"metadata", `{"usage":{"inputTokens":20,"outputTokens":7,"totalTokens":107,"cacheReadInputTokens":80,"cacheWriteInputTokens":0},"metrics":{"latencyMs":12}}`},
+	} {
+		var hs eventstream.Headers
+		hs.Set(":event-type", eventstream.StringValue(f.typ))
+		hs.Set(":content-type", eventstream.StringValue("application/json"))
+		hs.Set(":message-type", eventstream.StringValue("event"))
+		if err := eventstream.NewEncoder().Encode(&b, eventstream.Message{Headers: hs, Payload: []byte(f.payload)}); err != nil {
+			panic(err)
+		}
+	}
+	return b.String()
+}
+
+func init() {
+	streams[gateway.TypeBedrock] = struct {
+		contentType string
+		body        string
+	}{"application/vnd.amazon.eventstream", bedrockStream()}
 }
 
 const openAIStream = "" +
@@ -112,7 +144,7 @@ func setup(t *testing.T) (*httptest.Server, map[string]*upstream) {
 	t.Helper()
 	ups := map[string]*upstream{}
 	var providers []map[string]any
-	for _, typ := range []string{gateway.TypeAnthropic, gateway.TypeOpenAI, gateway.TypeDeepSeek, gateway.TypeMistral, gateway.TypeGemini} {
+	for _, typ := range []string{gateway.TypeAnthropic, gateway.TypeOpenAI, gateway.TypeDeepSeek, gateway.TypeMistral, gateway.TypeGemini, gateway.TypeBedrock} {
 		u := newUpstream(t, typ)
 		ups[typ] = u
 		env := "CTXKIT_TEST_KEY_" + strings.ToUpper(typ)
@@ -287,6 +319,10 @@ func checkUpstream(t *testing.T, typ string, r *http.Request, body map[string]an
 		if r.URL.Path != "/base/v1beta/models/gemini-model:streamGenerateContent" || r.URL.Query().Get("alt") != "sse" || r.Header.Get("x-goog-api-key") != key {
 			t.Errorf("gemini upstream request: %s %v", r.URL, r.Header)
 		}
+	case gateway.TypeBedrock:
+		if r.URL.Path != "/base/model/bedrock-model/converse-stream" || r.Header.Get("Authorization") != "Bearer "+key || body["messages"] == nil {
+			t.Errorf("bedrock upstream request: %s %v %v", r.URL, r.Header, body)
+		}
 	default:
 		if r.URL.Path != "/base/chat/completions" || r.Header.Get("Authorization") != "Bearer "+key || body["stream"] != true {
 			t.Errorf("%s upstream request: %s %v %v", typ, r.URL, r.Header, body)
@@ -388,7 +424,7 @@ func TestModels(t *testing.T) {
 		Data   []struct{ ID, Object, Type, OwnedBy string }
 	}
 	json.NewDecoder(resp.Body).Decode(&m)
-	if m.Object != "list" || len(m.Data) != 5 || m.Data[0].ID != "anthropic-model" || m.Data[0].Type != "model" || m.Data[0].Object != "model" {
+	if m.Object != "list" || len(m.Data) != 6 || m.Data[0].ID != "anthropic-model" || m.Data[0].Type != "model" || m.Data[0].Object != "model" {
 		t.Fatalf("%+v", m)
 	}
 }
