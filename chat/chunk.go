@@ -117,6 +117,8 @@ type Response struct {
 }
 
 // Collect reads a chunk stream to its end and puts the response together.
+// Tool call arguments that are not a JSON object are kept as
+// {"_raw": "<text>"}.
 // It stops at the first decode error and returns it with what it had.
 func Collect(chunks iter.Seq2[Chunk, error]) (Response, error) {
 	var (
@@ -172,7 +174,7 @@ func Collect(chunks iter.Seq2[Chunk, error]) (Response, error) {
 			if a == "" {
 				a = "{}"
 			}
-			r.Content[pos].Input = json.RawMessage(a)
+			r.Content[pos].Input = toolInput(a)
 		case ChunkUsage:
 			if c.Usage != nil {
 				r.Usage = *c.Usage // running totals: the last one wins
@@ -189,6 +191,18 @@ func Collect(chunks iter.Seq2[Chunk, error]) (Response, error) {
 		}
 	}
 	return r, nil
+}
+
+// toolInput is a tool call's arguments as a block's input: a JSON object
+// as it came; anything else (a stream cut inside the arguments, a model
+// that wrote something that is not an object) kept as {"_raw": "<text>"},
+// so the block stays valid and nothing is lost.
+func toolInput(args string) json.RawMessage {
+	if t := strings.TrimSpace(args); strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
+		return json.RawMessage(args)
+	}
+	raw, _ := json.Marshal(map[string]string{"_raw": args})
+	return raw
 }
 
 // Stream turns a decoding function into the iterator every DecodeStream

@@ -89,3 +89,16 @@ func TestStreamClosesOnBreak(t *testing.T) {
 		t.Fatalf("%+v %v", r, err)
 	}
 }
+
+// TestCollectKeepsBrokenArguments: arguments that are not a JSON object (a
+// stream cut inside them) are kept as {"_raw": ...}, never dropped or
+// passed on as invalid JSON.
+func TestCollectKeepsBrokenArguments(t *testing.T) {
+	r, err := chat.Collect(chat.Stream(strings.NewReader(""), chunks(
+		chat.Chunk{Type: chat.ChunkToolCallStart, Index: 0, ID: "c", Name: "f"},
+		chat.Chunk{Type: chat.ChunkToolCallEnd, Index: 0, Arguments: `{"path": "a`},
+	)))
+	if err != nil || string(r.Content[0].Input) != `{"_raw":"{\"path\": \"a"}` {
+		t.Fatalf("%v %s", err, r.Content[0].Input)
+	}
+}

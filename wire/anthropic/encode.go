@@ -108,8 +108,9 @@ func EncodeStream(w io.Writer, flush func(), model, id string, chunks iter.Seq2[
 // API's reasons and DecodeStream maps it to Stop.Reason (this keeps
 // pause_turn, refusal and model_context_window_exceeded); otherwise it
 // follows Stop.Reason: end_turn, max_tokens, tool_use and stop_sequence
-// as they are, content_filter as refusal, and error (the API has no such
-// reason; an error event says what failed) and anything else as end_turn.
+// as they are, content_filter as refusal, and anything else as end_turn.
+// A stop of reason error becomes an api_error event instead (the API has
+// no such reason), which ends the stream.
 // stop_sequence is always null.
 //
 // Close ends the stream: it closes the open blocks, writes the pending stop
@@ -195,6 +196,16 @@ func (s *StreamWriter) Write(c chat.Chunk) error {
 			s.addUsage(*c.Usage)
 		}
 	case chat.ChunkStop:
+		if c.Stop != nil && c.Stop.Reason == chat.StopError {
+			// The API has no error stop reason: the upstream ended in error
+			// (a malformed tool call, say), so the client gets an error event.
+			msg := "the upstream stopped with an error"
+			if c.Stop.Raw != "" {
+				msg += ": " + c.Stop.Raw
+			}
+			s.fail("api_error", msg, true)
+			break
+		}
 		if c.Stop != nil {
 			s.content() // writes an earlier stop, if any
 			s.closeBlock()

@@ -313,7 +313,7 @@ func TestEncodeStreamErrors(t *testing.T) {
 			{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopContentFilter, Raw: "content_filter"}},
 			{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopError, Raw: "error"}},
 		},
-		want: `message_start message_delta message_delta message_stop {"type":"message_stop"}`,
+		want: `message_start message_delta error {"type":"error","error":{"type":"api_error","message":"the upstream stopped with an error: error"}}`,
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
