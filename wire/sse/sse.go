@@ -12,10 +12,15 @@ import (
 	"io"
 	"iter"
 	"strings"
+	"sync"
 )
 
 // DefaultMaxEvent bounds one event (all its data lines together).
 const DefaultMaxEvent = 8 << 20
+
+// readers are reused across streams: a reader's buffer is the largest
+// allocation of a short stream.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
 // Event is one event. Data joins the event's data lines with "\n".
 type Event struct {
@@ -33,7 +38,12 @@ func Read(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 		maxEvent = DefaultMaxEvent
 	}
 	return func(yield func(Event, error) bool) {
-		br := bufio.NewReaderSize(r, 64<<10)
+		br := readers.Get().(*bufio.Reader)
+		br.Reset(r)
+		defer func() {
+			br.Reset(nil) // drop the reference to r
+			readers.Put(br)
+		}()
 		var (
 			ev      Event
 			data    bytes.Buffer
