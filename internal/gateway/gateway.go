@@ -56,6 +56,10 @@ type Options struct {
 	Logger       *slog.Logger
 	MaxBodyBytes int64 // request body limit, default 32 MiB (images make requests large)
 	MaxErrorBody int64 // how much of an upstream error body is read, default 64 KiB
+	// MaxResponseBytes bounds an upstream stream collected for a
+	// non-streaming client (default 64 MiB); streamed responses pass
+	// through chunk by chunk and are bounded per event by the decoders.
+	MaxResponseBytes int64
 	Now          func() time.Time
 }
 
@@ -96,6 +100,9 @@ func New(cfg *Config, opts Options) *Gateway {
 	}
 	if opts.MaxErrorBody <= 0 {
 		opts.MaxErrorBody = 64 << 10
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = 64 << 20
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -195,7 +202,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 		g.upstreamError(w, d, p, resp)
 		return
 	}
-	chunks := decoder(p.Type)(upBody)
+	var src io.Reader = upBody
+	if !streaming {
+		src = &capped{r: upBody, left: g.opts.MaxResponseBytes}
+	}
+	chunks := decoder(p.Type)(src)
 	id, created := newID(d), g.opts.Now().Unix()
 	if streaming {
 		h := w.Header()
@@ -415,6 +426,24 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(data, '\n'))
+}
+
+// capped ends a read with an error once more than left bytes have come.
+type capped struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("the upstream response is larger than the gateway collects for a non-streaming client")
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // drainCloser reads what is left of an upstream body (up to a bound)

@@ -455,3 +455,33 @@ func TestLoadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectedResponseIsBounded: an upstream that streams without end to
+// a non-streaming client is cut off at the bound with a 502, not collected
+// into memory without limit.
+func TestCollectedResponseIsBounded(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" + strings.Repeat("x", 1000) + "\"}}]}\n\n"
+		for i := 0; i < 10000 && r.Context().Err() == nil; i++ {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer up.Close()
+	t.Setenv("CTXKIT_TEST_KEY", "k")
+	cfgPath := filepath.Join(t.TempDir(), "g.json")
+	os.WriteFile(cfgPath, []byte(`{"providers":[{"name":"up","type":"openai","base_url":"`+up.URL+`","api_key_env":"CTXKIT_TEST_KEY","models":["m"]}]}`), 0o600)
+	cfg, err := gateway.LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gateway.New(cfg, gateway.Options{MaxResponseBytes: 100 << 10})
+	srv := httptest.NewServer(http.HandlerFunc(g.ChatCompletions))
+	defer srv.Close()
+	resp, body := post(t, srv.URL, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 502 || !strings.Contains(string(body), "larger than the gateway collects") {
+		t.Fatalf("%d %.200s", resp.StatusCode, body)
+	}
+}
