@@ -60,7 +60,7 @@ type Options struct {
 	// non-streaming client (default 64 MiB); streamed responses pass
 	// through chunk by chunk and are bounded per event by the decoders.
 	MaxResponseBytes int64
-	Now          func() time.Time
+	Now              func() time.Time
 }
 
 // Gateway serves the gateway routes.
