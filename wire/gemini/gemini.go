@@ -49,7 +49,9 @@
 //	tool_result        {"functionResponse":{"name","response"}} (see Tool
 //	                   results)
 //	thinking           {"text":thinking,"thought":true,"thoughtSignature":
-//	                   signature}; left out when both are empty
+//	                   signature}; with no text, its signature rides on a
+//	                   neighbouring part like a thought_signature block;
+//	                   left out when both are empty
 //	reasoning          {"text":text,"thought":true}; left out when empty
 //	thought_signature  its signature rides on a neighbouring part (see
 //	                   Thought signatures)
@@ -90,7 +92,9 @@
 // empty text part {"text":"","thoughtSignature":…}. So [thought_signature,
 // tool_use] and [tool_use, thought_signature] both sign the functionCall,
 // where Gemini wants the signature. A thinking block keeps its own
-// signature on its thought part.
+// signature on its thought part; a thinking block with a signature and no
+// text (what a Gemini stream gives for a signed functionCall or answer) is
+// placed like a thought_signature block.
 //
 // # Tools
 //
@@ -361,8 +365,15 @@ func (e *encoder) message(i int, m *chat.Message) []Part {
 		case chat.TypeToolResult:
 			e.toolResult(&ps, b, path)
 		case chat.TypeThinking:
-			if b.Thinking != "" || b.Signature != "" {
+			switch {
+			case b.Thinking != "":
 				ps.add(Part{Text: b.Thinking, Thought: true, ThoughtSignature: b.Signature})
+			case b.Signature != "":
+				// A signature with no thought text is what a Gemini stream
+				// gives for a signed functionCall or text part: it goes back
+				// on the part that follows, like a thought_signature block
+				// (Gemini 3 refuses a functionCall without its signature).
+				ps.pending = append(ps.pending, b.Signature)
 			}
 		case chat.TypeReasoning:
 			if b.Text != "" {
