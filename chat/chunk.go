@@ -126,38 +126,61 @@ func Collect(chunks iter.Seq2[Chunk, error]) (Response, error) {
 		calls = map[int]int{} // tool call index → block position
 		args  = map[int]*strings.Builder{}
 		last  = "" // the type of the block being added to
+		// The text of the block being added to, built in linear time and
+		// set on the block when another begins or the stream ends.
+		text, sig strings.Builder
+		signed    bool
 	)
+	settle := func() {
+		if len(r.Content) == 0 {
+			return
+		}
+		b := &r.Content[len(r.Content)-1]
+		switch last {
+		case TypeText:
+			b.Text = text.String()
+		case TypeThinking:
+			b.Thinking, b.Signature = text.String(), sig.String()
+		}
+		text.Reset()
+		sig.Reset()
+		signed = false
+	}
+	begin := func(b Block) {
+		settle()
+		r.Content = append(r.Content, b)
+		last = b.Type
+	}
 	for c, err := range chunks {
 		if err != nil {
+			settle()
 			return r, err
 		}
 		switch c.Type {
 		case ChunkText:
 			if last != TypeText {
-				r.Content = append(r.Content, Block{Type: TypeText})
-				last = TypeText
+				begin(Block{Type: TypeText})
 			}
-			r.Content[len(r.Content)-1].Text += c.Text
+			text.WriteString(c.Text)
 		case ChunkReasoning:
 			if c.Redacted != "" {
-				r.Content = append(r.Content, Block{Type: TypeRedactedThinking, Data: c.Redacted})
-				last = TypeRedactedThinking
+				begin(Block{Type: TypeRedactedThinking, Data: c.Redacted})
 				continue
 			}
 			// A signed thinking block is complete: more reasoning, or
 			// another signature, starts a new one.
-			if last != TypeThinking || r.Content[len(r.Content)-1].Signature != "" {
-				r.Content = append(r.Content, Block{Type: TypeThinking})
-				last = TypeThinking
+			if last != TypeThinking || signed {
+				begin(Block{Type: TypeThinking})
 			}
-			b := &r.Content[len(r.Content)-1]
-			b.Thinking += c.Text
-			b.Signature += c.Signature
+			text.WriteString(c.Text)
+			if c.Signature != "" {
+				sig.WriteString(c.Signature)
+				signed = true
+			}
 		case ChunkToolCallStart:
 			calls[c.Index] = len(r.Content)
 			args[c.Index] = &strings.Builder{}
-			r.Content = append(r.Content, Block{Type: TypeToolUse, ID: c.ID, Name: c.Name})
-			last = TypeToolUse
+			begin(Block{Type: TypeToolUse, ID: c.ID, Name: c.Name})
 		case ChunkToolCallDelta:
 			if b, ok := args[c.Index]; ok {
 				b.WriteString(c.Arguments)
@@ -190,6 +213,7 @@ func Collect(chunks iter.Seq2[Chunk, error]) (Response, error) {
 			}
 		}
 	}
+	settle()
 	return r, nil
 }
 

@@ -102,3 +102,18 @@ func TestCollectKeepsBrokenArguments(t *testing.T) {
 		t.Fatalf("%v %s", err, r.Content[0].Input)
 	}
 }
+
+// BenchmarkCollectLongText: putting a long response together costs time
+// in proportion to its length (128k small text chunks).
+func BenchmarkCollectLongText(b *testing.B) {
+	cs := make([]chat.Chunk, 128<<10)
+	for i := range cs {
+		cs[i] = chat.Chunk{Type: chat.ChunkText, Text: "abcd"}
+	}
+	for b.Loop() {
+		r, _ := chat.Collect(chat.Stream(strings.NewReader(""), chunks(cs...)))
+		if len(r.Content[0].Text) != 4*len(cs) {
+			b.Fatal("lost text")
+		}
+	}
+}

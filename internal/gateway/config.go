@@ -98,6 +98,9 @@ func (c *Config) check(getenv func(string) string) error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%s.base_url: %q is not an http(s) URL", at, p.BaseURL)
 		}
+		if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return fmt.Errorf("%s.base_url: no query, fragment or credentials (ctxkit appends the API's path; keys go in api_key_env)", at)
+		}
 		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
 		if len(p.Models) == 0 {
 			return fmt.Errorf("%s.models: at least one model", at)
@@ -116,6 +119,9 @@ func (c *Config) check(getenv func(string) string) error {
 		}
 		if p.key = getenv(p.APIKeyEnv); p.key == "" {
 			return fmt.Errorf("%s.api_key_env: %s is not set", at, p.APIKeyEnv)
+		}
+		if strings.ContainsFunc(p.key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return fmt.Errorf("%s.api_key_env: %s holds control characters (a stray newline?)", at, p.APIKeyEnv)
 		}
 	}
 	return nil

@@ -26,6 +26,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -85,12 +86,20 @@ type Model struct {
 // New returns a gateway for cfg (checked by LoadConfig).
 func New(cfg *Config, opts Options) *Gateway {
 	if opts.Client == nil {
-		opts.Client = &http.Client{Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			ResponseHeaderTimeout: 60 * time.Second,
-			MaxIdleConnsPerHost:   64,
-			IdleConnTimeout:       90 * time.Second,
-		}}
+		opts.Client = &http.Client{
+			Transport: &http.Transport{
+				Proxy:                 http.ProxyFromEnvironment,
+				DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+				TLSHandshakeTimeout:   10 * time.Second,
+				ResponseHeaderTimeout: 60 * time.Second,
+				MaxIdleConnsPerHost:   64,
+				IdleConnTimeout:       90 * time.Second,
+			},
+			// A redirect is answered as the upstream's error: following it
+			// would send the provider's key (x-api-key, x-goog-api-key) to
+			// another host, and turn the POST into a GET.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -206,7 +215,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 	if !streaming {
 		src = &capped{r: upBody, left: g.opts.MaxResponseBytes}
 	}
-	chunks := decoder(p.Type)(src)
+	chunks := untilStop(decoder(p.Type)(src), p.Name)
 	id, created := newID(d), g.opts.Now().Unix()
 	if streaming {
 		h := w.Header()
@@ -235,15 +244,25 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 		if r.Context().Err() != nil {
 			return
 		}
+		var cut errCut
+		if errors.As(err, &cut) {
+			WriteError(w, d, http.StatusBadGateway, "api_error", err.Error())
+			return
+		}
 		WriteError(w, d, http.StatusBadGateway, "api_error", fmt.Sprintf("upstream %s sent a stream ctxkit could not read: %v", p.Name, err))
 		return
 	}
-	if res.Error != nil && len(res.Content) == 0 {
-		status := http.StatusBadGateway
-		if res.Error.Retryable {
-			status = http.StatusServiceUnavailable
+	if res.Error != nil {
+		// The upstream failed: the client gets the failure (whatever
+		// came before it is incomplete), with a status it can act on.
+		status, typ := http.StatusBadGateway, "api_error"
+		switch {
+		case strings.Contains(strings.ToLower(res.Error.Type), "rate") || strings.Contains(strings.ToLower(res.Error.Type), "throttl") || res.Error.Type == "RESOURCE_EXHAUSTED":
+			status, typ = http.StatusTooManyRequests, "rate_limit_error"
+		case res.Error.Retryable:
+			status, typ = http.StatusServiceUnavailable, "overloaded_error"
 		}
-		WriteError(w, d, status, res.Error.Type, res.Error.Message)
+		WriteError(w, d, status, typ, fmt.Sprintf("upstream %s: %s: %s", p.Name, res.Error.Type, res.Error.Message))
 		return
 	}
 	var out []byte
@@ -461,8 +480,54 @@ func (d *drainCloser) Close() error {
 		return nil
 	}
 	d.closed = true
-	io.CopyN(io.Discard, d.rc, 64<<10)
+	// An upstream that keeps the connection open after the stream's end
+	// (or after an error) must not hold the request: the drain gets a
+	// moment, then the body is closed (and the connection dropped).
+	done := make(chan struct{})
+	go func() {
+		io.CopyN(io.Discard, d.rc, 64<<10)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(50 * time.Millisecond):
+	}
 	return d.rc.Close()
+}
+
+// errCut is what a client learns of an upstream stream that ended with
+// neither a stop nor an error.
+type errCut struct{ provider string }
+
+func (e errCut) Error() string {
+	return "upstream " + e.provider + " ended its stream before the response was complete"
+}
+
+// untilStop passes chunks on up to the first error chunk and, when the
+// stream ends without a stop or an error chunk (a cut connection, a proxy
+// timeout), ends it with an error: a client must never take a cut response
+// for a complete one.
+func untilStop(chunks iter.Seq2[chat.Chunk, error], provider string) iter.Seq2[chat.Chunk, error] {
+	return func(yield func(chat.Chunk, error) bool) {
+		ended := false
+		for c, err := range chunks {
+			if err != nil {
+				yield(c, err)
+				return
+			}
+			if c.Type == chat.ChunkStop || c.Type == chat.ChunkError {
+				ended = true
+			}
+			if !yield(c, nil) || c.Type == chat.ChunkError {
+				// An error ends the response: what an upstream sends after
+				// one (if it ever ends its stream) changes nothing.
+				return
+			}
+		}
+		if !ended {
+			yield(chat.Chunk{}, errCut{provider})
+		}
+	}
 }
 
 func newID(d Dialect) string {

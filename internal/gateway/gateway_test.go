@@ -485,3 +485,97 @@ func TestCollectedResponseIsBounded(t *testing.T) {
 		t.Fatalf("%d %.200s", resp.StatusCode, body)
 	}
 }
+
+// oneProvider starts a gateway with a single openai-type provider in front
+// of handler.
+func oneProvider(t *testing.T, handler http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	up := httptest.NewServer(handler)
+	t.Cleanup(up.Close)
+	t.Setenv("CTXKIT_TEST_KEY", "k")
+	cfgPath := filepath.Join(t.TempDir(), "g.json")
+	os.WriteFile(cfgPath, []byte(`{"providers":[{"name":"up","type":"openai","base_url":"`+up.URL+`","api_key_env":"CTXKIT_TEST_KEY","models":["m"]}]}`), 0o600)
+	cfg, err := gateway.LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gateway.New(cfg, gateway.Options{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", g.Messages)
+	mux.HandleFunc("POST /v1/chat/completions", g.ChatCompletions)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestCutUpstreamIsAnError: an upstream stream that ends without a finish
+// (a dropped connection, a proxy timeout) is never passed off as a
+// complete answer, in either dialect, streaming or not.
+func TestCutUpstreamIsAnError(t *testing.T) {
+	srv := oneProvider(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello, wor\"}}]}\n\n")
+	})
+	resp, body := post(t, srv.URL+"/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 502 || !strings.Contains(string(body), "before the response was complete") {
+		t.Errorf("anthropic, plain: %d %s", resp.StatusCode, body)
+	}
+	resp, body = post(t, srv.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 502 {
+		t.Errorf("openai, plain: %d %s", resp.StatusCode, body)
+	}
+	_, body = post(t, srv.URL+"/v1/messages", `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if !strings.Contains(string(body), "event: error") || strings.Contains(string(body), "message_stop") {
+		t.Errorf("anthropic, stream: %s", body)
+	}
+	_, body = post(t, srv.URL+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if !strings.Contains(string(body), `"error"`) || strings.Contains(string(body), "[DONE]") {
+		t.Errorf("openai, stream: %s", body)
+	}
+}
+
+// TestErrorAfterContent: content then an in-stream error gives a
+// non-streaming client the error with a status it can act on, promptly,
+// even when the upstream keeps its connection open.
+func TestErrorAfterContent(t *testing.T) {
+	srv := oneProvider(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\n\n")
+		io.WriteString(w, "data: {\"error\":{\"message\":\"Overloaded\",\"type\":\"server_error\",\"code\":503}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // and never ends the stream
+	})
+	start := time.Now()
+	resp, body := post(t, srv.URL+"/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 503 || !strings.Contains(string(body), `"overloaded_error"`) || !strings.Contains(string(body), "Overloaded") {
+		t.Errorf("%d %s", resp.StatusCode, body)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the answer took %v: the gateway waited on the upstream's open connection", d)
+	}
+}
+
+// TestRedirectNotFollowed: an upstream redirect is an error, and the
+// provider's key never goes to the other host.
+func TestRedirectNotFollowed(t *testing.T) {
+	var leaked sync.Mutex
+	got := ""
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Lock()
+		got = r.Header.Get("Authorization") + r.Header.Get("x-api-key")
+		leaked.Unlock()
+	}))
+	defer other.Close()
+	srv := oneProvider(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/steal", http.StatusTemporaryRedirect)
+	})
+	resp, body := post(t, srv.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 502 {
+		t.Errorf("%d %s", resp.StatusCode, body)
+	}
+	leaked.Lock()
+	defer leaked.Unlock()
+	if got != "" {
+		t.Errorf("the provider key reached another host: %q", got)
+	}
+}

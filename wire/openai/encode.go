@@ -91,7 +91,7 @@ type streamEncoder struct {
 	head  []byte // `data: {"id":...,"choices":`
 	buf   []byte
 	role  bool           // the role was written
-	sent  map[int]string // tool call index → the arguments written so far
+	sent  map[int][]byte // tool call index → the arguments written so far
 	usage *chat.Usage
 }
 
@@ -177,9 +177,9 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 		return e.end(b, "")
 	case chat.ChunkToolCallStart:
 		if e.sent == nil {
-			e.sent = map[int]string{}
+			e.sent = map[int][]byte{}
 		}
-		e.sent[c.Index] = ""
+		e.sent[c.Index] = nil
 		b := append(field(e.begin(), "tool_calls"), `[{"index":`...)
 		b = strconv.AppendInt(b, int64(c.Index), 10)
 		b = append(b, `,"id":`...)
@@ -194,13 +194,13 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 		sent := e.sent[c.Index]
 		all := c.Arguments
 		if all == "" {
-			all = sent
+			all = string(sent)
 		}
 		if all == "" {
 			all = "{}"
 		}
-		if rest, ok := strings.CutPrefix(all, sent); ok && rest != "" {
-			return e.arguments(c.Index, rest)
+		if len(all) > len(sent) && all[:len(sent)] == string(sent) {
+			return e.arguments(c.Index, all[len(sent):])
 		}
 		return nil
 	case chat.ChunkStop:
@@ -230,9 +230,9 @@ func (e *streamEncoder) arguments(i int, args string) error {
 		return nil
 	}
 	if e.sent == nil {
-		e.sent = map[int]string{}
+		e.sent = map[int][]byte{}
 	}
-	e.sent[i] += args
+	e.sent[i] = append(e.sent[i], args...)
 	b := append(field(e.begin(), "tool_calls"), `[{"index":`...)
 	b = strconv.AppendInt(b, int64(i), 10)
 	b = append(b, `,"function":{"arguments":`...)
