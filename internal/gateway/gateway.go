@@ -471,9 +471,16 @@ func (c *capped) Read(p []byte) (int, error) {
 type drainCloser struct {
 	rc     io.ReadCloser
 	closed bool
+	eof    bool // the body was read to its end: nothing to drain
 }
 
-func (d *drainCloser) Read(p []byte) (int, error) { return d.rc.Read(p) }
+func (d *drainCloser) Read(p []byte) (int, error) {
+	n, err := d.rc.Read(p)
+	if err == io.EOF {
+		d.eof = true
+	}
+	return n, err
+}
 
 func (d *drainCloser) Close() error {
 	if d.closed {
@@ -483,14 +490,10 @@ func (d *drainCloser) Close() error {
 	// An upstream that keeps the connection open after the stream's end
 	// (or after an error) must not hold the request: the drain gets a
 	// moment, then the body is closed (and the connection dropped).
-	done := make(chan struct{})
-	go func() {
+	if !d.eof {
+		stop := time.AfterFunc(50*time.Millisecond, func() { d.rc.Close() }) // unblocks the read
 		io.CopyN(io.Discard, d.rc, 64<<10)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(50 * time.Millisecond):
+		stop.Stop()
 	}
 	return d.rc.Close()
 }
