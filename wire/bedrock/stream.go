@@ -257,7 +257,12 @@ type streamDecoder struct {
 	frames *frameReader
 	calls  map[int]*toolCall // open tool blocks by contentBlockIndex
 	ncalls int
+	err    error // a tool call's input grew past MaxArguments
 }
+
+// MaxArguments bounds the input of one tool call: a stream that sends more
+// ends with an error rather than growing without limit.
+const MaxArguments = 16 << 20
 
 func (d *streamDecoder) run(yield func(chat.Chunk) bool) error {
 	var ev streamEvent
@@ -281,7 +286,7 @@ func (d *streamDecoder) run(yield func(chat.Chunk) bool) error {
 				return fmt.Errorf("bedrock: frame %d: %s event: %w", d.frames.n-1, typ, err)
 			}
 			if !d.event(typ, &ev, yield) {
-				return nil
+				return d.err
 			}
 		case msgException:
 			typ := header(&m, hdrExceptionType)
@@ -323,6 +328,10 @@ func (d *streamDecoder) event(typ string, ev *streamEvent, yield func(chat.Chunk
 				if !yield(chat.Chunk{Type: chat.ChunkToolCallStart, Index: c.index}) {
 					return false
 				}
+			}
+			if c.args.Len()+len(in) > MaxArguments {
+				d.err = fmt.Errorf("bedrock: tool call %d: input larger than %d bytes", c.index, MaxArguments)
+				return false
 			}
 			c.args.WriteString(in)
 			if !yield(chat.Chunk{Type: chat.ChunkToolCallDelta, Index: c.index, Arguments: in}) {

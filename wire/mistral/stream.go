@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 
@@ -119,7 +120,7 @@ func (d *decoder) event(_ string, data []byte) error {
 		err := json.Unmarshal(data, &c)
 		if err == nil {
 			handle(d, &c, data, func(s string) (string, []contentChunk) { return s, nil })
-			return nil
+			return d.argumentsErr()
 		}
 		var te *json.UnmarshalTypeError
 		if !errors.As(err, &te) || te.Field != "choices.delta.content" {
@@ -131,6 +132,15 @@ func (d *decoder) event(_ string, data []byte) error {
 		return openai.DataError(data, err)
 	}
 	handle(d, &c, data, func(cs []contentChunk) (string, []contentChunk) { return "", cs })
+	return d.argumentsErr()
+}
+
+// argumentsErr reports a tool call whose arguments grew past
+// openai.MaxArguments.
+func (d *decoder) argumentsErr() error {
+	if err := d.calls.Err(); err != nil {
+		return fmt.Errorf("mistral: %w", err)
+	}
 	return nil
 }
 

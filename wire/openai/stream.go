@@ -232,6 +232,9 @@ func (d *streamDecoder) event(name string, data []byte) error {
 			continue
 		}
 		d.delta(&ch.Delta)
+		if err := d.calls.Err(); err != nil {
+			return fmt.Errorf("openai: %w", err)
+		}
 		finish = ch.FinishReason
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {

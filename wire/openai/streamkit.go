@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -40,7 +41,16 @@ type ToolCallAssembler struct {
 	calls   []assembledCall // in order of first appearance
 	byKey   map[int]int     // provider index → the call open under it
 	started []int           // calls in order of start: a call's canonical index is its place here
+	err     error           // a call's arguments grew past MaxArguments
 }
+
+// MaxArguments bounds the arguments of one tool call: a stream that sends
+// more ends with an error (Err) rather than growing without limit.
+const MaxArguments = 16 << 20
+
+// Err reports a call whose arguments grew past MaxArguments; the decoder
+// ends the stream with it.
+func (a *ToolCallAssembler) Err() error { return a.err }
 
 type assembledCall struct {
 	id, name string
@@ -71,6 +81,10 @@ func (a *ToolCallAssembler) Fragment(key int, id, name, args string, emit func(c
 	c := &a.calls[pos]
 	if c.id == "" {
 		c.id = id
+	}
+	if len(c.args)+len(args) > MaxArguments {
+		a.err = fmt.Errorf("tool call %d: arguments larger than %d bytes", pos, MaxArguments)
+		return false
 	}
 	c.args = append(c.args, args...)
 	if !c.started {
