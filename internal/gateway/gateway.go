@@ -61,7 +61,11 @@ type Options struct {
 	// non-streaming client (default 64 MiB); streamed responses pass
 	// through chunk by chunk and are bounded per event by the decoders.
 	MaxResponseBytes int64
-	Now              func() time.Time
+	// IdleTimeout ends an upstream stream that sends nothing for this
+	// long (default 10 minutes: reasoning models can think for minutes
+	// between events).
+	IdleTimeout time.Duration
+	Now         func() time.Time
 }
 
 // Gateway serves the gateway routes.
@@ -112,6 +116,9 @@ func New(cfg *Config, opts Options) *Gateway {
 	}
 	if opts.MaxResponseBytes <= 0 {
 		opts.MaxResponseBytes = 64 << 20
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 10 * time.Minute
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -205,7 +212,8 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 		WriteError(w, d, http.StatusBadGateway, "api_error", fmt.Sprintf("upstream %s unreachable", p.Name))
 		return
 	}
-	upBody := &drainCloser{rc: resp.Body}
+	upBody := &drainCloser{rc: resp.Body, idle: g.opts.IdleTimeout}
+	upBody.timer = time.AfterFunc(g.opts.IdleTimeout, func() { resp.Body.Close() })
 	defer upBody.Close()
 	if resp.StatusCode/100 != 2 {
 		g.upstreamError(w, d, p, resp)
@@ -468,14 +476,22 @@ func (c *capped) Read(p []byte) (int, error) {
 // drainCloser reads what is left of an upstream body (up to a bound)
 // before closing it, so the connection goes back to the pool instead of
 // being torn down; decoders stop at the stream's end marker, before EOF.
+//
+// It also ends a stream that goes quiet for longer than idle: its timer
+// closes the body, which fails the read the decoder is blocked in.
 type drainCloser struct {
 	rc     io.ReadCloser
 	closed bool
 	eof    bool // the body was read to its end: nothing to drain
+	idle   time.Duration
+	timer  *time.Timer
 }
 
 func (d *drainCloser) Read(p []byte) (int, error) {
 	n, err := d.rc.Read(p)
+	if n > 0 && d.timer != nil {
+		d.timer.Reset(d.idle)
+	}
 	if err == io.EOF {
 		d.eof = true
 	}
@@ -487,6 +503,9 @@ func (d *drainCloser) Close() error {
 		return nil
 	}
 	d.closed = true
+	if d.timer != nil {
+		d.timer.Stop()
+	}
 	// An upstream that keeps the connection open after the stream's end
 	// (or after an error) must not hold the request: the drain gets a
 	// moment, then the body is closed (and the connection dropped).

@@ -579,3 +579,33 @@ func TestRedirectNotFollowed(t *testing.T) {
 		t.Errorf("the provider key reached another host: %q", got)
 	}
 }
+
+// TestIdleUpstreamEnds: an upstream that goes quiet mid-stream for longer
+// than IdleTimeout ends the client's stream with an error.
+func TestIdleUpstreamEnds(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer up.Close()
+	t.Setenv("CTXKIT_TEST_KEY", "k")
+	cfgPath := filepath.Join(t.TempDir(), "g.json")
+	os.WriteFile(cfgPath, []byte(`{"providers":[{"name":"up","type":"openai","base_url":"`+up.URL+`","api_key_env":"CTXKIT_TEST_KEY","models":["m"]}]}`), 0o600)
+	cfg, err := gateway.LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gateway.New(cfg, gateway.Options{IdleTimeout: 200 * time.Millisecond})
+	srv := httptest.NewServer(http.HandlerFunc(g.Messages))
+	defer srv.Close()
+	start := time.Now()
+	_, body := post(t, srv.URL, `{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the stream stayed open %v", d)
+	}
+	if !strings.Contains(string(body), "event: error") || !strings.Contains(string(body), "Hel") {
+		t.Fatalf("%s", body)
+	}
+}
