@@ -225,7 +225,13 @@ func toolInput(args string) json.RawMessage {
 	if t := strings.TrimSpace(args); strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
 		return json.RawMessage(args)
 	}
-	raw, _ := json.Marshal(map[string]string{"_raw": args})
+	return RawArguments(args)
+}
+
+// RawArguments is the tool_use input that keeps arguments which are not a
+// JSON object: {"_raw": "<text>"}. Every decoder uses the same shape.
+func RawArguments(text string) json.RawMessage {
+	raw, _ := json.Marshal(map[string]string{"_raw": text})
 	return raw
 }
 

@@ -2,13 +2,13 @@ package server_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,11 +43,7 @@ func gatewayEnv(t testing.TB) (*env, *httptest.Server, *[]http.Header) {
 		io.WriteString(w, upstreamStream)
 	}))
 	t.Cleanup(up.Close)
-	if tt, ok := t.(*testing.T); ok {
-		tt.Setenv("CTXKIT_TEST_UPSTREAM_KEY", "sk-upstream")
-	} else {
-		os.Setenv("CTXKIT_TEST_UPSTREAM_KEY", "sk-upstream")
-	}
+	t.Setenv("CTXKIT_TEST_UPSTREAM_KEY", "sk-upstream")
 	cfgPath := filepath.Join(t.TempDir(), "gateway.yaml")
 	os.WriteFile(cfgPath, []byte("providers:\n  - name: up\n    type: openai\n    base_url: "+up.URL+"/v1\n    api_key_env: CTXKIT_TEST_UPSTREAM_KEY\n    models: [gpt-x]\n"), 0o600)
 	cfg, err := gateway.LoadConfig(cfgPath)
@@ -120,8 +116,7 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 		}
 	}
 	if v := os.Getenv("CTXKIT_GATEWAY_BENCH_RATE"); v != "" {
-		var n int
-		if _, err := fmtSscan(v, &n); err == nil && n > 0 {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
 			rate = n
 		}
 	}
@@ -208,8 +203,6 @@ func fixedRate(b *testing.B, c *http.Client, rate int, dur time.Duration, direct
 		}
 	}
 }
-
-func fmtSscan(s string, n *int) (int, error) { return fmt.Sscan(s, n) }
 
 // TestTokenCacheHonoursExpiry: a token verified once is not verified
 // again, but only while it is valid.

@@ -647,11 +647,7 @@ func argumentsInput(v json.RawMessage, path string) (json.RawMessage, error) {
 			return json.RawMessage(buf.Bytes()), nil
 		}
 	}
-	wrapped, err := json.Marshal(map[string]string{"_raw": text})
-	if err != nil {
-		return nil, fail(path, "%v", err)
-	}
-	return wrapped, nil
+	return chat.RawArguments(text), nil
 }
 
 // parts reads an array of content parts as blocks.
