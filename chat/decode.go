@@ -18,8 +18,14 @@ const MaxNesting = 4
 // it does not (unknown fields and block types). Errors are *Error naming
 // the place: messages[3].content[1].source.
 func DecodeRequest(data []byte) (Request, error) {
+	// Valid JSON (the common case) is split with a fast scanner; invalid
+	// JSON goes through encoding/json, whose errors name what is wrong.
+	return reader{valid: json.Valid(data)}.request(data)
+}
+
+func (rd reader) request(data []byte) (Request, error) {
 	var r Request
-	fields, err := object(data, "")
+	fields, err := rd.object(data, "")
 	if err != nil {
 		return r, err
 	}
@@ -33,7 +39,7 @@ func DecodeRequest(data []byte) (Request, error) {
 				continue
 			}
 			var c Content
-			if c, err = decodeContent(v, k, 0); err == nil {
+			if c, err = rd.decodeContent(v, k, 0); err == nil {
 				for i, b := range c.Blocks {
 					if b.Type != TypeText {
 						err = errorf(fmt.Sprintf("system[%d]", i), "the system prompt takes text blocks, not %q", b.Type)
@@ -44,23 +50,23 @@ func DecodeRequest(data []byte) (Request, error) {
 			}
 		case "messages":
 			var raw []json.RawMessage
-			if err = array(v, k, &raw); err != nil {
+			if err = rd.array(v, k, &raw); err != nil {
 				break
 			}
 			r.Messages = make([]Message, len(raw))
 			for i, m := range raw {
-				if r.Messages[i], err = decodeMessage(m, MessagePath(i)); err != nil {
+				if r.Messages[i], err = rd.decodeMessage(m, MessagePath(i)); err != nil {
 					break
 				}
 			}
 		case "tools":
 			var raw []json.RawMessage
-			if err = array(v, k, &raw); err != nil {
+			if err = rd.array(v, k, &raw); err != nil {
 				break
 			}
 			r.Tools = make([]Tool, len(raw))
 			for i, t := range raw {
-				if r.Tools[i], err = decodeTool(t, fmt.Sprintf("tools[%d]", i)); err != nil {
+				if r.Tools[i], err = rd.decodeTool(t, fmt.Sprintf("tools[%d]", i)); err != nil {
 					break
 				}
 			}
@@ -150,9 +156,9 @@ func DecodeRequest(data []byte) (Request, error) {
 	return r, nil
 }
 
-func decodeMessage(data []byte, path string) (Message, error) {
+func (rd reader) decodeMessage(data []byte, path string) (Message, error) {
 	var m Message
-	fields, err := object(data, path)
+	fields, err := rd.object(data, path)
 	if err != nil {
 		return m, err
 	}
@@ -170,7 +176,7 @@ func decodeMessage(data []byte, path string) (Message, error) {
 	if !ok {
 		return m, errorf(path+".content", "required")
 	}
-	if m.Content, err = decodeContent(content, path+".content", 0); err != nil {
+	if m.Content, err = rd.decodeContent(content, path+".content", 0); err != nil {
 		return m, err
 	}
 	for _, k := range SortedKeys(fields) {
@@ -182,7 +188,7 @@ func decodeMessage(data []byte, path string) (Message, error) {
 				continue
 			}
 			var arr []json.RawMessage
-			if err := array(v, path+"."+k, &arr); err != nil {
+			if err := rd.array(v, path+"."+k, &arr); err != nil {
 				return m, err
 			}
 			m.ReasoningDetails = CloneRaw(v)
@@ -196,7 +202,7 @@ func decodeMessage(data []byte, path string) (Message, error) {
 	return m, nil
 }
 
-func decodeContent(data []byte, path string, depth int) (Content, error) {
+func (rd reader) decodeContent(data []byte, path string, depth int) (Content, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '"' {
 		var s string
@@ -206,22 +212,22 @@ func decodeContent(data []byte, path string, depth int) (Content, error) {
 		return Str(s), nil
 	}
 	var raw []json.RawMessage
-	if err := array(data, path, &raw); err != nil {
+	if err := rd.array(data, path, &raw); err != nil {
 		return Content{}, errorf(path, "must be a string or an array of blocks")
 	}
 	c := Content{Blocks: make([]Block, len(raw))}
 	for i, b := range raw {
 		var err error
-		if c.Blocks[i], err = decodeBlock(b, path+"["+strconv.Itoa(i)+"]", depth); err != nil {
+		if c.Blocks[i], err = rd.decodeBlock(b, path+"["+strconv.Itoa(i)+"]", depth); err != nil {
 			return Content{}, err
 		}
 	}
 	return c, nil
 }
 
-func decodeBlock(data []byte, path string, depth int) (Block, error) {
+func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error) {
 	var b Block
-	fields, err := object(data, path)
+	fields, err := rd.object(data, path)
 	if err != nil {
 		return b, err
 	}
@@ -259,7 +265,7 @@ func decodeBlock(data []byte, path string, depth int) (Block, error) {
 				b.Citations = CloneRaw(v)
 			}
 		case k == "source" && (b.Type == TypeImage || b.Type == TypeDocument):
-			b.Source, err = decodeSource(v, p)
+			b.Source, err = rd.decodeSource(v, p)
 		case k == "title" && b.Type == TypeDocument:
 			err = str(v, p, &b.Title)
 		case k == "context" && b.Type == TypeDocument:
@@ -269,7 +275,7 @@ func decodeBlock(data []byte, path string, depth int) (Block, error) {
 		case k == "name" && b.Type == TypeToolUse:
 			err = str(v, p, &b.Name)
 		case k == "input" && b.Type == TypeToolUse:
-			if _, err = object(v, p); err == nil {
+			if _, err = rd.object(v, p); err == nil {
 				b.Input = CloneRaw(v)
 			} else {
 				err = errorf(p, "must be a JSON object")
@@ -284,7 +290,7 @@ func decodeBlock(data []byte, path string, depth int) (Block, error) {
 				return b, errorf(p, "tool results nested more than %d deep", MaxNesting)
 			}
 			var c Content
-			if c, err = decodeContent(v, p, depth+1); err == nil {
+			if c, err = rd.decodeContent(v, p, depth+1); err == nil {
 				b.Content = &c
 			}
 		case k == "is_error" && b.Type == TypeToolResult:
@@ -349,8 +355,8 @@ func decodeBlock(data []byte, path string, depth int) (Block, error) {
 	return b, nil
 }
 
-func decodeSource(data []byte, path string) (*Source, error) {
-	fields, err := object(data, path)
+func (rd reader) decodeSource(data []byte, path string) (*Source, error) {
+	fields, err := rd.object(data, path)
 	if err != nil {
 		return nil, err
 	}
@@ -392,9 +398,9 @@ func (s *Source) extra(k string, v json.RawMessage) {
 	s.Extra[k] = CloneRaw(v)
 }
 
-func decodeTool(data []byte, path string) (Tool, error) {
+func (rd reader) decodeTool(data []byte, path string) (Tool, error) {
 	var t Tool
-	fields, err := object(data, path)
+	fields, err := rd.object(data, path)
 	if err != nil {
 		return t, err
 	}
@@ -409,7 +415,7 @@ func decodeTool(data []byte, path string) (Tool, error) {
 		case "type":
 			err = str(v, p, &t.Type)
 		case "input_schema":
-			if _, err = object(v, p); err == nil {
+			if _, err = rd.object(v, p); err == nil {
 				t.InputSchema = CloneRaw(v)
 			} else {
 				err = errorf(p, "must be a JSON Schema object")
@@ -437,11 +443,25 @@ func decodeTool(data []byte, path string) (Tool, error) {
 	return t, nil
 }
 
+// reader decodes one request. valid says the whole request is valid JSON,
+// so every value within it is too.
+type reader struct{ valid bool }
+
 // object reads a JSON object's fields; duplicate keys are refused.
-func object(data []byte, path string) (map[string]json.RawMessage, error) {
+func (rd reader) object(data []byte, path string) (map[string]json.RawMessage, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return nil, errorf(path, "must be a JSON object")
+	}
+	if rd.valid {
+		fields, dup, hasDup, err := splitObject(data)
+		if err != nil {
+			return nil, errorf(path, "%v", err)
+		}
+		if hasDup {
+			return nil, errorf(joinPath(path, dup), "given twice")
+		}
+		return fields, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -495,10 +515,14 @@ func joinPath(path, k string) string {
 	return path + "." + k
 }
 
-func array(data []byte, path string, out *[]json.RawMessage) error {
+func (rd reader) array(data []byte, path string, out *[]json.RawMessage) error {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '[' {
 		return errorf(path, "must be an array")
+	}
+	if rd.valid {
+		*out = splitArray(data)
+		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return errorf(path, "%v", err)
@@ -510,6 +534,12 @@ func str(data []byte, path string, out *string) error {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '"' {
 		return errorf(path, "must be a string")
+	}
+	if len(data) >= 2 && data[len(data)-1] == '"' {
+		if s, err := unquote(data); err == nil {
+			*out = s
+			return nil
+		}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return errorf(path, "%v", err)

@@ -237,10 +237,15 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 			}
 		}
 		flush() // the client learns at once that the stream has begun
+		// What the encoder writes goes out whenever the gateway is about to
+		// wait for the upstream: the events decoded from one upstream read
+		// leave in one write, and none waits behind a slow upstream.
+		upBody.beforeRead = flush
+		noFlush := func() {}
 		if d == OpenAI {
-			err = openai.EncodeStream(w, flush, req.Model, id, created, chunks)
+			err = openai.EncodeStream(w, noFlush, req.Model, id, created, chunks)
 		} else {
-			err = anthropic.EncodeStream(w, flush, req.Model, id, chunks)
+			err = anthropic.EncodeStream(w, noFlush, req.Model, id, chunks)
 		}
 		if err != nil && r.Context().Err() == nil {
 			g.opts.Logger.Warn("gateway stream", "provider", p.Name, "err", err)
@@ -485,9 +490,15 @@ type drainCloser struct {
 	eof    bool // the body was read to its end: nothing to drain
 	idle   time.Duration
 	timer  *time.Timer
+	// beforeRead, when set, runs before every read of the body (a read may
+	// wait for the upstream).
+	beforeRead func()
 }
 
 func (d *drainCloser) Read(p []byte) (int, error) {
+	if d.beforeRead != nil {
+		d.beforeRead()
+	}
 	n, err := d.rc.Read(p)
 	if n > 0 && d.timer != nil {
 		d.timer.Reset(d.idle)

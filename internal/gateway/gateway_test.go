@@ -609,3 +609,54 @@ func TestIdleUpstreamEnds(t *testing.T) {
 		t.Fatalf("%s", body)
 	}
 }
+
+// TestStreamPassesThroughAtOnce: what an upstream has sent reaches a
+// streaming client while the upstream is still working, in both dialects.
+func TestStreamPassesThroughAtOnce(t *testing.T) {
+	release := make(chan struct{})
+	srv := oneProvider(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"first-part\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"!\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	})
+	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
+		resp, err := http.Post(srv.URL+path, "application/json",
+			strings.NewReader(`{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close() // a failure below must not leave the handlers waiting
+		got := make(chan string, 1)
+		go func() {
+			var seen []byte
+			buf := make([]byte, 4096)
+			for {
+				n, err := resp.Body.Read(buf)
+				seen = append(seen, buf[:n]...)
+				if strings.Contains(string(seen), "first-part") || err != nil {
+					got <- string(seen)
+					return
+				}
+			}
+		}()
+		select {
+		case s := <-got:
+			if !strings.Contains(s, "first-part") {
+				t.Fatalf("%s: the stream ended without the first part: %s", path, s)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the first part did not reach the client while the upstream was still working", path)
+		}
+		release <- struct{}{}
+		rest, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(rest), "!") {
+			t.Errorf("%s: the rest of the stream is missing: %s", path, rest)
+		}
+	}
+}

@@ -106,6 +106,12 @@ func TestGatewayAuth(t *testing.T) {
 // gateway's p50 and p99 latency minus the upstream's, non-streaming and
 // streaming. Rate and duration: CTXKIT_GATEWAY_BENCH_RATE (default 500
 // requests/s each way) and CTXKIT_GATEWAY_BENCH_DURATION (default 10s).
+//
+// It also measures the floor: the same comparison through a bare
+// forwarder (a handler that sends the request on to the upstream with
+// net/http and copies the answer back, doing nothing else), the least an
+// extra loopback HTTP hop costs in this setting. "hop-p50-overhead-µs" is
+// that floor and "work-p50-µs" the gateway's overhead above it.
 func BenchmarkGatewayOverhead(b *testing.B) {
 	e, up, _ := gatewayEnv(b)
 	tok := e.token("acme", "agent", "subscriber")
@@ -120,8 +126,27 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 			rate = n
 		}
 	}
+	upClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	hop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fw, _ := http.NewRequestWithContext(r.Context(), "POST", up.URL+"/v1/chat/completions", r.Body)
+		fw.Header.Set("Authorization", "Bearer sk-upstream")
+		resp, err := upClient.Do(fw)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		io.Copy(w, resp.Body)
+	}))
+	defer hop.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0}}
 	direct := `{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	toUpstream := func() *http.Request {
+		r, _ := http.NewRequest("POST", up.URL+"/v1/chat/completions", strings.NewReader(direct))
+		r.Header.Set("Authorization", "Bearer sk-upstream")
+		return r
+	}
 	modes := []struct{ name, via string }{
 		{"plain", `{"model":"gpt-x","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`},
 		{"stream", `{"model":"gpt-x","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
@@ -129,31 +154,35 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 	lat := map[string][]time.Duration{}
 	for b.Loop() {
 		for _, m := range modes {
-			d, g := fixedRate(b, client, rate, dur,
-				func() *http.Request {
-					r, _ := http.NewRequest("POST", up.URL+"/v1/chat/completions", strings.NewReader(direct))
-					r.Header.Set("Authorization", "Bearer sk-upstream")
-					return r
-				},
-				func() *http.Request {
-					r, _ := http.NewRequest("POST", e.url+"/v1/messages", strings.NewReader(m.via))
-					r.Header.Set("x-api-key", tok)
-					return r
-				})
+			d, g := fixedRate(b, client, rate, dur, toUpstream, func() *http.Request {
+				r, _ := http.NewRequest("POST", e.url+"/v1/messages", strings.NewReader(m.via))
+				r.Header.Set("x-api-key", tok)
+				return r
+			})
 			lat[m.name+"-direct"] = append(lat[m.name+"-direct"], d...)
 			lat[m.name+"-gateway"] = append(lat[m.name+"-gateway"], g...)
 		}
+		d, h := fixedRate(b, client, rate, dur, toUpstream, func() *http.Request {
+			r, _ := http.NewRequest("POST", hop.URL, strings.NewReader(direct))
+			return r
+		})
+		lat["hop-direct"] = append(lat["hop-direct"], d...)
+		lat["hop-via"] = append(lat["hop-via"], h...)
 	}
 	p := func(l []time.Duration, q float64) time.Duration {
 		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
 		return l[int(float64(len(l)-1)*q)]
 	}
+	hop50 := p(lat["hop-via"], 0.5) - p(lat["hop-direct"], 0.5)
+	b.ReportMetric(float64(hop50.Microseconds()), "hop-p50-overhead-µs")
 	for _, m := range modes {
 		dl, gl := lat[m.name+"-direct"], lat[m.name+"-gateway"]
-		b.ReportMetric(float64((p(gl, 0.5) - p(dl, 0.5)).Microseconds()), m.name+"-p50-overhead-µs")
+		over50 := p(gl, 0.5) - p(dl, 0.5)
+		b.ReportMetric(float64(over50.Microseconds()), m.name+"-p50-overhead-µs")
 		b.ReportMetric(float64((p(gl, 0.99) - p(dl, 0.99)).Microseconds()), m.name+"-p99-overhead-µs")
 		b.ReportMetric(float64(p(dl, 0.5).Microseconds()), m.name+"-direct-p50-µs")
 		b.ReportMetric(float64(p(gl, 0.5).Microseconds()), m.name+"-gateway-p50-µs")
+		b.ReportMetric(float64((over50 - hop50).Microseconds()), m.name+"-work-p50-µs")
 	}
 }
 
