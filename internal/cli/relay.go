@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/relay"
+)
+
+func init() {
+	register(&command{
+		name:    "relay",
+		summary: "pass a parent agent's prompts through a relay pipeline for a sub-agent",
+		usage: `Usage: ctxkit relay --pipeline FILE [--assemble] [--compact] < relay-context.json
+
+Reads a relay context on standard input (source_agent, target_agent, task,
+prompts, memory, constraints), runs its prompts through the transformers the
+pipeline file names, and prints the relayed prompts as a JSON array. What each
+transformer added, removed or changed is printed on standard error, one line
+per step ("trace: scope_narrower: removed style, perf").
+
+The pipeline file is JSON or YAML:
+  {"transformers": [
+    {"type": "context_injector", "include_memory": true},
+    {"type": "scope_narrower", "keywords": ["security"]},
+    {"type": "token_budget", "max_tokens": 4000},
+    {"type": "redactor", "emails": true}]}
+Transformer types: ` + strings.Join(relay.TransformerTypes(), ", ") + `.
+
+Flags:
+  --pipeline FILE  the pipeline file (JSON, or YAML)
+  --assemble       print the canonical chat request the prompts make (the input
+                   of 'ctxkit convert') instead of the prompts
+  --compact        print on one line instead of indented
+
+Exit status: 0 on success; 1 when the pipeline, the relay context or a
+transformer failed (the message names the field, prompt or transformer at
+fault); 2 on a usage error.
+`,
+		run: runRelay,
+	})
+}
+
+func runRelay(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("relay")
+	pipelineFile := fs.String("pipeline", "", "")
+	assemble := fs.Bool("assemble", false, "")
+	compact := fs.Bool("compact", false, "")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *pipelineFile == "" {
+		return usagef("--pipeline FILE is required")
+	}
+	f, err := os.Open(*pipelineFile)
+	if err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	p, err := relay.ParsePipeline(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	input, err := readInput(e.stdin)
+	if err != nil {
+		return err
+	}
+	rc, err := relay.DecodeContext(input, relay.Limits{})
+	if err != nil {
+		return fmt.Errorf("input: %w", err)
+	}
+	prompts, trace, err := p.Run(ctx, rc)
+	if trace != nil {
+		printTrace(e.stderr, trace)
+	}
+	if err != nil {
+		return err
+	}
+	var out []byte
+	if *assemble {
+		out, err = json.Marshal(relay.Assemble(prompts))
+	} else {
+		out, err = relay.EncodeJSON(prompts)
+	}
+	if err != nil {
+		return fmt.Errorf("encoding the output: %w", err)
+	}
+	if !*compact {
+		var b bytes.Buffer
+		if err := json.Indent(&b, out, "", "  "); err != nil {
+			return fmt.Errorf("encoding the output: %w", err)
+		}
+		out = b.Bytes()
+	}
+	_, err = e.stdout.Write(append(out, '\n'))
+	return err
+}
+
+// printTrace writes one line per step and one per note.
+func printTrace(w io.Writer, t *relay.Trace) {
+	for _, s := range t.Steps {
+		var parts []string
+		for _, c := range []struct {
+			what string
+			ids  []string
+		}{{"added", s.Added}, {"removed", s.Removed}, {"changed", s.Changed}} {
+			if len(c.ids) > 0 {
+				parts = append(parts, c.what+" "+strings.Join(c.ids, ", "))
+			}
+		}
+		if len(parts) == 0 {
+			parts = []string{"no change"}
+		}
+		fmt.Fprintf(w, "trace: %s: %s\n", s.Transformer, strings.Join(parts, "; "))
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "trace: %s: note: %s\n", s.Transformer, oneLine(n))
+		}
+	}
+}

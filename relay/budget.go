@@ -1,0 +1,162 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// DefaultEncoding is the token encoding TokenBudget counts with when none
+// is named; the view package counts with the same one.
+const DefaultEncoding = "o200k_base"
+
+var encodings = map[string]tokenizer.Encoding{
+	"o200k_base":  tokenizer.O200kBase,
+	"cl100k_base": tokenizer.Cl100kBase,
+	"p50k_base":   tokenizer.P50kBase,
+	"r50k_base":   tokenizer.R50kBase,
+}
+
+// Encodings lists the encodings TokenBudget accepts. All work offline.
+func Encodings() []string {
+	return []string{"o200k_base", "cl100k_base", "p50k_base", "r50k_base"}
+}
+
+var (
+	codecMu sync.Mutex
+	codecs  = map[string]tokenizer.Codec{}
+)
+
+func codec(name string) (tokenizer.Codec, error) {
+	if name == "" {
+		name = DefaultEncoding
+	}
+	enc, ok := encodings[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown encoding %q (use one of %s)", name, strings.Join(Encodings(), ", "))
+	}
+	codecMu.Lock()
+	defer codecMu.Unlock()
+	if c, ok := codecs[name]; ok {
+		return c, nil
+	}
+	c, err := tokenizer.Get(enc)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", name, err)
+	}
+	codecs[name] = c
+	return c, nil
+}
+
+// CountTokens counts the tokens of a prompt as TokenBudget does: its
+// content and its examples' inputs and outputs, in the named encoding (""
+// for DefaultEncoding).
+func CountTokens(encoding string, p *Prompt) (int, error) {
+	c, err := codec(encoding)
+	if err != nil {
+		return 0, err
+	}
+	return countTokens(c, p)
+}
+
+func countTokens(c tokenizer.Codec, p *Prompt) (int, error) {
+	n, err := c.Count(p.Content)
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range p.Examples {
+		for _, s := range []string{e.Input, e.Output} {
+			m, err := c.Count(s)
+			if err != nil {
+				return 0, err
+			}
+			n += m
+		}
+	}
+	return n, nil
+}
+
+// TokenBudget drops prompts until the rest fit MaxTokens, counted with a
+// real tokenizer (see CountTokens). It drops the lowest priority first and,
+// among equal priorities, the later prompt first; it never drops a prompt
+// the relay injected or one in the system position. When those alone are
+// over the budget the relay fails. What it drops, and the totals, are
+// notes in the trace.
+type TokenBudget struct {
+	MaxTokens int
+	Encoding  string // "" is DefaultEncoding
+}
+
+// Name is "token_budget".
+func (t *TokenBudget) Name() string { return TypeTokenBudget }
+
+// Transform fits the prompts to the budget.
+func (t *TokenBudget) Transform(ctx context.Context, rc *Context, prompts []Prompt) ([]Prompt, error) {
+	if t.MaxTokens <= 0 {
+		return nil, fmt.Errorf("max_tokens must be positive, not %d", t.MaxTokens)
+	}
+	c, err := codec(t.Encoding)
+	if err != nil {
+		return nil, err
+	}
+	counts := make([]int, len(prompts))
+	total := 0
+	var candidates []int
+	for i := range prompts {
+		if counts[i], err = countTokens(c, &prompts[i]); err != nil {
+			return nil, fmt.Errorf("prompts[%d]: counting tokens: %v", i, err)
+		}
+		total += counts[i]
+		if !prompts[i].Injected() && prompts[i].Position != System {
+			candidates = append(candidates, i)
+		}
+	}
+	before := total
+	if total <= t.MaxTokens {
+		Note(ctx, "%d tokens fit the budget of %d", total, t.MaxTokens)
+		return prompts, nil
+	}
+	slices.SortStableFunc(candidates, func(a, b int) int {
+		if pa, pb := prompts[a].Priority, prompts[b].Priority; pa != pb {
+			return cmpInt(pa, pb)
+		}
+		return cmpInt(b, a) // later first
+	})
+	drop := make([]bool, len(prompts))
+	for _, i := range candidates {
+		if total <= t.MaxTokens {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		drop[i] = true
+		total -= counts[i]
+		Note(ctx, "dropped %s (priority %d, %d tokens)", prompts[i].ID, prompts[i].Priority, counts[i])
+	}
+	if total > t.MaxTokens {
+		return nil, fmt.Errorf("the budget of %d tokens cannot be met: %d tokens remain in prompts it never drops (system position or injected by the relay)", t.MaxTokens, total)
+	}
+	out := prompts[:0]
+	for i, p := range prompts {
+		if !drop[i] {
+			out = append(out, p)
+		}
+	}
+	Note(ctx, "%d tokens before, %d after, budget %d", before, total, t.MaxTokens)
+	return out, nil
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
