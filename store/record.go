@@ -36,6 +36,7 @@ func Revise(a Actor, cur Breadcrumb, expectedVersion int64, m Mutation, now time
 	}
 	next := cur
 	next.Tags = append([]string{}, cur.Tags...)
+	next.SearchText = "" // the mutation supplies the new version's, or the store derives it
 	if err := m(&next); err != nil {
 		return Breadcrumb{}, err
 	}
@@ -67,7 +68,7 @@ func content(in Breadcrumb) Breadcrumb {
 		Title: in.Title, Description: in.Description, SemanticVersion: in.SemanticVersion,
 		Context: in.Context, Tags: append([]string{}, in.Tags...), SchemaName: in.SchemaName,
 		LLMHints: in.LLMHints, Visibility: in.Visibility, Sensitivity: in.Sensitivity,
-		ExpiresAt: in.ExpiresAt, MaxReads: in.MaxReads,
+		ExpiresAt: in.ExpiresAt, MaxReads: in.MaxReads, SearchText: in.SearchText,
 	}
 }
 

@@ -58,6 +58,13 @@ type Breadcrumb struct {
 	UpdatedAt       time.Time       `json:"updated_at"`
 	UpdatedBy       string          `json:"updated_by"`
 	SizeBytes       int64           `json:"size_bytes"`
+
+	// SearchText is the text of the breadcrumb's LLM view, which search
+	// matches besides the title, tags and description. The writer supplies
+	// it on create and in an update's Mutation (the store cannot run a
+	// view's rules); when empty, the store uses FallbackSearchText. It is
+	// never returned by reads and never part of the JSON form.
+	SearchText string `json:"-"`
 }
 
 // Actor is who performs an operation. The store scopes every operation to
@@ -153,6 +160,9 @@ type Store interface {
 	// LatestSeq is the sequence number of the newest change (0 when none):
 	// a stream that starts "now" passes it to Events.
 	LatestSeq(ctx context.Context) (int64, error)
+	// Search returns the breadcrumbs the actor may list (the visibility of
+	// List) that match q, best first.
+	Search(ctx context.Context, a Actor, q SearchQuery) ([]SearchHit, error)
 	// Expire deletes the breadcrumbs whose expiry time is before now and
 	// returns how many.
 	Expire(ctx context.Context, now time.Time) (int, error)

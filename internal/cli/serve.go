@@ -25,6 +25,7 @@ func init() {
 		name:    "serve",
 		summary: "run the breadcrumb server (HTTP API)",
 		usage: `Usage: ctxkit serve [--addr 127.0.0.1:8700] [--data DIR] [--db URL] [--key FILE] [--max-body BYTES] [--config FILE]
+                    [--workspace DIR]...
 
 Serves the breadcrumb API. With no flags it keeps everything in ./.ctxkit: the
 SQLite database (ctxkit.db) and the signing key for bearer tokens
@@ -43,6 +44,12 @@ Flags:
   --config FILE      the gateway's upstream providers (JSON, or YAML as .yaml/.yml;
                      env CTXKIT_CONFIG): serves POST /v1/messages, POST
                      /v1/chat/completions and GET /v1/models
+  --workspace DIR    a repository GET /workspace/search and the MCP tool
+                     workspace_search may read (repeatable); named by its
+                     'ctxkit index --name', else its base name. Nothing
+                     outside these directories is read.
+
+MCP clients connect to /mcp (streamable HTTP) with the same bearer tokens.
 
 Several servers (replicas) may share one PostgreSQL database: each sees
 every write and every event. Connect as an ordinary role that owns the
@@ -68,8 +75,23 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	maxBody := fs.Int64("max-body", 1<<20, "")
 	expireEvery := fs.Duration("expire-every", 30*time.Second, "")
 	configFile := fs.String("config", os.Getenv("CTXKIT_CONFIG"), "")
+	var workspaces stringList
+	fs.Var(&workspaces, "workspace", "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	for i, w := range workspaces {
+		abs, err := filepath.Abs(w)
+		if err == nil {
+			var st os.FileInfo
+			if st, err = os.Stat(abs); err == nil && !st.IsDir() {
+				err = errors.New("not a directory")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("--workspace %s: %v", w, err)
+		}
+		workspaces[i] = abs
 	}
 	if *maxBody <= 0 || *expireEvery <= 0 {
 		return usagef("--max-body and --expire-every must be positive")
@@ -104,7 +126,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		gw = gateway.New(cfg, gateway.Options{Logger: log})
 	}
-	api := server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody, Gateway: gw})
+	api := server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody, Gateway: gw,
+		Workspaces: workspaces})
 	srv := &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -212,6 +235,12 @@ func redact(s string) string {
 	}
 	return s
 }
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {

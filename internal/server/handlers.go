@@ -42,11 +42,13 @@ func (s *Server) routes() {
 	m.Handle("POST /breadcrumbs/{id}/tags/remove", s.authed(RoleEmitter, s.tags(false)))
 	m.Handle("POST /breadcrumbs/{id}/context/merge", s.authed(RoleEmitter, s.merge))
 	m.Handle("POST /views/preview", s.authed("", s.preview))
+	s.searchRoutes(m)
 	m.Handle("GET /events/stream", s.authed(RoleSubscriber, s.stream))
 	m.Handle("GET /metrics", s.authed(RoleCurator, func(w http.ResponseWriter, r *http.Request, _ Principal) error {
 		s.metrics.handler().ServeHTTP(w, r)
 		return nil
 	}))
+	s.relayRoutes(m)
 	if g := s.opts.Gateway; g != nil {
 		m.Handle("POST /v1/messages", s.gatewayAuthed(gateway.Anthropic, g.Messages))
 		m.Handle("POST /v1/chat/completions", s.gatewayAuthed(gateway.OpenAI, g.ChatCompletions))
@@ -177,6 +179,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, p Principal) err
 		Visibility: store.Visibility(req.Visibility), Sensitivity: store.Sensitivity(req.Sensitivity),
 		ExpiresAt: exp, MaxReads: reads,
 	}
+	in.SearchText = s.searchText(r.Context(), &in)
 	idem := store.Idempotency{Key: r.Header.Get("Idempotency-Key")}
 	if idem.Key != "" {
 		if len(idem.Key) > 256 {
@@ -386,7 +389,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, p Principal) erro
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, p Principal, want int64, m store.Mutation) error {
-	b, err := s.opts.Store.Update(r.Context(), actor(p), r.PathValue("id"), want, m)
+	b, err := s.opts.Store.Update(r.Context(), actor(p), r.PathValue("id"), want, s.withSearchText(r.Context(), m))
 	if err != nil {
 		return err
 	}

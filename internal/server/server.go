@@ -42,6 +42,10 @@ type Options struct {
 	// /v1/chat/completions and GET /v1/models for any valid token, which
 	// these routes also accept in the x-api-key header.
 	Gateway *gateway.Gateway
+	// Workspaces are the directories GET /workspace/search (and the MCP
+	// tool workspace_search) may read, each named by its index status's
+	// repo or else its base name. Nothing outside them is read.
+	Workspaces []string
 }
 
 // Server serves the API.

@@ -111,6 +111,11 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	}
 	lctx, stop := context.WithCancel(context.Background())
 	d := &DB{pool: pool, now: time.Now, stop: stop}
+	if err := d.backfillSearch(ctx); err != nil {
+		stop()
+		pool.Close()
+		return nil, fmt.Errorf("postgres: indexing for search: %w", err)
+	}
 	ready := make(chan error, 1)
 	d.listen.Add(1)
 	go d.listenLoop(lctx, cfg.ConnConfig, ready)
@@ -357,8 +362,9 @@ func scan(row pgx.Row) (store.Breadcrumb, error) {
 }
 
 // values are the parameters of insertRow and updateRow, in columns order;
-// $6, the context text, is also cast to the jsonb column.
-func values(b *store.Breadcrumb) []any {
+// $6, the context text, is also cast to the jsonb column; $22 is the
+// search vector.
+func values(b *store.Breadcrumb, vector string) []any {
 	var hints *string
 	if b.LLMHints != nil {
 		h := string(b.LLMHints)
@@ -366,16 +372,16 @@ func values(b *store.Breadcrumb) []any {
 	}
 	return []any{b.ID, b.OwnerID, b.Title, b.Description, b.SemanticVersion, string(b.Context), b.Tags,
 		b.SchemaName, hints, string(b.Visibility), string(b.Sensitivity), b.Version, b.Checksum, b.ExpiresAt,
-		b.MaxReads, b.Reads, b.CreatedAt, b.CreatedBy, b.UpdatedAt, b.UpdatedBy, b.SizeBytes}
+		b.MaxReads, b.Reads, b.CreatedAt, b.CreatedBy, b.UpdatedAt, b.UpdatedBy, b.SizeBytes, vector}
 }
 
 const (
-	insertRow = `INSERT INTO breadcrumbs (` + columns + `, context)
-	VALUES ($1, $2, $3, $4, $5, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $6::text::jsonb)`
+	insertRow = `INSERT INTO breadcrumbs (` + columns + `, context, search)
+	VALUES ($1, $2, $3, $4, $5, $6::text, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $6::text::jsonb, $22::tsvector)`
 	updateRow = `UPDATE breadcrumbs SET title = $3, description = $4, semantic_version = $5, context_text = $6::text,
 		context = $6::text::jsonb, tags = $7, schema_name = $8, llm_hints = $9, visibility = $10, sensitivity = $11,
 		version = $12, checksum = $13, expires_at = $14, max_reads = $15, reads = $16, updated_at = $19, updated_by = $20,
-		size_bytes = $21
+		size_bytes = $21, search = $22::tsvector
 	WHERE id = $1 AND owner_id = $2 AND created_at = $17 AND created_by = $18`
 )
 
@@ -441,10 +447,11 @@ func queueVersion(batch *pgx.Batch, b *store.Breadcrumb, create bool) error {
 	if err != nil {
 		return err
 	}
+	vector, terms := searchVector(b)
 	if create {
-		batch.Queue(insertRow, values(b)...)
+		batch.Queue(insertRow, values(b, vector)...)
 	} else {
-		batch.Queue(updateRow, values(b)...).Exec(func(ct pgconn.CommandTag) error {
+		batch.Queue(updateRow, values(b, vector)...).Exec(func(ct pgconn.CommandTag) error {
 			if ct.RowsAffected() != 1 {
 				return fmt.Errorf("breadcrumb %s: update changed %d rows", b.ID, ct.RowsAffected())
 			}
@@ -453,6 +460,7 @@ func queueVersion(batch *pgx.Batch, b *store.Breadcrumb, create bool) error {
 		batch.Queue(`DELETE FROM breadcrumb_tags WHERE breadcrumb_id = $1 AND owner_id = $2`, b.ID, b.OwnerID)
 	}
 	batch.Queue(`INSERT INTO breadcrumb_tags (owner_id, tag, breadcrumb_id) SELECT $1, t, $2 FROM unnest($3::text[]) AS t`, b.OwnerID, b.ID, b.Tags)
+	queueSearch(batch, b, terms, create)
 	batch.Queue(`INSERT INTO history (breadcrumb_id, version, owner_id, record) VALUES ($1, $2, $3, $4)`, b.ID, b.Version, b.OwnerID, string(rec))
 	return nil
 }

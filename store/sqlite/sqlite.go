@@ -73,6 +73,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
+	if err := d.backfillSearch(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite %s: indexing for search: %w", path, err)
+	}
 	if d.r, err = sql.Open("sqlite", base); err != nil {
 		w.Close()
 		return nil, err
@@ -263,7 +267,20 @@ func insertVersion(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, create 
 	if !create {
 		q = `REPLACE INTO breadcrumbs (` + columns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	}
-	if _, err := tx.ExecContext(ctx, q, values(b)...); err != nil {
+	if !create {
+		if err := unindexSearch(ctx, tx, b.ID); err != nil {
+			return err
+		}
+	}
+	res, err := tx.ExecContext(ctx, q, values(b)...)
+	if err != nil {
+		return err
+	}
+	rowid, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	if err := indexSearch(ctx, tx, b, rowid); err != nil {
 		return err
 	}
 	if !create {
@@ -345,6 +362,9 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 }
 
 func deleteRow(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, now time.Time) error {
+	if err := unindexSearch(ctx, tx, b.ID); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM breadcrumbs WHERE id = ?`, b.ID); err != nil {
 		return err
 	}

@@ -61,6 +61,11 @@ func Run(t *testing.T, open Open) {
 		{"Events", testEvents},
 		{"Expiry", testExpiry},
 		{"ReadBudget", testReadBudget},
+		{"Search", testSearch},
+		{"SearchVisibility", testSearchVisibility},
+		{"SearchFollowsWrites", testSearchFollowsWrites},
+		{"SearchHiddenFields", testSearchHiddenFields},
+		{"SearchBadQueries", testSearchBadQueries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

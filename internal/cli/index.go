@@ -1,0 +1,522 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/envelope"
+	"github.com/ctxkit/ctxkit/internal/server"
+	"github.com/ctxkit/ctxkit/store"
+)
+
+func init() {
+	register(&command{
+		name:    "index",
+		summary: "index a repository's text files as breadcrumbs for workspace search",
+		usage: `Usage: ctxkit index --repo DIR [--name NAME] [--server URL --token T] [--data DIR | --db URL] [--owner O] [--max-bytes N]
+
+Stores each tracked text file of the repository at DIR (git ls-files; every
+file under DIR when it is not a git repository) as a breadcrumb of schema
+file.v1 tagged repo:NAME, whose context holds the path, language, size,
+sha256 and content (cut at --max-bytes). Binary files are skipped and
+counted. A second run writes only the files that changed and removes the
+breadcrumbs of files that are gone (which needs the curator role).
+
+It writes DIR/.ctxkit/index.json, the index status that workspace search
+reads to decide whether the index is fresh (its commit is HEAD's), and
+DIR/.ctxkit/manifest.json, what the next run compares against; the
+directory ignores itself in git.
+
+Flags:
+  --repo DIR        the repository (required)
+  --name NAME       the repository's name (default: DIR's base name)
+  --server URL      a ctxkit server to write to, with --token (env CTXKIT_SERVER)
+  --token T         bearer token with the emitter role (env CTXKIT_TOKEN)
+  --data DIR        without --server: the local data directory (default ./.ctxkit)
+  --db URL          without --server: the database, as for 'ctxkit serve'
+  --owner O         without --server: the owner to write as (default "default")
+  --max-bytes N     content kept per file (default 65536)
+`,
+		run: runIndex,
+	})
+}
+
+// indexManifest is what the last run wrote, per file.
+type indexManifest struct {
+	Target string                   `json:"target"`
+	Repo   string                   `json:"repo"`
+	Files  map[string]manifestEntry `json:"files"`
+}
+
+type manifestEntry struct {
+	ID      string `json:"id"`
+	Version int64  `json:"version"`
+	SHA256  string `json:"sha256"`
+	Size    int64  `json:"size"`
+	ModTime int64  `json:"mtime_ns"`
+}
+
+const manifestFile = ".ctxkit/manifest.json"
+
+// indexTarget is where file breadcrumbs go: a server or a local store.
+type indexTarget interface {
+	create(ctx context.Context, b store.Breadcrumb) (id string, version int64, err error)
+	update(ctx context.Context, id string, version int64, b store.Breadcrumb) (int64, error)
+	delete(ctx context.Context, id string) error
+	describe() string
+}
+
+// IndexOptions configure one indexing run.
+type indexOptions struct {
+	repo     string
+	name     string
+	maxBytes int64
+	now      func() time.Time
+}
+
+// indexStats counts what a run did.
+type indexStats struct {
+	files, created, updated, unchanged, removed, binary, skipped, kept int
+}
+
+func runIndex(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("index")
+	repo := fs.String("repo", "", "")
+	name := fs.String("name", "", "")
+	serverURL := fs.String("server", os.Getenv("CTXKIT_SERVER"), "")
+	token := fs.String("token", os.Getenv("CTXKIT_TOKEN"), "")
+	data := fs.String("data", envOr("CTXKIT_DATA", ".ctxkit"), "")
+	dbURL := fs.String("db", os.Getenv("CTXKIT_DB"), "")
+	owner := fs.String("owner", "default", "")
+	maxBytes := fs.Int64("max-bytes", 64<<10, "")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *repo == "" {
+		return usagef("--repo is required")
+	}
+	if *maxBytes <= 0 || *maxBytes > store.MaxContextBytes/2 {
+		return usagef("--max-bytes must be between 1 and %d", store.MaxContextBytes/2)
+	}
+	if *serverURL != "" && *token == "" {
+		return usagef("--server needs --token (or CTXKIT_TOKEN)")
+	}
+	if *name != "" && (strings.ContainsAny(*name, "/\\ \t\n") || *name == "." || *name == "..") {
+		return fmt.Errorf("--name: %q must be one word without slashes", *name)
+	}
+	var target indexTarget
+	if *serverURL != "" {
+		target = &httpTarget{base: strings.TrimRight(*serverURL, "/"), token: *token, client: &http.Client{Timeout: time.Minute}}
+	} else {
+		if err := os.MkdirAll(*data, 0o700); err != nil {
+			return fmt.Errorf("--data: %w", err)
+		}
+		db, desc, err := openStore(ctx, *dbURL, *data, newLogger(e))
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		target = &storeTarget{db: db, desc: desc, actor: store.Actor{OwnerID: *owner, AgentID: "ctxkit-index", Curator: true}}
+	}
+	st, stats, err := indexRepo(ctx, target, indexOptions{repo: *repo, name: *name, maxBytes: *maxBytes, now: time.Now})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "indexed %s at %s: %d files (%d new, %d changed, %d unchanged, %d removed); skipped %d binary, %d other\n",
+		st.Repo, shortCommit(st.LastIndexedCommit), stats.files, stats.created, stats.updated, stats.unchanged, stats.removed, stats.binary, stats.skipped)
+	if stats.kept > 0 {
+		fmt.Fprintf(e.stderr, "ctxkit index: kept %d breadcrumbs of deleted files: removing them needs the curator role\n", stats.kept)
+	}
+	return nil
+}
+
+func shortCommit(c string) string {
+	if c == "" {
+		return "no commit"
+	}
+	return c[:min(12, len(c))]
+}
+
+// indexRepo indexes the repository and writes its status and manifest.
+func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelope.IndexStatus, indexStats, error) {
+	var stats indexStats
+	abs, err := filepath.Abs(o.repo)
+	if err != nil {
+		return envelope.IndexStatus{}, stats, fmt.Errorf("--repo: %w", err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return envelope.IndexStatus{}, stats, fmt.Errorf("--repo: %v", err)
+	}
+	defer root.Close()
+	name := o.name
+	if name == "" {
+		name = filepath.Base(abs)
+	}
+	started := o.now().UTC()
+	head, _ := envelope.Head(root)
+	prev, _ := envelope.ReadStatus(root)
+	st := envelope.IndexStatus{Repo: name, IndexState: envelope.IndexRebuilding, SchemaVersion: envelope.SchemaVersion}
+	if prev != nil {
+		st.LastIndexedAt, st.LastIndexedCommit = prev.LastIndexedAt, prev.LastIndexedCommit
+	}
+	if err := envelope.WriteStatus(root, st); err != nil {
+		return st, stats, fmt.Errorf("--repo: writing the index status: %w", err)
+	}
+	fail := func(err error) (envelope.IndexStatus, indexStats, error) {
+		st.IndexState, st.LastError = envelope.IndexError, err.Error()
+		envelope.WriteStatus(root, st)
+		return st, stats, err
+	}
+
+	man := readManifest(root)
+	if man.Target != target.describe() || man.Repo != name {
+		man = indexManifest{Files: map[string]manifestEntry{}}
+	}
+	next := indexManifest{Target: target.describe(), Repo: name, Files: map[string]manifestEntry{}}
+	files, err := trackedFiles(ctx, abs)
+	if err != nil {
+		return fail(err)
+	}
+	tag := server.RepoTag(name)
+	for _, p := range files {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		info, err := root.Lstat(p)
+		if err != nil || !info.Mode().IsRegular() {
+			stats.skipped++
+			continue
+		}
+		old, known := man.Files[p]
+		if known && old.Size == info.Size() && old.ModTime == info.ModTime().UnixNano() {
+			next.Files[p] = old
+			stats.unchanged++
+			stats.files++
+			continue
+		}
+		fc, text, err := readFileContext(root, p, o.maxBytes)
+		if err != nil {
+			stats.skipped++
+			continue
+		}
+		if !text {
+			stats.binary++
+			continue
+		}
+		entry := manifestEntry{SHA256: fc.SHA256, Size: info.Size(), ModTime: info.ModTime().UnixNano()}
+		if known && old.SHA256 == fc.SHA256 {
+			entry.ID, entry.Version = old.ID, old.Version
+			next.Files[p] = entry
+			stats.unchanged++
+			stats.files++
+			continue
+		}
+		ctxJSON, err := json.Marshal(fc)
+		if err != nil {
+			return fail(err)
+		}
+		b := store.Breadcrumb{Title: p, Description: fc.Language + " file of " + name, SchemaName: server.FileSchema,
+			Tags: []string{tag}, Context: ctxJSON}
+		if known {
+			entry.ID = old.ID
+			entry.Version, err = target.update(ctx, old.ID, old.Version, b)
+			if err == nil {
+				stats.updated++
+			}
+		}
+		if !known || isNotFound(err) {
+			entry.ID, entry.Version, err = target.create(ctx, b)
+			if err == nil {
+				stats.created++
+			}
+		}
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", p, err))
+		}
+		next.Files[p] = entry
+		stats.files++
+	}
+	gone := make([]string, 0)
+	for p := range man.Files {
+		if _, ok := next.Files[p]; !ok {
+			gone = append(gone, p)
+		}
+	}
+	sort.Strings(gone)
+	for _, p := range gone {
+		err := target.delete(ctx, man.Files[p].ID)
+		switch {
+		case err == nil || isNotFound(err):
+			stats.removed++
+		case isForbidden(err):
+			stats.kept++
+		default:
+			return fail(fmt.Errorf("%s: removing: %w", p, err))
+		}
+	}
+	if err := writeManifest(root, next); err != nil {
+		return fail(err)
+	}
+	st = envelope.IndexStatus{Repo: name, IndexState: envelope.IndexFresh, LastIndexedAt: started,
+		LastIndexedCommit: head, SchemaVersion: envelope.SchemaVersion}
+	if err := envelope.WriteStatus(root, st); err != nil {
+		return st, stats, err
+	}
+	return st, stats, nil
+}
+
+// trackedFiles lists the repository's files: git ls-files, or a walk of
+// the tree when it is not a git repository (or git is not installed).
+func trackedFiles(ctx context.Context, dir string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "ls-files", "-z", "--cached")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err == nil {
+		var files []string
+		for _, f := range strings.Split(out.String(), "\x00") {
+			if f != "" && !strings.HasPrefix(f, ".ctxkit/") {
+				files = append(files, f)
+			}
+		}
+		return files, nil
+	}
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if base := d.Name(); rel != "." && (base == ".git" || base == ".ctxkit") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		files = append(files, rel)
+		return nil
+	})
+	return files, err
+}
+
+// readFileContext reads a file: its sha256 over all of it, its content cut
+// at max bytes (on a character boundary), and whether it is text.
+func readFileContext(root *os.Root, p string, max int64) (server.FileContext, bool, error) {
+	f, err := root.Open(p)
+	if err != nil {
+		return server.FileContext{}, false, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	var head bytes.Buffer
+	n, err := io.Copy(h, io.TeeReader(f, &limitWriter{w: &head, n: max + 4}))
+	if err != nil {
+		return server.FileContext{}, false, err
+	}
+	data := head.Bytes()
+	if bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0 {
+		return server.FileContext{}, false, nil
+	}
+	truncated := int64(len(data)) > max
+	if truncated {
+		cut := int(max)
+		for cut > 0 && !utf8.RuneStart(data[cut]) {
+			cut--
+		}
+		data = data[:cut]
+	}
+	if !utf8.Valid(data) {
+		return server.FileContext{}, false, nil
+	}
+	return server.FileContext{Path: p, Language: language(p), Size: n, SHA256: hex.EncodeToString(h.Sum(nil)),
+		Content: string(data), Truncated: truncated}, true, nil
+}
+
+// limitWriter keeps the first n bytes written to it and drops the rest.
+type limitWriter struct {
+	w *bytes.Buffer
+	n int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if room := l.n - int64(l.w.Len()); room > 0 {
+		l.w.Write(p[:min(int64(len(p)), room)])
+	}
+	return len(p), nil
+}
+
+var languages = map[string]string{
+	".go": "go", ".py": "python", ".js": "javascript", ".mjs": "javascript", ".ts": "typescript", ".tsx": "typescript",
+	".jsx": "javascript", ".java": "java", ".kt": "kotlin", ".rs": "rust", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp",
+	".hpp": "cpp", ".cs": "csharp", ".rb": "ruby", ".php": "php", ".swift": "swift", ".scala": "scala", ".sh": "shell",
+	".bash": "shell", ".sql": "sql", ".md": "markdown", ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml",
+	".html": "html", ".css": "css", ".proto": "protobuf", ".txt": "text", ".txtar": "txtar", ".xml": "xml",
+}
+
+func language(p string) string {
+	if base := path.Base(p); base == "Makefile" || base == "Dockerfile" {
+		return strings.ToLower(base)
+	}
+	return languages[strings.ToLower(path.Ext(p))]
+}
+
+func readManifest(root *os.Root) indexManifest {
+	var m indexManifest
+	f, err := root.Open(manifestFile)
+	if err != nil {
+		return m
+	}
+	defer f.Close()
+	if json.NewDecoder(f).Decode(&m) != nil {
+		return indexManifest{}
+	}
+	return m
+}
+
+func writeManifest(root *os.Root, m indexManifest) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	tmp := manifestFile + ".tmp"
+	if err := root.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return root.Rename(tmp, manifestFile)
+}
+
+// storeTarget writes to a store directly.
+type storeTarget struct {
+	db    store.Store
+	desc  string
+	actor store.Actor
+}
+
+func (t *storeTarget) describe() string { return "store:" + t.desc + "#" + t.actor.OwnerID }
+
+func (t *storeTarget) create(ctx context.Context, b store.Breadcrumb) (string, int64, error) {
+	out, _, err := t.db.Create(ctx, t.actor, b, store.Idempotency{})
+	return out.ID, out.Version, err
+}
+
+func (t *storeTarget) update(ctx context.Context, id string, version int64, b store.Breadcrumb) (int64, error) {
+	out, err := t.db.Update(ctx, t.actor, id, version, func(x *store.Breadcrumb) error {
+		x.Title, x.Description, x.Context = b.Title, b.Description, b.Context
+		return nil
+	})
+	return out.Version, err
+}
+
+func (t *storeTarget) delete(ctx context.Context, id string) error {
+	return t.db.Delete(ctx, t.actor, id)
+}
+
+// httpTarget writes through a ctxkit server's API.
+type httpTarget struct {
+	base, token string
+	client      *http.Client
+}
+
+func (t *httpTarget) describe() string { return "server:" + t.base }
+
+// apiError is an error reply of the server.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%s (%d %s)", e.msg, e.status, e.code) }
+
+// isNotFound reports whether err says the breadcrumb does not exist, from
+// a store or a server.
+func isNotFound(err error) bool {
+	var ae *apiError
+	return store.IsCode(err, store.CodeNotFound) || errors.As(err, &ae) && ae.code == store.CodeNotFound
+}
+
+func isForbidden(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.status == http.StatusForbidden
+}
+
+func (t *httpTarget) do(ctx context.Context, method, p string, body any, hdr map[string]string, out any) error {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.base+p, rd)
+	if err != nil {
+		return fmt.Errorf("--server: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+t.token)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("--server: %w", err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		json.Unmarshal(data, &e)
+		if e.Error.Message == "" {
+			e.Error.Message = http.StatusText(resp.StatusCode)
+		}
+		return &apiError{status: resp.StatusCode, code: e.Error.Code, msg: e.Error.Message}
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+func (t *httpTarget) create(ctx context.Context, b store.Breadcrumb) (string, int64, error) {
+	var out struct {
+		ID      string `json:"id"`
+		Version int64  `json:"version"`
+	}
+	err := t.do(ctx, "POST", "/breadcrumbs", map[string]any{"title": b.Title, "description": b.Description,
+		"schema_name": b.SchemaName, "tags": b.Tags, "context": b.Context}, nil, &out)
+	return out.ID, out.Version, err
+}
+
+func (t *httpTarget) update(ctx context.Context, id string, version int64, b store.Breadcrumb) (int64, error) {
+	var out struct {
+		Version int64 `json:"version"`
+	}
+	err := t.do(ctx, "PATCH", "/breadcrumbs/"+id, map[string]any{"title": b.Title, "description": b.Description, "context": b.Context},
+		map[string]string{"If-Match": strconv.FormatInt(version, 10)}, &out)
+	return out.Version, err
+}
+
+func (t *httpTarget) delete(ctx context.Context, id string) error {
+	return t.do(ctx, "DELETE", "/breadcrumbs/"+id, nil, nil, nil)
+}

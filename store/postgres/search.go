@@ -1,0 +1,263 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ctxkit/ctxkit/store"
+)
+
+// searchVector renders b's search document as a tsvector literal: each
+// word with its positions and weight (A title, B tags, C description, D
+// view text), fields one position apart so no phrase spans two.
+func searchVector(b *store.Breadcrumb) (vector string, terms []string) {
+	d := store.Document(b)
+	type occ struct{ pos []string }
+	words := map[string]*occ{}
+	pos := 0
+	for _, f := range []struct {
+		ws     []string
+		weight string
+	}{{d.Title, "A"}, {d.Tags, "B"}, {d.Description, "C"}, {d.Body, "D"}} {
+		for _, w := range f.ws {
+			pos++
+			o := words[w]
+			if o == nil {
+				o = &occ{}
+				words[w] = o
+			}
+			if len(o.pos) < 256 { // PostgreSQL keeps at most 256 positions of a word
+				o.pos = append(o.pos, strconv.Itoa(pos)+f.weight)
+			}
+		}
+		pos++
+	}
+	terms = make([]string, 0, len(words))
+	for w := range words {
+		terms = append(terms, w)
+	}
+	sort.Strings(terms)
+	var sb strings.Builder
+	for i, w := range terms {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(quoteLexeme(w))
+		sb.WriteByte(':')
+		sb.WriteString(strings.Join(words[w].pos, ","))
+	}
+	return sb.String(), terms
+}
+
+// quoteLexeme quotes a word for tsvector and tsquery input.
+func quoteLexeme(w string) string {
+	return "'" + strings.NewReplacer(`'`, `''`, `\`, `\\`).Replace(w) + "'"
+}
+
+// tsQuery renders a parsed query as tsquery input. Every word is a quoted
+// lexeme, so no user text is read as tsquery syntax.
+func tsQuery(e *store.SearchExpr) string {
+	term := func(t store.SearchTerm) string {
+		parts := make([]string, len(t.Words))
+		for i, w := range t.Words {
+			parts[i] = quoteLexeme(w)
+			if t.Prefix && i == len(t.Words)-1 {
+				parts[i] += ":*"
+			}
+		}
+		return "(" + strings.Join(parts, " <-> ") + ")"
+	}
+	groups := make([]string, 0, len(e.All)+len(e.None))
+	for _, g := range e.All {
+		alts := make([]string, len(g))
+		for j, t := range g {
+			alts[j] = term(t)
+		}
+		groups = append(groups, "("+strings.Join(alts, " | ")+")")
+	}
+	for _, t := range e.None {
+		groups = append(groups, "!"+term(t))
+	}
+	return strings.Join(groups, " & ")
+}
+
+// candidates is SQL selecting, for every group of e, the ids of the
+// owner's ($1) breadcrumbs that may match it, from search_terms: those
+// holding one word of one of its terms (the longest exact word of a term,
+// or its prefix). The selects are separated by NUL; each becomes its own
+// "id IN (...)", so the planner can start from the most selective and probe
+// the others' index. It appends its parameters to args.
+func candidates(e *store.SearchExpr, args *[]any) string {
+	param := func(v any) string {
+		*args = append(*args, v)
+		return fmt.Sprintf("$%d", len(*args))
+	}
+	selects := make([]string, len(e.All))
+	for i, g := range e.All {
+		var exact []string
+		var conds []string
+		for _, t := range g {
+			key, prefix := "", false
+			for j, w := range t.Words {
+				if t.Prefix && j == len(t.Words)-1 {
+					continue
+				}
+				if len(w) > len(key) {
+					key = w
+				}
+			}
+			if key == "" {
+				key, prefix = t.Words[len(t.Words)-1], true
+			}
+			if prefix {
+				conds = append(conds, fmt.Sprintf(`(term >= %s AND term < %s)`, param(key), param(key+string(utf8.MaxRune))))
+			} else {
+				exact = append(exact, key)
+			}
+		}
+		if len(exact) > 0 {
+			conds = append(conds, `term = ANY(`+param(exact)+`::text[])`)
+		}
+		selects[i] = `SELECT breadcrumb_id FROM search_terms WHERE owner_id = $1 AND (` + strings.Join(conds, ` OR `) + `)`
+	}
+	return strings.Join(selects, "\x00")
+}
+
+// Search implements store.Store.
+func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) ([]store.SearchHit, error) {
+	limit, err := store.SearchLimit(q)
+	if err != nil {
+		return nil, err
+	}
+	e, err := store.ParseSearch(q.Text)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range append([]string{q.SchemaName}, q.Tags...) {
+		if !utf8.ValidString(t) || strings.IndexByte(t, 0) >= 0 {
+			return nil, nil
+		}
+	}
+	args := append(actorArgs(a), d.now())
+	cand := candidates(e, &args)
+	args = append(args, tsQuery(e))
+	qn := len(args)
+	where := []string{writableBy(1), `(expires_at IS NULL OR expires_at > $4)`, `(max_reads = 0 OR reads < max_reads)`}
+	for _, c := range strings.Split(cand, "\x00") {
+		where = append(where, `id IN (`+c+`)`)
+	}
+	where = append(where, fmt.Sprintf(`search @@ $%d::tsquery`, qn))
+	if q.SchemaName != "" {
+		args = append(args, q.SchemaName)
+		where = append(where, fmt.Sprintf(`schema_name = $%d`, len(args)))
+	}
+	if tags := store.Distinct(q.Tags); len(tags) > 0 {
+		args = append(args, tags, len(tags))
+		where = append(where, fmt.Sprintf(`id IN (SELECT breadcrumb_id FROM breadcrumb_tags WHERE owner_id = $1 AND tag = ANY($%d::text[])
+			GROUP BY breadcrumb_id HAVING count(*) = $%d)`, len(args)-1, len(args)))
+	}
+	args = append(args, limit)
+	sql := fmt.Sprintf(`SELECT `+columns+`, ts_rank(search, $%d::tsquery) AS score FROM breadcrumbs WHERE `+
+		strings.Join(where, ` AND `)+` ORDER BY score DESC, id DESC LIMIT $%d`, qn, len(args))
+	var hits []store.SearchHit
+	err = d.query(ctx, scope{owner: a.OwnerID}, sql, args, func(rows pgx.Rows) error {
+		var h store.SearchHit
+		b, err := scan(extraRow{rows, &h.Score})
+		h.Breadcrumb = b
+		hits = append(hits, h)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return hits, nil
+}
+
+// extraRow scans a row of the columns followed by one more value.
+type extraRow struct {
+	row   pgx.Row
+	extra any
+}
+
+func (r extraRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.extra)...) }
+
+// queueSearch queues b's words for candidate search (after its row).
+func queueSearch(batch *pgx.Batch, b *store.Breadcrumb, terms []string, create bool) {
+	if !create {
+		batch.Queue(`DELETE FROM search_terms WHERE breadcrumb_id = $1 AND owner_id = $2`, b.ID, b.OwnerID)
+	}
+	batch.Queue(`INSERT INTO search_terms (owner_id, term, breadcrumb_id) SELECT $1, t, $2 FROM unnest($3::text[]) AS t`, b.OwnerID, b.ID, terms)
+}
+
+// backfillSearch indexes the breadcrumbs written before search existed.
+func (d *DB) backfillSearch(ctx context.Context) error {
+	for {
+		var todo []store.Breadcrumb
+		err := d.inTx(ctx, scope{system: true}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+			rows, err := c.Query(ctx, `SELECT `+columns+` FROM breadcrumbs WHERE search IS NULL ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED`)
+			if err != nil {
+				return nil, err
+			}
+			if todo, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Breadcrumb, error) { return scan(r) }); err != nil {
+				return nil, err
+			}
+			batch := &pgx.Batch{}
+			for i := range todo {
+				vec, terms := searchVector(&todo[i])
+				batch.Queue(`UPDATE breadcrumbs SET search = $1::tsvector WHERE id = $2`, vec, todo[i].ID)
+				queueSearch(batch, &todo[i], terms, false)
+			}
+			return batch, nil
+		})
+		if err != nil || len(todo) < 500 {
+			return err
+		}
+	}
+}
+
+// Import creates many breadcrumbs in one transaction, as Create would one
+// by one (without idempotency keys): for loading data in bulk.
+func (d *DB) Import(ctx context.Context, a store.Actor, in []store.Breadcrumb) ([]store.Breadcrumb, error) {
+	now := d.stamp()
+	out := make([]store.Breadcrumb, len(in))
+	for i := range in {
+		b, err := store.NewRecord(a, in[i], now)
+		if err != nil {
+			return nil, fmt.Errorf("breadcrumb %d: %w", i, err)
+		}
+		out[i] = b
+	}
+	err := d.inTx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+		const chunk = 500
+		for start := 0; start < len(out); start += chunk {
+			batch := &pgx.Batch{}
+			ptrs := []*store.Breadcrumb{}
+			for i := start; i < min(start+chunk, len(out)); i++ {
+				if err := queueVersion(batch, &out[i], true); err != nil {
+					return nil, err
+				}
+				ptrs = append(ptrs, &out[i])
+			}
+			queueEvents(batch, store.Created, now, ptrs...)
+			if err := c.SendBatch(ctx, batch).Close(); err != nil {
+				return nil, err
+			}
+		}
+		// Fresh statistics, so searches plan well right after a bulk load.
+		batch := &pgx.Batch{}
+		batch.Queue(`ANALYZE breadcrumbs, search_terms`)
+		return batch, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.hub.wake(a.OwnerID)
+	return out, nil
+}

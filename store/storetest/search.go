@@ -1,0 +1,211 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/store"
+)
+
+// titles searches and returns the titles found, best first.
+func titles(t *testing.T, s store.Store, a store.Actor, q store.SearchQuery) []string {
+	t.Helper()
+	hits, err := s.Search(context.Background(), a, q)
+	if err != nil {
+		t.Fatalf("search %q: %v", q.Text, err)
+	}
+	out := []string{}
+	for i, h := range hits {
+		out = append(out, h.Title)
+		if i > 0 && h.Score > hits[i-1].Score {
+			t.Fatalf("search %q: not best first: %v then %v", q.Text, hits[i-1].Score, h.Score)
+		}
+	}
+	return out
+}
+
+func sorted(ss []string) []string { ss = slices.Clone(ss); slices.Sort(ss); return ss }
+
+func testSearch(t *testing.T, s store.Store) {
+	in := []store.Breadcrumb{
+		{Title: "Deploy runbook", Description: "how to ship the API", Context: json.RawMessage(`{"steps":["build","push image","roll out"]}`), Tags: []string{"ops"}, SchemaName: "doc.v1"},
+		{Title: "Release notes", Description: "what changed in the deploy pipeline", Context: json.RawMessage(`{"version":"2.1"}`), Tags: []string{"ops", "release"}, SchemaName: "doc.v1"},
+		{Title: "Team roster", Description: "who is on call", Context: json.RawMessage(`{"members":["Zoë","Bob"],"note":"deploy freeze on fridays"}`), Tags: []string{"team"}},
+		{Title: "Café menu", Description: "lunch", Context: json.RawMessage(`{"dish":"soup of the day","price":4.5}`), Tags: []string{"food"}},
+		{Title: "Kubernetes notes", Description: "cluster upgrades", Context: json.RawMessage(`{"text":"kubectl rollout restart; push image to registry"}`), Tags: []string{"ops"}},
+	}
+	for _, b := range in {
+		create(t, s, alice, b)
+	}
+	q := func(text string) store.SearchQuery { return store.SearchQuery{Text: text} }
+	cases := []struct {
+		query   store.SearchQuery
+		want    []string
+		ordered bool
+	}{
+		// A title match ranks above matches in the description or the body.
+		{q("deploy"), []string{"Deploy runbook", "Release notes", "Team roster"}, false},
+		{q("DEPLOY runbook"), []string{"Deploy runbook"}, true},
+		{q(`"push image"`), []string{"Deploy runbook", "Kubernetes notes"}, false},
+		{q(`"image push"`), []string{}, true},
+		{q("kube*"), []string{"Kubernetes notes"}, true},
+		{q("roll*"), []string{"Deploy runbook", "Kubernetes notes"}, false},
+		{q("deploy -freeze"), []string{"Deploy runbook", "Release notes"}, false},
+		{q("roster OR menu"), []string{"Café menu", "Team roster"}, false},
+		{q("lunch OR dinner soup"), []string{"Café menu"}, true},
+		{q("café"), []string{"Café menu"}, true},
+		{q("zoë"), []string{"Team roster"}, true},
+		{q("ops"), []string{"Deploy runbook", "Kubernetes notes", "Release notes"}, false},
+		{q("4"), []string{"Café menu"}, true}, // 4.5 is the words 4 and 5
+		{q("nothing-like-this"), []string{}, true},
+		{store.SearchQuery{Text: "deploy", Tags: []string{"release"}}, []string{"Release notes"}, true},
+		{store.SearchQuery{Text: "deploy", SchemaName: "doc.v1"}, []string{"Deploy runbook", "Release notes"}, false},
+		{store.SearchQuery{Text: "deploy", Limit: 1}, []string{"Deploy runbook"}, true},
+		{store.SearchQuery{Text: "ops", Tags: []string{"ops", "release"}}, []string{"Release notes"}, true},
+	}
+	for _, c := range cases {
+		got := titles(t, s, alice, c.query)
+		want := c.want
+		if !c.ordered {
+			got, want = sorted(got), sorted(want)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("search %+v: got %q, want %q", c.query, got, want)
+		}
+	}
+	if got := titles(t, s, alice, q("deploy")); len(got) == 0 || got[0] != "Deploy runbook" {
+		t.Errorf("title match not first: %q", got)
+	}
+	hits, err := s.Search(context.Background(), alice, q("runbook"))
+	if err != nil || len(hits) != 1 || hits[0].Score <= 0 || hits[0].Version != 1 || string(hits[0].Context) == "" {
+		t.Fatalf("hit: %v %+v", err, hits)
+	}
+}
+
+func testSearchVisibility(t *testing.T, s store.Store) {
+	create(t, s, alice, store.Breadcrumb{Title: "alpha team", Context: json.RawMessage(`{}`)})
+	create(t, s, alice, store.Breadcrumb{Title: "alpha private", Context: json.RawMessage(`{}`), Visibility: store.Private})
+	create(t, s, mallory, store.Breadcrumb{Title: "alpha evil public", Context: json.RawMessage(`{}`), Visibility: store.Public})
+	create(t, s, mallory, store.Breadcrumb{Title: "alpha evil", Context: json.RawMessage(`{}`)})
+	past := time.Now().Add(50 * time.Millisecond)
+	create(t, s, alice, store.Breadcrumb{Title: "alpha expiring", Context: json.RawMessage(`{}`), ExpiresAt: &past})
+	time.Sleep(100 * time.Millisecond)
+	for _, c := range []struct {
+		a    store.Actor
+		want []string
+	}{
+		{alice, []string{"alpha private", "alpha team"}},
+		{bob, []string{"alpha team"}},
+		{curator, []string{"alpha private", "alpha team"}},
+		{mallory, []string{"alpha evil", "alpha evil public"}},
+	} {
+		got := sorted(titles(t, s, c.a, store.SearchQuery{Text: "alpha"}))
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s/%s: got %q, want %q", c.a.OwnerID, c.a.AgentID, got, c.want)
+		}
+		// Search shows what List shows.
+		page, err := s.List(context.Background(), c.a, store.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var listed []string
+		for _, b := range page.Items {
+			listed = append(listed, b.Title)
+		}
+		if !slices.Equal(sorted(listed), c.want) {
+			t.Errorf("%s/%s: list %q differs from search %q", c.a.OwnerID, c.a.AgentID, listed, c.want)
+		}
+	}
+}
+
+func testSearchFollowsWrites(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	b := create(t, s, alice, store.Breadcrumb{Title: "first title", Context: json.RawMessage(`{"k":"oldbody"}`)})
+	if got := titles(t, s, alice, store.SearchQuery{Text: "oldbody"}); len(got) != 1 {
+		t.Fatalf("before update: %q", got)
+	}
+	_, err := s.Update(ctx, alice, b.ID, 1, func(x *store.Breadcrumb) error {
+		x.Title, x.Context = "second title", json.RawMessage(`{"k":"newbody"}`)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for text, n := range map[string]int{"first": 0, "oldbody": 0, "second": 1, "newbody": 1} {
+		if got := titles(t, s, alice, store.SearchQuery{Text: text}); len(got) != n {
+			t.Errorf("after update, %q: %q", text, got)
+		}
+	}
+	// An update supplying the view text searches on it.
+	_, err = s.Update(ctx, alice, b.ID, 0, func(x *store.Breadcrumb) error {
+		x.SearchText = "suppliedtext"
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := titles(t, s, alice, store.SearchQuery{Text: "suppliedtext"}); len(got) != 1 {
+		t.Errorf("supplied text: %q", got)
+	}
+	if got := titles(t, s, alice, store.SearchQuery{Text: "newbody"}); len(got) != 0 {
+		t.Errorf("supplied text replaces the context's: %q", got)
+	}
+	// The next update without one derives it again.
+	if _, err := s.Update(ctx, alice, b.ID, 0, func(x *store.Breadcrumb) error { x.Tags = []string{"t"}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := titles(t, s, alice, store.SearchQuery{Text: "newbody"}); len(got) != 1 {
+		t.Errorf("derived again: %q", got)
+	}
+	if err := s.Delete(ctx, curator, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := titles(t, s, alice, store.SearchQuery{Text: "second"}); len(got) != 0 {
+		t.Errorf("after delete: %q", got)
+	}
+}
+
+func testSearchHiddenFields(t *testing.T, s store.Store) {
+	create(t, s, alice, store.Breadcrumb{Title: "hinted", Context: json.RawMessage(`{"public":"shownword","secret":{"key":"hiddenword"}}`),
+		LLMHints: json.RawMessage(`{"exclude":["secret"]}`)})
+	create(t, s, alice, store.Breadcrumb{Title: "supplied", Context: json.RawMessage(`{"raw":"rawword"}`), SearchText: "viewword"})
+	for text, n := range map[string]int{"shownword": 1, "hiddenword": 0, "secret": 0, "viewword": 1, "rawword": 0} {
+		if got := titles(t, s, alice, store.SearchQuery{Text: text}); len(got) != n {
+			t.Errorf("%q: %q, want %d hits", text, got, n)
+		}
+	}
+}
+
+func testSearchBadQueries(t *testing.T, s store.Store) {
+	create(t, s, alice, store.Breadcrumb{Title: "target words", Context: json.RawMessage(`{}`)})
+	ctx := context.Background()
+	for _, text := range []string{"", "   ", strings.Repeat("a", store.MaxQueryBytes+1), "-target", "!!! ???", "\xff", strings.Repeat("w ", 40)} {
+		_, err := s.Search(ctx, alice, store.SearchQuery{Text: text})
+		var se *store.Error
+		if !errors.As(err, &se) || se.Code != store.CodeInvalid || se.Field != "q" {
+			t.Errorf("query %.20q: %v, want invalid q", text, err)
+		}
+	}
+	if _, err := s.Search(ctx, alice, store.SearchQuery{Text: "x", Limit: store.MaxSearchLimit + 1}); !store.IsCode(err, store.CodeInvalid) {
+		t.Errorf("limit: %v", err)
+	}
+	// Syntax of the backends' own query languages is only text here.
+	for _, text := range []string{`target"`, `"target`, `target*`, `target:*`, `'target'`, `target & !x`, `target NEAR(x)`,
+		`target) OR (`, `\target\`, `target OR`, `OR target`, `target -`, `title:target`, `target AND`, `tar* OR OR x`, `-"" target`} {
+		got := titles(t, s, alice, store.SearchQuery{Text: text})
+		if len(got) > 1 {
+			t.Errorf("%q: %q", text, got)
+		}
+	}
+	if got := titles(t, s, alice, store.SearchQuery{Text: `target"`}); len(got) != 1 {
+		t.Errorf("quote: %q", got)
+	}
+	if got := titles(t, s, alice, store.SearchQuery{Text: "target", Tags: []string{"\x00"}}); len(got) != 0 {
+		t.Errorf("NUL tag: %q", got)
+	}
+}
