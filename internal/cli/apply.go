@@ -1,0 +1,306 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ctxkit/ctxkit/plan"
+)
+
+func init() {
+	register(&command{
+		name:    "apply",
+		summary: "apply a plan of unified diffs atomically, verify it, record it",
+		usage: `Usage: ctxkit apply PLAN.json --root DIR [--dry-run | --backup SUFFIX] [--verify]
+                    [--schema FILE] [--record FILE] [--json]
+
+Applies a plan (a JSON object of single-file unified diffs, each with the
+SHA-256 of the file it was written against, and post commands) to the
+files under DIR. PLAN.json "-" reads the plan from standard input; flags
+may come before or after it.
+
+  {"diffs":[{"path":"src/main.go","checksum":"<sha256 hex of the file>",
+             "unified_diff":"--- a/src/main.go\n+++ b/src/main.go\n@@ ... @@\n..."}],
+   "post":{"commands":[{"program":"go","args":["vet","./..."],"timeout_ms":60000}]}}
+
+Each hunk is placed by its content (line numbers only break ties): exactly,
+then with whitespace ignored, then with up to two context lines ignored per
+side, and only where the match is unique. Every diff is applied in memory
+first; files are written only if all apply, each through a temporary file,
+fsync and rename, and restored if a write fails midway. A diff that is
+already applied is reported as noop.
+
+Flags:
+  --root DIR        the directory the plan's paths are relative to (required);
+                    no path may leave it, even through a symbolic link
+  --dry-run         compute every outcome, write nothing
+  --backup SUFFIX   keep each changed file's previous content at PATH+SUFFIX
+                    (never overwriting an existing file)
+  --verify          after writing, run the plan's post commands in DIR without
+                    a shell, each with its timeout (default 60s)
+  --schema FILE     a JSON Schema the plan must also satisfy
+  --record FILE     append an audit record (one JSON line: plan hash, each
+                    diff's outcome and hashes, command outcomes, timestamps)
+  --json            print the record instead of the table
+
+Exit status: 0 when every diff applied (or was already applied) and every
+command succeeded; 1 when the plan is invalid, a diff failed (nothing is
+written then), or a command failed or timed out; 2 on a usage error.
+`,
+		run: runApply,
+	})
+}
+
+// applyFlags are apply's flags.
+type applyFlags struct {
+	root, backup, schema, record string
+	dryRun, verify, json         bool
+}
+
+// parseInterspersed parses flags that may come before or after the
+// positional arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("%v", err)
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func runApply(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("apply")
+	var f applyFlags
+	fs.StringVar(&f.root, "root", "", "")
+	fs.StringVar(&f.backup, "backup", "", "")
+	fs.StringVar(&f.schema, "schema", "", "")
+	fs.StringVar(&f.record, "record", "", "")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "")
+	fs.BoolVar(&f.verify, "verify", false, "")
+	fs.BoolVar(&f.json, "json", false, "")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) == 0:
+		return usagef("the plan file is required: ctxkit apply PLAN.json --root DIR")
+	case len(pos) > 1:
+		return usagef("unexpected argument %q: apply takes one plan", pos[1])
+	case f.root == "":
+		return usagef("--root is required: the directory the plan's paths are relative to")
+	case f.dryRun && f.backup != "":
+		return usagef("--dry-run and --backup do not go together")
+	case f.dryRun && f.verify:
+		return usagef("--verify runs the commands on the written files: it does not go with --dry-run")
+	}
+	var raw []byte
+	if pos[0] == "-" {
+		raw, err = io.ReadAll(io.LimitReader(e.stdin, plan.MaxPlanBytes+1))
+	} else {
+		raw, err = readPlanFile(pos[0], plan.MaxPlanBytes+1)
+	}
+	if err != nil {
+		return fmt.Errorf("reading the plan: %w", err)
+	}
+	var schema *plan.Schema
+	if f.schema != "" {
+		doc, err := os.ReadFile(f.schema)
+		if err != nil {
+			return fmt.Errorf("--schema: %w", err)
+		}
+		if schema, err = plan.CompileSchema(doc); err != nil {
+			return fmt.Errorf("--schema %s: %w", f.schema, err)
+		}
+	}
+	root, err := os.OpenRoot(f.root)
+	if err != nil {
+		return usagef("--root: %v", err)
+	}
+	defer root.Close()
+	var strategy plan.Strategy = plan.Write{}
+	switch {
+	case f.dryRun:
+		strategy = plan.DryRun{}
+	case f.backup != "":
+		strategy = plan.WriteBackup{Suffix: f.backup}
+	}
+	rec, err := applyPlan(ctx, root, raw, schema, strategy, f.verify)
+	if f.record != "" {
+		if rerr := plan.AppendRecord(f.record, rec); rerr != nil && err == nil {
+			err = fmt.Errorf("--record: %w", rerr)
+		}
+	}
+	if f.json {
+		out, merr := json.MarshalIndent(rec, "", "  ")
+		if merr != nil {
+			return merr
+		}
+		if _, werr := e.stdout.Write(append(out, '\n')); werr != nil && err == nil {
+			err = werr
+		}
+	} else if rec.Diffs != nil {
+		printReport(e.stdout, rec)
+	}
+	return err
+}
+
+func readPlanFile(name string, n int64) ([]byte, error) {
+	fh, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return io.ReadAll(io.LimitReader(fh, n))
+}
+
+// applyPlan parses, validates, applies and verifies a plan document and
+// returns the audit record of the run; the error is the run's first
+// failure.
+func applyPlan(ctx context.Context, root *os.Root, raw []byte, schema *plan.Schema, strategy plan.Strategy, verify bool) (*plan.Record, error) {
+	abs, err := filepath.Abs(root.Name())
+	if err != nil {
+		abs = root.Name()
+	}
+	rec := &plan.Record{Started: time.Now().UTC(), Root: abs, Strategy: plan.StrategyName(strategy), PlanSHA256: plan.Checksum(raw)}
+	finish := func(err error) (*plan.Record, error) {
+		rec.Finished = time.Now().UTC()
+		rec.OK = err == nil
+		if err != nil {
+			rec.Code, rec.Error = plan.CodeOf(err), oneLine(err.Error())
+		}
+		return rec, err
+	}
+	p, err := plan.Parse(raw)
+	if err != nil {
+		return finish(fmt.Errorf("plan: %w", err))
+	}
+	rec.Plan = p
+	if schema != nil {
+		if err := plan.Validate(p, schema); err != nil {
+			return finish(fmt.Errorf("plan: %w", err))
+		}
+	}
+	rep, err := plan.Apply(ctx, root, p, plan.Options{Strategy: strategy})
+	if rep != nil {
+		rec.Diffs, rec.Written = rep.Diffs, rep.Written
+	}
+	if err != nil {
+		return finish(err)
+	}
+	if verify && len(p.Commands()) > 0 {
+		rec.Verified = true
+		rec.Commands, err = plan.Verify(ctx, abs, p.Commands(), plan.VerifyOptions{})
+		if err != nil {
+			return finish(err)
+		}
+	}
+	return finish(nil)
+}
+
+// printReport writes the human table of a run.
+func printReport(w io.Writer, rec *plan.Record) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DIFF\tPATH\tSTATUS\tHUNKS\tSHA256 BEFORE\tAFTER")
+	counts := map[plan.Status]int{}
+	for _, o := range rec.Diffs {
+		status := string(o.Status)
+		if status == "" {
+			status = "-"
+		}
+		counts[o.Status]++
+		var hunks []string
+		for _, h := range o.Hunks {
+			switch {
+			case h.Error != "":
+				hunks = append(hunks, "failed")
+			case h.Offset != 0:
+				hunks = append(hunks, fmt.Sprintf("%s %+d", h.Match, h.Offset))
+			default:
+				hunks = append(hunks, h.Match)
+			}
+		}
+		if len(hunks) == 0 {
+			hunks = []string{"-"}
+		}
+		after := shortSum(o.SHA256After)
+		if o.Deleted {
+			after = "deleted"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", o.Index, o.Path, status, strings.Join(hunks, ", "), shortSum(o.SHA256Before), after)
+	}
+	tw.Flush()
+	for _, o := range rec.Diffs {
+		for _, warn := range o.Warnings {
+			fmt.Fprintf(w, "diffs[%d] (%s): %s\n", o.Index, o.Path, warn)
+		}
+		if o.BackupPath != "" {
+			fmt.Fprintf(w, "diffs[%d] (%s): previous content kept in %s\n", o.Index, o.Path, o.BackupPath)
+		}
+	}
+	state := "nothing written"
+	switch {
+	case rec.Written:
+		state = "written"
+	case rec.Strategy == "dry-run":
+		state = "dry run: nothing written"
+	}
+	fmt.Fprintf(w, "%d applied, %d noop, %d failed; %s\n", counts[plan.StatusApplied], counts[plan.StatusNoop], counts[plan.StatusFailed], state)
+	if len(rec.Commands) == 0 {
+		return
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMMAND\tSTATUS\tEXIT\tTIME")
+	for _, c := range rec.Commands {
+		name := plan.Command{Program: c.Program, Args: c.Args}.String()
+		if len(name) > 60 {
+			name = name[:57] + "..."
+		}
+		exit := strconv.Itoa(c.ExitCode)
+		if c.ExitCode < 0 {
+			exit = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, c.Status, exit, (time.Duration(c.DurationMS) * time.Millisecond).String())
+	}
+	tw.Flush()
+	for _, c := range rec.Commands {
+		if c.Status == plan.CommandOK || c.Status == plan.CommandSkipped {
+			continue
+		}
+		for _, s := range []struct{ name, text string }{{"stdout", c.Stdout}, {"stderr", c.Stderr}} {
+			if t := strings.TrimSpace(s.text); t != "" {
+				fmt.Fprintf(w, "--- %s of %s (last lines)\n%s\n", s.name, c.Program, tailLines(t, 20))
+			}
+		}
+	}
+}
+
+func shortSum(sum string) string {
+	if sum == "" {
+		return "-"
+	}
+	return sum[:min(12, len(sum))]
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -1,0 +1,588 @@
+package plan
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/ctxkit/ctxkit/patch"
+)
+
+// MaxFileBytes is the largest file a plan may change.
+const MaxFileBytes = 64 << 20
+
+// Strategy says what Apply does with the new content: DryRun, Write or
+// WriteBackup.
+type Strategy interface{ strategy() string }
+
+// DryRun computes every outcome and writes nothing.
+type DryRun struct{}
+
+// Write replaces each changed file.
+type Write struct{}
+
+// WriteBackup replaces each changed file and keeps its previous content
+// next to it, at its path with Suffix appended. A backup never overwrites
+// an existing file: the plan fails before anything is written.
+type WriteBackup struct{ Suffix string }
+
+func (DryRun) strategy() string      { return "dry-run" }
+func (Write) strategy() string       { return "write" }
+func (WriteBackup) strategy() string { return "write-backup" }
+
+// StrategyName is "dry-run", "write" or "write-backup" (nil: dry-run).
+func StrategyName(s Strategy) string {
+	if s == nil {
+		return DryRun{}.strategy()
+	}
+	return s.strategy()
+}
+
+// Options tune Apply. The zero value is a dry run.
+type Options struct {
+	// Strategy is DryRun when nil.
+	Strategy Strategy
+	// Logger receives a debug line per file written or restored.
+	Logger *slog.Logger
+
+	// hook, in tests, runs before each write step and fails it with its
+	// error.
+	hook func(step, name string) error
+}
+
+// Status is a diff's outcome.
+type Status string
+
+// Statuses.
+const (
+	StatusApplied Status = "applied" // the diff applies (and was written unless the plan failed or this is a dry run)
+	StatusNoop    Status = "noop"    // the diff was already applied
+	StatusFailed  Status = "failed"
+)
+
+// HunkOutcome is how one hunk was placed or why it was not.
+type HunkOutcome struct {
+	Index int `json:"index"`
+	// Match is the pass that placed it: exact, offset, whitespace or
+	// "fuzz N".
+	Match  string `json:"match,omitempty"`
+	Offset int    `json:"offset"`
+	// Line is the 1-based line of the file before where the hunk's old
+	// lines start (the closest region for a hunk not found).
+	Line  int    `json:"line,omitempty"`
+	Code  Code   `json:"code,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Outcome is one diff's result.
+type Outcome struct {
+	Index        int           `json:"index"`
+	Path         string        `json:"path"`
+	Status       Status        `json:"status"`
+	Hunks        []HunkOutcome `json:"hunks,omitempty"`
+	SHA256Before string        `json:"sha256_before,omitempty"`
+	SHA256After  string        `json:"sha256_after,omitempty"`
+	BackupPath   string        `json:"backup_path,omitempty"`
+	Created      bool          `json:"created,omitempty"`
+	Deleted      bool          `json:"deleted,omitempty"`
+	Warnings     []string      `json:"warnings,omitempty"`
+	Code         Code          `json:"code,omitempty"`
+	Error        string        `json:"error,omitempty"`
+}
+
+// Report is the outcome of Apply.
+type Report struct {
+	Strategy string    `json:"strategy"`
+	Diffs    []Outcome `json:"diffs"`
+	// Written is true when the files were changed on disk: a write
+	// strategy and every diff applied (or was already applied).
+	Written bool `json:"written"`
+}
+
+// Failed counts the diffs that failed.
+func (r *Report) Failed() int {
+	n := 0
+	for _, o := range r.Diffs {
+		if o.Status == StatusFailed {
+			n++
+		}
+	}
+	return n
+}
+
+// change is a diff applied in memory.
+type change struct {
+	index   int
+	path    string
+	before  []byte
+	exists  bool
+	perm    fs.FileMode
+	after   []byte
+	delete  bool
+	backup  string
+	changes bool
+}
+
+// Apply applies p's diffs to the files under root. Every diff is applied
+// in memory first, each after its file's checksum is checked; files are
+// written only when all of them succeed, each through a temporary file,
+// fsync and rename, after its checksum is checked again. If a write fails
+// midway, the files already written are restored. The report holds every
+// diff's outcome; the error is the first failure.
+func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	strategy := opts.Strategy
+	if strategy == nil {
+		strategy = DryRun{}
+	}
+	if wb, ok := strategy.(WriteBackup); ok {
+		if wb.Suffix == "" || strings.ContainsAny(wb.Suffix, "/\\\x00") {
+			return nil, &Error{Code: CodeField, Field: "backup suffix", Msg: fmt.Sprintf("%q must be non-empty and hold no slash", wb.Suffix)}
+		}
+	}
+	rep := &Report{Strategy: strategy.strategy(), Diffs: make([]Outcome, len(p.Diffs))}
+	var (
+		changes []*change
+		first   error
+		failed  int
+	)
+	for i, d := range p.Diffs {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		out := &rep.Diffs[i]
+		c, err := prepare(root, i, d, out)
+		if err != nil {
+			out.Status, out.Code, out.Error = StatusFailed, CodeOf(err), err.Error()
+			failed++
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		changes = append(changes, c)
+	}
+	if first != nil {
+		if failed > 1 {
+			first = fmt.Errorf("%w (and %d more diffs failed)", first, failed-1)
+		}
+		return rep, first
+	}
+	if _, dry := strategy.(DryRun); dry {
+		return rep, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	w := &writer{root: root, opts: opts}
+	if wb, ok := strategy.(WriteBackup); ok {
+		for _, c := range changes {
+			if !c.changes || !c.exists {
+				continue
+			}
+			c.backup = c.path + wb.Suffix
+			if err := CheckPath(c.backup); err != nil {
+				err.Field = fmt.Sprintf("diffs[%d]", c.index)
+				return rep, err
+			}
+			if _, err := root.Lstat(c.backup); err == nil || !errors.Is(err, fs.ErrNotExist) {
+				return rep, &Error{Code: CodeBackupExists, Field: fmt.Sprintf("diffs[%d]", c.index), Path: c.path,
+					Msg: fmt.Sprintf("the backup %s already exists: move it away or choose another suffix", c.backup)}
+			}
+		}
+	}
+	if err := w.commitAll(changes); err != nil {
+		w.rollback()
+		return rep, err
+	}
+	for _, c := range changes {
+		rep.Diffs[c.index].BackupPath = c.backup
+	}
+	rep.Written = true
+	return rep, nil
+}
+
+// prepare reads a diff's file, checks it and applies the diff in memory.
+func prepare(root *os.Root, i int, d Diff, out *Outcome) (*change, error) {
+	field := fmt.Sprintf("diffs[%d]", i)
+	*out = Outcome{Index: i, Path: d.Path}
+	fail := func(code Code, err error, format string, args ...any) error {
+		return &Error{Code: code, Field: field, Path: d.Path, Msg: fmt.Sprintf(format, args...), Err: err}
+	}
+	c := &change{index: i, path: d.Path, perm: 0o644}
+	before, exists, perm, err := readFile(root, d.Path)
+	if err != nil {
+		var pe *Error
+		if errors.As(err, &pe) {
+			pe.Field = field
+			return nil, pe
+		}
+		return nil, fail(CodeIO, err, "")
+	}
+	c.before, c.exists = before, exists
+	if exists {
+		c.perm = perm
+	}
+	out.SHA256Before = Checksum(before)
+	if out.SHA256Before != d.Checksum {
+		if !exists {
+			return nil, fail(CodeChecksumMismatch, nil, "the file does not exist, but the plan's checksum %s is not that of empty input: the plan expects a file that is not there", short(d.Checksum))
+		}
+		return nil, fail(CodeChecksumMismatch, nil, "the file's SHA-256 is %s, the plan's checksum is %s: the plan was written against another version of the file", short(out.SHA256Before), short(d.Checksum))
+	}
+	f, err := patch.Parse(d.UnifiedDiff)
+	if err != nil {
+		return nil, fail(codeOfPatch(err), err, "unified_diff")
+	}
+	if err := CheckHeaders(f, d.Path); err != nil {
+		err.Field = field + ".unified_diff"
+		return nil, err
+	}
+	res, err := patch.Apply(before, f)
+	if res != nil {
+		for h, hr := range res.Hunks {
+			ho := HunkOutcome{Index: h, Match: hr.Match.String(), Offset: hr.Match.Offset, Line: hr.Match.Line}
+			if hr.Err != nil {
+				ho = HunkOutcome{Index: h, Line: hr.Err.FileLine, Code: Code(hr.Err.Code), Error: hr.Err.Error()}
+			}
+			out.Hunks = append(out.Hunks, ho)
+		}
+		out.Warnings = res.Warnings
+	}
+	if err != nil {
+		return nil, fail(codeOfPatch(err), err, "")
+	}
+	c.after = res.Content
+	out.SHA256After = Checksum(res.Content)
+	out.Status = StatusApplied
+	if res.Status == patch.Noop {
+		out.Status = StatusNoop
+		return c, nil
+	}
+	c.changes = true
+	switch {
+	case f.IsDelete():
+		if len(res.Content) > 0 {
+			return nil, fail(Code(patch.CodeNotFound), nil, "the diff deletes the file, but %d bytes of it are not in the diff", len(res.Content))
+		}
+		c.delete, out.Deleted = true, true
+		out.SHA256After = ""
+	case !exists:
+		out.Created = true
+	}
+	return c, nil
+}
+
+func codeOfPatch(err error) Code {
+	var pe *patch.Error
+	if errors.As(err, &pe) {
+		return Code(pe.Code)
+	}
+	return CodeIO
+}
+
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12] + "…"
+	}
+	return sum
+}
+
+// readFile reads name under root: its content, whether it exists and its
+// permissions. A symbolic link, a non-regular file, a path that escapes
+// the root and a file past MaxFileBytes are refused.
+func readFile(root *os.Root, name string) ([]byte, bool, fs.FileMode, error) {
+	rejected := func(format string, args ...any) error {
+		return &Error{Code: CodePathRejected, Path: name, Msg: fmt.Sprintf(format, args...)}
+	}
+	fi, err := root.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, 0, nil
+	case err != nil && strings.Contains(err.Error(), "escapes"):
+		return nil, false, 0, rejected("leads outside the root through a symbolic link")
+	case err != nil:
+		return nil, false, 0, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, false, 0, rejected("is a symbolic link: a plan changes regular files only")
+	case !fi.Mode().IsRegular():
+		return nil, false, 0, rejected("is not a regular file")
+	case fi.Size() > MaxFileBytes:
+		return nil, false, 0, &Error{Code: CodeTooLarge, Path: name, Msg: fmt.Sprintf("the file is %d bytes, more than %d", fi.Size(), MaxFileBytes)}
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, false, 0, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, false, 0, err
+	}
+	if len(b) > MaxFileBytes {
+		return nil, false, 0, &Error{Code: CodeTooLarge, Path: name, Msg: fmt.Sprintf("the file is more than %d bytes", MaxFileBytes)}
+	}
+	return b, true, fi.Mode().Perm(), nil
+}
+
+// writer commits changes and remembers how to undo them.
+type writer struct {
+	root *os.Root
+	opts Options
+	undo []func() error
+}
+
+func (w *writer) step(step, name string) error {
+	if w.opts.hook != nil {
+		return w.opts.hook(step, name)
+	}
+	return nil
+}
+
+func (w *writer) logf(msg string, args ...any) {
+	if w.opts.Logger != nil {
+		w.opts.Logger.Debug(msg, args...)
+	}
+}
+
+// staged is a file written but not yet synced and renamed.
+type staged struct {
+	c    *change
+	f    *os.File // open until synced
+	name string   // the temporary file (the backup for a backup)
+}
+
+// commitAll writes the changed files in four steps, so that the costly
+// syncs run together: every backup and temporary file is written; all
+// are synced at once; each file's content is checked once more and its
+// temporary file renamed over it (or the file deleted); the directories
+// are synced.
+func (w *writer) commitAll(changes []*change) error {
+	var files []staged
+	defer func() {
+		for _, s := range files {
+			if s.f != nil {
+				s.f.Close()
+			}
+		}
+	}()
+	temps := map[*change]string{}
+	for _, c := range changes {
+		if !c.changes {
+			continue
+		}
+		field := fmt.Sprintf("diffs[%d]", c.index)
+		ioErr := func(err error, what string) error {
+			return &Error{Code: CodeIO, Field: field, Path: c.path, Msg: what, Err: err}
+		}
+		if c.backup != "" {
+			if err := w.step("backup", c.backup); err != nil {
+				return ioErr(err, "writing the backup")
+			}
+			f, err := w.create(c.backup, c.before, c.perm)
+			if err != nil {
+				if errors.Is(err, fs.ErrExist) {
+					return &Error{Code: CodeBackupExists, Field: field, Path: c.path, Msg: fmt.Sprintf("the backup %s already exists", c.backup)}
+				}
+				return ioErr(err, "writing the backup")
+			}
+			files = append(files, staged{c: c, f: f, name: c.backup})
+			backup := c.backup
+			w.undo = append(w.undo, func() error { return w.root.Remove(backup) })
+		}
+		if c.delete {
+			continue
+		}
+		if err := w.step("write", c.path); err != nil {
+			return ioErr(err, "writing the file")
+		}
+		if err := w.mkdirs(path.Dir(c.path)); err != nil {
+			return ioErr(err, "creating the file's directory")
+		}
+		tmp := tempName(c.path)
+		f, err := w.create(tmp, c.after, c.perm)
+		if err != nil {
+			return ioErr(err, "writing the file")
+		}
+		files = append(files, staged{c: c, f: f, name: tmp})
+		temps[c] = tmp
+		w.undo = append(w.undo, func() error {
+			if err := w.root.Remove(tmp); !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			return nil
+		})
+	}
+	if err := syncAll(files); err != nil {
+		return err
+	}
+	dirs := map[string]bool{}
+	for _, c := range changes {
+		if !c.changes {
+			continue
+		}
+		field := fmt.Sprintf("diffs[%d]", c.index)
+		ioErr := func(err error, what string) error {
+			return &Error{Code: CodeIO, Field: field, Path: c.path, Msg: what, Err: err}
+		}
+		if err := w.step("rename", c.path); err != nil {
+			return ioErr(err, "writing the file")
+		}
+		// The file must still be what was planned against.
+		now, exists, _, err := readFile(w.root, c.path)
+		if err != nil {
+			return ioErr(err, "reading the file again")
+		}
+		if exists != c.exists || !bytes.Equal(now, c.before) {
+			return &Error{Code: CodeChecksumMismatch, Field: field, Path: c.path, Msg: "the file changed while the plan was being applied"}
+		}
+		if c.delete {
+			err = w.root.Remove(c.path)
+		} else {
+			err = w.root.Rename(temps[c], c.path)
+		}
+		if err != nil {
+			return ioErr(err, "replacing the file")
+		}
+		w.logf("wrote", "path", c.path, "bytes", len(c.after), "deleted", c.delete)
+		w.undo = append(w.undo, func() error {
+			w.logf("restoring", "path", c.path)
+			if !c.exists {
+				return w.root.Remove(c.path)
+			}
+			return w.replace(c.path, c.before, c.perm)
+		})
+		dirs[path.Dir(c.path)] = true
+	}
+	var ds []staged
+	for d := range dirs {
+		if f, err := w.root.Open(d); err == nil {
+			ds = append(ds, staged{f: f, name: d})
+		}
+	}
+	err := syncAll(ds)
+	for _, d := range ds {
+		d.f.Close()
+	}
+	return err
+}
+
+// syncAll fsyncs files concurrently (a few at a time), closing each.
+func syncAll(files []staged) error {
+	sem := make(chan struct{}, 16)
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = files[i].f.Sync()
+			if cerr := files[i].f.Close(); errs[i] == nil {
+				errs[i] = cerr
+			}
+			files[i].f = nil
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return &Error{Code: CodeIO, Path: files[i].name, Msg: "syncing " + files[i].name, Err: err}
+		}
+	}
+	return nil
+}
+
+// rollback undoes every step done, last first.
+func (w *writer) rollback() {
+	for i := len(w.undo) - 1; i >= 0; i-- {
+		if err := w.undo[i](); err != nil && w.opts.Logger != nil {
+			w.opts.Logger.Error("restoring a file after a failed write", "err", err)
+		}
+	}
+	w.undo = nil
+}
+
+// mkdirs creates dir and its missing parents, remembering to remove them.
+func (w *writer) mkdirs(dir string) error {
+	if dir == "." {
+		return nil
+	}
+	if fi, err := w.root.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return nil
+	}
+	if err := w.mkdirs(path.Dir(dir)); err != nil {
+		return err
+	}
+	if err := w.root.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	w.undo = append(w.undo, func() error { return w.root.Remove(dir) })
+	return nil
+}
+
+func tempName(name string) string {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return path.Join(path.Dir(name), "."+path.Base(name)+".ctxkit-"+hex.EncodeToString(r[:])+".tmp")
+}
+
+// replace writes data to name through a temporary file beside it, fsync
+// and rename, then syncs the directory.
+func (w *writer) replace(name string, data []byte, perm fs.FileMode) error {
+	tmp := tempName(name)
+	f, err := w.create(tmp, data, perm)
+	if err == nil {
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		_ = w.root.Remove(tmp)
+		return err
+	}
+	if err := w.root.Rename(tmp, name); err != nil {
+		_ = w.root.Remove(tmp)
+		return err
+	}
+	if d, err := w.root.Open(path.Dir(name)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// create writes a new file, failing if name exists, and returns it open
+// (not yet synced).
+func (w *writer) create(name string, data []byte, perm fs.FileMode) (*os.File, error) {
+	f, err := w.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err != nil {
+		f.Close()
+		_ = w.root.Remove(name)
+		return nil, err
+	}
+	return f, nil
+}

@@ -1,0 +1,478 @@
+// Package plan reads the plans a model writes (single-file unified diffs
+// with preimage checksums, and commands that verify the result), checks
+// them, applies them atomically through an os.Root, runs their commands
+// with real timeouts and records what happened.
+package plan
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/patch"
+)
+
+// Bounds on a plan.
+const (
+	MaxPlanBytes    = 16 << 20 // a plan document
+	MaxDiffs        = 1000
+	MaxDiffBytes    = 4 << 20 // one unified_diff
+	MaxCommands     = 32
+	MaxArgs         = 256
+	MaxTimeout      = 30 * 60 * 1000 // ms
+	DefaultTimeout  = 60 * 1000      // ms, for a command without timeout_ms
+	maxPathBytes    = 4096
+	maxArgBytes     = 64 << 10
+	maxExtractTries = 64
+)
+
+// Plan is a model's proposal: diffs to apply, then commands to run.
+type Plan struct {
+	Diffs []Diff `json:"diffs"`
+	Post  *Post  `json:"post,omitempty"`
+}
+
+// Diff is one file's change.
+type Diff struct {
+	// Path is the file, relative to the root, with forward slashes.
+	Path string `json:"path"`
+	// Checksum is the lowercase hex SHA-256 of the file before the diff
+	// (of empty input for a file that does not exist yet).
+	Checksum    string `json:"checksum"`
+	UnifiedDiff string `json:"unified_diff"`
+}
+
+// Post is what runs after the diffs are written.
+type Post struct {
+	Commands []Command `json:"commands"`
+}
+
+// Command is one program run without a shell.
+type Command struct {
+	Program string   `json:"program"`
+	Args    []string `json:"args,omitempty"`
+	// TimeoutMS bounds the run; 0 means DefaultTimeout.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+}
+
+// Commands is the plan's post commands (none when it has no post).
+func (p *Plan) Commands() []Command {
+	if p.Post == nil {
+		return nil
+	}
+	return p.Post.Commands
+}
+
+// Code is a stable, machine-readable error kind. Diff errors carry the
+// code of the patch package (hunk_not_found, hunk_ambiguous, ...).
+type Code string
+
+// Error codes of this package.
+const (
+	CodeSyntax           Code = "plan_syntax"         // not a JSON plan
+	CodeField            Code = "plan_field"          // a field is missing, unknown or of the wrong kind
+	CodeTooLarge         Code = "plan_too_large"      // a bound is passed
+	CodeSchema           Code = "schema"              // the plan does not satisfy the user's schema
+	CodePathRejected     Code = "path_rejected"       // a path leaves the root, names .git, or disagrees with its headers
+	CodeChecksumMismatch Code = "checksum_mismatch"   // the file is not the one the plan was written against
+	CodeNotText          Code = "binary"              // a NUL byte or invalid UTF-8
+	CodeBackupExists     Code = "backup_exists"       // a backup would overwrite a file
+	CodeIO               Code = "io"                  // reading or writing a file failed
+	CodeCommand          Code = "command_failed"      // a post command failed or timed out
+	CodeNoPlan           Code = "no_plan_in_reply"    // Extract found no JSON object
+	CodeCommandStart     Code = "command_not_started" // a post command could not start
+)
+
+// Error is a failure the plan caused. Field names the place in the plan
+// ("diffs[2].path"), Path the file when there is one.
+type Error struct {
+	Code  Code
+	Field string
+	Path  string
+	Msg   string
+	Err   error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		if e.Path != "" {
+			fmt.Fprintf(&b, " (%s)", e.Path)
+		}
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Err != nil {
+		if e.Msg != "" {
+			b.WriteString(": ")
+		}
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// CodeOf is the code of the first *Error or *patch.Error in err's chain,
+// "" when there is none.
+func CodeOf(err error) Code {
+	var pe *Error
+	if errors.As(err, &pe) {
+		var de *patch.Error
+		if errors.As(pe.Err, &de) {
+			return Code(de.Code)
+		}
+		return pe.Code
+	}
+	var de *patch.Error
+	if errors.As(err, &de) {
+		return Code(de.Code)
+	}
+	return ""
+}
+
+func fieldErr(field, format string, args ...any) *Error {
+	return &Error{Code: CodeField, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Checksum is the lowercase hex SHA-256 of b: what a Diff's Checksum holds.
+func Checksum(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Parse decodes a plan strictly: one JSON object, no unknown or repeated
+// fields, every field of the right kind, within the bounds; then checks
+// each diff's path and checksum form. The error names the field at fault.
+func Parse(data []byte) (*Plan, error) {
+	if len(data) > MaxPlanBytes {
+		return nil, &Error{Code: CodeTooLarge, Msg: fmt.Sprintf("the plan is %d bytes, more than %d", len(data), MaxPlanBytes)}
+	}
+	d := &decoder{dec: json.NewDecoder(bytes.NewReader(data))}
+	d.dec.UseNumber()
+	var p Plan
+	err := d.object("", map[string]func(string) error{
+		"diffs": func(f string) error {
+			return d.array(f, MaxDiffs, func(f string) error {
+				var df Diff
+				err := d.object(f, map[string]func(string) error{
+					"path":         func(f string) error { return d.str(f, &df.Path, maxPathBytes) },
+					"checksum":     func(f string) error { return d.str(f, &df.Checksum, 64) },
+					"unified_diff": func(f string) error { return d.str(f, &df.UnifiedDiff, MaxDiffBytes) },
+				}, "path", "checksum", "unified_diff")
+				p.Diffs = append(p.Diffs, df)
+				return err
+			})
+		},
+		"post": func(f string) error {
+			p.Post = &Post{Commands: []Command{}}
+			return d.object(f, map[string]func(string) error{
+				"commands": func(f string) error {
+					return d.array(f, MaxCommands, func(f string) error {
+						var c Command
+						err := d.object(f, map[string]func(string) error{
+							"program":    func(f string) error { return d.str(f, &c.Program, maxPathBytes) },
+							"args":       func(f string) error { return d.strs(f, &c.Args) },
+							"timeout_ms": func(f string) error { return d.int(f, &c.TimeoutMS) },
+						}, "program")
+						p.Post.Commands = append(p.Post.Commands, c)
+						return err
+					})
+				},
+			}, "commands")
+		},
+	}, "diffs")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.dec.Token(); err != io.EOF {
+		return nil, &Error{Code: CodeSyntax, Msg: fmt.Sprintf("text after the plan object at byte %d: a plan is one JSON object", d.dec.InputOffset())}
+	}
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Check checks what Parse checks beyond the JSON shape, for a plan built
+// in code: at least one diff, each path relative, local, outside .git and
+// named once, each checksum 64 lowercase hex digits, the diff text free
+// of NUL bytes and valid UTF-8, each command a program with sane
+// arguments and timeout.
+func (p *Plan) Check() error {
+	if len(p.Diffs) == 0 {
+		return fieldErr("diffs", "a plan needs at least one diff")
+	}
+	if len(p.Diffs) > MaxDiffs {
+		return &Error{Code: CodeTooLarge, Field: "diffs", Msg: fmt.Sprintf("%d diffs, more than %d", len(p.Diffs), MaxDiffs)}
+	}
+	seen := map[string]int{}
+	for i, d := range p.Diffs {
+		f := fmt.Sprintf("diffs[%d]", i)
+		if err := CheckPath(d.Path); err != nil {
+			err.Field = f + ".path"
+			return err
+		}
+		key := strings.ToLower(path.Clean(d.Path))
+		if j, ok := seen[key]; ok {
+			return &Error{Code: CodePathRejected, Field: f + ".path", Path: d.Path, Msg: fmt.Sprintf("the same file as diffs[%d]: put all of a file's hunks in one diff", j)}
+		}
+		seen[key] = i
+		if !isChecksum(d.Checksum) {
+			return fieldErr(f+".checksum", "must be the 64 lowercase hex digits of the SHA-256 of the file before the diff (of empty input for a new file)")
+		}
+		if len(d.UnifiedDiff) > MaxDiffBytes {
+			return &Error{Code: CodeTooLarge, Field: f + ".unified_diff", Msg: fmt.Sprintf("%d bytes, more than %d", len(d.UnifiedDiff), MaxDiffBytes)}
+		}
+		if strings.IndexByte(d.UnifiedDiff, 0) >= 0 || !utf8.ValidString(d.UnifiedDiff) {
+			return &Error{Code: CodeNotText, Field: f + ".unified_diff", Msg: "holds a NUL byte or invalid UTF-8: only text diffs can be applied"}
+		}
+		if strings.TrimSpace(d.UnifiedDiff) == "" {
+			return fieldErr(f+".unified_diff", "is empty")
+		}
+	}
+	cmds := p.Commands()
+	if len(cmds) > MaxCommands {
+		return &Error{Code: CodeTooLarge, Field: "post.commands", Msg: fmt.Sprintf("%d commands, more than %d", len(cmds), MaxCommands)}
+	}
+	for i, c := range cmds {
+		f := fmt.Sprintf("post.commands[%d]", i)
+		if strings.TrimSpace(c.Program) == "" {
+			return fieldErr(f+".program", "is empty")
+		}
+		if strings.ContainsRune(c.Program, 0) {
+			return fieldErr(f+".program", "holds a NUL byte")
+		}
+		if len(c.Args) > MaxArgs {
+			return &Error{Code: CodeTooLarge, Field: f + ".args", Msg: fmt.Sprintf("%d arguments, more than %d", len(c.Args), MaxArgs)}
+		}
+		for j, a := range c.Args {
+			if strings.ContainsRune(a, 0) {
+				return fieldErr(fmt.Sprintf("%s.args[%d]", f, j), "holds a NUL byte")
+			}
+		}
+		if c.TimeoutMS < 0 || c.TimeoutMS > MaxTimeout {
+			return fieldErr(f+".timeout_ms", "must be between 1 and %d (0 or absent: %d)", MaxTimeout, DefaultTimeout)
+		}
+	}
+	return nil
+}
+
+// CheckPath accepts a path that is relative, local (no "..", no volume),
+// written with forward slashes in clean form, and not inside a .git
+// directory. The error's Field is left for the caller.
+func CheckPath(p string) *Error {
+	bad := func(format string, args ...any) *Error {
+		return &Error{Code: CodePathRejected, Path: p, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case p == "":
+		return bad("is empty")
+	case len(p) > maxPathBytes:
+		return bad("is longer than %d bytes", maxPathBytes)
+	case strings.ContainsRune(p, 0) || !utf8.ValidString(p):
+		return bad("holds a NUL byte or invalid UTF-8")
+	case strings.HasPrefix(p, "/") || filepath.IsAbs(p):
+		return bad("must be relative to the root, not absolute")
+	case strings.Contains(p, `\`):
+		return bad("must use forward slashes")
+	case !filepath.IsLocal(filepath.FromSlash(p)):
+		return bad("must stay inside the root (no \"..\")")
+	case path.Clean(p) != p:
+		return bad("must be in clean form (%q)", path.Clean(p))
+	}
+	for _, part := range strings.Split(p, "/") {
+		if strings.EqualFold(part, ".git") {
+			return bad("is inside .git, which a plan may not change")
+		}
+	}
+	return nil
+}
+
+func isChecksum(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckHeaders compares the names in a diff's "---"/"+++" headers with the
+// diff's path: each name that is not /dev/null must be the path, with or
+// without git's a/ or b/ prefix.
+func CheckHeaders(f *patch.File, p string) *Error {
+	for _, h := range []struct{ name, prefix, which string }{{f.OldName, "a/", "---"}, {f.NewName, "b/", "+++"}} {
+		if h.name == "" || h.name == patch.DevNull {
+			continue
+		}
+		n := path.Clean(filepath.ToSlash(h.name))
+		if n != p && strings.TrimPrefix(n, h.prefix) != p {
+			return &Error{Code: CodePathRejected, Path: p, Msg: fmt.Sprintf("the diff's %s header names %q, not the diff's path", h.which, h.name)}
+		}
+	}
+	return nil
+}
+
+// decoder walks JSON tokens so that every error names its field.
+type decoder struct{ dec *json.Decoder }
+
+func (d *decoder) syntax(field string, err error) error {
+	var se *json.SyntaxError
+	msg := err.Error()
+	if errors.As(err, &se) {
+		msg = fmt.Sprintf("%v (byte %d)", se, se.Offset)
+	} else if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		msg = "the JSON ends early"
+	}
+	e := &Error{Code: CodeSyntax, Field: field, Msg: "not valid JSON: " + msg}
+	if field == "" {
+		e.Msg = "the plan is not valid JSON: " + msg
+	}
+	return e
+}
+
+func (d *decoder) kindErr(field, want string, tok json.Token) error {
+	got := "null"
+	switch v := tok.(type) {
+	case json.Delim:
+		got = map[json.Delim]string{'{': "an object", '[': "an array"}[v]
+	case string:
+		got = "a string"
+	case json.Number:
+		got = "a number"
+	case bool:
+		got = "a boolean"
+	}
+	if field == "" {
+		return &Error{Code: CodeSyntax, Msg: fmt.Sprintf("the plan must be a JSON object, not %s", got)}
+	}
+	return fieldErr(field, "must be %s, not %s", want, got)
+}
+
+func join(field, key string) string {
+	if field == "" {
+		return key
+	}
+	return field + "." + key
+}
+
+// object reads an object whose keys are all in fields, each once, with
+// every key in required present.
+func (d *decoder) object(field string, fields map[string]func(string) error, required ...string) error {
+	tok, err := d.dec.Token()
+	if err != nil {
+		return d.syntax(field, err)
+	}
+	if tok != json.Delim('{') {
+		return d.kindErr(field, "an object", tok)
+	}
+	seen := map[string]bool{}
+	for d.dec.More() {
+		tok, err := d.dec.Token()
+		if err != nil {
+			return d.syntax(field, err)
+		}
+		key := tok.(string)
+		read, ok := fields[key]
+		if !ok {
+			return fieldErr(join(field, key), "unknown field %q", key)
+		}
+		if seen[key] {
+			return fieldErr(join(field, key), "repeated field %q", key)
+		}
+		seen[key] = true
+		if err := read(join(field, key)); err != nil {
+			return err
+		}
+	}
+	if _, err := d.dec.Token(); err != nil {
+		return d.syntax(field, err)
+	}
+	for _, r := range required {
+		if !seen[r] {
+			return fieldErr(join(field, r), "is required")
+		}
+	}
+	return nil
+}
+
+func (d *decoder) array(field string, max int, elem func(string) error) error {
+	tok, err := d.dec.Token()
+	if err != nil {
+		return d.syntax(field, err)
+	}
+	if tok != json.Delim('[') {
+		return d.kindErr(field, "an array", tok)
+	}
+	for i := 0; d.dec.More(); i++ {
+		if i == max {
+			return &Error{Code: CodeTooLarge, Field: field, Msg: fmt.Sprintf("more than %d entries", max)}
+		}
+		if err := elem(fmt.Sprintf("%s[%d]", field, i)); err != nil {
+			return err
+		}
+	}
+	if _, err := d.dec.Token(); err != nil {
+		return d.syntax(field, err)
+	}
+	return nil
+}
+
+func (d *decoder) str(field string, into *string, max int) error {
+	tok, err := d.dec.Token()
+	if err != nil {
+		return d.syntax(field, err)
+	}
+	s, ok := tok.(string)
+	if !ok {
+		return d.kindErr(field, "a string", tok)
+	}
+	if len(s) > max {
+		return &Error{Code: CodeTooLarge, Field: field, Msg: fmt.Sprintf("%d bytes, more than %d", len(s), max)}
+	}
+	*into = s
+	return nil
+}
+
+func (d *decoder) strs(field string, into *[]string) error {
+	*into = []string{}
+	return d.array(field, MaxArgs, func(f string) error {
+		var s string
+		if err := d.str(f, &s, maxArgBytes); err != nil {
+			return err
+		}
+		*into = append(*into, s)
+		return nil
+	})
+}
+
+func (d *decoder) int(field string, into *int64) error {
+	tok, err := d.dec.Token()
+	if err != nil {
+		return d.syntax(field, err)
+	}
+	n, ok := tok.(json.Number)
+	if !ok {
+		return d.kindErr(field, "a whole number", tok)
+	}
+	v, err := n.Int64()
+	if err != nil {
+		return fieldErr(field, "must be a whole number, not %s", n)
+	}
+	*into = v
+	return nil
+}
