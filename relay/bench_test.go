@@ -10,7 +10,10 @@ import (
 )
 
 // jsonCopy deep-copies through a JSON round trip: the baseline the typed
-// copy is measured against.
+// copy is measured against. relay makes its copies at the same points with
+// either copier (one of the prompts and one of the context for each
+// transformer) and does the same checks, comparisons and transforms, so
+// only the copying differs.
 var jsonCopy = copier{
 	prompts: func(ps []Prompt) []Prompt {
 		b, err := json.Marshal(ps)

@@ -94,7 +94,8 @@ type TokenBudget struct {
 // Name is "token_budget".
 func (t *TokenBudget) Name() string { return TypeTokenBudget }
 
-// Transform fits the prompts to the budget.
+// Transform fits the prompts to the budget. The prompts it keeps pass
+// through untouched and in order (the relay's trace counts on it).
 func (t *TokenBudget) Transform(ctx context.Context, rc *Context, prompts []Prompt) ([]Prompt, error) {
 	if t.MaxTokens <= 0 {
 		return nil, fmt.Errorf("max_tokens must be positive, not %d", t.MaxTokens)

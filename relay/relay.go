@@ -4,13 +4,13 @@
 // matter for the task, and the parent's prompts never change underneath it.
 //
 // Relay runs the parent's prompts through a pipeline of transformers. It
-// first makes a typed deep copy of the prompts (strings are shared, maps and
-// slices are not; integers stay integers), gives each transformer its own
-// copy of the prompts and of the context, and records in a Trace which
-// prompt IDs each transformer added, removed or changed. A transformer that
-// fails stops the relay with an *Error of code RELAY_TRANSFORM_FAILED naming
-// it; so does one that returns prompts without an ID or content, with an
-// unknown position or with duplicate IDs.
+// gives each transformer its own typed deep copy of the prompts (strings
+// are shared, maps and slices are not; integers stay integers) and of the
+// context, and records in a Trace which prompt IDs each transformer added,
+// removed or changed. A transformer that fails stops the relay with an
+// *Error of code RELAY_TRANSFORM_FAILED naming it; so does one that
+// returns prompts without an ID or content, with an unknown position or
+// with duplicate IDs.
 //
 // # Built-in transformers
 //
@@ -108,7 +108,14 @@ func (p Position) index() int {
 }
 
 // Valid reports whether p is a known position (or empty, DefaultPosition).
-func (p Position) Valid() bool { return p.index() >= 0 }
+func (p Position) Valid() bool {
+	switch p {
+	case "", SystemPrefix, System, SystemSuffix, ContextPos, Tools, Plugins, Agents,
+		Constraints, Examples, UserPrefix, User, UserSuffix:
+		return true
+	}
+	return false
+}
 
 // userSide reports whether p goes into the user message.
 func (p Position) userSide() bool { return p.index() >= UserPrefix.index() }
@@ -238,24 +245,33 @@ func relay(ctx context.Context, rc *Context, cp copier, transformers []Transform
 	if err := checkMemory(rc.Memory, hardDepth); err != nil {
 		return nil, nil, err
 	}
-	cur := cp.prompts(rc.Prompts)
+	if len(transformers) == 0 {
+		out := cp.prompts(rc.Prompts)
+		if out == nil {
+			out = []Prompt{}
+		}
+		return out, &Trace{Steps: []Step{}}, nil
+	}
+	// cur is what the last step returned: at first the originals, which
+	// are only read. Each transformer gets a deep copy of cur, its own, to
+	// change freely; cur stays as it was, to compare the step's result
+	// with. The result of a step is the relay's alone (nothing else holds
+	// the copy it came from), so it becomes the next cur without another
+	// copy, and the result of the last step is the relay's result. Each
+	// transformer so costs one copy of the prompts and one of the context,
+	// and the relay makes no other copy.
+	cur := rc.Prompts
 	trace := &Trace{Steps: make([]Step, 0, len(transformers))}
 	for i, t := range transformers {
 		if err := ctx.Err(); err != nil {
 			return nil, trace, err
 		}
-		name := t.Name()
+		name, keeps := t.Name(), keepsPrompts(t)
 		n := &notes{}
 		out, err := transform(context.WithValue(ctx, noteKey{}, n), t, cp.context(rc), cp.prompts(cur))
-		if err == nil {
-			err = checkShape(out)
-		}
 		var step Step
 		if err == nil {
-			// Only new and changed prompts can hold metadata that was not
-			// checked before: an unchanged prompt equals a checked one.
-			step = diff(cur, out)
-			err = checkChanged(out, step)
+			step, err = review(cur, out, keeps)
 		}
 		if err != nil {
 			return nil, trace, &Error{Code: CodeTransformFailed, Transformer: name, Step: i, Msg: err.Error(), Err: err}
@@ -293,6 +309,30 @@ func cloneStepContext(rc *Context) *Context {
 	}
 }
 
+// review checks the prompts a step returned (after) against those it was
+// given a copy of (before, which are valid) and says what the step added,
+// removed and changed. The errors are checkShape's and checkMetadata's.
+// keeps says the step is one of keepsPrompts's: a prompt of after with the
+// ID of one of before is that prompt, unchanged.
+//
+// Most steps keep the order of the prompts and add a few, drop some or
+// change some; review then walks both lists once. A prompt equal to the one
+// of its ID before is valid as that one is, so only the added and changed
+// prompts are checked, and the walk itself proves the IDs unique. Anything
+// else (a prompt moved back, many added, any fault) takes the full path:
+// every prompt checked and compared, in order, so the error names the
+// first fault.
+func review(before, after []Prompt, keeps bool) (Step, error) {
+	if s, ok := diffInOrder(before, after, true, keeps); ok {
+		return s, nil
+	}
+	if err := checkShape(after); err != nil {
+		return Step{}, err
+	}
+	s := diff(before, after)
+	return s, checkChanged(after, s)
+}
+
 // checkChanged checks the metadata of the prompts a step added or changed.
 func checkChanged(out []Prompt, s Step) error {
 	if len(s.Added) == 0 && len(s.Changed) == 0 {
@@ -318,37 +358,67 @@ func checkChanged(out []Prompt, s Step) error {
 // diff compares the prompts before and after a step by ID. IDs are unique
 // in both.
 func diff(before, after []Prompt) Step {
-	// Most steps keep the order and add a few prompts, drop some or change
-	// some: walk both lists together while that holds, and fall back to
-	// maps otherwise.
-	s := Step{Added: []string{}, Removed: []string{}, Changed: []string{}}
+	if s, ok := diffInOrder(before, after, false, false); ok {
+		return s
+	}
+	return diffByID(before, after)
+}
+
+// maxAddedInOrder bounds the prompts diffInOrder takes as added (each costs
+// a scan of before) before it gives up for diffByID.
+const maxAddedInOrder = 8
+
+// diffInOrder is diff when after keeps the order of before: each prompt of
+// after is either one of before further on than the last one matched, or
+// not in before at all (added). ok is false when that does not hold or
+// more than maxAddedInOrder prompts were added.
+//
+// before's IDs are unique. With check set, after's need not be, nor be
+// valid: ok is then also false when an added or changed prompt fails
+// promptOK or two added prompts have the same ID. When ok, after's IDs are
+// unique: the matched ones are distinct prompts of before, and the added
+// ones are in neither before nor, twice, among the added.
+//
+// With keeps set, a prompt of after matched to one of before is taken to be
+// unchanged without comparing them (see keepsPrompts).
+func diffInOrder(before, after []Prompt, check, keeps bool) (s Step, ok bool) {
+	s = Step{Added: []string{}, Removed: []string{}, Changed: []string{}}
+	if n := len(before) - len(after); n > 0 {
+		s.Removed = make([]string, 0, n) // at least that many
+	}
 	j := 0
 	for i := range after {
-		id := after[i].ID
+		p := &after[i]
 		k := j
-		for k < len(before) && before[k].ID != id {
+		for k < len(before) && before[k].ID != p.ID {
 			k++
 		}
 		if k == len(before) {
 			// Not ahead: new, unless it moved back.
-			if len(s.Added) == 8 || slices.ContainsFunc(before[:j], func(p Prompt) bool { return p.ID == id }) {
-				return diffByID(before, after)
+			if len(s.Added) == maxAddedInOrder || slices.ContainsFunc(before[:j], func(q Prompt) bool { return q.ID == p.ID }) {
+				return Step{}, false
 			}
-			s.Added = append(s.Added, id)
+			if check && (!promptOK(p) || slices.Contains(s.Added, p.ID)) {
+				return Step{}, false
+			}
+			s.Added = append(s.Added, p.ID)
 			continue
 		}
 		for ; j < k; j++ {
 			s.Removed = append(s.Removed, before[j].ID)
 		}
-		if !EqualPrompts(&before[k], &after[i]) {
-			s.Changed = append(s.Changed, id)
+		if !keeps && !EqualPrompts(&before[k], p) {
+			if check && !promptOK(p) {
+				return Step{}, false
+			}
+			s.Changed = append(s.Changed, p.ID)
 		}
 		j = k + 1
 	}
 	for ; j < len(before); j++ {
 		s.Removed = append(s.Removed, before[j].ID)
 	}
-	return s
+	return s, true
 }
 
 // diffByID is diff for any order.
@@ -376,6 +446,23 @@ func diffByID(before, after []Prompt) Step {
 		}
 	}
 	return s
+}
+
+// keepsPrompts reports whether t is a built-in transformer that returns
+// some of the prompts it gets, in their order and untouched, and prompts of
+// its own: ContextInjector (prepends one), ScopeNarrower and TokenBudget
+// (drop some), alone or under ForTargets. The relay then knows which of
+// its prompts are unchanged without comparing them field by field.
+// TestKeepsPrompts holds the built-ins to this. The types must match
+// exactly: a type that embeds one of them has a Transform of its own.
+func keepsPrompts(t Transformer) bool {
+	switch x := t.(type) {
+	case *ContextInjector, *ScopeNarrower, *TokenBudget:
+		return true
+	case *forTargets:
+		return keepsPrompts(x.t)
+	}
+	return false
 }
 
 // Result is the outcome of one delegation of RelayAll.

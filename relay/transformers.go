@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Transformer names, as Name returns them and pipeline files spell them.
@@ -116,7 +118,8 @@ func (c *ContextInjector) Text(rc *Context) (string, error) {
 	return b.String(), nil
 }
 
-// Transform prepends the delegation prompt.
+// Transform prepends the delegation prompt. The prompts it gets pass
+// through untouched and in order (the relay's trace counts on it).
 func (c *ContextInjector) Transform(ctx context.Context, rc *Context, prompts []Prompt) ([]Prompt, error) {
 	if rc.SourceAgent == "" {
 		return nil, fmt.Errorf("the relay context has no source_agent")
@@ -131,17 +134,15 @@ func (c *ContextInjector) Transform(ctx context.Context, rc *Context, prompts []
 	if text == "" {
 		return nil, fmt.Errorf("the template makes an empty prompt")
 	}
-	ids := make(map[string]bool, len(prompts))
 	hop := 1
 	for i := range prompts {
-		ids[prompts[i].ID] = true
 		if prompts[i].Injected() {
 			hop++
 		}
 	}
 	base := "relay:" + rc.SourceAgent + ">" + rc.TargetAgent
 	id := base
-	for n := 2; ids[id]; n++ {
+	for n := 2; hasID(prompts, id); n++ {
 		id = base + "#" + strconv.Itoa(n)
 	}
 	p := Prompt{
@@ -153,6 +154,16 @@ func (c *ContextInjector) Transform(ctx context.Context, rc *Context, prompts []
 		Metadata: map[string]any{"relay": true, "source": rc.SourceAgent, "target": rc.TargetAgent, "hop": int64(hop)},
 	}
 	return append([]Prompt{p}, prompts...), nil
+}
+
+// hasID reports whether a prompt has the ID id.
+func hasID(prompts []Prompt, id string) bool {
+	for i := range prompts {
+		if prompts[i].ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // ScopeNarrower keeps only the prompts that pass every filter it has: a
@@ -169,29 +180,31 @@ type ScopeNarrower struct {
 // Name is "scope_narrower".
 func (s *ScopeNarrower) Name() string { return TypeScopeNarrower }
 
-// Transform drops the prompts out of scope.
+// Transform drops the prompts out of scope. The prompts it keeps pass
+// through untouched and in order (the relay's trace counts on it).
 func (s *ScopeNarrower) Transform(ctx context.Context, rc *Context, prompts []Prompt) ([]Prompt, error) {
 	for i, p := range s.AllowedPositions {
 		if !p.Valid() || p == "" {
 			return nil, fmt.Errorf("allowed_positions[%d]: unknown position %q", i, string(p))
 		}
 	}
-	keywords := make([]string, 0, len(s.KeywordFilter))
+	keywords := make([]keyword, 0, len(s.KeywordFilter))
 	for _, k := range s.KeywordFilter {
 		if k != "" {
-			keywords = append(keywords, strings.ToLower(k))
+			keywords = append(keywords, newKeyword(k))
 		}
 	}
+	// Kept prompts move up in place: the prompts are this step's own.
 	out := prompts[:0]
-	for _, p := range prompts {
-		if s.keep(&p, keywords) {
-			out = append(out, p)
+	for i := range prompts {
+		if s.keep(&prompts[i], keywords) {
+			out = append(out, prompts[i])
 		}
 	}
 	return out, nil
 }
 
-func (s *ScopeNarrower) keep(p *Prompt, keywords []string) bool {
+func (s *ScopeNarrower) keep(p *Prompt, keywords []keyword) bool {
 	if len(s.AllowedPositions) > 0 {
 		pos := p.Position
 		if pos == "" {
@@ -210,95 +223,199 @@ func (s *ScopeNarrower) keep(p *Prompt, keywords []string) bool {
 	if len(keywords) == 0 {
 		return true
 	}
-	// Fast path: ASCII case folding on the raw bytes finds every match
-	// lower-casing would find in ASCII text; only text with other
-	// characters (which may fold to ASCII, like the Kelvin sign) needs the
-	// full lower-casing.
-	ascii := true
-	for _, k := range keywords {
-		found, nonASCII := containsFoldASCII(p.Content, k)
-		if found {
-			return true
-		}
-		if nonASCII {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
-		return false
-	}
-	content := strings.ToLower(p.Content)
-	for _, k := range keywords {
-		if strings.Contains(content, k) {
+	for i := range keywords {
+		if keywords[i].in(p.Content) {
 			return true
 		}
 	}
 	return false
 }
 
-// containsFoldASCII reports whether s contains kw, ignoring ASCII case (kw
-// is lower case), and whether s or kw holds a byte that is not ASCII (the
-// answer is then only good when found).
-func containsFoldASCII(s, kw string) (found, nonASCII bool) {
-	if !isASCII(kw) {
-		return false, true
+// keyword is a keyword lower-cased, ready to look for.
+type keyword struct {
+	lower string
+	ascii bool
+	pivot int // the index of its rarest byte, when ASCII (see rarestByte)
+}
+
+func newKeyword(k string) keyword {
+	kw := keyword{lower: strings.ToLower(k)}
+	if kw.ascii = isASCII(kw.lower); kw.ascii {
+		kw.pivot = rarestByte(kw.lower)
 	}
+	return kw
+}
+
+// containsLower reports whether strings.ToLower(s) contains kw, a
+// non-empty keyword that strings.ToLower made (see keyword.in).
+func containsLower(s, kw string) bool {
+	return newKeyword(kw).in(s)
+}
+
+// in reports whether strings.ToLower(s) contains the keyword, without
+// building the lower-cased s: the scan allocates nothing.
+//
+// An ASCII keyword is first looked for byte by byte, folding ASCII case: a
+// match there is a match in the lower-cased text, and in ASCII text no
+// match there is none at all. Text with other characters, which may
+// lower-case to ASCII (the Kelvin sign to k), is scanned character by
+// character: both sides are valid UTF-8 once lower-cased (ToLower writes
+// U+FFFD for a byte that is not UTF-8), so a match starts where a
+// character of s starts. A scan that does much more work than the length
+// of s (on text built to defeat it, such as a long run of one letter
+// searched for a keyword made mostly of that letter) stops, and the
+// lower-cased copy is searched instead, in linear time.
+func (k keyword) in(s string) bool {
+	budget := 4*len(s) + 64
+	if k.ascii {
+		found, done := containsFoldASCII(s, k.lower, k.pivot, budget)
+		if found {
+			return true
+		}
+		if done && isASCII(s) {
+			return false
+		}
+	}
+	if found, done := containsFoldUnicode(s, k.lower, budget); done {
+		return found
+	}
+	return strings.Contains(strings.ToLower(s), k.lower)
+}
+
+// containsFoldASCII looks for an ASCII kw in s, folding ASCII case only.
+// done is false when it gave up, having compared about budget bytes.
+//
+// Candidates are the places where kw[j] appears in either case: any j
+// will do, and the index of kw's rarest byte makes the fewest candidates.
+// strings.IndexByte finds each fast. A candidate at p starts a match at
+// p-j.
+func containsFoldASCII(s, kw string, j, budget int) (found, done bool) {
 	n := len(kw)
-	c0 := kw[0]
-	u0 := c0
-	if 'a' <= c0 && c0 <= 'z' {
-		u0 -= 'a' - 'A'
+	lo := kw[j]
+	up := lo
+	if 'a' <= lo && lo <= 'z' {
+		up -= 'a' - 'A'
 	}
-	// Candidates start with c0 or u0; strings.IndexByte finds each fast.
 	// nextL and nextU are the next candidates of each case not yet tried.
 	nextL, nextU := -1, -1
-	for at := 0; at+n <= len(s); {
+	for at := j; at+n-j <= len(s); {
 		if nextL < at {
-			if k := strings.IndexByte(s[at:], c0); k >= 0 {
+			if k := strings.IndexByte(s[at:], lo); k >= 0 {
 				nextL = at + k
 			} else {
 				nextL = len(s)
 			}
 		}
 		if nextU < at {
-			if k := strings.IndexByte(s[at:], u0); k >= 0 {
+			if k := strings.IndexByte(s[at:], up); k >= 0 {
 				nextU = at + k
 			} else {
 				nextU = len(s)
 			}
 		}
-		i := min(nextL, nextU)
+		p := min(nextL, nextU)
+		i := p - j
 		if i+n > len(s) {
 			break
 		}
-		if equalFoldASCII(s[i+1:i+n], kw[1:]) {
-			return true, false
+		m := foldPrefixASCII(s[i:i+n], kw)
+		if m == n {
+			return true, true
 		}
-		at = i + 1
+		if budget -= 1 + m; budget < 0 {
+			return false, false
+		}
+		at = p + 1
 	}
-	return false, !isASCII(s)
+	return false, true
 }
 
-// equalFoldASCII reports whether s lower-cased (ASCII only) is kw.
-func equalFoldASCII(s, kw string) bool {
+// letterRank orders the lower-case letters from most to least frequent in
+// English text.
+const letterRank = "etaoinshrdlcumwfgypbvkjxqz"
+
+// rarestByte is the index of the byte of kw (ASCII, lower case) least
+// likely in text: a letter by letterRank, a space the likeliest, any other
+// byte (digits, punctuation) rarer than every letter.
+func rarestByte(kw string) int {
+	best, bestRank := 0, -2
+	for i := 0; i < len(kw); i++ {
+		rank := len(letterRank)
+		switch c := kw[i]; {
+		case c == ' ':
+			rank = -1
+		case 'a' <= c && c <= 'z':
+			rank = strings.IndexByte(letterRank, c)
+		}
+		if rank > bestRank {
+			best, bestRank = i, rank
+		}
+	}
+	return best
+}
+
+// foldPrefixASCII is how many bytes of s, lower-cased (ASCII only), match
+// kw before the first that does not (s is at least as long as kw).
+func foldPrefixASCII(s, kw string) int {
 	for j := 0; j < len(kw); j++ {
 		c := s[j]
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
 		if c != kw[j] {
-			return false
+			return j
 		}
 	}
-	return true
+	return len(kw)
+}
+
+// containsFoldUnicode is keyword.in for any s and kw: at each character
+// of s it lower-cases as many characters as kw needs, as ToLower does (a
+// byte that is not UTF-8 becomes U+FFFD), and compares their UTF-8 with kw.
+// done is false when it gave up, having lower-cased more than budget
+// characters.
+func containsFoldUnicode(s, kw string, budget int) (found, done bool) {
+	for i := 0; i < len(s); {
+		rest, want := s[i:], kw
+		for {
+			if want == "" {
+				return true, true
+			}
+			if rest == "" {
+				// s ran out before kw did; a later start has less of s
+				// left, so it cannot match either.
+				return false, true
+			}
+			if budget--; budget < 0 {
+				return false, false
+			}
+			r, w := utf8.DecodeRuneInString(rest)
+			rest = rest[w:]
+			var buf [utf8.UTFMax]byte
+			n := utf8.EncodeRune(buf[:], unicode.ToLower(r))
+			if n > len(want) || string(buf[:n]) != want[:n] {
+				break
+			}
+			want = want[n:]
+		}
+		_, w := utf8.DecodeRuneInString(s[i:])
+		i += w
+	}
+	return false, true
 }
 
 func isASCII(s string) bool {
+	// Eight bytes at a time (the compiler loads each group of eight as one
+	// word), four words a round.
+	const high = 0x8080808080808080
 	i := 0
+	for ; i+32 <= len(s); i += 32 {
+		if (word(s[i:])|word(s[i+8:])|word(s[i+16:])|word(s[i+24:]))&high != 0 {
+			return false
+		}
+	}
 	for ; i+8 <= len(s); i += 8 {
-		if (uint64(s[i])|uint64(s[i+1])<<8|uint64(s[i+2])<<16|uint64(s[i+3])<<24|
-			uint64(s[i+4])<<32|uint64(s[i+5])<<40|uint64(s[i+6])<<48|uint64(s[i+7])<<56)&0x8080808080808080 != 0 {
+		if word(s[i:])&high != 0 {
 			return false
 		}
 	}
@@ -308,6 +425,13 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// word is the first eight bytes of s, little-endian.
+func word(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // ForTargets applies t only when the relay delegates to one of targets;

@@ -76,22 +76,26 @@ func checkShape(prompts []Prompt) error {
 	}
 	for i := range prompts {
 		p := &prompts[i]
-		at := "prompts[" + strconv.Itoa(i) + "]"
 		if p.ID == "" {
-			return errorf(CodeInvalidPrompt, at+".id", "required")
+			return errorf(CodeInvalidPrompt, promptPath(i)+".id", "required")
 		}
 		if first != nil {
 			if j, ok := first[p.ID]; ok {
-				return errorf(CodeInvalidPrompt, at+".id", "%q is used twice (first at prompts[%d])", p.ID, j)
+				return errorf(CodeInvalidPrompt, promptPath(i)+".id", "%q is used twice (first at prompts[%d])", p.ID, j)
 			}
 			first[p.ID] = i
 		} else {
 			for j := range i {
 				if prompts[j].ID == p.ID {
-					return errorf(CodeInvalidPrompt, at+".id", "%q is used twice (first at prompts[%d])", p.ID, j)
+					return errorf(CodeInvalidPrompt, promptPath(i)+".id", "%q is used twice (first at prompts[%d])", p.ID, j)
 				}
 			}
 		}
+		if fieldsOK(p) {
+			continue
+		}
+		// Something is wrong: find what, and say where.
+		at := promptPath(i)
 		if p.Content == "" {
 			return errorf(CodeInvalidPrompt, at+".content", "required")
 		}
@@ -108,18 +112,63 @@ func checkShape(prompts []Prompt) error {
 			if c.Variable == "" {
 				return errorf(CodeInvalidPrompt, cat+".variable", "required")
 			}
-			n := 0
-			for _, set := range []bool{c.Equals != nil, c.NotEquals != nil, c.Exists != nil} {
-				if set {
-					n++
-				}
-			}
-			if n != 1 {
+			if !c.oneTest() {
 				return errorf(CodeInvalidPrompt, cat, "set exactly one of equals, not_equals, exists")
 			}
 		}
 	}
 	return nil
+}
+
+func promptPath(i int) string { return "prompts[" + strconv.Itoa(i) + "]" }
+
+// fieldsOK reports whether p passes checkShape's checks of a single prompt
+// but the ID's: content, position, variable names and conditions. It builds
+// no error and allocates nothing.
+func fieldsOK(p *Prompt) bool {
+	if p.Content == "" || !p.Position.Valid() {
+		return false
+	}
+	for name := range p.Variables {
+		if !validName(name) {
+			return false
+		}
+	}
+	for _, c := range p.Conditions {
+		if c.Variable == "" || !c.oneTest() {
+			return false
+		}
+	}
+	return true
+}
+
+// promptOK reports whether p alone would pass CheckPrompts: an ID, fieldsOK
+// and JSON-compatible metadata. It builds no error.
+func promptOK(p *Prompt) bool {
+	if p.ID == "" || !fieldsOK(p) {
+		return false
+	}
+	for _, v := range p.Metadata {
+		if !valueOK(v, 1, hardDepth) {
+			return false
+		}
+	}
+	return true
+}
+
+// oneTest reports whether exactly one of the condition's tests is set.
+func (c *Condition) oneTest() bool {
+	n := 0
+	if c.Equals != nil {
+		n++
+	}
+	if c.NotEquals != nil {
+		n++
+	}
+	if c.Exists != nil {
+		n++
+	}
+	return n == 1
 }
 
 func positionList() string {
