@@ -12,8 +12,10 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ctxkit/ctxkit/patch"
 )
@@ -136,9 +138,10 @@ type change struct {
 // Apply applies p's diffs to the files under root. Every diff is applied
 // in memory first, each after its file's checksum is checked; files are
 // written only when all of them succeed, each through a temporary file,
-// fsync and rename, after its checksum is checked again. If a write fails
-// midway, the files already written are restored. The report holds every
-// diff's outcome; the error is the first failure.
+// synced before it is renamed over the file, and only after the file's
+// content is checked once more. If a write fails midway, the files
+// already written are restored. The report holds every diff's outcome;
+// the error is the first failure. commitAll says what is synced when.
 func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
@@ -153,32 +156,9 @@ func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, 
 		}
 	}
 	rep := &Report{Strategy: strategy.strategy(), Diffs: make([]Outcome, len(p.Diffs))}
-	var (
-		changes []*change
-		first   error
-		failed  int
-	)
-	for i, d := range p.Diffs {
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		out := &rep.Diffs[i]
-		c, err := prepare(root, i, d, out)
-		if err != nil {
-			out.Status, out.Code, out.Error = StatusFailed, CodeOf(err), err.Error()
-			failed++
-			if first == nil {
-				first = err
-			}
-			continue
-		}
-		changes = append(changes, c)
-	}
-	if first != nil {
-		if failed > 1 {
-			first = fmt.Errorf("%w (and %d more diffs failed)", first, failed-1)
-		}
-		return rep, first
+	changes, err := prepareAll(ctx, root, p.Diffs, rep.Diffs)
+	if err != nil {
+		return rep, err
 	}
 	if _, dry := strategy.(DryRun); dry {
 		return rep, nil
@@ -186,7 +166,10 @@ func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, 
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
-	w := &writer{root: root, opts: opts}
+	// The directories are opened again for writing: a directory renamed
+	// or replaced since the files were read is not written into.
+	w := &writer{root: root, dirs: newDirs(root), opts: opts, made: map[string]bool{}}
+	defer w.dirs.close()
 	if wb, ok := strategy.(WriteBackup); ok {
 		for _, c := range changes {
 			if !c.changes || !c.exists {
@@ -197,7 +180,7 @@ func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, 
 				err.Field = fmt.Sprintf("diffs[%d]", c.index)
 				return rep, err
 			}
-			if _, err := root.Lstat(c.backup); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			if _, err := w.dirs.lstat(c.backup); err == nil || !errors.Is(err, fs.ErrNotExist) {
 				return rep, &Error{Code: CodeBackupExists, Field: fmt.Sprintf("diffs[%d]", c.index), Path: c.path,
 					Msg: fmt.Sprintf("the backup %s already exists: move it away or choose another suffix", c.backup)}
 			}
@@ -214,15 +197,70 @@ func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, 
 	return rep, nil
 }
 
+// prepareAll prepares every diff, a few at a time (reading, hashing and
+// patching are independent per file), filling outs. The error is the
+// failure of the first diff in the plan's order that failed.
+func prepareAll(ctx context.Context, root *os.Root, diffs []Diff, outs []Outcome) ([]*change, error) {
+	d := newDirs(root)
+	defer d.close()
+	prepared := make([]*change, len(diffs))
+	errs := make([]error, len(diffs))
+	workers := min(runtime.GOMAXPROCS(0), len(diffs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(diffs) {
+					return
+				}
+				if errs[i] = ctx.Err(); errs[i] != nil {
+					continue
+				}
+				prepared[i], errs[i] = prepare(d, i, diffs[i], &outs[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var (
+		changes []*change
+		first   error
+		failed  int
+	)
+	for i, err := range errs {
+		if err != nil {
+			out := &outs[i]
+			out.Status, out.Code, out.Error = StatusFailed, CodeOf(err), err.Error()
+			failed++
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		changes = append(changes, prepared[i])
+	}
+	if first != nil {
+		if failed > 1 {
+			first = fmt.Errorf("%w (and %d more diffs failed)", first, failed-1)
+		}
+		return nil, first
+	}
+	return changes, nil
+}
+
 // prepare reads a diff's file, checks it and applies the diff in memory.
-func prepare(root *os.Root, i int, d Diff, out *Outcome) (*change, error) {
+func prepare(dirs *dirs, i int, d Diff, out *Outcome) (*change, error) {
 	field := fmt.Sprintf("diffs[%d]", i)
 	*out = Outcome{Index: i, Path: d.Path}
 	fail := func(code Code, err error, format string, args ...any) error {
 		return &Error{Code: code, Field: field, Path: d.Path, Msg: fmt.Sprintf(format, args...), Err: err}
 	}
 	c := &change{index: i, path: d.Path, perm: 0o644}
-	before, exists, perm, err := readFile(root, d.Path)
+	before, exists, perm, err := dirs.readFile(d.Path)
 	if err != nil {
 		var pe *Error
 		if errors.As(err, &pe) {
@@ -300,14 +338,83 @@ func short(sum string) string {
 	return sum
 }
 
-// readFile reads name under root: its content, whether it exists and its
-// permissions. A symbolic link, a non-regular file, a path that escapes
-// the root and a file past MaxFileBytes are refused.
-func readFile(root *os.Root, name string) ([]byte, bool, fs.FileMode, error) {
+// dirs opens each directory of a plan's files once, as a root of its own
+// opened through the plan's root (so confined as the root is), and keeps
+// it: each file operation is then one system call on a base name instead
+// of a walk from the root, component by component, per operation.
+type dirs struct {
+	root *os.Root
+	mu   sync.Mutex
+	open map[string]dirEntry
+}
+
+type dirEntry struct {
+	r   *os.Root
+	err error
+}
+
+func newDirs(root *os.Root) *dirs {
+	return &dirs{root: root, open: map[string]dirEntry{}}
+}
+
+// get is the directory dir (relative to the root, "." for the root).
+func (d *dirs) get(dir string) (*os.Root, error) {
+	if dir == "." {
+		return d.root, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.open[dir]; ok {
+		return e.r, e.err
+	}
+	r, err := d.root.OpenRoot(dir)
+	d.open[dir] = dirEntry{r, err}
+	return r, err
+}
+
+// forget drops what get remembers of dir (after it was created).
+func (d *dirs) forget(dir string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.open[dir]; ok && e.r != nil {
+		e.r.Close()
+	}
+	delete(d.open, dir)
+}
+
+func (d *dirs) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for dir, e := range d.open {
+		if e.r != nil {
+			e.r.Close()
+		}
+		delete(d.open, dir)
+	}
+}
+
+// split is name's directory, opened, and base name.
+func (d *dirs) split(name string) (*os.Root, string, error) {
+	r, err := d.get(path.Dir(name))
+	return r, path.Base(name), err
+}
+
+func (d *dirs) lstat(name string) (fs.FileInfo, error) {
+	r, base, err := d.split(name)
+	if err != nil {
+		return nil, err
+	}
+	return r.Lstat(base)
+}
+
+// readFile reads name under the root: its content, whether it exists and
+// its permissions. A symbolic link, a non-regular file, a path that
+// escapes the root and a file past MaxFileBytes are refused.
+func (d *dirs) readFile(name string) ([]byte, bool, fs.FileMode, error) {
 	rejected := func(format string, args ...any) error {
 		return &Error{Code: CodePathRejected, Path: name, Msg: fmt.Sprintf(format, args...)}
 	}
-	fi, err := root.Lstat(name)
+	fi, err := d.lstat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, false, 0, nil
@@ -322,17 +429,36 @@ func readFile(root *os.Root, name string) ([]byte, bool, fs.FileMode, error) {
 	case fi.Size() > MaxFileBytes:
 		return nil, false, 0, &Error{Code: CodeTooLarge, Path: name, Msg: fmt.Sprintf("the file is %d bytes, more than %d", fi.Size(), MaxFileBytes)}
 	}
-	f, err := root.Open(name)
+	r, base, err := d.split(name)
+	if err != nil {
+		return nil, false, 0, err
+	}
+	f, err := r.Open(base)
 	if err != nil {
 		return nil, false, 0, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, false, 0, err
+	// The file opened is the one examined: not a link put in its place
+	// since.
+	if ofi, err := f.Stat(); err != nil || !os.SameFile(fi, ofi) {
+		return nil, false, 0, rejected("was replaced while it was read")
 	}
-	if len(b) > MaxFileBytes {
-		return nil, false, 0, &Error{Code: CodeTooLarge, Path: name, Msg: fmt.Sprintf("the file is more than %d bytes", MaxFileBytes)}
+	b := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, false, 0, err
+		}
+		if len(b) > MaxFileBytes {
+			return nil, false, 0, &Error{Code: CodeTooLarge, Path: name, Msg: fmt.Sprintf("the file is more than %d bytes", MaxFileBytes)}
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
 	}
 	return b, true, fi.Mode().Perm(), nil
 }
@@ -340,8 +466,10 @@ func readFile(root *os.Root, name string) ([]byte, bool, fs.FileMode, error) {
 // writer commits changes and remembers how to undo them.
 type writer struct {
 	root *os.Root
+	dirs *dirs
 	opts Options
 	undo []func() error
+	made map[string]bool // directories known to exist
 }
 
 func (w *writer) step(step, name string) error {
@@ -359,16 +487,32 @@ func (w *writer) logf(msg string, args ...any) {
 
 // staged is a file written but not yet synced and renamed.
 type staged struct {
-	c    *change
 	f    *os.File // open until synced
 	name string   // the temporary file (the backup for a backup)
 }
 
 // commitAll writes the changed files in four steps, so that the costly
-// syncs run together: every backup and temporary file is written; all
-// are synced at once; each file's content is checked once more and its
-// temporary file renamed over it (or the file deleted); the directories
-// are synced.
+// syncs run together:
+//
+//  1. every backup and temporary file is written (each temporary file
+//     beside the file it replaces);
+//  2. their contents are made durable: with syncfs of each file system
+//     they are on, once, when the kernel reports writeback errors through
+//     syncfs (Linux 5.8 and later) and there are at least syncfsMin
+//     files; otherwise with an fsync of each;
+//  3. each file's content is read once more and compared with what the
+//     diff was applied to, then its temporary file is renamed over it (or
+//     the file deleted);
+//  4. the renames, deletions and new directories are made durable: with
+//     syncfs again when step 2 used it (and an fsync of each directory a
+//     file was deleted from), otherwise with an fsync of each directory
+//     whose entries changed (the files' directories and the parents of
+//     the directories created).
+//
+// So a file is only ever replaced by content already on stable storage:
+// after a crash each file holds its old or its new content, never a part.
+// When commitAll returns nil, every new content, backup and directory
+// entry of the plan is on stable storage.
 func (w *writer) commitAll(changes []*change) error {
 	var files []staged
 	defer func() {
@@ -379,6 +523,7 @@ func (w *writer) commitAll(changes []*change) error {
 		}
 	}()
 	temps := map[*change]string{}
+	changed := map[string]bool{} // directories whose entries change
 	for _, c := range changes {
 		if !c.changes {
 			continue
@@ -398,17 +543,18 @@ func (w *writer) commitAll(changes []*change) error {
 				}
 				return ioErr(err, "writing the backup")
 			}
-			files = append(files, staged{c: c, f: f, name: c.backup})
+			files = append(files, staged{f: f, name: c.backup})
 			backup := c.backup
-			w.undo = append(w.undo, func() error { return w.root.Remove(backup) })
+			w.undo = append(w.undo, func() error { return w.remove(backup) })
 		}
+		changed[path.Dir(c.path)] = true
 		if c.delete {
 			continue
 		}
 		if err := w.step("write", c.path); err != nil {
 			return ioErr(err, "writing the file")
 		}
-		if err := w.mkdirs(path.Dir(c.path)); err != nil {
+		if err := w.mkdirs(path.Dir(c.path), changed); err != nil {
 			return ioErr(err, "creating the file's directory")
 		}
 		tmp := tempName(c.path)
@@ -416,19 +562,24 @@ func (w *writer) commitAll(changes []*change) error {
 		if err != nil {
 			return ioErr(err, "writing the file")
 		}
-		files = append(files, staged{c: c, f: f, name: tmp})
+		files = append(files, staged{f: f, name: tmp})
 		temps[c] = tmp
 		w.undo = append(w.undo, func() error {
-			if err := w.root.Remove(tmp); !errors.Is(err, fs.ErrNotExist) {
+			if err := w.remove(tmp); !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 			return nil
 		})
 	}
-	if err := syncAll(files); err != nil {
+	batched, err := syncBatch(files, syncfsMin)
+	if err != nil {
 		return err
 	}
-	dirs := map[string]bool{}
+	if !batched {
+		if err := syncEach(files); err != nil {
+			return err
+		}
+	}
 	for _, c := range changes {
 		if !c.changes {
 			continue
@@ -441,17 +592,20 @@ func (w *writer) commitAll(changes []*change) error {
 			return ioErr(err, "writing the file")
 		}
 		// The file must still be what was planned against.
-		now, exists, _, err := readFile(w.root, c.path)
+		now, exists, _, err := w.dirs.readFile(c.path)
 		if err != nil {
 			return ioErr(err, "reading the file again")
 		}
 		if exists != c.exists || !bytes.Equal(now, c.before) {
 			return &Error{Code: CodeChecksumMismatch, Field: field, Path: c.path, Msg: "the file changed while the plan was being applied"}
 		}
-		if c.delete {
-			err = w.root.Remove(c.path)
-		} else {
-			err = w.root.Rename(temps[c], c.path)
+		dir, base, err := w.dirs.split(c.path)
+		if err == nil {
+			if c.delete {
+				err = dir.Remove(base)
+			} else {
+				err = dir.Rename(path.Base(temps[c]), base)
+			}
 		}
 		if err != nil {
 			return ioErr(err, "replacing the file")
@@ -460,41 +614,54 @@ func (w *writer) commitAll(changes []*change) error {
 		w.undo = append(w.undo, func() error {
 			w.logf("restoring", "path", c.path)
 			if !c.exists {
-				return w.root.Remove(c.path)
+				return w.remove(c.path)
 			}
 			return w.replace(c.path, c.before, c.perm)
 		})
-		dirs[path.Dir(c.path)] = true
 	}
-	var ds []staged
-	for d := range dirs {
-		if f, err := w.root.Open(d); err == nil {
-			ds = append(ds, staged{f: f, name: d})
+	if batched {
+		// One file of each file system is still open: syncfs of each
+		// again makes the renames durable. A deletion's directory may be
+		// on a file system no staged file is on: it is synced itself.
+		if _, err := syncBatch(files, 1); err != nil {
+			return err
+		}
+		changed = map[string]bool{}
+		for _, c := range changes {
+			if c.changes && c.delete {
+				changed[path.Dir(c.path)] = true
+			}
 		}
 	}
-	err := syncAll(ds)
-	for _, d := range ds {
-		d.f.Close()
+	var ds []staged
+	for d := range changed {
+		f, err := w.root.Open(d)
+		if err != nil {
+			return &Error{Code: CodeIO, Path: d, Msg: "syncing the directory " + d, Err: err}
+		}
+		ds = append(ds, staged{f: f, name: d})
 	}
-	return err
+	return syncEach(ds)
 }
 
-// syncAll fsyncs files concurrently (a few at a time), closing each.
-func syncAll(files []staged) error {
+// syncEach fsyncs files concurrently (a few at a time), closing each.
+func syncEach(files []staged) error {
 	sem := make(chan struct{}, 16)
 	errs := make([]error, len(files))
 	var wg sync.WaitGroup
 	for i := range files {
-		wg.Add(1)
+		if files[i].f == nil {
+			continue
+		}
 		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		wg.Go(func() {
+			defer func() { <-sem }()
 			errs[i] = files[i].f.Sync()
 			if cerr := files[i].f.Close(); errs[i] == nil {
 				errs[i] = cerr
 			}
 			files[i].f = nil
-		}()
+		})
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -515,23 +682,28 @@ func (w *writer) rollback() {
 	w.undo = nil
 }
 
-// mkdirs creates dir and its missing parents, remembering to remove them.
-func (w *writer) mkdirs(dir string) error {
-	if dir == "." {
+// mkdirs creates dir and its missing parents, remembering to remove them
+// and adding the parent of each to changed.
+func (w *writer) mkdirs(dir string, changed map[string]bool) error {
+	if dir == "." || w.made[dir] {
 		return nil
 	}
 	if fi, err := w.root.Stat(dir); err == nil {
 		if !fi.IsDir() {
 			return fmt.Errorf("%s is not a directory", dir)
 		}
+		w.made[dir] = true
 		return nil
 	}
-	if err := w.mkdirs(path.Dir(dir)); err != nil {
+	if err := w.mkdirs(path.Dir(dir), changed); err != nil {
 		return err
 	}
 	if err := w.root.Mkdir(dir, 0o755); err != nil {
 		return err
 	}
+	w.made[dir] = true
+	w.dirs.forget(dir)
+	changed[path.Dir(dir)] = true
 	w.undo = append(w.undo, func() error { return w.root.Remove(dir) })
 	return nil
 }
@@ -540,6 +712,15 @@ func tempName(name string) string {
 	var r [6]byte
 	_, _ = rand.Read(r[:])
 	return path.Join(path.Dir(name), "."+path.Base(name)+".ctxkit-"+hex.EncodeToString(r[:])+".tmp")
+}
+
+// remove removes name under the root.
+func (w *writer) remove(name string) error {
+	dir, base, err := w.dirs.split(name)
+	if err != nil {
+		return err
+	}
+	return dir.Remove(base)
 }
 
 // replace writes data to name through a temporary file beside it, fsync
@@ -554,11 +735,15 @@ func (w *writer) replace(name string, data []byte, perm fs.FileMode) error {
 		}
 	}
 	if err != nil {
-		_ = w.root.Remove(tmp)
+		_ = w.remove(tmp)
 		return err
 	}
-	if err := w.root.Rename(tmp, name); err != nil {
-		_ = w.root.Remove(tmp)
+	dir, base, err := w.dirs.split(name)
+	if err == nil {
+		err = dir.Rename(path.Base(tmp), base)
+	}
+	if err != nil {
+		_ = w.remove(tmp)
 		return err
 	}
 	if d, err := w.root.Open(path.Dir(name)); err == nil {
@@ -571,7 +756,11 @@ func (w *writer) replace(name string, data []byte, perm fs.FileMode) error {
 // create writes a new file, failing if name exists, and returns it open
 // (not yet synced).
 func (w *writer) create(name string, data []byte, perm fs.FileMode) (*os.File, error) {
-	f, err := w.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	dir, base, err := w.dirs.split(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -581,7 +770,7 @@ func (w *writer) create(name string, data []byte, perm fs.FileMode) (*os.File, e
 	}
 	if err != nil {
 		f.Close()
-		_ = w.root.Remove(name)
+		_ = dir.Remove(base)
 		return nil, err
 	}
 	return f, nil

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,5 +258,90 @@ func TestApplyFileChangedBeforeWrite(t *testing.T) {
 	}
 	if read(t, dir, "main.go") != "edited meanwhile\n" {
 		t.Fatal("the changed file was overwritten")
+	}
+}
+
+// manyFilePlan changes n existing files under a/ and creates n files in
+// new nested directories: more files than syncfsMin, so that the batched
+// sync runs where there is one.
+func manyFilePlan(n int) (map[string]string, *Plan) {
+	files := map[string]string{}
+	p := &Plan{}
+	for i := range n {
+		old := fmt.Sprintf("line %d\nkeep\n", i)
+		name := fmt.Sprintf("a/%d/f.txt", i%3)
+		name = strings.Replace(name, "f.txt", fmt.Sprintf("f%d.txt", i), 1)
+		files[name] = old
+		p.Diffs = append(p.Diffs,
+			Diff{Path: name, Checksum: Checksum([]byte(old)), UnifiedDiff: fmt.Sprintf("@@ -1,2 +1,2 @@\n-line %d\n+line %d changed\n keep\n", i, i)},
+			Diff{Path: fmt.Sprintf("new/%d/deep/n%d.txt", i%2, i), Checksum: emptySum, UnifiedDiff: fmt.Sprintf("--- /dev/null\n+++ b/new/%d/deep/n%d.txt\n@@ -0,0 +1 @@\n+new %d\n", i%2, i, i)},
+		)
+	}
+	return files, p
+}
+
+func walk(t *testing.T, dir string) []string {
+	t.Helper()
+	var got []string
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		rel, _ := filepath.Rel(dir, path)
+		got = append(got, filepath.ToSlash(rel))
+		return nil
+	})
+	return got
+}
+
+func TestApplyManyFiles(t *testing.T) {
+	files, p := manyFilePlan(12)
+	dir, root := tree(t, files)
+	rep, err := Apply(context.Background(), root, p, Options{Strategy: WriteBackup{Suffix: ".bak"}})
+	if err != nil || !rep.Written {
+		t.Fatalf("Apply: %v", err)
+	}
+	for i := range 12 {
+		name := fmt.Sprintf("a/%d/f%d.txt", i%3, i)
+		if got, want := read(t, dir, name), fmt.Sprintf("line %d changed\nkeep\n", i); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+		if got := read(t, dir, name+".bak"); got != files[name] {
+			t.Errorf("%s.bak = %q", name, got)
+		}
+		if got, want := read(t, dir, fmt.Sprintf("new/%d/deep/n%d.txt", i%2, i)), fmt.Sprintf("new %d\n", i); got != want {
+			t.Errorf("new file %d = %q", i, got)
+		}
+	}
+	for _, name := range walk(t, dir) {
+		if strings.Contains(name, ".ctxkit-") {
+			t.Errorf("temporary file left: %s", name)
+		}
+	}
+}
+
+// TestApplyManyFilesFailingMidway: a failure after the batched sync and
+// some renames restores every file and removes every new directory.
+func TestApplyManyFilesFailingMidway(t *testing.T) {
+	files, p := manyFilePlan(12)
+	dir, root := tree(t, files)
+	before := walk(t, dir)
+	injected := errors.New("disk full")
+	renames := 0
+	opts := Options{Strategy: WriteBackup{Suffix: ".bak"}, hook: func(step, name string) error {
+		if step == "rename" {
+			if renames++; renames == 15 {
+				return injected
+			}
+		}
+		return nil
+	}}
+	if _, err := Apply(context.Background(), root, p, opts); !errors.Is(err, injected) {
+		t.Fatalf("got %v", err)
+	}
+	if after := walk(t, dir); strings.Join(after, " ") != strings.Join(before, " ") {
+		t.Fatalf("tree after the failure:\n%q\nbefore:\n%q", after, before)
+	}
+	for name, content := range files {
+		if read(t, dir, name) != content {
+			t.Errorf("%s not restored: %q", name, read(t, dir, name))
+		}
 	}
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -45,6 +46,27 @@ func FuzzExtract(f *testing.F) {
 		}
 		if !json.Valid(got) || len(got) == 0 || got[0] != '{' {
 			t.Fatalf("Extract returned %q", got)
+		}
+	})
+}
+
+// FuzzParseFast holds parseFast to decodeStrict: whatever the fast path
+// accepts, the token decoder accepts with the same plan.
+func FuzzParseFast(f *testing.F) {
+	for _, s := range fastSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, ok := parseFast(data)
+		if !ok {
+			return
+		}
+		strict, err := decodeStrict(data)
+		if err != nil {
+			t.Fatalf("parseFast accepted what decodeStrict refuses: %v", err)
+		}
+		if !reflect.DeepEqual(fast, strict) {
+			t.Fatalf("parseFast and decodeStrict disagree:\n%#v\n%#v", fast, strict)
 		}
 	})
 }

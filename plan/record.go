@@ -28,6 +28,32 @@ type Record struct {
 	OK         bool             `json:"ok"`
 	Code       Code             `json:"code,omitempty"`
 	Error      string           `json:"error,omitempty"`
+	// Origin, for a plan ctxkit asked a model for, says which model wrote
+	// it, from what.
+	Origin *Origin `json:"origin,omitempty"`
+}
+
+// Origin is where a plan came from: the model asked, the task and files
+// it was shown, and its reply.
+type Origin struct {
+	// Upstream is the base URL of the OpenAI-compatible server asked.
+	Upstream string `json:"upstream"`
+	Model    string `json:"model"`
+	// TaskSHA256 is the SHA-256 of the task description.
+	TaskSHA256 string `json:"task_sha256"`
+	// Context is each file put in the prompt, with its SHA-256.
+	Context []FileSum `json:"context,omitempty"`
+	// ReplySHA256 and ReplyBytes identify the reply's text, when one came.
+	ReplySHA256 string `json:"reply_sha256,omitempty"`
+	ReplyBytes  int    `json:"reply_bytes,omitempty"`
+	// Stop is why the reply ended (end_turn, max_tokens, ...).
+	Stop string `json:"stop,omitempty"`
+}
+
+// FileSum is a file's path and the SHA-256 of its content.
+type FileSum struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
 }
 
 // AppendRecord appends r as one line to the file name, creating it. The

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -143,6 +145,15 @@ func runApply(ctx context.Context, e *env, args []string) error {
 	case f.backup != "":
 		strategy = plan.WriteBackup{Suffix: f.backup}
 	}
+	// A run is short and its heap small next to a machine's memory: a
+	// plan of hundreds of diffs otherwise pays for several collections.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	// The report of a plan of many diffs is many small writes: one
+	// system call for all of them.
+	out := bufio.NewWriter(e.stdout)
+	defer out.Flush()
 	rec, err := applyPlan(ctx, root, raw, schema, strategy, f.verify)
 	if f.record != "" {
 		if rerr := plan.AppendRecord(f.record, rec); rerr != nil && err == nil {
@@ -150,15 +161,18 @@ func runApply(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if f.json {
-		out, merr := json.MarshalIndent(rec, "", "  ")
+		js, merr := json.MarshalIndent(rec, "", "  ")
 		if merr != nil {
 			return merr
 		}
-		if _, werr := e.stdout.Write(append(out, '\n')); werr != nil && err == nil {
+		if _, werr := out.Write(append(js, '\n')); werr != nil && err == nil {
 			err = werr
 		}
 	} else if rec.Diffs != nil {
-		printReport(e.stdout, rec)
+		printReport(out, rec)
+	}
+	if ferr := out.Flush(); ferr != nil && err == nil {
+		err = ferr
 	}
 	return err
 }
@@ -216,17 +230,23 @@ func applyPlan(ctx context.Context, root *os.Root, raw []byte, schema *plan.Sche
 	return finish(nil)
 }
 
-// printReport writes the human table of a run.
+// printReport writes the human report of a run: the diffs' table, the
+// summary, the commands' table.
 func printReport(w io.Writer, rec *plan.Record) {
+	printDiffs(w, rec)
+	printSummary(w, rec)
+	printCommands(w, rec)
+}
+
+// printDiffs writes a run's table of diffs and their warnings.
+func printDiffs(w io.Writer, rec *plan.Record) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DIFF\tPATH\tSTATUS\tHUNKS\tSHA256 BEFORE\tAFTER")
-	counts := map[plan.Status]int{}
 	for _, o := range rec.Diffs {
 		status := string(o.Status)
 		if status == "" {
 			status = "-"
 		}
-		counts[o.Status]++
 		var hunks []string
 		for _, h := range o.Hunks {
 			switch {
@@ -252,6 +272,14 @@ func printReport(w io.Writer, rec *plan.Record) {
 		for _, warn := range o.Warnings {
 			fmt.Fprintf(w, "diffs[%d] (%s): %s\n", o.Index, o.Path, warn)
 		}
+	}
+}
+
+// printSummary writes where backups went and the count line of a run.
+func printSummary(w io.Writer, rec *plan.Record) {
+	counts := map[plan.Status]int{}
+	for _, o := range rec.Diffs {
+		counts[o.Status]++
 		if o.BackupPath != "" {
 			fmt.Fprintf(w, "diffs[%d] (%s): previous content kept in %s\n", o.Index, o.Path, o.BackupPath)
 		}
@@ -264,10 +292,15 @@ func printReport(w io.Writer, rec *plan.Record) {
 		state = "dry run: nothing written"
 	}
 	fmt.Fprintf(w, "%d applied, %d noop, %d failed; %s\n", counts[plan.StatusApplied], counts[plan.StatusNoop], counts[plan.StatusFailed], state)
+}
+
+// printCommands writes the table of a run's post commands and the last
+// lines of output of each that did not succeed.
+func printCommands(w io.Writer, rec *plan.Record) {
 	if len(rec.Commands) == 0 {
 		return
 	}
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMMAND\tSTATUS\tEXIT\tTIME")
 	for _, c := range rec.Commands {
 		name := plan.Command{Program: c.Program, Args: c.Args}.String()

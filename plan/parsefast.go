@@ -1,0 +1,299 @@
+package plan
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// parseFast decodes a plan in one pass over its bytes, without the token
+// decoder's cost per token (a plan of a few hundred diffs is megabytes of
+// JSON strings). It accepts only what decodeStrict accepts, with the same
+// result, and gives up (false) on everything else: invalid JSON, an
+// unknown, repeated or missing field, a value of the wrong kind, a bound
+// passed, a string whose decoding the token decoder would alter (invalid
+// UTF-8, an escaped surrogate), a number that is not a plain integer.
+// Parse then runs decodeStrict, which names the fault. FuzzParseFast holds
+// the two to the same result.
+func parseFast(data []byte) (*Plan, bool) {
+	r := &fastReader{b: data}
+	var p Plan
+	var seen [2]bool // diffs, post
+	ok := r.object(func(key string) bool {
+		switch key {
+		case "diffs":
+			if seen[0] {
+				return false
+			}
+			seen[0] = true
+			return r.array(MaxDiffs, func() bool {
+				var d Diff
+				var got [3]bool
+				ok := r.object(func(key string) bool {
+					var into *string
+					var max, at int
+					switch key {
+					case "path":
+						into, max, at = &d.Path, maxPathBytes, 0
+					case "checksum":
+						into, max, at = &d.Checksum, 64, 1
+					case "unified_diff":
+						into, max, at = &d.UnifiedDiff, MaxDiffBytes, 2
+					default:
+						return false
+					}
+					if got[at] {
+						return false
+					}
+					got[at] = true
+					s, ok := r.str(max)
+					*into = s
+					return ok
+				})
+				p.Diffs = append(p.Diffs, d)
+				return ok && got[0] && got[1] && got[2]
+			})
+		case "post":
+			if seen[1] {
+				return false
+			}
+			seen[1] = true
+			p.Post = &Post{Commands: []Command{}}
+			var got bool
+			return r.object(func(key string) bool {
+				if key != "commands" || got {
+					return false
+				}
+				got = true
+				return r.array(MaxCommands, func() bool {
+					var c Command
+					var got [3]bool
+					ok := r.object(func(key string) bool {
+						var at int
+						switch key {
+						case "program":
+							at = 0
+						case "args":
+							at = 1
+						case "timeout_ms":
+							at = 2
+						default:
+							return false
+						}
+						if got[at] {
+							return false
+						}
+						got[at] = true
+						var ok bool
+						switch at {
+						case 0:
+							c.Program, ok = r.str(maxPathBytes)
+						case 1:
+							c.Args = []string{}
+							ok = r.array(MaxArgs, func() bool {
+								s, ok := r.str(maxArgBytes)
+								c.Args = append(c.Args, s)
+								return ok
+							})
+						case 2:
+							c.TimeoutMS, ok = r.int()
+						}
+						return ok
+					})
+					p.Post.Commands = append(p.Post.Commands, c)
+					return ok && got[0]
+				})
+			}) && got
+		}
+		return false
+	})
+	if !ok || !seen[0] {
+		return nil, false
+	}
+	r.ws()
+	if r.i != len(r.b) {
+		return nil, false
+	}
+	return &p, true
+}
+
+// fastReader reads JSON values off b from i.
+type fastReader struct {
+	b []byte
+	i int
+}
+
+func (r *fastReader) ws() {
+	for r.i < len(r.b) {
+		switch r.b[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+// eat consumes c after white space.
+func (r *fastReader) eat(c byte) bool {
+	r.ws()
+	if r.i < len(r.b) && r.b[r.i] == c {
+		r.i++
+		return true
+	}
+	return false
+}
+
+// object reads an object, handing each key to field, which reads the
+// value.
+func (r *fastReader) object(field func(key string) bool) bool {
+	if !r.eat('{') {
+		return false
+	}
+	if r.eat('}') {
+		return true
+	}
+	for {
+		key, ok := r.str(maxPathBytes)
+		if !ok || !r.eat(':') || !field(key) {
+			return false
+		}
+		if r.eat(',') {
+			continue
+		}
+		return r.eat('}')
+	}
+}
+
+// array reads an array of at most max elements, each read by elem.
+func (r *fastReader) array(max int, elem func() bool) bool {
+	if !r.eat('[') {
+		return false
+	}
+	if r.eat(']') {
+		return true
+	}
+	for n := 1; ; n++ {
+		if n > max || !elem() {
+			return false
+		}
+		if r.eat(',') {
+			continue
+		}
+		return r.eat(']')
+	}
+}
+
+// str reads a string of at most max bytes once decoded.
+func (r *fastReader) str(max int) (string, bool) {
+	if !r.eat('"') {
+		return "", false
+	}
+	start := r.i
+	high := false
+	for r.i < len(r.b) {
+		c := r.b[r.i]
+		switch {
+		case c == '"':
+			raw := r.b[start:r.i]
+			r.i++
+			if len(raw) > max || high && !utf8.Valid(raw) {
+				return "", false
+			}
+			return string(raw), true
+		case c == '\\':
+			return r.escaped(start, max, high)
+		case c < 0x20:
+			return "", false
+		case c >= utf8.RuneSelf:
+			high = true
+		}
+		r.i++
+	}
+	return "", false
+}
+
+// escaped finishes reading a string that holds escapes, from r.i (at the
+// first backslash); the bytes from start are plain.
+func (r *fastReader) escaped(start, max int, high bool) (string, bool) {
+	buf := make([]byte, 0, r.i-start+64)
+	buf = append(buf, r.b[start:r.i]...)
+	for r.i < len(r.b) {
+		c := r.b[r.i]
+		switch {
+		case c == '"':
+			r.i++
+			if len(buf) > max || high && !utf8.Valid(buf) {
+				return "", false
+			}
+			return string(buf), true
+		case c < 0x20:
+			return "", false
+		case c != '\\':
+			// Copy the run of plain bytes up to the next quote or
+			// backslash in one step.
+			j := r.i
+			for j < len(r.b) && r.b[j] != '"' && r.b[j] != '\\' && r.b[j] >= 0x20 {
+				high = high || r.b[j] >= utf8.RuneSelf
+				j++
+			}
+			buf = append(buf, r.b[r.i:j]...)
+			r.i = j
+			continue
+		}
+		if r.i+1 >= len(r.b) {
+			return "", false
+		}
+		switch e := r.b[r.i+1]; e {
+		case '"', '\\', '/':
+			buf = append(buf, e)
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			if r.i+6 > len(r.b) {
+				return "", false
+			}
+			v, err := strconv.ParseUint(string(r.b[r.i+2:r.i+6]), 16, 16)
+			// A surrogate is decoded with its pair, or replaced, by the
+			// token decoder: left to it.
+			if err != nil || v >= 0xD800 && v < 0xE000 {
+				return "", false
+			}
+			buf = utf8.AppendRune(buf, rune(v))
+			r.i += 6
+			continue
+		default:
+			return "", false
+		}
+		r.i += 2
+	}
+	return "", false
+}
+
+// int reads an integer written as -?(0|[1-9][0-9]*) that fits an int64.
+func (r *fastReader) int() (int64, bool) {
+	r.ws()
+	start := r.i
+	if r.i < len(r.b) && r.b[r.i] == '-' {
+		r.i++
+	}
+	digits := r.i
+	for r.i < len(r.b) && r.b[r.i] >= '0' && r.b[r.i] <= '9' {
+		r.i++
+	}
+	switch {
+	case r.i == digits, r.b[digits] == '0' && r.i-digits > 1:
+		return 0, false
+	case r.i < len(r.b) && (r.b[r.i] == '.' || r.b[r.i] == 'e' || r.b[r.i] == 'E'):
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(r.b[start:r.i]), 10, 64)
+	return v, err == nil
+}
