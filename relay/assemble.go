@@ -12,15 +12,50 @@ import (
 // user-side ones (user_prefix, user, user_suffix) one user message. See the
 // package documentation for the order, conditions and {{variables}}.
 // prompts are not changed.
+//
+// Assemble has no error to return: use AssembleChecked for input from
+// outside. A prompt with an unknown position goes last in the system
+// prompt. Variables are expanded only while the text stays within the
+// default render limit (see Limits.MaxRenderedBytes): a prompt whose
+// expansion would take the request past it is written with its {{name}}
+// references as they are.
 func Assemble(prompts []Prompt) chat.Request {
+	req, _ := assemble(prompts, Limits{}.withDefaults().MaxRenderedBytes, false)
+	return req
+}
+
+// AssembleChecked is Assemble for input from outside: it refuses a prompt
+// with an unknown position (CodeInvalidPrompt) and prompts whose rendered
+// text would come to more than lim.MaxRenderedBytes (CodeTooLarge, naming
+// the prompt that takes it over), rather than render them. A zero Limits
+// is the defaults.
+func AssembleChecked(prompts []Prompt, lim Limits) (chat.Request, error) {
+	return assemble(prompts, lim.withDefaults().MaxRenderedBytes, true)
+}
+
+func assemble(prompts []Prompt, limit int, strict bool) (chat.Request, error) {
 	order := Order(prompts)
 	var sys, user []string
+	total := 0
 	for _, i := range order {
 		p := &prompts[i]
+		if strict && !p.Position.Valid() {
+			return chat.Request{}, errorf(CodeInvalidPrompt, promptPath(i)+".position", "unknown position %q (use one of %s)", string(p.Position), positionList())
+		}
 		if !p.Holds() {
 			continue
 		}
-		text := p.Render()
+		var text string
+		size := p.renderedSize()
+		if total+size > limit {
+			if strict {
+				return chat.Request{}, tooLargeRender(i, p, total+size, limit)
+			}
+			text = p.raw()
+		} else {
+			text = p.Render()
+		}
+		total += len(text) + 2
 		if p.Position.userSide() {
 			user = append(user, text)
 		} else {
@@ -35,7 +70,11 @@ func Assemble(prompts []Prompt) chat.Request {
 	if len(user) > 0 {
 		req.Messages = append(req.Messages, chat.Message{Role: chat.User, Content: chat.Str(strings.Join(user, "\n\n"))})
 	}
-	return req
+	return req, nil
+}
+
+func tooLargeRender(i int, p *Prompt, size, limit int) *Error {
+	return errorf(CodeTooLarge, promptPath(i), "prompt %q: with their {{variables}} expanded the prompts come to %d bytes of text by this one; the limit is %d", p.ID, size, limit)
 }
 
 // Order is the assembly order of prompts, as indexes: by position, then
@@ -89,10 +128,16 @@ func (p *Prompt) Holds() bool {
 
 // Render is p's text for the model: its content, then each example as
 // "Example input: …" and "Example output: …" lines, paragraphs apart,
-// with {{variables}} replaced.
+// with {{variables}} replaced. Its length is known before it is built
+// (renderedSize): check that first for input from outside.
 func (p *Prompt) Render() string {
+	return RenderVariables(p.raw(), p.Variables)
+}
+
+// raw is p's text with the {{variables}} as written.
+func (p *Prompt) raw() string {
 	if len(p.Examples) == 0 {
-		return RenderVariables(p.Content, p.Variables)
+		return p.Content
 	}
 	var b strings.Builder
 	b.WriteString(p.Content)
@@ -102,40 +147,118 @@ func (p *Prompt) Render() string {
 		b.WriteString("\nExample output: ")
 		b.WriteString(e.Output)
 	}
-	return RenderVariables(b.String(), p.Variables)
+	return b.String()
+}
+
+// renderedSize is len(p.Render()), without building it.
+func (p *Prompt) renderedSize() int {
+	n, _ := renderedSize(p.Content, p.Variables)
+	for _, e := range p.Examples {
+		a, _ := renderedSize(e.Input, p.Variables)
+		b, _ := renderedSize(e.Output, p.Variables)
+		n += len("\n\nExample input: \nExample output: ") + a + b
+	}
+	return n
 }
 
 // RenderVariables replaces each {{name}} in s (spaces inside the braces
 // allowed) with vars[name]. A name vars does not hold, and anything
 // between braces that is not a name, is kept as written. Replaced text is
-// not looked at again.
+// not looked at again. It takes time linear in the length of s and of
+// the result.
 func RenderVariables(s string, vars map[string]string) string {
 	if len(vars) == 0 || !strings.Contains(s, "{{") {
 		return s
 	}
+	size, _ := renderedSize(s, vars)
 	var b strings.Builder
+	b.Grow(size)
+	scanVariables(s, vars, func(lit, val string) {
+		b.WriteString(lit)
+		b.WriteString(val)
+	})
+	return b.String()
+}
+
+// renderedSize is len(RenderVariables(s, vars)), and the number of bytes
+// the scan looked at (for tests: it is linear in len(s)).
+func renderedSize(s string, vars map[string]string) (size, work int) {
+	if len(vars) == 0 || !strings.Contains(s, "{{") {
+		return len(s), 0
+	}
+	return scanVariables(s, vars, nil)
+}
+
+// scanVariables walks s once, calling emit (when not nil) with each stretch
+// of literal text and the value of the reference that follows it ("" at
+// the end). It returns the length of the rendered text and the bytes it
+// looked at.
+//
+// A reference is "{{", optional spaces, a name, optional spaces, "}}".
+// Name characters are never "{", so in a run of "{" only the last two can
+// start a reference: the scan jumps to them. When what follows is not a
+// reference, the scan goes on after the characters it looked at, none of
+// which is a "{": no byte is looked at twice.
+func scanVariables(s string, vars map[string]string, emit func(lit, val string)) (size, work int) {
+	start := 0 // of the literal text not yet emitted
+	at := 0    // where to look for the next "{{"
 	for {
-		i := strings.Index(s, "{{")
-		if i < 0 {
+		k := strings.Index(s[at:], "{{")
+		if k < 0 {
 			break
 		}
-		j := strings.Index(s[i+2:], "}}")
-		if j < 0 {
-			break
+		i := at + k
+		j := i + 2
+		for j < len(s) && s[j] == '{' {
+			j++
 		}
-		name := strings.TrimSpace(s[i+2 : i+2+j])
+		work += j - at
+		i = j - 2 // the last "{{" of the run
+		end, name := scanReference(s, j)
+		work += end - j
 		v, ok := vars[name]
-		if !ok || !validName(name) {
-			// Keep "{{" and look again from the next byte, so "{{{x}}" still
-			// finds "{{x}}".
-			b.WriteString(s[:i+1])
-			s = s[i+1:]
+		if name == "" || !ok || end+2 > len(s) || s[end] != '}' || s[end+1] != '}' {
+			at = max(end, j)
 			continue
 		}
-		b.WriteString(s[:i])
-		b.WriteString(v)
-		s = s[i+2+j+2:]
+		size += i - start + len(v)
+		if emit != nil {
+			emit(s[start:i], v)
+		}
+		start = end + 2
+		at = start
 	}
-	b.WriteString(s)
-	return b.String()
+	size += len(s) - start
+	if emit != nil {
+		emit(s[start:], "")
+	}
+	return size, work + len(s) - at
+}
+
+// scanReference reads what follows "{{" at j: spaces, a name, spaces. It
+// returns where that ends and the name, or "" when there is no valid name.
+func scanReference(s string, j int) (end int, name string) {
+	for j < len(s) && isSpace(s[j]) {
+		j++
+	}
+	n := j
+	for n < len(s) && isNameByte(s[n]) {
+		n++
+	}
+	name = s[j:n]
+	for n < len(s) && isSpace(s[n]) {
+		n++
+	}
+	if !validName(name) {
+		name = ""
+	}
+	return n, name
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+func isNameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
 }

@@ -52,9 +52,10 @@ func codec(name string) (tokenizer.Codec, error) {
 	return c, nil
 }
 
-// CountTokens counts the tokens of a prompt as TokenBudget does: its
-// content and its examples' inputs and outputs, in the named encoding (""
-// for DefaultEncoding).
+// CountTokens counts the tokens of a prompt as TokenBudget does: the text
+// Assemble makes of it (Render: its content and examples with the
+// {{variables}} expanded) in the named encoding ("" for DefaultEncoding);
+// 0 when its conditions fail, as Assemble leaves it out.
 func CountTokens(encoding string, p *Prompt) (int, error) {
 	c, err := codec(encoding)
 	if err != nil {
@@ -64,24 +65,17 @@ func CountTokens(encoding string, p *Prompt) (int, error) {
 }
 
 func countTokens(c tokenizer.Codec, p *Prompt) (int, error) {
-	n, err := c.Count(p.Content)
-	if err != nil {
-		return 0, err
+	if !p.Holds() {
+		return 0, nil
 	}
-	for _, e := range p.Examples {
-		for _, s := range []string{e.Input, e.Output} {
-			m, err := c.Count(s)
-			if err != nil {
-				return 0, err
-			}
-			n += m
-		}
-	}
-	return n, nil
+	return c.Count(p.Render())
 }
 
 // TokenBudget drops prompts until the rest fit MaxTokens, counted with a
-// real tokenizer (see CountTokens). It drops the lowest priority first and,
+// real tokenizer on the text Assemble makes of them (see CountTokens). The
+// prompts' text with their variables expanded may come to at most the
+// default Limits.MaxRenderedBytes; past it the relay fails (CodeTooLarge)
+// rather than render it. It drops the lowest priority first and,
 // among equal priorities, the later prompt first; it never drops a prompt
 // the relay injected or one in the system position. When those alone are
 // over the budget the relay fails. What it drops, and the totals, are
@@ -104,10 +98,21 @@ func (t *TokenBudget) Transform(ctx context.Context, rc *Context, prompts []Prom
 	if err != nil {
 		return nil, err
 	}
+	limit, size := Limits{}.withDefaults().MaxRenderedBytes, 0
+	for i := range prompts {
+		if p := &prompts[i]; p.Holds() {
+			if size += p.renderedSize(); size > limit {
+				return nil, tooLargeRender(i, p, size, limit)
+			}
+		}
+	}
 	counts := make([]int, len(prompts))
 	total := 0
 	var candidates []int
 	for i := range prompts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if counts[i], err = countTokens(c, &prompts[i]); err != nil {
 			return nil, fmt.Errorf("prompts[%d]: counting tokens: %v", i, err)
 		}

@@ -3,6 +3,7 @@ package relay
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Error codes are stable and machine-readable: the server puts them in API
@@ -20,8 +21,13 @@ const (
 	// CodeInvalidPipeline: a pipeline file that does not parse, names an
 	// unknown transformer type or setting, or has a setting out of range.
 	CodeInvalidPipeline = "RELAY_INVALID_PIPELINE"
-	// CodeTooLarge: an input past one of the Limits.
+	// CodeTooLarge: an input past one of the Limits, or text that would
+	// grow past them (expanded {{variables}}, an injector's template).
 	CodeTooLarge = "RELAY_TOO_LARGE"
+	// CodeCancelled: the relay's context ended (cancelled, or past its
+	// deadline) before the relay was done. errors.Is(err,
+	// context.Canceled) or context.DeadlineExceeded says which.
+	CodeCancelled = "RELAY_CANCELLED"
 )
 
 // ErrTransformFailed matches (with errors.Is) every error of code
@@ -31,9 +37,12 @@ var ErrTransformFailed error = &Error{Code: CodeTransformFailed}
 // Error is a relay error with the place at fault.
 type Error struct {
 	Code string // one of the Code constants
-	// Transformer names the transformer that failed (CodeTransformFailed),
-	// and Step is its index in the list of transformers.
+	// Transformer names the transformer that failed (CodeTransformFailed,
+	// or CodeCancelled when it was stopped), as its Name says; Targets are
+	// the target agents it applies to under ForTargets; Step is its index
+	// in the list of transformers.
 	Transformer string
+	Targets     []string
 	Step        int
 	// Path is where the fault is in the input: "prompts[3].position",
 	// "transformers[1].keywords", "memory"; empty for the input as a whole.
@@ -45,7 +54,11 @@ type Error struct {
 func (e *Error) Error() string {
 	s := ""
 	if e.Transformer != "" {
-		s = "transformers[" + strconv.Itoa(e.Step) + "] (" + e.Transformer + "): "
+		s = "transformers[" + strconv.Itoa(e.Step) + "] (" + e.Transformer
+		if len(e.Targets) > 0 {
+			s += "@" + strings.Join(e.Targets, ",")
+		}
+		s += "): "
 	}
 	if e.Path != "" {
 		s += e.Path + ": "
@@ -56,7 +69,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is reports a match on Code (and, when the target names one, on the
-// transformer): errors.Is(err, relay.ErrTransformFailed) or
+// transformer's name, which has no targets in it): errors.Is(err, relay.ErrTransformFailed) or
 // errors.Is(err, &relay.Error{Code: relay.CodeTransformFailed, Transformer: "token_budget"}).
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)

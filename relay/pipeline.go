@@ -68,11 +68,12 @@ func TransformerTypes() []string { return sortedKeys(settings) }
 //	  {"type": "token_budget", "max_tokens": 4000},
 //	  {"type": "redactor", "emails": true, "patterns": [{"kind": "ticket", "regex": "TICKET-[0-9]+"}]}]}
 //
-// Settings: context_injector: template, include_constraints (default
+// Settings: context_injector: template (at most MaxTemplateBytes), include_constraints (default
 // true), include_memory (default true), include_memory_values; scope_narrower:
 // allowed_positions, exclude_ids, keywords; token_budget: max_tokens
 // (required), encoding; redactor: patterns ({kind, regex}), emails,
-// builtins (default true).
+// builtins (default true; false needs patterns or emails). Own patterns
+// are bounded in cost: see MaxRepeat, MaxPatternInsts, MaxRedactorInsts.
 //
 // Errors are *Error of code CodeInvalidPipeline naming the place:
 // "transformers[1]: unknown setting \"keyword\" for scope_narrower ...".
@@ -152,6 +153,9 @@ func parseTransformer(data []byte, at string) (Transformer, error) {
 			get("include_memory", &c.IncludeMemory), get("include_memory_values", &c.IncludeMemoryValues))
 		if err == nil && fields["template"] != nil && strings.TrimSpace(c.Template) == "" {
 			err = errorf(CodeInvalidPipeline, at+".template", "must not be empty (leave it out for the default text)")
+		}
+		if err == nil && len(c.Template) > MaxTemplateBytes {
+			err = errorf(CodeTooLarge, at+".template", "%d bytes; the limit is %d", len(c.Template), MaxTemplateBytes)
 		}
 		t = c
 	case TypeScopeNarrower:

@@ -23,8 +23,10 @@
 //   - TokenBudget drops the lowest-priority prompts until the rest fit a
 //     token budget.
 //   - Redactor replaces secrets (API keys, AWS key ids, GitHub tokens,
-//     bearer tokens, PEM private keys; e-mail addresses on request; and
-//     patterns of one's own) with [REDACTED:<kind>].
+//     bearer tokens, PEM and PGP private keys; e-mail addresses on request;
+//     and patterns of one's own) with [REDACTED:<kind>], in the prompts as
+//     Assemble will render them and in the relay context: it is the one
+//     transformer whose changes to the context reach the steps after it.
 //   - ForTarget applies a transformer only when delegating to one agent, so
 //     one pipeline can fan out to specialists with different scopes.
 //
@@ -40,7 +42,10 @@
 // content followed by its examples, with {{name}} (spaces inside the braces
 // allowed) replaced by the prompt's variable of that name. A name the
 // prompt has no variable for is left exactly as written, so text that
-// shows template syntax to a model survives.
+// shows template syntax to a model survives. The size of the expanded text
+// is known before it is built and bounded (Limits.MaxRenderedBytes):
+// AssembleChecked refuses prompts past it, Assemble leaves their
+// references unexpanded.
 //
 // The positions system_prefix through examples (system_prefix, system,
 // system_suffix, context, tools, plugins, agents, constraints, examples)
@@ -59,9 +64,11 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -152,10 +159,42 @@ type Example struct {
 	Output string `json:"output"`
 }
 
-// Injected reports whether the relay injected p (its metadata has relay: true).
+// Injected reports whether the relay injected p: it is what a
+// ContextInjector writes, a system_prefix prompt whose metadata has relay:
+// true, a source and a target, and whose ID is "relay:<source>><target>",
+// maybe followed by "#<n>" (n ≥ 2). Metadata relay: true alone is not
+// enough: DecodeContext and Validate refuse it on any other prompt, and
+// the scope narrower and the token budget treat such a prompt like any
+// other.
 func (p *Prompt) Injected() bool {
-	v, ok := p.Metadata["relay"].(bool)
-	return ok && v
+	if p.Position != SystemPrefix || !strings.HasPrefix(p.ID, "relay:") {
+		return false
+	}
+	if v, ok := p.Metadata["relay"].(bool); !ok || !v {
+		return false
+	}
+	src, ok1 := p.Metadata["source"].(string)
+	dst, ok2 := p.Metadata["target"].(string)
+	if !ok1 || !ok2 {
+		return false
+	}
+	rest, ok := strings.CutPrefix(p.ID[len("relay:"):], src+">"+dst)
+	if !ok {
+		return false
+	}
+	if rest == "" {
+		return true
+	}
+	n, ok := strings.CutPrefix(rest, "#")
+	if !ok || n == "" || n[0] == '0' || len(n) > 9 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if n[i] < '0' || n[i] > '9' {
+			return false
+		}
+	}
+	return n != "1"
 }
 
 // Context is one delegation: who hands which task to whom, the parent's
@@ -186,10 +225,13 @@ type Trace struct {
 
 // Step is what one transformer did, by prompt ID.
 type Step struct {
-	Transformer string   `json:"transformer"`
-	Added       []string `json:"added"`
-	Removed     []string `json:"removed"`
-	Changed     []string `json:"changed"`
+	Transformer string `json:"transformer"`
+	// Targets are the target agents the transformer applies to, when it
+	// runs under ForTargets (its Name then has them after an "@").
+	Targets []string `json:"targets,omitempty"`
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+	Changed []string `json:"changed"`
 	// Notes are what the transformer reported with Note (what a token
 	// budget dropped and why, for example).
 	Notes []string `json:"notes,omitempty"`
@@ -230,7 +272,10 @@ var typedCopy = copier{prompts: ClonePrompts, context: cloneStepContext}
 //
 // Errors are *Error: CodeInvalidPrompt when rc's prompts are not valid (see
 // CheckPrompts), CodeTransformFailed naming the transformer when one fails
-// or returns invalid prompts, and the context's error when ctx ends.
+// (a nil transformer, or one that panics, included) or returns invalid
+// prompts, and CodeCancelled when ctx ends (wrapping ctx's error, so
+// errors.Is(err, context.Canceled) holds). A step's context is a copy of
+// rc's, and after a Redactor a copy of the redacted one (see Redactor).
 func Relay(ctx context.Context, rc *Context, transformers ...Transformer) ([]Prompt, *Trace, error) {
 	return relay(ctx, rc, typedCopy, transformers)
 }
@@ -261,22 +306,36 @@ func relay(ctx context.Context, rc *Context, cp copier, transformers []Transform
 	// transformer so costs one copy of the prompts and one of the context,
 	// and the relay makes no other copy.
 	cur := rc.Prompts
+	// base is the context each step gets a copy of: rc, until a redactor
+	// runs (see Redactor), and its redacted copy from then on.
+	base := rc
 	trace := &Trace{Steps: make([]Step, 0, len(transformers))}
 	for i, t := range transformers {
 		if err := ctx.Err(); err != nil {
-			return nil, trace, err
+			return nil, trace, &Error{Code: CodeCancelled, Step: i, Msg: "the relay was stopped before this step: " + err.Error(), Err: err}
 		}
-		name, keeps := t.Name(), keepsPrompts(t)
 		n := &notes{}
-		out, err := transform(context.WithValue(ctx, noteKey{}, n), t, cp.context(rc), cp.prompts(cur))
+		name, targets, out, err := transform(context.WithValue(ctx, noteKey{}, n), t, cp.context(base), cp.prompts(cur))
 		var step Step
 		if err == nil {
-			step, err = review(cur, out, keeps)
+			step, err = review(cur, out, keepsPrompts(t))
 		}
 		if err != nil {
-			return nil, trace, &Error{Code: CodeTransformFailed, Transformer: name, Step: i, Msg: err.Error(), Err: err}
+			code := CodeTransformFailed
+			if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+				code = CodeCancelled
+			}
+			return nil, trace, &Error{Code: code, Transformer: name, Targets: targets, Step: i, Msg: err.Error(), Err: err}
+		}
+		if r := redactorFor(t, base.TargetAgent); r != nil {
+			var found map[string]int
+			base, found = r.redactContext(base)
+			if len(found) > 0 {
+				n.list = append(n.list, "redacted in the relay context "+countList(found))
+			}
 		}
 		step.Transformer = name
+		step.Targets = targets
 		step.Notes = n.list
 		trace.Steps = append(trace.Steps, step)
 		cur = out
@@ -287,14 +346,37 @@ func relay(ctx context.Context, rc *Context, cp copier, transformers []Transform
 	return cur, trace, nil
 }
 
-// transform runs one transformer; a panic is an error, not a crash.
-func transform(ctx context.Context, t Transformer, rc *Context, prompts []Prompt) (out []Prompt, err error) {
+// transform runs one transformer and says who it is: its name and, under
+// ForTargets, the targets. A nil transformer is an error, and a panic
+// (in Name too) is an error, not a crash.
+func transform(ctx context.Context, t Transformer, rc *Context, prompts []Prompt) (name string, targets []string, out []Prompt, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
+			if name == "" {
+				name = fmt.Sprintf("%T", t)
+			}
+			out, err = nil, fmt.Errorf("panic: %v", r)
 		}
 	}()
-	return t.Transform(ctx, rc, prompts)
+	applies := true
+	for {
+		f, ok := t.(*forTargets)
+		if !ok || f == nil {
+			break
+		}
+		targets = append(targets, f.targets...)
+		applies = applies && slices.Contains(f.targets, rc.TargetAgent)
+		t = f.t
+	}
+	if t == nil {
+		return "<nil>", targets, nil, errors.New("no transformer (nil)")
+	}
+	name = t.Name()
+	if !applies {
+		return name, targets, prompts, nil
+	}
+	out, err = t.Transform(ctx, rc, prompts)
+	return name, targets, out, err
 }
 
 // cloneStepContext is the copy of rc one transformer gets: no prompts (they

@@ -468,8 +468,8 @@ func TestParallelFanOut(t *testing.T) {
 		if !strings.Contains(r.Prompts[0].Content, fmt.Sprintf("Task: task %d", i)) {
 			t.Errorf("result %d is out of order: %q", i, r.Prompts[0].Content)
 		}
-		if name := r.Trace.Steps[1+i%2].Transformer; !strings.HasPrefix(name, "scope_narrower@") {
-			t.Errorf("step name %q", name)
+		if s := r.Trace.Steps[1+i%2]; s.Transformer != "scope_narrower" || len(s.Targets) != 1 || !strings.HasSuffix(s.Targets[0], "Specialist") {
+			t.Errorf("step %q targets %q", s.Transformer, s.Targets)
 		}
 	}
 	if len(parent) != 4 || parent[1].Content != "Security: check auth and secrets." {
@@ -503,8 +503,30 @@ func TestAssembleIsStable(t *testing.T) {
 	}
 	wg.Wait()
 	// Order sorts the same however the input was reached: shuffle the
-	// prompts, then assemble in the order the list now has.
+	// prompts, then assemble in the order the list now has. Equal
+	// priorities keep the shuffled list's order, so the texts differ
+	// between shuffles only within a run of equal position and priority:
+	// sorted within each run, every shuffle gives the first's result.
 	rnd := rand.New(rand.NewPCG(1, 2))
+	canonical := func(ps []relay.Prompt) string {
+		order := relay.Order(ps)
+		var runs []string
+		var run []string
+		for k, i := range order {
+			if k > 0 {
+				a, b := ps[order[k-1]], ps[i]
+				if a.Position != b.Position || a.Priority != b.Priority {
+					slices.Sort(run)
+					runs = append(runs, strings.Join(run, ","))
+					run = nil
+				}
+			}
+			run = append(run, ps[i].Content)
+		}
+		slices.Sort(run)
+		return strings.Join(append(runs, strings.Join(run, ",")), " | ")
+	}
+	want := canonical(prompts)
 	for range 100 {
 		shuffled := slices.Clone(prompts)
 		rnd.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
@@ -514,6 +536,30 @@ func TestAssembleIsStable(t *testing.T) {
 			if a.Position == b.Position && a.Priority == b.Priority && order[k-1] > order[k] {
 				t.Fatalf("equal priorities shuffled: %s before %s", a.ID, b.ID)
 			}
+		}
+		if got := canonical(shuffled); got != want {
+			t.Fatalf("a shuffle assembles otherwise:\n%s\nwant\n%s", got, want)
+		}
+		// The assembled text is the prompts in Order, joined.
+		var sys, user []string
+		for _, i := range order {
+			if shuffled[i].Position == relay.User {
+				user = append(user, shuffled[i].Content)
+			} else {
+				sys = append(sys, shuffled[i].Content)
+			}
+		}
+		r := relay.Assemble(shuffled)
+		if r.System.PlainText("") != strings.Join(sys, "\n\n") || r.Messages[0].Content.Text != strings.Join(user, "\n\n") {
+			t.Fatal("Assemble does not follow Order")
+		}
+		// Assembling the ordered list again changes nothing.
+		again := make([]relay.Prompt, len(order))
+		for k, i := range order {
+			again[k] = shuffled[i]
+		}
+		if a := relay.Assemble(again); a.System.PlainText("") != r.System.PlainText("") || a.Messages[0].Content.Text != r.Messages[0].Content.Text {
+			t.Fatal("assembling the ordered prompts moved them")
 		}
 	}
 }

@@ -48,12 +48,24 @@ const (
 // (A to B to A) keeps its own context. Being prepended, the newest
 // delegation (the sub-agent's own delegator) comes first. The relay
 // context needs a source agent and a task.
+//
+// A template is at most MaxTemplateBytes long, the memory's JSON at most
+// MaxMemoryJSONBytes, and the text the injector writes at most
+// MaxInjectedBytes: past them the relay fails (CodeTooLarge, under
+// CodeTransformFailed) rather than build it.
 type ContextInjector struct {
 	Template            string
 	IncludeConstraints  bool
 	IncludeMemory       bool
 	IncludeMemoryValues bool
 }
+
+// Bounds on what a ContextInjector writes.
+const (
+	MaxTemplateBytes   = 16 << 10
+	MaxMemoryJSONBytes = 64 << 10
+	MaxInjectedBytes   = 1 << 20
+)
 
 // NewContextInjector is a ContextInjector with the defaults: constraints
 // and the memory count included, memory values not.
@@ -64,13 +76,20 @@ func NewContextInjector() *ContextInjector {
 // Name is "context_injector".
 func (c *ContextInjector) Name() string { return TypeContextInjector }
 
-// Text is the text the injector writes for rc.
+// Text is the text the injector writes for rc. Errors are *Error of code
+// CodeTooLarge past the bounds above.
 func (c *ContextInjector) Text(rc *Context) (string, error) {
+	if len(c.Template) > MaxTemplateBytes {
+		return "", errorf(CodeTooLarge, "template", "%d bytes; the limit is %d", len(c.Template), MaxTemplateBytes)
+	}
 	memory := ""
 	if c.IncludeMemoryValues && c.IncludeMemory && len(rc.Memory) > 0 {
 		b, err := EncodeJSON(rc.Memory)
 		if err != nil {
 			return "", fmt.Errorf("memory: %v", err)
+		}
+		if len(b) > MaxMemoryJSONBytes {
+			return "", errorf(CodeTooLarge, "memory", "%d bytes of JSON; the injector includes at most %d (leave include_memory_values out)", len(b), MaxMemoryJSONBytes)
 		}
 		memory = string(b)
 	}
@@ -87,14 +106,33 @@ func (c *ContextInjector) Text(rc *Context) (string, error) {
 		if len(constraints) > 0 {
 			joined = strings.Join(constraints, ", ")
 		}
-		return strings.NewReplacer(
+		pairs := []string{
 			"{SourceAgent}", rc.SourceAgent,
 			"{TargetAgent}", rc.TargetAgent,
 			"{Task}", rc.Task,
 			"{Constraints}", joined,
 			"{MemoryCount}", strconv.Itoa(nMemory),
 			"{Memory}", memory,
-		).Replace(c.Template), nil
+		}
+		// The placeholders cannot overlap (each is one brace-delimited
+		// word), so counting each tells the size of the result.
+		size := len(c.Template)
+		for i := 0; i < len(pairs); i += 2 {
+			if n := strings.Count(c.Template, pairs[i]); n > 0 {
+				size += n * (len(pairs[i+1]) - len(pairs[i]))
+			}
+		}
+		if size > MaxInjectedBytes {
+			return "", errorf(CodeTooLarge, "template", "the template makes %d bytes of text; the limit is %d", size, MaxInjectedBytes)
+		}
+		return strings.NewReplacer(pairs...).Replace(c.Template), nil
+	}
+	size := len(rc.SourceAgent) + len(rc.Task) + len(memory) + 64
+	for _, s := range constraints {
+		size += len(s) + 5
+	}
+	if size > MaxInjectedBytes {
+		return "", errorf(CodeTooLarge, "", "the delegation text would be %d bytes; the limit is %d", size, MaxInjectedBytes)
 	}
 	var b strings.Builder
 	b.WriteString("Delegated by: ")
@@ -169,7 +207,7 @@ func hasID(prompts []Prompt, id string) bool {
 // ScopeNarrower keeps only the prompts that pass every filter it has: a
 // position in AllowedPositions, an ID not in ExcludeIDs, and content
 // that contains at least one of KeywordFilter (case-insensitive). An empty
-// list does not filter. Prompts the relay injected (metadata relay: true)
+// list does not filter. Prompts the relay injected (see Prompt.Injected)
 // pass the ID and keyword filters; only AllowedPositions can drop them.
 type ScopeNarrower struct {
 	AllowedPositions []Position
@@ -436,8 +474,9 @@ func word(s string) uint64 {
 
 // ForTargets applies t only when the relay delegates to one of targets;
 // for any other target agent the prompts pass unchanged. One pipeline can
-// so fan out to specialists with different scopes. Its name is t's name,
-// "@" and the targets joined with ",".
+// so fan out to specialists with different scopes. Its Name is t's name,
+// "@" and the targets joined with ","; in a trace Step and an *Error the
+// transformer is t's name, and the targets are a field of their own.
 func ForTargets(t Transformer, targets ...string) Transformer {
 	return &forTargets{t: t, targets: slices.Clone(targets)}
 }

@@ -15,6 +15,11 @@ type Limits struct {
 	MaxPrompts      int // prompts in a context; default 1000
 	MaxContentBytes int // one prompt's content; default 1 MiB
 	MaxDepth        int // nesting of metadata and memory values; default 16
+	// MaxRenderedBytes bounds the text the prompts make once their
+	// {{variables}} are expanded (Validate, AssembleChecked, the token
+	// budget): a short reference repeated many times to a long value
+	// must not make a huge request. Default 4 × MaxBytes, at most 16 MiB.
+	MaxRenderedBytes int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -30,8 +35,14 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxDepth <= 0 {
 		l.MaxDepth = 16
 	}
+	if l.MaxRenderedBytes <= 0 {
+		l.MaxRenderedBytes = min(4*l.MaxBytes, maxRenderedDefault)
+	}
 	return l
 }
+
+// maxRenderedDefault caps the default of Limits.MaxRenderedBytes.
+const maxRenderedDefault = 16 << 20
 
 // hardDepth bounds metadata nesting even without Limits, so a cyclic map
 // is an error rather than an endless copy.
@@ -281,19 +292,46 @@ func checkMemory(m map[string]any, maxDepth int) error {
 
 // Validate checks rc as CheckPrompts does and against the limits (a zero
 // Limits is the defaults): the number of prompts, the size of each
-// content, and the nesting of metadata and memory.
+// content, the variable values of all prompts together (at most MaxBytes),
+// the text all prompts make with their variables expanded (at most
+// MaxRenderedBytes, whether or not their conditions hold), and the nesting
+// of metadata and memory. Only a prompt the relay injected (see Injected)
+// may carry metadata relay: true.
 func (rc *Context) Validate(lim Limits) error {
 	lim = lim.withDefaults()
 	if len(rc.Prompts) > lim.MaxPrompts {
 		return errorf(CodeTooLarge, "prompts", "%d prompts; the limit is %d", len(rc.Prompts), lim.MaxPrompts)
 	}
+	vars := 0
 	for i := range rc.Prompts {
-		if n := len(rc.Prompts[i].Content); n > lim.MaxContentBytes {
+		p := &rc.Prompts[i]
+		if n := len(p.Content); n > lim.MaxContentBytes {
 			return errorf(CodeTooLarge, fmt.Sprintf("prompts[%d].content", i), "%d bytes; the limit is %d", n, lim.MaxContentBytes)
+		}
+		for _, v := range p.Variables {
+			vars += len(v)
+		}
+		if vars > lim.MaxBytes {
+			return errorf(CodeTooLarge, promptPath(i)+".variables", "the variable values of the prompts come to more than %d bytes", lim.MaxBytes)
 		}
 	}
 	if err := checkPrompts(rc.Prompts, lim.MaxDepth); err != nil {
 		return err
+	}
+	for i := range rc.Prompts {
+		if p := &rc.Prompts[i]; !p.Injected() {
+			if v, ok := p.Metadata["relay"].(bool); ok && v {
+				return errorf(CodeInvalidPrompt, promptPath(i)+".metadata.relay", "only a prompt the relay injected may say relay: true "+
+					"(position system_prefix, ID relay:<source>><target>, metadata source and target); remove it")
+			}
+		}
+	}
+	total := 0
+	for i := range rc.Prompts {
+		p := &rc.Prompts[i]
+		if total += p.renderedSize(); total > lim.MaxRenderedBytes {
+			return tooLargeRender(i, p, total, lim.MaxRenderedBytes)
+		}
 	}
 	return checkMemory(rc.Memory, lim.MaxDepth)
 }

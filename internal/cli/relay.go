@@ -83,7 +83,11 @@ func runRelay(ctx context.Context, e *env, args []string) error {
 	}
 	var out []byte
 	if *assemble {
-		out, err = json.Marshal(relay.Assemble(prompts))
+		req, aerr := relay.AssembleChecked(prompts, relay.Limits{})
+		if aerr != nil {
+			return fmt.Errorf("assembling: %w", aerr)
+		}
+		out, err = json.Marshal(req)
 	} else {
 		out, err = relay.EncodeJSON(prompts)
 	}
@@ -116,9 +120,13 @@ func printTrace(w io.Writer, t *relay.Trace) {
 		if len(parts) == 0 {
 			parts = []string{"no change"}
 		}
-		fmt.Fprintf(w, "trace: %s: %s\n", s.Transformer, strings.Join(parts, "; "))
+		name := s.Transformer
+		if len(s.Targets) > 0 {
+			name += "@" + strings.Join(s.Targets, ",")
+		}
+		fmt.Fprintf(w, "trace: %s: %s\n", name, strings.Join(parts, "; "))
 		for _, n := range s.Notes {
-			fmt.Fprintf(w, "trace: %s: note: %s\n", s.Transformer, oneLine(n))
+			fmt.Fprintf(w, "trace: %s: note: %s\n", name, oneLine(n))
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/ctxkit/ctxkit/relay"
 )
@@ -19,13 +21,36 @@ type relayRequest struct {
 	Assemble bool            `json:"assemble"`
 }
 
+// Bounds on POST /relay besides the body's size, depth and the relay
+// package's own limits: a pipeline sent over HTTP has at most
+// maxHTTPTransformers transformers (a pipeline file given to the CLI may
+// have relay.MaxTransformers), and a relay runs for at most
+// Options.RelayTimeout (default defaultRelayTimeout), waiting for a slot
+// included.
+const (
+	maxHTTPTransformers = 16
+	defaultRelayTimeout = 5 * time.Second
+)
+
 // relayRoutes registers POST /relay: the prompt relay for agents not
 // written in Go. It reads and writes no stored data, so any role may call it.
+//
+// A relay is computation on what the caller sent, so it is bounded like a
+// view: it takes one of the server's computation slots (the view slots,
+// Options.MaxConcurrentViews) and runs under a deadline. A request that
+// finds no free slot before its deadline is answered 503 RELAY_BUSY with
+// Retry-After; one whose relay runs past it, 503 RELAY_TIMEOUT.
 func (s *Server) relayRoutes(m *http.ServeMux) {
 	m.Handle("POST /relay", s.authed("", s.relay))
 }
 
 func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	timeout := s.opts.RelayTimeout
+	if timeout <= 0 {
+		timeout = defaultRelayTimeout
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
 	var req relayRequest
 	if err := s.decode(w, r, &req); err != nil {
 		return err
@@ -43,38 +68,82 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ Principal) erro
 	}
 	p, err := relay.ParsePipeline(bytes.NewReader(text))
 	if err != nil {
-		return relayError(err, "pipeline")
+		return relayError(err, "pipeline", timeout)
 	}
-	rc, err := relay.DecodeContext(req.Context, relay.Limits{MaxBytes: int(s.opts.MaxBodyBytes)})
-	if err != nil {
-		return relayError(err, "context")
+	if n := len(p.Transformers()); n > maxHTTPTransformers {
+		return errorf(http.StatusRequestEntityTooLarge, relay.CodeTooLarge, "pipeline.transformers: %d transformers; POST /relay takes at most %d", n, maxHTTPTransformers)
 	}
-	prompts, trace, err := p.Run(r.Context(), rc)
+	lim := relay.Limits{MaxBytes: int(s.opts.MaxBodyBytes)}
+	rc, err := relay.DecodeContext(req.Context, lim)
 	if err != nil {
-		return relayError(err, "")
+		return relayError(err, "context", timeout)
+	}
+	release, err := s.relaySlot(ctx, r)
+	if err != nil {
+		if r.Context().Err() == nil {
+			w.Header().Set("Retry-After", "1")
+		}
+		return err
+	}
+	defer release()
+	prompts, trace, err := p.Run(ctx, rc)
+	if err != nil {
+		return relayError(err, "", timeout)
 	}
 	resp := map[string]any{"prompts": prompts, "trace": trace}
 	if req.Assemble {
-		resp["request"] = relay.Assemble(prompts)
+		if resp["request"], err = relay.AssembleChecked(prompts, lim); err != nil {
+			return relayError(err, "", timeout)
+		}
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
 }
 
+// relaySlot takes a computation slot, a free one at once, or else the
+// first to come free before ctx ends (RELAY_BUSY).
+func (s *Server) relaySlot(ctx context.Context, r *http.Request) (release func(), err error) {
+	release = func() { <-s.viewSlots }
+	select {
+	case s.viewSlots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	select {
+	case s.viewSlots <- struct{}{}:
+		return release, nil
+	case <-ctx.Done():
+		if err := r.Context().Err(); err != nil {
+			return nil, err
+		}
+		return nil, errorf(http.StatusServiceUnavailable, "RELAY_BUSY", "the server is running as many relays and views as it may; try again shortly")
+	}
+}
+
 // relayError maps a relay error to an API error: the relay's code, the
 // place prefixed with the request field it is in, 422 for a transformer
-// that failed, 413 for an input past the limits, 400 otherwise.
-func relayError(err error, field string) error {
+// that failed, 413 for an input past the limits (a transformer's text
+// that would grow past them included), 503 RELAY_TIMEOUT for a relay past
+// its deadline, 400 otherwise.
+func relayError(err error, field string, timeout time.Duration) error {
 	var re *relay.Error
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &re) {
+	if errors.Is(err, context.DeadlineExceeded) {
+		w := "the relay"
+		if re, ok := err.(*relay.Error); ok && re.Transformer != "" {
+			w = "transformers[" + strconv.Itoa(re.Step) + "] (" + re.Transformer + ")"
+		}
+		return errorf(http.StatusServiceUnavailable, "RELAY_TIMEOUT", "%s ran past the relay's deadline of %s: send fewer or smaller prompts, or a smaller pipeline", w, timeout)
+	}
+	if errors.Is(err, context.Canceled) || !errors.As(err, &re) {
 		return err
 	}
 	status := http.StatusBadRequest
-	switch re.Code {
-	case relay.CodeTransformFailed:
-		status = http.StatusUnprocessableEntity
-	case relay.CodeTooLarge:
+	switch {
+	case errors.Is(err, &relay.Error{Code: relay.CodeTooLarge}):
 		status = http.StatusRequestEntityTooLarge
+		re = &relay.Error{Code: relay.CodeTooLarge, Transformer: re.Transformer, Targets: re.Targets, Step: re.Step, Path: re.Path, Msg: re.Msg}
+	case re.Code == relay.CodeTransformFailed:
+		status = http.StatusUnprocessableEntity
 	}
 	msg := re.Error()
 	if field != "" {

@@ -1,9 +1,12 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ctxkit/ctxkit/internal/server"
 )
@@ -105,5 +108,123 @@ func TestRelayRouteErrors(t *testing.T) {
 	}
 	if r := e.do("POST", "/relay", tok, map[string]any{"pipeline": ok, "context": relayContext()}); r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
+	}
+}
+
+// hostileEnv is a server with the default body limit of ctxkit serve
+// (1 MiB), not the small one of newEnv: the limits on POST /relay must
+// hold at the size a real server takes.
+func hostileEnv(t *testing.T, tweaks ...func(*server.Options)) *env {
+	return newEnv(t, append([]func(*server.Options){func(o *server.Options) { o.MaxBodyBytes = 0 }}, tweaks...)...)
+}
+
+func TestRelayRouteHostileInput(t *testing.T) {
+	e := hostileEnv(t)
+	tok := e.token("acme", "a", server.RoleSubscriber)
+	none := map[string]any{"transformers": []any{}}
+	x := strings.Repeat("x", 5000)
+	var heavy []string
+	for i := range 30 {
+		heavy = append(heavy, fmt.Sprintf("%c{100}%d", 'a'+i%26, i))
+	}
+	many := []any{}
+	for range 17 {
+		many = append(many, map[string]any{"type": "scope_narrower"})
+	}
+	cases := []struct {
+		name   string
+		body   any
+		status int
+		code   string
+		msg    string
+	}{
+		{"variable bomb", map[string]any{"pipeline": none, "assemble": true, "context": map[string]any{"prompts": []any{
+			map[string]any{"id": "bomb", "content": strings.Repeat("{{x}}", 20000), "variables": map[string]string{"x": x}}}}},
+			413, "RELAY_TOO_LARGE", `context.prompts[0]: prompt \"bomb\"`},
+		{"template too long", map[string]any{"pipeline": map[string]any{"transformers": []any{map[string]any{"type": "context_injector",
+			"template": strings.Repeat("{Memory}", 100_000)}}}, "context": relayContext()},
+			413, "RELAY_TOO_LARGE", "pipeline.transformers[0].template"},
+		{"template bomb", map[string]any{"pipeline": map[string]any{"transformers": []any{map[string]any{"type": "context_injector",
+			"template": strings.Repeat("{Memory}", 2000), "include_memory_values": true}}},
+			"context": map[string]any{"source_agent": "A", "task": "T", "memory": map[string]any{"k": strings.Repeat("m", 10_000)}, "prompts": []any{}}},
+			413, "RELAY_TOO_LARGE", "transformers[0] (context_injector): template: the template makes"},
+		{"costly pattern", map[string]any{"pipeline": map[string]any{"transformers": []any{map[string]any{"type": "redactor",
+			"patterns": []any{map[string]any{"kind": "k", "regex": strings.Join(heavy, "|")}}}}}, "context": relayContext()},
+			400, "RELAY_INVALID_PIPELINE", "pipeline.transformers[0].patterns[0].regex: compiles to"},
+		{"too many transformers", map[string]any{"pipeline": map[string]any{"transformers": many}, "context": relayContext()},
+			413, "RELAY_TOO_LARGE", "17 transformers; POST /relay takes at most 16"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.do("POST", "/relay", tok, c.body)
+			want(t, r, c.status, `"code":"`+c.code+`"`)
+			want(t, r, c.status, c.msg)
+		})
+	}
+}
+
+// bigContext is about 900 KB of prompts.
+func bigContext() map[string]any {
+	var prompts []any
+	for i := range 100 {
+		prompts = append(prompts, map[string]any{"id": fmt.Sprint("p", i), "content": strings.Repeat("Some text to scan for secrets. ", 290)})
+	}
+	return map[string]any{"source_agent": "A", "task": "T", "prompts": prompts}
+}
+
+func TestRelayRouteDeadline(t *testing.T) {
+	e := hostileEnv(t, func(o *server.Options) { o.RelayTimeout = 50 * time.Millisecond })
+	tok := e.token("acme", "a", server.RoleSubscriber)
+	var steps []any
+	for range 16 {
+		steps = append(steps, map[string]any{"type": "redactor", "emails": true})
+	}
+	start := time.Now()
+	r := e.do("POST", "/relay", tok, map[string]any{"pipeline": map[string]any{"transformers": steps}, "context": bigContext()})
+	want(t, r, 503, `"code":"RELAY_TIMEOUT"`)
+	want(t, r, 503, "deadline of 50ms")
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("the relay ran for %s past a deadline of 50ms", d)
+	}
+}
+
+func TestRelayRouteConcurrency(t *testing.T) {
+	e := hostileEnv(t, func(o *server.Options) {
+		o.RelayTimeout = 200 * time.Millisecond
+		o.MaxConcurrentViews = 1
+	})
+	tok := e.token("acme", "a", server.RoleSubscriber)
+	// One pattern run over one text that cannot be stopped midway and
+	// takes far longer than the deadline: the relay holding the only slot
+	// keeps it past the deadline of those waiting for it.
+	var alts []string
+	for i := range 19 {
+		alts = append(alts, fmt.Sprintf("[a-z%c]{100}%d", 'A'+i, i%10))
+	}
+	body := map[string]any{
+		"pipeline": map[string]any{"transformers": []any{map[string]any{"type": "redactor", "builtins": false,
+			"patterns": []any{map[string]any{"kind": "k", "regex": strings.Join(alts, "|")}}}}},
+		"context": map[string]any{"prompts": []any{map[string]any{"id": "a", "content": strings.Repeat("abcdefghij", 1500)}}},
+	}
+	replies := make([]reply, 3)
+	var wg sync.WaitGroup
+	for i := range replies {
+		wg.Go(func() { replies[i] = e.do("POST", "/relay", tok, body) })
+	}
+	wg.Wait()
+	busy := 0
+	for _, r := range replies {
+		if r.status != 503 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		if strings.Contains(string(r.body), `"code":"RELAY_BUSY"`) {
+			busy++
+			if r.header.Get("Retry-After") == "" {
+				t.Error("a busy reply without Retry-After")
+			}
+		}
+	}
+	if busy == 0 {
+		t.Fatalf("no relay was turned away: %s %s %s", replies[0].body, replies[1].body, replies[2].body)
 	}
 }

@@ -33,6 +33,7 @@ type Options struct {
 	MaxDepth     int                // JSON nesting depth of a request body; default 64
 	RuleTimeout  time.Duration      // view rules' deadline; default 100ms
 	PingEvery    time.Duration      // event-stream keep-alive; default 15s
+	RelayTimeout time.Duration      // POST /relay's deadline, waiting for a slot included; default 5s
 	// MaxConcurrentViews bounds how many views are computed at once (cache
 	// hits are free): a hints author cannot make the server run more rule
 	// engines than this in parallel. Default: 2 × GOMAXPROCS.
@@ -44,8 +45,19 @@ type Options struct {
 	Gateway *gateway.Gateway
 	// Workspaces are the directories GET /workspace/search (and the MCP
 	// tool workspace_search) may read, each named by its index status's
-	// repo or else its base name. Nothing outside them is read.
+	// repo or else its base name. Nothing outside them is read. A workspace
+	// is what the operator shares with every agent of the server: any valid
+	// token, of any owner, may search it. That is why only its tracked text
+	// files are ever read (git ls-files, or the manifest ctxkit index
+	// wrote), never .git, .ctxkit, untracked or ignored files.
 	Workspaces []string
+	// MaxWorkspaceScans bounds the disk scans of workspaces running at
+	// once; a search that would start one more is answered 503 busy.
+	// Default 2.
+	MaxWorkspaceScans int
+	// WorkspaceScanTimeout bounds one disk scan; a scan that runs out of
+	// time answers with what it found so far and says so. Default 10s.
+	WorkspaceScanTimeout time.Duration
 }
 
 // Server serves the API.
