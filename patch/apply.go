@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -13,16 +14,24 @@ import (
 // MaxTarget is the largest target Apply takes, in bytes.
 const MaxTarget = 1 << 30
 
-// maxFuzz is how many context lines a pass may ignore on each side.
-const maxFuzz = 2
-
 // minInfo is the fewest non-whitespace bytes a hunk's old lines need to be
 // placed by a pass looser than exact.
 const minInfo = 10
 
-// workBudget bounds the line comparisons one Apply may make, so that a
-// pathological target (thousands of identical lines) cannot stall it.
-const workBudget = 1 << 26
+// hunkBudget bounds the line comparisons the search for one hunk may
+// make, so that a pathological target (thousands of lines equal to the
+// hunk's) cannot stall it. Each hunk has a budget of its own.
+const hunkBudget = 1 << 23
+
+// maxCands is how many candidate places a search collects before it
+// stops: enough to tell the nearest to the header's line and to list
+// the places of an ambiguous hunk.
+const maxCands = 8
+
+// indexMin is the fewest lines a target needs for a search to go through
+// an index of its lines; a shorter one is searched line by line. (A
+// variable so that tests can send every search through the index.)
+var indexMin = 256
 
 // Status is what applying a diff did.
 type Status int
@@ -112,8 +121,36 @@ func Apply(src []byte, f *File) (*Result, error) {
 	}
 	a := &applier{t: newTarget(src), f: f}
 	res := &Result{Hunks: make([]HunkResult, len(f.Hunks))}
-	locs, errs := a.locateAll(false)
-	if firstErr(errs) == nil {
+	if f.IsNew() && len(src) > 0 {
+		// A new-file diff is already applied only when the file holds
+		// exactly what it creates.
+		out, err := a.newContent()
+		if err != nil || !bytes.Equal(out, src) {
+			e := &Error{Code: CodeNotFound, Hunk: 1, Line: f.Hunks[0].Pos, Msg: "the diff creates the file, but it exists with other content"}
+			res.Hunks[0].Err = e
+			return res, e
+		}
+		for i := range res.Hunks {
+			res.Hunks[i].Match = Match{Pass: PassExact, Line: 1}
+		}
+		res.Content, res.Status = src, Noop
+		res.Warnings = []string{"the diff is already applied: nothing to change"}
+		return res, nil
+	}
+	locs, errs := a.locateAll()
+	fwd, rev, failed := 0, 0, 0
+	for i := range locs {
+		switch {
+		case errs[i] != nil:
+			failed++
+		case locs[i].reverse:
+			rev++
+		default:
+			fwd++
+		}
+	}
+	switch {
+	case failed == 0 && rev == 0:
 		out, err := a.build(locs)
 		if err != nil {
 			return nil, err
@@ -123,52 +160,36 @@ func Apply(src []byte, f *File) (*Result, error) {
 		}
 		res.Content, res.Status, res.Warnings = out, Applied, a.warns
 		return res, nil
-	}
-	// Some hunk does not apply: is the diff already applied?
-	fwdWarns := a.warns
-	a.warns = nil
-	rlocs, rerrs := a.locateAll(true)
-	if f.IsNew() && len(src) > 0 {
-		if out, err := a.newContent(); err == nil && bytes.Equal(out, src) {
-			rerrs = make([]*Error, len(f.Hunks))
-		} else {
-			rerrs[0] = &Error{Code: CodeNotFound, Hunk: 1, Line: f.Hunks[0].Pos, Msg: "the diff creates the file, but it exists with other content"}
-		}
-	}
-	allReversed, allFailed := true, true
-	for i := range errs {
-		if rerrs[i] != nil {
-			allReversed = false
-		}
-		if errs[i] == nil {
-			allFailed = false
-		}
-	}
-	if allReversed && allFailed {
-		for i, l := range rlocs {
+	case failed == 0 && fwd == 0:
+		for i, l := range locs {
 			res.Hunks[i].Match = l.match
 		}
 		res.Content, res.Status = src, Noop
 		res.Warnings = append(a.warns, "the diff is already applied: nothing to change")
 		return res, nil
 	}
-	var first *Error
+	var first, partial *Error
 	for i := range errs {
 		e := errs[i]
-		if e != nil && rerrs[i] == nil {
-			e = &Error{Code: CodePartial, Hunk: i + 1, Line: f.Hunks[i].Pos, FileLine: rlocs[i].match.Line,
-				Msg: fmt.Sprintf("already applied (its new lines are at line %d) while other hunks are not: the file is partly changed", rlocs[i].match.Line)}
+		if e == nil && locs[i].reverse {
+			e = &Error{Code: CodePartial, Hunk: i + 1, Line: f.Hunks[i].Pos, FileLine: locs[i].match.Line,
+				Msg: fmt.Sprintf("already applied (its new lines are at line %d) while other hunks are not: the file is partly changed", locs[i].match.Line)}
+			if partial == nil {
+				partial = e
+			}
+		} else if e != nil && first == nil {
+			first = e
 		}
 		if e != nil {
 			res.Hunks[i].Err = e
-			if first == nil {
-				first = e
-			}
 		} else {
 			res.Hunks[i].Match = locs[i].match
 		}
 	}
-	res.Warnings = fwdWarns
+	if first == nil {
+		first = partial
+	}
+	res.Warnings = a.warns
 	return res, first
 }
 
@@ -187,6 +208,10 @@ type target struct {
 	// starts[i] is the offset of line i; starts[n] is len(src).
 	starts []int32
 	n      int
+	// idx holds, per normalisation level, the index of the lines' text
+	// (built when a search first needs it).
+	idx [levels][]uint64
+	has [levels]bool
 }
 
 func newTarget(src []byte) target {
@@ -237,58 +262,150 @@ func (t *target) eol() (eol string, mixed bool) {
 const (
 	levelExact  = iota
 	levelRstrip // trailing whitespace ignored
-	levelFields // runs of whitespace collapsed, leading and trailing ignored
+	levelFields // trailing whitespace ignored and inner runs of whitespace collapsed; the indentation must be equal
 	levels
 )
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v' }
+
+func trimSpaceRight[T []byte | string](s T) T {
+	n := len(s)
+	for n > 0 && isSpace(s[n-1]) {
+		n--
+	}
+	return s[:n]
+}
+
+func leadingSpace[T []byte | string](s T) int {
+	i := 0
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	return i
+}
 
 func eqLine(level int, a []byte, b string) bool {
 	switch level {
 	case levelExact:
 		return string(a) == b
 	case levelRstrip:
-		return string(bytes.TrimRight(a, " \t\r\f\v")) == strings.TrimRight(b, " \t\r\f\v")
+		return string(trimSpaceRight(a)) == trimSpaceRight(b)
 	}
-	i, j := 0, 0
+	a, b = trimSpaceRight(a), trimSpaceRight(b)
+	i, j := leadingSpace(a), leadingSpace(b)
+	if string(a[:i]) != b[:j] {
+		return false
+	}
 	for {
-		for i < len(a) && isSpace(a[i]) {
-			i++
-		}
-		for j < len(b) && isSpace(b[j]) {
-			j++
-		}
 		if i == len(a) || j == len(b) {
 			return i == len(a) && j == len(b)
 		}
-		for i < len(a) && j < len(b) && !isSpace(a[i]) && !isSpace(b[j]) {
-			if a[i] != b[j] {
-				return false
-			}
-			i++
-			j++
-		}
-		if (i < len(a) && !isSpace(a[i])) || (j < len(b) && !isSpace(b[j])) {
+		sa, sb := isSpace(a[i]), isSpace(b[j])
+		if sa != sb {
 			return false
 		}
+		if sa {
+			for i < len(a) && isSpace(a[i]) {
+				i++
+			}
+			for j < len(b) && isSpace(b[j]) {
+				j++
+			}
+			continue
+		}
+		if a[i] != b[j] {
+			return false
+		}
+		i++
+		j++
 	}
+}
+
+// hashLine hashes s as eqLine compares it at level: lines equal at a
+// level have equal hashes.
+func hashLine[T []byte | string](level int, s T) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	if level == levelExact {
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint64(s[i])) * prime
+		}
+		return h
+	}
+	s = trimSpaceRight(s)
+	i := 0
+	if level == levelFields {
+		i = leadingSpace(s)
+		for k := 0; k < i; k++ {
+			h = (h ^ uint64(s[k])) * prime
+		}
+	}
+	for ; i < len(s); i++ {
+		c := s[i]
+		if level == levelFields && isSpace(c) {
+			for i+1 < len(s) && isSpace(s[i+1]) {
+				i++
+			}
+			c = ' '
+		}
+		h = (h ^ uint64(c)) * prime
+	}
+	return h
+}
+
+// Index keys hold a line's hash in their high bits and its number in the
+// low lineBits bits, so that sorting the keys groups the lines by hash,
+// each group in line order.
+const (
+	lineBits = 31
+	lineMask = 1<<lineBits - 1
+)
+
+// index is the sorted keys of the target's lines at level.
+func (t *target) index(level int) []uint64 {
+	if t.has[level] {
+		return t.idx[level]
+	}
+	keys := make([]uint64, t.n)
+	for i := range keys {
+		keys[i] = hashLine(level, t.line(i))&^lineMask | uint64(i)
+	}
+	slices.Sort(keys)
+	t.idx[level], t.has[level] = keys, true
+	return keys
+}
+
+// lookup is the keys of the lines whose hash at level is h, in line order.
+func lookup(keys []uint64, h uint64) []uint64 {
+	h &^= lineMask
+	lo, _ := slices.BinarySearch(keys, h)
+	hi, _ := slices.BinarySearch(keys[lo:], h|lineMask)
+	if lo+hi < len(keys) && keys[lo+hi] == h|lineMask {
+		hi++
+	}
+	return keys[lo : lo+hi]
 }
 
 // side is a hunk seen from one direction: forward, or reversed to test
 // whether it is already applied.
 type side struct {
-	index int // 0-based hunk index
-	lines []Line
+	index int      // 0-based hunk index
 	old   []string // the old-side lines (context and deleted)
 	// lead and trail are the context lines before the first change and
 	// after the last one; keepLead and keepTrail say that one of them must
 	// stay because an insertion is next to it.
 	lead, trail         int
 	keepLead, keepTrail bool
-	numbered            bool
-	start               int // header line for this side (1-based; 0 when none)
-	count               int // header count for this side
-	pos                 int // diff line of the header
+	// atEOF says that the last old or new line carries a "\ No newline
+	// at end of file" marker: the hunk ends the file, so its old lines
+	// must end the target, which ends in a newline unless noEOL (the
+	// marker is on the last old line).
+	atEOF, noEOL bool
+	reverse      bool
+	numbered     bool
+	start        int // header line for this side (1-based; 0 when none)
+	count        int // header count for this side
+	pos          int // diff line of the header
 }
 
 // loc is a placed hunk.
@@ -297,46 +414,62 @@ type loc struct {
 	region      int
 	lead, trail int
 	match       Match
+	// reverse says that the hunk's new lines were found, not its old
+	// ones: the hunk is already applied.
+	reverse bool
+}
+
+// cand is a place where a side's old lines match, without lead and trail
+// context lines.
+type cand struct{ region, lead, trail int }
+
+// span is the target lines a candidate of s matched.
+func (c cand) span(s *side) (int, int) {
+	return c.region + c.lead, c.region + len(s.old) - c.trail
 }
 
 type applier struct {
 	t     target
 	f     *File
-	work  int
+	work  int // line comparisons made for the current hunk
 	warns []string
 }
 
-func (a *applier) side(i int, reverse bool) *side {
+// side fills s with hunk i seen from one direction. Its old lines reuse
+// buf's storage.
+func (a *applier) side(s *side, i int, reverse bool, buf []string) {
 	h := &a.f.Hunks[i]
-	s := &side{index: i, numbered: h.Numbered, start: h.OldStart, count: h.OldLines, pos: h.Pos, lines: h.Lines}
+	*s = side{index: i, numbered: h.Numbered, start: h.OldStart, count: h.OldLines, pos: h.Pos, reverse: reverse}
 	if reverse {
 		s.start, s.count = h.NewStart, h.NewLines
-		s.lines = make([]Line, len(h.Lines))
-		for j, l := range h.Lines {
-			switch l.Op {
-			case Delete:
-				l.Op = Insert
-			case Insert:
-				l.Op = Delete
-			}
-			s.lines[j] = l
-		}
 	}
-	s.old = make([]string, 0, len(s.lines))
-	changed := false
-	for j, l := range s.lines {
-		if l.Op == Insert && (j == 0 || s.lines[j-1].Op == Context) && !changed {
+	op := func(j int) Op {
+		o := h.Lines[j].Op
+		if reverse && o != Context {
+			o ^= Delete ^ Insert
+		}
+		return o
+	}
+	s.old = buf[:0]
+	changed, newNoEOL := false, false
+	for j, l := range h.Lines {
+		o := op(j)
+		if o == Insert && (j == 0 || op(j-1) == Context) && !changed {
 			s.keepLead = true
 		}
-		if l.Op == Insert && (j == len(s.lines)-1 || s.lines[j+1].Op == Context) {
+		if o == Insert && (j == len(h.Lines)-1 || op(j+1) == Context) {
 			s.keepTrail = true
-		} else if l.Op == Delete {
+		} else if o == Delete {
 			s.keepTrail = false
 		}
-		if l.Op != Insert {
+		if o != Insert {
 			s.old = append(s.old, l.Text)
+			s.noEOL = l.NoEOL
 		}
-		if l.Op == Context {
+		if o != Delete {
+			newNoEOL = l.NoEOL
+		}
+		if o == Context {
 			if changed {
 				s.trail++
 			} else {
@@ -347,12 +480,14 @@ func (a *applier) side(i int, reverse bool) *side {
 			s.trail = 0
 		}
 	}
-	return s
+	s.atEOF = s.noEOL || newNoEOL
 }
 
 // locateAll places every hunk, in header order, so that the offset found
-// for one hunk refines the hint for the next.
-func (a *applier) locateAll(reverse bool) ([]loc, []*Error) {
+// for one hunk refines the hint for the next. A hunk is placed forward
+// (its old lines found) or found already applied (its new lines found,
+// loc.reverse).
+func (a *applier) locateAll() ([]loc, []*Error) {
 	locs := make([]loc, len(a.f.Hunks))
 	errs := make([]*Error, len(a.f.Hunks))
 	order := make([]int, len(a.f.Hunks))
@@ -364,15 +499,17 @@ func (a *applier) locateAll(reverse bool) ([]loc, []*Error) {
 		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(hs[x].OldStart, hs[y].OldStart) })
 	}
 	delta := 0
+	var fwd, rev side
 	for _, i := range order {
-		s := a.side(i, reverse)
-		l, err := a.locate(s, delta)
+		a.side(&fwd, i, false, fwd.old)
+		a.side(&rev, i, true, rev.old)
+		l, err := a.locate(&fwd, &rev, delta)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
 		locs[i] = l
-		if s.numbered {
+		if hs[i].Numbered {
 			delta = l.match.Offset
 		}
 	}
@@ -387,122 +524,217 @@ func (s *side) headerLine() int {
 	return max(s.start-1, 0)
 }
 
-func (a *applier) locate(s *side, delta int) (loc, *Error) {
-	hunk := s.index + 1
-	if len(s.old) == 0 {
-		return a.placeInsertion(s, delta)
+// Search steps, from the strictest to the loosest: the fuzz steps ignore
+// one, then two context lines per side.
+const (
+	stepExact = iota
+	stepRstrip
+	stepFields
+	stepFuzz1
+	stepFuzz2
+	steps
+)
+
+// locate places hunk fwd (rev is the same hunk reversed). At each step,
+// from exact to two context lines ignored, it looks for the old lines and
+// for the new lines (the hunk already applied), and stops at the first
+// step where either is found: a looser match in one direction never wins
+// over a stricter one in the other. Found both ways at one step, the hunk
+// is ambiguous, unless one match lies inside the other (the lines of an
+// insertion's context, found inside the hunk's new lines, are no sign
+// that it is not applied). Already applied is believed only from a
+// unique match with enough text to be sure of it.
+func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
+	a.work = 0
+	if len(fwd.old) == 0 {
+		return a.placeInsertion(fwd, delta)
 	}
-	hint := -1
-	if s.numbered {
-		hint = s.headerLine() + delta
+	hintF, hintR := -1, -1
+	if fwd.numbered {
+		hintF, hintR = fwd.headerLine()+delta, rev.headerLine()+delta
 	}
-	mk := func(region, lead, trail int, pass Pass, fuzz int) loc {
-		m := Match{Pass: pass, Fuzz: fuzz, Line: region + lead + 1}
-		if s.numbered {
-			m.Offset = region - s.headerLine()
-			if pass == PassExact && m.Offset != 0 {
-				m.Pass = PassOffset
-			}
+	for step := range steps {
+		fc, err := a.candidates(fwd, step, hintF)
+		if err != nil {
+			return loc{}, err
 		}
-		return loc{region: region, lead: lead, trail: trail, match: m}
-	}
-	// Exact: the nearest match to the hint wins.
-	cands, err := a.scan(s, levelExact, 0, 0, nil, 0)
-	if err != nil {
-		return loc{}, err
-	}
-	switch {
-	case len(cands) == 1:
-		return mk(cands[0], 0, 0, PassExact, 0), nil
-	case len(cands) > 1:
-		best, tie := nearest(cands, hint)
-		if hint < 0 || tie {
-			return loc{}, a.ambiguous(s, cands, "with no line number to choose between them")
-		}
-		var others []string
-		for _, c := range cands {
-			if c != best {
-				others = append(others, strconv.Itoa(c+1))
-			}
-		}
-		a.warnf("hunk %d also matches at line %s; placed at line %d, nearest its header", hunk, strings.Join(others, ", "), best+1)
-		return mk(best, 0, 0, PassExact, 0), nil
-	}
-	// Looser passes need a unique match and enough text to be sure of it.
-	if info(s.old) >= minInfo {
-		for lv := levelRstrip; lv < levels; lv++ {
-			cands, err := a.scan(s, lv, 0, 0, nil, 2)
-			if err != nil {
+		var rc []cand
+		if len(rev.old) > 0 { // a hunk without new lines proves nothing applied
+			if rc, err = a.candidates(rev, step, hintR); err != nil {
 				return loc{}, err
 			}
-			if len(cands) > 1 {
-				return loc{}, a.ambiguous(s, cands, "when whitespace is ignored")
-			}
-			if len(cands) == 1 {
-				a.warnf("hunk %d matched only with whitespace ignored", hunk)
-				return mk(cands[0], 0, 0, PassWhitespace, 0), nil
-			}
 		}
-	}
-	for fuzz := 1; fuzz <= maxFuzz; fuzz++ {
-		var found []int // regions
-		var how [][2]int
-		for lead := 0; lead <= fuzz; lead++ {
-			for trail := 0; trail <= fuzz; trail++ {
-				if max(lead, trail) != fuzz || lead > s.lead || trail > s.trail || lead+trail >= len(s.old) ||
-					(s.keepLead && lead == s.lead && lead > 0) || (s.keepTrail && trail == s.trail && trail > 0) {
-					continue
-				}
-				if info(s.old[lead:len(s.old)-trail]) < minInfo {
-					continue
-				}
-				for lv := levelExact; lv < levels; lv++ {
-					before := len(found)
-					found, err = a.scan(s, lv, lead, trail, found, 3)
-					if err != nil {
-						return loc{}, err
-					}
-					for range len(found) - before {
-						how = append(how, [2]int{lead, trail})
-					}
-				}
-			}
+		fc, rc = dropInner(fc, fwd, rc, rev), dropInner(rc, rev, fc, fwd)
+		if len(fc) > 0 && len(rc) > 0 {
+			fc, rc = a.anchored(fc, fwd, rc, rev)
 		}
 		switch {
-		case len(found) == 1:
-			a.warnf("hunk %d matched with %s ignored", hunk, plural(fuzz, "context line"))
-			return mk(found[0], how[0][0], how[0][1], PassFuzz, fuzz), nil
-		case len(found) > 1:
-			return loc{}, a.ambiguous(s, found, fmt.Sprintf("with %s ignored", plural(fuzz, "context line")))
+		case len(fc) > 0 && len(rc) > 0:
+			e := a.ambiguous(fwd, append(fc, rc...), "")
+			e.Msg = fmt.Sprintf("its old lines are at line %d and its new lines at line %d %s: the file may already be changed; add context lines that make it unique",
+				fc[0].region+fc[0].lead+1, rc[0].region+rc[0].lead+1, stepWhy(step))
+			return loc{}, e
+		case len(rc) > 1:
+			e := a.ambiguous(rev, rc, stepWhy(step))
+			e.Msg = "its new lines (the diff already applied) " + e.Msg
+			return loc{}, e
+		case len(rc) == 1:
+			return a.mk(rev, rc[0], step), nil
+		case len(fc) == 0:
+			continue
+		case len(fc) > 1 && step == stepExact:
+			best, tie := nearest(fc, hintF)
+			if hintF < 0 || tie {
+				return loc{}, a.ambiguous(fwd, fc, "with no line number to choose between them")
+			}
+			var others []string
+			for _, c := range fc {
+				if c.region != best.region {
+					others = append(others, strconv.Itoa(c.region+1))
+				}
+			}
+			a.warnf("hunk %d also matches at line %s; placed at line %d, nearest its header", fwd.index+1, strings.Join(others, ", "), best.region+1)
+			return a.mk(fwd, best, step), nil
+		case len(fc) > 1:
+			return loc{}, a.ambiguous(fwd, fc, stepWhy(step))
 		}
+		switch step {
+		case stepExact:
+		case stepRstrip, stepFields:
+			a.warnf("hunk %d matched only with whitespace ignored", fwd.index+1)
+		default:
+			a.warnf("hunk %d matched with %s ignored", fwd.index+1, plural(step-stepFields, "context line"))
+		}
+		return a.mk(fwd, fc[0], step), nil
 	}
-	return loc{}, a.notFound(s, hint)
+	return loc{}, a.notFound(fwd, hintF)
 }
 
-// placeInsertion places a hunk without old lines: only its header's line
-// number can say where it goes.
-func (a *applier) placeInsertion(s *side, delta int) (loc, *Error) {
-	at := 0
+func stepWhy(step int) string {
+	switch step {
+	case stepExact:
+		return "exactly"
+	case stepRstrip, stepFields:
+		return "when whitespace is ignored"
+	}
+	return fmt.Sprintf("with %s ignored", plural(step-stepFields, "context line"))
+}
+
+// dropInner drops the candidates of s that lie strictly inside a
+// candidate of other.
+func dropInner(cs []cand, s *side, others []cand, other *side) []cand {
+	if len(others) == 0 {
+		return cs
+	}
+	return slices.DeleteFunc(slices.Clone(cs), func(c cand) bool {
+		b, e := c.span(s)
+		for _, o := range others {
+			ob, oe := o.span(other)
+			if ob <= b && e <= oe && oe-ob > e-b {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// anchored settles a hunk found both ways by where it must be: a hunk
+// with leading context and no trailing context is at the end of the file
+// (a diff tool stops its context there and nowhere else), one with
+// trailing context, no leading context and a header naming the first
+// line is at its start. The candidates of both directions in that place
+// are kept, when there are any.
+func (a *applier) anchored(fc []cand, fwd *side, rc []cand, rev *side) ([]cand, []cand) {
+	var keep func(c cand, s *side) bool
 	switch {
-	case a.t.n == 0:
-	case a.f.IsNew():
-		return loc{}, &Error{Code: CodeNotFound, Hunk: s.index + 1, Line: s.pos, Msg: fmt.Sprintf("the diff creates the file, but it exists with %s", plural(a.t.n, "line"))}
-	case !s.numbered:
-		return loc{}, &Error{Code: CodeAmbiguous, Hunk: s.index + 1, Line: s.pos, Msg: "the hunk has no context lines and its header no line numbers: nothing says where it goes"}
+	case fwd.lead > 0 && fwd.trail == 0:
+		keep = func(c cand, s *side) bool { _, e := c.span(s); return e == a.t.n && c.trail == 0 }
+	case fwd.lead == 0 && fwd.trail > 0 && fwd.numbered && fwd.start <= 1 && rev.start <= 1:
+		keep = func(c cand, s *side) bool { b, _ := c.span(s); return b == 0 && c.lead == 0 }
 	default:
-		at = s.headerLine() + delta
-		if at < 0 || at > a.t.n {
-			return loc{}, &Error{Code: CodeNotFound, Hunk: s.index + 1, Line: s.pos, Msg: fmt.Sprintf("the hunk has no context lines and its line %d is past the end of the file (%d lines)", at, a.t.n)}
+		return fc, rc
+	}
+	f := slices.DeleteFunc(slices.Clone(fc), func(c cand) bool { return !keep(c, fwd) })
+	r := slices.DeleteFunc(slices.Clone(rc), func(c cand) bool { return !keep(c, rev) })
+	if len(f)+len(r) == 0 {
+		return fc, rc
+	}
+	return f, r
+}
+
+// mk is the loc of candidate c of s, matched at step.
+func (a *applier) mk(s *side, c cand, step int) loc {
+	m := Match{Pass: PassExact, Line: c.region + c.lead + 1}
+	switch {
+	case step == stepRstrip || step == stepFields:
+		m.Pass = PassWhitespace
+	case step >= stepFuzz1:
+		m.Pass, m.Fuzz = PassFuzz, step-stepFields
+	}
+	if s.numbered {
+		m.Offset = c.region - s.headerLine()
+		if m.Pass == PassExact && m.Offset != 0 {
+			m.Pass = PassOffset
 		}
 	}
-	m := Match{Pass: PassExact, Line: at + 1}
+	return loc{region: c.region, lead: c.lead, trail: c.trail, match: m, reverse: s.reverse}
+}
+
+// candidates is where s's old lines match at step, nearest hint first.
+// Passes looser than exact, and every pass of a reversed hunk, need
+// enough text to be sure of a match.
+func (a *applier) candidates(s *side, step, hint int) ([]cand, *Error) {
+	needInfo := step > stepExact || s.reverse
+	switch step {
+	case stepExact:
+		if needInfo && info(s.old) < minInfo {
+			return nil, nil
+		}
+		return a.scan(s, levelExact, 0, 0, hint, nil, maxCands)
+	case stepRstrip, stepFields:
+		if info(s.old) < minInfo {
+			return nil, nil
+		}
+		return a.scan(s, step-stepRstrip+levelRstrip, 0, 0, hint, nil, 2)
+	}
+	fuzz := step - stepFields
+	var found []cand
+	for lead := 0; lead <= fuzz; lead++ {
+		for trail := 0; trail <= fuzz; trail++ {
+			if max(lead, trail) != fuzz || lead > s.lead || trail > s.trail || lead+trail >= len(s.old) ||
+				(s.keepLead && lead == s.lead && lead > 0) || (s.keepTrail && trail == s.trail && trail > 0) {
+				continue
+			}
+			if info(s.old[lead:len(s.old)-trail]) < minInfo {
+				continue
+			}
+			for lv := levelExact; lv < levels; lv++ {
+				var err *Error
+				if found, err = a.scan(s, lv, lead, trail, hint, found, 3); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return found, nil
+}
+
+// placeInsertion places a hunk without old lines, which only an empty or
+// missing target can take: nothing in a target with lines would confirm
+// where the hunk goes, nor show that it is already there.
+func (a *applier) placeInsertion(s *side, delta int) (loc, *Error) {
+	if a.t.n > 0 {
+		return loc{}, &Error{Code: CodeNeedsContext, Hunk: s.index + 1, Line: s.pos,
+			Msg: "the hunk has no context lines and deletes nothing: nothing in the file confirms where it goes; add the lines around it as context"}
+	}
+	m := Match{Pass: PassExact, Line: 1}
 	if s.numbered {
-		m.Offset = at - s.headerLine()
+		m.Offset = -s.headerLine()
 		if m.Offset != 0 {
 			m.Pass = PassOffset
 		}
 	}
-	return loc{region: at, match: m}, nil
+	return loc{match: m}, nil
 }
 
 // info counts non-whitespace bytes.
@@ -518,33 +750,72 @@ func info(lines []string) int {
 	return n
 }
 
-// scan appends to found the regions where s's old lines, without lead and
-// trail context lines, match at level, stopping once found holds more
-// than limit entries (limit 0: no limit). A region already in found is
-// not added again.
-func (a *applier) scan(s *side, level, lead, trail int, found []int, limit int) ([]int, *Error) {
+// scan appends to found the candidates where s's old lines, without lead
+// and trail context lines, match at level, nearest hint first (from the
+// start when hint is negative), stopping once found holds more than limit
+// entries. A region already in found is not added again. The candidates
+// come from the target's index: the places of the old line the target
+// holds least often, each checked line by line.
+func (a *applier) scan(s *side, level, lead, trail, hint int, found []cand, limit int) ([]cand, *Error) {
 	old := s.old[lead : len(s.old)-trail]
 	t := &a.t
 	m := len(old)
-	for p := 0; p+m <= t.n; p++ {
-		a.work++
-		if !eqLine(level, t.line(p), old[0]) {
+	if m == 0 || m > t.n {
+		return found, nil
+	}
+	if s.atEOF && (len(t.src) > 0 && t.src[len(t.src)-1] == '\n') == s.noEOL {
+		return found, nil // the target's final newline is not the one the hunk expects
+	}
+	// Candidate places: in a short target every line, otherwise the
+	// places of the old line the target holds least often.
+	anchor, cnt := 0, t.n
+	pos := func(i int) int { return i }
+	if t.n >= indexMin {
+		keys := t.index(level)
+		anchor = -1
+		var at []uint64
+		for j, l := range old {
+			k := lookup(keys, hashLine(level, l))
+			if anchor < 0 || len(k) < len(at) {
+				anchor, at = j, k
+			}
+			if len(k) == 0 {
+				return found, nil
+			}
+		}
+		cnt = len(at)
+		pos = func(i int) int { return int(at[i] & lineMask) }
+	}
+	// Outward from the hint.
+	h := max(hint, 0) + lead + anchor
+	hi := sort.Search(cnt, func(i int) bool { return pos(i) >= h })
+	lo := hi - 1
+	for lo >= 0 || hi < cnt {
+		var p int
+		if hi < cnt && (lo < 0 || pos(hi)-h <= h-pos(lo)) {
+			p = pos(hi)
+			hi++
+		} else {
+			p = pos(lo)
+			lo--
+		}
+		start := p - anchor
+		region := start - lead
+		if start < 0 || start+m > t.n || (s.atEOF && region+len(s.old) != t.n) {
 			continue
 		}
 		ok := true
-		for j := 1; j < m; j++ {
+		for j := 0; j < m && ok; j++ {
 			a.work++
-			if !eqLine(level, t.line(p+j), old[j]) {
-				ok = false
-				break
-			}
+			ok = eqLine(level, t.line(start+j), old[j])
 		}
-		if a.work > workBudget {
-			return nil, &Error{Code: CodeTooLarge, Hunk: s.index + 1, Line: s.pos, Msg: "the search took too many comparisons: the target repeats the hunk's lines too often"}
+		if a.work > hunkBudget {
+			return nil, &Error{Code: CodeTooLarge, Hunk: s.index + 1, Line: s.pos,
+				Msg: fmt.Sprintf("the search gave up after %d line comparisons: the file holds each of the hunk's lines in too many places (its rarest, %q, in %d); add context lines found in fewer places", hunkBudget, clip(old[anchor], 60), cnt)}
 		}
-		if ok && !slices.Contains(found, p-lead) {
-			found = append(found, p-lead)
-			if limit > 0 && len(found) > limit {
+		if ok && !slices.ContainsFunc(found, func(c cand) bool { return c.region == region }) {
+			found = append(found, cand{region, lead, trail})
+			if len(found) > limit {
 				break
 			}
 		}
@@ -553,11 +824,11 @@ func (a *applier) scan(s *side, level, lead, trail int, found []int, limit int) 
 }
 
 // nearest is the candidate closest to hint, and whether another is as close.
-func nearest(cands []int, hint int) (best int, tie bool) {
+func nearest(cands []cand, hint int) (best cand, tie bool) {
 	best = cands[0]
-	d := abs(best - hint)
+	d := abs(best.region - hint)
 	for _, c := range cands[1:] {
-		switch dc := abs(c - hint); {
+		switch dc := abs(c.region - hint); {
 		case dc < d:
 			best, d, tie = c, dc, false
 		case dc == d:
@@ -578,12 +849,12 @@ func (a *applier) warnf(format string, args ...any) {
 	a.warns = append(a.warns, fmt.Sprintf(format, args...))
 }
 
-func (a *applier) ambiguous(s *side, regions []int, why string) *Error {
-	lines := make([]int, len(regions))
-	strs := make([]string, len(regions))
-	for i, r := range regions {
-		lines[i] = r + 1
-		strs[i] = strconv.Itoa(r + 1)
+func (a *applier) ambiguous(s *side, cands []cand, why string) *Error {
+	lines := make([]int, len(cands))
+	strs := make([]string, len(cands))
+	for i, c := range cands {
+		lines[i] = c.region + c.lead + 1
+		strs[i] = strconv.Itoa(lines[i])
 	}
 	return &Error{Code: CodeAmbiguous, Hunk: s.index + 1, Line: s.pos, Candidates: lines,
 		Msg: fmt.Sprintf("matches at lines %s %s: add context lines that make it unique", andList(strs), why)}
@@ -599,7 +870,7 @@ func (a *applier) notFound(s *side, hint int) *Error {
 	}
 	m := len(s.old)
 	best, bestN := 0, -1
-	for p := 0; p < t.n && a.work <= workBudget; p++ {
+	for p := 0; p < t.n && a.work <= hunkBudget; p++ {
 		n := 0
 		for j := 0; j < m && p+j < t.n; j++ {
 			a.work++
@@ -780,7 +1051,7 @@ func (a *applier) diffMixesEOL() bool {
 // newContent is what a new-file diff creates.
 func (a *applier) newContent() ([]byte, error) {
 	b := &applier{t: newTarget(nil), f: a.f}
-	locs, errs := b.locateAll(false)
+	locs, errs := b.locateAll()
 	if err := firstErr(errs); err != nil {
 		return nil, err
 	}

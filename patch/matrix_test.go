@@ -74,7 +74,17 @@ func loadMatrix(t testing.TB) []matrixCase {
 	return cases
 }
 
-func TestMatrix(t *testing.T) {
+func TestMatrix(t *testing.T) { testMatrix(t) }
+
+// TestMatrixIndexed runs the matrix with every search going through the
+// index of the target's lines, as it does for long targets.
+func TestMatrixIndexed(t *testing.T) {
+	defer func(n int) { indexMin = n }(indexMin)
+	indexMin = 1
+	testMatrix(t)
+}
+
+func testMatrix(t *testing.T) {
 	for _, c := range loadMatrix(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			f, err := Parse(c.Diff)

@@ -79,13 +79,14 @@ type Code string
 
 // Error codes.
 const (
-	CodeSyntax    Code = "diff_syntax"       // the diff text cannot be read
-	CodeBinary    Code = "binary"            // the target or the diff holds a NUL byte or invalid UTF-8
-	CodeNotFound  Code = "hunk_not_found"    // no place in the file matches the hunk
-	CodeAmbiguous Code = "hunk_ambiguous"    // more than one place matches and nothing decides
-	CodeOverlap   Code = "hunk_overlap"      // two hunks change the same lines
-	CodePartial   Code = "partially_applied" // some hunks are already applied, others not
-	CodeTooLarge  Code = "too_large"         // the input is past a bound
+	CodeSyntax       Code = "diff_syntax"        // the diff text cannot be read
+	CodeBinary       Code = "binary"             // the target or the diff holds a NUL byte or invalid UTF-8
+	CodeNotFound     Code = "hunk_not_found"     // no place in the file matches the hunk
+	CodeAmbiguous    Code = "hunk_ambiguous"     // more than one place matches and nothing decides
+	CodeNeedsContext Code = "hunk_needs_context" // a hunk with neither context nor deleted lines, for a file that has lines
+	CodeOverlap      Code = "hunk_overlap"       // two hunks change the same lines
+	CodePartial      Code = "partially_applied"  // some hunks are already applied, others not
+	CodeTooLarge     Code = "too_large"          // the input is past a bound
 )
 
 // Error is a failure to parse or apply a diff. Line is the 1-based line of

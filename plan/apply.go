@@ -109,6 +109,12 @@ type Report struct {
 	// Written is true when the files were changed on disk: a write
 	// strategy and every diff applied (or was already applied).
 	Written bool `json:"written"`
+	// RollbackIncomplete is true when a write failed and restoring the
+	// files already written failed too: Unrestored lists the paths that
+	// may hold new content, be missing, or be left behind (a backup, a
+	// directory created).
+	RollbackIncomplete bool     `json:"rollback_incomplete,omitempty"`
+	Unrestored         []string `json:"unrestored,omitempty"`
 }
 
 // Failed counts the diffs that failed.
@@ -187,7 +193,17 @@ func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, 
 		}
 	}
 	if err := w.commitAll(changes); err != nil {
-		w.rollback()
+		if failed := w.rollback(); len(failed) > 0 {
+			rep.RollbackIncomplete = true
+			errs := []error{err}
+			for _, f := range failed {
+				rep.Unrestored = append(rep.Unrestored, f.path)
+				errs = append(errs, fmt.Errorf("restoring %s: %w", f.path, f.err))
+			}
+			err = &Error{Code: CodeRollbackIncomplete, Path: rep.Unrestored[0],
+				Msg: fmt.Sprintf("the write failed and restoring failed for %s: check them (they may hold new content or be missing)", strings.Join(rep.Unrestored, ", ")),
+				Err: errors.Join(errs...)}
+		}
 		return rep, err
 	}
 	for _, c := range changes {
@@ -357,19 +373,77 @@ func newDirs(root *os.Root) *dirs {
 	return &dirs{root: root, open: map[string]dirEntry{}}
 }
 
-// get is the directory dir (relative to the root, "." for the root).
+// get is the directory dir (relative to the root, "." for the root). A
+// directory reached through a symbolic link is refused, even one that
+// stays inside the root: a link could lead into .git, which a plan may
+// not change, and a path names the file it changes only when every one
+// of its directories is a real one.
 func (d *dirs) get(dir string) (*os.Root, error) {
 	if dir == "." {
 		return d.root, nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if e, ok := d.open[dir]; ok {
-		return e.r, e.err
+	e, ok := d.open[dir]
+	if !ok {
+		e.r, e.err = d.openDir(dir)
+		d.open[dir] = e
+	}
+	var pe *Error
+	if errors.As(e.err, &pe) {
+		cp := *pe // each caller fills in its own field
+		return nil, &cp
+	}
+	return e.r, e.err
+}
+
+// openDir opens dir once checkDir has found it a real directory, and
+// checks that the directory opened is the one examined.
+func (d *dirs) openDir(dir string) (*os.Root, error) {
+	fi, err := checkDir(d.root, dir)
+	if err != nil {
+		return nil, err
 	}
 	r, err := d.root.OpenRoot(dir)
-	d.open[dir] = dirEntry{r, err}
-	return r, err
+	if err != nil {
+		return nil, err
+	}
+	if ofi, err := r.Stat("."); err != nil || !os.SameFile(fi, ofi) {
+		r.Close()
+		return nil, &Error{Code: CodePathRejected, Path: dir, Msg: "the directory was replaced while it was opened"}
+	}
+	return r, nil
+}
+
+// checkDir checks that dir (relative to root, not ".") and each of its
+// parents is a directory and not a symbolic link, and returns dir's
+// information. The error of a missing one is fs.ErrNotExist.
+func checkDir(root *os.Root, dir string) (fs.FileInfo, error) {
+	for i := 0; ; {
+		j := strings.IndexByte(dir[i:], '/')
+		prefix := dir
+		if j >= 0 {
+			prefix = dir[:i+j]
+		}
+		fi, err := root.Lstat(prefix)
+		switch {
+		case err != nil && strings.Contains(err.Error(), "escapes"):
+			return nil, &Error{Code: CodePathRejected, Path: dir, Msg: "leads outside the root through a symbolic link"}
+		case err != nil:
+			return nil, err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if _, err := root.Stat(prefix); err != nil && strings.Contains(err.Error(), "escapes") {
+				return nil, &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s leads outside the root through a symbolic link", prefix)}
+			}
+			return nil, &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s is a symbolic link: a plan changes files through real directories only", prefix)}
+		case !fi.IsDir():
+			return nil, &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s is not a directory", prefix)}
+		}
+		if j < 0 {
+			return fi, nil
+		}
+		i += j + 1
+	}
 }
 
 // forget drops what get remembers of dir (after it was created).
@@ -468,8 +542,24 @@ type writer struct {
 	root *os.Root
 	dirs *dirs
 	opts Options
-	undo []func() error
+	undo []undoStep
 	made map[string]bool // directories known to exist
+}
+
+// undoStep undoes one write step on path.
+type undoStep struct {
+	path string
+	fn   func() error
+}
+
+// undoFailure is an undo step that failed.
+type undoFailure struct {
+	path string
+	err  error
+}
+
+func (w *writer) onUndo(path string, fn func() error) {
+	w.undo = append(w.undo, undoStep{path, fn})
 }
 
 func (w *writer) step(step, name string) error {
@@ -530,6 +620,11 @@ func (w *writer) commitAll(changes []*change) error {
 		}
 		field := fmt.Sprintf("diffs[%d]", c.index)
 		ioErr := func(err error, what string) error {
+			var pe *Error
+			if errors.As(err, &pe) && pe.Code == CodePathRejected {
+				pe.Field, pe.Path = field, c.path
+				return pe
+			}
 			return &Error{Code: CodeIO, Field: field, Path: c.path, Msg: what, Err: err}
 		}
 		if c.backup != "" {
@@ -545,7 +640,7 @@ func (w *writer) commitAll(changes []*change) error {
 			}
 			files = append(files, staged{f: f, name: c.backup})
 			backup := c.backup
-			w.undo = append(w.undo, func() error { return w.remove(backup) })
+			w.onUndo(backup, func() error { return w.remove(backup) })
 		}
 		changed[path.Dir(c.path)] = true
 		if c.delete {
@@ -564,12 +659,15 @@ func (w *writer) commitAll(changes []*change) error {
 		}
 		files = append(files, staged{f: f, name: tmp})
 		temps[c] = tmp
-		w.undo = append(w.undo, func() error {
-			if err := w.remove(tmp); !errors.Is(err, fs.ErrNotExist) {
+		w.onUndo(tmp, func() error {
+			if err := w.remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 			return nil
 		})
+	}
+	if testNoSync == "1" {
+		return w.renameAll(changes, temps)
 	}
 	batched, err := syncBatch(files, syncfsMin)
 	if err != nil {
@@ -580,44 +678,8 @@ func (w *writer) commitAll(changes []*change) error {
 			return err
 		}
 	}
-	for _, c := range changes {
-		if !c.changes {
-			continue
-		}
-		field := fmt.Sprintf("diffs[%d]", c.index)
-		ioErr := func(err error, what string) error {
-			return &Error{Code: CodeIO, Field: field, Path: c.path, Msg: what, Err: err}
-		}
-		if err := w.step("rename", c.path); err != nil {
-			return ioErr(err, "writing the file")
-		}
-		// The file must still be what was planned against.
-		now, exists, _, err := w.dirs.readFile(c.path)
-		if err != nil {
-			return ioErr(err, "reading the file again")
-		}
-		if exists != c.exists || !bytes.Equal(now, c.before) {
-			return &Error{Code: CodeChecksumMismatch, Field: field, Path: c.path, Msg: "the file changed while the plan was being applied"}
-		}
-		dir, base, err := w.dirs.split(c.path)
-		if err == nil {
-			if c.delete {
-				err = dir.Remove(base)
-			} else {
-				err = dir.Rename(path.Base(temps[c]), base)
-			}
-		}
-		if err != nil {
-			return ioErr(err, "replacing the file")
-		}
-		w.logf("wrote", "path", c.path, "bytes", len(c.after), "deleted", c.delete)
-		w.undo = append(w.undo, func() error {
-			w.logf("restoring", "path", c.path)
-			if !c.exists {
-				return w.remove(c.path)
-			}
-			return w.replace(c.path, c.before, c.perm)
-		})
+	if err := w.renameAll(changes, temps); err != nil {
+		return err
 	}
 	if batched {
 		// One file of each file system is still open: syncfs of each
@@ -642,6 +704,67 @@ func (w *writer) commitAll(changes []*change) error {
 		ds = append(ds, staged{f: f, name: d})
 	}
 	return syncEach(ds)
+}
+
+// testNoSync, set to "1" at link time by a benchmark only (never by a
+// flag), leaves out the syncs of commitAll, to measure what durability
+// costs.
+var testNoSync string
+
+// renameAll checks each changed file once more and renames its temporary
+// file over it (or deletes it).
+func (w *writer) renameAll(changes []*change, temps map[*change]string) error {
+	for _, c := range changes {
+		if !c.changes {
+			continue
+		}
+		field := fmt.Sprintf("diffs[%d]", c.index)
+		ioErr := func(err error, what string) error {
+			var pe *Error
+			if errors.As(err, &pe) && pe.Code == CodePathRejected {
+				pe.Field, pe.Path = field, c.path
+				return pe
+			}
+			return &Error{Code: CodeIO, Field: field, Path: c.path, Msg: what, Err: err}
+		}
+		if err := w.step("rename", c.path); err != nil {
+			return ioErr(err, "writing the file")
+		}
+		// The file's directories must still be real ones, and the file
+		// what was planned against.
+		if dir := path.Dir(c.path); dir != "." {
+			if _, err := checkDir(w.root, dir); err != nil {
+				return ioErr(err, "checking the file's directory")
+			}
+		}
+		now, exists, _, err := w.dirs.readFile(c.path)
+		if err != nil {
+			return ioErr(err, "reading the file again")
+		}
+		if exists != c.exists || !bytes.Equal(now, c.before) {
+			return &Error{Code: CodeChecksumMismatch, Field: field, Path: c.path, Msg: "the file changed while the plan was being applied"}
+		}
+		dir, base, err := w.dirs.split(c.path)
+		if err == nil {
+			if c.delete {
+				err = dir.Remove(base)
+			} else {
+				err = dir.Rename(path.Base(temps[c]), base)
+			}
+		}
+		if err != nil {
+			return ioErr(err, "replacing the file")
+		}
+		w.logf("wrote", "path", c.path, "bytes", len(c.after), "deleted", c.delete)
+		w.onUndo(c.path, func() error {
+			w.logf("restoring", "path", c.path)
+			if !c.exists {
+				return w.remove(c.path)
+			}
+			return w.replace(c.path, c.before, c.perm)
+		})
+	}
+	return nil
 }
 
 // syncEach fsyncs files concurrently (a few at a time), closing each.
@@ -672,28 +795,35 @@ func syncEach(files []staged) error {
 	return nil
 }
 
-// rollback undoes every step done, last first.
-func (w *writer) rollback() {
+// rollback undoes every step done, last first, and returns the steps
+// that failed (every one is tried).
+func (w *writer) rollback() []undoFailure {
+	var failed []undoFailure
 	for i := len(w.undo) - 1; i >= 0; i-- {
-		if err := w.undo[i](); err != nil && w.opts.Logger != nil {
-			w.opts.Logger.Error("restoring a file after a failed write", "err", err)
+		u := w.undo[i]
+		if err := u.fn(); err != nil {
+			failed = append(failed, undoFailure{u.path, err})
 		}
 	}
 	w.undo = nil
+	return failed
 }
 
 // mkdirs creates dir and its missing parents, remembering to remove them
-// and adding the parent of each to changed.
+// and adding the parent of each to changed. An existing directory must be
+// a real one (checkDir), checked again here, just before it is written
+// into.
 func (w *writer) mkdirs(dir string, changed map[string]bool) error {
 	if dir == "." || w.made[dir] {
 		return nil
 	}
-	if fi, err := w.root.Stat(dir); err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
-		}
+	_, err := checkDir(w.root, dir)
+	if err == nil {
 		w.made[dir] = true
 		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	if err := w.mkdirs(path.Dir(dir), changed); err != nil {
 		return err
@@ -704,7 +834,7 @@ func (w *writer) mkdirs(dir string, changed map[string]bool) error {
 	w.made[dir] = true
 	w.dirs.forget(dir)
 	changed[path.Dir(dir)] = true
-	w.undo = append(w.undo, func() error { return w.root.Remove(dir) })
+	w.onUndo(dir, func() error { return w.root.Remove(dir) })
 	return nil
 }
 

@@ -345,3 +345,117 @@ func TestApplyManyFilesFailingMidway(t *testing.T) {
 		}
 	}
 }
+
+// TestApplySymlinkedParent: a path whose parent is a symbolic link is
+// refused, whether the link leads into .git (a hook or the config, run
+// by the next git command) or to another directory of the root, and
+// nothing is written.
+func TestApplySymlinkedParent(t *testing.T) {
+	config := "[core]\n\trepositoryformatversion = 0\n"
+	cases := []struct {
+		name string
+		diff Diff
+	}{
+		{"config through a link to .git", Diff{Path: "gitlink/config", Checksum: Checksum([]byte(config)),
+			UnifiedDiff: "@@ -1,2 +1,3 @@\n [core]\n \trepositoryformatversion = 0\n+\tfsmonitor = ./evil.sh\n"}},
+		{"new hook through a link to .git/hooks", Diff{Path: "hk/pre-commit", Checksum: emptySum,
+			UnifiedDiff: "--- /dev/null\n+++ b/hk/pre-commit\n@@ -0,0 +1 @@\n+#!/bin/sh\n"}},
+		{"new file under a link to .git", Diff{Path: "gitlink/hooks/post-checkout", Checksum: emptySum,
+			UnifiedDiff: "--- /dev/null\n+++ b/gitlink/hooks/post-checkout\n@@ -0,0 +1 @@\n+#!/bin/sh\n"}},
+		{"file through a link to another directory", Diff{Path: "srclink/main.go", Checksum: Checksum([]byte(mainV1)), UnifiedDiff: mainDiff}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir, root := tree(t, map[string]string{".git/config": config, ".git/hooks/README": "hooks\n", "src/main.go": mainV1})
+			for link, target := range map[string]string{"gitlink": ".git", "hk": ".git/hooks", "srclink": "src"} {
+				if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, s := range []Strategy{DryRun{}, Write{}, WriteBackup{Suffix: ".orig"}} {
+				rep, err := Apply(context.Background(), root, &Plan{Diffs: []Diff{c.diff}}, Options{Strategy: s})
+				if CodeOf(err) != CodePathRejected || (rep != nil && rep.Written) {
+					t.Fatalf("%s: got %v", StrategyName(s), err)
+				}
+			}
+			if got := walk(t, dir); strings.Join(got, " ") != ". .git .git/config .git/hooks .git/hooks/README gitlink hk src src/main.go srclink" {
+				t.Fatalf("tree: %q", got)
+			}
+			if read(t, dir, ".git/config") != config || read(t, dir, "src/main.go") != mainV1 {
+				t.Fatal("a file changed")
+			}
+		})
+	}
+}
+
+// rollbackPlan changes d/a.txt, then b.txt.
+func rollbackPlan() (map[string]string, *Plan) {
+	files := map[string]string{"d/a.txt": "one\ntwo\n", "b.txt": "three\nfour\n"}
+	return files, &Plan{Diffs: []Diff{
+		{Path: "d/a.txt", Checksum: Checksum([]byte(files["d/a.txt"])), UnifiedDiff: "@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n"},
+		{Path: "b.txt", Checksum: Checksum([]byte(files["b.txt"])), UnifiedDiff: "@@ -1,2 +1,2 @@\n three\n-four\n+FOUR\n"},
+	}}
+}
+
+// TestApplyRenameFails: the rename itself fails (its temporary file is
+// gone), after another file was replaced: that file is restored and the
+// tree is as before.
+func TestApplyRenameFails(t *testing.T) {
+	files, p := rollbackPlan()
+	dir, root := tree(t, files)
+	opts := Options{Strategy: Write{}, hook: func(step, name string) error {
+		if step == "rename" && name == "b.txt" {
+			temps, _ := filepath.Glob(filepath.Join(dir, ".b.txt.ctxkit-*.tmp"))
+			if len(temps) != 1 {
+				t.Errorf("temporary files: %q", temps)
+			}
+			for _, tmp := range temps {
+				os.Remove(tmp)
+			}
+		}
+		return nil
+	}}
+	rep, err := Apply(context.Background(), root, p, opts)
+	if CodeOf(err) != CodeIO || rep.Written || rep.RollbackIncomplete {
+		t.Fatalf("got %v, report %+v", err, rep)
+	}
+	if got := walk(t, dir); strings.Join(got, " ") != ". b.txt d d/a.txt" {
+		t.Fatalf("tree: %q", got)
+	}
+	for name, content := range files {
+		if read(t, dir, name) != content {
+			t.Fatalf("%s not restored: %q", name, read(t, dir, name))
+		}
+	}
+}
+
+// TestApplyRollbackFails: the write fails after d/a.txt was replaced, and
+// restoring it fails too (its directory is gone): the error says so with
+// its own code, wraps both failures, and the report names the file.
+func TestApplyRollbackFails(t *testing.T) {
+	files, p := rollbackPlan()
+	dir, root := tree(t, files)
+	injected := errors.New("disk full")
+	opts := Options{Strategy: Write{}, hook: func(step, name string) error {
+		if step == "rename" && name == "b.txt" {
+			if read(t, dir, "d/a.txt") != "one\nTWO\n" {
+				t.Errorf("d/a.txt not yet written")
+			}
+			if err := os.RemoveAll(filepath.Join(dir, "d")); err != nil {
+				t.Error(err)
+			}
+			return injected
+		}
+		return nil
+	}}
+	rep, err := Apply(context.Background(), root, p, opts)
+	if CodeOf(err) != CodeRollbackIncomplete || !errors.Is(err, injected) || !strings.Contains(err.Error(), "d/a.txt") {
+		t.Fatalf("got %v", err)
+	}
+	if rep.Written || !rep.RollbackIncomplete || strings.Join(rep.Unrestored, " ") != "d/a.txt" {
+		t.Fatalf("report %+v", rep)
+	}
+	if read(t, dir, "b.txt") != files["b.txt"] {
+		t.Fatal("b.txt changed")
+	}
+}

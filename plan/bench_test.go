@@ -148,6 +148,14 @@ func BenchmarkApplyVsGitApply(b *testing.B) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
+	// The same binary without its syncs, to tell the cost of durability
+	// from the rest.
+	binNoSync := filepath.Join(tmp, "ctxkit-nosync")
+	build = exec.Command("go", "build", "-ldflags", "-X github.com/ctxkit/ctxkit/plan.testNoSync=1", "-o", binNoSync, "./cmd/ctxkit")
+	build.Dir = moduleRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
 	p := &Plan{}
 	var all strings.Builder
 	for _, f := range files {
@@ -190,13 +198,14 @@ func BenchmarkApplyVsGitApply(b *testing.B) {
 		}
 		return d
 	}
-	treeA, treeB := filepath.Join(tmp, "ctxkit-tree"), filepath.Join(tmp, "git-tree")
-	var ctxkitTime, gitTime time.Duration
+	treeA, treeB, treeC := filepath.Join(tmp, "ctxkit-tree"), filepath.Join(tmp, "git-tree"), filepath.Join(tmp, "nosync-tree")
+	var ctxkitTime, gitTime, noSyncTime time.Duration
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
 		reset(treeA)
 		reset(treeB)
+		reset(treeC)
 		b.StartTimer()
 		// Alternate which runs first: the file system is slower right
 		// after the trees were reset (ext4 checks recently freed inodes
@@ -208,6 +217,7 @@ func BenchmarkApplyVsGitApply(b *testing.B) {
 			gitTime += run(treeB, "git", "apply", "--whitespace=nowarn", diffFile)
 			ctxkitTime += run(treeA, bin, "apply", planFile, "--root", ".")
 		}
+		noSyncTime += run(treeC, binNoSync, "apply", planFile, "--root", ".")
 		n++
 	}
 	b.StopTimer()
@@ -223,5 +233,7 @@ func BenchmarkApplyVsGitApply(b *testing.B) {
 	b.ReportMetric(float64(ctxkitTime.Microseconds())/float64(n)/1000, "ctxkit-ms")
 	b.ReportMetric(float64(gitTime.Microseconds())/float64(n)/1000, "git-apply-ms")
 	b.ReportMetric(float64(ctxkitTime)/float64(gitTime), "ctxkit/git")
+	b.ReportMetric(float64(noSyncTime.Microseconds())/float64(n)/1000, "ctxkit-nosync-ms")
+	b.ReportMetric(float64(noSyncTime)/float64(gitTime), "ctxkit-nosync/git")
 	b.Logf("%d %s diffs", len(files), source)
 }

@@ -89,6 +89,9 @@ const (
 	CodeCommand          Code = "command_failed"      // a post command failed or timed out
 	CodeNoPlan           Code = "no_plan_in_reply"    // Extract found no JSON object
 	CodeCommandStart     Code = "command_not_started" // a post command could not start
+	// CodeRollbackIncomplete: a write failed and restoring the files
+	// already written failed too; Report.Unrestored names them.
+	CodeRollbackIncomplete Code = "rollback_incomplete"
 )
 
 // Error is a failure the plan caused. Field names the place in the plan
@@ -282,7 +285,9 @@ func (p *Plan) Check() error {
 
 // CheckPath accepts a path that is relative, local (no "..", no volume),
 // written with forward slashes in clean form, and not inside a .git
-// directory. The error's Field is left for the caller.
+// directory. The error's Field is left for the caller. Apply checks the
+// rest against the file system: the file and each of its directories
+// must not be a symbolic link (a link could lead into .git).
 func CheckPath(p string) *Error {
 	bad := func(format string, args ...any) *Error {
 		return &Error{Code: CodePathRejected, Path: p, Msg: fmt.Sprintf(format, args...)}

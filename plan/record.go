@@ -19,10 +19,13 @@ type Record struct {
 	Root     string    `json:"root"`
 	Strategy string    `json:"strategy"`
 	// PlanSHA256 is the SHA-256 of the plan document as read.
-	PlanSHA256 string           `json:"plan_sha256"`
-	Plan       *Plan            `json:"plan,omitempty"`
-	Diffs      []Outcome        `json:"diffs"`
-	Written    bool             `json:"written"`
+	PlanSHA256 string    `json:"plan_sha256"`
+	Plan       *Plan     `json:"plan,omitempty"`
+	Diffs      []Outcome `json:"diffs"`
+	Written    bool      `json:"written"`
+	// Unrestored lists the files a failed write changed and could not
+	// restore (the code is then rollback_incomplete).
+	Unrestored []string         `json:"unrestored,omitempty"`
 	Verified   bool             `json:"verified"`
 	Commands   []CommandOutcome `json:"commands,omitempty"`
 	OK         bool             `json:"ok"`

@@ -142,13 +142,29 @@ func describe(c Command, o *CommandOutcome) string {
 	return name
 }
 
+// goEnv is the environment variables of the Go toolchain (and cgo) that
+// verification commands see, named one by one: a prefix would also pass
+// GOOGLE_API_KEY or GOPASS_* secrets.
+var goEnv = map[string]bool{
+	"GOPATH": true, "GOROOT": true, "GOBIN": true, "GOCACHE": true, "GOMODCACHE": true, "GOCACHEPROG": true,
+	"GOENV": true, "GOWORK": true, "GOTMPDIR": true, "GOFLAGS": true, "GOTOOLCHAIN": true, "GOTELEMETRY": true,
+	"GOPROXY": true, "GONOPROXY": true, "GONOSUMDB": true, "GONOSUMCHECK": true, "GOPRIVATE": true,
+	"GOSUMDB": true, "GOINSECURE": true, "GOVCS": true, "GOAUTH": true,
+	"GOOS": true, "GOARCH": true, "GO386": true, "GOAMD64": true, "GOARM": true, "GOARM64": true,
+	"GOMIPS": true, "GOMIPS64": true, "GOPPC64": true, "GORISCV64": true, "GOWASM": true,
+	"GOEXPERIMENT": true, "GODEBUG": true, "GOMAXPROCS": true, "GOGC": true, "GOMEMLIMIT": true,
+	"GOTRACEBACK": true, "GOCOVERDIR": true, "GOFIPS140": true,
+	"CGO_ENABLED": true, "CGO_CFLAGS": true, "CGO_CPPFLAGS": true, "CGO_CXXFLAGS": true,
+	"CGO_FFLAGS": true, "CGO_LDFLAGS": true, "CC": true, "CXX": true, "PKG_CONFIG": true,
+}
+
 func allowedEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
 		case k == "PATH", k == "HOME", k == "USER", k == "LOGNAME", k == "LANG", k == "TMPDIR", k == "TZ",
-			strings.HasPrefix(k, "LC_"), strings.HasPrefix(k, "GO"), strings.HasPrefix(k, "CGO_"):
+			strings.HasPrefix(k, "LC_"), goEnv[k]:
 			out = append(out, kv)
 		}
 	}

@@ -130,3 +130,17 @@ func TestVerifyCancel(t *testing.T) {
 		t.Fatalf("%+v", outs)
 	}
 }
+
+// TestAllowedEnv: the commands see Go's own variables, the locale and
+// PATH, never a secret whose name merely starts like them.
+func TestAllowedEnv(t *testing.T) {
+	in := []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "GOPATH=/g", "GOFLAGS=-mod=mod", "GOCACHE=/c",
+		"CGO_ENABLED=0", "GOTOOLCHAIN=local", "GODEBUG=x=1",
+		"GOOGLE_API_KEY=secret", "GOOGLE_APPLICATION_CREDENTIALS=/k.json", "GOPASS_HOMEDIR=/p",
+		"GOTRUE_JWT_SECRET=s", "CGO_SECRET=s", "AWS_SECRET_ACCESS_KEY=s", "GO=1"}
+	got := strings.Join(allowedEnv(in), " ")
+	want := "PATH=/bin HOME=/h LC_ALL=C GOPATH=/g GOFLAGS=-mod=mod GOCACHE=/c CGO_ENABLED=0 GOTOOLCHAIN=local GODEBUG=x=1"
+	if got != want {
+		t.Fatalf("allowedEnv = %q, want %q", got, want)
+	}
+}

@@ -215,7 +215,7 @@ func applyPlan(ctx context.Context, root *os.Root, raw []byte, schema *plan.Sche
 	}
 	rep, err := plan.Apply(ctx, root, p, plan.Options{Strategy: strategy})
 	if rep != nil {
-		rec.Diffs, rec.Written = rep.Diffs, rep.Written
+		rec.Diffs, rec.Written, rec.Unrestored = rep.Diffs, rep.Written, rep.Unrestored
 	}
 	if err != nil {
 		return finish(err)
@@ -286,6 +286,8 @@ func printSummary(w io.Writer, rec *plan.Record) {
 	}
 	state := "nothing written"
 	switch {
+	case len(rec.Unrestored) > 0:
+		state = "the write failed and these files could not be restored, check them: " + strings.Join(rec.Unrestored, ", ")
 	case rec.Written:
 		state = "written"
 	case rec.Strategy == "dry-run":
