@@ -4,53 +4,19 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 
+	"github.com/ctxkit/ctxkit/internal/tokencount"
 	"github.com/tiktoken-go/tokenizer"
 )
 
 // DefaultEncoding is the token encoding TokenBudget counts with when none
 // is named; the view package counts with the same one.
-const DefaultEncoding = "o200k_base"
-
-var encodings = map[string]tokenizer.Encoding{
-	"o200k_base":  tokenizer.O200kBase,
-	"cl100k_base": tokenizer.Cl100kBase,
-	"p50k_base":   tokenizer.P50kBase,
-	"r50k_base":   tokenizer.R50kBase,
-}
+const DefaultEncoding = tokencount.Default
 
 // Encodings lists the encodings TokenBudget accepts. All work offline.
-func Encodings() []string {
-	return []string{"o200k_base", "cl100k_base", "p50k_base", "r50k_base"}
-}
+func Encodings() []string { return tokencount.Encodings() }
 
-var (
-	codecMu sync.Mutex
-	codecs  = map[string]tokenizer.Codec{}
-)
-
-func codec(name string) (tokenizer.Codec, error) {
-	if name == "" {
-		name = DefaultEncoding
-	}
-	enc, ok := encodings[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown encoding %q (use one of %s)", name, strings.Join(Encodings(), ", "))
-	}
-	codecMu.Lock()
-	defer codecMu.Unlock()
-	if c, ok := codecs[name]; ok {
-		return c, nil
-	}
-	c, err := tokenizer.Get(enc)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", name, err)
-	}
-	codecs[name] = c
-	return c, nil
-}
+func codec(name string) (tokenizer.Codec, error) { return tokencount.Codec(name) }
 
 // CountTokens counts the tokens of a prompt as TokenBudget does: the text
 // Assemble makes of it (Render: its content and examples with the

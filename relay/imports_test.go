@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// TestImports guards the seam: relay builds on chat alone among ctxkit's
+// TestImports guards the seam: relay builds on chat (and the shared token
+// counter) alone among ctxkit's
 // packages, and reaches for no network, processes or database.
 func TestImports(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
@@ -15,7 +16,7 @@ func TestImports(t *testing.T) {
 	}
 	forbidden := []string{"github.com/ctxkit/ctxkit/", "net/http", "os/exec", "database/sql"}
 	for _, dep := range strings.Fields(string(out)) {
-		if dep == "github.com/ctxkit/ctxkit/relay" || dep == "github.com/ctxkit/ctxkit/chat" {
+		if dep == "github.com/ctxkit/ctxkit/relay" || dep == "github.com/ctxkit/ctxkit/chat" || dep == "github.com/ctxkit/ctxkit/internal/tokencount" {
 			continue
 		}
 		for _, f := range forbidden {

@@ -1,15 +1,14 @@
 package view
 
 import (
-	"fmt"
 	"math"
-	"sync"
 
+	"github.com/ctxkit/ctxkit/internal/tokencount"
 	"github.com/tiktoken-go/tokenizer"
 )
 
 // DefaultEncoding is the token encoding Stats uses when none is named.
-const DefaultEncoding = "o200k_base"
+const DefaultEncoding = tokencount.Default
 
 // Stats compares the token cost of a context with that of its view.
 type Stats struct {
@@ -19,43 +18,10 @@ type Stats struct {
 	SavedPercent float64 `json:"saved_percent"` // negative when the view is larger
 }
 
-var encodings = map[string]tokenizer.Encoding{
-	"o200k_base":  tokenizer.O200kBase,
-	"cl100k_base": tokenizer.Cl100kBase,
-	"p50k_base":   tokenizer.P50kBase,
-	"r50k_base":   tokenizer.R50kBase,
-}
-
 // Encodings lists the encodings Stats accepts. All work offline.
-func Encodings() []string {
-	return []string{"o200k_base", "cl100k_base", "p50k_base", "r50k_base"}
-}
+func Encodings() []string { return tokencount.Encodings() }
 
-var (
-	codecMu sync.Mutex
-	codecs  = map[string]tokenizer.Codec{}
-)
-
-func codec(name string) (tokenizer.Codec, error) {
-	if name == "" {
-		name = DefaultEncoding
-	}
-	enc, ok := encodings[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown encoding %q: use one of %v", name, Encodings())
-	}
-	codecMu.Lock()
-	defer codecMu.Unlock()
-	if c, ok := codecs[name]; ok {
-		return c, nil
-	}
-	c, err := tokenizer.Get(enc)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", name, err)
-	}
-	codecs[name] = c
-	return c, nil
-}
+func codec(name string) (tokenizer.Codec, error) { return tokencount.Codec(name) }
 
 // CountTokens counts the tokens of text in the named encoding ("" for the default).
 func CountTokens(encoding string, text []byte) (int, error) {
