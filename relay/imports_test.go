@@ -7,8 +7,8 @@ import (
 )
 
 // TestImports guards the seam: relay builds on chat (and the shared token
-// counter) alone among ctxkit's
-// packages, and reaches for no network, processes or database.
+// counter) alone among ctxkit's packages, and reaches for no network,
+// processes or database.
 func TestImports(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
 	if err != nil {
