@@ -139,6 +139,20 @@ type change struct {
 	delete  bool
 	backup  string
 	changes bool
+	// fi is the file read (when it exists) and f, for a write, the file
+	// still open, to check it again just before it is replaced.
+	fi fs.FileInfo
+	f  *os.File
+}
+
+// closeFiles closes the files changes keep open.
+func closeFiles(changes []*change) {
+	for _, c := range changes {
+		if c != nil && c.f != nil {
+			c.f.Close()
+			c.f = nil
+		}
+	}
 }
 
 // Apply applies p's diffs to the files under root. Every diff is applied
@@ -162,20 +176,25 @@ func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, 
 		}
 	}
 	rep := &Report{Strategy: strategy.strategy(), Diffs: make([]Outcome, len(p.Diffs))}
-	changes, err := prepareAll(ctx, root, p.Diffs, rep.Diffs)
+	// The directories are opened once for the run; each use checks again
+	// that the path still leads to them through real directories only
+	// (dirs.verify): a directory renamed or replaced since the files were
+	// read is not written into.
+	d := newDirs(root)
+	defer d.close()
+	_, dry := strategy.(DryRun)
+	changes, err := prepareAll(ctx, d, p.Diffs, rep.Diffs, !dry)
+	defer closeFiles(changes)
 	if err != nil {
 		return rep, err
 	}
-	if _, dry := strategy.(DryRun); dry {
+	if dry {
 		return rep, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
-	// The directories are opened again for writing: a directory renamed
-	// or replaced since the files were read is not written into.
-	w := &writer{root: root, dirs: newDirs(root), opts: opts, made: map[string]bool{}}
-	defer w.dirs.close()
+	w := &writer{root: root, dirs: d, opts: opts, made: map[string]bool{}}
 	if wb, ok := strategy.(WriteBackup); ok {
 		for _, c := range changes {
 			if !c.changes || !c.exists {
@@ -215,10 +234,9 @@ func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, 
 
 // prepareAll prepares every diff, a few at a time (reading, hashing and
 // patching are independent per file), filling outs. The error is the
-// failure of the first diff in the plan's order that failed.
-func prepareAll(ctx context.Context, root *os.Root, diffs []Diff, outs []Outcome) ([]*change, error) {
-	d := newDirs(root)
-	defer d.close()
+// failure of the first diff in the plan's order that failed. With keep,
+// each existing file a diff changes stays open (change.f).
+func prepareAll(ctx context.Context, d *dirs, diffs []Diff, outs []Outcome, keep bool) ([]*change, error) {
 	prepared := make([]*change, len(diffs))
 	errs := make([]error, len(diffs))
 	workers := min(runtime.GOMAXPROCS(0), len(diffs))
@@ -234,12 +252,13 @@ func prepareAll(ctx context.Context, root *os.Root, diffs []Diff, outs []Outcome
 				if errs[i] = ctx.Err(); errs[i] != nil {
 					continue
 				}
-				prepared[i], errs[i] = prepare(d, i, diffs[i], &outs[i])
+				prepared[i], errs[i] = prepare(d, i, diffs[i], &outs[i], keep)
 			}
 		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
+		closeFiles(prepared)
 		return nil, err
 	}
 	var (
@@ -260,6 +279,7 @@ func prepareAll(ctx context.Context, root *os.Root, diffs []Diff, outs []Outcome
 		changes = append(changes, prepared[i])
 	}
 	if first != nil {
+		closeFiles(prepared)
 		if failed > 1 {
 			first = fmt.Errorf("%w (and %d more diffs failed)", first, failed-1)
 		}
@@ -269,14 +289,15 @@ func prepareAll(ctx context.Context, root *os.Root, diffs []Diff, outs []Outcome
 }
 
 // prepare reads a diff's file, checks it and applies the diff in memory.
-func prepare(dirs *dirs, i int, d Diff, out *Outcome) (*change, error) {
+// With keep, the file stays open when the diff changes it.
+func prepare(dirs *dirs, i int, d Diff, out *Outcome, keep bool) (c *change, err error) {
 	field := fmt.Sprintf("diffs[%d]", i)
 	*out = Outcome{Index: i, Path: d.Path}
 	fail := func(code Code, err error, format string, args ...any) error {
 		return &Error{Code: code, Field: field, Path: d.Path, Msg: fmt.Sprintf(format, args...), Err: err}
 	}
-	c := &change{index: i, path: d.Path, perm: 0o644}
-	before, exists, perm, err := dirs.readFile(d.Path)
+	c = &change{index: i, path: d.Path, perm: 0o644}
+	cur, err := dirs.readFile(d.Path, keep)
 	if err != nil {
 		var pe *Error
 		if errors.As(err, &pe) {
@@ -285,10 +306,20 @@ func prepare(dirs *dirs, i int, d Diff, out *Outcome) (*change, error) {
 		}
 		return nil, fail(CodeIO, err, "")
 	}
-	c.before, c.exists = before, exists
+	before, exists := cur.data, cur.exists
+	c.before, c.exists, c.fi, c.f = before, exists, cur.fi, cur.f
 	if exists {
-		c.perm = perm
+		c.perm = cur.perm
 	}
+	// The file stays open only for a write of it.
+	defer func() {
+		if cur.f != nil && (err != nil || c == nil || !c.changes) {
+			cur.f.Close()
+			if c != nil {
+				c.f = nil
+			}
+		}
+	}()
 	out.SHA256Before = Checksum(before)
 	if out.SHA256Before != d.Checksum {
 		if !exists {
@@ -354,106 +385,187 @@ func short(sum string) string {
 	return sum
 }
 
-// dirs opens each directory of a plan's files once, as a root of its own
-// opened through the plan's root (so confined as the root is), and keeps
-// it: each file operation is then one system call on a base name instead
-// of a walk from the root, component by component, per operation.
+// dirs opens each directory of a plan's files once per run, component by
+// component, each as a root of its own opened through its parent's (so
+// confined as the plan's root is), and keeps it: each file operation is
+// then one system call on a base name instead of a walk from the root,
+// component by component, per operation.
+//
+// A directory reached through a symbolic link is refused, even one that
+// stays inside the root: a link could lead into .git, which a plan may
+// not change, and a path names the file it changes only when every one of
+// its directories is a real one. Each directory is checked when it is
+// opened, and every later use (split) checks again, with one Lstat per
+// component through the parent's handle, that each component still is
+// the very directory opened: a directory renamed, moved away or replaced
+// (by a link or another directory) since is not read from or written into.
 type dirs struct {
 	root *os.Root
 	mu   sync.Mutex
-	open map[string]dirEntry
+	open map[string]*dirEntry
 }
 
+// dirEntry is an opened directory, or why it could not be opened.
 type dirEntry struct {
 	r   *os.Root
+	fi  fs.FileInfo // the opened directory's (an open directory's identity does not change)
 	err error
 }
 
 func newDirs(root *os.Root) *dirs {
-	return &dirs{root: root, open: map[string]dirEntry{}}
+	return &dirs{root: root, open: map[string]*dirEntry{}}
 }
 
-// get is the directory dir (relative to the root, "." for the root). A
-// directory reached through a symbolic link is refused, even one that
-// stays inside the root: a link could lead into .git, which a plan may
-// not change, and a path names the file it changes only when every one
-// of its directories is a real one.
+// get is the directory dir (relative to the root, "." for the root),
+// opened once: each of its components was a real directory, not a
+// symbolic link, when it was opened. The error of a missing one is
+// fs.ErrNotExist.
 func (d *dirs) get(dir string) (*os.Root, error) {
 	if dir == "." {
 		return d.root, nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e, ok := d.open[dir]
-	if !ok {
-		e.r, e.err = d.openDir(dir)
-		d.open[dir] = e
+	e := d.getLocked(dir)
+	if e.err != nil {
+		var pe *Error
+		if errors.As(e.err, &pe) {
+			cp := *pe // each caller fills in its own field
+			return nil, &cp
+		}
+		return nil, e.err
 	}
-	var pe *Error
-	if errors.As(e.err, &pe) {
-		cp := *pe // each caller fills in its own field
-		return nil, &cp
-	}
-	return e.r, e.err
+	return e.r, nil
 }
 
-// openDir opens dir once checkDir has found it a real directory, and
-// checks that the directory opened is the one examined.
-func (d *dirs) openDir(dir string) (*os.Root, error) {
-	fi, err := checkDir(d.root, dir)
-	if err != nil {
-		return nil, err
+// getLocked opens dir through its parent, remembering the outcome at the
+// first component that fails (a missing directory's children are not
+// remembered: once it is created they are looked up again).
+func (d *dirs) getLocked(dir string) *dirEntry {
+	if e, ok := d.open[dir]; ok {
+		return e
 	}
-	r, err := d.root.OpenRoot(dir)
-	if err != nil {
-		return nil, err
+	parent, base := path.Dir(dir), path.Base(dir)
+	pr := d.root
+	if parent != "." {
+		pe := d.getLocked(parent)
+		if pe.err != nil {
+			return pe
+		}
+		pr = pe.r
 	}
-	if ofi, err := r.Stat("."); err != nil || !os.SameFile(fi, ofi) {
+	e := &dirEntry{}
+	e.r, e.fi, e.err = openDir(pr, dir, base)
+	d.open[dir] = e
+	return e
+}
+
+// openDir opens base in parent (whose path is that of dir's parent) once
+// Lstat has found it a real directory, and checks that the directory
+// opened is the one examined.
+func openDir(parent *os.Root, dir, base string) (*os.Root, fs.FileInfo, error) {
+	fi, err := parent.Lstat(base)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := realDir(parent, dir, fi); err != nil {
+		return nil, nil, err
+	}
+	r, err := parent.OpenRoot(base)
+	if err != nil {
+		if strings.Contains(err.Error(), "escapes") {
+			return nil, nil, &Error{Code: CodePathRejected, Path: dir, Msg: "leads outside the root through a symbolic link"}
+		}
+		return nil, nil, err
+	}
+	ofi, err := r.Stat(".")
+	if err != nil || !os.SameFile(fi, ofi) {
 		r.Close()
-		return nil, &Error{Code: CodePathRejected, Path: dir, Msg: "the directory was replaced while it was opened"}
+		return nil, nil, &Error{Code: CodePathRejected, Path: dir, Msg: "the directory was replaced while it was opened"}
 	}
-	return r, nil
+	return r, ofi, nil
 }
 
-// checkDir checks that dir (relative to root, not ".") and each of its
-// parents is a directory and not a symbolic link, and returns dir's
-// information. The error of a missing one is fs.ErrNotExist.
-func checkDir(root *os.Root, dir string) (fs.FileInfo, error) {
-	for i := 0; ; {
-		j := strings.IndexByte(dir[i:], '/')
-		prefix := dir
-		if j >= 0 {
-			prefix = dir[:i+j]
+// realDir refuses fi, the Lstat of dir through its parent's handle,
+// unless it is a directory.
+func realDir(parent *os.Root, dir string, fi fs.FileInfo) error {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		if _, err := parent.Stat(path.Base(dir)); err != nil && strings.Contains(err.Error(), "escapes") {
+			return &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s leads outside the root through a symbolic link", dir)}
 		}
-		fi, err := root.Lstat(prefix)
-		switch {
-		case err != nil && strings.Contains(err.Error(), "escapes"):
-			return nil, &Error{Code: CodePathRejected, Path: dir, Msg: "leads outside the root through a symbolic link"}
-		case err != nil:
-			return nil, err
-		case fi.Mode()&fs.ModeSymlink != 0:
-			if _, err := root.Stat(prefix); err != nil && strings.Contains(err.Error(), "escapes") {
-				return nil, &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s leads outside the root through a symbolic link", prefix)}
-			}
-			return nil, &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s is a symbolic link: a plan changes files through real directories only", prefix)}
-		case !fi.IsDir():
-			return nil, &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s is not a directory", prefix)}
+		return &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s is a symbolic link: a plan changes files through real directories only", dir)}
+	case !fi.IsDir():
+		return &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s is not a directory", dir)}
+	}
+	return nil
+}
+
+// verify checks that each component of dir, opened by get, is still the
+// directory opened: looked up with Lstat through its parent's handle, it
+// is a real directory (not a link) and the same one. So the path, from
+// the root, still leads to the directory handle through real directories
+// only.
+func (d *dirs) verify(dir string) error {
+	for dir != "." {
+		d.mu.Lock()
+		e := d.open[dir]
+		var pr *os.Root
+		if parent := path.Dir(dir); parent == "." {
+			pr = d.root
+		} else if pe := d.open[parent]; pe != nil {
+			pr = pe.r
 		}
-		if j < 0 {
-			return fi, nil
+		d.mu.Unlock()
+		if e == nil || e.err != nil || pr == nil {
+			return &Error{Code: CodePathRejected, Path: dir, Msg: "the directory was not opened"}
 		}
-		i += j + 1
+		fi, err := pr.Lstat(path.Base(dir))
+		if errors.Is(err, fs.ErrNotExist) {
+			// Not fs.ErrNotExist: this directory was there, it is not
+			// one to create again.
+			return &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s was moved or removed while the plan was being applied", dir)}
+		}
+		if err != nil {
+			return err
+		}
+		if err := realDir(pr, dir, fi); err != nil {
+			return err
+		}
+		if !os.SameFile(fi, e.fi) {
+			return &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s was moved or replaced while the plan was being applied", dir)}
+		}
+		dir = path.Dir(dir)
+	}
+	return nil
+}
+
+// forgetMissing drops what get remembers of a directory on the way to
+// dir that was missing or could not be opened, so that it is looked up
+// again.
+func (d *dirs) forgetMissing(dir string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for ; dir != "."; dir = path.Dir(dir) {
+		if e, ok := d.open[dir]; ok && e.err != nil && errors.Is(e.err, fs.ErrNotExist) {
+			delete(d.open, dir)
+		}
 	}
 }
 
-// forget drops what get remembers of dir (after it was created).
+// forget drops what get remembers of dir and of the directories under it
+// (after dir was created).
 func (d *dirs) forget(dir string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if e, ok := d.open[dir]; ok && e.r != nil {
-		e.r.Close()
+	for name, e := range d.open {
+		if name == dir || strings.HasPrefix(name, dir+"/") {
+			if e.r != nil {
+				e.r.Close()
+			}
+			delete(d.open, name)
+		}
 	}
-	delete(d.open, dir)
 }
 
 func (d *dirs) close() {
@@ -467,9 +579,21 @@ func (d *dirs) close() {
 	}
 }
 
-// split is name's directory, opened, and base name.
+// dir is dir opened (get) and checked once more (verify).
+func (d *dirs) dir(dir string) (*os.Root, error) {
+	r, err := d.get(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.verify(dir); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// split is name's directory, opened and checked (dir), and base name.
 func (d *dirs) split(name string) (*os.Root, string, error) {
-	r, err := d.get(path.Dir(name))
+	r, err := d.dir(path.Dir(name))
 	return r, path.Base(name), err
 }
 
@@ -481,60 +605,107 @@ func (d *dirs) lstat(name string) (fs.FileInfo, error) {
 	return r.Lstat(base)
 }
 
-// readFile reads name under the root: its content, whether it exists and
-// its permissions. A symbolic link, a non-regular file, a path that
+// current is a file as read: its content, whether it exists, its
+// permissions and identity, and, when kept, the file still open (to check
+// it again before it is replaced without opening it again).
+type current struct {
+	data   []byte
+	exists bool
+	perm   fs.FileMode
+	fi     fs.FileInfo
+	f      *os.File
+}
+
+// readFile reads name under the root, keeping the file open when keep is
+// true and it exists. A symbolic link, a non-regular file, a path that
 // escapes the root and a file past MaxFileBytes are refused.
-func (d *dirs) readFile(name string) ([]byte, bool, fs.FileMode, error) {
+func (d *dirs) readFile(name string, keep bool) (current, error) {
 	rejected := func(format string, args ...any) error {
 		return &Error{Code: CodePathRejected, Path: name, Msg: fmt.Sprintf(format, args...)}
 	}
-	fi, err := d.lstat(name)
+	r, base, err := d.split(name)
+	var fi fs.FileInfo
+	if err == nil {
+		fi, err = r.Lstat(base)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, false, 0, nil
+		return current{}, nil
 	case err != nil && strings.Contains(err.Error(), "escapes"):
-		return nil, false, 0, rejected("leads outside the root through a symbolic link")
+		return current{}, rejected("leads outside the root through a symbolic link")
 	case err != nil:
-		return nil, false, 0, err
+		return current{}, err
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil, false, 0, rejected("is a symbolic link: a plan changes regular files only")
+		return current{}, rejected("is a symbolic link: a plan changes regular files only")
 	case !fi.Mode().IsRegular():
-		return nil, false, 0, rejected("is not a regular file")
+		return current{}, rejected("is not a regular file")
 	case fi.Size() > MaxFileBytes:
-		return nil, false, 0, &Error{Code: CodeTooLarge, Path: name, Msg: fmt.Sprintf("the file is %d bytes, more than %d", fi.Size(), MaxFileBytes)}
-	}
-	r, base, err := d.split(name)
-	if err != nil {
-		return nil, false, 0, err
+		return current{}, &Error{Code: CodeTooLarge, Path: name, Msg: fmt.Sprintf("the file is %d bytes, more than %d", fi.Size(), MaxFileBytes)}
 	}
 	f, err := r.Open(base)
 	if err != nil {
-		return nil, false, 0, err
+		return current{}, err
 	}
-	defer f.Close()
 	// The file opened is the one examined: not a link put in its place
 	// since.
 	if ofi, err := f.Stat(); err != nil || !os.SameFile(fi, ofi) {
-		return nil, false, 0, rejected("was replaced while it was read")
+		f.Close()
+		return current{}, rejected("was replaced while it was read")
 	}
-	b := make([]byte, 0, fi.Size()+1)
+	b, err := readAll(f, fi.Size(), name)
+	if err != nil || !keep {
+		f.Close()
+		f = nil
+	}
+	if err != nil {
+		return current{}, err
+	}
+	return current{data: b, exists: true, perm: fi.Mode().Perm(), fi: fi, f: f}, nil
+}
+
+// readAll reads f from its start (a file of size bytes when it was
+// examined), up to MaxFileBytes.
+func readAll(f *os.File, size int64, name string) ([]byte, error) {
+	b := make([]byte, 0, size+1)
 	for {
-		n, err := f.Read(b[len(b):cap(b)])
+		n, err := f.ReadAt(b[len(b):cap(b)], int64(len(b)))
 		b = b[:len(b)+n]
 		if err == io.EOF {
-			break
+			return b, nil
 		}
 		if err != nil {
-			return nil, false, 0, err
+			return nil, err
 		}
 		if len(b) > MaxFileBytes {
-			return nil, false, 0, &Error{Code: CodeTooLarge, Path: name, Msg: fmt.Sprintf("the file is more than %d bytes", MaxFileBytes)}
+			return nil, &Error{Code: CodeTooLarge, Path: name, Msg: fmt.Sprintf("the file is more than %d bytes", MaxFileBytes)}
 		}
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
 	}
-	return b, true, fi.Mode().Perm(), nil
+}
+
+// unchanged reports whether c's file, base in dir (its directory, just
+// checked), is still what c was planned against, just before it is
+// replaced: missing if it was missing; otherwise the very file read (the
+// path names the same file as the handle kept open: a regular file, not
+// a link, not another file renamed over it) with the same content, read
+// again from its start through that handle.
+func unchanged(c *change, dir *os.Root, base string) (bool, error) {
+	fi, err := dir.Lstat(base)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return !c.exists, nil
+	case err != nil:
+		return false, err
+	case !c.exists || c.f == nil || !fi.Mode().IsRegular() || !os.SameFile(fi, c.fi):
+		return false, nil
+	}
+	now, err := readAll(c.f, int64(len(c.before)), c.path)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(now, c.before), nil
 }
 
 // writer commits changes and remembers how to undo them.
@@ -585,14 +756,19 @@ type staged struct {
 // syncs run together:
 //
 //  1. every backup and temporary file is written (each temporary file
-//     beside the file it replaces);
+//     beside the file it replaces), a few at a time, once every step and
+//     new directory before them is done, each created (O_EXCL) through
+//     its directory's handle, checked just before (dirs.dir);
 //  2. their contents are made durable: with syncfs of each file system
 //     they are on, once, when the kernel reports writeback errors through
 //     syncfs (Linux 5.8 and later) and there are at least syncfsMin
 //     files; otherwise with an fsync of each;
-//  3. each file's content is read once more and compared with what the
-//     diff was applied to, then its temporary file is renamed over it (or
-//     the file deleted);
+//  3. each file's directories are checked once more (dirs.dir), the
+//     file is checked to be the very file read (the path names the file
+//     still open from the read, or is still missing) and its content,
+//     read once more through that handle, compared with what the diff was
+//     applied to, then its temporary file is renamed over it (or the file
+//     deleted);
 //  4. the renames, deletions and new directories are made durable: with
 //     syncfs again when step 2 used it (and an fsync of each directory a
 //     file was deleted from), otherwise with an fsync of each directory
@@ -614,57 +790,68 @@ func (w *writer) commitAll(changes []*change) error {
 	}()
 	temps := map[*change]string{}
 	changed := map[string]bool{} // directories whose entries change
+	// First what each file needs (its directories created, its steps
+	// run), in the plan's order; then every backup and temporary file is
+	// created, a few at a time (each is a file of its own, in a directory
+	// that exists by then).
+	var jobs []createJob
 	for _, c := range changes {
 		if !c.changes {
 			continue
 		}
-		field := fmt.Sprintf("diffs[%d]", c.index)
-		ioErr := func(err error, what string) error {
-			var pe *Error
-			if errors.As(err, &pe) && pe.Code == CodePathRejected {
-				pe.Field, pe.Path = field, c.path
-				return pe
-			}
-			return &Error{Code: CodeIO, Field: field, Path: c.path, Msg: what, Err: err}
-		}
 		if c.backup != "" {
 			if err := w.step("backup", c.backup); err != nil {
-				return ioErr(err, "writing the backup")
+				return fileErr(c, err, "writing the backup")
 			}
-			f, err := w.create(c.backup, c.before, c.perm)
-			if err != nil {
-				if errors.Is(err, fs.ErrExist) {
-					return &Error{Code: CodeBackupExists, Field: field, Path: c.path, Msg: fmt.Sprintf("the backup %s already exists", c.backup)}
-				}
-				return ioErr(err, "writing the backup")
-			}
-			files = append(files, staged{f: f, name: c.backup})
-			backup := c.backup
-			w.onUndo(backup, func() error { return w.remove(backup) })
+			jobs = append(jobs, createJob{c: c, name: c.backup, data: c.before, backup: true})
 		}
 		changed[path.Dir(c.path)] = true
 		if c.delete {
 			continue
 		}
 		if err := w.step("write", c.path); err != nil {
-			return ioErr(err, "writing the file")
+			return fileErr(c, err, "writing the file")
 		}
 		if err := w.mkdirs(path.Dir(c.path), changed); err != nil {
-			return ioErr(err, "creating the file's directory")
+			return fileErr(c, err, "creating the file's directory")
 		}
-		tmp := tempName(c.path)
-		f, err := w.create(tmp, c.after, c.perm)
-		if err != nil {
-			return ioErr(err, "writing the file")
+		jobs = append(jobs, createJob{c: c, name: tempName(c.path), data: c.after})
+	}
+	w.createAll(jobs)
+	// Every file created is removed by a rollback (through the handle it
+	// was created with: it is this run's own file, in the directory it
+	// was created in), also when another failed.
+	var first error
+	for _, j := range jobs {
+		if j.err != nil {
+			if first == nil {
+				switch {
+				case j.backup && errors.Is(j.err, fs.ErrExist):
+					first = &Error{Code: CodeBackupExists, Field: fmt.Sprintf("diffs[%d]", j.c.index), Path: j.c.path, Msg: fmt.Sprintf("the backup %s already exists", j.name)}
+				case j.backup:
+					first = fileErr(j.c, j.err, "writing the backup")
+				default:
+					first = fileErr(j.c, j.err, "writing the file")
+				}
+			}
+			continue
 		}
-		files = append(files, staged{f: f, name: tmp})
-		temps[c] = tmp
-		w.onUndo(tmp, func() error {
-			if err := w.remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		files = append(files, staged{f: j.f, name: j.name})
+		dir, base := j.dir, path.Base(j.name)
+		if j.backup {
+			w.onUndo(j.name, func() error { return dir.Remove(base) })
+			continue
+		}
+		temps[j.c] = j.name
+		w.onUndo(j.name, func() error {
+			if err := dir.Remove(base); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 			return nil
 		})
+	}
+	if first != nil {
+		return first
 	}
 	if testNoSync == "1" {
 		return w.renameAll(changes, temps)
@@ -697,13 +884,54 @@ func (w *writer) commitAll(changes []*change) error {
 	}
 	var ds []staged
 	for d := range changed {
-		f, err := w.root.Open(d)
+		f, err := w.openDir(d)
 		if err != nil {
 			return &Error{Code: CodeIO, Path: d, Msg: "syncing the directory " + d, Err: err}
 		}
 		ds = append(ds, staged{f: f, name: d})
 	}
 	return syncEach(ds)
+}
+
+// createJob is a backup or temporary file to create, and the outcome.
+type createJob struct {
+	c      *change
+	name   string
+	data   []byte
+	backup bool
+	f      *os.File
+	dir    *os.Root
+	err    error
+}
+
+// createAll creates the files of jobs, a few at a time.
+func (w *writer) createAll(jobs []createJob) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(jobs)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(jobs) {
+					return
+				}
+				j := &jobs[i]
+				j.f, j.dir, j.err = w.create(j.name, j.data, j.c.perm)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// fileErr is err, a failure to write c's file, with c's field and path.
+func fileErr(c *change, err error, what string) error {
+	field := fmt.Sprintf("diffs[%d]", c.index)
+	var pe *Error
+	if errors.As(err, &pe) && pe.Code == CodePathRejected {
+		pe.Field, pe.Path = field, c.path
+		return pe
+	}
+	return &Error{Code: CodeIO, Field: field, Path: c.path, Msg: what, Err: err}
 }
 
 // testNoSync, set to "1" at link time by a benchmark only (never by a
@@ -719,38 +947,28 @@ func (w *writer) renameAll(changes []*change, temps map[*change]string) error {
 			continue
 		}
 		field := fmt.Sprintf("diffs[%d]", c.index)
-		ioErr := func(err error, what string) error {
-			var pe *Error
-			if errors.As(err, &pe) && pe.Code == CodePathRejected {
-				pe.Field, pe.Path = field, c.path
-				return pe
-			}
-			return &Error{Code: CodeIO, Field: field, Path: c.path, Msg: what, Err: err}
-		}
+		ioErr := func(err error, what string) error { return fileErr(c, err, what) }
 		if err := w.step("rename", c.path); err != nil {
 			return ioErr(err, "writing the file")
 		}
-		// The file's directories must still be real ones, and the file
-		// what was planned against.
-		if dir := path.Dir(c.path); dir != "." {
-			if _, err := checkDir(w.root, dir); err != nil {
-				return ioErr(err, "checking the file's directory")
-			}
+		// The file's directories must still be real ones and the ones
+		// opened (checked by split), and the file what was planned
+		// against.
+		dir, base, err := w.dirs.split(c.path)
+		if err != nil {
+			return ioErr(err, "checking the file's directory")
 		}
-		now, exists, _, err := w.dirs.readFile(c.path)
+		same, err := unchanged(c, dir, base)
 		if err != nil {
 			return ioErr(err, "reading the file again")
 		}
-		if exists != c.exists || !bytes.Equal(now, c.before) {
+		if !same {
 			return &Error{Code: CodeChecksumMismatch, Field: field, Path: c.path, Msg: "the file changed while the plan was being applied"}
 		}
-		dir, base, err := w.dirs.split(c.path)
-		if err == nil {
-			if c.delete {
-				err = dir.Remove(base)
-			} else {
-				err = dir.Rename(path.Base(temps[c]), base)
-			}
+		if c.delete {
+			err = dir.Remove(base)
+		} else {
+			err = dir.Rename(path.Base(temps[c]), base)
 		}
 		if err != nil {
 			return ioErr(err, "replacing the file")
@@ -811,13 +1029,16 @@ func (w *writer) rollback() []undoFailure {
 
 // mkdirs creates dir and its missing parents, remembering to remove them
 // and adding the parent of each to changed. An existing directory must be
-// a real one (checkDir), checked again here, just before it is written
-// into.
+// a real one, opened and checked again here (dirs.dir), just before it is
+// written into; a new one is created through its parent's handle, checked
+// just before.
 func (w *writer) mkdirs(dir string, changed map[string]bool) error {
 	if dir == "." || w.made[dir] {
 		return nil
 	}
-	_, err := checkDir(w.root, dir)
+	// A directory missing when the files were read may exist by now.
+	w.dirs.forgetMissing(dir)
+	_, err := w.dirs.dir(dir)
 	if err == nil {
 		w.made[dir] = true
 		return nil
@@ -825,17 +1046,37 @@ func (w *writer) mkdirs(dir string, changed map[string]bool) error {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := w.mkdirs(path.Dir(dir), changed); err != nil {
+	parent, base := path.Dir(dir), path.Base(dir)
+	if err := w.mkdirs(parent, changed); err != nil {
 		return err
 	}
-	if err := w.root.Mkdir(dir, 0o755); err != nil {
+	pr, err := w.dirs.dir(parent)
+	if err != nil {
+		return err
+	}
+	if err := pr.Mkdir(base, 0o755); err != nil {
 		return err
 	}
 	w.made[dir] = true
 	w.dirs.forget(dir)
-	changed[path.Dir(dir)] = true
-	w.onUndo(dir, func() error { return w.root.Remove(dir) })
+	changed[parent] = true
+	w.onUndo(dir, func() error {
+		pr, err := w.dirs.dir(parent)
+		if err != nil {
+			return err
+		}
+		return pr.Remove(base)
+	})
 	return nil
+}
+
+// openDir opens dir, checked (dirs.dir), to sync it.
+func (w *writer) openDir(dir string) (*os.File, error) {
+	r, err := w.dirs.dir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return r.Open(".")
 }
 
 func tempName(name string) string {
@@ -857,7 +1098,7 @@ func (w *writer) remove(name string) error {
 // and rename, then syncs the directory.
 func (w *writer) replace(name string, data []byte, perm fs.FileMode) error {
 	tmp := tempName(name)
-	f, err := w.create(tmp, data, perm)
+	f, _, err := w.create(tmp, data, perm)
 	if err == nil {
 		err = f.Sync()
 		if cerr := f.Close(); err == nil {
@@ -876,23 +1117,24 @@ func (w *writer) replace(name string, data []byte, perm fs.FileMode) error {
 		_ = w.remove(tmp)
 		return err
 	}
-	if d, err := w.root.Open(path.Dir(name)); err == nil {
+	if d, err := w.openDir(path.Dir(name)); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}
 	return nil
 }
 
-// create writes a new file, failing if name exists, and returns it open
-// (not yet synced).
-func (w *writer) create(name string, data []byte, perm fs.FileMode) (*os.File, error) {
+// create writes a new file, failing if name exists, through its
+// directory's handle (checked just before), and returns it open (not yet
+// synced) with that handle.
+func (w *writer) create(name string, data []byte, perm fs.FileMode) (*os.File, *os.Root, error) {
 	dir, base, err := w.dirs.split(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -901,7 +1143,7 @@ func (w *writer) create(name string, data []byte, perm fs.FileMode) (*os.File, e
 	if err != nil {
 		f.Close()
 		_ = dir.Remove(base)
-		return nil, err
+		return nil, nil, err
 	}
-	return f, nil
+	return f, dir, nil
 }

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"bytes"
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 )
@@ -191,6 +193,9 @@ func (r *fastReader) str(max int) (string, bool) {
 	start := r.i
 	high := false
 	for r.i < len(r.b) {
+		if r.i = plainRun(r.b, r.i); r.i >= len(r.b) {
+			break
+		}
 		c := r.b[r.i]
 		switch {
 		case c == '"':
@@ -212,37 +217,68 @@ func (r *fastReader) str(max int) (string, bool) {
 	return "", false
 }
 
+// plainRun is the index of the first byte of b from i on that a string
+// reader must look at: a quote, a backslash, a control character or a
+// byte of a multi-byte character (len(b) if there is none). It skips
+// eight plain bytes at a time.
+func plainRun(b []byte, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	// hasZero is nonzero exactly when a byte of x is zero; likewise
+	// (w-ones*0x20)&^w&highs when a byte of w is below 0x20, and w&highs
+	// when one is 0x80 or above. Any of them stops the eight-byte steps:
+	// the bytes are then looked at one by one.
+	hasZero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
+	for i+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[i:])
+		if hasZero(w^(ones*'"'))|hasZero(w^(ones*'\\'))|(w-ones*0x20)&^w&highs|w&highs != 0 {
+			break
+		}
+		i += 8
+	}
+	for i < len(b) {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			return i
+		}
+		i++
+	}
+	return i
+}
+
 // escaped finishes reading a string that holds escapes, from r.i (at the
 // first backslash); the bytes from start are plain.
 func (r *fastReader) escaped(start, max int, high bool) (string, bool) {
-	buf := make([]byte, 0, r.i-start+64)
-	buf = append(buf, r.b[start:r.i]...)
-	for r.i < len(r.b) {
-		c := r.b[r.i]
+	// Find the closing quote first: the string decoded is no longer than
+	// its text, so one buffer of that size holds it.
+	end := r.i
+	for end < len(r.b) {
+		if end = plainRun(r.b, end); end >= len(r.b) {
+			break
+		}
+		c := r.b[end]
 		switch {
 		case c == '"':
-			r.i++
-			if len(buf) > max || high && !utf8.Valid(buf) {
-				return "", false
-			}
-			return string(buf), true
+		case c == '\\':
+			end += 2
+			continue
 		case c < 0x20:
 			return "", false
-		case c != '\\':
-			// Copy the run of plain bytes up to the next quote or
-			// backslash in one step.
-			j := r.i
-			for j < len(r.b) && r.b[j] != '"' && r.b[j] != '\\' && r.b[j] >= 0x20 {
-				high = high || r.b[j] >= utf8.RuneSelf
-				j++
-			}
-			buf = append(buf, r.b[r.i:j]...)
-			r.i = j
+		default:
+			high = high || c >= utf8.RuneSelf
+			end++
 			continue
 		}
-		if r.i+1 >= len(r.b) {
-			return "", false
-		}
+		break
+	}
+	if end >= len(r.b) {
+		return "", false
+	}
+	buf := make([]byte, 0, end-start)
+	buf = append(buf, r.b[start:r.i]...)
+	for r.i < end {
+		// r.i is at a backslash.
 		switch e := r.b[r.i+1]; e {
 		case '"', '\\', '/':
 			buf = append(buf, e)
@@ -257,7 +293,7 @@ func (r *fastReader) escaped(start, max int, high bool) (string, bool) {
 		case 't':
 			buf = append(buf, '\t')
 		case 'u':
-			if r.i+6 > len(r.b) {
+			if r.i+6 > end {
 				return "", false
 			}
 			v, err := strconv.ParseUint(string(r.b[r.i+2:r.i+6]), 16, 16)
@@ -267,14 +303,25 @@ func (r *fastReader) escaped(start, max int, high bool) (string, bool) {
 				return "", false
 			}
 			buf = utf8.AppendRune(buf, rune(v))
-			r.i += 6
-			continue
+			r.i += 4
 		default:
 			return "", false
 		}
 		r.i += 2
+		// Copy the run of plain bytes up to the next backslash or the
+		// closing quote in one step.
+		j := bytes.IndexByte(r.b[r.i:end], '\\')
+		if j < 0 {
+			j = end - r.i
+		}
+		buf = append(buf, r.b[r.i:r.i+j]...)
+		r.i += j
 	}
-	return "", false
+	r.i = end + 1
+	if len(buf) > max || high && !utf8.Valid(buf) {
+		return "", false
+	}
+	return string(buf), true
 }
 
 // int reads an integer written as -?(0|[1-9][0-9]*) that fits an int64.

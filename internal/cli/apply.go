@@ -183,7 +183,27 @@ func readPlanFile(name string, n int64) ([]byte, error) {
 		return nil, err
 	}
 	defer fh.Close()
-	return io.ReadAll(io.LimitReader(fh, n))
+	// Read into a buffer of the file's size (one read, no regrowth); the
+	// limit still holds for a file that grows meanwhile.
+	size := 512
+	if fi, err := fh.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = int(min(fi.Size(), n)) + 1
+	}
+	r := io.LimitReader(fh, n)
+	b := make([]byte, 0, size)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		k, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // applyPlan parses, validates, applies and verifies a plan document and
