@@ -187,13 +187,14 @@ type IndexStatus struct {
 type indexStatusJSON struct {
 	Repo              string     `json:"repo"`
 	IndexState        IndexState `json:"index_state"`
-	LastIndexedAt     string     `json:"last_indexed_at"`
+	LastIndexedAt     string     `json:"last_indexed_at,omitempty"`
 	LastIndexedCommit string     `json:"last_indexed_commit"`
 	SchemaVersion     int        `json:"schema_version"`
 	LastError         string     `json:"last_error,omitempty"`
 }
 
-// MarshalJSON writes LastIndexedAt in RFC 3339 in UTC (empty when zero).
+// MarshalJSON writes LastIndexedAt in RFC 3339 in UTC, and leaves it out
+// when it is zero (nothing was ever indexed).
 func (s IndexStatus) MarshalJSON() ([]byte, error) {
 	j := indexStatusJSON{Repo: s.Repo, IndexState: s.IndexState, LastIndexedCommit: s.LastIndexedCommit,
 		SchemaVersion: s.SchemaVersion, LastError: s.LastError}

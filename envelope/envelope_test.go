@@ -91,6 +91,42 @@ func TestIndexStatusRoundTrip(t *testing.T) {
 	if json.Unmarshal([]byte(`{"last_indexed_at":"yesterday"}`), &back) == nil {
 		t.Fatal("a bad time parsed")
 	}
+	// Never indexed: last_indexed_at is left out, never "".
+	data, _ = json.Marshal(envelope.IndexStatus{Repo: "r", IndexState: envelope.IndexRebuilding, SchemaVersion: 1})
+	if strings.Contains(string(data), "last_indexed_at") {
+		t.Fatalf("zero last_indexed_at written: %s", data)
+	}
+	if err := json.Unmarshal(data, &back); err != nil || !back.LastIndexedAt.IsZero() {
+		t.Fatalf("%v %+v", err, back)
+	}
+}
+
+func TestManifestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if _, err := envelope.ReadManifest(root); err == nil {
+		t.Fatal("a missing manifest read")
+	}
+	m := envelope.Manifest{Target: "t", Repo: "r", Files: map[string]envelope.ManifestEntry{
+		"a/b.go": {ID: "id1", Version: 2, SHA256: "abc", Size: 3, ModTime: 4}}}
+	if err := envelope.WriteManifest(root, m); err != nil {
+		t.Fatal(err)
+	}
+	back, err := envelope.ReadManifest(root)
+	if err != nil || back.Repo != "r" || back.Files["a/b.go"] != m.Files["a/b.go"] {
+		t.Fatalf("%v %+v", err, back)
+	}
+	if _, err := os.Stat(filepath.Join(dir, envelope.ManifestFile+".tmp")); err == nil {
+		t.Fatal("temporary file left behind")
+	}
+	write(t, dir, envelope.ManifestFile, "{broken")
+	if _, err := envelope.ReadManifest(root); err == nil {
+		t.Fatal("a broken manifest read")
+	}
 }
 
 const commitA = "0123456789abcdef0123456789abcdef01234567"
@@ -169,6 +205,18 @@ func TestRoute(t *testing.T) {
 		{"ref escaping", func(t *testing.T, dir string) {
 			writeStatus(t, dir, fresh)
 			write(t, dir, ".git/HEAD", "ref: refs/../../../etc/passwd\n")
+		}, false, envelope.Unknown},
+		{"unknown schema version", func(t *testing.T, dir string) {
+			st := fresh
+			st.SchemaVersion = envelope.SchemaVersion + 1
+			writeStatus(t, dir, st)
+			write(t, dir, ".git/HEAD", commitA)
+		}, false, envelope.Unknown},
+		{"no schema version", func(t *testing.T, dir string) {
+			st := fresh
+			st.SchemaVersion = 0
+			writeStatus(t, dir, st)
+			write(t, dir, ".git/HEAD", commitA)
 		}, false, envelope.Unknown},
 		{"worktree file", func(t *testing.T, dir string) {
 			writeStatus(t, dir, fresh)

@@ -34,7 +34,10 @@ type Decision struct {
 
 // Route decides whether the index of the repository at repoDir may answer:
 // only when its status says fresh and the commit it indexed is the one HEAD
-// names now. It reads repoDir through an os.Root, never outside it.
+// names now. A status of another schema version (an older or newer ctxkit
+// wrote it) is not used and its freshness is UNKNOWN: this ctxkit cannot
+// tell what such an index holds. It reads repoDir through an os.Root, never
+// outside it.
 func Route(repoDir string) Decision {
 	root, err := os.OpenRoot(repoDir)
 	if err != nil {
@@ -51,6 +54,11 @@ func RouteIn(root *os.Root) Decision {
 		return Decision{Freshness: Unknown, Reason: err.Error()}
 	}
 	d := Decision{Status: st}
+	if st.SchemaVersion != SchemaVersion {
+		d.Freshness, d.Reason = Unknown, fmt.Sprintf("the index has schema version %d; this ctxkit reads version %d (run ctxkit index again)",
+			st.SchemaVersion, SchemaVersion)
+		return d
+	}
 	if st.IndexState != IndexFresh {
 		d.Freshness, d.Reason = Stale, fmt.Sprintf("index state is %q", st.IndexState)
 		return d
@@ -101,15 +109,8 @@ func ReadStatus(root *os.Root) (*IndexStatus, error) {
 // WriteStatus writes st to StatusFile under root, atomically (a temporary
 // file renamed into place), with a .gitignore beside it.
 func WriteStatus(root *os.Root, st IndexStatus) error {
-	dir := path.Dir(StatusFile)
-	if err := root.MkdirAll(dir, 0o755); err != nil {
+	if err := ensureDir(root); err != nil {
 		return err
-	}
-	ignore := path.Join(dir, ".gitignore")
-	if _, err := root.Stat(ignore); errors.Is(err, fs.ErrNotExist) {
-		if err := root.WriteFile(ignore, []byte("*\n"), 0o644); err != nil {
-			return err
-		}
 	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -120,6 +121,22 @@ func WriteStatus(root *os.Root, st IndexStatus) error {
 		return err
 	}
 	return root.Rename(tmp, StatusFile)
+}
+
+// ensureDir creates the directory of StatusFile and ManifestFile, with a
+// .gitignore that keeps it out of the repository.
+func ensureDir(root *os.Root) error {
+	dir := path.Dir(StatusFile)
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ignore := path.Join(dir, ".gitignore")
+	if _, err := root.Stat(ignore); errors.Is(err, fs.ErrNotExist) {
+		if err := root.WriteFile(ignore, []byte("*\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Head returns the commit the repository's HEAD names, reading .git under

@@ -51,8 +51,12 @@ func Revise(a Actor, cur Breadcrumb, expectedVersion int64, m Mutation, now time
 }
 
 // PageSize is q.Limit checked: DefaultLimit for 0, an error outside
-// 1..MaxLimit.
+// 1..MaxLimit. It also refuses more tag filters than a breadcrumb can
+// have tags (MaxTags).
 func PageSize(q Query) (int, error) {
+	if err := checkTagFilters(q.Tags); err != nil {
+		return 0, err
+	}
 	switch {
 	case q.Limit == 0:
 		return DefaultLimit, nil
@@ -83,4 +87,13 @@ func Distinct(ss []string) []string {
 		}
 	}
 	return out
+}
+
+// checkTagFilters refuses more distinct tag filters than MaxTags: no
+// breadcrumb could match them all, and each costs the query work.
+func checkTagFilters(tags []string) error {
+	if n := len(Distinct(tags)); n > MaxTags {
+		return &Error{Code: CodeInvalid, Field: "tag", Msg: fmt.Sprintf("%d tag filters; the limit is %d", n, MaxTags)}
+	}
+	return nil
 }

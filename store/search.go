@@ -18,6 +18,12 @@ import (
 // the view hides is never searchable. Text is split into words the same way
 // for every backend and for queries: runs of letters and digits, lowercased;
 // everything else separates words.
+//
+// Search ranks at most the MaxRanked (default DefaultMaxRanked, 1,000)
+// newest matching breadcrumbs of the caller's owner, so its cost does not
+// grow with how many breadcrumbs a common word matches: a query that
+// matches more ranks the newest of them (SearchResult.Bounded is then
+// true), and a narrower query finds the older ones.
 
 // Search limits.
 const (
@@ -43,17 +49,62 @@ type SearchQuery struct {
 	Tags       []string // all must match
 	SchemaName string
 	Limit      int // 1..MaxSearchLimit; 0 means DefaultSearchLimit
+	// MaxRanked bounds how many of the newest matching breadcrumbs of the
+	// owner are ranked: 0 means DefaultMaxRanked, at most MaxMaxRanked.
+	MaxRanked int
+}
+
+// Ranking bounds.
+const (
+	DefaultMaxRanked = 1_000
+	MaxMaxRanked     = 100_000
+)
+
+// SearchResult is the hits of a search, best first.
+type SearchResult struct {
+	Hits []SearchHit
+	// Bounded: more breadcrumbs matched than were ranked (MaxRanked), so
+	// the hits are the best of the newest matches only.
+	Bounded bool
+}
+
+// RankBound is q.MaxRanked checked: DefaultMaxRanked for 0.
+func RankBound(q SearchQuery) (int, error) {
+	switch {
+	case q.MaxRanked == 0:
+		return DefaultMaxRanked, nil
+	case q.MaxRanked < 0 || q.MaxRanked > MaxMaxRanked:
+		return 0, invalid("max_ranked", "must be between 1 and %d", MaxMaxRanked)
+	}
+	return q.MaxRanked, nil
 }
 
 // SearchHit is a breadcrumb that matched, with its relevance: higher is
-// better; scores compare within one result only.
+// better; scores compare within one result only. A breadcrumb whose title
+// holds every term the query requires ranks above every one that does not
+// (its score is 1 or more; the others' are below 1).
 type SearchHit struct {
 	Breadcrumb
 	Score float64
 }
 
-// SearchLimit is q.Limit checked.
+// Score is a hit's Score from a backend's rank (0 or more, higher better)
+// and whether its title holds every required term: title matches first.
+func Score(rank float64, inTitle bool) float64 {
+	rank = max(rank, 0)
+	s := rank / (1 + rank)
+	if inTitle {
+		s++
+	}
+	return s
+}
+
+// SearchLimit is q.Limit checked; it also refuses more than MaxTags tag
+// filters.
 func SearchLimit(q SearchQuery) (int, error) {
+	if err := checkTagFilters(q.Tags); err != nil {
+		return 0, err
+	}
 	switch {
 	case q.Limit == 0:
 		return DefaultSearchLimit, nil
@@ -298,9 +349,9 @@ const (
 )
 
 // Document is the search document of b: its title, tags and description,
-// and SearchText, or when that is empty the text of its context as a view
-// falls back to it (include and exclude applied, rules not run), so hidden
-// fields are not searchable either way.
+// and SearchText, or when that is empty FallbackSearchText: the view's
+// text when it can be known without running rules, else nothing, so a
+// field the view hides is never searchable either way.
 func Document(b *Breadcrumb) SearchDocument {
 	body := b.SearchText
 	if body == "" {
@@ -330,14 +381,22 @@ func Document(b *Breadcrumb) SearchDocument {
 	return d
 }
 
-// FallbackSearchText is the text of b's context filtered by its hints'
-// include and exclude (the whole context without hints).
+// FallbackSearchText is the text of b's view when it can be known without
+// running rules: the whole context without hints, the context filtered by
+// include and exclude when the hints have no transform rules (the view is
+// then exactly that). With transform rules it is empty: the filtered
+// context is not the view, and a field the rules drop (a template that
+// leaves out "card") must not become searchable. Title, description and
+// tags stay searchable.
 func FallbackSearchText(b *Breadcrumb) string {
 	doc, err := view.DecodeJSON(b.Context)
 	if err != nil {
 		return ""
 	}
-	if len(b.LLMHints) > 0 {
+	if len(b.LLMHints) > 0 && string(b.LLMHints) != "null" {
+		if HasTransform(b.LLMHints) {
+			return ""
+		}
 		v, err := view.Compile(b.LLMHints)
 		if err != nil {
 			return ""
@@ -345,6 +404,25 @@ func FallbackSearchText(b *Breadcrumb) string {
 		doc = v.Filter(doc)
 	}
 	return ViewText(doc)
+}
+
+// HasTransform reports whether hints have transform rules (or cannot be
+// read, which counts as having them): a view that only a rule engine can
+// compute.
+func HasTransform(hints []byte) bool {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(hints, &top); err != nil {
+		return true
+	}
+	t, ok := top["transform"]
+	if !ok || string(t) == "null" {
+		return false
+	}
+	var rules map[string]json.RawMessage
+	if err := json.Unmarshal(t, &rules); err != nil {
+		return true
+	}
+	return len(rules) > 0
 }
 
 // ViewText is the searchable text of a decoded JSON value (a view): object

@@ -161,8 +161,10 @@ type Store interface {
 	// a stream that starts "now" passes it to Events.
 	LatestSeq(ctx context.Context) (int64, error)
 	// Search returns the breadcrumbs the actor may list (the visibility of
-	// List) that match q, best first.
-	Search(ctx context.Context, a Actor, q SearchQuery) ([]SearchHit, error)
+	// List) that match q, best first. It ranks at most the q.MaxRanked
+	// newest matching breadcrumbs of the actor's owner (SearchResult.Bounded
+	// says when there were more).
+	Search(ctx context.Context, a Actor, q SearchQuery) (SearchResult, error)
 	// Expire deletes the breadcrumbs whose expiry time is before now and
 	// returns how many.
 	Expire(ctx context.Context, now time.Time) (int, error)

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -58,29 +60,26 @@ Flags:
 	})
 }
 
-// indexManifest is what the last run wrote, per file.
-type indexManifest struct {
-	Target string                   `json:"target"`
-	Repo   string                   `json:"repo"`
-	Files  map[string]manifestEntry `json:"files"`
-}
-
-type manifestEntry struct {
-	ID      string `json:"id"`
-	Version int64  `json:"version"`
-	SHA256  string `json:"sha256"`
-	Size    int64  `json:"size"`
-	ModTime int64  `json:"mtime_ns"`
-}
-
-const manifestFile = ".ctxkit/manifest.json"
+// manifestSaveEvery is how many writes a run makes between saving the
+// manifest, so even a run that is killed leaves most of its work recorded.
+const manifestSaveEvery = 100
 
 // indexTarget is where file breadcrumbs go: a server or a local store.
 type indexTarget interface {
 	create(ctx context.Context, b store.Breadcrumb) (id string, version int64, err error)
 	update(ctx context.Context, id string, version int64, b store.Breadcrumb) (int64, error)
 	delete(ctx context.Context, id string) error
+	// files lists the file breadcrumbs tagged tag: what an earlier run
+	// wrote, whether or not the manifest recorded it.
+	files(ctx context.Context, tag string) ([]fileRef, error)
 	describe() string
+}
+
+// fileRef is a file breadcrumb a target holds: its title is the path.
+type fileRef struct {
+	ID      string
+	Path    string
+	Version int64
 }
 
 // IndexOptions configure one indexing run.
@@ -180,22 +179,59 @@ func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelop
 	if err := envelope.WriteStatus(root, st); err != nil {
 		return st, stats, fmt.Errorf("--repo: writing the index status: %w", err)
 	}
+	man, _ := envelope.ReadManifest(root)
+	if man == nil || man.Target != target.describe() || man.Repo != name {
+		man = &envelope.Manifest{Files: map[string]envelope.ManifestEntry{}}
+	}
+	next := envelope.Manifest{Target: target.describe(), Repo: name, Files: map[string]envelope.ManifestEntry{}}
+	// done is what is known now: the last manifest with this run's writes
+	// over it. It is saved every manifestSaveEvery writes and when the run
+	// fails, so the next run neither repeats a create (a duplicate) nor
+	// updates a version that is no longer current.
+	done := envelope.Manifest{Target: next.Target, Repo: name, Files: maps.Clone(man.Files)}
+	writes := 0
+	record := func(p string, e envelope.ManifestEntry) error {
+		next.Files[p], done.Files[p] = e, e
+		if writes++; writes%manifestSaveEvery == 0 {
+			return envelope.WriteManifest(root, done)
+		}
+		return nil
+	}
 	fail := func(err error) (envelope.IndexStatus, indexStats, error) {
+		if werr := envelope.WriteManifest(root, done); werr != nil {
+			err = fmt.Errorf("%w (and saving the manifest: %v)", err, werr)
+		}
 		st.IndexState, st.LastError = envelope.IndexError, err.Error()
 		envelope.WriteStatus(root, st)
 		return st, stats, err
 	}
 
-	man := readManifest(root)
-	if man.Target != target.describe() || man.Repo != name {
-		man = indexManifest{Files: map[string]manifestEntry{}}
+	tag := server.RepoTag(name)
+	// existing maps each path to the breadcrumb the target holds for it,
+	// listed once when first needed: a file the manifest does not know may
+	// have been written by a run that failed before recording it.
+	var existing map[string]fileRef
+	lookup := func(p string, refresh bool) (fileRef, bool, error) {
+		if existing == nil || refresh {
+			refs, err := target.files(ctx, tag)
+			if err != nil {
+				return fileRef{}, false, err
+			}
+			existing = make(map[string]fileRef, len(refs))
+			for _, r := range refs {
+				if _, dup := existing[r.Path]; !dup { // newest first: keep the newest
+					existing[r.Path] = r
+				}
+			}
+		}
+		r, ok := existing[p]
+		return r, ok, nil
 	}
-	next := indexManifest{Target: target.describe(), Repo: name, Files: map[string]manifestEntry{}}
+
 	files, err := trackedFiles(ctx, abs)
 	if err != nil {
 		return fail(err)
 	}
-	tag := server.RepoTag(name)
 	for _, p := range files {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
@@ -221,10 +257,12 @@ func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelop
 			stats.binary++
 			continue
 		}
-		entry := manifestEntry{SHA256: fc.SHA256, Size: info.Size(), ModTime: info.ModTime().UnixNano()}
+		entry := envelope.ManifestEntry{SHA256: fc.SHA256, Size: info.Size(), ModTime: info.ModTime().UnixNano()}
 		if known && old.SHA256 == fc.SHA256 {
 			entry.ID, entry.Version = old.ID, old.Version
-			next.Files[p] = entry
+			if err := record(p, entry); err != nil {
+				return fail(err)
+			}
 			stats.unchanged++
 			stats.files++
 			continue
@@ -235,9 +273,26 @@ func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelop
 		}
 		b := store.Breadcrumb{Title: p, Description: fc.Language + " file of " + name, SchemaName: server.FileSchema,
 			Tags: []string{tag}, Context: ctxJSON}
+		if !known {
+			// Written by a run that failed before recording it?
+			r, found, err := lookup(p, false)
+			if err != nil {
+				return fail(fmt.Errorf("listing the files indexed before: %w", err))
+			}
+			if found {
+				old, known = envelope.ManifestEntry{ID: r.ID, Version: r.Version}, true
+			}
+		}
 		if known {
 			entry.ID = old.ID
 			entry.Version, err = target.update(ctx, old.ID, old.Version, b)
+			if isVersionMismatch(err) {
+				// Changed since recorded (a run whose reply was lost):
+				// update the current version, once.
+				if r, found, lerr := lookup(p, true); lerr == nil && found && r.ID == old.ID {
+					entry.Version, err = target.update(ctx, old.ID, r.Version, b)
+				}
+			}
 			if err == nil {
 				stats.updated++
 			}
@@ -251,7 +306,9 @@ func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelop
 		if err != nil {
 			return fail(fmt.Errorf("%s: %w", p, err))
 		}
-		next.Files[p] = entry
+		if err := record(p, entry); err != nil {
+			return fail(err)
+		}
 		stats.files++
 	}
 	gone := make([]string, 0)
@@ -265,6 +322,7 @@ func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelop
 		err := target.delete(ctx, man.Files[p].ID)
 		switch {
 		case err == nil || isNotFound(err):
+			delete(done.Files, p)
 			stats.removed++
 		case isForbidden(err):
 			stats.kept++
@@ -272,7 +330,7 @@ func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelop
 			return fail(fmt.Errorf("%s: removing: %w", p, err))
 		}
 	}
-	if err := writeManifest(root, next); err != nil {
+	if err := envelope.WriteManifest(root, next); err != nil {
 		return fail(err)
 	}
 	st = envelope.IndexStatus{Repo: name, IndexState: envelope.IndexFresh, LastIndexedAt: started,
@@ -378,31 +436,6 @@ func language(p string) string {
 	return languages[strings.ToLower(path.Ext(p))]
 }
 
-func readManifest(root *os.Root) indexManifest {
-	var m indexManifest
-	f, err := root.Open(manifestFile)
-	if err != nil {
-		return m
-	}
-	defer f.Close()
-	if json.NewDecoder(f).Decode(&m) != nil {
-		return indexManifest{}
-	}
-	return m
-}
-
-func writeManifest(root *os.Root, m indexManifest) error {
-	data, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	tmp := manifestFile + ".tmp"
-	if err := root.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return root.Rename(tmp, manifestFile)
-}
-
 // storeTarget writes to a store directly.
 type storeTarget struct {
 	db    store.Store
@@ -429,6 +462,24 @@ func (t *storeTarget) delete(ctx context.Context, id string) error {
 	return t.db.Delete(ctx, t.actor, id)
 }
 
+func (t *storeTarget) files(ctx context.Context, tag string) ([]fileRef, error) {
+	var refs []fileRef
+	q := store.Query{Tags: []string{tag}, SchemaName: server.FileSchema, Limit: store.MaxLimit}
+	for {
+		page, err := t.db.List(ctx, t.actor, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range page.Items {
+			refs = append(refs, fileRef{ID: b.ID, Path: b.Title, Version: b.Version})
+		}
+		if page.NextCursor == "" {
+			return refs, nil
+		}
+		q.Cursor = page.NextCursor
+	}
+}
+
 // httpTarget writes through a ctxkit server's API.
 type httpTarget struct {
 	base, token string
@@ -451,6 +502,13 @@ func (e *apiError) Error() string { return fmt.Sprintf("%s (%d %s)", e.msg, e.st
 func isNotFound(err error) bool {
 	var ae *apiError
 	return store.IsCode(err, store.CodeNotFound) || errors.As(err, &ae) && ae.code == store.CodeNotFound
+}
+
+// isVersionMismatch reports whether err says the breadcrumb is at another
+// version, from a store or a server.
+func isVersionMismatch(err error) bool {
+	var ae *apiError
+	return store.IsCode(err, store.CodeVersionMismatch) || errors.As(err, &ae) && ae.code == store.CodeVersionMismatch
 }
 
 func isForbidden(err error) bool {
@@ -519,4 +577,29 @@ func (t *httpTarget) update(ctx context.Context, id string, version int64, b sto
 
 func (t *httpTarget) delete(ctx context.Context, id string) error {
 	return t.do(ctx, "DELETE", "/breadcrumbs/"+id, nil, nil, nil)
+}
+
+func (t *httpTarget) files(ctx context.Context, tag string) ([]fileRef, error) {
+	var refs []fileRef
+	q := url.Values{"tag": {tag}, "schema_name": {server.FileSchema}, "limit": {strconv.Itoa(store.MaxLimit)}}
+	for {
+		var page struct {
+			Items []struct {
+				ID      string `json:"id"`
+				Title   string `json:"title"`
+				Version int64  `json:"version"`
+			} `json:"items"`
+			NextCursor string `json:"next_cursor"`
+		}
+		if err := t.do(ctx, "GET", "/breadcrumbs?"+q.Encode(), nil, nil, &page); err != nil {
+			return nil, err
+		}
+		for _, b := range page.Items {
+			refs = append(refs, fileRef{ID: b.ID, Path: b.Title, Version: b.Version})
+		}
+		if page.NextCursor == "" {
+			return refs, nil
+		}
+		q.Set("cursor", page.NextCursor)
+	}
 }

@@ -93,6 +93,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		workspaces[i] = abs
 	}
+	if err := checkWorkspaces(workspaces, *data); err != nil {
+		return err
+	}
 	if *maxBody <= 0 || *expireEvery <= 0 {
 		return usagef("--max-body and --expire-every must be positive")
 	}
@@ -257,4 +260,60 @@ func newLogger(e *env) *slog.Logger {
 		}
 	}
 	return slog.New(slog.NewJSONHandler(e.stderr, nil))
+}
+
+// checkWorkspaces refuses a workspace that holds the data directory (every
+// agent of the server may search a workspace; the data directory holds
+// the database and the signing key) or lies inside it. workspaces are
+// absolute; data is as given.
+func checkWorkspaces(workspaces []string, data string) error {
+	dataAbs, err := filepath.Abs(data)
+	if err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	dataReal := realPath(dataAbs)
+	for _, w := range workspaces {
+		wsReal := realPath(w)
+		switch {
+		case within(wsReal, dataReal):
+			return usagef("--workspace %s holds the data directory %s: every agent may search a workspace, so keep the data directory (the database and the signing key) outside it",
+				relOrAbs(w), data)
+		case within(dataReal, wsReal):
+			return usagef("--workspace %s lies inside the data directory %s: give a directory outside it", relOrAbs(w), data)
+		}
+	}
+	return nil
+}
+
+// realPath is p with symlinks resolved as far as the path exists.
+func realPath(p string) string {
+	p = filepath.Clean(p)
+	var rest []string
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(append([]string{p}, rest...)...)
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
+}
+
+// within reports whether path is dir or below it.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// relOrAbs is p relative to the working directory when it lies below it.
+func relOrAbs(p string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, p); err == nil && within(wd, p) {
+			return rel
+		}
+	}
+	return p
 }

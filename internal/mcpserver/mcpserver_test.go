@@ -37,6 +37,16 @@ func start(t *testing.T) *fixture {
 	ws := filepath.Join(t.TempDir(), "proj")
 	os.MkdirAll(ws, 0o755)
 	os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n// handleOrders serves orders\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "untracked.go"), []byte("// handleOrders in a file nobody tracks\n"), 0o644)
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	// The manifest lists the files a disk scan may read.
+	if err := envelope.WriteManifest(root, envelope.Manifest{Files: map[string]envelope.ManifestEntry{"main.go": {}}}); err != nil {
+		t.Fatal(err)
+	}
 	api := server.New(server.Options{Store: db, Key: key, Workspaces: []string{ws}})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(func() { api.StopStreams(); srv.Close(); db.Close() })
@@ -175,6 +185,22 @@ func exercise(t *testing.T, f *fixture, s *mcp.ClientSession, other *mcp.ClientS
 		t.Fatalf("get is not the view: %s", r.text)
 	}
 
+	// A view whose rules fail falls back, and says so.
+	r = call(t, s, "breadcrumb_create", map[string]any{"title": "Spinning orders", "context": map[string]any{"k": "v"},
+		"llm_hints": map[string]any{"transform": map[string]any{"spin": map[string]any{"type": "jq", "query": "def f: f; f"}}}, "tags": []string{"spin"}})
+	var spun struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal(r.env.Items[0], &spun)
+	r = call(t, s, "breadcrumb_get", map[string]any{"id": spun.ID})
+	if r.env.Meta.Status != envelope.StatusFallback || r.env.Meta.Source != envelope.SourceLocalFallback || !strings.Contains(r.env.Meta.Message, "view") {
+		t.Fatalf("a fallen-back view reported as %s/%s: %s", r.env.Meta.Status, r.env.Meta.Source, r.text)
+	}
+	r = call(t, s, "breadcrumb_search", map[string]any{"q": "orders", "tags": []string{"spin"}})
+	if len(r.env.Items) != 1 || !strings.Contains(r.env.Meta.Message, spun.ID) || !strings.Contains(r.text, `"view_status":"FALLBACK"`) {
+		t.Fatalf("search does not name the fallen-back view: %s", r.text)
+	}
+
 	r = call(t, s, "breadcrumb_search", map[string]any{"q": "orders", "tags": []string{"svc"}})
 	wantStatus(t, r, envelope.StatusOK, "")
 	if len(r.env.Items) != 1 || r.env.Meta.Source != envelope.SourceStore || !strings.Contains(r.text, `"score"`) {
@@ -184,7 +210,7 @@ func exercise(t *testing.T, f *fixture, s *mcp.ClientSession, other *mcp.ClientS
 		t.Fatalf("a hidden field was found: %s", r.text)
 	}
 
-	r = call(t, s, "breadcrumb_list", map[string]any{"limit": 5})
+	r = call(t, s, "breadcrumb_list", map[string]any{"limit": 5, "tags": []string{"svc"}})
 	wantStatus(t, r, envelope.StatusOK, "")
 	if len(r.env.Items) != 1 {
 		t.Fatalf("list: %s", r.text)
@@ -207,7 +233,8 @@ func exercise(t *testing.T, f *fixture, s *mcp.ClientSession, other *mcp.ClientS
 	wantStatus(t, call(t, s, "workspace_search", map[string]any{"repo": "../etc", "q": "x"}), envelope.StatusError, "invalid")
 	wantStatus(t, call(t, s, "workspace_search", map[string]any{"repo": "nope", "q": "x"}), envelope.StatusError, "unknown_repo")
 
-	// A workspace without an index: a FALLBACK from disk, not an error.
+	// A workspace without a fresh index: a FALLBACK from disk (its tracked
+	// files only), not an error.
 	r = call(t, s, "workspace_search", map[string]any{"repo": "proj", "q": "handleorders"})
 	wantStatus(t, r, envelope.StatusFallback, "")
 	if r.isError || r.env.Meta.FreshnessState != envelope.Unknown || len(r.env.Items) != 1 || !strings.Contains(r.text, "main.go") {

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -119,7 +120,7 @@ var tools = []tool{
 			}
 			return Call{Method: "GET", Path: "/breadcrumbs/" + url.PathEscape(g.ID)}, nil
 		},
-		wrap: one(envelope.SourceView),
+		wrap: viewReply,
 	},
 	{
 		name: "breadcrumb_search",
@@ -269,4 +270,27 @@ var tools = []tool{
 		},
 		wrap: passThrough,
 	},
+}
+
+// viewReply wraps a view (GET /breadcrumbs/{id}): OK with source VIEW when
+// every rule ran; FALLBACK (source LOCAL_FALLBACK, as every fallback) when
+// a rule failed and the item is the filtered context instead, with the
+// reason. The breadcrumb itself is the current version either way: FRESH.
+func viewReply(body []byte) ([]byte, error) {
+	var v struct {
+		ID   string `json:"id"`
+		Meta struct {
+			Status  string `json:"status"`
+			Message string `json:"message"`
+		} `json:"meta"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, err
+	}
+	items := []json.RawMessage{bytes.TrimSpace(body)}
+	if v.Meta.Status == "FALLBACK" {
+		return json.Marshal(envelope.Fallback(items, envelope.WithFreshness(envelope.Fresh),
+			envelope.WithMessage("the view of "+v.ID+" fell back to its filtered context: "+v.Meta.Message)))
+	}
+	return json.Marshal(envelope.OK(items, envelope.WithSource(envelope.SourceView)))
 }

@@ -3,8 +3,11 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ctxkit/ctxkit/envelope"
@@ -15,7 +18,8 @@ import (
 // searchRoutes adds search, workspace search and MCP.
 func (s *Server) searchRoutes(m *http.ServeMux) {
 	m.Handle("GET /breadcrumbs/search", s.authed("", s.search))
-	m.Handle("GET /workspace/search", s.authed("", s.workspaceSearch))
+	// Any valid token may search a workspace: see workspaceSearcher.
+	m.Handle("GET /workspace/search", s.authed("", newWorkspaceSearcher(s).search))
 	s.mcpRoutes(m)
 }
 
@@ -57,11 +61,14 @@ func (s *Server) runSearch(ctx context.Context, p Principal, sq store.SearchQuer
 	if len(sq.Text) > store.MaxQueryBytes {
 		return envelope.Result[SearchItem]{}, errorf(http.StatusBadRequest, store.CodeInvalid, "q: %d bytes; the limit is %d", len(sq.Text), store.MaxQueryBytes)
 	}
-	hits, err := s.opts.Store.Search(ctx, actor(p), sq)
+	sq.MaxRanked = s.opts.SearchMaxRanked
+	found, err := s.opts.Store.Search(ctx, actor(p), sq)
 	if err != nil {
 		return envelope.Result[SearchItem]{}, err
 	}
+	hits := found.Hits
 	items := make([]SearchItem, 0, len(hits))
+	var fellBack []string
 	for i := range hits {
 		b := &hits[i].Breadcrumb
 		v, err := s.applyView(ctx, b)
@@ -71,17 +78,35 @@ func (s *Server) runSearch(ctx context.Context, p Principal, sq store.SearchQuer
 		items = append(items, SearchItem{ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags,
 			SchemaName: b.SchemaName, Version: b.Version, UpdatedAt: b.UpdatedAt, Context: v.value,
 			ViewStatus: v.status, ViewMessage: v.reason, Score: hits[i].Score})
+		if v.status != view.StatusOK {
+			fellBack = append(fellBack, b.ID)
+		}
 	}
-	return envelope.OK(items, envelope.WithSource(envelope.SourceStore)), nil
+	opts := []envelope.Option{envelope.WithSource(envelope.SourceStore)}
+	var notes []string
+	if found.Bounded {
+		notes = append(notes, rankBoundNote(sq))
+	}
+	if len(fellBack) > 0 {
+		notes = append(notes, "the views of these items fell back to their filtered context (see view_status): "+strings.Join(fellBack, ", "))
+	}
+	if len(notes) > 0 {
+		opts = append(opts, envelope.WithMessage(strings.Join(notes, "; ")))
+	}
+	return envelope.OK(items, opts...), nil
 }
 
 // searchText is the text of b's view, which search matches: computed when
 // a breadcrumb is written, so a field the view hides is never searchable.
-// Empty when there are no hints (the store then uses the whole context) or
-// the view cannot be computed (the store then uses the context filtered by
-// the hints' include and exclude, which is also what a view falls back to).
-func (s *Server) searchText(ctx context.Context, b *store.Breadcrumb) string {
-	if len(b.LLMHints) == 0 || string(b.LLMHints) == "null" {
+// Empty when there are no hints or no transform rules (the store then
+// derives the same text from the context) and when the view cannot be
+// computed now (hints that do not compile, no view slot before ctx ends, a
+// rule that fails or runs out of time): the store then searches the
+// breadcrumb on its title, description and tags alone, never on the
+// filtered context, which is not what the view shows.
+// version is the version b will have when written (its view may show it).
+func (s *Server) searchText(ctx context.Context, b *store.Breadcrumb, version int64) string {
+	if len(b.LLMHints) == 0 || string(b.LLMHints) == "null" || !store.HasTransform(b.LLMHints) {
 		return ""
 	}
 	v, err := s.views.Compile(b.LLMHints)
@@ -98,17 +123,58 @@ func (s *Server) searchText(ctx context.Context, b *store.Breadcrumb) string {
 	}
 	defer release()
 	res := v.Apply(ctx, view.Record{ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags,
-		SchemaName: b.SchemaName, Version: b.Version + 1, Context: doc})
+		SchemaName: b.SchemaName, Version: version, Context: doc})
+	if res.Status != view.StatusOK {
+		return ""
+	}
 	return store.ViewText(res.Value)
 }
 
-// withSearchText is m followed by computing the new version's search text.
-func (s *Server) withSearchText(ctx context.Context, m store.Mutation) store.Mutation {
-	return func(b *store.Breadcrumb) error {
-		if err := m(b); err != nil {
-			return err
+// errViewBasisChanged aborts an update whose record changed after its
+// search text was computed, so it can be computed again.
+var errViewBasisChanged = errors.New("the breadcrumb changed while its view was computed")
+
+// updateWithSearchText is Store.Update(a, id, want, m) that also stores
+// the new version's search text, computed before the store's write
+// transaction (running a view's rules waits for a view slot and may take
+// the rules' whole deadline, which must not hold the store's write lock):
+// it reads the current version, applies m to a copy, computes the text of
+// that copy's view, then updates with m and that text, if the record is
+// still the version the text was computed from. If it changed meanwhile,
+// this happens once more; after that the update goes ahead without a text,
+// and search then matches the breadcrumb on its title, description and
+// tags alone until its next write (store.FallbackSearchText).
+func (s *Server) updateWithSearchText(ctx context.Context, a store.Actor, id string, want int64, m store.Mutation) (store.Breadcrumb, error) {
+	for attempt := 0; ; attempt++ {
+		text, basis := "", int64(-1)
+		if cur, err := s.opts.Store.Get(ctx, a, id); err == nil && cur.OwnerID == a.OwnerID && (want == 0 || cur.Version == want) {
+			if next, err := store.Revise(a, cur, want, m, s.opts.Now()); err == nil {
+				text, basis = s.searchText(ctx, &next, next.Version), cur.Version
+			}
 		}
-		b.SearchText = s.searchText(ctx, b)
-		return nil
+		last := attempt > 0 || basis < 0 || text == ""
+		b, err := s.opts.Store.Update(ctx, a, id, want, func(x *store.Breadcrumb) error {
+			v := x.Version
+			if err := m(x); err != nil {
+				return err
+			}
+			switch {
+			case v == basis: // m is a function of the record: the same input, the same new version
+				x.SearchText = text
+			case !last:
+				return errViewBasisChanged
+			}
+			return nil
+		})
+		if errors.Is(err, errViewBasisChanged) {
+			continue
+		}
+		return b, err
 	}
+}
+
+// rankBoundNote says that a search ranked only the newest matches.
+func rankBoundNote(sq store.SearchQuery) string {
+	k, _ := store.RankBound(sq)
+	return fmt.Sprintf("more than %d breadcrumbs matched: search ranks at most the %d newest matching breadcrumbs of the caller's owner; narrow the query to reach older ones", k, k)
 }

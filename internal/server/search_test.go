@@ -1,13 +1,17 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ctxkit/ctxkit/internal/server"
+	"github.com/ctxkit/ctxkit/store"
 )
 
 type searchReply struct {
@@ -162,5 +166,92 @@ func TestOpenAPIDocumentsSearch(t *testing.T) {
 		if _, ok := doc.Paths[rt[1]][rt[0]]; !ok {
 			t.Errorf("openapi.json does not document %s %s", rt[0], rt[1])
 		}
+	}
+}
+
+// TestSearchViewThatFailsAtWrite: a view whose rules fail when the
+// breadcrumb is written makes no field of its context searchable (its
+// fallback, the filtered context, is not the view), through create and
+// update; title, description and tags stay searchable.
+func TestSearchViewThatFailsAtWrite(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleEmitter)
+	hints := map[string]any{"transform": map[string]any{"spin": map[string]any{"type": "jq", "query": "def f: f; f"}}}
+	id := e.create(tok, map[string]any{"title": "spinning titleword", "context": map[string]any{"card": "hiddencardone"}, "llm_hints": hints})
+	count := func(q string) int {
+		_, sr := e.search(tok, "q="+q)
+		return len(sr.Items)
+	}
+	if count("hiddencardone") != 0 || count("hiddencard*") != 0 || count("card") != 0 || count("titleword") != 1 {
+		t.Fatal("after create: a hidden field is searchable")
+	}
+	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"context": map[string]any{"card": "hiddencardtwo"}}), 200, "")
+	if count("hiddencardtwo") != 0 || count("hiddencard*") != 0 || count("titleword") != 1 {
+		t.Fatal("after update: a hidden field is searchable")
+	}
+}
+
+// timedStore measures how long update mutations run: the time they hold
+// the store's write transaction.
+type timedStore struct {
+	store.Store
+	mu      sync.Mutex
+	longest time.Duration
+}
+
+func (s *timedStore) Update(ctx context.Context, a store.Actor, id string, v int64, m store.Mutation) (store.Breadcrumb, error) {
+	return s.Store.Update(ctx, a, id, v, func(b *store.Breadcrumb) error {
+		t0 := time.Now()
+		err := m(b)
+		s.mu.Lock()
+		s.longest = max(s.longest, time.Since(t0))
+		s.mu.Unlock()
+		return err
+	})
+}
+
+// TestUpdateComputesViewOutsideTransaction: PATCH, tags and merge compute
+// the new version's view before the store's write transaction, not inside
+// it; the search text still follows the update, and If-Match still holds.
+func TestUpdateComputesViewOutsideTransaction(t *testing.T) {
+	ts := &timedStore{Store: newStore(t)}
+	e := newEnvOn(t, ts, nil, func(o *server.Options) { o.RuleTimeout = 300 * time.Millisecond })
+	tok := e.token("acme", "a", server.RoleEmitter)
+	slow := map[string]any{"transform": map[string]any{"spin": map[string]any{"type": "jq", "query": "def f: f; f"}}}
+	id := e.create(tok, map[string]any{"title": "doc", "context": map[string]any{"k": "v"}, "llm_hints": slow})
+	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"title": "doc2"}, "If-Match", "1"), 200, "")
+	want(t, e.do("POST", "/breadcrumbs/"+id+"/tags/add", tok, map[string]any{"tags": []string{"x"}}), 200, "")
+	want(t, e.do("POST", "/breadcrumbs/"+id+"/context/merge", tok, map[string]any{"context": map[string]any{"k2": "v2"}}), 200, "")
+	if ts.longest > 100*time.Millisecond {
+		t.Fatalf("a mutation held the write transaction for %v: the view ran inside it", ts.longest)
+	}
+	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, map[string]any{"title": "doc3"}, "If-Match", "1"), 412, "version_mismatch")
+
+	// The view's text is still what search matches after an update.
+	tmpl := map[string]any{"transform": map[string]any{"s": map[string]any{"type": "template", "template": "Card of {{context.name}}"}}}
+	id2 := e.create(tok, map[string]any{"title": "person", "context": map[string]any{"name": "ann", "card": "hiddenc"}, "llm_hints": tmpl})
+	want(t, e.do("PATCH", "/breadcrumbs/"+id2, tok, map[string]any{"context": map[string]any{"name": "zed", "card": "hiddend"}}, "If-Match", "1"), 200, "")
+	for q, n := range map[string]int{"zed": 1, "ann": 0, "hiddend": 0, "hiddenc": 0} {
+		if _, sr := e.search(tok, "q="+q); len(sr.Items) != n {
+			t.Errorf("%q: %d hits, want %d", q, len(sr.Items), n)
+		}
+	}
+}
+
+// TestSearchSaysWhenRankingWasBounded: a query matching more breadcrumbs
+// than the server ranks says so in the envelope's message.
+func TestSearchSaysWhenRankingWasBounded(t *testing.T) {
+	e := newEnv(t, func(o *server.Options) { o.SearchMaxRanked = 2 })
+	tok := e.token("acme", "a", server.RoleEmitter)
+	for range 3 {
+		e.create(tok, map[string]any{"title": "common word", "context": map[string]any{}})
+	}
+	_, sr := e.search(tok, "q=common")
+	if len(sr.Items) != 2 || !strings.Contains(sr.Meta.Message, "ranks at most the 2 newest matching breadcrumbs") {
+		t.Fatalf("bounded: %+v", sr)
+	}
+	e.create(tok, map[string]any{"title": "rare word", "context": map[string]any{}})
+	if _, sr := e.search(tok, "q=rare"); len(sr.Items) != 1 || sr.Meta.Message != "" {
+		t.Fatalf("not bounded: %+v", sr)
 	}
 }

@@ -55,6 +55,10 @@ type Options struct {
 	// once; a search that would start one more is answered 503 busy.
 	// Default 2.
 	MaxWorkspaceScans int
+	// SearchMaxRanked bounds how many of the newest matching breadcrumbs
+	// of the caller's owner a search ranks (store.SearchQuery.MaxRanked);
+	// 0 means store.DefaultMaxRanked.
+	SearchMaxRanked int
 	// WorkspaceScanTimeout bounds one disk scan; a scan that runs out of
 	// time answers with what it found so far and says so. Default 10s.
 	WorkspaceScanTimeout time.Duration

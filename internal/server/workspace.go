@@ -1,7 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,23 +12,45 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"path"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/envelope"
 	"github.com/ctxkit/ctxkit/store"
 )
 
+// Workspace search.
+//
+// A workspace is a directory the operator shares with every agent of the
+// server (ctxkit serve --workspace DIR): any valid token, of any owner, may
+// search it. So only its tracked text files are ever read: the files git
+// ls-files lists when it is a git repository, else those its index manifest
+// (written by ctxkit index) lists; never a path with a .git or .ctxkit
+// component, a symlink or another non-regular file, or a file that is not
+// valid UTF-8 or holds a NUL byte. An index hit is trusted only when the
+// workspace's manifest names the same breadcrumb for the same path with
+// the same content hash, and the file on disk still has that hash.
+
 // Workspace search limits.
 const (
-	workspaceMaxFileBytes = 1 << 20   // larger files are not scanned on disk
-	workspaceMaxFiles     = 50_000    // files a disk scan looks at
-	workspaceMaxScanBytes = 256 << 20 // bytes a disk scan reads
-	workspaceMaxLines     = 3         // matching lines per file
+	workspaceMaxFileBytes   = 1 << 20   // larger files are not scanned on disk
+	workspaceMaxVerifyBytes = 16 << 20  // larger files are not hashed to check an index hit
+	workspaceMaxFiles       = 50_000    // files a disk scan looks at
+	workspaceMaxScanBytes   = 256 << 20 // bytes a disk scan reads
+	workspaceMaxListBytes   = 64 << 20  // output of git ls-files
+	workspaceMaxLines       = 3         // matching lines per file
+	workspaceGitTimeout     = 5 * time.Second
+
+	// CodeNotIndexed: a workspace is neither a git repository nor indexed,
+	// so there is no list of tracked files to scan.
+	CodeNotIndexed = "not_indexed"
 )
 
 // FileSchema is the schema of the breadcrumbs ctxkit index writes: one per
@@ -94,7 +119,38 @@ func workspaceName(dir string) string {
 	return filepath.Base(filepath.Clean(dir))
 }
 
-func (s *Server) workspaceSearch(w http.ResponseWriter, r *http.Request, p Principal) error {
+// workspaceSearcher serves GET /workspace/search: it bounds the disk scans
+// running at once and caches the workspaces' manifests.
+type workspaceSearcher struct {
+	s       *Server
+	scans   chan struct{} // a token per disk scan in progress
+	timeout time.Duration
+
+	mu        sync.Mutex
+	manifests map[string]cachedManifest // by workspace directory
+}
+
+type cachedManifest struct {
+	size, mtime int64
+	man         *envelope.Manifest
+}
+
+func newWorkspaceSearcher(s *Server) *workspaceSearcher {
+	n, timeout := s.opts.MaxWorkspaceScans, s.opts.WorkspaceScanTimeout
+	if n <= 0 {
+		n = 2
+	}
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	return &workspaceSearcher{s: s, scans: make(chan struct{}, n), timeout: timeout, manifests: map[string]cachedManifest{}}
+}
+
+// search is GET /workspace/search?repo=NAME&q=QUERY[&limit=N]. Any valid
+// token may search any workspace (a workspace is shared with every agent
+// of the server); the index answers only with breadcrumbs of the caller's
+// owner that the workspace's own manifest names.
+func (ws *workspaceSearcher) search(w http.ResponseWriter, r *http.Request, p Principal) error {
 	q := r.URL.Query()
 	limit := store.DefaultSearchLimit
 	if l := q.Get("limit"); l != "" {
@@ -104,19 +160,24 @@ func (s *Server) workspaceSearch(w http.ResponseWriter, r *http.Request, p Princ
 		}
 		limit = n
 	}
-	res, err := s.runWorkspaceSearch(r.Context(), p, q.Get("repo"), q.Get("q"), limit)
+	res, err := ws.run(r.Context(), p, q.Get("repo"), q.Get("q"), limit)
 	if err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.code == "busy" {
+			w.Header().Set("Retry-After", "1")
+		}
 		return err
 	}
 	writeJSON(w, http.StatusOK, res)
 	return nil
 }
 
-// runWorkspaceSearch answers from the index when envelope.Route says it is
-// fresh (re-reading any file changed since), else by scanning the working
-// tree.
-func (s *Server) runWorkspaceSearch(ctx context.Context, p Principal, repo, text string, limit int) (envelope.Result[WorkspaceHit], error) {
+// run answers from the index when envelope.Route says it is fresh and the
+// index is the caller's (re-reading any file changed since), else by
+// scanning the tracked files on disk.
+func (ws *workspaceSearcher) run(ctx context.Context, p Principal, repo, text string, limit int) (envelope.Result[WorkspaceHit], error) {
 	var none envelope.Result[WorkspaceHit]
+	s := ws.s
 	dir, err := s.workspace(repo)
 	if err != nil {
 		return none, err
@@ -131,37 +192,113 @@ func (s *Server) runWorkspaceSearch(ctx context.Context, p Principal, repo, text
 	}
 	defer root.Close()
 	d := envelope.RouteIn(root)
+	man, manErr := ws.manifest(root, dir)
 	if d.UseIndex {
-		// The index is the caller's only if the caller's owner wrote it.
-		page, err := s.opts.Store.List(ctx, actor(p), store.Query{Tags: []string{RepoTag(repo)}, SchemaName: FileSchema, Limit: 1})
-		if err != nil {
-			return none, err
+		switch {
+		case manErr != nil:
+			d.Freshness, d.Reason = envelope.Unknown, manErr.Error()
+		case !ws.ownsIndex(ctx, p, repo, man):
+			d.Freshness, d.Reason = envelope.Unknown, "the index of this workspace holds no files this caller may read"
+		default:
+			return ws.fromIndex(ctx, p, root, repo, e, text, limit, d.Status, man)
 		}
-		if len(page.Items) > 0 {
-			return s.fromIndex(ctx, p, root, repo, e, text, limit, d.Status)
-		}
-		d.Freshness, d.Reason = envelope.Unknown, "the index holds no files this caller may read"
 	}
-	hits, err := scanTree(ctx, root, e, limit)
+	select {
+	case ws.scans <- struct{}{}:
+		defer func() { <-ws.scans }()
+	default:
+		return none, errorf(http.StatusServiceUnavailable, "busy", "the server is scanning other workspaces; retry shortly")
+	}
+	files, how, err := trackedFiles(ctx, dir, man)
 	if err != nil {
+		return envelope.Error[WorkspaceHit](CodeNotIndexed, fmt.Sprintf("repo %s: %v", repo, err),
+			envelope.WithIndexStatus(d.Status)), nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, ws.timeout)
+	defer cancel()
+	hits, partial := scanFiles(sctx, root, files, e, limit)
+	if err := ctx.Err(); err != nil {
 		return none, err
 	}
+	msg := "index not used (" + d.Reason + "): scanned the files " + how
+	if partial != "" {
+		msg += "; " + partial
+	}
 	return envelope.Fallback(hits, envelope.WithFreshness(d.Freshness), envelope.WithIndexStatus(d.Status),
-		envelope.WithMessage("index not used ("+d.Reason+"): scanned the working tree")), nil
+		envelope.WithMessage(msg)), nil
 }
 
-func (s *Server) fromIndex(ctx context.Context, p Principal, root *os.Root, repo string, e *store.SearchExpr, text string, limit int, st *envelope.IndexStatus) (envelope.Result[WorkspaceHit], error) {
-	hits, err := s.opts.Store.Search(ctx, actor(p), store.SearchQuery{Text: text, Tags: []string{RepoTag(repo)}, SchemaName: FileSchema, Limit: limit})
+// manifest reads the workspace's index manifest, cached while the file's
+// size and modification time stay.
+func (ws *workspaceSearcher) manifest(root *os.Root, dir string) (*envelope.Manifest, error) {
+	st, err := root.Stat(envelope.ManifestFile)
+	if err != nil {
+		return envelope.ReadManifest(root) // its error says what is wrong
+	}
+	ws.mu.Lock()
+	c, ok := ws.manifests[dir]
+	ws.mu.Unlock()
+	if ok && c.size == st.Size() && c.mtime == st.ModTime().UnixNano() {
+		return c.man, nil
+	}
+	man, err := envelope.ReadManifest(root)
+	if err != nil {
+		return nil, err
+	}
+	ws.mu.Lock()
+	ws.manifests[dir] = cachedManifest{size: st.Size(), mtime: st.ModTime().UnixNano(), man: man}
+	ws.mu.Unlock()
+	return man, nil
+}
+
+// ownsIndex reports whether the workspace's index is the caller's: a file
+// breadcrumb its manifest names belongs to the caller's owner and repo.
+func (ws *workspaceSearcher) ownsIndex(ctx context.Context, p Principal, repo string, man *envelope.Manifest) bool {
+	paths := make([]string, 0, len(man.Files))
+	for path := range man.Files {
+		paths = append(paths, path)
+	}
+	sort.Strings(paths)
+	for _, path := range paths[:min(3, len(paths))] {
+		b, err := ws.s.opts.Store.Get(ctx, actor(p), man.Files[path].ID)
+		if err == nil && b.OwnerID == p.OwnerID && b.SchemaName == FileSchema && slices.Contains(b.Tags, RepoTag(repo)) {
+			return true
+		}
+	}
+	return false
+}
+
+// fromIndex answers from the index. A hit counts only when the manifest
+// names its breadcrumb for its path with its content hash, and the file on
+// disk still has that hash (else the file is re-read from disk, as a
+// changed one).
+func (ws *workspaceSearcher) fromIndex(ctx context.Context, p Principal, root *os.Root, repo string, e *store.SearchExpr, text string, limit int,
+	st *envelope.IndexStatus, man *envelope.Manifest) (envelope.Result[WorkspaceHit], error) {
+	sq := store.SearchQuery{Text: text, Tags: []string{RepoTag(repo)}, SchemaName: FileSchema, Limit: min(store.MaxSearchLimit, 2*limit),
+		MaxRanked: ws.s.opts.SearchMaxRanked}
+	found, err := ws.s.opts.Store.Search(ctx, actor(p), sq)
 	if err != nil {
 		return envelope.Result[WorkspaceHit]{}, err
 	}
+	hits := found.Hits
 	var (
-		items   []WorkspaceHit
-		changed []string
+		items     []WorkspaceHit
+		changed   []string
+		untrusted int
 	)
+	dirs := map[string]bool{}
 	for _, h := range hits {
+		if len(items) == limit {
+			break
+		}
 		var fc FileContext
-		if err := json.Unmarshal(h.Context, &fc); err != nil || fc.Path == "" {
+		if err := json.Unmarshal(h.Context, &fc); err != nil {
+			untrusted++
+			continue
+		}
+		entry, ok := man.Files[fc.Path]
+		if !ok || entry.ID != h.ID || entry.SHA256 == "" || entry.SHA256 != fc.SHA256 || !trackedPath(fc.Path) {
+			untrusted++
 			continue
 		}
 		stale, err := envelope.CheckFile(root, fc.Path, st.LastIndexedAt)
@@ -170,9 +307,9 @@ func (s *Server) fromIndex(ctx context.Context, p Principal, root *os.Root, repo
 			continue
 		}
 		content := fc.Content
-		if stale {
+		if stale || !sameAsIndexed(root, fc, entry, dirs) {
 			changed = append(changed, fc.Path)
-			data, err := readLimited(root, fc.Path, workspaceMaxFileBytes)
+			data, err := readTracked(root, fc.Path, dirs)
 			if err != nil {
 				continue
 			}
@@ -183,54 +320,139 @@ func (s *Server) fromIndex(ctx context.Context, p Principal, root *os.Root, repo
 		}
 		items = append(items, WorkspaceHit{Path: fc.Path, Language: fc.Language, Score: h.Score, ID: h.ID, Lines: matchingLines(content, e)})
 	}
+	var notes []string
+	if found.Bounded {
+		notes = append(notes, rankBoundNote(sq))
+	}
+	if untrusted > 0 {
+		notes = append(notes, fmt.Sprintf("ignored %d index hits that this workspace's manifest does not name", untrusted))
+	}
 	if len(changed) > 0 {
 		sort.Strings(changed)
-		return envelope.Fallback(items, envelope.WithIndexStatus(st),
-			envelope.WithMessage("changed since indexing, read from disk: "+strings.Join(changed, ", "))), nil
+		notes = append(notes, "changed since indexing, read from disk: "+strings.Join(changed, ", "))
+		return envelope.Fallback(items, envelope.WithIndexStatus(st), envelope.WithMessage(strings.Join(notes, "; "))), nil
 	}
-	return envelope.OK(items, envelope.WithIndexStatus(st)), nil
+	opts := []envelope.Option{envelope.WithIndexStatus(st)}
+	if len(notes) > 0 {
+		opts = append(opts, envelope.WithMessage(strings.Join(notes, "; ")))
+	}
+	return envelope.OK(items, opts...), nil
 }
 
-// scanTree searches the files under root on disk: text files up to
-// workspaceMaxFileBytes, outside .git and .ctxkit, ranked by how often the
-// query's terms occur.
-func scanTree(ctx context.Context, root *os.Root, e *store.SearchExpr, limit int) ([]WorkspaceHit, error) {
-	var (
-		hits  []WorkspaceHit
-		files int
-		read  int64
-	)
-	err := fs.WalkDir(root.FS(), ".", func(name string, de fs.DirEntry, err error) error {
+// sameAsIndexed reports whether the file at fc.Path is still what was
+// indexed: a tracked regular file of the manifest's size and hash whose
+// beginning is the indexed content.
+func sameAsIndexed(root *os.Root, fc FileContext, entry envelope.ManifestEntry, dirs map[string]bool) bool {
+	f, info, err := openTracked(root, fc.Path, dirs)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if info.Size() != entry.Size || info.Size() > workspaceMaxVerifyBytes || int64(len(fc.Content)) > info.Size() {
+		return false
+	}
+	h := sha256.New()
+	head := make([]byte, len(fc.Content))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return false
+	}
+	h.Write(head)
+	if _, err := io.Copy(h, io.LimitReader(f, workspaceMaxVerifyBytes)); err != nil {
+		return false
+	}
+	return string(head) == fc.Content && hex.EncodeToString(h.Sum(nil)) == entry.SHA256
+}
+
+// trackedFiles lists the files a disk scan may read: git ls-files when dir
+// is a git repository, else the paths of its manifest. With neither, an
+// error says what to do. how says which list it is.
+func trackedFiles(ctx context.Context, dir string, man *envelope.Manifest) (files []string, how string, err error) {
+	if files, err := gitFiles(ctx, dir); err == nil {
+		return files, "git tracks", nil
+	}
+	if man != nil {
+		files := make([]string, 0, len(man.Files))
+		for p := range man.Files {
+			files = append(files, p)
+		}
+		sort.Strings(files)
+		return files, "the index manifest lists", nil
+	}
+	return nil, "", errors.New("not a git repository and not indexed, so no list of tracked files to search: run ctxkit index --repo DIR, or make it a git repository")
+}
+
+// gitFiles runs git ls-files in dir (the program and its arguments, no
+// shell, with a timeout), as a repository of its own: git does not look
+// above dir for one, and the caller's GIT_* settings do not apply.
+func gitFiles(ctx context.Context, dir string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, workspaceGitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached")
+	cmd.Dir = dir
+	env := []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir), "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	cmd.WaitDelay = time.Second
+	out := &cappedBuffer{max: workspaceMaxListBytes}
+	cmd.Stdout = out
+	if err := cmd.Run(); err != nil {
+		return nil, err
+	}
+	if out.over {
+		return nil, fmt.Errorf("git ls-files: more than %d bytes of file names", workspaceMaxListBytes)
+	}
+	var files []string
+	for _, f := range strings.Split(out.buf.String(), "\x00") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
+// cappedBuffer keeps up to max bytes and notes whether more were written.
+type cappedBuffer struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); len(p) > room {
+		c.over = true
+		p = p[:max(room, 0)]
+	}
+	c.buf.Write(p)
+	return len(p), nil
+}
+
+// scanFiles searches files under root on disk, ranked by how often the
+// query's terms occur. When it stops early (out of time, or past the file
+// or byte budget) partial says so.
+func scanFiles(ctx context.Context, root *os.Root, files []string, e *store.SearchExpr, limit int) (hits []WorkspaceHit, partial string) {
+	var read int64
+	dirs := map[string]bool{}
+	for i, name := range files {
+		if ctx.Err() != nil {
+			partial = fmt.Sprintf("the scan ran out of time after %d of %d files: results are partial", i, len(files))
+			break
+		}
+		if i == workspaceMaxFiles || read > workspaceMaxScanBytes {
+			partial = fmt.Sprintf("the scan stopped after %d of %d files (%d bytes): results are partial", i, len(files), read)
+			break
+		}
+		data, err := readTracked(root, name, dirs)
 		if err != nil {
-			return nil // an unreadable entry is skipped
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if de.IsDir() {
-			if base := path.Base(name); name != "." && (base == ".git" || base == ".ctxkit") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !de.Type().IsRegular() {
-			return nil
-		}
-		if files++; files > workspaceMaxFiles || read > workspaceMaxScanBytes {
-			return fs.SkipAll
-		}
-		data, err := readLimited(root, name, workspaceMaxFileBytes)
-		if err != nil || len(data) == workspaceMaxFileBytes+1 || !isText(data) {
-			return nil
+			continue
 		}
 		read += int64(len(data))
 		if ok, score := e.Match(store.Words(string(data))); ok {
 			hits = append(hits, WorkspaceHit{Path: name, Score: float64(score), Lines: matchingLines(string(data), e)})
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	sort.Slice(hits, func(i, j int) bool {
 		if hits[i].Score != hits[j].Score {
@@ -241,30 +463,89 @@ func scanTree(ctx context.Context, root *os.Root, e *store.SearchExpr, limit int
 	if len(hits) > limit {
 		hits = hits[:limit]
 	}
-	return hits, nil
+	return hits, partial
 }
 
-// readLimited reads up to max+1 bytes of name under root, so a caller can
-// tell a file longer than max.
-func readLimited(root *os.Root, name string, max int64) ([]byte, error) {
+// trackedPath reports whether name may be read at all: a clean relative
+// path with no .git or .ctxkit component (compared case-insensitively, for
+// file systems that are).
+func trackedPath(name string) bool {
+	if !fs.ValidPath(name) || name == "." {
+		return false
+	}
+	for _, part := range strings.Split(name, "/") {
+		if strings.EqualFold(part, ".git") || strings.EqualFold(part, ".ctxkit") {
+			return false
+		}
+	}
+	return true
+}
+
+// openTracked opens name under root for reading when trackedPath allows it,
+// every directory on the way is a real directory (not a symlink) and the
+// file is a regular file (not a symlink). dirs caches directories checked.
+func openTracked(root *os.Root, name string, dirs map[string]bool) (*os.File, fs.FileInfo, error) {
+	if !trackedPath(name) {
+		return nil, nil, fmt.Errorf("%s: not a path a workspace search reads", name)
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] != '/' {
+			continue
+		}
+		dir := name[:i]
+		ok, seen := dirs[dir]
+		if !seen {
+			st, err := root.Lstat(dir)
+			ok = err == nil && st.IsDir()
+			dirs[dir] = ok
+		}
+		if !ok {
+			return nil, nil, fmt.Errorf("%s: %s is not a directory", name, dir)
+		}
+	}
+	lst, err := root.Lstat(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !lst.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%s: not a regular file", name)
+	}
 	f, err := root.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil || !os.SameFile(st, lst) {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: changed while opened", name)
+	}
+	return f, st, nil
+}
+
+// readTracked reads a file openTracked allows, when it is text (valid
+// UTF-8 without NUL) of at most workspaceMaxFileBytes.
+func readTracked(root *os.Root, name string, dirs map[string]bool) ([]byte, error) {
+	f, st, err := openTracked(root, name, dirs)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	if st.Size() > workspaceMaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, workspaceMaxFileBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, workspaceMaxFileBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if st.IsDir() {
-		return nil, errors.New("a directory")
+	if len(data) > workspaceMaxFileBytes || !isText(data) {
+		return nil, fmt.Errorf("%s: not a text file", name)
 	}
-	return io.ReadAll(io.LimitReader(f, max+1))
+	return data, nil
 }
 
-// isText reports whether data looks like text: valid UTF-8 without NUL.
+// isText reports whether data is text: valid UTF-8 without NUL.
 func isText(data []byte) bool {
-	return utf8.Valid(data) && !strings.ContainsRune(string(data[:min(len(data), 8192)]), 0)
+	return utf8.Valid(data) && bytes.IndexByte(data, 0) < 0
 }
 
 // matchingLines returns the first lines holding a word of one of e's terms.

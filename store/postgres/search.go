@@ -64,42 +64,58 @@ func quoteLexeme(w string) string {
 // tsQuery renders a parsed query as tsquery input. Every word is a quoted
 // lexeme, so no user text is read as tsquery syntax.
 func tsQuery(e *store.SearchExpr) string {
-	term := func(t store.SearchTerm) string {
-		parts := make([]string, len(t.Words))
-		for i, w := range t.Words {
-			parts[i] = quoteLexeme(w)
-			if t.Prefix && i == len(t.Words)-1 {
-				parts[i] += ":*"
-			}
-		}
-		return "(" + strings.Join(parts, " <-> ") + ")"
+	groups := positiveGroups(e, "")
+	for _, t := range e.None {
+		groups = append(groups, "!"+tsTerm(t, ""))
 	}
+	return strings.Join(groups, " & ")
+}
+
+// titleQuery matches the breadcrumbs whose title (weight A) holds every
+// group of e.
+func titleQuery(e *store.SearchExpr) string {
+	return strings.Join(positiveGroups(e, "A"), " & ")
+}
+
+func positiveGroups(e *store.SearchExpr, weight string) []string {
 	groups := make([]string, 0, len(e.All)+len(e.None))
 	for _, g := range e.All {
 		alts := make([]string, len(g))
 		for j, t := range g {
-			alts[j] = term(t)
+			alts[j] = tsTerm(t, weight)
 		}
 		groups = append(groups, "("+strings.Join(alts, " | ")+")")
 	}
-	for _, t := range e.None {
-		groups = append(groups, "!"+term(t))
+	return groups
+}
+
+// tsTerm is one term, its lexemes limited to weight when not empty.
+func tsTerm(t store.SearchTerm, weight string) string {
+	parts := make([]string, len(t.Words))
+	for i, w := range t.Words {
+		parts[i] = quoteLexeme(w)
+		switch {
+		case t.Prefix && i == len(t.Words)-1:
+			parts[i] += ":*" + weight
+		case weight != "":
+			parts[i] += ":" + weight
+		}
 	}
-	return strings.Join(groups, " & ")
+	return "(" + strings.Join(parts, " <-> ") + ")"
 }
 
 // candidates is SQL selecting, for every group of e, the ids of the
 // owner's ($1) breadcrumbs that may match it, from search_terms: those
 // holding one word of one of its terms (the longest exact word of a term,
-// or its prefix). The selects are separated by NUL; each becomes its own
-// "id IN (...)", so the planner can start from the most selective and probe
-// the others' index. It appends its parameters to args.
-func candidates(e *store.SearchExpr, args *[]any) string {
+// or its prefix). Each becomes its own "id IN (...)", so the planner can
+// start from the most selective and probe the others' index. It appends
+// its parameters to args.
+func candidates(e *store.SearchExpr, args *[]any) (selects []string) {
 	param := func(v any) string {
 		*args = append(*args, v)
 		return fmt.Sprintf("$%d", len(*args))
 	}
-	selects := make([]string, len(e.All))
+	selects = make([]string, len(e.All))
 	for i, g := range e.All {
 		var exact []string
 		var conds []string
@@ -127,33 +143,82 @@ func candidates(e *store.SearchExpr, args *[]any) string {
 		}
 		selects[i] = `SELECT breadcrumb_id FROM search_terms WHERE owner_id = $1 AND (` + strings.Join(conds, ` OR `) + `)`
 	}
-	return strings.Join(selects, "\x00")
+	return selects
 }
 
-// Search implements store.Store.
-func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) ([]store.SearchHit, error) {
+// driveWord is the word of the first group of e that is one term of one
+// exact word (a phrase's longest word counts): the search then walks that
+// word's breadcrumbs newest first and stops at the rank bound.
+func driveWord(e *store.SearchExpr) (string, bool) {
+	for _, g := range e.All {
+		if len(g) != 1 || g[0].Prefix && len(g[0].Words) == 1 {
+			continue
+		}
+		key := ""
+		for j, w := range g[0].Words {
+			if !(g[0].Prefix && j == len(g[0].Words)-1) && len(w) > len(key) {
+				key = w
+			}
+		}
+		return key, true
+	}
+	return "", false
+}
+
+// Search implements store.Store. The candidates come from search_terms;
+// the newest MaxRanked of the owner's that match (id order: UUIDv7 ids are
+// in creation order) are ranked, the visibility, expiry and filters apply
+// to those, and the best by title-match then ts_rank are returned.
+func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (store.SearchResult, error) {
+	var res store.SearchResult
 	limit, err := store.SearchLimit(q)
 	if err != nil {
-		return nil, err
+		return res, err
+	}
+	bound, err := store.RankBound(q)
+	if err != nil {
+		return res, err
 	}
 	e, err := store.ParseSearch(q.Text)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	for _, t := range append([]string{q.SchemaName}, q.Tags...) {
 		if !utf8.ValidString(t) || strings.IndexByte(t, 0) >= 0 {
-			return nil, nil
+			return res, nil
 		}
 	}
 	args := append(actorArgs(a), d.now())
-	cand := candidates(e, &args)
+	word, drive := driveWord(e)
+	var selects []string
+	if drive {
+		args = append(args, word)
+	} else {
+		selects = candidates(e, &args)
+	}
+	dn := len(args)
 	args = append(args, tsQuery(e))
 	qn := len(args)
-	where := []string{writableBy(1), `(expires_at IS NULL OR expires_at > $4)`, `(max_reads = 0 OR reads < max_reads)`}
-	for _, c := range strings.Split(cand, "\x00") {
-		where = append(where, `id IN (`+c+`)`)
+	args = append(args, bound+1)
+	kn := len(args)
+	var cand string
+	if drive {
+		// Newest first along one word's entries (the primary key's order),
+		// checking each breadcrumb, until the bound: the cost follows the
+		// bound, not how many breadcrumbs hold the word.
+		cand = fmt.Sprintf(`SELECT t.breadcrumb_id AS id FROM search_terms t JOIN breadcrumbs b ON b.id = t.breadcrumb_id
+			WHERE t.owner_id = $1 AND t.term = $%d AND b.owner_id = $1 AND b.search @@ $%d::tsquery
+			ORDER BY t.breadcrumb_id DESC LIMIT $%d`, dn, qn, kn)
+	} else {
+		inner := []string{`owner_id = $1`}
+		for _, c := range selects {
+			inner = append(inner, `id IN (`+c+`)`)
+		}
+		inner = append(inner, fmt.Sprintf(`search @@ $%d::tsquery`, qn))
+		cand = `SELECT id FROM breadcrumbs WHERE ` + strings.Join(inner, ` AND `) + fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, kn)
 	}
-	where = append(where, fmt.Sprintf(`search @@ $%d::tsquery`, qn))
+	where := []string{writableBy(1), `(expires_at IS NULL OR expires_at > $4)`, `(max_reads = 0 OR reads < max_reads)`,
+		fmt.Sprintf(`id IN (SELECT id FROM cand ORDER BY id DESC LIMIT $%d - 1)`, kn)}
 	if q.SchemaName != "" {
 		args = append(args, q.SchemaName)
 		where = append(where, fmt.Sprintf(`schema_name = $%d`, len(args)))
@@ -163,30 +228,39 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) ([]
 		where = append(where, fmt.Sprintf(`id IN (SELECT breadcrumb_id FROM breadcrumb_tags WHERE owner_id = $1 AND tag = ANY($%d::text[])
 			GROUP BY breadcrumb_id HAVING count(*) = $%d)`, len(args)-1, len(args)))
 	}
-	args = append(args, limit)
-	sql := fmt.Sprintf(`SELECT `+columns+`, ts_rank(search, $%d::tsquery) AS score FROM breadcrumbs WHERE `+
-		strings.Join(where, ` AND `)+` ORDER BY score DESC, id DESC LIMIT $%d`, qn, len(args))
-	var hits []store.SearchHit
+	args = append(args, titleQuery(e), limit)
+	// One more than the bound is fetched to tell whether there were more.
+	// A title holding every term ranks first, then by ts_rank.
+	sql := fmt.Sprintf(`WITH cand AS MATERIALIZED (`+cand+`)
+		SELECT `+columns+`, ts_rank(search, $%d::tsquery) AS score, search @@ $%d::tsquery AS in_title, (SELECT count(*) FROM cand) AS total
+		FROM breadcrumbs WHERE `+strings.Join(where, ` AND `)+` ORDER BY in_title DESC, score DESC, id DESC LIMIT $%d`,
+		qn, len(args)-1, len(args))
 	err = d.query(ctx, scope{owner: a.OwnerID}, sql, args, func(rows pgx.Rows) error {
-		var h store.SearchHit
-		b, err := scan(extraRow{rows, &h.Score})
-		h.Breadcrumb = b
-		hits = append(hits, h)
+		var (
+			h       store.SearchHit
+			inTitle bool
+			rank    float32
+			total   int64
+		)
+		b, err := scan(extraRow{rows, []any{&rank, &inTitle, &total}})
+		h.Breadcrumb, h.Score = b, store.Score(float64(rank), inTitle)
+		res.Hits = append(res.Hits, h)
+		res.Bounded = res.Bounded || total > int64(bound)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return store.SearchResult{}, err
 	}
-	return hits, nil
+	return res, nil
 }
 
-// extraRow scans a row of the columns followed by one more value.
+// extraRow scans a row of the columns followed by more values.
 type extraRow struct {
 	row   pgx.Row
-	extra any
+	extra []any
 }
 
-func (r extraRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.extra)...) }
+func (r extraRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.extra...)...) }
 
 // queueSearch queues b's words for candidate search (after its row).
 func queueSearch(batch *pgx.Batch, b *store.Breadcrumb, terms []string, create bool) {

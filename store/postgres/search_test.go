@@ -37,7 +37,8 @@ func TestSearchUnderRowLevelSecurity(t *testing.T) {
 	if _, _, err := db.Create(ctx, bob, store.Breadcrumb{Title: "bob needle", Context: json.RawMessage(`{}`)}, store.Idempotency{}); err != nil {
 		t.Fatal(err)
 	}
-	hits, err := db.Search(ctx, alice, store.SearchQuery{Text: "needle"})
+	res, err := db.Search(ctx, alice, store.SearchQuery{Text: "needle"})
+	hits := res.Hits
 	if err != nil || len(hits) != 1 || hits[0].Title != "needle" {
 		t.Fatalf("alice: %v %+v", err, hits)
 	}
@@ -90,6 +91,12 @@ func TestSearchBackfill(t *testing.T) {
 	if _, _, err := db.Create(ctx, a, store.Breadcrumb{Title: "old record", Context: json.RawMessage(`{"x":"payload"}`)}, store.Idempotency{}); err != nil {
 		t.Fatal(err)
 	}
+	// A transformed view's hidden field stays unsearchable after the backfill.
+	if _, _, err := db.Create(ctx, a, store.Breadcrumb{Title: "carded", Context: json.RawMessage(`{"name":"n","card":"hiddencard"}`),
+		LLMHints:   json.RawMessage(`{"transform":{"s":{"type":"template","template":"{{context.name}}"}}}`),
+		SearchText: "n"}, store.Idempotency{}); err != nil {
+		t.Fatal(err)
+	}
 	db.Close()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -110,8 +117,15 @@ func TestSearchBackfill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	hits, err := db.Search(ctx, a, store.SearchQuery{Text: "payload"})
+	res, err := db.Search(ctx, a, store.SearchQuery{Text: "payload"})
+	hits := res.Hits
 	if err != nil || len(hits) != 1 {
 		t.Fatalf("after backfill: %v %+v", err, hits)
+	}
+	if res, err := db.Search(ctx, a, store.SearchQuery{Text: "hiddencard"}); err != nil || len(res.Hits) != 0 {
+		t.Fatalf("hidden field searchable after backfill: %v %+v", err, hits)
+	}
+	if res, err := db.Search(ctx, a, store.SearchQuery{Text: "carded"}); err != nil || len(res.Hits) != 1 {
+		t.Fatalf("title after backfill: %v %+v", err, hits)
 	}
 }

@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,15 +12,23 @@ import (
 	"github.com/ctxkit/ctxkit/store"
 )
 
-// Search weights of the columns title, tags, description, body: a match in
-// the title outranks one in the other fields.
-const bm25Weights = `10.0, 5.0, 2.0, 1.0`
+// Search weights of the columns owner, title, tags, description, body: a
+// match in the title outranks one in the other fields; the owner column
+// only filters.
+const bm25Weights = `0.0, 10.0, 5.0, 2.0, 1.0`
+
+// ownerWord is the word the owner column of owner's search rows holds: one
+// opaque token (letters and digits only) per owner.
+func ownerWord(owner string) string {
+	sum := sha256.Sum256([]byte(owner))
+	return "o" + hex.EncodeToString(sum[:16])
+}
 
 // indexSearch writes b's search row for the breadcrumbs row at rowid.
 func indexSearch(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, rowid int64) error {
 	d := store.Document(b)
-	_, err := tx.ExecContext(ctx, `INSERT INTO breadcrumb_search (rowid, title, tags, description, body) VALUES (?, ?, ?, ?, ?)`,
-		rowid, strings.Join(d.Title, " "), strings.Join(d.Tags, " "), strings.Join(d.Description, " "), strings.Join(d.Body, " "))
+	_, err := tx.ExecContext(ctx, `INSERT INTO breadcrumb_search (rowid, owner, title, tags, description, body) VALUES (?, ?, ?, ?, ?, ?)`,
+		rowid, ownerWord(b.OwnerID), strings.Join(d.Title, " "), strings.Join(d.Tags, " "), strings.Join(d.Description, " "), strings.Join(d.Body, " "))
 	return err
 }
 
@@ -51,7 +61,7 @@ func (d *DB) backfillSearch(ctx context.Context) error {
 		err = d.inTx(ctx, func(tx *sql.Tx) error {
 			for _, id := range ids {
 				var rowid int64
-				b, err := scan(extraScanner{tx.QueryRowContext(ctx, `SELECT `+columns+`, rowid FROM breadcrumbs WHERE id = ?`, id), &rowid})
+				b, err := scan(extraScanner{tx.QueryRowContext(ctx, `SELECT `+columns+`, rowid FROM breadcrumbs WHERE id = ?`, id), []any{&rowid}})
 				switch {
 				case errors.Is(err, sql.ErrNoRows):
 				case err != nil:
@@ -79,30 +89,41 @@ func (d *DB) backfillSearch(ctx context.Context) error {
 // matchExpr renders a parsed query in FTS5's query syntax. Every word is a
 // quoted string, so no user text is read as FTS5 syntax.
 func matchExpr(e *store.SearchExpr) string {
-	term := func(t store.SearchTerm) string {
-		s := `"` + strings.ReplaceAll(strings.Join(t.Words, " "), `"`, `""`) + `"`
-		if t.Prefix {
-			s += "*"
-		}
-		return s
-	}
-	groups := make([]string, len(e.All))
-	for i, g := range e.All {
-		alts := make([]string, len(g))
-		for j, t := range g {
-			alts[j] = term(t)
-		}
-		groups[i] = "(" + strings.Join(alts, " OR ") + ")"
-	}
-	q := strings.Join(groups, " AND ")
+	q := positiveExpr(e)
 	if len(e.None) > 0 {
 		nots := make([]string, len(e.None))
 		for i, t := range e.None {
-			nots[i] = term(t)
+			nots[i] = ftsTerm(t)
 		}
 		q = "(" + q + ") NOT (" + strings.Join(nots, " OR ") + ")"
 	}
 	return q
+}
+
+// titleExpr matches the breadcrumbs whose title holds every group of e.
+func titleExpr(e *store.SearchExpr) string {
+	return "title : (" + positiveExpr(e) + ")"
+}
+
+// positiveExpr is the groups of e that must match, ANDed.
+func positiveExpr(e *store.SearchExpr) string {
+	groups := make([]string, len(e.All))
+	for i, g := range e.All {
+		alts := make([]string, len(g))
+		for j, t := range g {
+			alts[j] = ftsTerm(t)
+		}
+		groups[i] = "(" + strings.Join(alts, " OR ") + ")"
+	}
+	return strings.Join(groups, " AND ")
+}
+
+func ftsTerm(t store.SearchTerm) string {
+	s := `"` + strings.ReplaceAll(strings.Join(t.Words, " "), `"`, `""`) + `"`
+	if t.Prefix {
+		s += "*"
+	}
+	return s
 }
 
 // prefixed is the columns list with each column qualified by table b.
@@ -114,20 +135,29 @@ var prefixed = func() string {
 	return strings.Join(cols, ", ")
 }()
 
-// Search implements store.Store.
-func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) ([]store.SearchHit, error) {
+// Search implements store.Store. The full-text index does the owner
+// filtering (the owner column) and yields matches newest first (rowid
+// order), so only the newest MaxRanked are scored; the visibility, expiry
+// and filters apply to those, and the best by title-match then bm25 are
+// returned.
+func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (store.SearchResult, error) {
+	var res store.SearchResult
 	limit, err := store.SearchLimit(q)
 	if err != nil {
-		return nil, err
+		return res, err
+	}
+	bound, err := store.RankBound(q)
+	if err != nil {
+		return res, err
 	}
 	e, err := store.ParseSearch(q.Text)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
-	where := []string{`breadcrumb_search MATCH ?`,
-		`(b.owner_id = ? AND (b.visibility != 'private' OR b.created_by = ? OR ?))`,
+	owner := `owner : "` + ownerWord(a.OwnerID) + `" AND `
+	where := []string{`(b.owner_id = ? AND (b.visibility != 'private' OR b.created_by = ? OR ?))`,
 		`(b.expires_at IS NULL OR b.expires_at > ?)`, `(b.max_reads = 0 OR b.reads < b.max_reads)`}
-	args := []any{matchExpr(e), a.OwnerID, a.AgentID, a.Curator, d.now().UnixMicro()}
+	args := []any{owner + "(" + matchExpr(e) + ")", bound + 1, owner + titleExpr(e), a.OwnerID, a.AgentID, a.Curator, d.now().UnixMicro()}
 	if q.SchemaName != "" {
 		where = append(where, `b.schema_name = ?`)
 		args = append(args, q.SchemaName)
@@ -140,34 +170,54 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) ([]
 		}
 		args = append(args, len(tags))
 	}
-	args = append(args, limit)
-	rows, err := d.r.QueryContext(ctx, `SELECT `+prefixed+`, -bm25(breadcrumb_search, `+bm25Weights+`) AS score
-		FROM breadcrumb_search JOIN breadcrumbs b ON b.rowid = breadcrumb_search.rowid
-		WHERE `+strings.Join(where, ` AND `)+` ORDER BY score DESC, b.id DESC LIMIT ?`, args...)
+	args = append(args, bound, limit)
+	// One more than the bound is fetched to tell whether there were more;
+	// the row numbered bound+1 (the oldest) is not ranked. A title holding
+	// every term ranks first (bm25 alone may rank a long title below a
+	// short description), then by score.
+	rows, err := d.r.QueryContext(ctx, `WITH matched AS MATERIALIZED (
+			SELECT rowid, -bm25(breadcrumb_search, `+bm25Weights+`) AS score
+			FROM breadcrumb_search WHERE breadcrumb_search MATCH ? ORDER BY rowid DESC LIMIT ?
+		), titled AS MATERIALIZED (
+			SELECT rowid FROM breadcrumb_search WHERE breadcrumb_search MATCH ? AND rowid >= (SELECT min(rowid) FROM matched)
+		), top AS MATERIALIZED (
+			SELECT m.rowid, m.score, m.rowid IN (SELECT rowid FROM titled) AS in_title, b.id
+			FROM matched m CROSS JOIN breadcrumbs b ON b.rowid = m.rowid -- CROSS: the matches drive the join, never the owner's every row
+			WHERE `+strings.Join(where, ` AND `)+`
+				AND ((SELECT count(*) FROM matched) <= ? OR m.rowid > (SELECT min(rowid) FROM matched))
+			ORDER BY in_title DESC, m.score DESC, b.id DESC LIMIT ?
+		)
+		SELECT `+prefixed+`, top.score, top.in_title, (SELECT count(*) FROM matched)
+		FROM top JOIN breadcrumbs b ON b.rowid = top.rowid
+		ORDER BY top.in_title DESC, top.score DESC, top.id DESC`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("search: %w", err)
+		return res, fmt.Errorf("search: %w", err)
 	}
 	defer rows.Close()
-	var hits []store.SearchHit
 	for rows.Next() {
-		var h store.SearchHit
-		b, err := scan(extraScanner{rows, &h.Score})
+		var (
+			h       store.SearchHit
+			inTitle bool
+			total   int
+		)
+		b, err := scan(extraScanner{rows, []any{&h.Score, &inTitle, &total}})
 		if err != nil {
-			return nil, err
+			return res, err
 		}
-		h.Breadcrumb = b
-		hits = append(hits, h)
+		h.Breadcrumb, h.Score = b, store.Score(h.Score, inTitle)
+		res.Hits = append(res.Hits, h)
+		res.Bounded = res.Bounded || total > bound
 	}
-	return hits, rows.Err()
+	return res, rows.Err()
 }
 
-// extraScanner scans a row of the columns followed by one more value.
+// extraScanner scans a row of the columns followed by more values.
 type extraScanner struct {
 	s     scanner
-	extra any
+	extra []any
 }
 
-func (s extraScanner) Scan(dest ...any) error { return s.s.Scan(append(dest, s.extra)...) }
+func (s extraScanner) Scan(dest ...any) error { return s.s.Scan(append(dest, s.extra...)...) }
 
 // Import creates many breadcrumbs in one transaction, as Create would one
 // by one (without idempotency keys): for loading data in bulk.

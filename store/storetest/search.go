@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -15,10 +16,11 @@ import (
 // titles searches and returns the titles found, best first.
 func titles(t *testing.T, s store.Store, a store.Actor, q store.SearchQuery) []string {
 	t.Helper()
-	hits, err := s.Search(context.Background(), a, q)
+	res, err := s.Search(context.Background(), a, q)
 	if err != nil {
 		t.Fatalf("search %q: %v", q.Text, err)
 	}
+	hits := res.Hits
 	out := []string{}
 	for i, h := range hits {
 		out = append(out, h.Title)
@@ -81,7 +83,8 @@ func testSearch(t *testing.T, s store.Store) {
 	if got := titles(t, s, alice, q("deploy")); len(got) == 0 || got[0] != "Deploy runbook" {
 		t.Errorf("title match not first: %q", got)
 	}
-	hits, err := s.Search(context.Background(), alice, q("runbook"))
+	res, err := s.Search(context.Background(), alice, q("runbook"))
+	hits := res.Hits
 	if err != nil || len(hits) != 1 || hits[0].Score <= 0 || hits[0].Version != 1 || string(hits[0].Context) == "" {
 		t.Fatalf("hit: %v %+v", err, hits)
 	}
@@ -181,6 +184,109 @@ func testSearchHiddenFields(t *testing.T, s store.Store) {
 	}
 }
 
+// testSearchTitleFirst: a breadcrumb whose title holds every query term
+// ranks above one that holds them only in its description or body, however
+// long the title and however short the other.
+func testSearchTitleFirst(t *testing.T, s store.Store) {
+	filler := func(n int) string {
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = "fil" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		}
+		return strings.Join(ws, " ")
+	}
+	create(t, s, alice, store.Breadcrumb{Title: "short body", Context: json.RawMessage(`{"t":"zebra"}`)})
+	create(t, s, alice, store.Breadcrumb{Title: "short desc", Description: "zebra", Context: json.RawMessage(`{}`)})
+	create(t, s, alice, store.Breadcrumb{Title: "body twice", Description: "zebra crossing zebra", Context: json.RawMessage(`{"t":"zebra crossing zebra zebra"}`)})
+	create(t, s, alice, store.Breadcrumb{Title: filler(11) + " zebra", Context: json.RawMessage(`{}`)})
+	create(t, s, alice, store.Breadcrumb{Title: filler(30) + " zebra crossing " + filler(28), Context: json.RawMessage(`{}`)})
+	for _, q := range []string{"zebra", "zebra crossing", `"zebra crossing"`, "zeb*", "zebra OR nothing"} {
+		got := titles(t, s, alice, store.SearchQuery{Text: q})
+		inTitle := 0
+		for _, title := range got {
+			if strings.HasPrefix(title, "filaa") {
+				inTitle++
+			}
+		}
+		for i, title := range got {
+			if strings.HasPrefix(title, "filaa") != (i < inTitle) {
+				t.Errorf("%q: a title match ranks below a match elsewhere: %q", q, got)
+				break
+			}
+		}
+		if inTitle == 0 {
+			t.Errorf("%q: no title match found: %q", q, got)
+		}
+	}
+}
+
+// testSearchRankBound: search ranks at most the MaxRanked newest matches
+// of the caller's owner, says when there were more, and another owner's
+// matches do not count.
+func testSearchRankBound(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	for i := range 5 {
+		create(t, s, mallory, store.Breadcrumb{Title: fmt.Sprintf("boundword mallory %d", i), Context: json.RawMessage(`{}`)})
+	}
+	for i := range 5 {
+		create(t, s, alice, store.Breadcrumb{Title: fmt.Sprintf("boundword n%d", i), Context: json.RawMessage(`{}`)})
+		time.Sleep(2 * time.Millisecond) // UUIDv7 order is creation order
+	}
+	res, err := s.Search(ctx, alice, store.SearchQuery{Text: "boundword", MaxRanked: 3})
+	if err != nil || !res.Bounded || len(res.Hits) != 3 {
+		t.Fatalf("bound 3: %v bounded=%v %d hits", err, res.Bounded, len(res.Hits))
+	}
+	var got []string
+	for _, h := range res.Hits {
+		got = append(got, h.Title)
+	}
+	if !slices.Equal(sorted(got), []string{"boundword n2", "boundword n3", "boundword n4"}) {
+		t.Errorf("not the newest: %q", got)
+	}
+	res, err = s.Search(ctx, alice, store.SearchQuery{Text: "boundword", MaxRanked: 5})
+	if err != nil || res.Bounded || len(res.Hits) != 5 {
+		t.Fatalf("bound 5: %v bounded=%v %d hits", err, res.Bounded, len(res.Hits))
+	}
+	if _, err := s.Search(ctx, alice, store.SearchQuery{Text: "boundword", MaxRanked: -1}); !store.IsCode(err, store.CodeInvalid) {
+		t.Errorf("negative bound: %v", err)
+	}
+}
+
+// testSearchTransformHidden: without a supplied search text, a breadcrumb
+// whose hints transform its context is searchable on its title,
+// description and tags only: the filtered context is not its view, and a
+// field the rules drop must not become searchable.
+func testSearchTransformHidden(t *testing.T, s store.Store) {
+	hints := json.RawMessage(`{"transform":{"summary":{"type":"template","template":"Card of {{context.name}}"}}}`)
+	create(t, s, alice, store.Breadcrumb{Title: "profile titleword", Description: "descword", Tags: []string{"tagword"},
+		Context: json.RawMessage(`{"name":"Alice","card":"hiddencard4111"}`), LLMHints: hints})
+	create(t, s, alice, store.Breadcrumb{Title: "filtered", Context: json.RawMessage(`{"shown":"shownfiltered","gone":"hiddenexcluded"}`),
+		LLMHints: json.RawMessage(`{"exclude":["gone"]}`)})
+	for text, n := range map[string]int{"hiddencard4111": 0, "hiddencard*": 0, "card": 0, "alice": 0, "titleword": 1, "descword": 1,
+		"tagword": 1, "shownfiltered": 1, "hiddenexcluded": 0} {
+		if got := titles(t, s, alice, store.SearchQuery{Text: text}); len(got) != n {
+			t.Errorf("%q: %q, want %d hits", text, got, n)
+		}
+	}
+	// The same after an update that supplies no search text.
+	res, err := s.Search(context.Background(), alice, store.SearchQuery{Text: "titleword"})
+	hits := res.Hits
+	if err != nil || len(hits) != 1 {
+		t.Fatal(err, hits)
+	}
+	if _, err := s.Update(context.Background(), alice, hits[0].ID, 0, func(b *store.Breadcrumb) error {
+		b.Context = json.RawMessage(`{"name":"Bob","card":"hiddencard5222"}`)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for text, n := range map[string]int{"hiddencard5222": 0, "hiddencard*": 0, "bob": 0, "titleword": 1} {
+		if got := titles(t, s, alice, store.SearchQuery{Text: text}); len(got) != n {
+			t.Errorf("after update, %q: %q, want %d hits", text, got, n)
+		}
+	}
+}
+
 func testSearchBadQueries(t *testing.T, s store.Store) {
 	create(t, s, alice, store.Breadcrumb{Title: "target words", Context: json.RawMessage(`{}`)})
 	ctx := context.Background()
@@ -193,6 +299,20 @@ func testSearchBadQueries(t *testing.T, s store.Store) {
 	}
 	if _, err := s.Search(ctx, alice, store.SearchQuery{Text: "x", Limit: store.MaxSearchLimit + 1}); !store.IsCode(err, store.CodeInvalid) {
 		t.Errorf("limit: %v", err)
+	}
+	// More tag filters than a breadcrumb can have tags: refused up front.
+	many := make([]string, store.MaxTags+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("t%d", i)
+	}
+	if _, err := s.Search(ctx, alice, store.SearchQuery{Text: "target", Tags: many}); !store.IsCode(err, store.CodeInvalid) {
+		t.Errorf("search with %d tags: %v", len(many), err)
+	}
+	if _, err := s.List(ctx, alice, store.Query{Tags: many}); !store.IsCode(err, store.CodeInvalid) {
+		t.Errorf("list with %d tags: %v", len(many), err)
+	}
+	if got := titles(t, s, alice, store.SearchQuery{Text: "target", Tags: many[:store.MaxTags]}); len(got) != 0 {
+		t.Errorf("%d tags: %q", store.MaxTags, got)
 	}
 	// Syntax of the backends' own query languages is only text here.
 	for _, text := range []string{`target"`, `"target`, `target*`, `target:*`, `'target'`, `target & !x`, `target NEAR(x)`,

@@ -65,6 +65,9 @@ func Run(t *testing.T, open Open) {
 		{"SearchVisibility", testSearchVisibility},
 		{"SearchFollowsWrites", testSearchFollowsWrites},
 		{"SearchHiddenFields", testSearchHiddenFields},
+		{"SearchTransformHidden", testSearchTransformHidden},
+		{"SearchTitleFirst", testSearchTitleFirst},
+		{"SearchRankBound", testSearchRankBound},
 		{"SearchBadQueries", testSearchBadQueries},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/envelope"
+)
+
+func scanFixture(t *testing.T, opts Options) *workspaceSearcher {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ws")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("needle\n"), 0o644)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := envelope.WriteManifest(root, envelope.Manifest{Files: map[string]envelope.ManifestEntry{"a.txt": {}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, key, _ := ed25519.GenerateKey(nil)
+	opts.Key, opts.Workspaces = key, []string{dir}
+	return newWorkspaceSearcher(New(opts))
+}
+
+// TestWorkspaceScansAreBounded: a scan beyond the concurrent bound is
+// answered 503 busy with Retry-After, and a scan has a time limit.
+func TestWorkspaceScansAreBounded(t *testing.T) {
+	ws := scanFixture(t, Options{MaxWorkspaceScans: 1})
+	ctx := context.Background()
+	res, err := ws.run(ctx, Principal{OwnerID: "o", AgentID: "a"}, "ws", "needle", 10)
+	if err != nil || res.Meta.Status != envelope.StatusFallback || len(res.Items) != 1 {
+		t.Fatalf("free: %v %+v", err, res)
+	}
+	ws.scans <- struct{}{} // another scan is running
+	rec := httptest.NewRecorder()
+	err = ws.search(rec, httptest.NewRequest("GET", "/workspace/search?repo=ws&q=needle", nil), Principal{OwnerID: "o", AgentID: "a"})
+	var ae *apiError
+	if !errors.As(err, &ae) || ae.status != http.StatusServiceUnavailable || ae.code != "busy" || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("busy: %v %v", err, rec.Header())
+	}
+	<-ws.scans
+
+	ws = scanFixture(t, Options{WorkspaceScanTimeout: time.Nanosecond})
+	res, err = ws.run(ctx, Principal{OwnerID: "o", AgentID: "a"}, "ws", "needle", 10)
+	if err != nil || res.Meta.Status != envelope.StatusFallback || !strings.Contains(res.Meta.Message, "out of time") {
+		t.Fatalf("timeout: %v %+v", err, res)
+	}
+}
