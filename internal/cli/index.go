@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,7 +16,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"sort"
@@ -24,6 +25,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/envelope"
+	"github.com/ctxkit/ctxkit/internal/gitfiles"
 	"github.com/ctxkit/ctxkit/internal/server"
 	"github.com/ctxkit/ctxkit/store"
 )
@@ -66,12 +68,19 @@ const manifestSaveEvery = 100
 
 // indexTarget is where file breadcrumbs go: a server or a local store.
 type indexTarget interface {
-	create(ctx context.Context, b store.Breadcrumb) (id string, version int64, err error)
+	// create creates b; a retry with the same key returns the breadcrumb
+	// the first made, when it still exists.
+	create(ctx context.Context, b store.Breadcrumb, key string) (id string, version int64, err error)
 	update(ctx context.Context, id string, version int64, b store.Breadcrumb) (int64, error)
 	delete(ctx context.Context, id string) error
-	// files lists the file breadcrumbs tagged tag: what an earlier run
-	// wrote, whether or not the manifest recorded it.
+	// files lists the file breadcrumbs tagged tag, newest first: what an
+	// earlier run wrote, whether or not the manifest recorded it (and
+	// whatever else carries the tag).
 	files(ctx context.Context, tag string) ([]fileRef, error)
+	// record returns a breadcrumb's creator and file context.
+	record(ctx context.Context, id string) (createdBy string, fc server.FileContext, err error)
+	// agent is the agent the target writes as.
+	agent() (string, error)
 	describe() string
 }
 
@@ -80,6 +89,17 @@ type fileRef struct {
 	ID      string
 	Path    string
 	Version int64
+}
+
+// indexTag is the tag of the file breadcrumbs of the index instance id.
+func indexTag(instance string) string { return "index:" + instance }
+
+// idempotencyKey is the key of the create of path's breadcrumb with the
+// content hashed sum by index instance: a create retried after its reply
+// was lost returns the breadcrumb it made.
+func idempotencyKey(instance, path, sum string) string {
+	h := sha256.Sum256([]byte(path + "\x00" + sum))
+	return "ctxkit-index:" + instance + ":" + hex.EncodeToString(h[:16])
 }
 
 // IndexOptions configure one indexing run.
@@ -179,16 +199,22 @@ func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelop
 	if err := envelope.WriteStatus(root, st); err != nil {
 		return st, stats, fmt.Errorf("--repo: writing the index status: %w", err)
 	}
+	instance, err := envelope.Instance(root)
+	if err != nil {
+		st.IndexState, st.LastError = envelope.IndexError, err.Error()
+		envelope.WriteStatus(root, st)
+		return st, stats, fmt.Errorf("--repo: %w", err)
+	}
 	man, _ := envelope.ReadManifest(root)
-	if man == nil || man.Target != target.describe() || man.Repo != name {
+	if man == nil || man.Target != target.describe() || man.Repo != name || man.Instance != "" && man.Instance != instance {
 		man = &envelope.Manifest{Files: map[string]envelope.ManifestEntry{}}
 	}
-	next := envelope.Manifest{Target: target.describe(), Repo: name, Files: map[string]envelope.ManifestEntry{}}
+	next := envelope.Manifest{Target: target.describe(), Repo: name, Instance: instance, Files: map[string]envelope.ManifestEntry{}}
 	// done is what is known now: the last manifest with this run's writes
 	// over it. It is saved every manifestSaveEvery writes and when the run
 	// fails, so the next run neither repeats a create (a duplicate) nor
 	// updates a version that is no longer current.
-	done := envelope.Manifest{Target: next.Target, Repo: name, Files: maps.Clone(man.Files)}
+	done := envelope.Manifest{Target: next.Target, Repo: name, Instance: instance, Files: maps.Clone(man.Files)}
 	writes := 0
 	record := func(p string, e envelope.ManifestEntry) error {
 		next.Files[p], done.Files[p] = e, e
@@ -207,30 +233,61 @@ func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelop
 	}
 
 	tag := server.RepoTag(name)
-	// existing maps each path to the breadcrumb the target holds for it,
-	// listed once when first needed: a file the manifest does not know may
-	// have been written by a run that failed before recording it.
-	var existing map[string]fileRef
-	lookup := func(p string, refresh bool) (fileRef, bool, error) {
-		if existing == nil || refresh {
-			refs, err := target.files(ctx, tag)
+	// existing maps each path to the breadcrumbs tagged with this index's
+	// instance id (newest first), listed once when first needed: a file
+	// the manifest does not know may have been written by a run that
+	// failed before recording it.
+	var existing map[string][]fileRef
+	list := func(refresh bool) error {
+		if existing != nil && !refresh {
+			return nil
+		}
+		refs, err := target.files(ctx, indexTag(instance))
+		if err != nil {
+			return err
+		}
+		existing = make(map[string][]fileRef, len(refs))
+		for _, r := range refs {
+			existing[r.Path] = append(existing[r.Path], r)
+		}
+		return nil
+	}
+	// adoptable finds the breadcrumb an earlier run of this index wrote
+	// for p: one this agent created whose context names this instance and
+	// p. Anything else tagged alike (another agent can copy a tag) is left
+	// alone.
+	var me string
+	adoptable := func(p string) (fileRef, bool, error) {
+		if err := list(false); err != nil {
+			return fileRef{}, false, err
+		}
+		for _, r := range existing[p] {
+			if me == "" {
+				var err error
+				if me, err = target.agent(); err != nil {
+					return fileRef{}, false, err
+				}
+			}
+			by, fc, err := target.record(ctx, r.ID)
+			if isNotFound(err) {
+				continue
+			}
 			if err != nil {
 				return fileRef{}, false, err
 			}
-			existing = make(map[string]fileRef, len(refs))
-			for _, r := range refs {
-				if _, dup := existing[r.Path]; !dup { // newest first: keep the newest
-					existing[r.Path] = r
-				}
+			if by == me && fc.Index == instance && fc.Path == p {
+				return r, true, nil
 			}
 		}
-		r, ok := existing[p]
-		return r, ok, nil
+		return fileRef{}, false, nil
 	}
 
-	files, err := trackedFiles(ctx, abs)
+	files, walked, err := trackedFiles(ctx, abs)
 	if err != nil {
 		return fail(err)
+	}
+	if walked {
+		next.Source, done.Source = envelope.SourceWalk, envelope.SourceWalk
 	}
 	for _, p := range files {
 		if err := ctx.Err(); err != nil {
@@ -267,15 +324,16 @@ func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelop
 			stats.files++
 			continue
 		}
+		fc.Index = instance
 		ctxJSON, err := json.Marshal(fc)
 		if err != nil {
 			return fail(err)
 		}
 		b := store.Breadcrumb{Title: p, Description: fc.Language + " file of " + name, SchemaName: server.FileSchema,
-			Tags: []string{tag}, Context: ctxJSON}
+			Tags: []string{tag, indexTag(instance)}, Context: ctxJSON}
 		if !known {
 			// Written by a run that failed before recording it?
-			r, found, err := lookup(p, false)
+			r, found, err := adoptable(p)
 			if err != nil {
 				return fail(fmt.Errorf("listing the files indexed before: %w", err))
 			}
@@ -289,8 +347,13 @@ func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelop
 			if isVersionMismatch(err) {
 				// Changed since recorded (a run whose reply was lost):
 				// update the current version, once.
-				if r, found, lerr := lookup(p, true); lerr == nil && found && r.ID == old.ID {
-					entry.Version, err = target.update(ctx, old.ID, r.Version, b)
+				if lerr := list(true); lerr == nil {
+					for _, r := range existing[p] {
+						if r.ID == old.ID {
+							entry.Version, err = target.update(ctx, old.ID, r.Version, b)
+							break
+						}
+					}
 				}
 			}
 			if err == nil {
@@ -298,7 +361,7 @@ func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelop
 			}
 		}
 		if !known || isNotFound(err) {
-			entry.ID, entry.Version, err = target.create(ctx, b)
+			entry.ID, entry.Version, err = target.create(ctx, b, idempotencyKey(instance, p, fc.SHA256))
 			if err == nil {
 				stats.created++
 			}
@@ -341,38 +404,44 @@ func indexRepo(ctx context.Context, target indexTarget, o indexOptions) (envelop
 	return st, stats, nil
 }
 
-// trackedFiles lists the repository's files: git ls-files, or a walk of
-// the tree when it is not a git repository (or git is not installed).
-func trackedFiles(ctx context.Context, dir string) ([]string, error) {
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "ls-files", "-z", "--cached")
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	if err := cmd.Run(); err == nil {
-		var files []string
-		for _, f := range strings.Split(out.String(), "\x00") {
-			if f != "" && !strings.HasPrefix(f, ".ctxkit/") {
+// trackedFiles lists the repository's files: git ls-files when dir has
+// a .git, else a walk of the tree (walked true) that leaves out what
+// envelope.Withheld names. A .git that git cannot list is an error: a
+// walk would take in ignored files (.env and the like).
+func trackedFiles(ctx context.Context, dir string) (files []string, walked bool, err error) {
+	if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		listed, err := gitfiles.List(ctx, dir, gitfiles.Options{})
+		if err != nil {
+			return nil, false, fmt.Errorf("--repo has a .git but git cannot list its files (%w); fix the repository, or index a directory without .git", err)
+		}
+		for _, f := range listed {
+			if !strings.HasPrefix(f, ".ctxkit/") {
 				files = append(files, f)
 			}
 		}
-		return files, nil
+		return files, false, nil
 	}
-	var files []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if base := d.Name(); rel != "." && (base == ".git" || base == ".ctxkit") {
+		if rel == "." {
+			return nil
+		}
+		if envelope.Withheld(rel) {
+			if d.IsDir() {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		files = append(files, rel)
+		if !d.IsDir() {
+			files = append(files, rel)
+		}
 		return nil
 	})
-	return files, err
+	return files, true, err
 }
 
 // readFileContext reads a file: its sha256 over all of it, its content cut
@@ -445,9 +514,43 @@ type storeTarget struct {
 
 func (t *storeTarget) describe() string { return "store:" + t.desc + "#" + t.actor.OwnerID }
 
-func (t *storeTarget) create(ctx context.Context, b store.Breadcrumb) (string, int64, error) {
-	out, _, err := t.db.Create(ctx, t.actor, b, store.Idempotency{})
+func (t *storeTarget) create(ctx context.Context, b store.Breadcrumb, key string) (string, int64, error) {
+	data, err := json.Marshal(b)
+	if err != nil {
+		return "", 0, err
+	}
+	sum := sha256.Sum256(data)
+	idem := store.Idempotency{Key: key, RequestHash: hex.EncodeToString(sum[:])}
+	out, replayed, err := t.db.Create(ctx, t.actor, b, idem)
+	if err == nil && replayed {
+		// The first create's breadcrumb may have been removed since.
+		if _, gerr := t.db.Get(ctx, t.actor, out.ID); isNotFound(gerr) {
+			idem.Key = key + ":" + newNonce()
+			out, _, err = t.db.Create(ctx, t.actor, b, idem)
+		}
+	}
 	return out.ID, out.Version, err
+}
+
+func (t *storeTarget) record(ctx context.Context, id string) (string, server.FileContext, error) {
+	var fc server.FileContext
+	b, err := t.db.Get(ctx, t.actor, id)
+	if err != nil {
+		return "", fc, err
+	}
+	if b.SchemaName != server.FileSchema || json.Unmarshal(b.Context, &fc) != nil {
+		return b.CreatedBy, server.FileContext{}, nil
+	}
+	return b.CreatedBy, fc, nil
+}
+
+func (t *storeTarget) agent() (string, error) { return t.actor.AgentID, nil }
+
+// newNonce is a random word, to make a key unique.
+func newNonce() string {
+	var raw [8]byte
+	rand.Read(raw[:])
+	return hex.EncodeToString(raw[:])
 }
 
 func (t *storeTarget) update(ctx context.Context, id string, version int64, b store.Breadcrumb) (int64, error) {
@@ -517,17 +620,23 @@ func isForbidden(err error) bool {
 }
 
 func (t *httpTarget) do(ctx context.Context, method, p string, body any, hdr map[string]string, out any) error {
+	_, err := t.doHeader(ctx, method, p, body, hdr, out)
+	return err
+}
+
+// doHeader is do that also returns the reply's header.
+func (t *httpTarget) doHeader(ctx context.Context, method, p string, body any, hdr map[string]string, out any) (http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, t.base+p, rd)
 	if err != nil {
-		return fmt.Errorf("--server: %w", err)
+		return nil, fmt.Errorf("--server: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+t.token)
 	req.Header.Set("Content-Type", "application/json")
@@ -536,7 +645,7 @@ func (t *httpTarget) do(ctx context.Context, method, p string, body any, hdr map
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("--server: %w", err)
+		return nil, fmt.Errorf("--server: %w", err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
@@ -548,22 +657,62 @@ func (t *httpTarget) do(ctx context.Context, method, p string, body any, hdr map
 		if e.Error.Message == "" {
 			e.Error.Message = http.StatusText(resp.StatusCode)
 		}
-		return &apiError{status: resp.StatusCode, code: e.Error.Code, msg: e.Error.Message}
+		return resp.Header, &apiError{status: resp.StatusCode, code: e.Error.Code, msg: e.Error.Message}
 	}
 	if out != nil {
-		return json.Unmarshal(data, out)
+		return resp.Header, json.Unmarshal(data, out)
 	}
-	return nil
+	return resp.Header, nil
 }
 
-func (t *httpTarget) create(ctx context.Context, b store.Breadcrumb) (string, int64, error) {
+func (t *httpTarget) create(ctx context.Context, b store.Breadcrumb, key string) (string, int64, error) {
 	var out struct {
 		ID      string `json:"id"`
 		Version int64  `json:"version"`
 	}
-	err := t.do(ctx, "POST", "/breadcrumbs", map[string]any{"title": b.Title, "description": b.Description,
-		"schema_name": b.SchemaName, "tags": b.Tags, "context": b.Context}, nil, &out)
+	body := map[string]any{"title": b.Title, "description": b.Description,
+		"schema_name": b.SchemaName, "tags": b.Tags, "context": b.Context}
+	hdr, err := t.doHeader(ctx, "POST", "/breadcrumbs", body, map[string]string{"Idempotency-Key": key}, &out)
+	if err == nil && hdr.Get("Idempotent-Replayed") == "true" {
+		// The first create's breadcrumb may have been removed since.
+		if _, _, gerr := t.record(ctx, out.ID); isNotFound(gerr) {
+			err = t.do(ctx, "POST", "/breadcrumbs", body, map[string]string{"Idempotency-Key": key + ":" + newNonce()}, &out)
+		}
+	}
 	return out.ID, out.Version, err
+}
+
+func (t *httpTarget) record(ctx context.Context, id string) (string, server.FileContext, error) {
+	var fc server.FileContext
+	var b store.Breadcrumb
+	if err := t.do(ctx, "GET", "/breadcrumbs/"+url.PathEscape(id)+"/full", nil, nil, &b); err != nil {
+		return "", fc, err
+	}
+	if b.SchemaName != server.FileSchema || json.Unmarshal(b.Context, &fc) != nil {
+		return b.CreatedBy, server.FileContext{}, nil
+	}
+	return b.CreatedBy, fc, nil
+}
+
+// agent is the subject of the target's token: the agent the server
+// records as the creator of what it writes. The server checks the token;
+// this only reads it.
+func (t *httpTarget) agent() (string, error) {
+	parts := strings.Split(t.token, ".")
+	if len(parts) != 3 {
+		return "", errors.New("--token: not a ctxkit token")
+	}
+	data, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", fmt.Errorf("--token: %w", err)
+	}
+	var c struct {
+		Subject string `json:"sub"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil || c.Subject == "" {
+		return "", errors.New("--token: names no agent")
+	}
+	return c.Subject, nil
 }
 
 func (t *httpTarget) update(ctx context.Context, id string, version int64, b store.Breadcrumb) (int64, error) {

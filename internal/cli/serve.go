@@ -96,6 +96,19 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err := checkWorkspaces(workspaces, *data); err != nil {
 		return err
 	}
+	if *keyFile != "" {
+		keyAbs, err := filepath.Abs(*keyFile)
+		if err != nil {
+			return fmt.Errorf("--key: %w", err)
+		}
+		keyReal := realPath(keyAbs)
+		for _, w := range workspaces {
+			if within(realPath(w), keyReal) {
+				return usagef("--key %s lies inside the workspace %s: every agent may search a workspace, so keep the signing key outside it",
+					*keyFile, relOrAbs(w))
+			}
+		}
+	}
 	if *maxBody <= 0 || *expireEvery <= 0 {
 		return usagef("--max-body and --expire-every must be positive")
 	}

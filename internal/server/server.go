@@ -59,9 +59,14 @@ type Options struct {
 	// of the caller's owner a search ranks (store.SearchQuery.MaxRanked);
 	// 0 means store.DefaultMaxRanked.
 	SearchMaxRanked int
-	// WorkspaceScanTimeout bounds one disk scan; a scan that runs out of
-	// time answers with what it found so far and says so. Default 10s.
+	// WorkspaceScanTimeout bounds one workspace search's reading of files
+	// (a disk scan, or verifying index hits); one that runs out of time
+	// answers with what it found so far and says so. Default 10s.
 	WorkspaceScanTimeout time.Duration
+	// WorkspaceVerifyBytes bounds the bytes one workspace search reads to
+	// verify index hits against the files on disk; hits past it are
+	// reported as not verified. Default 64 MiB.
+	WorkspaceVerifyBytes int64
 }
 
 // Server serves the API.

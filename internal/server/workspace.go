@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -23,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/envelope"
+	"github.com/ctxkit/ctxkit/internal/gitfiles"
 	"github.com/ctxkit/ctxkit/store"
 )
 
@@ -47,6 +47,7 @@ const (
 	workspaceMaxListBytes   = 64 << 20  // output of git ls-files
 	workspaceMaxLines       = 3         // matching lines per file
 	workspaceGitTimeout     = 5 * time.Second
+	workspaceVerifyBudget   = 64 << 20 // bytes one search reads to verify index hits (default)
 
 	// CodeNotIndexed: a workspace is neither a git repository nor indexed,
 	// so there is no list of tracked files to scan.
@@ -68,6 +69,7 @@ type FileContext struct {
 	SHA256    string `json:"sha256"`
 	Content   string `json:"content"`
 	Truncated bool   `json:"truncated,omitempty"`
+	Index     string `json:"index,omitempty"` // the instance id of the index that wrote it (envelope.InstanceFile)
 }
 
 // WorkspaceHit is one file found by a workspace search.
@@ -123,8 +125,9 @@ func workspaceName(dir string) string {
 // running at once and caches the workspaces' manifests.
 type workspaceSearcher struct {
 	s       *Server
-	scans   chan struct{} // a token per disk scan in progress
+	scans   chan struct{} // a token per search reading files (a disk scan or verifying index hits)
 	timeout time.Duration
+	budget  int64 // bytes a search reads to verify index hits
 
 	mu        sync.Mutex
 	manifests map[string]cachedManifest // by workspace directory
@@ -143,7 +146,11 @@ func newWorkspaceSearcher(s *Server) *workspaceSearcher {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	return &workspaceSearcher{s: s, scans: make(chan struct{}, n), timeout: timeout, manifests: map[string]cachedManifest{}}
+	budget := s.opts.WorkspaceVerifyBytes
+	if budget <= 0 {
+		budget = workspaceVerifyBudget
+	}
+	return &workspaceSearcher{s: s, scans: make(chan struct{}, n), timeout: timeout, budget: budget, manifests: map[string]cachedManifest{}}
 }
 
 // search is GET /workspace/search?repo=NAME&q=QUERY[&limit=N]. Any valid
@@ -193,6 +200,16 @@ func (ws *workspaceSearcher) run(ctx context.Context, p Principal, repo, text st
 	defer root.Close()
 	d := envelope.RouteIn(root)
 	man, manErr := ws.manifest(root, dir)
+	// Answering from the index reads files too (to verify its hits): both
+	// ways share the bound on searches at once and the time limit.
+	select {
+	case ws.scans <- struct{}{}:
+		defer func() { <-ws.scans }()
+	default:
+		return none, errorf(http.StatusServiceUnavailable, "busy", "the server is scanning other workspaces; retry shortly")
+	}
+	sctx, cancel := context.WithTimeout(ctx, ws.timeout)
+	defer cancel()
 	if d.UseIndex {
 		switch {
 		case manErr != nil:
@@ -200,22 +217,18 @@ func (ws *workspaceSearcher) run(ctx context.Context, p Principal, repo, text st
 		case !ws.ownsIndex(ctx, p, repo, man):
 			d.Freshness, d.Reason = envelope.Unknown, "the index of this workspace holds no files this caller may read"
 		default:
-			return ws.fromIndex(ctx, p, root, repo, e, text, limit, d.Status, man)
+			res, notAuthoritative, err := ws.fromIndex(ctx, sctx, p, root, repo, e, text, limit, d.Status, man)
+			if err != nil || notAuthoritative == "" {
+				return res, err
+			}
+			d.Reason = notAuthoritative
 		}
-	}
-	select {
-	case ws.scans <- struct{}{}:
-		defer func() { <-ws.scans }()
-	default:
-		return none, errorf(http.StatusServiceUnavailable, "busy", "the server is scanning other workspaces; retry shortly")
 	}
 	files, how, err := trackedFiles(ctx, dir, man)
 	if err != nil {
 		return envelope.Error[WorkspaceHit](CodeNotIndexed, fmt.Sprintf("repo %s: %v", repo, err),
 			envelope.WithIndexStatus(d.Status)), nil
 	}
-	sctx, cancel := context.WithTimeout(ctx, ws.timeout)
-	defer cancel()
 	hits, partial := scanFiles(sctx, root, files, e, limit)
 	if err := ctx.Err(); err != nil {
 		return none, err
@@ -271,14 +284,19 @@ func (ws *workspaceSearcher) ownsIndex(ctx context.Context, p Principal, repo st
 // fromIndex answers from the index. A hit counts only when the manifest
 // names its breadcrumb for its path with its content hash, and the file on
 // disk still has that hash (else the file is re-read from disk, as a
-// changed one).
-func (ws *workspaceSearcher) fromIndex(ctx context.Context, p Principal, root *os.Root, repo string, e *store.SearchExpr, text string, limit int,
-	st *envelope.IndexStatus, man *envelope.Manifest) (envelope.Result[WorkspaceHit], error) {
+// changed one). When the index ranked only some of the matches and fewer
+// hits than limit were verified, the index's answer may miss files: then
+// notAuthoritative says why and the caller scans the disk instead.
+//
+// Verifying reads files: it stops when rctx ends or the searcher's byte
+// budget is spent, and the hits left are reported as not verified.
+func (ws *workspaceSearcher) fromIndex(ctx, rctx context.Context, p Principal, root *os.Root, repo string, e *store.SearchExpr, text string, limit int,
+	st *envelope.IndexStatus, man *envelope.Manifest) (res envelope.Result[WorkspaceHit], notAuthoritative string, err error) {
 	sq := store.SearchQuery{Text: text, Tags: []string{RepoTag(repo)}, SchemaName: FileSchema, Limit: min(store.MaxSearchLimit, 2*limit),
 		MaxRanked: ws.s.opts.SearchMaxRanked}
 	found, err := ws.s.opts.Store.Search(ctx, actor(p), sq)
 	if err != nil {
-		return envelope.Result[WorkspaceHit]{}, err
+		return res, "", err
 	}
 	hits := found.Hits
 	var (
@@ -287,6 +305,7 @@ func (ws *workspaceSearcher) fromIndex(ctx context.Context, p Principal, root *o
 		untrusted int
 	)
 	dirs := map[string]bool{}
+	budget, unverified, why := ws.budget, 0, ""
 	for _, h := range hits {
 		if len(items) == limit {
 			break
@@ -301,15 +320,25 @@ func (ws *workspaceSearcher) fromIndex(ctx context.Context, p Principal, root *o
 			untrusted++
 			continue
 		}
+		switch {
+		case rctx.Err() != nil:
+			unverified, why = unverified+1, "out of time"
+			continue
+		case entry.Size > budget:
+			unverified, why = unverified+1, fmt.Sprintf("past the %d bytes a search reads to verify them", ws.budget)
+			continue
+		}
 		stale, err := envelope.CheckFile(root, fc.Path, st.LastIndexedAt)
 		if err != nil {
 			changed = append(changed, fc.Path+" (gone)")
 			continue
 		}
 		content := fc.Content
+		budget -= entry.Size
 		if stale || !sameAsIndexed(root, fc, entry, dirs) {
 			changed = append(changed, fc.Path)
 			data, err := readTracked(root, fc.Path, dirs)
+			budget -= int64(len(data))
 			if err != nil {
 				continue
 			}
@@ -320,6 +349,9 @@ func (ws *workspaceSearcher) fromIndex(ctx context.Context, p Principal, root *o
 		}
 		items = append(items, WorkspaceHit{Path: fc.Path, Language: fc.Language, Score: h.Score, ID: h.ID, Lines: matchingLines(content, e)})
 	}
+	if found.Bounded && len(items) < limit {
+		return res, rankBoundNote(sq) + ", and fewer files than asked for were verified", nil
+	}
 	var notes []string
 	if found.Bounded {
 		notes = append(notes, rankBoundNote(sq))
@@ -327,16 +359,20 @@ func (ws *workspaceSearcher) fromIndex(ctx context.Context, p Principal, root *o
 	if untrusted > 0 {
 		notes = append(notes, fmt.Sprintf("ignored %d index hits that this workspace's manifest does not name", untrusted))
 	}
+	if unverified > 0 {
+		notes = append(notes, fmt.Sprintf("%d index hits not verified against the files on disk (%s), so left out: results are partial", unverified, why))
+		return envelope.Fallback(items, envelope.WithIndexStatus(st), envelope.WithMessage(strings.Join(notes, "; "))), "", nil
+	}
 	if len(changed) > 0 {
 		sort.Strings(changed)
 		notes = append(notes, "changed since indexing, read from disk: "+strings.Join(changed, ", "))
-		return envelope.Fallback(items, envelope.WithIndexStatus(st), envelope.WithMessage(strings.Join(notes, "; "))), nil
+		return envelope.Fallback(items, envelope.WithIndexStatus(st), envelope.WithMessage(strings.Join(notes, "; "))), "", nil
 	}
 	opts := []envelope.Option{envelope.WithIndexStatus(st)}
 	if len(notes) > 0 {
 		opts = append(opts, envelope.WithMessage(strings.Join(notes, "; ")))
 	}
-	return envelope.OK(items, opts...), nil
+	return envelope.OK(items, opts...), "", nil
 }
 
 // sameAsIndexed reports whether the file at fc.Path is still what was
@@ -373,7 +409,9 @@ func trackedFiles(ctx context.Context, dir string, man *envelope.Manifest) (file
 	if man != nil {
 		files := make([]string, 0, len(man.Files))
 		for p := range man.Files {
-			files = append(files, p)
+			if !envelope.Withheld(p) { // as a walk of the tree would
+				files = append(files, p)
+			}
 		}
 		sort.Strings(files)
 		return files, "the index manifest lists", nil
@@ -381,53 +419,10 @@ func trackedFiles(ctx context.Context, dir string, man *envelope.Manifest) (file
 	return nil, "", errors.New("not a git repository and not indexed, so no list of tracked files to search: run ctxkit index --repo DIR, or make it a git repository")
 }
 
-// gitFiles runs git ls-files in dir (the program and its arguments, no
-// shell, with a timeout), as a repository of its own: git does not look
-// above dir for one, and the caller's GIT_* settings do not apply.
+// gitFiles lists the files git tracks in dir, hardened so that the
+// workspace's own git config runs nothing (see package gitfiles).
 func gitFiles(ctx context.Context, dir string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, workspaceGitTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached")
-	cmd.Dir = dir
-	env := []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir), "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0"}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
-	cmd.WaitDelay = time.Second
-	out := &cappedBuffer{max: workspaceMaxListBytes}
-	cmd.Stdout = out
-	if err := cmd.Run(); err != nil {
-		return nil, err
-	}
-	if out.over {
-		return nil, fmt.Errorf("git ls-files: more than %d bytes of file names", workspaceMaxListBytes)
-	}
-	var files []string
-	for _, f := range strings.Split(out.buf.String(), "\x00") {
-		if f != "" {
-			files = append(files, f)
-		}
-	}
-	return files, nil
-}
-
-// cappedBuffer keeps up to max bytes and notes whether more were written.
-type cappedBuffer struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); len(p) > room {
-		c.over = true
-		p = p[:max(room, 0)]
-	}
-	c.buf.Write(p)
-	return len(p), nil
+	return gitfiles.List(ctx, dir, gitfiles.Options{Timeout: workspaceGitTimeout, MaxBytes: workspaceMaxListBytes})
 }
 
 // scanFiles searches files under root on disk, ranked by how often the
@@ -467,10 +462,10 @@ func scanFiles(ctx context.Context, root *os.Root, files []string, e *store.Sear
 }
 
 // trackedPath reports whether name may be read at all: a clean relative
-// path with no .git or .ctxkit component (compared case-insensitively, for
+// path without a backslash or a colon, with no .git or .ctxkit component (compared case-insensitively, for
 // file systems that are).
 func trackedPath(name string) bool {
-	if !fs.ValidPath(name) || name == "." {
+	if !fs.ValidPath(name) || name == "." || strings.ContainsAny(name, `\:`) {
 		return false
 	}
 	for _, part := range strings.Split(name, "/") {

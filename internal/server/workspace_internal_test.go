@@ -57,3 +57,33 @@ func TestWorkspaceScansAreBounded(t *testing.T) {
 		t.Fatalf("timeout: %v %+v", err, res)
 	}
 }
+
+// TestTrackedPath: only clean relative paths outside .git and .ctxkit,
+// without backslashes or colons (a drive, a stream or a separator on
+// other systems), may be read.
+func TestTrackedPath(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want bool
+	}{
+		{"main.go", true},
+		{"docs/guide.md", true},
+		{".github/workflows/ci.yml", true},
+		{"", false},
+		{".", false},
+		{"../x", false},
+		{"/etc/passwd", false},
+		{"a/../b", false},
+		{".git/config", false},
+		{"sub/.GIT/config", false},
+		{".ctxkit/manifest.json", false},
+		{`..\secret`, false},
+		{`sub\file.txt`, false},
+		{"C:secret", false},
+		{"file.txt:stream", false},
+	} {
+		if got := trackedPath(c.name); got != c.want {
+			t.Errorf("trackedPath(%q) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

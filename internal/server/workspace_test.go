@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/envelope"
+	"github.com/ctxkit/ctxkit/internal/gitfiles/gitfilestest"
 	"github.com/ctxkit/ctxkit/internal/server"
 )
 
@@ -280,7 +281,10 @@ func TestWorkspaceScanReadsTrackedFilesOnly(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "node_modules", "m", "x.js"), []byte("needle secretmodule\n"), 0o644)
 
 	listed := repoFixture(t, "listed", map[string]string{"a.txt": "needle listed\n", "b.txt": "needle secretunlisted\n"}, time.Time{})
-	manifestOf(t, listed, "a.txt", ".git/HEAD", "../escape")
+	os.WriteFile(filepath.Join(listed, ".env"), []byte("needle secretdotenv\n"), 0o644)
+	os.WriteFile(filepath.Join(listed, "tls.pem"), []byte("needle secretpem\n"), 0o644)
+	os.WriteFile(filepath.Join(listed, "id_rsa"), []byte("needle secretrsa\n"), 0o644)
+	manifestOf(t, listed, "a.txt", ".git/HEAD", "../escape", ".env", "tls.pem", "id_rsa")
 	bare := repoFixture(t, "bare", map[string]string{"a.txt": "needle secretbare\n"}, time.Time{})
 
 	e := newEnv(t, func(o *server.Options) { o.Workspaces = []string{dir, listed, bare} })
@@ -296,5 +300,58 @@ func TestWorkspaceScanReadsTrackedFilesOnly(t *testing.T) {
 	r, sr = e.workspaceSearch(tok, "bare", "needle")
 	if r.status != 200 || sr.Meta.Status != "ERROR" || sr.Meta.ErrorCode != "not_indexed" || len(sr.Items) != 0 || strings.Contains(string(r.body), "secret") {
 		t.Fatalf("neither: %s", r.body)
+	}
+}
+
+// TestWorkspaceScanRunsNoGitCommand: listing a workspace's tracked files
+// never runs a command the workspace's own git config names (here a
+// promisor remote's upload-pack, reached by a lazy fetch).
+func TestWorkspaceScanRunsNoGitCommand(t *testing.T) {
+	dir, marker := gitfilestest.PromisorRepo(t, "evil", nil)
+	e := newEnv(t, func(o *server.Options) { o.Workspaces = []string{dir} })
+	tok := e.token("acme", "a", server.RoleSubscriber)
+	r, sr := e.workspaceSearch(tok, "evil", "needle")
+	if r.status != 200 {
+		t.Fatalf("search: %s", r.body)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the workspace search ran the repository's upload-pack command")
+	}
+	if len(sr.Items) != 1 || sr.Items[0].Path != "in/a.txt" {
+		t.Fatalf("items: %s", r.body)
+	}
+}
+
+// TestWorkspaceIndexBoundIsNotAuthoritative: when the index ranked only
+// some of the matches and verified fewer hits than asked for, the answer
+// is not OK: the tracked files are scanned on disk instead.
+func TestWorkspaceIndexBoundIsNotAuthoritative(t *testing.T) {
+	files := map[string]string{"a.txt": "needle a\n", "b.txt": "needle b\n", "c.txt": "needle c\n"}
+	dir := repoFixture(t, "shop", files, time.Now().Add(-time.Hour))
+	e := newEnv(t, func(o *server.Options) { o.Workspaces = []string{dir}; o.SearchMaxRanked = 1 })
+	tok := e.token("acme", "a", server.RoleEmitter)
+	e.indexFiles(tok, "shop", dir, files)
+	r, sr := e.workspaceSearch(tok, "shop", "needle")
+	if sr.Meta.Status != "FALLBACK" || len(sr.Items) != 3 || !strings.Contains(sr.Meta.Message, "ranks at most") {
+		t.Fatalf("bounded index: %s", r.body)
+	}
+	r = e.do("GET", "/workspace/search?repo=shop&q=needle&limit=1", tok, nil)
+	if !strings.Contains(string(r.body), `"status":"OK"`) {
+		t.Fatalf("bounded index with enough hits: %s", r.body)
+	}
+}
+
+// TestWorkspaceIndexVerifyBudget: verifying index hits reads at most the
+// per-request byte budget; hits past it are reported as not verified and
+// the answer is not OK.
+func TestWorkspaceIndexVerifyBudget(t *testing.T) {
+	files := map[string]string{"a.txt": "needle a " + strings.Repeat("x", 100) + "\n", "b.txt": "needle b " + strings.Repeat("y", 100) + "\n"}
+	dir := repoFixture(t, "shop", files, time.Now().Add(-time.Hour))
+	e := newEnv(t, func(o *server.Options) { o.Workspaces = []string{dir}; o.WorkspaceVerifyBytes = 150 })
+	tok := e.token("acme", "a", server.RoleEmitter)
+	e.indexFiles(tok, "shop", dir, files)
+	r, sr := e.workspaceSearch(tok, "shop", "needle")
+	if sr.Meta.Status != "FALLBACK" || len(sr.Items) != 1 || !strings.Contains(sr.Meta.Message, "not verified") {
+		t.Fatalf("budget: %s", r.body)
 	}
 }

@@ -166,9 +166,10 @@ func driveWord(e *store.SearchExpr) (string, bool) {
 }
 
 // Search implements store.Store. The candidates come from search_terms;
-// the newest MaxRanked of the owner's that match (id order: UUIDv7 ids are
-// in creation order) are ranked, the visibility, expiry and filters apply
-// to those, and the best by title-match then ts_rank are returned.
+// the newest MaxRanked of the owner's that match and that the caller may
+// list (visibility, expiry, read budget, tags and schema apply to each
+// candidate; id order: UUIDv7 ids are in creation order) are ranked, and
+// the best by title-match then ts_rank are returned.
 func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (store.SearchResult, error) {
 	var res store.SearchResult
 	limit, err := store.SearchLimit(q)
@@ -201,33 +202,37 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 	qn := len(args)
 	args = append(args, bound+1)
 	kn := len(args)
-	var cand string
-	if drive {
-		// Newest first along one word's entries (the primary key's order),
-		// checking each breadcrumb, until the bound: the cost follows the
-		// bound, not how many breadcrumbs hold the word.
-		cand = fmt.Sprintf(`SELECT t.breadcrumb_id AS id FROM search_terms t JOIN breadcrumbs b ON b.id = t.breadcrumb_id
-			WHERE t.owner_id = $1 AND t.term = $%d AND b.owner_id = $1 AND b.search @@ $%d::tsquery
-			ORDER BY t.breadcrumb_id DESC LIMIT $%d`, dn, qn, kn)
-	} else {
-		inner := []string{`owner_id = $1`}
-		for _, c := range selects {
-			inner = append(inner, `id IN (`+c+`)`)
-		}
-		inner = append(inner, fmt.Sprintf(`search @@ $%d::tsquery`, qn))
-		cand = `SELECT id FROM breadcrumbs WHERE ` + strings.Join(inner, ` AND `) + fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, kn)
-	}
-	where := []string{writableBy(1), `(expires_at IS NULL OR expires_at > $4)`, `(max_reads = 0 OR reads < max_reads)`,
-		fmt.Sprintf(`id IN (SELECT id FROM cand ORDER BY id DESC LIMIT $%d - 1)`, kn)}
+	// Every filter applies inside the bound: the bound and Bounded count
+	// only the breadcrumbs the caller may list, so neither tells anything
+	// of breadcrumbs the caller may not see.
+	filters := []string{`(b.visibility <> 'private' OR b.created_by = $2 OR $3::boolean)`,
+		`(b.expires_at IS NULL OR b.expires_at > $4)`, `(b.max_reads = 0 OR b.reads < b.max_reads)`}
 	if q.SchemaName != "" {
 		args = append(args, q.SchemaName)
-		where = append(where, fmt.Sprintf(`schema_name = $%d`, len(args)))
+		filters = append(filters, fmt.Sprintf(`b.schema_name = $%d`, len(args)))
 	}
 	if tags := store.Distinct(q.Tags); len(tags) > 0 {
 		args = append(args, tags, len(tags))
-		where = append(where, fmt.Sprintf(`id IN (SELECT breadcrumb_id FROM breadcrumb_tags WHERE owner_id = $1 AND tag = ANY($%d::text[])
-			GROUP BY breadcrumb_id HAVING count(*) = $%d)`, len(args)-1, len(args)))
+		filters = append(filters, fmt.Sprintf(`(SELECT count(*) FROM breadcrumb_tags bt WHERE bt.owner_id = $1 AND bt.breadcrumb_id = b.id
+			AND bt.tag = ANY($%d::text[])) = $%d`, len(args)-1, len(args)))
 	}
+	var cand string
+	if drive {
+		// Newest first along one word's entries (the primary key's order),
+		// checking each breadcrumb, until the bound.
+		cand = fmt.Sprintf(`SELECT t.breadcrumb_id AS id FROM search_terms t JOIN breadcrumbs b ON b.id = t.breadcrumb_id
+			WHERE t.owner_id = $1 AND t.term = $%d AND b.owner_id = $1 AND b.search @@ $%d::tsquery AND %s
+			ORDER BY t.breadcrumb_id DESC LIMIT $%d`, dn, qn, strings.Join(filters, ` AND `), kn)
+	} else {
+		inner := []string{`b.owner_id = $1`}
+		for _, c := range selects {
+			inner = append(inner, `b.id IN (`+c+`)`)
+		}
+		inner = append(inner, fmt.Sprintf(`b.search @@ $%d::tsquery`, qn))
+		inner = append(inner, filters...)
+		cand = `SELECT b.id FROM breadcrumbs b WHERE ` + strings.Join(inner, ` AND `) + fmt.Sprintf(` ORDER BY b.id DESC LIMIT $%d`, kn)
+	}
+	where := []string{`owner_id = $1`, fmt.Sprintf(`id IN (SELECT id FROM cand ORDER BY id DESC LIMIT $%d - 1)`, kn)}
 	args = append(args, titleQuery(e), limit)
 	// One more than the bound is fetched to tell whether there were more.
 	// A title holding every term ranks first, then by ts_rank.

@@ -137,9 +137,9 @@ var prefixed = func() string {
 
 // Search implements store.Store. The full-text index does the owner
 // filtering (the owner column) and yields matches newest first (rowid
-// order), so only the newest MaxRanked are scored; the visibility, expiry
-// and filters apply to those, and the best by title-match then bm25 are
-// returned.
+// order); the visibility, expiry, read budget and filters apply to each
+// as it comes, so only the newest MaxRanked the caller may list are
+// scored, and the best by title-match then bm25 are returned.
 func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (store.SearchResult, error) {
 	var res store.SearchResult
 	limit, err := store.SearchLimit(q)
@@ -155,37 +155,41 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 		return res, err
 	}
 	owner := `owner : "` + ownerWord(a.OwnerID) + `" AND `
+	// Every filter applies inside the bound: the bound and Bounded count
+	// only the matches the caller may list, so neither tells anything of
+	// breadcrumbs the caller may not see.
 	where := []string{`(b.owner_id = ? AND (b.visibility != 'private' OR b.created_by = ? OR ?))`,
 		`(b.expires_at IS NULL OR b.expires_at > ?)`, `(b.max_reads = 0 OR b.reads < b.max_reads)`}
-	args := []any{owner + "(" + matchExpr(e) + ")", bound + 1, owner + titleExpr(e), a.OwnerID, a.AgentID, a.Curator, d.now().UnixMicro()}
+	args := []any{owner + "(" + matchExpr(e) + ")", a.OwnerID, a.AgentID, a.Curator, d.now().UnixMicro()}
 	if q.SchemaName != "" {
 		where = append(where, `b.schema_name = ?`)
 		args = append(args, q.SchemaName)
 	}
 	if tags := store.Distinct(q.Tags); len(tags) > 0 {
-		where = append(where, `b.id IN (SELECT breadcrumb_id FROM breadcrumb_tags WHERE tag IN (`+
-			strings.TrimSuffix(strings.Repeat("?,", len(tags)), ",")+`) GROUP BY breadcrumb_id HAVING COUNT(*) = ?)`)
+		where = append(where, `(SELECT count(*) FROM breadcrumb_tags t WHERE t.breadcrumb_id = b.id AND t.tag IN (`+
+			strings.TrimSuffix(strings.Repeat("?,", len(tags)), ",")+`)) = ?`)
 		for _, t := range tags {
 			args = append(args, t)
 		}
 		args = append(args, len(tags))
 	}
-	args = append(args, bound, limit)
+	args = append(args, bound+1, owner+titleExpr(e), bound, limit)
 	// One more than the bound is fetched to tell whether there were more;
 	// the row numbered bound+1 (the oldest) is not ranked. A title holding
 	// every term ranks first (bm25 alone may rank a long title below a
 	// short description), then by score.
 	rows, err := d.r.QueryContext(ctx, `WITH matched AS MATERIALIZED (
-			SELECT rowid, -bm25(breadcrumb_search, `+bm25Weights+`) AS score
-			FROM breadcrumb_search WHERE breadcrumb_search MATCH ? ORDER BY rowid DESC LIMIT ?
+			SELECT s.rowid, -bm25(breadcrumb_search, `+bm25Weights+`) AS score, b.id
+			FROM breadcrumb_search s CROSS JOIN breadcrumbs b ON b.rowid = s.rowid -- CROSS: the matches drive the join, never the owner's every row
+			WHERE breadcrumb_search MATCH ? AND `+strings.Join(where, ` AND `)+`
+			ORDER BY s.rowid DESC LIMIT ?
 		), titled AS MATERIALIZED (
 			SELECT rowid FROM breadcrumb_search WHERE breadcrumb_search MATCH ? AND rowid >= (SELECT min(rowid) FROM matched)
 		), top AS MATERIALIZED (
-			SELECT m.rowid, m.score, m.rowid IN (SELECT rowid FROM titled) AS in_title, b.id
-			FROM matched m CROSS JOIN breadcrumbs b ON b.rowid = m.rowid -- CROSS: the matches drive the join, never the owner's every row
-			WHERE `+strings.Join(where, ` AND `)+`
-				AND ((SELECT count(*) FROM matched) <= ? OR m.rowid > (SELECT min(rowid) FROM matched))
-			ORDER BY in_title DESC, m.score DESC, b.id DESC LIMIT ?
+			SELECT m.rowid, m.score, m.rowid IN (SELECT rowid FROM titled) AS in_title, m.id
+			FROM matched m
+			WHERE (SELECT count(*) FROM matched) <= ? OR m.rowid > (SELECT min(rowid) FROM matched)
+			ORDER BY in_title DESC, m.score DESC, m.id DESC LIMIT ?
 		)
 		SELECT `+prefixed+`, top.score, top.in_title, (SELECT count(*) FROM matched)
 		FROM top JOIN breadcrumbs b ON b.rowid = top.rowid

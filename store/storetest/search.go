@@ -252,6 +252,80 @@ func testSearchRankBound(t *testing.T, s store.Store) {
 	}
 }
 
+// testSearchBoundIsNoOracle: whether another agent's private breadcrumb
+// holds a word changes nothing a search reports, Bounded included: the
+// bound counts only the breadcrumbs the caller may list. A spy plants
+// MaxRanked breadcrumbs with a filler word and probes "guess OR filler".
+func testSearchBoundIsNoOracle(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	probe := func() store.SearchResult {
+		t.Helper()
+		res, err := s.Search(ctx, bob, store.SearchQuery{Text: "secretguess* OR fillerword", MaxRanked: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for i := range 3 {
+		create(t, s, bob, store.Breadcrumb{Title: fmt.Sprintf("fillerword %d", i), Context: json.RawMessage(`{}`)})
+		time.Sleep(2 * time.Millisecond)
+	}
+	before := probe()
+	time.Sleep(2 * time.Millisecond)
+	create(t, s, alice, store.Breadcrumb{Title: "secretguessed plan", Context: json.RawMessage(`{}`), Visibility: store.Private})
+	after := probe()
+	if before.Bounded != after.Bounded || len(before.Hits) != len(after.Hits) {
+		t.Errorf("another agent's private breadcrumb shows: bounded %v then %v, %d hits then %d",
+			before.Bounded, after.Bounded, len(before.Hits), len(after.Hits))
+	}
+	if after.Bounded {
+		t.Errorf("bounded with only 3 listable matches and a bound of 3")
+	}
+	// Expired, read-out and filtered-out matches do not count either.
+	past := time.Now().Add(30 * time.Millisecond)
+	create(t, s, bob, store.Breadcrumb{Title: "fillerword expiring", Context: json.RawMessage(`{}`), ExpiresAt: &past})
+	create(t, s, bob, store.Breadcrumb{Title: "fillerword other schema", Context: json.RawMessage(`{}`), SchemaName: "other.v1"})
+	time.Sleep(60 * time.Millisecond)
+	res, err := s.Search(ctx, bob, store.SearchQuery{Text: "fillerword -schema", MaxRanked: 3})
+	if err != nil || res.Bounded || len(res.Hits) != 3 {
+		t.Errorf("expired match counted: %v bounded=%v %d hits", err, res.Bounded, len(res.Hits))
+	}
+	res, err = s.Search(ctx, bob, store.SearchQuery{Text: "fillerword", SchemaName: "other.v1", MaxRanked: 1})
+	if err != nil || res.Bounded || len(res.Hits) != 1 {
+		t.Errorf("schema filter outside the bound: %v bounded=%v %d hits", err, res.Bounded, len(res.Hits))
+	}
+}
+
+// testSearchBoundNotBlanked: other agents' private matches beyond the
+// bound do not hide a match the caller may see, and when the bound does
+// cut the matches Bounded says so even if no hit is returned.
+func testSearchBoundNotBlanked(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	create(t, s, alice, store.Breadcrumb{Title: "blankword visible", Tags: []string{"repo:app"}, Context: json.RawMessage(`{}`)})
+	time.Sleep(2 * time.Millisecond)
+	for i := range 5 {
+		create(t, s, bob, store.Breadcrumb{Title: fmt.Sprintf("blankword hidden %d", i), Tags: []string{"repo:app"},
+			Context: json.RawMessage(`{}`), Visibility: store.Private})
+	}
+	for _, q := range []store.SearchQuery{{Text: "blankword", MaxRanked: 3}, {Text: "blankword", Tags: []string{"repo:app"}, MaxRanked: 3}} {
+		res, err := s.Search(ctx, alice, q)
+		if err != nil || len(res.Hits) != 1 || res.Hits[0].Title != "blankword visible" || res.Bounded {
+			t.Errorf("%+v: %v bounded=%v %d hits", q, err, res.Bounded, len(res.Hits))
+		}
+	}
+	// Bob sees all six; with a bound of 3 the oldest (alice's) is not
+	// ranked, and Bounded says so.
+	res, err := s.Search(ctx, bob, store.SearchQuery{Text: "blankword", MaxRanked: 3})
+	if err != nil || len(res.Hits) != 3 || !res.Bounded {
+		t.Errorf("bob: %v bounded=%v %d hits", err, res.Bounded, len(res.Hits))
+	}
+	// Bounded with a tag filter and a limit below the bound.
+	res, err = s.Search(ctx, bob, store.SearchQuery{Text: "blankword", Tags: []string{"repo:app"}, MaxRanked: 1, Limit: 1})
+	if err != nil || len(res.Hits) != 1 || !res.Bounded {
+		t.Errorf("bob, tag, bound 1: %v bounded=%v %d hits", err, res.Bounded, len(res.Hits))
+	}
+}
+
 // testSearchTransformHidden: without a supplied search text, a breadcrumb
 // whose hints transform its context is searchable on its title,
 // description and tags only: the filtered context is not its view, and a

@@ -68,6 +68,8 @@ func Run(t *testing.T, open Open) {
 		{"SearchTransformHidden", testSearchTransformHidden},
 		{"SearchTitleFirst", testSearchTitleFirst},
 		{"SearchRankBound", testSearchRankBound},
+		{"SearchBoundIsNoOracle", testSearchBoundIsNoOracle},
+		{"SearchBoundNotBlanked", testSearchBoundNotBlanked},
 		{"SearchBadQueries", testSearchBadQueries},
 	}
 	for _, tc := range tests {
