@@ -123,15 +123,9 @@ func runApply(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("reading the plan: %w", err)
 	}
-	var schema *plan.Schema
-	if f.schema != "" {
-		doc, err := os.ReadFile(f.schema)
-		if err != nil {
-			return fmt.Errorf("--schema: %w", err)
-		}
-		if schema, err = plan.CompileSchema(doc); err != nil {
-			return fmt.Errorf("--schema %s: %w", f.schema, err)
-		}
+	schema, err := loadSchema(f.schema)
+	if err != nil {
+		return err
 	}
 	root, err := os.OpenRoot(f.root)
 	if err != nil {
@@ -358,4 +352,20 @@ func shortSum(sum string) string {
 func tailLines(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// loadSchema compiles the --schema file (nil when none is named).
+func loadSchema(name string) (*plan.Schema, error) {
+	if name == "" {
+		return nil, nil
+	}
+	doc, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--schema: %w", err)
+	}
+	schema, err := plan.CompileSchema(doc)
+	if err != nil {
+		return nil, fmt.Errorf("--schema %s: %w", name, err)
+	}
+	return schema, nil
 }

@@ -184,15 +184,9 @@ func runScaffold(ctx context.Context, e *env, args []string) error {
 	case len(bytes.TrimSpace(task)) == 0:
 		return fmt.Errorf("the task file %s is empty: say what to change", pos[0])
 	}
-	var schema *plan.Schema
-	if f.schema != "" {
-		doc, err := os.ReadFile(f.schema)
-		if err != nil {
-			return fmt.Errorf("--schema: %w", err)
-		}
-		if schema, err = plan.CompileSchema(doc); err != nil {
-			return fmt.Errorf("--schema %s: %w", f.schema, err)
-		}
+	schema, err := loadSchema(f.schema)
+	if err != nil {
+		return err
 	}
 	root, err := os.OpenRoot(f.root)
 	if err != nil {
