@@ -395,14 +395,20 @@ func short(sum string) string {
 // stays inside the root: a link could lead into .git, which a plan may
 // not change, and a path names the file it changes only when every one of
 // its directories is a real one. Each directory is checked when it is
-// opened, and every later use (split) checks again, with one Lstat per
+// opened, and each step of a run (reading the files, creating the new
+// ones, renaming them into place, restoring) checks again, just before
+// the step's first use of the directory (dir), with one Lstat per
 // component through the parent's handle, that each component still is
 // the very directory opened: a directory renamed, moved away or replaced
-// (by a link or another directory) since is not read from or written into.
+// (by a link or another directory) before a step is not read from or
+// written into by it. The writing steps take the files directory by
+// directory, so that a directory's check comes just before its files are
+// written.
 type dirs struct {
-	root *os.Root
-	mu   sync.Mutex
-	open map[string]*dirEntry
+	root    *os.Root
+	mu      sync.Mutex
+	open    map[string]*dirEntry
+	checked map[string]bool // directories checked in this step
 }
 
 // dirEntry is an opened directory, or why it could not be opened.
@@ -413,7 +419,15 @@ type dirEntry struct {
 }
 
 func newDirs(root *os.Root) *dirs {
-	return &dirs{root: root, open: map[string]*dirEntry{}}
+	return &dirs{root: root, open: map[string]*dirEntry{}, checked: map[string]bool{}}
+}
+
+// recheck starts a step: each directory is checked again at its first
+// use.
+func (d *dirs) recheck() {
+	d.mu.Lock()
+	clear(d.checked)
+	d.mu.Unlock()
 }
 
 // get is the directory dir (relative to the root, "." for the root),
@@ -507,8 +521,13 @@ func realDir(parent *os.Root, dir string, fi fs.FileInfo) error {
 // the root, still leads to the directory handle through real directories
 // only.
 func (d *dirs) verify(dir string) error {
+	var good []string
 	for dir != "." {
 		d.mu.Lock()
+		if d.checked[dir] {
+			d.mu.Unlock()
+			break
+		}
 		e := d.open[dir]
 		var pr *os.Root
 		if parent := path.Dir(dir); parent == "." {
@@ -535,8 +554,16 @@ func (d *dirs) verify(dir string) error {
 		if !os.SameFile(fi, e.fi) {
 			return &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s was moved or replaced while the plan was being applied", dir)}
 		}
+		good = append(good, dir)
 		dir = path.Dir(dir)
 	}
+	// The whole path is good: its directories need no check again in
+	// this step.
+	d.mu.Lock()
+	for _, name := range good {
+		d.checked[name] = true
+	}
+	d.mu.Unlock()
 	return nil
 }
 
@@ -549,6 +576,7 @@ func (d *dirs) forgetMissing(dir string) {
 	for ; dir != "."; dir = path.Dir(dir) {
 		if e, ok := d.open[dir]; ok && e.err != nil && errors.Is(e.err, fs.ErrNotExist) {
 			delete(d.open, dir)
+			delete(d.checked, dir)
 		}
 	}
 }
@@ -564,6 +592,7 @@ func (d *dirs) forget(dir string) {
 				e.r.Close()
 			}
 			delete(d.open, name)
+			delete(d.checked, name)
 		}
 	}
 }
@@ -579,7 +608,8 @@ func (d *dirs) close() {
 	}
 }
 
-// dir is dir opened (get) and checked once more (verify).
+// dir is dir opened (get) and checked once more (verify) when this step
+// has not checked it yet.
 func (d *dirs) dir(dir string) (*os.Root, error) {
 	r, err := d.get(dir)
 	if err != nil {
@@ -756,24 +786,28 @@ type staged struct {
 // syncs run together:
 //
 //  1. every backup and temporary file is written (each temporary file
-//     beside the file it replaces), a few at a time, once every step and
-//     new directory before them is done, each created (O_EXCL) through
-//     its directory's handle, checked just before (dirs.dir);
-//  2. their contents are made durable: with syncfs of each file system
-//     they are on, once, when the kernel reports writeback errors through
-//     syncfs (Linux 5.8 and later) and there are at least syncfsMin
-//     files; otherwise with an fsync of each;
-//  3. each file's directories are checked once more (dirs.dir), the
-//     file is checked to be the very file read (the path names the file
-//     still open from the read, or is still missing) and its content,
-//     read once more through that handle, compared with what the diff was
-//     applied to, then its temporary file is renamed over it (or the file
-//     deleted);
+//     beside the file it replaces), once every step and new directory
+//     before them is done, each created (O_EXCL) through its directory's
+//     handle; the files are taken directory by directory, two directories
+//     at a time (files created in one directory wait on each other), each
+//     directory checked just before its first file (dirs.dir);
+//  2. their contents are made durable: with one syncfs of each file
+//     system they are on when the kernel reports writeback errors through
+//     syncfs (Linux 5.8 and later) and there are at least syncfsMin files
+//     (each file is then closed once written: syncfs goes through a
+//     directory of each file system, opened before anything was written,
+//     so that it reports every writeback error since); otherwise with an
+//     fsync of each file;
+//  3. directory by directory, each directory is checked once more
+//     (dirs.dir), then for each of its files the file is checked to be
+//     the very file read (the path names the file still open from the
+//     read, or is still missing) and its content, read once more through
+//     that handle, compared with what the diff was applied to, then its
+//     temporary file is renamed over it (or the file deleted);
 //  4. the renames, deletions and new directories are made durable: with
-//     syncfs again when step 2 used it (and an fsync of each directory a
-//     file was deleted from), otherwise with an fsync of each directory
-//     whose entries changed (the files' directories and the parents of
-//     the directories created).
+//     syncfs again when step 2 used it, otherwise with an fsync of each
+//     directory whose entries changed (the files' directories and the
+//     parents of the directories created).
 //
 // So a file is only ever replaced by content already on stable storage:
 // after a crash each file holds its old or its new content, never a part.
@@ -788,12 +822,35 @@ func (w *writer) commitAll(changes []*change) error {
 			}
 		}
 	}()
+	w.dirs.recheck()
+	n := 0
+	for _, c := range changes {
+		if c.changes && c.backup != "" {
+			n++
+		}
+		if c.changes && !c.delete {
+			n++
+		}
+	}
+	batch := testNoSync != "1" && batched(n)
+	var syncers []staged
+	if batch {
+		var err error
+		if syncers, err = w.openSyncers(); err != nil {
+			return err
+		}
+		defer func() {
+			for _, s := range syncers {
+				s.f.Close()
+			}
+		}()
+	}
 	temps := map[*change]string{}
 	changed := map[string]bool{} // directories whose entries change
 	// First what each file needs (its directories created, its steps
 	// run), in the plan's order; then every backup and temporary file is
-	// created, a few at a time (each is a file of its own, in a directory
-	// that exists by then).
+	// created (each is a file of its own, in a directory that exists by
+	// then).
 	var jobs []createJob
 	for _, c := range changes {
 		if !c.changes {
@@ -817,7 +874,7 @@ func (w *writer) commitAll(changes []*change) error {
 		}
 		jobs = append(jobs, createJob{c: c, name: tempName(c.path), data: c.after})
 	}
-	w.createAll(jobs)
+	w.createAll(jobs, !batch && testNoSync != "1")
 	// Every file created is removed by a rollback (through the handle it
 	// was created with: it is this run's own file, in the directory it
 	// was created in), also when another failed.
@@ -856,11 +913,16 @@ func (w *writer) commitAll(changes []*change) error {
 	if testNoSync == "1" {
 		return w.renameAll(changes, temps)
 	}
-	batched, err := syncBatch(files, syncfsMin)
-	if err != nil {
-		return err
-	}
-	if !batched {
+	if batch {
+		if err := w.syncAll(syncers); err != nil {
+			return err
+		}
+	} else {
+		for _, s := range files {
+			if err := w.step("fsync", s.name); err != nil {
+				return &Error{Code: CodeIO, Path: s.name, Msg: "syncing " + s.name, Err: err}
+			}
+		}
 		if err := syncEach(files); err != nil {
 			return err
 		}
@@ -868,20 +930,10 @@ func (w *writer) commitAll(changes []*change) error {
 	if err := w.renameAll(changes, temps); err != nil {
 		return err
 	}
-	if batched {
-		// One file of each file system is still open: syncfs of each
-		// again makes the renames durable. A deletion's directory may be
-		// on a file system no staged file is on: it is synced itself.
-		if _, err := syncBatch(files, 1); err != nil {
-			return err
-		}
-		changed = map[string]bool{}
-		for _, c := range changes {
-			if c.changes && c.delete {
-				changed[path.Dir(c.path)] = true
-			}
-		}
+	if batch {
+		return w.syncAll(syncers)
 	}
+	w.dirs.recheck()
 	var ds []staged
 	for d := range changed {
 		f, err := w.openDir(d)
@@ -891,6 +943,63 @@ func (w *writer) commitAll(changes []*change) error {
 		ds = append(ds, staged{f: f, name: d})
 	}
 	return syncEach(ds)
+}
+
+// openSyncers opens, for each file system the directories opened so far
+// are on (the root's among them), one of those directories, to syncfs
+// it. Every directory a plan writes into is one of them or a new
+// directory created in one (on its file system).
+func (w *writer) openSyncers() ([]staged, error) {
+	type dir struct {
+		name string
+		r    *os.Root
+		fi   fs.FileInfo
+	}
+	rfi, err := w.root.Stat(".")
+	if err != nil {
+		return nil, &Error{Code: CodeIO, Msg: "examining the root", Err: err}
+	}
+	all := []dir{{".", w.root, rfi}}
+	w.dirs.mu.Lock()
+	for name, e := range w.dirs.open {
+		if e.r != nil {
+			all = append(all, dir{name, e.r, e.fi})
+		}
+	}
+	w.dirs.mu.Unlock()
+	var out []staged
+	seen := map[uint64]bool{}
+	for _, d := range all {
+		// A directory whose file system is not known is synced itself.
+		dev, ok := deviceOf(d.fi)
+		if ok && seen[dev] {
+			continue
+		}
+		seen[dev] = ok
+		f, err := d.r.Open(".")
+		if err != nil {
+			for _, s := range out {
+				s.f.Close()
+			}
+			return nil, &Error{Code: CodeIO, Path: d.name, Msg: "opening " + d.name + " to sync its file system", Err: err}
+		}
+		out = append(out, staged{f: f, name: d.name})
+	}
+	return out, nil
+}
+
+// syncAll syncs the file system of each of files (syncfs).
+func (w *writer) syncAll(files []staged) error {
+	for _, s := range files {
+		err := w.step("syncfs", s.name)
+		if err == nil {
+			err = syncfs(s.f)
+		}
+		if err != nil {
+			return &Error{Code: CodeIO, Path: s.name, Msg: "syncing the file system of " + s.name, Err: err}
+		}
+	}
+	return nil
 }
 
 // createJob is a backup or temporary file to create, and the outcome.
@@ -904,19 +1013,24 @@ type createJob struct {
 	err    error
 }
 
-// createAll creates the files of jobs, a few at a time.
-func (w *writer) createAll(jobs []createJob) {
+// createAll creates the files of jobs directory by directory, two
+// directories (or as many as there are processors) at a time, keeping
+// each file open when keep is true.
+func (w *writer) createAll(jobs []createJob, keep bool) {
+	groups := byDir(len(jobs), func(i int) string { return jobs[i].name })
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(jobs)) {
+	for range min(runtime.GOMAXPROCS(0), len(groups)) {
 		wg.Go(func() {
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(jobs) {
+				g := int(next.Add(1) - 1)
+				if g >= len(groups) {
 					return
 				}
-				j := &jobs[i]
-				j.f, j.dir, j.err = w.create(j.name, j.data, j.c.perm)
+				for _, i := range groups[g] {
+					j := &jobs[i]
+					j.f, j.dir, j.err = w.create(j.name, j.data, j.c.perm, keep)
+				}
 			}
 		})
 	}
@@ -940,9 +1054,42 @@ func fileErr(c *change, err error, what string) error {
 var testNoSync string
 
 // renameAll checks each changed file once more and renames its temporary
-// file over it (or deletes it).
+// file over it (or deletes it), directory by directory (in the order of
+// each directory's first file in the plan), so that each directory's
+// check comes just before its files are renamed.
 func (w *writer) renameAll(changes []*change, temps map[*change]string) error {
-	for _, c := range changes {
+	w.dirs.recheck()
+	for _, g := range byDir(len(changes), func(i int) string { return changes[i].path }) {
+		if err := w.renameGroup(changes, g, temps); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// byDir groups the indexes of n files (name(i) is the path of the i-th)
+// by directory, in the order of each directory's first file.
+func byDir(n int, name func(int) string) [][]int {
+	var groups [][]int
+	at := map[string]int{}
+	for i := range n {
+		d := path.Dir(name(i))
+		g, ok := at[d]
+		if !ok {
+			g = len(groups)
+			at[d] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// renameGroup renames the files of the changes at the indexes of group,
+// which share a directory.
+func (w *writer) renameGroup(changes []*change, group []int, temps map[*change]string) error {
+	for _, i := range group {
+		c := changes[i]
 		if !c.changes {
 			continue
 		}
@@ -1016,6 +1163,7 @@ func syncEach(files []staged) error {
 // rollback undoes every step done, last first, and returns the steps
 // that failed (every one is tried).
 func (w *writer) rollback() []undoFailure {
+	w.dirs.recheck()
 	var failed []undoFailure
 	for i := len(w.undo) - 1; i >= 0; i-- {
 		u := w.undo[i]
@@ -1098,7 +1246,7 @@ func (w *writer) remove(name string) error {
 // and rename, then syncs the directory.
 func (w *writer) replace(name string, data []byte, perm fs.FileMode) error {
 	tmp := tempName(name)
-	f, _, err := w.create(tmp, data, perm)
+	f, _, err := w.create(tmp, data, perm, true)
 	if err == nil {
 		err = f.Sync()
 		if cerr := f.Close(); err == nil {
@@ -1125,9 +1273,10 @@ func (w *writer) replace(name string, data []byte, perm fs.FileMode) error {
 }
 
 // create writes a new file, failing if name exists, through its
-// directory's handle (checked just before), and returns it open (not yet
-// synced) with that handle.
-func (w *writer) create(name string, data []byte, perm fs.FileMode) (*os.File, *os.Root, error) {
+// directory's handle (checked at the step's first use, dirs.dir), and
+// returns it open (not yet synced) with that handle when keep is true,
+// closed otherwise.
+func (w *writer) create(name string, data []byte, perm fs.FileMode, keep bool) (*os.File, *os.Root, error) {
 	dir, base, err := w.dirs.split(name)
 	if err != nil {
 		return nil, nil, err
@@ -1140,8 +1289,14 @@ func (w *writer) create(name string, data []byte, perm fs.FileMode) (*os.File, *
 	if err == nil {
 		err = f.Chmod(perm)
 	}
+	if err == nil && !keep {
+		err = f.Close()
+		f = nil
+	}
 	if err != nil {
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 		_ = dir.Remove(base)
 		return nil, nil, err
 	}

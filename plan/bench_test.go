@@ -237,3 +237,42 @@ func BenchmarkApplyVsGitApply(b *testing.B) {
 	b.ReportMetric(float64(noSyncTime)/float64(gitTime), "ctxkit-nosync/git")
 	b.Logf("%d %s diffs", len(files), source)
 }
+
+// BenchmarkParse decodes a plan of the history corpus (generated files
+// without history) with Parse and, as the baseline in the same run, with
+// encoding/json into the same types.
+func BenchmarkParse(b *testing.B) {
+	moduleRoot, err := filepath.Abs("..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	files := historyFiles(b, moduleRoot, 40, 400)
+	if len(files) < 10 {
+		files = syntheticFiles(b, 100)
+	}
+	p := &Plan{}
+	for _, f := range files {
+		p.Diffs = append(p.Diffs, Diff{Path: f.path, Checksum: Checksum(f.pre), UnifiedDiff: f.diff})
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("parse", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			if _, err := Parse(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("x-unmarshal", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			var q Plan
+			if err := json.Unmarshal(raw, &q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

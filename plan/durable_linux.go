@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -30,58 +31,23 @@ var syncfsReportsErrors = sync.OnceValue(func() bool {
 	return err1 == nil && err2 == nil && (maj > 5 || maj == 5 && minor >= 8)
 })
 
-// syncBatch, when the open files among files number at least min and
-// syncfs reports errors, syncs the file system of each with one syncfs
-// per file system, closes every file but one per file system (left open
-// in files, for a later syncBatch), and reports true. Otherwise it does
-// nothing and reports false.
-func syncBatch(files []staged, min int) (bool, error) {
-	open := 0
-	for _, s := range files {
-		if s.f != nil {
-			open++
-		}
-	}
-	if open == 0 || open < min || !syncfsReportsErrors() {
-		return false, nil
-	}
-	kept := map[uint64]int{} // device → the file kept open on it
-	devs := make([]uint64, len(files))
-	for i, s := range files {
-		if s.f == nil {
-			continue
-		}
-		fi, err := s.f.Stat()
-		if err != nil {
-			return false, &Error{Code: CodeIO, Path: s.name, Msg: "syncing " + s.name, Err: err}
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return false, nil
-		}
-		devs[i] = uint64(st.Dev)
-		if _, ok := kept[devs[i]]; !ok {
-			kept[devs[i]] = i
-		}
-	}
-	for _, i := range kept {
-		if err := syncfs(files[i].f); err != nil {
-			return false, &Error{Code: CodeIO, Path: files[i].name, Msg: "syncing the file system of " + files[i].name, Err: err}
-		}
-	}
-	var first error
-	for i := range files {
-		if files[i].f == nil || kept[devs[i]] == i {
-			continue
-		}
-		if err := files[i].f.Close(); err != nil && first == nil {
-			first = &Error{Code: CodeIO, Path: files[i].name, Msg: "closing " + files[i].name, Err: err}
-		}
-		files[i].f = nil
-	}
-	return true, first
+// batched reports whether n files are made durable with a syncfs of their
+// file systems rather than an fsync of each.
+func batched(n int) bool {
+	return n >= syncfsMin && syncfsReportsErrors()
 }
 
+// deviceOf is the device fi's file is on.
+func deviceOf(fi fs.FileInfo) (uint64, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return uint64(st.Dev), true
+}
+
+// syncfs syncs the file system f is on. It reports the writeback errors
+// of that file system since f was opened.
 func syncfs(f *os.File) error {
 	rc, err := f.SyscallConn()
 	if err != nil {

@@ -1,48 +1,77 @@
 package plan
 
 import (
-	"os"
-	"path/filepath"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 )
 
-// TestSyncBatch: below the threshold nothing is done; from it, the files
-// are synced with one syncfs and all but one per file system closed.
-func TestSyncBatch(t *testing.T) {
+// TestApplyBatchedSync: a plan of at least syncfsMin files is made
+// durable with a syncfs of its file system before and after the renames
+// (through one directory per file system, opened before anything was
+// written), one of fewer files with an fsync of each; both leave the
+// planned tree, and a failing sync rolls everything back.
+func TestApplyBatchedSync(t *testing.T) {
 	if !syncfsReportsErrors() {
 		t.Skip("this kernel's syncfs does not report writeback errors")
 	}
-	dir := t.TempDir()
-	var files []staged
-	for i := range 5 {
-		f, err := os.Create(filepath.Join(dir, string(rune('a'+i))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		files = append(files, staged{f: f, name: f.Name()})
-	}
-	if ok, err := syncBatch(files, 6); ok || err != nil {
-		t.Fatalf("below the threshold: %v, %v", ok, err)
-	}
-	for _, s := range files {
-		if s.f == nil {
-			t.Fatal("a file was closed below the threshold")
-		}
-	}
-	if ok, err := syncBatch(files, 5); !ok || err != nil {
-		t.Fatalf("at the threshold: %v, %v", ok, err)
-	}
-	open := 0
-	for _, s := range files {
-		if s.f != nil {
-			open++
-		}
-	}
-	if open != 1 {
-		t.Fatalf("%d files left open, want 1 (one file system)", open)
-	}
-	if ok, err := syncBatch(files, 1); !ok || err != nil {
-		t.Fatalf("again: %v, %v", ok, err)
+	for _, n := range []int{1, syncfsMin} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			files, p := manyFilePlan(n)
+			// 2n diffs, 2n files to sync.
+			wantBatch := 2*n >= syncfsMin
+			dir, root := tree(t, files)
+			var steps []string
+			opts := Options{Strategy: Write{}, hook: func(step, name string) error {
+				if step == "syncfs" || step == "fsync" {
+					steps = append(steps, step)
+				}
+				return nil
+			}}
+			rep, err := Apply(context.Background(), root, p, opts)
+			if err != nil || !rep.Written {
+				t.Fatalf("Apply: %v", err)
+			}
+			if got := slices.Contains(steps, "syncfs"); got != wantBatch || wantBatch && len(steps) != 2 || !wantBatch && len(steps) != 2*n {
+				t.Fatalf("syncs %v with %d files", steps, 2*n)
+			}
+			for i := range n {
+				name := fmt.Sprintf("a/%d/f%d.txt", i%3, i)
+				if got, want := read(t, dir, name), fmt.Sprintf("line %d changed\nkeep\n", i); got != want {
+					t.Errorf("%s = %q, want %q", name, got, want)
+				}
+			}
+			for _, name := range walk(t, dir) {
+				if strings.Contains(name, ".ctxkit-") {
+					t.Errorf("temporary file left: %s", name)
+				}
+			}
+
+			// A sync that fails (the first one) leaves the tree as it was.
+			dir, root = tree(t, files)
+			before := walk(t, dir)
+			injected := errors.New("I/O error")
+			opts.hook = func(step, name string) error {
+				if step == "syncfs" || step == "fsync" {
+					return injected
+				}
+				return nil
+			}
+			rep, err = Apply(context.Background(), root, p, opts)
+			if !errors.Is(err, injected) || rep.Written || rep.RollbackIncomplete {
+				t.Fatalf("failing sync: %v", err)
+			}
+			if got := walk(t, dir); !slices.Equal(got, before) {
+				t.Fatalf("tree after a failed sync:\n%v\nwant\n%v", got, before)
+			}
+			for name, content := range files {
+				if read(t, dir, name) != content {
+					t.Errorf("%s changed", name)
+				}
+			}
+		})
 	}
 }

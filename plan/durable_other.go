@@ -2,8 +2,15 @@
 
 package plan
 
-// syncfsMin is unused where there is no syncfs.
-const syncfsMin = 0
+import (
+	"errors"
+	"io/fs"
+	"os"
+)
 
-// syncBatch reports false: without syncfs each file is synced on its own.
-func syncBatch(files []staged, min int) (bool, error) { return false, nil }
+// batched reports false: without syncfs each file is synced on its own.
+func batched(n int) bool { return false }
+
+func deviceOf(fi fs.FileInfo) (uint64, bool) { return 0, false }
+
+func syncfs(f *os.File) error { return errors.ErrUnsupported }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // parseFast decodes a plan in one pass over its bytes, without the token
@@ -248,80 +249,112 @@ func plainRun(b []byte, i int) int {
 }
 
 // escaped finishes reading a string that holds escapes, from r.i (at the
-// first backslash); the bytes from start are plain.
+// first backslash); the bytes from start are plain. The closing quote is
+// found first (the first quote after an even run of backslashes), then
+// the text up to it is decoded a byte at a time (escapes are dense in a
+// diff: every line ends in one) into a buffer of the text's size, which
+// the string keeps (a string decoded is never longer than its text).
 func (r *fastReader) escaped(start, max int, high bool) (string, bool) {
-	// Find the closing quote first: the string decoded is no longer than
-	// its text, so one buffer of that size holds it.
+	b := r.b
 	end := r.i
-	for end < len(r.b) {
-		if end = plainRun(r.b, end); end >= len(r.b) {
+	for {
+		j := bytes.IndexByte(b[end:], '"')
+		if j < 0 {
+			return "", false
+		}
+		end += j
+		k := end - 1
+		for b[k] == '\\' { // b[start-1] is the opening quote
+			k--
+		}
+		if (end-1-k)%2 == 0 {
 			break
 		}
-		c := r.b[end]
-		switch {
-		case c == '"':
-		case c == '\\':
-			end += 2
-			continue
-		case c < 0x20:
-			return "", false
-		default:
-			high = high || c >= utf8.RuneSelf
-			end++
+		end++
+	}
+	buf := make([]byte, end-start)
+	n := copy(buf, b[start:r.i])
+	var h byte
+	for i := r.i; i < end; {
+		c := b[i]
+		if plain[c] {
+			h |= c
+			buf[n] = c
+			n++
+			i++
 			continue
 		}
-		break
-	}
-	if end >= len(r.b) {
-		return "", false
-	}
-	buf := make([]byte, 0, end-start)
-	buf = append(buf, r.b[start:r.i]...)
-	for r.i < end {
-		// r.i is at a backslash.
-		switch e := r.b[r.i+1]; e {
+		if c != '\\' {
+			return "", false // a control character
+		}
+		// b[i+1] is before end: end is not escaped.
+		switch e := b[i+1]; e {
 		case '"', '\\', '/':
-			buf = append(buf, e)
+			buf[n] = e
 		case 'b':
-			buf = append(buf, '\b')
+			buf[n] = '\b'
 		case 'f':
-			buf = append(buf, '\f')
+			buf[n] = '\f'
 		case 'n':
-			buf = append(buf, '\n')
+			buf[n] = '\n'
 		case 'r':
-			buf = append(buf, '\r')
+			buf[n] = '\r'
 		case 't':
-			buf = append(buf, '\t')
+			buf[n] = '\t'
 		case 'u':
-			if r.i+6 > end {
+			if i+6 > end {
 				return "", false
 			}
-			v, err := strconv.ParseUint(string(r.b[r.i+2:r.i+6]), 16, 16)
+			v, ok := hex4(b[i+2 : i+6])
 			// A surrogate is decoded with its pair, or replaced, by the
 			// token decoder: left to it.
-			if err != nil || v >= 0xD800 && v < 0xE000 {
+			if !ok || v >= 0xD800 && v < 0xE000 {
 				return "", false
 			}
-			buf = utf8.AppendRune(buf, rune(v))
-			r.i += 4
+			// At most three bytes, from six of text.
+			n += utf8.EncodeRune(buf[n:], v) - 1
+			i += 4
 		default:
 			return "", false
 		}
-		r.i += 2
-		// Copy the run of plain bytes up to the next backslash or the
-		// closing quote in one step.
-		j := bytes.IndexByte(r.b[r.i:end], '\\')
-		if j < 0 {
-			j = end - r.i
-		}
-		buf = append(buf, r.b[r.i:r.i+j]...)
-		r.i += j
+		n++
+		i += 2
 	}
 	r.i = end + 1
-	if len(buf) > max || high && !utf8.Valid(buf) {
+	buf = buf[:n]
+	if n > max || (high || h >= utf8.RuneSelf) && !utf8.Valid(buf) {
 		return "", false
 	}
-	return string(buf), true
+	// buf is not written again: the string shares it.
+	return unsafe.String(unsafe.SliceData(buf), n), true
+}
+
+// plain marks the bytes a string holds as they are: not a quote, a
+// backslash or a control character.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// hex4 is the value of four hexadecimal digits.
+func hex4(b []byte) (rune, bool) {
+	var v rune
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | rune(c)
+	}
+	return v, true
 }
 
 // int reads an integer written as -?(0|[1-9][0-9]*) that fits an int64.

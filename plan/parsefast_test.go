@@ -34,3 +34,26 @@ func TestParseFast(t *testing.T) {
 		}
 	}
 }
+
+// TestParseFastEscapes: strings that end in escaped backslashes and
+// quotes, escapes next to the closing quote and multi-byte characters
+// decode as the token decoder decodes them.
+func TestParseFastEscapes(t *testing.T) {
+	for _, text := range []string{
+		`x\\`, `x\\\\`, `x\"`, `\"\\\"\\`, `\\\"`, `a\nb\tc\r\n`, `\u00e9\u2192\u003c-`, `é→\n—`,
+		`\/\b\f`, `x\\\\\\\"y`,
+	} {
+		doc := `{"diffs":[{"path":"a","checksum":"` + emptySum + `","unified_diff":"` + text + `"}]}`
+		fast, ok := parseFast([]byte(doc))
+		strict, err := decodeStrict([]byte(doc))
+		if !ok || err != nil || !reflect.DeepEqual(fast, strict) {
+			t.Errorf("%s: parseFast %v %#v, decodeStrict %v %#v", text, ok, fast, err, strict)
+		}
+	}
+	for _, text := range []string{`x\`, `x\\\`, "x\n", `\u12`, `\x`, `\ud800`} {
+		doc := `{"diffs":[{"path":"a","checksum":"` + emptySum + `","unified_diff":"` + text + `"}]}`
+		if _, ok := parseFast([]byte(doc)); ok {
+			t.Errorf("%q: parseFast accepted it", text)
+		}
+	}
+}

@@ -208,8 +208,13 @@ func applyPlan(ctx context.Context, root *os.Root, raw []byte, schema *plan.Sche
 	if err != nil {
 		abs = root.Name()
 	}
-	rec := &plan.Record{Started: time.Now().UTC(), Root: abs, Strategy: plan.StrategyName(strategy), PlanSHA256: plan.Checksum(raw)}
+	rec := &plan.Record{Started: time.Now().UTC(), Root: abs, Strategy: plan.StrategyName(strategy)}
+	// The plan's hash (megabytes for a plan of hundreds of diffs) is
+	// taken while the plan is parsed and applied.
+	sum := make(chan string, 1)
+	go func() { sum <- plan.Checksum(raw) }()
 	finish := func(err error) (*plan.Record, error) {
+		rec.PlanSHA256 = <-sum
 		rec.Finished = time.Now().UTC()
 		rec.OK = err == nil
 		if err != nil {
