@@ -395,20 +395,14 @@ func short(sum string) string {
 // stays inside the root: a link could lead into .git, which a plan may
 // not change, and a path names the file it changes only when every one of
 // its directories is a real one. Each directory is checked when it is
-// opened, and each step of a run (reading the files, creating the new
-// ones, renaming them into place, restoring) checks again, just before
-// the step's first use of the directory (dir), with one Lstat per
+// opened, and every later use (split) checks again, with one Lstat per
 // component through the parent's handle, that each component still is
 // the very directory opened: a directory renamed, moved away or replaced
-// (by a link or another directory) before a step is not read from or
-// written into by it. The writing steps take the files directory by
-// directory, so that a directory's check comes just before its files are
-// written.
+// (by a link or another directory) since is not read from or written into.
 type dirs struct {
-	root    *os.Root
-	mu      sync.Mutex
-	open    map[string]*dirEntry
-	checked map[string]bool // directories checked in this step
+	root *os.Root
+	mu   sync.Mutex
+	open map[string]*dirEntry
 }
 
 // dirEntry is an opened directory, or why it could not be opened.
@@ -419,15 +413,7 @@ type dirEntry struct {
 }
 
 func newDirs(root *os.Root) *dirs {
-	return &dirs{root: root, open: map[string]*dirEntry{}, checked: map[string]bool{}}
-}
-
-// recheck starts a step: each directory is checked again at its first
-// use.
-func (d *dirs) recheck() {
-	d.mu.Lock()
-	clear(d.checked)
-	d.mu.Unlock()
+	return &dirs{root: root, open: map[string]*dirEntry{}}
 }
 
 // get is the directory dir (relative to the root, "." for the root),
@@ -521,13 +507,8 @@ func realDir(parent *os.Root, dir string, fi fs.FileInfo) error {
 // the root, still leads to the directory handle through real directories
 // only.
 func (d *dirs) verify(dir string) error {
-	var good []string
 	for dir != "." {
 		d.mu.Lock()
-		if d.checked[dir] {
-			d.mu.Unlock()
-			break
-		}
 		e := d.open[dir]
 		var pr *os.Root
 		if parent := path.Dir(dir); parent == "." {
@@ -554,16 +535,8 @@ func (d *dirs) verify(dir string) error {
 		if !os.SameFile(fi, e.fi) {
 			return &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s was moved or replaced while the plan was being applied", dir)}
 		}
-		good = append(good, dir)
 		dir = path.Dir(dir)
 	}
-	// The whole path is good: its directories need no check again in
-	// this step.
-	d.mu.Lock()
-	for _, name := range good {
-		d.checked[name] = true
-	}
-	d.mu.Unlock()
 	return nil
 }
 
@@ -576,7 +549,6 @@ func (d *dirs) forgetMissing(dir string) {
 	for ; dir != "."; dir = path.Dir(dir) {
 		if e, ok := d.open[dir]; ok && e.err != nil && errors.Is(e.err, fs.ErrNotExist) {
 			delete(d.open, dir)
-			delete(d.checked, dir)
 		}
 	}
 }
@@ -592,7 +564,6 @@ func (d *dirs) forget(dir string) {
 				e.r.Close()
 			}
 			delete(d.open, name)
-			delete(d.checked, name)
 		}
 	}
 }
@@ -608,8 +579,7 @@ func (d *dirs) close() {
 	}
 }
 
-// dir is dir opened (get) and checked once more (verify) when this step
-// has not checked it yet.
+// dir is dir opened (get) and checked once more (verify).
 func (d *dirs) dir(dir string) (*os.Root, error) {
 	r, err := d.get(dir)
 	if err != nil {
@@ -788,9 +758,9 @@ type staged struct {
 //  1. every backup and temporary file is written (each temporary file
 //     beside the file it replaces), once every step and new directory
 //     before them is done, each created (O_EXCL) through its directory's
-//     handle; the files are taken directory by directory, two directories
-//     at a time (files created in one directory wait on each other), each
-//     directory checked just before its first file (dirs.dir);
+//     handle, checked just before (dirs.dir); the files are taken
+//     directory by directory, two directories at a time (files created
+//     in one directory wait on each other);
 //  2. their contents are made durable: with one syncfs of each file
 //     system they are on when the kernel reports writeback errors through
 //     syncfs (Linux 5.8 and later) and there are at least syncfsMin files
@@ -798,12 +768,12 @@ type staged struct {
 //     directory of each file system, opened before anything was written,
 //     so that it reports every writeback error since); otherwise with an
 //     fsync of each file;
-//  3. directory by directory, each directory is checked once more
-//     (dirs.dir), then for each of its files the file is checked to be
-//     the very file read (the path names the file still open from the
-//     read, or is still missing) and its content, read once more through
-//     that handle, compared with what the diff was applied to, then its
-//     temporary file is renamed over it (or the file deleted);
+//  3. each file's directories are checked once more (dirs.dir), the
+//     file is checked to be the very file read (the path names the file
+//     still open from the read, or is still missing) and its content,
+//     read once more through that handle, compared with what the diff was
+//     applied to, then its temporary file is renamed over it (or the file
+//     deleted);
 //  4. the renames, deletions and new directories are made durable: with
 //     syncfs again when step 2 used it, otherwise with an fsync of each
 //     directory whose entries changed (the files' directories and the
@@ -822,7 +792,6 @@ func (w *writer) commitAll(changes []*change) error {
 			}
 		}
 	}()
-	w.dirs.recheck()
 	n := 0
 	for _, c := range changes {
 		if c.changes && c.backup != "" {
@@ -834,16 +803,16 @@ func (w *writer) commitAll(changes []*change) error {
 	}
 	batch := testNoSync != "1" && batched(n)
 	var syncers []staged
+	defer func() {
+		for _, s := range syncers {
+			s.f.Close()
+		}
+	}()
 	if batch {
 		var err error
-		if syncers, err = w.openSyncers(); err != nil {
+		if syncers, err = w.openSyncers(syncers); err != nil {
 			return err
 		}
-		defer func() {
-			for _, s := range syncers {
-				s.f.Close()
-			}
-		}()
 	}
 	temps := map[*change]string{}
 	changed := map[string]bool{} // directories whose entries change
@@ -873,6 +842,14 @@ func (w *writer) commitAll(changes []*change) error {
 			return fileErr(c, err, "creating the file's directory")
 		}
 		jobs = append(jobs, createJob{c: c, name: tempName(c.path), data: c.after})
+	}
+	if batch {
+		// A directory missing when the files were read may have appeared
+		// since, on a file system of its own.
+		var err error
+		if syncers, err = w.openSyncers(syncers); err != nil {
+			return err
+		}
 	}
 	w.createAll(jobs, !batch && testNoSync != "1")
 	// Every file created is removed by a rollback (through the handle it
@@ -933,7 +910,6 @@ func (w *writer) commitAll(changes []*change) error {
 	if batch {
 		return w.syncAll(syncers)
 	}
-	w.dirs.recheck()
 	var ds []staged
 	for d := range changed {
 		f, err := w.openDir(d)
@@ -945,11 +921,14 @@ func (w *writer) commitAll(changes []*change) error {
 	return syncEach(ds)
 }
 
-// openSyncers opens, for each file system the directories opened so far
-// are on (the root's among them), one of those directories, to syncfs
-// it. Every directory a plan writes into is one of them or a new
-// directory created in one (on its file system).
-func (w *writer) openSyncers() ([]staged, error) {
+// openSyncers adds to have, for each file system the directories opened
+// so far are on (the root's among them) that none of have is on, one of
+// those directories, opened to syncfs it. Every directory a plan writes
+// into is one of them or a new directory created in one (on its file
+// system). A syncfs reports every writeback error of its file system
+// since the directory was opened, the plan's or not: an error that is
+// not the plan's fails the plan too.
+func (w *writer) openSyncers(have []staged) ([]staged, error) {
 	type dir struct {
 		name string
 		r    *os.Root
@@ -957,7 +936,7 @@ func (w *writer) openSyncers() ([]staged, error) {
 	}
 	rfi, err := w.root.Stat(".")
 	if err != nil {
-		return nil, &Error{Code: CodeIO, Msg: "examining the root", Err: err}
+		return have, &Error{Code: CodeIO, Msg: "examining the root", Err: err}
 	}
 	all := []dir{{".", w.root, rfi}}
 	w.dirs.mu.Lock()
@@ -967,8 +946,15 @@ func (w *writer) openSyncers() ([]staged, error) {
 		}
 	}
 	w.dirs.mu.Unlock()
-	var out []staged
+	out := have
 	seen := map[uint64]bool{}
+	for _, s := range have {
+		if fi, err := s.f.Stat(); err == nil {
+			if dev, ok := deviceOf(fi); ok {
+				seen[dev] = true
+			}
+		}
+	}
 	for _, d := range all {
 		// A directory whose file system is not known is synced itself.
 		dev, ok := deviceOf(d.fi)
@@ -978,10 +964,7 @@ func (w *writer) openSyncers() ([]staged, error) {
 		seen[dev] = ok
 		f, err := d.r.Open(".")
 		if err != nil {
-			for _, s := range out {
-				s.f.Close()
-			}
-			return nil, &Error{Code: CodeIO, Path: d.name, Msg: "opening " + d.name + " to sync its file system", Err: err}
+			return out, &Error{Code: CodeIO, Path: d.name, Msg: "opening " + d.name + " to sync its file system", Err: err}
 		}
 		out = append(out, staged{f: f, name: d.name})
 	}
@@ -1054,13 +1037,13 @@ func fileErr(c *change, err error, what string) error {
 var testNoSync string
 
 // renameAll checks each changed file once more and renames its temporary
-// file over it (or deletes it), directory by directory (in the order of
-// each directory's first file in the plan), so that each directory's
-// check comes just before its files are renamed.
+// file over it (or deletes it).
 func (w *writer) renameAll(changes []*change, temps map[*change]string) error {
-	w.dirs.recheck()
-	for _, g := range byDir(len(changes), func(i int) string { return changes[i].path }) {
-		if err := w.renameGroup(changes, g, temps); err != nil {
+	for _, c := range changes {
+		if !c.changes {
+			continue
+		}
+		if err := w.rename(c, temps[c]); err != nil {
 			return err
 		}
 	}
@@ -1085,50 +1068,44 @@ func byDir(n int, name func(int) string) [][]int {
 	return groups
 }
 
-// renameGroup renames the files of the changes at the indexes of group,
-// which share a directory.
-func (w *writer) renameGroup(changes []*change, group []int, temps map[*change]string) error {
-	for _, i := range group {
-		c := changes[i]
-		if !c.changes {
-			continue
-		}
-		field := fmt.Sprintf("diffs[%d]", c.index)
-		ioErr := func(err error, what string) error { return fileErr(c, err, what) }
-		if err := w.step("rename", c.path); err != nil {
-			return ioErr(err, "writing the file")
-		}
-		// The file's directories must still be real ones and the ones
-		// opened (checked by split), and the file what was planned
-		// against.
-		dir, base, err := w.dirs.split(c.path)
-		if err != nil {
-			return ioErr(err, "checking the file's directory")
-		}
-		same, err := unchanged(c, dir, base)
-		if err != nil {
-			return ioErr(err, "reading the file again")
-		}
-		if !same {
-			return &Error{Code: CodeChecksumMismatch, Field: field, Path: c.path, Msg: "the file changed while the plan was being applied"}
-		}
-		if c.delete {
-			err = dir.Remove(base)
-		} else {
-			err = dir.Rename(path.Base(temps[c]), base)
-		}
-		if err != nil {
-			return ioErr(err, "replacing the file")
-		}
-		w.logf("wrote", "path", c.path, "bytes", len(c.after), "deleted", c.delete)
-		w.onUndo(c.path, func() error {
-			w.logf("restoring", "path", c.path)
-			if !c.exists {
-				return w.remove(c.path)
-			}
-			return w.replace(c.path, c.before, c.perm)
-		})
+// rename checks c's file once more and renames its temporary file, temp,
+// over it (or deletes it).
+func (w *writer) rename(c *change, temp string) error {
+	field := fmt.Sprintf("diffs[%d]", c.index)
+	ioErr := func(err error, what string) error { return fileErr(c, err, what) }
+	if err := w.step("rename", c.path); err != nil {
+		return ioErr(err, "writing the file")
 	}
+	// The file's directories must still be real ones and the ones
+	// opened (checked by split), and the file what was planned
+	// against.
+	dir, base, err := w.dirs.split(c.path)
+	if err != nil {
+		return ioErr(err, "checking the file's directory")
+	}
+	same, err := unchanged(c, dir, base)
+	if err != nil {
+		return ioErr(err, "reading the file again")
+	}
+	if !same {
+		return &Error{Code: CodeChecksumMismatch, Field: field, Path: c.path, Msg: "the file changed while the plan was being applied"}
+	}
+	if c.delete {
+		err = dir.Remove(base)
+	} else {
+		err = dir.Rename(path.Base(temp), base)
+	}
+	if err != nil {
+		return ioErr(err, "replacing the file")
+	}
+	w.logf("wrote", "path", c.path, "bytes", len(c.after), "deleted", c.delete)
+	w.onUndo(c.path, func() error {
+		w.logf("restoring", "path", c.path)
+		if !c.exists {
+			return w.remove(c.path)
+		}
+		return w.replace(c.path, c.before, c.perm)
+	})
 	return nil
 }
 
@@ -1163,7 +1140,6 @@ func syncEach(files []staged) error {
 // rollback undoes every step done, last first, and returns the steps
 // that failed (every one is tried).
 func (w *writer) rollback() []undoFailure {
-	w.dirs.recheck()
 	var failed []undoFailure
 	for i := len(w.undo) - 1; i >= 0; i-- {
 		u := w.undo[i]
@@ -1273,7 +1249,7 @@ func (w *writer) replace(name string, data []byte, perm fs.FileMode) error {
 }
 
 // create writes a new file, failing if name exists, through its
-// directory's handle (checked at the step's first use, dirs.dir), and
+// directory's handle (checked just before, dirs.dir), and
 // returns it open (not yet synced) with that handle when keep is true,
 // closed otherwise.
 func (w *writer) create(name string, data []byte, perm fs.FileMode, keep bool) (*os.File, *os.Root, error) {

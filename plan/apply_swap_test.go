@@ -2,7 +2,9 @@ package plan
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -168,5 +170,113 @@ func TestApplyDirectoryAppearsMeanwhile(t *testing.T) {
 	}
 	if got := read(t, dir, "docs/new/notes.md"); got != "# Notes\n" {
 		t.Fatalf("notes: %q", got)
+	}
+}
+
+// TestApplyDirectoryMovedMidStep: a directory moved (into .git or out of
+// the root) between two files of one step, after it was used for the
+// first, is not written into for the second: every use of a directory
+// checks its path again, also within a step and also once syncfs makes
+// the plan durable. Only what was written before the move is there.
+func TestApplyDirectoryMovedMidStep(t *testing.T) {
+	edit := func(names ...string) (map[string]string, *Plan) {
+		files := map[string]string{".git/HEAD": "ref\n"}
+		p := &Plan{}
+		for i, name := range names {
+			old := fmt.Sprintf("line %d\nkeep\n", i)
+			files[name] = old
+			p.Diffs = append(p.Diffs, Diff{Path: name, Checksum: Checksum([]byte(old)),
+				UnifiedDiff: fmt.Sprintf("@@ -1,2 +1,2 @@\n-line %d\n+line %d changed\n keep\n", i, i)})
+		}
+		return files, p
+	}
+	many := func(n int, name func(i int) string) []string {
+		var names []string
+		for i := range n {
+			names = append(names, name(i))
+		}
+		return names
+	}
+	cases := []struct {
+		name        string
+		files       []string
+		step, at    string // the hook's step and file that move the directory
+		move        string // the directory moved
+		outside     bool   // out of the root, not into .git
+		writtenOnce string // the one file written before the move, if any
+	}{
+		{"rename, same directory, fsync each", many(2, func(i int) string { return fmt.Sprintf("x/f%d", i) }), "rename", "x/f1", "x", false, "x/f0"},
+		{"rename, same directory, syncfs", many(syncfsMin, func(i int) string { return fmt.Sprintf("x/f%d", i) }), "rename", "x/f1", "x", false, "x/f0"},
+		{"rename, parent used by a sibling", many(syncfsMin, func(i int) string { return fmt.Sprintf("p/%c/f%d", 'a'+i%2, i) }), "rename", "p/b/f1", "p", false, "p/a/f0"},
+		{"rename, out of the root", many(syncfsMin, func(i int) string { return fmt.Sprintf("x/f%d", i) }), "rename", "x/f1", "x", true, "x/f0"},
+		{"create, after the directory's check", []string{"d/f0", "e/f1"}, "write", "e/f1", "d", true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			files, p := edit(c.files...)
+			dir, root := tree(t, files)
+			to := filepath.Join(dir, ".git", c.move)
+			if c.outside {
+				to = filepath.Join(t.TempDir(), c.move)
+			}
+			var staged []string // temporary files in the moved directory when the syncs begin
+			opts := Options{Strategy: Write{}, hook: func(step, name string) error {
+				if step == c.step && name == c.at {
+					if err := os.Rename(filepath.Join(dir, c.move), to); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if (step == "fsync" || step == "syncfs") && staged == nil {
+					staged = []string{}
+					for _, name := range walk(t, to) {
+						if strings.Contains(name, ".ctxkit-") {
+							staged = append(staged, name)
+						}
+					}
+				}
+				return nil
+			}}
+			rep, err := Apply(context.Background(), root, p, opts)
+			if err == nil || rep.Written {
+				t.Fatalf("the plan went through: %+v", rep)
+			}
+			if len(staged) > 0 {
+				t.Errorf("temporary files created in the moved directory: %v", staged)
+			}
+			for _, name := range walk(t, to) {
+				b, _ := os.ReadFile(filepath.Join(to, name))
+				moved := path.Join(c.move, name)
+				if strings.Contains(name, ".ctxkit-") || strings.Contains(string(b), "changed") && moved != c.writtenOnce {
+					t.Errorf("written into the moved directory: %s", moved)
+				}
+			}
+		})
+	}
+}
+
+// TestApplyNewDirectoryInMovedParent: a new directory is not created in
+// a parent moved out of the root after an earlier file used it.
+func TestApplyNewDirectoryInMovedParent(t *testing.T) {
+	files := map[string]string{"x/f0": "line 0\nkeep\n"}
+	p := &Plan{Diffs: []Diff{
+		{Path: "x/f0", Checksum: Checksum([]byte(files["x/f0"])), UnifiedDiff: "@@ -1,2 +1,2 @@\n-line 0\n+line 0 changed\n keep\n"},
+		{Path: "x/new/f1", Checksum: emptySum, UnifiedDiff: "--- /dev/null\n+++ b/x/new/f1\n@@ -0,0 +1 @@\n+changed\n"},
+	}}
+	dir, root := tree(t, files)
+	outside := t.TempDir()
+	opts := Options{Strategy: Write{}, hook: func(step, name string) error {
+		if step == "write" && name == "x/new/f1" {
+			if err := os.Rename(filepath.Join(dir, "x"), filepath.Join(outside, "x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return nil
+	}}
+	rep, err := Apply(context.Background(), root, p, opts)
+	if CodeOf(err) != CodePathRejected || rep.Written || rep.RollbackIncomplete {
+		t.Fatalf("got %v, %+v", err, rep)
+	}
+	if got := strings.Join(walk(t, outside), " "); got != ". x x/f0" {
+		t.Fatalf("outside the root: %s", got)
 	}
 }
