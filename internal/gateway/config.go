@@ -126,3 +126,13 @@ func (c *Config) check(getenv func(string) string) error {
 	}
 	return nil
 }
+
+// redact is s, text that came from p's upstream, with p's key taken out
+// (a provider or a proxy may quote the credentials it was sent). A key of
+// fewer than 8 bytes is left alone: taking it out would garble the text.
+func (p *Provider) redact(s string) string {
+	if len(p.key) < 8 {
+		return s
+	}
+	return strings.ReplaceAll(s, p.key, "[redacted]")
+}

@@ -31,6 +31,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctxkit/ctxkit/chat"
@@ -65,7 +67,20 @@ type Options struct {
 	// long (default 10 minutes: reasoning models can think for minutes
 	// between events).
 	IdleTimeout time.Duration
-	Now         func() time.Time
+	// MaxDuration ends a request, its upstream stream included, that
+	// lasts longer (default 1 hour).
+	MaxDuration time.Duration
+	// WriteTimeout bounds each write to the client (default 1 minute): a
+	// client that stops reading ends its request, and the upstream
+	// request with it.
+	WriteTimeout time.Duration
+	// MaxInFlight bounds the requests served at once (default 256), and
+	// MaxInFlightBytes the request bodies they hold (default 512 MiB; a
+	// body of unknown length counts as MaxBodyBytes until it is read).
+	// A request past either is answered 503 overloaded_error at once.
+	MaxInFlight      int
+	MaxInFlightBytes int64
+	Now              func() time.Time
 }
 
 // Gateway serves the gateway routes.
@@ -74,6 +89,10 @@ type Gateway struct {
 	route  map[string]*Provider
 	opts   Options
 	models []Model
+
+	mu       sync.Mutex
+	inFlight int   // requests being served
+	held     int64 // bytes of request body they hold
 }
 
 // Model is one entry of GET /v1/models.
@@ -92,7 +111,7 @@ func New(cfg *Config, opts Options) *Gateway {
 	if opts.Client == nil {
 		opts.Client = &http.Client{
 			Transport: &http.Transport{
-				Proxy:                 http.ProxyFromEnvironment,
+				Proxy:                 httpsProxy,
 				DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 				TLSHandshakeTimeout:   10 * time.Second,
 				ResponseHeaderTimeout: 60 * time.Second,
@@ -119,6 +138,18 @@ func New(cfg *Config, opts Options) *Gateway {
 	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = 10 * time.Minute
+	}
+	if opts.MaxDuration <= 0 {
+		opts.MaxDuration = time.Hour
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = time.Minute
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 256
+	}
+	if opts.MaxInFlightBytes <= 0 {
+		opts.MaxInFlightBytes = 512 << 20
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -154,7 +185,21 @@ func (g *Gateway) Messages(w http.ResponseWriter, r *http.Request) { g.serve(w, 
 func (g *Gateway) ChatCompletions(w http.ResponseWriter, r *http.Request) { g.serve(w, r, OpenAI) }
 
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
+	weight := g.opts.MaxBodyBytes
+	if r.ContentLength >= 0 && r.ContentLength < weight {
+		weight = r.ContentLength
+	}
+	if !g.admit(weight) {
+		w.Header().Set("Retry-After", "1")
+		WriteError(w, d, http.StatusServiceUnavailable, "overloaded_error", "the gateway is serving as many requests as it may: retry shortly")
+		return
+	}
+	defer func() { g.leave(weight) }()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes))
+	if n := int64(len(body)); n < weight {
+		g.release(weight - n)
+		weight = n
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -192,7 +237,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 		req.Extra = nil
 	}
 
-	up, warns, err := g.upstreamRequest(r.Context(), p, req)
+	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
+	defer cancel()
+	up, warns, err := g.upstreamRequest(ctx, p, req)
 	if err != nil {
 		WriteError(w, d, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
@@ -208,12 +255,15 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 		if r.Context().Err() != nil {
 			return // the client went away; the upstream request is cancelled with it
 		}
-		g.opts.Logger.Warn("gateway upstream", "provider", p.Name, "err", err)
+		g.opts.Logger.Warn("gateway upstream", "provider", p.Name, "err", p.redact(err.Error()))
 		WriteError(w, d, http.StatusBadGateway, "api_error", fmt.Sprintf("upstream %s unreachable", p.Name))
 		return
 	}
 	upBody := &drainCloser{rc: resp.Body, idle: g.opts.IdleTimeout}
-	upBody.timer = time.AfterFunc(g.opts.IdleTimeout, func() { resp.Body.Close() })
+	upBody.timer = time.AfterFunc(g.opts.IdleTimeout, func() {
+		upBody.idled.Store(true)
+		resp.Body.Close()
+	})
 	defer upBody.Close()
 	if resp.StatusCode/100 != 2 {
 		g.upstreamError(w, d, p, resp)
@@ -223,19 +273,17 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 	if !streaming {
 		src = &capped{r: upBody, left: g.opts.MaxResponseBytes}
 	}
-	chunks := untilStop(decoder(p.Type)(src), p.Name)
+	chunks := g.clean(ctx, p, upBody, untilStop(decoder(p.Type)(src), p.Name))
 	id, created := newID(d), g.opts.Now().Unix()
 	if streaming {
 		h := w.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Accel-Buffering", "no")
+		cw := g.clientWriter(w)
+		defer cw.done()
 		w.WriteHeader(http.StatusOK)
-		flush := func() {
-			if f, ok := w.(http.Flusher); ok {
-				f.Flush()
-			}
-		}
+		flush := cw.flush
 		flush() // the client learns at once that the stream has begun
 		// What the encoder writes goes out whenever the gateway is about to
 		// wait for the upstream: the events decoded from one upstream read
@@ -243,12 +291,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 		upBody.beforeRead = flush
 		noFlush := func() {}
 		if d == OpenAI {
-			err = openai.EncodeStream(w, noFlush, req.Model, id, created, chunks)
+			err = openai.EncodeStream(cw, noFlush, req.Model, id, created, chunks)
 		} else {
-			err = anthropic.EncodeStream(w, noFlush, req.Model, id, chunks)
+			err = anthropic.EncodeStream(cw, noFlush, req.Model, id, chunks)
 		}
 		if err != nil && r.Context().Err() == nil {
-			g.opts.Logger.Warn("gateway stream", "provider", p.Name, "err", err)
+			g.opts.Logger.Warn("gateway stream", "provider", p.Name, "err", p.redact(err.Error()))
 		}
 		return
 	}
@@ -257,12 +305,8 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 		if r.Context().Err() != nil {
 			return
 		}
-		var cut errCut
-		if errors.As(err, &cut) {
-			WriteError(w, d, http.StatusBadGateway, "api_error", err.Error())
-			return
-		}
-		WriteError(w, d, http.StatusBadGateway, "api_error", fmt.Sprintf("upstream %s sent a stream ctxkit could not read: %v", p.Name, err))
+		// clean has made err a message of the gateway's own.
+		WriteError(w, d, http.StatusBadGateway, "api_error", err.Error())
 		return
 	}
 	if res.Error != nil {
@@ -275,6 +319,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 		case res.Error.Retryable:
 			status, typ = http.StatusServiceUnavailable, "overloaded_error"
 		}
+		// clean took the key out of the error.
 		WriteError(w, d, status, typ, fmt.Sprintf("upstream %s: %s: %s", p.Name, res.Error.Type, res.Error.Message))
 		return
 	}
@@ -289,8 +334,120 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	cw := g.clientWriter(w)
+	defer cw.done()
 	w.WriteHeader(http.StatusOK)
-	w.Write(out)
+	// In pieces, each with its own deadline: a response of megabytes
+	// needs only a client that keeps reading.
+	for len(out) > 0 {
+		n := min(len(out), 1<<20)
+		if _, err := cw.Write(out[:n]); err != nil {
+			return
+		}
+		out = out[n:]
+	}
+}
+
+// admit counts a request of weight body bytes in, unless that would pass
+// MaxInFlight or MaxInFlightBytes.
+func (g *Gateway) admit(weight int64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inFlight >= g.opts.MaxInFlight || g.held+weight > g.opts.MaxInFlightBytes {
+		return false
+	}
+	g.inFlight++
+	g.held += weight
+	return true
+}
+
+// release gives back weight bytes of a request's body.
+func (g *Gateway) release(weight int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held -= weight
+}
+
+// leave counts a request holding weight bytes out.
+func (g *Gateway) leave(weight int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.inFlight--
+	g.held -= weight
+}
+
+// clientWriter writes to the client with a deadline on each write and
+// flush (WriteTimeout).
+type clientWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (g *Gateway) clientWriter(w http.ResponseWriter) *clientWriter {
+	return &clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
+}
+
+func (c *clientWriter) Write(p []byte) (int, error) {
+	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout)) // not every writer supports deadlines
+	return c.w.Write(p)
+}
+
+func (c *clientWriter) flush() {
+	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout))
+	_ = c.rc.Flush()
+}
+
+// done clears the deadline, so that it does not outlive the request on a
+// kept-alive connection.
+func (c *clientWriter) done() { _ = c.rc.SetWriteDeadline(time.Time{}) }
+
+// errTooLong ends a request past MaxDuration.
+var errTooLong = errors.New("the request lasted longer than the gateway allows")
+
+// clean passes chunks on with the provider's key taken out of every
+// error the upstream put in the stream, and replaces a decode error by a
+// message of the gateway's own (logged in full): an error of the
+// transport or the decoder may quote the upstream's address or output.
+func (g *Gateway) clean(ctx context.Context, p *Provider, body *drainCloser, chunks iter.Seq2[chat.Chunk, error]) iter.Seq2[chat.Chunk, error] {
+	return func(yield func(chat.Chunk, error) bool) {
+		for c, err := range chunks {
+			if err != nil {
+				var cut errCut
+				var large errTooLarge
+				switch {
+				case errors.As(err, &cut), errors.As(err, &large):
+				case body.idled.Load():
+					err = fmt.Errorf("upstream %s sent nothing for %v", p.Name, g.opts.IdleTimeout)
+				case errors.Is(context.Cause(ctx), errTooLong):
+					err = fmt.Errorf("upstream %s: %w (%v)", p.Name, errTooLong, g.opts.MaxDuration)
+				default:
+					g.opts.Logger.Warn("gateway upstream stream", "provider", p.Name, "err", p.redact(err.Error()))
+					err = fmt.Errorf("upstream %s sent a stream ctxkit could not read", p.Name)
+				}
+				yield(c, err)
+				return
+			}
+			if c.Error != nil {
+				e := *c.Error
+				e.Type, e.Message = p.redact(e.Type), p.redact(e.Message)
+				c.Error = &e
+			}
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
+// httpsProxy is the proxy from the environment for an https upstream, and
+// none for a plain http one: the provider's key would travel to the proxy
+// in clear text.
+func httpsProxy(r *http.Request) (*url.URL, error) {
+	if r.URL.Scheme != "https" {
+		return nil, nil
+	}
+	return http.ProxyFromEnvironment(r)
 }
 
 // upstreamRequest encodes req for p and builds the HTTP request.
@@ -370,8 +527,11 @@ func decoder(typ string) func(io.Reader) iter.Seq2[chat.Chunk, error] {
 // mapped for the client, its message kept when it has one.
 func (g *Gateway) upstreamError(w http.ResponseWriter, d Dialect, p *Provider, resp *http.Response) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, g.opts.MaxErrorBody))
-	msg := upstreamMessage(data)
+	msg := p.redact(upstreamMessage(data))
 	if msg == "" {
+		// Not a provider's JSON error (a proxy's page, say): the client
+		// gets the status, the log the start of the body.
+		g.opts.Logger.Warn("gateway upstream error", "provider", p.Name, "status", resp.StatusCode, "body", p.redact(string(data[:min(len(data), 200)])))
 		msg = http.StatusText(resp.StatusCode)
 	}
 	msg = fmt.Sprintf("upstream %s: %s", p.Name, msg)
@@ -418,11 +578,7 @@ func upstreamMessage(data []byte) string {
 		Message string          `json:"message"`
 	}
 	if json.Unmarshal(data, &v) != nil {
-		s := strings.TrimSpace(string(data))
-		if len(s) > 200 {
-			s = s[:200]
-		}
-		return s
+		return ""
 	}
 	if v.Message != "" {
 		return v.Message
@@ -466,9 +622,17 @@ type capped struct {
 	left int64
 }
 
+// errTooLarge is what a non-streaming client learns of an upstream
+// response past MaxResponseBytes.
+type errTooLarge struct{}
+
+func (errTooLarge) Error() string {
+	return "the upstream response is larger than the gateway collects for a non-streaming client"
+}
+
 func (c *capped) Read(p []byte) (int, error) {
 	if c.left <= 0 {
-		return 0, fmt.Errorf("the upstream response is larger than the gateway collects for a non-streaming client")
+		return 0, errTooLarge{}
 	}
 	if int64(len(p)) > c.left {
 		p = p[:c.left]
@@ -486,6 +650,7 @@ func (c *capped) Read(p []byte) (int, error) {
 // closes the body, which fails the read the decoder is blocked in.
 type drainCloser struct {
 	rc     io.ReadCloser
+	idled  atomic.Bool // the idle timer closed the body
 	closed bool
 	eof    bool // the body was read to its end: nothing to drain
 	idle   time.Duration
