@@ -2,8 +2,10 @@ package chat
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"iter"
+	"strconv"
 	"strings"
 )
 
@@ -116,10 +118,26 @@ type Response struct {
 	Error   *StreamError
 }
 
+// MaxCollectedBlocks bounds the content blocks Collect puts together. A
+// block costs a few hundred bytes however little it holds, so a stream
+// whose every small chunk starts a block (a redacted reasoning chunk, a
+// tool call start, reasoning after a signature, text after reasoning)
+// would otherwise cost far more memory than the stream's bytes. A real
+// response has tens of blocks, a few hundred at most; chunks that add to
+// the block being built (text after text, say) start none and are not
+// limited in number.
+const MaxCollectedBlocks = 10000
+
+// ErrTooManyBlocks is the error Collect returns for a response with more
+// than MaxCollectedBlocks blocks.
+var ErrTooManyBlocks = errors.New("chat: the response has more than " + strconv.Itoa(MaxCollectedBlocks) + " content blocks")
+
 // Collect reads a chunk stream to its end and puts the response together.
 // Tool call arguments that are not a JSON object are kept as
 // {"_raw": "<text>"}.
-// It stops at the first decode error and returns it with what it had.
+// It stops at the first decode error and returns it with what it had, and
+// likewise with ErrTooManyBlocks at a chunk that would start block number
+// MaxCollectedBlocks+1.
 func Collect(chunks iter.Seq2[Chunk, error]) (Response, error) {
 	var (
 		r     Response
@@ -146,10 +164,16 @@ func Collect(chunks iter.Seq2[Chunk, error]) (Response, error) {
 		sig.Reset()
 		signed = false
 	}
-	begin := func(b Block) {
+	// begin starts block b; it reports false, having added nothing, when
+	// the response already has MaxCollectedBlocks blocks.
+	begin := func(b Block) bool {
 		settle()
+		if len(r.Content) >= MaxCollectedBlocks {
+			return false
+		}
 		r.Content = append(r.Content, b)
 		last = b.Type
+		return true
 	}
 	for c, err := range chunks {
 		if err != nil {
@@ -158,19 +182,21 @@ func Collect(chunks iter.Seq2[Chunk, error]) (Response, error) {
 		}
 		switch c.Type {
 		case ChunkText:
-			if last != TypeText {
-				begin(Block{Type: TypeText})
+			if last != TypeText && !begin(Block{Type: TypeText}) {
+				return r, ErrTooManyBlocks
 			}
 			text.WriteString(c.Text)
 		case ChunkReasoning:
 			if c.Redacted != "" {
-				begin(Block{Type: TypeRedactedThinking, Data: c.Redacted})
+				if !begin(Block{Type: TypeRedactedThinking, Data: c.Redacted}) {
+					return r, ErrTooManyBlocks
+				}
 				continue
 			}
 			// A signed thinking block is complete: more reasoning, or
 			// another signature, starts a new one.
-			if last != TypeThinking || signed {
-				begin(Block{Type: TypeThinking})
+			if (last != TypeThinking || signed) && !begin(Block{Type: TypeThinking}) {
+				return r, ErrTooManyBlocks
 			}
 			text.WriteString(c.Text)
 			if c.Signature != "" {
@@ -178,9 +204,11 @@ func Collect(chunks iter.Seq2[Chunk, error]) (Response, error) {
 				signed = true
 			}
 		case ChunkToolCallStart:
-			calls[c.Index] = len(r.Content)
+			if !begin(Block{Type: TypeToolUse, ID: c.ID, Name: c.Name}) {
+				return r, ErrTooManyBlocks
+			}
+			calls[c.Index] = len(r.Content) - 1
 			args[c.Index] = &strings.Builder{}
-			begin(Block{Type: TypeToolUse, ID: c.ID, Name: c.Name})
 		case ChunkToolCallDelta:
 			if b, ok := args[c.Index]; ok {
 				b.WriteString(c.Arguments)

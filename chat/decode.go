@@ -3,6 +3,7 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -12,11 +13,29 @@ import (
 // MaxNesting bounds how deep tool results may nest content.
 const MaxNesting = 4
 
+// Limits on the size of a request. A body of a few megabytes could
+// otherwise hold a million tiny blocks, and decoding it (a Block and the
+// structures around it for each) would take many times the body's size
+// in memory. The limits are far above any real conversation; DecodeRequest
+// refuses a request past one of them as soon as it counts the array at
+// fault, before it decodes the array's elements.
+const (
+	// MaxMessages bounds the messages of a request.
+	MaxMessages = 10000
+	// MaxBlocks bounds the content blocks of a whole request: those of the
+	// system prompt, of the messages, and those nested in tool results.
+	MaxBlocks = 20000
+	// MaxTools bounds the tools of a request.
+	MaxTools = 1000
+)
+
 // DecodeRequest reads a canonical request (the Anthropic Messages shape).
 // It is strict about what ctxkit models (a role must be user or assistant;
 // a tool_use needs an id, a name and an object input; ...) and keeps what
 // it does not (unknown fields and block types). Errors are *Error naming
-// the place: messages[3].content[1].source.
+// the place: messages[3].content[1].source. A request of more than
+// MaxMessages messages, MaxBlocks content blocks or MaxTools tools is
+// refused.
 func DecodeRequest(data []byte) (Request, error) {
 	// Valid JSON (the common case) is split with a fast scanner; invalid
 	// JSON goes through encoding/json, whose errors name what is wrong.
@@ -24,13 +43,14 @@ func DecodeRequest(data []byte) (Request, error) {
 }
 
 func (rd reader) request(data []byte) (Request, error) {
+	rd.blocks = new(int)
 	var r Request
 	fields, err := rd.object(data, "")
 	if err != nil {
 		return r, err
 	}
-	for _, k := range SortedKeys(fields) {
-		v := fields[k]
+	for _, f := range fields {
+		k, v := f.key, f.val
 		switch k {
 		case "model":
 			err = str(v, k, &r.Model)
@@ -50,7 +70,10 @@ func (rd reader) request(data []byte) (Request, error) {
 			}
 		case "messages":
 			var raw []json.RawMessage
-			if err = rd.array(v, k, &raw); err != nil {
+			if raw, err = rd.array(v, k, MaxMessages); err != nil {
+				if err == errTooMany {
+					err = errorf(k, "more than %d messages", MaxMessages)
+				}
 				break
 			}
 			r.Messages = make([]Message, len(raw))
@@ -61,7 +84,10 @@ func (rd reader) request(data []byte) (Request, error) {
 			}
 		case "tools":
 			var raw []json.RawMessage
-			if err = rd.array(v, k, &raw); err != nil {
+			if raw, err = rd.array(v, k, MaxTools); err != nil {
+				if err == errTooMany {
+					err = errorf(k, "more than %d tools", MaxTools)
+				}
 				break
 			}
 			r.Tools = make([]Tool, len(raw))
@@ -148,7 +174,7 @@ func (rd reader) request(data []byte) (Request, error) {
 		}
 	}
 	if r.Messages == nil {
-		if _, ok := fields["messages"]; !ok {
+		if !fields.has("messages") {
 			return Request{}, errorf("messages", "required")
 		}
 		r.Messages = []Message{}
@@ -162,7 +188,7 @@ func (rd reader) decodeMessage(data []byte, path string) (Message, error) {
 	if err != nil {
 		return m, err
 	}
-	role, ok := fields["role"]
+	role, ok := fields.get("role")
 	if !ok {
 		return m, errorf(path+".role", "required")
 	}
@@ -172,23 +198,22 @@ func (rd reader) decodeMessage(data []byte, path string) (Message, error) {
 	if m.Role != User && m.Role != Assistant {
 		return m, errorf(path+".role", "%q is not user or assistant", m.Role)
 	}
-	content, ok := fields["content"]
+	content, ok := fields.get("content")
 	if !ok {
 		return m, errorf(path+".content", "required")
 	}
 	if m.Content, err = rd.decodeContent(content, path+".content", 0); err != nil {
 		return m, err
 	}
-	for _, k := range SortedKeys(fields) {
-		v := fields[k]
+	for _, f := range fields {
+		k, v := f.key, f.val
 		switch k {
 		case "role", "content":
 		case "reasoning_details":
 			if isNull(v) {
 				continue
 			}
-			var arr []json.RawMessage
-			if err := rd.array(v, path+"."+k, &arr); err != nil {
+			if err := rd.isArray(v, path+"."+k); err != nil {
 				return m, err
 			}
 			m.ReasoningDetails = CloneRaw(v)
@@ -206,15 +231,22 @@ func (rd reader) decodeContent(data []byte, path string, depth int) (Content, er
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '"' {
 		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return Content{}, errorf(path, "%v", err)
+		if err := str(data, path, &s); err != nil {
+			return Content{}, err
 		}
 		return Str(s), nil
 	}
-	var raw []json.RawMessage
-	if err := rd.array(data, path, &raw); err != nil {
+	// The blocks are counted before they are read: past MaxBlocks the
+	// rest of the array is not even split.
+	room := MaxBlocks - *rd.blocks
+	raw, err := rd.array(data, path, room)
+	if err == errTooMany {
+		return Content{}, errorf(path+"["+strconv.Itoa(room)+"]", "more than %d content blocks in the request", MaxBlocks)
+	}
+	if err != nil {
 		return Content{}, errorf(path, "must be a string or an array of blocks")
 	}
+	*rd.blocks += len(raw)
 	c := Content{Blocks: make([]Block, len(raw))}
 	for i, b := range raw {
 		var err error
@@ -231,7 +263,7 @@ func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error)
 	if err != nil {
 		return b, err
 	}
-	t, ok := fields["type"]
+	t, ok := fields.get("type")
 	if !ok {
 		return b, errorf(path+".type", "required")
 	}
@@ -242,8 +274,8 @@ func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error)
 		return b, errorf(path+".type", "empty")
 	}
 	known := b.Known()
-	for _, k := range SortedKeys(fields) {
-		v := fields[k]
+	for _, f := range fields {
+		k, v := f.key, f.val
 		if k == "type" {
 			continue
 		}
@@ -295,7 +327,9 @@ func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error)
 			}
 		case k == "is_error" && b.Type == TypeToolResult:
 			if !isNull(v) {
-				err = strictInto(v, p, &b.IsError)
+				var isError bool // not &b.IsError: b would escape
+				err = strictInto(v, p, &isError)
+				b.IsError = isError
 			}
 		case k == "thinking" && b.Type == TypeThinking:
 			err = str(v, p, &b.Thinking)
@@ -361,8 +395,8 @@ func (rd reader) decodeSource(data []byte, path string) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{}
-	for _, k := range SortedKeys(fields) {
-		v := fields[k]
+	for _, f := range fields {
+		k, v := f.key, f.val
 		p := path + "." + k
 		switch k {
 		case "type":
@@ -404,8 +438,8 @@ func (rd reader) decodeTool(data []byte, path string) (Tool, error) {
 	if err != nil {
 		return t, err
 	}
-	for _, k := range SortedKeys(fields) {
-		v := fields[k]
+	for _, f := range fields {
+		k, v := f.key, f.val
 		p := path + "." + k
 		switch k {
 		case "name":
@@ -444,11 +478,19 @@ func (rd reader) decodeTool(data []byte, path string) (Tool, error) {
 }
 
 // reader decodes one request. valid says the whole request is valid JSON,
-// so every value within it is too.
-type reader struct{ valid bool }
+// so every value within it is too; blocks counts the content blocks read
+// so far.
+type reader struct {
+	valid  bool
+	blocks *int
+}
+
+// errTooMany is array's answer to an array longer than it may be; the
+// caller names the limit.
+var errTooMany = errors.New("too many elements")
 
 // object reads a JSON object's fields; duplicate keys are refused.
-func (rd reader) object(data []byte, path string) (map[string]json.RawMessage, error) {
+func (rd reader) object(data []byte, path string) (members, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return nil, errorf(path, "must be a JSON object")
@@ -468,7 +510,8 @@ func (rd reader) object(data []byte, path string) (map[string]json.RawMessage, e
 	if _, err := dec.Token(); err != nil {
 		return nil, errorf(path, "%v", err)
 	}
-	fields := map[string]json.RawMessage{}
+	var fields members
+	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -479,10 +522,11 @@ func (rd reader) object(data []byte, path string) (map[string]json.RawMessage, e
 		if err := dec.Decode(&v); err != nil {
 			return nil, errorf(path, "%v", err)
 		}
-		if _, dup := fields[k]; dup {
+		if seen[k] {
 			return nil, errorf(joinPath(path, k), "given twice")
 		}
-		fields[k] = v
+		seen[k] = true
+		fields = append(fields, member{k, v})
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, errorf(path, "%v", err)
@@ -490,6 +534,7 @@ func (rd reader) object(data []byte, path string) (map[string]json.RawMessage, e
 	if _, err := dec.Token(); err == nil {
 		return nil, errorf(path, "more than one JSON value")
 	}
+	fields.sort()
 	return fields, nil
 }
 
@@ -515,19 +560,40 @@ func joinPath(path, k string) string {
 	return path + "." + k
 }
 
-func (rd reader) array(data []byte, path string, out *[]json.RawMessage) error {
+// array reads a JSON array's elements; an array of more than max elements
+// is errTooMany, found before the elements past max are read.
+func (rd reader) array(data []byte, path string, max int) ([]json.RawMessage, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '[' {
-		return errorf(path, "must be an array")
+		return nil, errorf(path, "must be an array")
 	}
 	if rd.valid {
-		*out = splitArray(data)
+		out, over := splitArrayAtMost(data, max)
+		if over {
+			return nil, errTooMany
+		}
+		return out, nil
+	}
+	var out []json.RawMessage
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, errorf(path, "%v", err)
+	}
+	if len(out) > max {
+		return nil, errTooMany
+	}
+	return out, nil
+}
+
+// isArray checks that data is a JSON array without splitting it.
+func (rd reader) isArray(data []byte, path string) error {
+	if rd.valid {
+		if data = bytes.TrimSpace(data); len(data) == 0 || data[0] != '[' {
+			return errorf(path, "must be an array")
+		}
 		return nil
 	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return errorf(path, "%v", err)
-	}
-	return nil
+	_, err := rd.array(data, path, math.MaxInt)
+	return err
 }
 
 func str(data []byte, path string, out *string) error {
@@ -541,9 +607,13 @@ func str(data []byte, path string, out *string) error {
 			return nil
 		}
 	}
-	if err := json.Unmarshal(data, out); err != nil {
+	// Decoded into a string of its own, so that out does not escape:
+	// the struct holding *out (a Block, ...) stays off the heap.
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
 		return errorf(path, "%v", err)
 	}
+	*out = s
 	return nil
 }
 

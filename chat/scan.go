@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
+	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -15,39 +18,121 @@ import (
 
 var errMalformed = errors.New("malformed JSON")
 
+// member is one member of a JSON object.
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+// members are a JSON object's members sorted by key, each key once: what
+// the decoder reads a request's objects into. A slice costs one small
+// allocation per object where a map costs several hundred bytes, and it
+// is read in the order in which unmodelled fields are kept and warned
+// about (that of SortedKeys).
+type members []member
+
+// get is the value of key k.
+func (ms members) get(k string) (json.RawMessage, bool) {
+	i, ok := slices.BinarySearchFunc(ms, k, func(m member, k string) int { return strings.Compare(m.key, k) })
+	if !ok {
+		return nil, false
+	}
+	return ms[i].val, true
+}
+
+// has reports whether key k is given.
+func (ms members) has(k string) bool {
+	_, ok := ms.get(k)
+	return ok
+}
+
+func (ms members) sort() {
+	slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
+}
+
 // splitObject returns the members of the valid JSON object data, and the
-// first key given twice (hasDup says whether one was).
-func splitObject(data []byte) (fields map[string]json.RawMessage, dup string, hasDup bool, err error) {
+// first key given twice (hasDup says whether one was): the first key, in
+// the order of the text, that repeats a key before it.
+func splitObject(data []byte) (fields members, dup string, hasDup bool, err error) {
+	// Most objects of a request have a few members: they are gathered on
+	// the stack, and only the result is allocated, to size. A larger
+	// object is read twice rather than into a growing slice.
+	var buf [16]member
+	n, err := scanObject(data, buf[:])
+	if err != nil {
+		return nil, "", false, err
+	}
+	fields = make(members, n)
+	if n <= len(buf) {
+		copy(fields, buf[:n])
+	} else if _, err := scanObject(data, fields); err != nil {
+		return nil, "", false, err
+	}
+	fields.sort()
+	for i := 1; i < n; i++ {
+		if fields[i].key == fields[i-1].key {
+			// Sorting lost the order of the text, which says which key is
+			// reported: read the object again (this is an error, so it
+			// happens once per request).
+			inOrder := make(members, n)
+			scanObject(data, inOrder)
+			return nil, firstDup(inOrder), true, nil
+		}
+	}
+	return fields, "", false, nil
+}
+
+// firstDup is the first key of ms, members in the order of the text, that
+// repeats a key before it ("" if none does).
+func firstDup(ms members) string {
+	seen := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		if seen[m.key] {
+			return m.key
+		}
+		seen[m.key] = true
+	}
+	return ""
+}
+
+// scanObject puts the members of the valid JSON object data in ms, in the
+// order of the text, and returns how many it has: when it has more than
+// len(ms), the first len(ms) (and a key that cannot be decoded past them
+// is not noticed).
+func scanObject(data []byte, ms []member) (int, error) {
+	n := 0
 	i := skipSpace(data, 1)
-	fields = make(map[string]json.RawMessage, 8)
 	if i < len(data) && data[i] == '}' {
-		return fields, "", false, nil
+		return 0, nil
 	}
 	for i < len(data) {
 		if data[i] != '"' {
-			return nil, "", false, errMalformed
+			return 0, errMalformed
 		}
 		end := skipString(data, i)
 		if end < 0 {
-			return nil, "", false, errMalformed
+			return 0, errMalformed
 		}
-		key, err := unquote(data[i:end])
-		if err != nil {
-			return nil, "", false, err
+		var key string
+		if n < len(ms) { // past len(ms), members are only counted
+			var err error
+			if key, err = unquote(data[i:end]); err != nil {
+				return 0, err
+			}
 		}
 		i = skipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
-			return nil, "", false, errMalformed
+			return 0, errMalformed
 		}
 		i = skipSpace(data, i+1)
 		vend := skipValue(data, i)
 		if vend < 0 {
-			return nil, "", false, errMalformed
+			return 0, errMalformed
 		}
-		if _, seen := fields[key]; seen && !hasDup {
-			dup, hasDup = key, true
+		if n < len(ms) {
+			ms[n] = member{key, json.RawMessage(data[i:vend:vend])}
 		}
-		fields[key] = json.RawMessage(data[i:vend:vend])
+		n++
 		i = skipSpace(data, vend)
 		if i >= len(data) {
 			break
@@ -56,42 +141,53 @@ func splitObject(data []byte) (fields map[string]json.RawMessage, dup string, ha
 		case ',':
 			i = skipSpace(data, i+1)
 		case '}':
-			return fields, dup, hasDup, nil
+			return n, nil
 		default:
-			return nil, "", false, errMalformed
+			return 0, errMalformed
 		}
 	}
-	return nil, "", false, errMalformed
+	return 0, errMalformed
 }
 
 // splitArray returns the elements of the valid JSON array data (nil if it
 // turns out not to be one).
 func splitArray(data []byte) []json.RawMessage {
+	out, _ := splitArrayAtMost(data, math.MaxInt)
+	return out
+}
+
+// splitArrayAtMost returns the elements of the valid JSON array data (nil
+// if it turns out not to be one), or stops at the element past the first
+// max (over): the rest of a long array is not read.
+func splitArrayAtMost(data []byte, max int) (out []json.RawMessage, over bool) {
 	i := skipSpace(data, 1)
-	out := []json.RawMessage{}
+	out = []json.RawMessage{}
 	if i < len(data) && data[i] == ']' {
-		return out
+		return out, false
 	}
 	for i < len(data) {
+		if len(out) == max {
+			return nil, true
+		}
 		end := skipValue(data, i)
 		if end < 0 {
-			return nil
+			return nil, false
 		}
 		out = append(out, json.RawMessage(data[i:end:end]))
 		i = skipSpace(data, end)
 		if i >= len(data) {
-			return nil
+			return nil, false
 		}
 		switch data[i] {
 		case ',':
 			i = skipSpace(data, i+1)
 		case ']':
-			return out
+			return out, false
 		default:
-			return nil
+			return nil, false
 		}
 	}
-	return nil
+	return nil, false
 }
 
 func skipSpace(data []byte, i int) int {
@@ -174,6 +270,9 @@ func skipValue(data []byte, i int) int {
 func unquote(lit []byte) (string, error) {
 	inner := lit[1 : len(lit)-1]
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		if k, ok := knownKey(inner); ok {
+			return k, nil
+		}
 		return string(inner), nil
 	}
 	var s string
@@ -181,4 +280,70 @@ func unquote(lit []byte) (string, error) {
 		return "", err
 	}
 	return s, nil
+}
+
+// knownKey is the key k as a constant string when it is one of those a
+// request is made of, so that reading it allocates nothing.
+func knownKey(k []byte) (string, bool) {
+	switch string(k) {
+	case "type":
+		return "type", true
+	case "text":
+		return "text", true
+	case "role":
+		return "role", true
+	case "content":
+		return "content", true
+	case "id":
+		return "id", true
+	case "name":
+		return "name", true
+	case "input":
+		return "input", true
+	case "tool_use_id":
+		return "tool_use_id", true
+	case "is_error":
+		return "is_error", true
+	case "cache_control":
+		return "cache_control", true
+	case "source":
+		return "source", true
+	case "media_type":
+		return "media_type", true
+	case "data":
+		return "data", true
+	case "url":
+		return "url", true
+	case "thinking":
+		return "thinking", true
+	case "signature":
+		return "signature", true
+	case "citations":
+		return "citations", true
+	case "title":
+		return "title", true
+	case "context":
+		return "context", true
+	case "model":
+		return "model", true
+	case "system":
+		return "system", true
+	case "messages":
+		return "messages", true
+	case "tools":
+		return "tools", true
+	case "description":
+		return "description", true
+	case "input_schema":
+		return "input_schema", true
+	case "tool_choice":
+		return "tool_choice", true
+	case "max_tokens":
+		return "max_tokens", true
+	case "stream":
+		return "stream", true
+	case "metadata":
+		return "metadata", true
+	}
+	return "", false
 }

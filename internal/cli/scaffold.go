@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -197,6 +199,7 @@ func runScaffold(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		abs = root.Name()
 	}
+	key := os.Getenv(f.keyEnv)
 	s := &scaffolder{
 		e:      e,
 		f:      &f,
@@ -204,11 +207,15 @@ func runScaffold(ctx context.Context, e *env, args []string) error {
 		schema: schema,
 		task:   string(task),
 		base:   base,
-		key:    os.Getenv(f.keyEnv),
+		key:    key,
+		text:   newUpstreamText(key),
 		origin: &plan.Origin{Upstream: base, Model: f.model, TaskSHA256: plan.Checksum(task)},
 	}
 	started := time.Now().UTC()
 	rec, err := s.run(ctx)
+	// The failure is printed and recorded: whatever of the upstream's
+	// text it quotes (an error body, a path from the plan) is cleaned.
+	err = s.text.cleanError(err)
 	if rec == nil {
 		rec = &plan.Record{Started: started, Finished: time.Now().UTC(), Root: abs, Strategy: s.strategyName()}
 		if err != nil {
@@ -216,6 +223,7 @@ func runScaffold(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	rec.Started, rec.Origin = started, s.origin
+	s.text.redactRecord(rec)
 	if f.record != "" {
 		if rerr := plan.AppendRecord(f.record, rec); rerr != nil && err == nil {
 			err = fmt.Errorf("--record: %w", rerr)
@@ -261,6 +269,7 @@ type scaffolder struct {
 	task   string
 	base   string
 	key    string
+	text   *upstreamText
 	files  []contextFile
 	origin *plan.Origin
 }
@@ -292,7 +301,11 @@ func (s *scaffolder) run(ctx context.Context) (*plan.Record, error) {
 	if err := s.readContext(); err != nil {
 		return nil, err
 	}
-	client := newUpstreamClient(s.base, s.key)
+	// The tables on standard output show paths, errors and command output
+	// that the model's plan chose: they are cleaned as the echo is.
+	stdout := newCleanWriter(s.e.stdout, s.text)
+	defer stdout.Flush()
+	client := newUpstreamClient(s.base, s.key, s.text)
 	reply, stop, err := s.ask(ctx, client)
 	if err != nil {
 		return nil, err
@@ -312,8 +325,8 @@ func (s *scaffolder) run(ctx context.Context) (*plan.Record, error) {
 	// written, and nothing is written unless every diff applies.
 	rec, err := applyPlan(ctx, s.root, raw, s.schema, plan.DryRun{}, false)
 	if rec.Diffs != nil {
-		printDiffs(s.e.stdout, rec)
-		printSummary(s.e.stdout, rec)
+		printDiffs(stdout, rec)
+		printSummary(stdout, rec)
 	}
 	if err != nil || s.f.dryRun {
 		rec.Strategy = s.strategyName()
@@ -322,8 +335,8 @@ func (s *scaffolder) run(ctx context.Context) (*plan.Record, error) {
 	verify := !s.f.noVerify
 	rec, err = applyPlan(ctx, s.root, raw, s.schema, s.strategy(), verify)
 	if rec.Diffs != nil {
-		printSummary(s.e.stdout, rec)
-		printCommands(s.e.stdout, rec)
+		printSummary(stdout, rec)
+		printCommands(stdout, rec)
 	}
 	if err == nil && verify && rec.Plan != nil && len(rec.Plan.Commands()) == 0 {
 		s.progress("the plan has no post commands: nothing verified")
@@ -439,13 +452,14 @@ func codeFence(b []byte) string {
 type upstream struct {
 	base   string
 	key    string
+	text   *upstreamText
 	client *http.Client
 }
 
 // newUpstreamClient is an HTTP client that follows no redirect (the key
 // would go to another place) and uses a proxy from the environment only
 // for https, where the proxy tunnels the connection and sees no header.
-func newUpstreamClient(base, key string) *upstream {
+func newUpstreamClient(base, key string, text *upstreamText) *upstream {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = func(r *http.Request) (*url.URL, error) {
 		if r.URL.Scheme != "https" {
@@ -453,7 +467,7 @@ func newUpstreamClient(base, key string) *upstream {
 		}
 		return http.ProxyFromEnvironment(r)
 	}
-	return &upstream{base: base, key: key, client: &http.Client{
+	return &upstream{base: base, key: key, text: text, client: &http.Client{
 		Transport: t,
 		CheckRedirect: func(r *http.Request, _ []*http.Request) error {
 			return fmt.Errorf("the upstream redirected to %s: ctxkit follows no redirect, so that the API key goes nowhere else; give the final URL in --upstream", r.URL.Redacted())
@@ -490,11 +504,12 @@ func (u *upstream) do(ctx context.Context, method, path string, body []byte, acc
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, coded(codeUpstream, "%s %s: %v", method, u.base+path, err)
+		// A redirect's error names the Location the upstream sent.
+		return nil, coded(codeUpstream, "%s %s: %s", method, u.base+path, u.text.clean(err.Error()))
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
-		msg := errorMessage(resp)
+		msg := errorMessage(resp, u.text)
 		hint := ""
 		switch resp.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:
@@ -508,8 +523,9 @@ func (u *upstream) do(ctx context.Context, method, path string, body []byte, acc
 }
 
 // errorMessage is the message of an error response: the OpenAI-shaped
-// {"error":{"message"}}, a string error, or the start of the body.
-func errorMessage(resp *http.Response) string {
+// {"error":{"message"}}, a string error, or the start of the body,
+// cleaned before it is cut (a key cut in two would not be redacted).
+func errorMessage(resp *http.Response, text *upstreamText) string {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodySize))
 	var shaped struct {
 		Error json.RawMessage `json:"error"`
@@ -528,9 +544,13 @@ func errorMessage(resp *http.Response) string {
 	if msg == "" && utf8.Valid(body) {
 		msg = string(body)
 	}
-	msg = oneLine(msg)
+	msg = oneLine(text.clean(msg))
 	if len(msg) > 300 {
-		msg = msg[:300] + "…"
+		cut := 300
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
 	}
 	if msg == "" {
 		return ""
@@ -584,7 +604,7 @@ func (s *scaffolder) ask(ctx context.Context, u *upstream) (string, chat.StopRea
 		avail := "none"
 		if len(ids) > 0 {
 			const show = 50
-			avail = strings.Join(ids[:min(len(ids), show)], ", ")
+			avail = u.text.clean(strings.Join(ids[:min(len(ids), show)], ", "))
 			if len(ids) > show {
 				avail += fmt.Sprintf(" and %d more", len(ids)-show)
 			}
@@ -616,29 +636,31 @@ func (s *scaffolder) ask(ctx context.Context, u *upstream) (string, chat.StopRea
 	} else {
 		chunks = openai.DecodeStream(r)
 	}
-	var last byte // the last byte echoed
+	// The echo goes to the operator's terminal: no control sequence of
+	// the upstream's, no key.
+	echo := newCleanWriter(s.e.stderr, s.text)
 	res, err := chat.Collect(func(yield func(chat.Chunk, error) bool) {
 		for c, err := range chunks {
 			if err == nil && c.Type == chat.ChunkText && c.Text != "" && !s.f.quiet {
-				io.WriteString(s.e.stderr, c.Text)
-				last = c.Text[len(c.Text)-1]
+				io.WriteString(echo, c.Text)
 			}
 			if !yield(c, err) {
 				return
 			}
 		}
 	})
-	if last != 0 && last != '\n' {
+	echo.Flush()
+	if echo.last != 0 && echo.last != '\n' {
 		io.WriteString(s.e.stderr, "\n")
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", "", coded(codeUpstream, "reading the reply: no complete answer within --timeout")
 		}
-		return "", "", coded(codeUpstream, "reading the reply: %v", err)
+		return "", "", coded(codeUpstream, "reading the reply: %s", s.text.clean(err.Error()))
 	}
 	if res.Error != nil {
-		return "", "", coded(codeUpstream, "the upstream reported an error in the reply: %s", res.Error.Error())
+		return "", "", coded(codeUpstream, "the upstream reported an error in the reply: %s", s.text.clean(res.Error.Error()))
 	}
 	var text strings.Builder
 	for _, b := range res.Content {
@@ -699,4 +721,219 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n -= int64(n)
 	return n, err
+}
+
+// redacted stands for the API key in text that came from the upstream.
+const redacted = "[redacted]"
+
+// minRedactedKey is the length of the shortest key redacted wherever it
+// appears; a shorter one is redacted only as "Bearer KEY", so that a
+// short key does not garble the text around it.
+const minRedactedKey = 8
+
+// upstreamText cleans text that came from the upstream (error bodies and
+// messages, errors in the stream, decode errors quoting its data, the
+// reply's text, the plan) before it reaches a terminal, stdout or the
+// record. It is made once per run from the API key.
+type upstreamText struct {
+	forms    []string // the key as it may be quoted, "Bearer KEY" forms first
+	replacer *strings.Replacer
+}
+
+func newUpstreamText(key string) *upstreamText {
+	t := &upstreamText{}
+	if key == "" {
+		return t
+	}
+	var pairs []string
+	add := func(form, with string) {
+		// The form as written and as a JSON string holds it (an error body
+		// shown as it came).
+		for _, f := range []string{form, jsonEscaped(form, true), jsonEscaped(form, false)} {
+			if !slices.Contains(t.forms, f) {
+				t.forms = append(t.forms, f)
+				pairs = append(pairs, f, with)
+			}
+		}
+	}
+	for _, bearer := range []string{"Bearer ", "bearer ", "BEARER "} {
+		add(bearer+key, bearer+redacted)
+	}
+	if len(key) >= minRedactedKey {
+		add(key, redacted)
+	}
+	t.replacer = strings.NewReplacer(pairs...)
+	return t
+}
+
+// jsonEscaped is s as the inside of a JSON string.
+func jsonEscaped(s string, html bool) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(b.String(), `"`), "\n"), `"`)
+}
+
+// clean is text fit for a terminal and a log: control characters dropped
+// (see printable), then the key replaced by [redacted].
+func (t *upstreamText) clean(s string) string { return t.redact(printable(s)) }
+
+// redact replaces every form of the key in s by [redacted].
+func (t *upstreamText) redact(s string) string {
+	if t.replacer == nil {
+		return s
+	}
+	return t.replacer.Replace(s)
+}
+
+// heldTail is the length of the longest end of s that could be the start
+// of a form of the key: what a stream must hold until more text comes.
+func (t *upstreamText) heldTail(s string) int {
+	held := 0
+	for _, f := range t.forms {
+		for n := min(len(s), len(f)-1); n > held; n-- {
+			if strings.HasSuffix(s, f[:n]) {
+				held = n
+				break
+			}
+		}
+	}
+	return held
+}
+
+// cleanError is err with its message cleaned; it still matches err's
+// chain with errors.Is and errors.As.
+func (t *upstreamText) cleanError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if c := t.clean(msg); c != msg {
+		return &cleanedError{msg: c, err: err}
+	}
+	return err
+}
+
+type cleanedError struct {
+	msg string
+	err error
+}
+
+func (e *cleanedError) Error() string { return e.msg }
+func (e *cleanedError) Unwrap() error { return e.err }
+
+// redactRecord replaces the key in every string of rec: the record keeps
+// the plan, its outcomes and its commands' output, all of which the
+// upstream chose. The strings are otherwise kept as they are (JSON
+// escapes control characters).
+func (t *upstreamText) redactRecord(rec *plan.Record) {
+	if t.replacer == nil || rec == nil {
+		return
+	}
+	redactStrings(reflect.ValueOf(rec).Elem(), t.redact)
+}
+
+func redactStrings(v reflect.Value, redact func(string) string) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			redactStrings(v.Elem(), redact)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				redactStrings(v.Field(i), redact)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			redactStrings(v.Index(i), redact)
+		}
+	case reflect.String:
+		if s := v.String(); v.CanSet() {
+			if r := redact(s); r != s {
+				v.SetString(r)
+			}
+		}
+	}
+}
+
+// printable is s without the control characters a terminal acts on: C0
+// controls but \n and \t (ESC among them), DEL and C1 controls (U+0080 to
+// U+009F, CSI among them). Invalid UTF-8 becomes U+FFFD, so that no lone
+// byte 0x9B (CSI to a terminal in 8-bit mode) gets through either.
+func printable(s string) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, isTerminalControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if !isTerminalControl(r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isTerminalControl(r rune) bool {
+	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f)
+}
+
+// cleanWriter writes text to w cleaned as upstreamText.clean does, also
+// when a key or a UTF-8 sequence is cut between two writes: the end that
+// could begin either is held until the next write or Flush.
+type cleanWriter struct {
+	w    io.Writer
+	text *upstreamText
+	raw  []byte // an incomplete UTF-8 sequence ending the last write
+	held string // cleaned text that could begin a form of the key
+	last byte   // the last byte written to w, 0 before any
+	err  error
+}
+
+func newCleanWriter(w io.Writer, text *upstreamText) *cleanWriter {
+	return &cleanWriter{w: w, text: text}
+}
+
+func (c *cleanWriter) Write(p []byte) (int, error) {
+	buf := append(c.raw, p...)
+	cut := len(buf) - incompleteRune(buf)
+	c.raw = append([]byte(nil), buf[cut:]...)
+	s := c.text.redact(c.held + printable(string(buf[:cut])))
+	hold := c.text.heldTail(s)
+	c.held = s[len(s)-hold:]
+	c.emit(s[:len(s)-hold])
+	return len(p), c.err
+}
+
+// Flush writes what is held.
+func (c *cleanWriter) Flush() error {
+	s := c.text.redact(c.held + printable(string(c.raw)))
+	c.raw, c.held = nil, ""
+	c.emit(s)
+	return c.err
+}
+
+func (c *cleanWriter) emit(s string) {
+	if s == "" || c.err != nil {
+		return
+	}
+	_, c.err = io.WriteString(c.w, s)
+	c.last = s[len(s)-1]
+}
+
+// incompleteRune is the length of the UTF-8 sequence b ends with when it
+// is cut short (0 when b ends with a whole rune or invalid bytes).
+func incompleteRune(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i > len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if utf8.FullRune(b[i:]) {
+				return 0
+			}
+			return len(b) - i
+		}
+	}
+	return 0
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/internal/cli"
 )
@@ -520,4 +521,231 @@ func TestScaffoldUsage(t *testing.T) {
 	if r := up.requests(); len(r) != 0 {
 		t.Errorf("the upstream was asked despite bad context files: %+v", r)
 	}
+}
+
+// scriptedUpstream lists the model m and answers POST /chat/completions
+// with chat: the tests of what the upstream may send back.
+func scriptedUpstream(t *testing.T, chat http.HandlerFunc) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+			return
+		}
+		chat(w, r)
+	})}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+// sseText is the SSE events of a streamed reply made of pieces.
+func sseText(w http.ResponseWriter, pieces ...string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, p := range pieces {
+		delta, _ := json.Marshal(map[string]any{"id": "c1", "object": "chat.completion.chunk", "model": "m",
+			"choices": []any{map[string]any{"index": 0, "delta": map[string]string{"content": p}}}})
+		fmt.Fprintf(w, "data: %s\n\n", delta)
+		w.(http.Flusher).Flush()
+	}
+}
+
+// TestScaffoldRedactsKey: whatever the upstream sends back that quotes the
+// API key (an error status, an error in the stream, data that does not
+// decode, the reply's text) reaches neither stdout, stderr nor the record.
+func TestScaffoldRedactsKey(t *testing.T) {
+	const key = "sk-scaffold-SECRET-0123456789"
+	for _, tc := range []struct {
+		name  string
+		key   string
+		chat  http.HandlerFunc
+		code  int
+		rcode string   // the record's code
+		want  []string // on stderr
+		keep  []string // on stderr: text that is not the key
+	}{
+		{
+			name: "error status quoting the bearer header",
+			key:  key,
+			chat: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprintf(w, `{"error":{"message":"bad key %s (key %s)"}}`, r.Header.Get("Authorization"), key)
+			},
+			code: 1, rcode: "upstream_error",
+			want: []string{"401 Unauthorized (bad key Bearer [redacted] (key [redacted]))"},
+		},
+		{
+			name: "error status with a plain body",
+			key:  key,
+			chat: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusBadGateway)
+				fmt.Fprintf(w, "upstream of the upstream refused %s", key)
+			},
+			code: 1, rcode: "upstream_error",
+			want: []string{"502 Bad Gateway (upstream of the upstream refused [redacted])"},
+		},
+		{
+			// The message is cut to 300 bytes after the key is redacted,
+			// not before: no start of the key is left.
+			name: "a long error message",
+			key:  key,
+			chat: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				fmt.Fprintf(w, `{"error":{"message":"%s %s"}}`, strings.Repeat("x", 280), key)
+			},
+			code: 1, rcode: "upstream_error",
+			want: []string{strings.Repeat("x", 280) + " [redacted])"},
+		},
+		{
+			name: "error in the stream",
+			key:  key,
+			chat: func(w http.ResponseWriter, r *http.Request) {
+				sseText(w, "Thinking")
+				fmt.Fprintf(w, "data: {\"error\":{\"type\":\"auth_error\",\"message\":\"key %s revoked\"}}\n\n", key)
+			},
+			code: 1, rcode: "upstream_error",
+			want: []string{"the upstream reported an error in the reply: auth_error: key [redacted] revoked"},
+		},
+		{
+			name: "data that is not JSON",
+			key:  key,
+			chat: func(w http.ResponseWriter, r *http.Request) {
+				sseText(w, "Thinking")
+				fmt.Fprintf(w, "data: {oops %s\n\ndata: [DONE]\n\n", key)
+			},
+			code: 1, rcode: "upstream_error",
+			want: []string{"reading the reply: "},
+		},
+		{
+			name: "the reply's text, the key cut between chunks",
+			key:  key,
+			chat: func(w http.ResponseWriter, r *http.Request) {
+				sseText(w, "your key is "+key[:5], key[5:12], key[12:]+" and no plan")
+			},
+			code: 1, rcode: "no_plan_in_reply",
+			want: []string{"your key is [redacted] and no plan"},
+		},
+		{
+			// A key of fewer than 8 bytes is redacted only in its bearer
+			// form: other text that holds it stays as it is.
+			name: "a short key",
+			key:  "k-42",
+			chat: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusForbidden)
+				fmt.Fprintf(w, `{"error":{"message":"no access for %s; ask k-42's owner"}}`, r.Header.Get("Authorization"))
+			},
+			code: 1, rcode: "upstream_error",
+			want: []string{"(no access for Bearer [redacted]; ask k-42's owner)"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CTXKIT_TEST_KEY", tc.key)
+			dir := scaffoldRepo(t)
+			url := scriptedUpstream(t, tc.chat)
+			record := filepath.Join(dir, "audit.jsonl")
+			code, stdout, stderr := runMain(t, "scaffold", filepath.Join(dir, "task.md"), "--model", "m", "--upstream", url,
+				"--api-key-env", "CTXKIT_TEST_KEY", "--root", filepath.Join(dir, "repo"), "--record", record)
+			rec := mustRead(t, record)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			secret := tc.key[:min(len(tc.key), 10)] // the key's start: no part of it is shown
+			if len(tc.key) < 8 {
+				secret = "Bearer " + tc.key
+			}
+			for name, text := range map[string]string{"stdout": stdout, "stderr": stderr, "the record": rec} {
+				if strings.Contains(text, secret) {
+					t.Errorf("%s holds the API key:\n%s", name, text)
+				}
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+			if !strings.Contains(rec, `"code":"`+tc.rcode+`"`) {
+				t.Errorf("the record's code is not %s: %s", tc.rcode, rec)
+			}
+			if tc.rcode == "upstream_error" && !strings.Contains(rec, "[redacted]") {
+				t.Errorf("the record's error does not show where the key was: %s", rec)
+			}
+		})
+	}
+}
+
+// TestScaffoldEchoDropsControls: the reply's text and the upstream's error
+// messages reach the terminal without control characters (C0 but \n and
+// \t, DEL, C1): an escape sequence from the upstream cannot drive the
+// operator's terminal. The printable text around them is kept.
+func TestScaffoldEchoDropsControls(t *testing.T) {
+	controls := func(t *testing.T, stderr string) {
+		t.Helper()
+		for _, r := range stderr {
+			if (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f) {
+				t.Errorf("stderr holds the control character %U:\n%q", r, stderr)
+				return
+			}
+		}
+		if !utf8.ValidString(stderr) {
+			t.Errorf("stderr holds invalid UTF-8 (a lone 0x9b is CSI to some terminals):\n%q", stderr)
+		}
+	}
+	t.Run("reply", func(t *testing.T) {
+		dir := scaffoldRepo(t)
+		url := scriptedUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			sseText(w, "\x1b[31mred\x1b[0m and ", "\u009b2J cleared\x07\x7f; tab\there\n", "\x1b]0;owned\x1b\\title, ", "\u0090dcs\u009c no plan")
+			fmt.Fprint(w, "data: [DONE]\n\n")
+		})
+		code, _, stderr := runMain(t, "scaffold", filepath.Join(dir, "task.md"), "--model", "m", "--upstream", url,
+			"--root", filepath.Join(dir, "repo"))
+		if code != 1 {
+			t.Errorf("exit %d, want 1", code)
+		}
+		controls(t, stderr)
+		if !strings.Contains(stderr, "[31mred[0m and 2J cleared; tab\there\n]0;owned\\title, dcs no plan\n") {
+			t.Errorf("stderr lost the reply's printable text:\n%q", stderr)
+		}
+	})
+	t.Run("error", func(t *testing.T) {
+		dir := scaffoldRepo(t)
+		url := scriptedUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":{"message":"\u001b[2J\u001b]0;owned\u0007bad \u009b1mrequest\u007f"}}`)
+		})
+		code, _, stderr := runMain(t, "scaffold", filepath.Join(dir, "task.md"), "--model", "m", "--upstream", url,
+			"--root", filepath.Join(dir, "repo"))
+		if code != 1 {
+			t.Errorf("exit %d, want 1", code)
+		}
+		controls(t, stderr)
+		if !strings.Contains(stderr, "400 Bad Request ([2J]0;ownedbad 1mrequest)") {
+			t.Errorf("stderr lost the error's printable text:\n%q", stderr)
+		}
+	})
+	t.Run("stream error", func(t *testing.T) {
+		dir := scaffoldRepo(t)
+		url := scriptedUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			sseText(w, "ok ")
+			fmt.Fprint(w, "data: {\"error\":{\"type\":\"x\",\"message\":\"\\u001b[5mblink\\u009b\"}}\n\n")
+		})
+		code, _, stderr := runMain(t, "scaffold", filepath.Join(dir, "task.md"), "--model", "m", "--upstream", url,
+			"--root", filepath.Join(dir, "repo"))
+		if code != 1 {
+			t.Errorf("exit %d, want 1", code)
+		}
+		controls(t, stderr)
+		if !strings.Contains(stderr, "in the reply: x: [5mblink") {
+			t.Errorf("stderr lost the error's printable text:\n%q", stderr)
+		}
+	})
 }

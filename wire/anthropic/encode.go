@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"strconv"
@@ -20,8 +21,10 @@ import (
 //
 // A decode error from chunks ends the response with an error event (see
 // StreamWriter.Fail) and is returned; an error chunk ends it too (the API
-// sends nothing after an error event) and stops reading chunks. Otherwise
-// EncodeStream returns the first write error, or nil.
+// sends nothing after an error event) and stops reading chunks. So does a
+// chunk past the writer's bounds (see StreamWriter), and the error naming
+// the bound is returned. Otherwise EncodeStream returns the first write
+// error, or nil.
 //
 // See StreamWriter for how chunks become events.
 func EncodeStream(w io.Writer, flush func(), model, id string, chunks iter.Seq2[chat.Chunk, error]) error {
@@ -129,6 +132,19 @@ func EncodeStream(w io.Writer, flush func(), model, id string, chunks iter.Seq2[
 // provider's type becomes api_error when retryable and
 // invalid_request_error when not, and its message is prefixed with the
 // original type. Fail does the same for a Go error.
+//
+// # Bounds
+//
+// The writer keeps a record of every tool call that has started (to
+// ignore a second start and late fragments), and what it needs of the
+// calls not yet closed: the id and name of a waiting call, the fragments
+// of the open call and of those waiting (to complete them at their end),
+// and the complete arguments of a waiting call that has ended. So that an
+// upstream cannot make it hold memory without limit, a stream with more
+// than MaxToolCalls tool calls, or whose calls not yet closed hold more
+// than MaxToolCallBytes of all that together, ends at the chunk past the
+// bound: the writer sends an api_error event naming the bound, writes
+// nothing more, and Write returns an error naming it too.
 type StreamWriter struct {
 	w           sse.Writer
 	flush       func()
@@ -143,6 +159,8 @@ type StreamWriter struct {
 	cur         *toolCall
 	calls       map[int]*toolCall
 	queue       []*toolCall // calls waiting for the open one to end
+	held        int         // the bytes kept for the calls not yet closed (see Bounds)
+	bound       error       // the bound the stream went past, if any
 	usage       chat.Usage  // the latest total, sent or held
 	pending     bool        // usage is held, not yet sent
 	fresh       bool        // no content since usage was held
@@ -168,6 +186,7 @@ type toolCall struct {
 	final    string // tool_call_end's Arguments
 	ended    bool
 	state    callState
+	held     int // the bytes counted in StreamWriter.held for this call
 }
 
 type callState uint8
@@ -232,6 +251,9 @@ func (s *StreamWriter) Write(c chat.Chunk) error {
 	case chat.ChunkToolCallDelta:
 		if tc := s.calls[c.Index]; tc != nil && tc.state != callClosed && c.Arguments != "" {
 			s.content()
+			if !s.hold(tc, len(c.Arguments)) {
+				break
+			}
 			tc.args = append(tc.args, c.Arguments...)
 			if tc.state == callOpen {
 				s.sendArgs(tc)
@@ -240,6 +262,9 @@ func (s *StreamWriter) Write(c chat.Chunk) error {
 	case chat.ChunkToolCallEnd:
 		if tc := s.calls[c.Index]; tc != nil && !tc.ended && tc.state != callClosed {
 			s.content()
+			if tc.state == callWaiting && !s.hold(tc, len(c.Arguments)) {
+				break
+			}
 			tc.ended, tc.final = true, c.Arguments
 			if tc.state == callOpen {
 				s.endTool()
@@ -248,6 +273,9 @@ func (s *StreamWriter) Write(c chat.Chunk) error {
 		}
 	}
 	s.doFlush()
+	if s.err == nil && s.bound != nil {
+		return s.bound
+	}
 	return s.err
 }
 
@@ -464,7 +492,14 @@ func (s *StreamWriter) toolStart(c chat.Chunk) {
 	if s.calls[c.Index] != nil {
 		return // started already
 	}
+	if len(s.calls) >= MaxToolCalls {
+		s.refuse(fmt.Errorf("anthropic: more than %d tool calls in one stream", MaxToolCalls))
+		return
+	}
 	tc := &toolCall{id: c.ID, name: c.Name}
+	if !s.hold(tc, len(c.ID)+len(c.Name)) {
+		return
+	}
 	s.calls[c.Index] = tc
 	if s.open == toolBlock {
 		s.queue = append(s.queue, tc)
@@ -501,9 +536,29 @@ func (s *StreamWriter) endTool() {
 	if tc.final != "" && tc.final != "{}" && len(tc.final) > len(tc.args) && tc.final[:len(tc.args)] == string(tc.args) {
 		s.blockDelta(deltaInputJSON, "partial_json", tc.final[len(tc.args):])
 	}
-	tc.state, tc.args = callClosed, nil
+	s.held -= tc.held
+	tc.state, tc.args, tc.final, tc.id, tc.name, tc.held = callClosed, nil, "", "", "", 0
 	s.cur = nil
 	s.blockStop()
+}
+
+// hold counts n more bytes kept for call tc against MaxToolCallBytes (see
+// Bounds). Past the bound it ends the stream (refuse) and reports false.
+func (s *StreamWriter) hold(tc *toolCall, n int) bool {
+	if s.held+n > MaxToolCallBytes {
+		s.refuse(fmt.Errorf("anthropic: tool calls not yet written whole hold more than %d bytes together (ids, names and arguments)", MaxToolCallBytes))
+		return false
+	}
+	s.held += n
+	tc.held += n
+	return true
+}
+
+// refuse ends the stream at a chunk past a bound: an api_error event
+// naming it, and err kept for Write to return.
+func (s *StreamWriter) refuse(err error) {
+	s.fail(errTypeAPI, err.Error(), false)
+	s.bound = err
 }
 
 // drain opens the waiting calls in order, sending what they have, and

@@ -22,6 +22,27 @@ const MaxEvent = sse.DefaultMaxEvent
 // tool_call_end chunk. Longer arguments end the stream with an error.
 const MaxArguments = 16 << 20
 
+// MaxToolCalls bounds the tool_use blocks of one stream; one more ends the
+// stream with an error. Models make a handful of calls in one response, a
+// few tens at most; the bound leaves room for far more, and keeps the
+// per-call state of what consumes the stream (the calls StreamWriter
+// keeps, the blocks chat.Collect builds) small.
+const MaxToolCalls = 1000
+
+// MaxToolCallBytes bounds the ids, names and arguments of all the tool
+// calls of one stream together; more end the stream with an error.
+// MaxArguments alone would let MaxToolCalls calls carry nearly 16 GiB.
+// 64 MiB is four calls at MaxArguments, and as much as the gateway reads
+// of a whole upstream response for a client that does not stream.
+const MaxToolCallBytes = 64 << 20
+
+// MaxOpenBlocks bounds the content blocks open at once (started and not
+// stopped) in a stream DecodeStream reads; one more ends the stream with
+// an error. The API opens one block at a time, but the decoder keeps a
+// record of each open block, so a stream that starts blocks and never
+// stops them must not grow it without limit.
+const MaxOpenBlocks = 1000
+
 // DecodeStream reads the body of a streamed Messages API response
 // (text/event-stream) and yields it as canonical chunks. The loop closes r,
 // if it is an io.Closer, when it ends, early or not.
@@ -38,8 +59,10 @@ const MaxArguments = 16 << 20
 // skipped if its JSON type is not one of them. An event whose data does
 // not decode (not JSON, or a field of the wrong type) ends the stream with
 // an error naming the event ("anthropic: content_block_delta event: ..."),
-// as does an event larger than MaxEvent or a tool call's arguments growing
-// past MaxArguments.
+// as does an event larger than MaxEvent, a tool call's arguments growing
+// past MaxArguments, more than MaxToolCalls tool calls, tool calls past
+// MaxToolCallBytes together, or more than MaxOpenBlocks blocks open at
+// once.
 //
 //   - message_start: its message.usage becomes a usage chunk (see Usage).
 //   - content_block_start, content_block_delta, content_block_stop: see
@@ -279,6 +302,7 @@ type decoder struct {
 	yield  func(chat.Chunk) bool
 	blocks map[int]*openBlock // by content index
 	tools  int                // tool_use blocks so far
+	bytes  int                // the ids, names and arguments of the tool calls so far
 	// Running usage: the API's own counts.
 	input, output, cacheWrite, cacheRead int64
 }
@@ -323,7 +347,7 @@ func (d *decoder) event(typ kind, e *event) (bool, error) {
 		}
 	case kindBlockStart:
 		if e.ContentBlock != nil {
-			return d.blockStart(e.Index, e.ContentBlock), nil
+			return d.blockStart(e.Index, e.ContentBlock)
 		}
 	case kindBlockDelta:
 		return d.blockDelta(e.Index, &e.Delta)
@@ -368,45 +392,65 @@ func (d *decoder) usage(u *usage) bool {
 	}})
 }
 
-func (d *decoder) blockStart(index int, b *startBlock) bool {
+func (d *decoder) blockStart(index int, b *startBlock) (bool, error) {
 	if _, dup := d.blocks[index]; dup {
-		return true // a second start for an open block: keep the first
+		return true, nil // a second start for an open block: keep the first
+	}
+	if len(d.blocks) >= MaxOpenBlocks {
+		return false, fmt.Errorf("anthropic: content block %d: more than %d blocks open at once", index, MaxOpenBlocks)
 	}
 	ob := &openBlock{kind: b.Type}
 	d.blocks[index] = ob
 	switch b.Type {
 	case kindText:
 		if b.Text != "" {
-			return d.yield(chat.Chunk{Type: chat.ChunkText, Text: b.Text})
+			return d.yield(chat.Chunk{Type: chat.ChunkText, Text: b.Text}), nil
 		}
 	case kindThinking:
 		if b.Thinking != "" && !d.yield(chat.Chunk{Type: chat.ChunkReasoning, Text: b.Thinking}) {
-			return false
+			return false, nil
 		}
 		if b.Signature != "" {
-			return d.yield(chat.Chunk{Type: chat.ChunkReasoning, Signature: b.Signature})
+			return d.yield(chat.Chunk{Type: chat.ChunkReasoning, Signature: b.Signature}), nil
 		}
 	case kindRedacted:
 		if b.Data != "" {
-			return d.yield(chat.Chunk{Type: chat.ChunkReasoning, Redacted: b.Data})
+			return d.yield(chat.Chunk{Type: chat.ChunkReasoning, Redacted: b.Data}), nil
 		}
 	case kindToolUse:
+		if d.tools >= MaxToolCalls {
+			return false, fmt.Errorf("anthropic: content block %d: more than %d tool calls in one stream", index, MaxToolCalls)
+		}
+		// The input, compacted, when it is other than {} (what the API sends).
+		var in bytes.Buffer
+		if len(b.Input) > 0 && (json.Compact(&in, b.Input) != nil || in.String() == "{}" || in.String() == "null") {
+			in.Reset()
+		}
+		if err := d.addBytes(len(b.ID) + len(b.Name) + in.Len()); err != nil {
+			return false, err
+		}
 		ob.tool = d.tools
 		d.tools++
 		if !d.yield(chat.Chunk{Type: chat.ChunkToolCallStart, Index: ob.tool, ID: b.ID, Name: b.Name}) {
-			return false
+			return false, nil
 		}
-		if len(b.Input) == 0 {
-			return true
-		}
-		var in bytes.Buffer
-		if json.Compact(&in, b.Input) != nil || in.String() == "{}" || in.String() == "null" {
-			return true
+		if in.Len() == 0 {
+			return true, nil
 		}
 		ob.args.Write(in.Bytes())
-		return d.yield(chat.Chunk{Type: chat.ChunkToolCallDelta, Index: ob.tool, Arguments: in.String()})
+		return d.yield(chat.Chunk{Type: chat.ChunkToolCallDelta, Index: ob.tool, Arguments: in.String()}), nil
 	}
-	return true
+	return true, nil
+}
+
+// addBytes counts n more bytes of tool calls (ids, names, arguments)
+// against MaxToolCallBytes.
+func (d *decoder) addBytes(n int) error {
+	if d.bytes+n > MaxToolCallBytes {
+		return fmt.Errorf("anthropic: tool calls larger than %d bytes together (the ids, names and arguments of all the stream's calls)", MaxToolCallBytes)
+	}
+	d.bytes += n
+	return nil
 }
 
 func (d *decoder) blockDelta(index int, dl *delta) (bool, error) {
@@ -433,6 +477,9 @@ func (d *decoder) blockDelta(index int, dl *delta) (bool, error) {
 		}
 		if ob.args.Len()+len(dl.PartialJSON) > MaxArguments {
 			return false, fmt.Errorf("anthropic: tool call %d: arguments larger than %d bytes", ob.tool, MaxArguments)
+		}
+		if err := d.addBytes(len(dl.PartialJSON)); err != nil {
+			return false, err
 		}
 		ob.args.WriteString(dl.PartialJSON)
 		return d.yield(chat.Chunk{Type: chat.ChunkToolCallDelta, Index: ob.tool, Arguments: dl.PartialJSON}), nil

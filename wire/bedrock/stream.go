@@ -94,8 +94,10 @@ const (
 //
 // A frame that cannot be read (a checksum mismatch, a length out of
 // bounds, a stream cut inside a frame, an event payload that is not the
-// JSON its type calls for) ends the stream with a decode error. A stream
-// that ends between two frames ends without one.
+// JSON its type calls for) ends the stream with a decode error, and so do
+// tool calls past a bound: one call's input past MaxArguments, more than
+// MaxToolCalls calls, or more than MaxToolCallBytes of ids, names and
+// inputs in all. A stream that ends between two frames ends without one.
 func DecodeStream(r io.Reader) iter.Seq2[chat.Chunk, error] {
 	return chat.Stream(r, func(yield func(chat.Chunk) bool) error {
 		d := streamDecoder{frames: newFrameReader(r), calls: map[int]*toolCall{}}
@@ -257,12 +259,27 @@ type streamDecoder struct {
 	frames *frameReader
 	calls  map[int]*toolCall // open tool blocks by contentBlockIndex
 	ncalls int
-	err    error // a tool call's input grew past MaxArguments
+	bytes  int   // the ids, names and inputs of the tool calls so far
+	err    error // the bound the stream went past (MaxArguments, MaxToolCalls, MaxToolCallBytes)
 }
 
 // MaxArguments bounds the input of one tool call: a stream that sends more
 // ends with an error rather than growing without limit.
 const MaxArguments = 16 << 20
+
+// MaxToolCalls bounds the tool calls of one stream: one more ends the
+// stream with an error. Models make a handful of calls in one response, a
+// few tens at most; the bound leaves room for far more, and keeps the
+// per-call state of the decoder (its open tool blocks) and of what
+// consumes the stream small.
+const MaxToolCalls = 1000
+
+// MaxToolCallBytes bounds the ids, names and inputs of all the tool calls
+// of one stream together; more end the stream with an error. MaxArguments
+// alone would let MaxToolCalls calls carry nearly 16 GiB. 64 MiB is four
+// calls at MaxArguments, and as much as the gateway reads of a whole
+// upstream response for a client that does not stream.
+const MaxToolCallBytes = 64 << 20
 
 func (d *streamDecoder) run(yield func(chat.Chunk) bool) error {
 	var ev streamEvent
@@ -313,7 +330,10 @@ func (d *streamDecoder) event(typ string, ev *streamEvent, yield func(chat.Chunk
 	switch typ {
 	case "contentBlockStart":
 		if tu := ev.Start.ToolUse; tu != nil {
-			c := d.open(ev.ContentBlockIndex)
+			c := d.open(ev.ContentBlockIndex, len(tu.ToolUseID)+len(tu.Name))
+			if c == nil {
+				return false
+			}
 			return yield(chat.Chunk{Type: chat.ChunkToolCallStart, Index: c.index, ID: tu.ToolUseID, Name: tu.Name})
 		}
 	case "contentBlockDelta":
@@ -324,13 +344,18 @@ func (d *streamDecoder) event(typ string, ev *streamEvent, yield func(chat.Chunk
 		if in := dl.ToolUse.Input; in != "" {
 			c, ok := d.calls[ev.ContentBlockIndex]
 			if !ok {
-				c = d.open(ev.ContentBlockIndex)
+				if c = d.open(ev.ContentBlockIndex, 0); c == nil {
+					return false
+				}
 				if !yield(chat.Chunk{Type: chat.ChunkToolCallStart, Index: c.index}) {
 					return false
 				}
 			}
 			if c.args.Len()+len(in) > MaxArguments {
 				d.err = fmt.Errorf("bedrock: tool call %d: input larger than %d bytes", c.index, MaxArguments)
+				return false
+			}
+			if !d.addBytes(len(in)) {
 				return false
 			}
 			c.args.WriteString(in)
@@ -378,12 +403,32 @@ func (d *streamDecoder) event(typ string, ev *streamEvent, yield func(chat.Chunk
 	return true
 }
 
-// open starts a tool call for content block i.
-func (d *streamDecoder) open(i int) *toolCall {
+// open starts a tool call for content block i whose id and name are n
+// bytes long. Past MaxToolCalls or MaxToolCallBytes it sets d.err and
+// returns nil.
+func (d *streamDecoder) open(i, n int) *toolCall {
+	if d.ncalls >= MaxToolCalls {
+		d.err = fmt.Errorf("bedrock: content block %d: more than %d tool calls in one stream", i, MaxToolCalls)
+		return nil
+	}
+	if !d.addBytes(n) {
+		return nil
+	}
 	c := &toolCall{index: d.ncalls}
 	d.ncalls++
 	d.calls[i] = c
 	return c
+}
+
+// addBytes counts n more bytes of tool calls (ids, names, inputs) against
+// MaxToolCallBytes; past it, it sets d.err and reports false.
+func (d *streamDecoder) addBytes(n int) bool {
+	if d.bytes+n > MaxToolCallBytes {
+		d.err = fmt.Errorf("bedrock: tool calls larger than %d bytes together (the ids, names and inputs of all the stream's calls)", MaxToolCallBytes)
+		return false
+	}
+	d.bytes += n
+	return true
 }
 
 func endChunk(c *toolCall) chat.Chunk {

@@ -21,6 +21,21 @@ import (
 // with a decode error; nothing larger is ever buffered.
 const MaxStreamChunk = sse.DefaultMaxEvent
 
+// MaxToolCalls bounds the function calls of one stream: one more ends the
+// stream with a decode error. Models make a handful of calls in one
+// response, a few tens at most; the bound leaves room for far more. The
+// decoder keeps nothing per call, but what consumes the stream does (the
+// blocks chat.Collect builds, the calls an encoder keeps), so every
+// decoder bounds the calls of a stream alike.
+const MaxToolCalls = 1000
+
+// MaxToolCallBytes bounds the ids, names and arguments (compacted) of all
+// the function calls of one stream together; more end the stream with a
+// decode error. 64 MiB is as much as the gateway reads of a whole upstream
+// response for a client that does not stream, and what the other decoders
+// allow.
+const MaxToolCallBytes = 64 << 20
+
 // DecodeStream decodes the body of a streamGenerateContent response into
 // the canonical chunk stream (see chat.Chunk). It never panics, buffers at
 // most one response chunk (MaxStreamChunk) at a time, and closes r, when it
@@ -118,10 +133,11 @@ const MaxStreamChunk = sse.DefaultMaxEvent
 //
 // Decode errors end the stream after the chunks decoded before them:
 // malformed JSON or a field of the wrong type, a response chunk larger
-// than MaxStreamChunk, a read error (wrapped), and a cut stream. A JSON
-// error names the SSE event (and the fault's offset in its data), or the
-// array element or bare object (and the stream offsets of its start and
-// of the fault).
+// than MaxStreamChunk, more than MaxToolCalls function calls or more than
+// MaxToolCallBytes of them, a read error (wrapped), and a cut stream. A
+// JSON error names the SSE event (and the fault's offset in its data), or
+// the array element or bare object (and the stream offsets of its start
+// and of the fault).
 //
 // A stream is cut when an SSE stream or a run of bare objects ends before
 // any finishReason, blockReason or error object (alt=sse has no end
@@ -185,6 +201,8 @@ var errCut = io.ErrUnexpectedEOF
 type streamDecoder struct {
 	yield   func(chat.Chunk) bool
 	calls   int        // function calls so far
+	bytes   int        // their ids, names and arguments, together
+	err     error      // the bound the stream went past (MaxToolCalls, MaxToolCallBytes)
 	usage   chat.Usage // the last usage emitted
 	stopped bool       // a stop chunk was emitted
 	failed  bool       // an error chunk was emitted
@@ -241,7 +259,7 @@ func (d *streamDecoder) sse(r io.Reader) error {
 			return fmt.Errorf("gemini: event %d: %w", n, jsonError(err, 0, 0))
 		}
 		if !d.response(&resp) {
-			return nil
+			return d.err
 		}
 	}
 	return d.end()
@@ -266,7 +284,7 @@ func (d *streamDecoder) array(r io.Reader, lead int64) error {
 			return elementError("array element", i, lead, start, err)
 		}
 		if !d.response(&resp) {
-			return nil
+			return d.err
 		}
 	}
 	at := dec.InputOffset()
@@ -304,7 +322,7 @@ func (d *streamDecoder) objects(r io.Reader, lead int64) error {
 			return elementError("object", i, lead, start, err)
 		}
 		if !d.response(&resp) {
-			return nil
+			return d.err
 		}
 	}
 }
@@ -383,7 +401,8 @@ func (l *limitReader) Read(p []byte) (int, error) {
 }
 
 // response emits the chunks of one response chunk. It reports false when
-// the stream must end: the consumer stopped or an error object came.
+// the stream must end: the consumer stopped, an error object came, or a
+// bound was passed (d.err).
 func (d *streamDecoder) response(resp *streamResponse) bool {
 	if e := resp.Error; e != nil {
 		d.failed = true
@@ -458,6 +477,16 @@ func (d *streamDecoder) call(fc *FunctionCall) bool {
 			args = string(raw) // not reached: the decoder checked it
 		}
 	}
+	if d.calls >= MaxToolCalls {
+		d.err = fmt.Errorf("gemini: more than %d function calls in one stream", MaxToolCalls)
+		return false
+	}
+	n := len(fc.ID) + len(fc.Name) + len(args)
+	if d.bytes+n > MaxToolCallBytes {
+		d.err = fmt.Errorf("gemini: function calls larger than %d bytes together (the ids, names and arguments of all the stream's calls)", MaxToolCallBytes)
+		return false
+	}
+	d.bytes += n
 	i := d.calls
 	d.calls++
 	id := fc.ID

@@ -46,7 +46,9 @@ const MaxEvent = sse.DefaultMaxEvent
 //   - an "error" key, or a chunk whose object is "error", → an error chunk
 //     (openai.StreamError).
 //
-// Only choice 0 is read.
+// Only choice 0 is read. Tool calls past the assembler's bounds
+// (openai.MaxArguments, openai.MaxToolCalls, openai.MaxToolCallBytes) end
+// the stream with an error.
 func DecodeStream(r io.Reader) iter.Seq2[chat.Chunk, error] {
 	return chat.Stream(r, func(yield func(chat.Chunk) bool) error {
 		d := decoder{yield: yield, ok: true}
@@ -135,8 +137,10 @@ func (d *decoder) event(_ string, data []byte) error {
 	return d.argumentsErr()
 }
 
-// argumentsErr reports a tool call whose arguments grew past
-// openai.MaxArguments.
+// argumentsErr reports tool calls past the bounds of
+// openai.ToolCallAssembler: one call's arguments past openai.MaxArguments,
+// more than openai.MaxToolCalls calls, or more than
+// openai.MaxToolCallBytes of arguments, ids and names in all.
 func (d *decoder) argumentsErr() error {
 	if err := d.calls.Err(); err != nil {
 		return fmt.Errorf("mistral: %w", err)
@@ -156,6 +160,9 @@ func handle[C any](d *decoder, c *streamChunk[C], data []byte, content func(C) (
 		text, chunks := content(ch.Delta.Content)
 		d.delta(text, chunks, ch.Delta.ToolCalls)
 		finish = ch.FinishReason
+	}
+	if d.calls.Err() != nil {
+		return // the stream ends with the error (argumentsErr), not a stop
 	}
 	switch {
 	case len(c.Error) > 0 && string(c.Error) != "null":

@@ -3,12 +3,14 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/chat"
 )
@@ -72,6 +74,15 @@ import (
 // usage chunk). Other top-level fields (user, seed, response_format, ...)
 // are kept in Extra under their names, null ones skipped; the converters
 // say what they do with them.
+//
+// Limits: a request of more than chat.MaxMessages messages or
+// chat.MaxTools tools is refused, and so is one that makes more than
+// chat.MaxBlocks blocks: every content part counts (of system messages
+// too, even when their text is joined into a string), every tool call,
+// every tool message (its tool_result block), reasoning text, and string
+// content that becomes a block (beside tool calls or reasoning, or a user
+// message joining tool results). An array is counted before its elements
+// are read.
 func DecodeRequest(body []byte) (chat.Request, error) {
 	var d requestDecoder
 	if err := d.request(body); err != nil {
@@ -89,6 +100,38 @@ type requestDecoder struct {
 	// the current run of tool results, -1 when the last message was not a
 	// tool message.
 	toolRun int
+	// blocks counts the blocks made so far, against chat.MaxBlocks.
+	blocks int
+}
+
+// tooManyBlocks is the error for the block at path past chat.MaxBlocks.
+func tooManyBlocks(path string) error {
+	return fail(path, "more than %d content blocks in the request", chat.MaxBlocks)
+}
+
+// block counts one block, made from the value at path.
+func (d *requestDecoder) block(path string) error {
+	if d.blocks == chat.MaxBlocks {
+		return tooManyBlocks(path)
+	}
+	d.blocks++
+	return nil
+}
+
+// blockArray reads the array at path whose elements each make a block,
+// and counts them: past chat.MaxBlocks it stops before reading the rest.
+// A value that is not an array is refused with the message notArray.
+func (d *requestDecoder) blockArray(v json.RawMessage, path, notArray string) ([]json.RawMessage, error) {
+	room := chat.MaxBlocks - d.blocks
+	raw, err := arrayAtMost(v, path, room)
+	if err == errTooMany {
+		return nil, tooManyBlocks(index(path, room))
+	}
+	if err != nil {
+		return nil, fail(path, "%s", notArray)
+	}
+	d.blocks += len(raw)
+	return raw, nil
 }
 
 func fail(path, format string, args ...any) error {
@@ -98,7 +141,8 @@ func fail(path, format string, args ...any) error {
 func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
 // fieldsOf reads a JSON object's fields and their keys in sorted order. A
-// key given twice is an error, as in chat.DecodeRequest.
+// key given twice is an error, as in chat.DecodeRequest. The values are
+// the object's own bytes, not copies: what is kept of them is cloned.
 func fieldsOf(data []byte, path string) (map[string]json.RawMessage, []string, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
@@ -108,21 +152,31 @@ func fieldsOf(data []byte, path string) (map[string]json.RawMessage, []string, e
 		var v any
 		return nil, nil, fail(path, "not valid JSON: %v", json.Unmarshal(data, &v))
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil {
-		return nil, nil, fail(path, "%v", err)
-	}
 	m := map[string]json.RawMessage{}
 	var keys []string
-	for dec.More() {
-		tok, err := dec.Token()
+	i := skipSpace(data, 1)
+	if i < len(data) && data[i] == '}' {
+		return m, keys, nil
+	}
+	for i < len(data) {
+		if data[i] != '"' {
+			return nil, nil, fail(path, "not valid JSON")
+		}
+		end := skipString(data, i)
+		if end < 0 {
+			return nil, nil, fail(path, "not valid JSON")
+		}
+		k, err := unquote(data[i:end])
 		if err != nil {
 			return nil, nil, fail(path, "%v", err)
 		}
-		k, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, nil, fail(path, "%v", err)
+		if i = skipSpace(data, end); i >= len(data) || data[i] != ':' {
+			return nil, nil, fail(path, "not valid JSON")
+		}
+		i = skipSpace(data, i+1)
+		vend := skipValue(data, i)
+		if vend < 0 {
+			return nil, nil, fail(path, "not valid JSON")
 		}
 		if _, dup := m[k]; dup {
 			p := k
@@ -131,11 +185,22 @@ func fieldsOf(data []byte, path string) (map[string]json.RawMessage, []string, e
 			}
 			return nil, nil, fail(p, "given twice")
 		}
-		m[k] = v
+		m[k] = json.RawMessage(data[i:vend:vend])
 		keys = append(keys, k)
+		if i = skipSpace(data, vend); i >= len(data) {
+			break
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case '}':
+			sort.Strings(keys)
+			return m, keys, nil
+		default:
+			return nil, nil, fail(path, "not valid JSON")
+		}
 	}
-	sort.Strings(keys)
-	return m, keys, nil
+	return nil, nil, fail(path, "not valid JSON")
 }
 
 func isNull(v json.RawMessage) bool { return len(v) == 0 || string(bytes.TrimSpace(v)) == "null" }
@@ -153,13 +218,138 @@ func stringOf(v json.RawMessage, path string) (string, error) {
 	return s, nil
 }
 
+// arrayOf reads a JSON array's elements (its own bytes, not copies).
 func arrayOf(v json.RawMessage, path string) ([]json.RawMessage, error) {
+	return arrayAtMost(v, path, math.MaxInt)
+}
+
+// errTooMany is arrayAtMost's answer to an array longer than it may be;
+// the caller names the limit.
+var errTooMany = errors.New("too many elements")
+
+// arrayAtMost reads a JSON array's elements, or stops with errTooMany at
+// the element past the first max, before reading the rest.
+func arrayAtMost(v json.RawMessage, path string, max int) ([]json.RawMessage, error) {
 	v = bytes.TrimSpace(v)
-	var a []json.RawMessage
-	if len(v) == 0 || v[0] != '[' || json.Unmarshal(v, &a) != nil {
+	if len(v) == 0 || v[0] != '[' || !json.Valid(v) {
 		return nil, fail(path, "must be an array")
 	}
-	return a, nil
+	out := []json.RawMessage{}
+	i := skipSpace(v, 1)
+	if i < len(v) && v[i] == ']' {
+		return out, nil
+	}
+	for i < len(v) {
+		if len(out) == max {
+			return nil, errTooMany
+		}
+		end := skipValue(v, i)
+		if end < 0 {
+			break
+		}
+		out = append(out, json.RawMessage(v[i:end:end]))
+		if i = skipSpace(v, end); i >= len(v) {
+			break
+		}
+		switch v[i] {
+		case ',':
+			i = skipSpace(v, i+1)
+		case ']':
+			return out, nil
+		default:
+			return nil, fail(path, "must be an array")
+		}
+	}
+	return nil, fail(path, "must be an array")
+}
+
+// The scanner below splits objects and arrays that json.Valid has passed
+// into their members without decoding or copying them: a request is read
+// with few allocations, however large. It never trusts that promise with
+// memory safety: it checks every index.
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at data[i]
+// (a '"'), or -1.
+func skipString(data []byte, i int) int {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// skipValue returns the index just past the value starting at data[i], or
+// -1. Containers are matched by counting brackets outside strings.
+func skipValue(data []byte, i int) int {
+	if i >= len(data) {
+		return -1
+	}
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				end := skipString(data, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	default: // a number or a literal
+		j := i
+		for j < len(data) {
+			switch data[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				if j == i {
+					return -1
+				}
+				return j
+			}
+			j++
+		}
+		return j
+	}
+}
+
+// unquote decodes a JSON string literal: directly when it holds no escape
+// and is valid UTF-8 (the usual key), else as encoding/json does.
+func unquote(lit []byte) (string, error) {
+	inner := lit[1 : len(lit)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), nil
+	}
+	var s string
+	if err := json.Unmarshal(lit, &s); err != nil {
+		return "", err
+	}
+	return s, nil
 }
 
 func intOf(v json.RawMessage, path string) (int, error) {
@@ -354,7 +544,10 @@ func (d *requestDecoder) system() {
 }
 
 func (d *requestDecoder) messages(v json.RawMessage) error {
-	raw, err := arrayOf(v, "messages")
+	raw, err := arrayAtMost(v, "messages", chat.MaxMessages)
+	if err == errTooMany {
+		return fail("messages", "more than %d messages", chat.MaxMessages)
+	}
 	if err != nil {
 		return err
 	}
@@ -422,6 +615,9 @@ func (d *requestDecoder) systemMessage(f map[string]json.RawMessage, path string
 			return err
 		}
 		if s != "" {
+			if err := d.block(p); err != nil {
+				return err
+			}
 			d.sysBlocks = append(d.sysBlocks, chat.Block{Type: chat.TypeText, Text: s})
 		}
 		return nil
@@ -471,6 +667,12 @@ func (d *requestDecoder) userMessage(f map[string]json.RawMessage, keys []string
 		return err
 	}
 	if d.toolRun >= 0 {
+		if c.IsString && c.Text != "" {
+			// The string joins the tool results as a text block.
+			if err := d.block(path + ".content"); err != nil {
+				return err
+			}
+		}
 		m := &d.r.Messages[d.toolRun]
 		m.Content.Blocks = append(m.Content.Blocks, c.AsBlocks()...)
 		extras(m, f, keys, "role", "content")
@@ -495,6 +697,9 @@ func (d *requestDecoder) toolMessage(f map[string]json.RawMessage, path string) 
 	if id == "" {
 		return fail(path+".tool_call_id", "empty")
 	}
+	if err := d.block(path); err != nil { // its tool_result block
+		return err
+	}
 	c, err := d.content(f, path, true)
 	if err != nil {
 		return err
@@ -515,35 +720,39 @@ func (d *requestDecoder) assistantMessage(f map[string]json.RawMessage, keys []s
 		return fail(path+".function_call", "legacy function calls are not supported: use tool_calls")
 	}
 	var blocks []chat.Block
-	reasoning := ""
+	reasoning, reasoningPath := "", ""
 	for _, k := range []string{"reasoning_content", "reasoning"} {
 		if v, ok := f[k]; ok && !isNull(v) && reasoning == "" {
 			s, err := stringOf(v, path+"."+k)
 			if err != nil {
 				return err
 			}
-			reasoning = s
+			reasoning, reasoningPath = s, path+"."+k
 		}
 	}
 	if reasoning != "" {
+		if err := d.block(reasoningPath); err != nil {
+			return err
+		}
 		blocks = append(blocks, chat.Block{Type: chat.TypeReasoning, Text: reasoning})
 	}
 	c, err := d.content(f, path, true)
 	if err != nil {
 		return err
 	}
+	textPath := path + ".content" // where string content came from
 	if v, ok := f["refusal"]; ok && !isNull(v) {
 		s, err := stringOf(v, path+".refusal")
 		if err != nil {
 			return err
 		}
 		if s != "" && len(c.AsBlocks()) == 0 {
-			c = chat.Str(s)
+			c, textPath = chat.Str(s), path+".refusal"
 		}
 	}
 	var calls []chat.Block
 	if v, ok := f["tool_calls"]; ok && !isNull(v) {
-		if calls, err = toolCalls(v, path+".tool_calls"); err != nil {
+		if calls, err = d.toolCalls(v, path+".tool_calls"); err != nil {
 			return err
 		}
 	}
@@ -551,12 +760,19 @@ func (d *requestDecoder) assistantMessage(f map[string]json.RawMessage, keys []s
 	if len(blocks) == 0 && len(calls) == 0 && c.IsString {
 		m.Content = c
 	} else {
+		if c.IsString && c.Text != "" {
+			// The string becomes a text block beside the others.
+			if err := d.block(textPath); err != nil {
+				return err
+			}
+		}
 		blocks = append(blocks, c.AsBlocks()...)
 		m.Content = chat.Of(append(blocks, calls...)...)
 	}
 	if v, ok := f["reasoning_details"]; ok && !isNull(v) {
-		if _, err := arrayOf(v, path+".reasoning_details"); err != nil {
-			return err
+		// Checked, not split: the array is kept as it came.
+		if t := bytes.TrimSpace(v); t[0] != '[' {
+			return fail(path+".reasoning_details", "must be an array")
 		}
 		m.ReasoningDetails = chat.CloneRaw(v)
 	}
@@ -565,8 +781,8 @@ func (d *requestDecoder) assistantMessage(f map[string]json.RawMessage, keys []s
 	return nil
 }
 
-func toolCalls(v json.RawMessage, path string) ([]chat.Block, error) {
-	raw, err := arrayOf(v, path)
+func (d *requestDecoder) toolCalls(v json.RawMessage, path string) ([]chat.Block, error) {
+	raw, err := d.blockArray(v, path, "must be an array")
 	if err != nil {
 		return nil, err
 	}
@@ -652,9 +868,9 @@ func argumentsInput(v json.RawMessage, path string) (json.RawMessage, error) {
 
 // parts reads an array of content parts as blocks.
 func (d *requestDecoder) parts(v json.RawMessage, path string) ([]chat.Block, error) {
-	raw, err := arrayOf(v, path)
+	raw, err := d.blockArray(v, path, "must be a string or an array of content parts")
 	if err != nil {
-		return nil, fail(path, "must be a string or an array of content parts")
+		return nil, err
 	}
 	out := make([]chat.Block, 0, len(raw))
 	for j, pv := range raw {
@@ -811,10 +1027,14 @@ func parseDataURL(u, path string) (mediaType, data string, err error) {
 }
 
 func (d *requestDecoder) tools(v json.RawMessage) error {
-	raw, err := arrayOf(v, "tools")
+	raw, err := arrayAtMost(v, "tools", chat.MaxTools)
+	if err == errTooMany {
+		return fail("tools", "more than %d tools", chat.MaxTools)
+	}
 	if err != nil {
 		return err
 	}
+	d.r.Tools = make([]chat.Tool, 0, len(raw))
 	for i, t := range raw {
 		p := index("tools", i)
 		f, _, err := fieldsOf(t, p)

@@ -72,7 +72,9 @@ func DecodeStream(r io.Reader) iter.Seq2[chat.Chunk, error] {
 // event (data that is JSON cut short, with nothing after it) is such a
 // cut too: the partial event is dropped. Other data that is not JSON ends
 // the stream with an error naming the event and quoting its data; so does
-// an event larger than MaxEvent.
+// an event larger than MaxEvent, and tool calls past the bounds of
+// ToolCallAssembler (MaxArguments for one call's arguments, MaxToolCalls
+// calls, MaxToolCallBytes for all of them together).
 func DecodeStreamWith(r io.Reader, o DecodeOptions) iter.Seq2[chat.Chunk, error] {
 	return chat.Stream(r, func(yield func(chat.Chunk) bool) error {
 		d := streamDecoder{yield: yield, ok: true}

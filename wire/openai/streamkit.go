@@ -37,19 +37,41 @@ import (
 //     always add up to the arguments of its end.
 //
 // Arguments are passed on as the provider sent them, not checked.
+//
+// The assembler keeps every call of the stream until it ends, so it bounds
+// them: MaxArguments for one call's arguments, MaxToolCalls for the number
+// of calls, MaxToolCallBytes for the arguments, ids and names of all the
+// calls together. A fragment past a bound adds nothing, and Err reports it.
 type ToolCallAssembler struct {
 	calls   []assembledCall // in order of first appearance
 	byKey   map[int]int     // provider index → the call open under it
 	started []int           // calls in order of start: a call's canonical index is its place here
-	err     error           // a call's arguments grew past MaxArguments
+	bytes   int             // the arguments, ids and names kept, all calls together
+	err     error           // the bound a fragment went past
 }
 
 // MaxArguments bounds the arguments of one tool call: a stream that sends
 // more ends with an error (Err) rather than growing without limit.
 const MaxArguments = 16 << 20
 
-// Err reports a call whose arguments grew past MaxArguments; the decoder
-// ends the stream with it.
+// MaxToolCalls bounds the tool calls of one stream, started or not: a
+// stream that begins more ends with an error (Err). Models make a handful
+// of calls in one response, a few tens at most (a request may offer at
+// most 128 tools); the bound leaves room for far more, and keeps what a
+// hostile upstream can make the assembler hold per call (its bookkeeping,
+// and the per-call state of the encoders that follow) small.
+const MaxToolCalls = 1000
+
+// MaxToolCallBytes bounds the arguments, ids and names of all the tool
+// calls of one stream together: a stream that sends more ends with an
+// error (Err). MaxArguments alone would let MaxToolCalls calls hold nearly
+// 16 GiB.
+// 64 MiB is four calls at MaxArguments, and as much as the gateway reads
+// of a whole upstream response for a client that does not stream.
+const MaxToolCallBytes = 64 << 20
+
+// Err reports the bound a fragment went past (MaxArguments, MaxToolCalls
+// or MaxToolCallBytes); the decoder ends the stream with it.
 func (a *ToolCallAssembler) Err() error { return a.err }
 
 type assembledCall struct {
@@ -61,8 +83,12 @@ type assembledCall struct {
 }
 
 // Fragment adds one fragment for the call the provider keys by key and
-// emits the chunks it makes; it returns false as soon as emit does.
+// emits the chunks it makes; it returns false as soon as emit does, and
+// when the fragment goes past a bound (see Err), or one did before.
 func (a *ToolCallAssembler) Fragment(key int, id, name, args string, emit func(chat.Chunk) bool) bool {
+	if a.err != nil {
+		return false
+	}
 	if a.byKey == nil {
 		a.byKey = map[int]int{}
 	}
@@ -73,18 +99,41 @@ func (a *ToolCallAssembler) Fragment(key int, id, name, args string, emit func(c
 			ok = false
 		}
 	}
-	if !ok {
+	var cur assembledCall // the call the fragment adds to, as it is (empty for a new one)
+	if ok {
+		cur = a.calls[pos]
+	} else {
+		if len(a.calls) >= MaxToolCalls {
+			a.err = fmt.Errorf("more than %d tool calls in one stream", MaxToolCalls)
+			return false
+		}
 		pos = len(a.calls)
+	}
+	// What the fragment adds to what the assembler keeps: its arguments,
+	// and its id and name when they are the call's first.
+	add := len(args)
+	if cur.id == "" {
+		add += len(id)
+	}
+	if !cur.started {
+		add += len(name)
+	}
+	switch {
+	case len(cur.args)+len(args) > MaxArguments:
+		a.err = fmt.Errorf("tool call %d: arguments larger than %d bytes", pos, MaxArguments)
+		return false
+	case a.bytes+add > MaxToolCallBytes:
+		a.err = fmt.Errorf("tool calls larger than %d bytes together (the arguments, ids and names of all the stream's calls)", MaxToolCallBytes)
+		return false
+	}
+	a.bytes += add
+	if !ok {
 		a.calls = append(a.calls, assembledCall{})
 		a.byKey[key] = pos
 	}
 	c := &a.calls[pos]
 	if c.id == "" {
 		c.id = id
-	}
-	if len(c.args)+len(args) > MaxArguments {
-		a.err = fmt.Errorf("tool call %d: arguments larger than %d bytes", pos, MaxArguments)
-		return false
 	}
 	c.args = append(c.args, args...)
 	if !c.started {
