@@ -3,11 +3,14 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/internal/jsonscan"
 )
 
 // MaxNesting bounds how deep tool results may nest content.
@@ -27,14 +30,31 @@ const (
 	MaxBlocks = 20000
 	// MaxTools bounds the tools of a request.
 	MaxTools = 1000
+	// MaxStopSequences bounds the stop sequences of a request.
+	MaxStopSequences = 1000
+	// MaxExtraFields bounds the fields a request gives that ctxkit does
+	// not model, counted across the whole request: those of the request,
+	// its messages, blocks, sources and tools, which DecodeRequest keeps
+	// in their Extra maps (each a map entry and a copy, many times the few
+	// bytes of JSON it can take), and those a dialect's decoder drops. An
+	// object of so many members that they must run past the bound is
+	// refused before its members are read.
+	MaxExtraFields = 10000
 )
+
+// maxModelled is more than the most fields ctxkit models in any one
+// object of a request (the request's own, 13): an object of more than
+// maxModelled members past what is left of MaxExtraFields has too many
+// unknown ones, whatever they are.
+const maxModelled = 16
 
 // DecodeRequest reads a canonical request (the Anthropic Messages shape).
 // It is strict about what ctxkit models (a role must be user or assistant;
 // a tool_use needs an id, a name and an object input; ...) and keeps what
 // it does not (unknown fields and block types). Errors are *Error naming
 // the place: messages[3].content[1].source. A request of more than
-// MaxMessages messages, MaxBlocks content blocks or MaxTools tools is
+// MaxMessages messages, MaxBlocks content blocks, MaxTools tools,
+// MaxStopSequences stop sequences or MaxExtraFields unknown fields is
 // refused.
 func DecodeRequest(data []byte) (Request, error) {
 	// Valid JSON (the common case) is split with a fast scanner; invalid
@@ -43,14 +63,14 @@ func DecodeRequest(data []byte) (Request, error) {
 }
 
 func (rd reader) request(data []byte) (Request, error) {
-	rd.blocks = new(int)
+	rd.used = new(used)
 	var r Request
-	fields, err := rd.object(data, "")
+	fields, err := rd.fields(data, "")
 	if err != nil {
 		return r, err
 	}
 	for _, f := range fields {
-		k, v := f.key, f.val
+		k, v := f.Key, f.Value
 		switch k {
 		case "model":
 			err = str(v, k, &r.Model)
@@ -71,7 +91,7 @@ func (rd reader) request(data []byte) (Request, error) {
 		case "messages":
 			var raw []json.RawMessage
 			if raw, err = rd.array(v, k, MaxMessages); err != nil {
-				if err == errTooMany {
+				if err == jsonscan.ErrTooMany {
 					err = errorf(k, "more than %d messages", MaxMessages)
 				}
 				break
@@ -85,7 +105,7 @@ func (rd reader) request(data []byte) (Request, error) {
 		case "tools":
 			var raw []json.RawMessage
 			if raw, err = rd.array(v, k, MaxTools); err != nil {
-				if err == errTooMany {
+				if err == jsonscan.ErrTooMany {
 					err = errorf(k, "more than %d tools", MaxTools)
 				}
 				break
@@ -134,6 +154,13 @@ func (rd reader) request(data []byte) (Request, error) {
 				}
 			}
 		case "stop_sequences":
+			// Counted before they are decoded.
+			if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '[' {
+				if _, err = rd.array(t, k, MaxStopSequences); err == jsonscan.ErrTooMany {
+					err = errorf(k, "more than %d stop sequences", MaxStopSequences)
+					break
+				}
+			}
 			err = strictInto(v, k, &r.StopSequences)
 		case "thinking":
 			if isNull(v) {
@@ -164,17 +191,14 @@ func (rd reader) request(data []byte) (Request, error) {
 		case "metadata":
 			r.Metadata = CloneRaw(v)
 		default:
-			if r.Extra == nil {
-				r.Extra = map[string]json.RawMessage{}
-			}
-			r.Extra[k] = CloneRaw(v)
+			r.Extra, err = rd.keep(r.Extra, "", k, v)
 		}
 		if err != nil {
 			return Request{}, err
 		}
 	}
 	if r.Messages == nil {
-		if !fields.has("messages") {
+		if !fields.Has("messages") {
 			return Request{}, errorf("messages", "required")
 		}
 		r.Messages = []Message{}
@@ -184,11 +208,11 @@ func (rd reader) request(data []byte) (Request, error) {
 
 func (rd reader) decodeMessage(data []byte, path string) (Message, error) {
 	var m Message
-	fields, err := rd.object(data, path)
+	fields, err := rd.fields(data, path)
 	if err != nil {
 		return m, err
 	}
-	role, ok := fields.get("role")
+	role, ok := fields.Get("role")
 	if !ok {
 		return m, errorf(path+".role", "required")
 	}
@@ -198,7 +222,7 @@ func (rd reader) decodeMessage(data []byte, path string) (Message, error) {
 	if m.Role != User && m.Role != Assistant {
 		return m, errorf(path+".role", "%q is not user or assistant", m.Role)
 	}
-	content, ok := fields.get("content")
+	content, ok := fields.Get("content")
 	if !ok {
 		return m, errorf(path+".content", "required")
 	}
@@ -206,7 +230,7 @@ func (rd reader) decodeMessage(data []byte, path string) (Message, error) {
 		return m, err
 	}
 	for _, f := range fields {
-		k, v := f.key, f.val
+		k, v := f.Key, f.Value
 		switch k {
 		case "role", "content":
 		case "reasoning_details":
@@ -218,10 +242,9 @@ func (rd reader) decodeMessage(data []byte, path string) (Message, error) {
 			}
 			m.ReasoningDetails = CloneRaw(v)
 		default:
-			if m.Extra == nil {
-				m.Extra = map[string]json.RawMessage{}
+			if m.Extra, err = rd.keep(m.Extra, path, k, v); err != nil {
+				return m, err
 			}
-			m.Extra[k] = CloneRaw(v)
 		}
 	}
 	return m, nil
@@ -238,15 +261,15 @@ func (rd reader) decodeContent(data []byte, path string, depth int) (Content, er
 	}
 	// The blocks are counted before they are read: past MaxBlocks the
 	// rest of the array is not even split.
-	room := MaxBlocks - *rd.blocks
+	room := MaxBlocks - rd.used.blocks
 	raw, err := rd.array(data, path, room)
-	if err == errTooMany {
+	if err == jsonscan.ErrTooMany {
 		return Content{}, errorf(path+"["+strconv.Itoa(room)+"]", "more than %d content blocks in the request", MaxBlocks)
 	}
 	if err != nil {
 		return Content{}, errorf(path, "must be a string or an array of blocks")
 	}
-	*rd.blocks += len(raw)
+	rd.used.blocks += len(raw)
 	c := Content{Blocks: make([]Block, len(raw))}
 	for i, b := range raw {
 		var err error
@@ -259,11 +282,11 @@ func (rd reader) decodeContent(data []byte, path string, depth int) (Content, er
 
 func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error) {
 	var b Block
-	fields, err := rd.object(data, path)
+	fields, err := rd.fields(data, path)
 	if err != nil {
 		return b, err
 	}
-	t, ok := fields.get("type")
+	t, ok := fields.Get("type")
 	if !ok {
 		return b, errorf(path+".type", "required")
 	}
@@ -275,7 +298,7 @@ func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error)
 	}
 	known := b.Known()
 	for _, f := range fields {
-		k, v := f.key, f.val
+		k, v := f.Key, f.Value
 		if k == "type" {
 			continue
 		}
@@ -307,7 +330,7 @@ func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error)
 		case k == "name" && b.Type == TypeToolUse:
 			err = str(v, p, &b.Name)
 		case k == "input" && b.Type == TypeToolUse:
-			if _, err = rd.object(v, p); err == nil {
+			if _, err = rd.object(v, p, math.MaxInt); err == nil {
 				b.Input = CloneRaw(v)
 			} else {
 				err = errorf(p, "must be a JSON object")
@@ -344,10 +367,9 @@ func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error)
 			return b, err
 		}
 		if !handled {
-			if b.Extra == nil {
-				b.Extra = map[string]json.RawMessage{}
+			if b.Extra, err = rd.keep(b.Extra, path, k, v); err != nil {
+				return b, err
 			}
-			b.Extra[k] = CloneRaw(v)
 		}
 	}
 	switch b.Type {
@@ -390,13 +412,13 @@ func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error)
 }
 
 func (rd reader) decodeSource(data []byte, path string) (*Source, error) {
-	fields, err := rd.object(data, path)
+	fields, err := rd.fields(data, path)
 	if err != nil {
 		return nil, err
 	}
 	s := &Source{}
 	for _, f := range fields {
-		k, v := f.key, f.val
+		k, v := f.Key, f.Value
 		p := path + "." + k
 		switch k {
 		case "type":
@@ -408,12 +430,12 @@ func (rd reader) decodeSource(data []byte, path string) (*Source, error) {
 			if len(bytes.TrimSpace(v)) > 0 && bytes.TrimSpace(v)[0] == '"' {
 				err = str(v, p, &s.Data)
 			} else {
-				s.extra(k, v)
+				s.Extra, err = rd.keep(s.Extra, path, k, v)
 			}
 		case "url":
 			err = str(v, p, &s.URL)
 		default:
-			s.extra(k, v)
+			s.Extra, err = rd.keep(s.Extra, path, k, v)
 		}
 		if err != nil {
 			return nil, err
@@ -425,21 +447,14 @@ func (rd reader) decodeSource(data []byte, path string) (*Source, error) {
 	return s, nil
 }
 
-func (s *Source) extra(k string, v json.RawMessage) {
-	if s.Extra == nil {
-		s.Extra = map[string]json.RawMessage{}
-	}
-	s.Extra[k] = CloneRaw(v)
-}
-
 func (rd reader) decodeTool(data []byte, path string) (Tool, error) {
 	var t Tool
-	fields, err := rd.object(data, path)
+	fields, err := rd.fields(data, path)
 	if err != nil {
 		return t, err
 	}
 	for _, f := range fields {
-		k, v := f.key, f.val
+		k, v := f.Key, f.Value
 		p := path + "." + k
 		switch k {
 		case "name":
@@ -449,7 +464,7 @@ func (rd reader) decodeTool(data []byte, path string) (Tool, error) {
 		case "type":
 			err = str(v, p, &t.Type)
 		case "input_schema":
-			if _, err = rd.object(v, p); err == nil {
+			if _, err = rd.object(v, p, math.MaxInt); err == nil {
 				t.InputSchema = CloneRaw(v)
 			} else {
 				err = errorf(p, "must be a JSON Schema object")
@@ -459,10 +474,7 @@ func (rd reader) decodeTool(data []byte, path string) (Tool, error) {
 				t.CacheControl = CloneRaw(v)
 			}
 		default:
-			if t.Extra == nil {
-				t.Extra = map[string]json.RawMessage{}
-			}
-			t.Extra[k] = CloneRaw(v)
+			t.Extra, err = rd.keep(t.Extra, path, k, v)
 		}
 		if err != nil {
 			return t, err
@@ -478,30 +490,69 @@ func (rd reader) decodeTool(data []byte, path string) (Tool, error) {
 }
 
 // reader decodes one request. valid says the whole request is valid JSON,
-// so every value within it is too; blocks counts the content blocks read
-// so far.
+// so every value within it is too; used is what the request has used of
+// the limits so far.
 type reader struct {
-	valid  bool
-	blocks *int
+	valid bool
+	used  *used
 }
 
-// errTooMany is array's answer to an array longer than it may be; the
-// caller names the limit.
-var errTooMany = errors.New("too many elements")
+// used counts what a request has used of the limits on the whole request.
+type used struct {
+	blocks int // content blocks, against MaxBlocks
+	extras int // unknown fields, against MaxExtraFields
+}
 
-// object reads a JSON object's fields; duplicate keys are refused.
-func (rd reader) object(data []byte, path string) (members, error) {
+// tooManyExtras is the error for the object at path whose unknown field
+// is past MaxExtraFields.
+func tooManyExtras(path string) error {
+	return errorf(path, "more than %d unknown fields in the request", MaxExtraFields)
+}
+
+// fields reads the fields of an object whose unknown fields are kept
+// (the request, a message, a block, a source, a tool): an object of so
+// many that the unknown ones must run past MaxExtraFields is refused
+// before they are read.
+func (rd reader) fields(data []byte, path string) (jsonscan.Members, error) {
+	fields, err := rd.object(data, path, MaxExtraFields-rd.used.extras+maxModelled)
+	if err == jsonscan.ErrTooMany {
+		return nil, tooManyExtras(path)
+	}
+	return fields, err
+}
+
+// keep puts the unknown field k of the object at path in m (made when m
+// is nil), counted against MaxExtraFields.
+func (rd reader) keep(m map[string]json.RawMessage, path, k string, v json.RawMessage) (map[string]json.RawMessage, error) {
+	if rd.used.extras == MaxExtraFields {
+		return m, tooManyExtras(path)
+	}
+	rd.used.extras++
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m[k] = CloneRaw(v)
+	return m, nil
+}
+
+// object reads a JSON object's fields; duplicate keys are refused, and so
+// is an object of more than max fields (jsonscan.ErrTooMany), before a
+// key given twice.
+func (rd reader) object(data []byte, path string, max int) (jsonscan.Members, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return nil, errorf(path, "must be a JSON object")
 	}
 	if rd.valid {
-		fields, dup, hasDup, err := splitObject(data)
-		if err != nil {
-			return nil, errorf(path, "%v", err)
+		fields, err := jsonscan.SplitObject(data, max)
+		if err == jsonscan.ErrTooMany {
+			return nil, err
 		}
-		if hasDup {
-			return nil, errorf(joinPath(path, dup), "given twice")
+		if err != nil {
+			if dup, ok := err.(*jsonscan.DuplicateKeyError); ok {
+				return nil, errorf(joinPath(path, dup.Key), "given twice")
+			}
+			return nil, errorf(path, "%v", err)
 		}
 		return fields, nil
 	}
@@ -510,8 +561,9 @@ func (rd reader) object(data []byte, path string) (members, error) {
 	if _, err := dec.Token(); err != nil {
 		return nil, errorf(path, "%v", err)
 	}
-	var fields members
+	var fields jsonscan.Members
 	seen := map[string]bool{}
+	dup, hasDup := "", false
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -522,11 +574,19 @@ func (rd reader) object(data []byte, path string) (members, error) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, errorf(path, "%v", err)
 		}
-		if seen[k] {
-			return nil, errorf(joinPath(path, k), "given twice")
+		if seen[k] && !hasDup {
+			dup, hasDup = k, true
 		}
 		seen[k] = true
-		fields = append(fields, member{k, v})
+		fields = append(fields, jsonscan.Member{Key: k, Value: v})
+		// As with the scanner, too many fields are refused before a key
+		// given twice.
+		if len(fields) > max {
+			return nil, jsonscan.ErrTooMany
+		}
+	}
+	if hasDup {
+		return nil, errorf(joinPath(path, dup), "given twice")
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, errorf(path, "%v", err)
@@ -534,7 +594,7 @@ func (rd reader) object(data []byte, path string) (members, error) {
 	if _, err := dec.Token(); err == nil {
 		return nil, errorf(path, "more than one JSON value")
 	}
-	fields.sort()
+	slices.SortFunc(fields, func(a, b jsonscan.Member) int { return strings.Compare(a.Key, b.Key) })
 	return fields, nil
 }
 
@@ -561,25 +621,25 @@ func joinPath(path, k string) string {
 }
 
 // array reads a JSON array's elements; an array of more than max elements
-// is errTooMany, found before the elements past max are read.
+// is jsonscan.ErrTooMany, found before the elements past max are read.
 func (rd reader) array(data []byte, path string, max int) ([]json.RawMessage, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '[' {
 		return nil, errorf(path, "must be an array")
 	}
 	if rd.valid {
-		out, over := splitArrayAtMost(data, max)
-		if over {
-			return nil, errTooMany
+		out, err := jsonscan.SplitArray(data, max)
+		if err != nil && err != jsonscan.ErrTooMany {
+			return nil, errorf(path, "%v", err)
 		}
-		return out, nil
+		return out, err
 	}
 	var out []json.RawMessage
 	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, errorf(path, "%v", err)
 	}
 	if len(out) > max {
-		return nil, errTooMany
+		return nil, jsonscan.ErrTooMany
 	}
 	return out, nil
 }
@@ -602,7 +662,7 @@ func str(data []byte, path string, out *string) error {
 		return errorf(path, "must be a string")
 	}
 	if len(data) >= 2 && data[len(data)-1] == '"' {
-		if s, err := unquote(data); err == nil {
+		if s, err := jsonscan.Unquote(data); err == nil {
 			*out = s
 			return nil
 		}

@@ -7,8 +7,8 @@ import (
 )
 
 // TestImports guards the seam: relay builds on chat (and the shared token
-// counter) alone among ctxkit's packages, and reaches for no network,
-// processes or database.
+// counter, and the JSON splitter chat reads with) alone among ctxkit's
+// packages, and reaches for no network, processes or database.
 func TestImports(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
 	if err != nil {
@@ -16,7 +16,7 @@ func TestImports(t *testing.T) {
 	}
 	forbidden := []string{"github.com/ctxkit/ctxkit/", "net/http", "os/exec", "database/sql"}
 	for _, dep := range strings.Fields(string(out)) {
-		if dep == "github.com/ctxkit/ctxkit/relay" || dep == "github.com/ctxkit/ctxkit/chat" || dep == "github.com/ctxkit/ctxkit/internal/tokencount" {
+		if dep == "github.com/ctxkit/ctxkit/relay" || dep == "github.com/ctxkit/ctxkit/chat" || dep == "github.com/ctxkit/ctxkit/internal/tokencount" || dep == "github.com/ctxkit/ctxkit/internal/jsonscan" {
 			continue
 		}
 		for _, f := range forbidden {

@@ -6,6 +6,11 @@
 // the document with encoding/json, which names the fault or handles the
 // rare case. Each caller holds its fast path to encoding/json's result
 // with a differential fuzz test.
+//
+// SplitObject and SplitArray split an object or array of a document
+// already checked with json.Valid into its members, without decoding
+// their values: the request decoders of chat and wire/openai read with
+// them, one level of nesting at a time.
 package jsonscan
 
 import (

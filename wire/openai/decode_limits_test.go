@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"runtime"
 	"sort"
@@ -24,6 +25,35 @@ const tinyPart = `{"type":"text","text":"a"}`
 // textParts is a JSON array of n tiny text parts.
 func textParts(n int) string { return "[" + commaRepeat(tinyPart, n) + "]" }
 
+// unknownKeys is n members "<prefix>0000000":<value> ... (keys sorted as
+// numbered), each after a comma: to be put after an object's own.
+func unknownKeys(prefix string, n int, value string) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `,"%s%07d":%s`, prefix, i, value)
+	}
+	return b.String()
+}
+
+// partsOfUnknown is a JSON array of tiny text parts, the ith with per[i]
+// unknown fields.
+func partsOfUnknown(per ...int) string {
+	parts := make([]string, len(per))
+	for i, n := range per {
+		parts[i] = `{"type":"text","text":"a"` + unknownKeys("x", n, "0") + `}`
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// repeat is n copies of v.
+func repeat(v, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
 // TestDecodeRequestLimits: a request at each of chat's limits is read, and
 // what it decodes to is a canonical request chat.DecodeRequest reads
 // back; one past a limit is refused with the field at fault named.
@@ -32,6 +62,15 @@ func TestDecodeRequestLimits(t *testing.T) {
 	user := func(n int) string { return `{"role":"user","content":` + textParts(n) + `}` }
 	tool := `{"type":"function","function":{"name":"t","parameters":{"type":"object"}}}`
 	call := `{"id":"c","type":"function","function":{"name":"t","arguments":"{}"}}`
+	// unknown is a request of the unknown fields of the request (top,
+	// read first), of a user message (msg, read before its parts), of 100
+	// text parts of 99 each (9900 in all), of an image_url object (img)
+	// and of a tool.
+	unknown := func(top, msg, img, tool int) string {
+		return `{"messages":[{"role":"user","content":` + strings.TrimSuffix(partsOfUnknown(repeat(99, 100)...), "]") +
+			`,{"type":"image_url","image_url":{"url":"u"` + unknownKeys("i", img, "0") + `}}]` + unknownKeys("m", msg, "0") + `}],` +
+			`"tools":[{"type":"function","function":{"name":"t"}` + unknownKeys("t", tool, "0") + `}]` + unknownKeys("x", top, "0") + `}`
+	}
 	for _, c := range []struct {
 		name, body, err string
 	}{
@@ -66,6 +105,32 @@ func TestDecodeRequestLimits(t *testing.T) {
 		{"tools at the limit", `{"messages":[],"tools":[` + commaRepeat(tool, chat.MaxTools) + `]}`, ""},
 		{"tools past the limit", `{"messages":[],"tools":[` + commaRepeat(tool, chat.MaxTools+1) + `]}`,
 			"tools: more than 1000 tools"},
+		{"stop sequences at the limit", `{"messages":[],"stop":[` + commaRepeat(`"s"`, chat.MaxStopSequences) + `]}`, ""},
+		{"stop sequences past the limit", `{"messages":[],"stop":[` + commaRepeat(`"s"`, chat.MaxStopSequences+1) + `]}`,
+			"stop: more than 1000 stop sequences"},
+		{"unknown fields at the limit", unknown(25, 25, 25, 25), ""},
+		{"unknown fields past the limit in the request", unknown(10001, 0, 0, 0),
+			"more than 10000 unknown fields in the request"},
+		{"unknown fields past the limit in a message", unknown(25, 9976, 0, 0),
+			"messages[0]: more than 10000 unknown fields in the request"},
+		{"unknown fields past the limit in a text part", `{"messages":[{"role":"user","content":` + partsOfUnknown(append(repeat(99, 100), 101)...) + `}]}`,
+			"messages[0].content[100]: more than 10000 unknown fields in the request"},
+		{"unknown fields past the limit in an image_url", unknown(0, 0, 101, 0),
+			"messages[0].content[100].image_url: more than 10000 unknown fields in the request"},
+		{"unknown fields past the limit in a tool", unknown(25, 25, 25, 26),
+			"tools[0]: more than 10000 unknown fields in the request"},
+		// Dropped fields count as well as kept ones.
+		{"null fields past the limit", `{"messages":[]` + unknownKeys("x", chat.MaxExtraFields+1, "null") + `}`,
+			"more than 10000 unknown fields in the request"},
+		{"fields of an unknown part past the limit", `{"messages":[{"role":"user","content":[{"type":"input_audio"` + unknownKeys("x", chat.MaxExtraFields, "0") + `},{"type":"input_audio","x":1}]}]}`,
+			"messages[0].content[1]: more than 10000 unknown fields in the request"},
+		// An object of more members than the budget has room for is
+		// refused before its members are read.
+		{"one part of too many unknown fields", `{"messages":[{"role":"user","content":` + partsOfUnknown(chat.MaxExtraFields+1) + `}]}`,
+			"messages[0].content[0]: more than 10000 unknown fields in the request"},
+		{"a tool call of too many unknown fields after others", `{"messages":[{"role":"user","content":` + partsOfUnknown(9000) + `},` +
+			`{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"t"}` + unknownKeys("x", 1100, "0") + `}]}]}`,
+			"messages[1].tool_calls[0]: more than 10000 unknown fields in the request"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, err := DecodeRequest([]byte(c.body))
@@ -90,6 +155,13 @@ func TestDecodeRequestLimits(t *testing.T) {
 	}
 }
 
+// unknownParts is a request of about size bytes: messages of 100 tiny
+// text parts of per unknown fields each.
+func unknownParts(size, per int) []byte {
+	msg := `{"role":"user","content":` + partsOfUnknown(repeat(per, 100)...) + `}`
+	return []byte(`{"model":"m","messages":[` + commaRepeat(msg, size/len(msg)) + `]}`)
+}
+
 // TestDecodeHugeRequestCheaply: a body near the gateway's 32 MiB limit,
 // made of tiny text parts, is refused without decoding it. Before the
 // limits, DecodeRequest read the first body below in ~5.3 s with 3300 MiB
@@ -97,9 +169,15 @@ func TestDecodeRequestLimits(t *testing.T) {
 // part, at every level). Now objects and arrays are split without copies
 // and the array at fault is split only up to the element past the limit:
 // about 2 MiB when the first array is too long, 26 MiB when it decodes
-// nearly chat.MaxBlocks parts first (the last shape). The bound, 64 MiB,
-// is that worst case with room to spare, and a fiftieth of what the first
-// shape cost.
+// nearly chat.MaxBlocks parts first (the "120 per message" shape). The
+// bound, 64 MiB, is that worst case with room to spare, and a fiftieth of
+// what the first shape cost.
+//
+// Parts of many unknown fields (dropped, in text parts) and a long stop
+// array, read whole before chat.MaxExtraFields and chat.MaxStopSequences,
+// took 437 MiB (the fields of each part split into a map), 609 MiB
+// (those of one part) and 3499 MiB (a copy and a string per element); now
+// 540 KiB, 1 KiB and 58 KiB.
 func TestDecodeHugeRequestCheaply(t *testing.T) {
 	const size = 31 << 20
 	n := size / (len(tinyPart) + 1)
@@ -121,6 +199,12 @@ func TestDecodeHugeRequestCheaply(t *testing.T) {
 			"messages[0].content[20000]: more than 20000 content blocks in the request"},
 		{"two per message", many(2), "messages: more than 10000 messages"},
 		{"120 per message", many(120), "messages[166].content[80]: more than 20000 content blocks in the request"},
+		{"unknown fields in parts", unknownParts(size, 300),
+			"messages[0].content[33]: more than 10000 unknown fields in the request"},
+		{"unknown fields in one part", []byte(`{"model":"m","messages":[{"role":"user","content":` + partsOfUnknown(size/13) + `}]}`),
+			"messages[0].content[0]: more than 10000 unknown fields in the request"},
+		{"stop sequences", []byte(`{"model":"m","messages":[],"stop":[` + commaRepeat(`""`, size/3) + `]}`),
+			"stop: more than 1000 stop sequences"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if len(c.body) < 30<<20 {
@@ -145,8 +229,9 @@ func TestDecodeHugeRequestCheaply(t *testing.T) {
 }
 
 // FuzzScannerAgreesWithDecoder: fieldsOf and arrayOf, which split JSON
-// with a scanner, read any input as encoding/json's decoder does (the way
-// they read it before): the same fields and keys, or the same error.
+// with jsonscan, read any input as encoding/json's decoder does (the way
+// they read it before): the same fields in the same order, or the same
+// error.
 func FuzzScannerAgreesWithDecoder(f *testing.F) {
 	for _, s := range []string{
 		`{"a":1,"b":[1,{"c":"]"}],"d":"x\"y"}`, `{"b":1,"a":2,"b":3}`, ` { "\u0061" : null , "\ud800":true} `,
@@ -155,17 +240,21 @@ func FuzzScannerAgreesWithDecoder(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, keys, err := fieldsOf(data, "p")
+		f, err := fieldsOf(data, "p")
 		rm, rkeys, rerr := decoderFieldsOf(data, "p")
 		if (err == nil) != (rerr == nil) || (err != nil && err.Error() != rerr.Error()) {
 			t.Fatalf("fieldsOf errors differ:\nscanner: %v\ndecoder: %v", err, rerr)
 		}
-		if err == nil && (!reflect.DeepEqual(keys, rkeys) || len(m) != len(rm)) {
+		var keys []string
+		for _, m := range f {
+			keys = append(keys, m.Key)
+		}
+		if err == nil && !reflect.DeepEqual(keys, rkeys) {
 			t.Fatalf("keys differ: %q, %q", keys, rkeys)
 		}
 		for k, v := range rm {
-			if !bytes.Equal(m[k], v) {
-				t.Fatalf("%q: %s, decoder %s", k, m[k], v)
+			if got := get(f, k); !bytes.Equal(got, v) {
+				t.Fatalf("%q: %s, decoder %s", k, got, v)
 			}
 		}
 		a, err := arrayOf(data, "p")

@@ -3,16 +3,14 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/jsonscan"
 )
 
 // DecodeRequest reads a Chat Completions request body as a canonical
@@ -75,14 +73,20 @@ import (
 // are kept in Extra under their names, null ones skipped; the converters
 // say what they do with them.
 //
-// Limits: a request of more than chat.MaxMessages messages or
-// chat.MaxTools tools is refused, and so is one that makes more than
-// chat.MaxBlocks blocks: every content part counts (of system messages
-// too, even when their text is joined into a string), every tool call,
-// every tool message (its tool_result block), reasoning text, and string
-// content that becomes a block (beside tool calls or reasoning, or a user
-// message joining tool results). An array is counted before its elements
-// are read.
+// Limits: a request of more than chat.MaxMessages messages,
+// chat.MaxTools tools or chat.MaxStopSequences stop sequences is refused,
+// and so is one that makes more than chat.MaxBlocks blocks: every content
+// part counts (of system messages too, even when their text is joined
+// into a string), every tool call, every tool message (its tool_result
+// block), reasoning text, and string content that becomes a block (beside
+// tool calls or reasoning, or a user message joining tool results). An
+// array is counted before its elements are read. A request of more than
+// chat.MaxExtraFields fields that ctxkit does not model is refused too:
+// every field not named above counts, whether it is kept in an Extra map
+// or dropped (as null ones are), except within the values passed on as
+// they are (parameters, arguments, reasoning_details, cache_control); an
+// object of so many members that they must run past the bound is refused
+// before they are read.
 func DecodeRequest(body []byte) (chat.Request, error) {
 	var d requestDecoder
 	if err := d.request(body); err != nil {
@@ -102,6 +106,87 @@ type requestDecoder struct {
 	toolRun int
 	// blocks counts the blocks made so far, against chat.MaxBlocks.
 	blocks int
+	// extras counts the unknown fields read so far, against
+	// chat.MaxExtraFields.
+	extras int
+}
+
+// The fields ctxkit models in each object of a request; the others are
+// unknown and count against chat.MaxExtraFields (annotations, detail,
+// exclude, stream_options and strict are known, and dropped).
+var (
+	requestKeys = []string{"messages", "model", "tools", "tool_choice", "parallel_tool_calls", "max_completion_tokens", "max_tokens",
+		"temperature", "top_p", "stop", "reasoning_effort", "reasoning", "stream", "stream_options"}
+	reasoningKeys     = []string{"effort", "max_tokens", "enabled", "exclude"}
+	systemMessageKeys = []string{"role", "content"}
+	userMessageKeys   = []string{"role", "content", "annotations"}
+	assistantKeys     = []string{"role", "content", "annotations", "reasoning_content", "reasoning", "reasoning_details", "refusal", "tool_calls", "function_call"}
+	toolMessageKeys   = []string{"role", "content", "tool_call_id"}
+	toolCallKeys      = []string{"id", "type", "function"}
+	callFunctionKeys  = []string{"name", "arguments"}
+	textPartKeys      = []string{"type", "text", "cache_control"}
+	refusalPartKeys   = []string{"type", "refusal", "cache_control"}
+	imagePartKeys     = []string{"type", "image_url"}
+	filePartKeys      = []string{"type", "file"}
+	otherPartKeys     = []string{"type"} // the rest are kept in Extra
+	imageURLKeys      = []string{"url", "detail"}
+	fileKeys          = []string{"filename", "file_data", "file_id"}
+	toolKeys          = []string{"type", "function"}
+	toolFunctionKeys  = []string{"name", "description", "parameters", "strict"}
+	toolChoiceKeys    = []string{"type", "function"}
+	choiceFuncKeys    = []string{"name"}
+)
+
+// maxModelled is more than the most fields ctxkit models in any one
+// object of a request (the request's own, 14): an object of more than
+// maxModelled members past what is left of chat.MaxExtraFields has too
+// many unknown ones, whatever they are.
+const maxModelled = 16
+
+// tooManyExtras is the error for the object at path whose unknown field
+// is past chat.MaxExtraFields.
+func tooManyExtras(path string) error {
+	return fail(path, "more than %d unknown fields in the request", chat.MaxExtraFields)
+}
+
+// room is the most members an object may have now: more, and its unknown
+// ones must run past chat.MaxExtraFields.
+func (d *requestDecoder) room() int { return chat.MaxExtraFields - d.extras + maxModelled }
+
+// split reads the fields of the object at path: one of more than room
+// is refused before they are read. The caller counts the unknown ones
+// (unknown).
+func (d *requestDecoder) split(data []byte, path string) (jsonscan.Members, error) {
+	f, err := fieldsAtMost(data, path, d.room())
+	if err == jsonscan.ErrTooMany {
+		return nil, tooManyExtras(path)
+	}
+	return f, err
+}
+
+// unknown counts the fields of f, the object at path, that are not among
+// known against chat.MaxExtraFields.
+func (d *requestDecoder) unknown(f jsonscan.Members, path string, known ...string) error {
+	for _, m := range f {
+		if slices.Contains(known, m.Key) {
+			continue
+		}
+		if d.extras == chat.MaxExtraFields {
+			return tooManyExtras(path)
+		}
+		d.extras++
+	}
+	return nil
+}
+
+// object reads the fields of the object at path, those not among known
+// counted against chat.MaxExtraFields.
+func (d *requestDecoder) object(data []byte, path string, known ...string) (jsonscan.Members, error) {
+	f, err := d.split(data, path)
+	if err != nil {
+		return nil, err
+	}
+	return f, d.unknown(f, path, known...)
 }
 
 // tooManyBlocks is the error for the block at path past chat.MaxBlocks.
@@ -124,7 +209,7 @@ func (d *requestDecoder) block(path string) error {
 func (d *requestDecoder) blockArray(v json.RawMessage, path, notArray string) ([]json.RawMessage, error) {
 	room := chat.MaxBlocks - d.blocks
 	raw, err := arrayAtMost(v, path, room)
-	if err == errTooMany {
+	if err == jsonscan.ErrTooMany {
 		return nil, tooManyBlocks(index(path, room))
 	}
 	if err != nil {
@@ -140,67 +225,45 @@ func fail(path, format string, args ...any) error {
 
 func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
-// fieldsOf reads a JSON object's fields and their keys in sorted order. A
-// key given twice is an error, as in chat.DecodeRequest. The values are
-// the object's own bytes, not copies: what is kept of them is cloned.
-func fieldsOf(data []byte, path string) (map[string]json.RawMessage, []string, error) {
+// fieldsOf reads a JSON object's members, sorted by key. A key given
+// twice is an error, as in chat.DecodeRequest. The values are the
+// object's own bytes, not copies: what is kept of them is cloned.
+func fieldsOf(data []byte, path string) (jsonscan.Members, error) {
+	return fieldsAtMost(data, path, math.MaxInt)
+}
+
+// fieldsAtMost is fieldsOf for an object of at most max members: one of
+// more is jsonscan.ErrTooMany, found before they are read.
+func fieldsAtMost(data []byte, path string, max int) (jsonscan.Members, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
-		return nil, nil, fail(path, "must be a JSON object")
+		return nil, fail(path, "must be a JSON object")
 	}
 	if !json.Valid(data) {
 		var v any
-		return nil, nil, fail(path, "not valid JSON: %v", json.Unmarshal(data, &v))
+		return nil, fail(path, "not valid JSON: %v", json.Unmarshal(data, &v))
 	}
-	m := map[string]json.RawMessage{}
-	var keys []string
-	i := skipSpace(data, 1)
-	if i < len(data) && data[i] == '}' {
-		return m, keys, nil
+	f, err := jsonscan.SplitObject(data, max)
+	if err == jsonscan.ErrTooMany {
+		return nil, err
 	}
-	for i < len(data) {
-		if data[i] != '"' {
-			return nil, nil, fail(path, "not valid JSON")
-		}
-		end := skipString(data, i)
-		if end < 0 {
-			return nil, nil, fail(path, "not valid JSON")
-		}
-		k, err := unquote(data[i:end])
-		if err != nil {
-			return nil, nil, fail(path, "%v", err)
-		}
-		if i = skipSpace(data, end); i >= len(data) || data[i] != ':' {
-			return nil, nil, fail(path, "not valid JSON")
-		}
-		i = skipSpace(data, i+1)
-		vend := skipValue(data, i)
-		if vend < 0 {
-			return nil, nil, fail(path, "not valid JSON")
-		}
-		if _, dup := m[k]; dup {
-			p := k
+	if err != nil {
+		if dup, ok := err.(*jsonscan.DuplicateKeyError); ok {
+			p := dup.Key
 			if path != "" {
-				p = path + "." + k
+				p = path + "." + dup.Key
 			}
-			return nil, nil, fail(p, "given twice")
+			return nil, fail(p, "given twice")
 		}
-		m[k] = json.RawMessage(data[i:vend:vend])
-		keys = append(keys, k)
-		if i = skipSpace(data, vend); i >= len(data) {
-			break
-		}
-		switch data[i] {
-		case ',':
-			i = skipSpace(data, i+1)
-		case '}':
-			sort.Strings(keys)
-			return m, keys, nil
-		default:
-			return nil, nil, fail(path, "not valid JSON")
-		}
+		return nil, fail(path, "not valid JSON: %v", err)
 	}
-	return nil, nil, fail(path, "not valid JSON")
+	return f, nil
+}
+
+// get is the value of key k in f, nil when it is not given.
+func get(f jsonscan.Members, k string) json.RawMessage {
+	v, _ := f.Get(k)
+	return v
 }
 
 func isNull(v json.RawMessage) bool { return len(v) == 0 || string(bytes.TrimSpace(v)) == "null" }
@@ -223,133 +286,19 @@ func arrayOf(v json.RawMessage, path string) ([]json.RawMessage, error) {
 	return arrayAtMost(v, path, math.MaxInt)
 }
 
-// errTooMany is arrayAtMost's answer to an array longer than it may be;
-// the caller names the limit.
-var errTooMany = errors.New("too many elements")
-
-// arrayAtMost reads a JSON array's elements, or stops with errTooMany at
-// the element past the first max, before reading the rest.
+// arrayAtMost reads a JSON array's elements, or stops with
+// jsonscan.ErrTooMany at the element past the first max, before reading
+// the rest.
 func arrayAtMost(v json.RawMessage, path string, max int) ([]json.RawMessage, error) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 || v[0] != '[' || !json.Valid(v) {
 		return nil, fail(path, "must be an array")
 	}
-	out := []json.RawMessage{}
-	i := skipSpace(v, 1)
-	if i < len(v) && v[i] == ']' {
-		return out, nil
+	out, err := jsonscan.SplitArray(v, max)
+	if err != nil && err != jsonscan.ErrTooMany {
+		return nil, fail(path, "must be an array")
 	}
-	for i < len(v) {
-		if len(out) == max {
-			return nil, errTooMany
-		}
-		end := skipValue(v, i)
-		if end < 0 {
-			break
-		}
-		out = append(out, json.RawMessage(v[i:end:end]))
-		if i = skipSpace(v, end); i >= len(v) {
-			break
-		}
-		switch v[i] {
-		case ',':
-			i = skipSpace(v, i+1)
-		case ']':
-			return out, nil
-		default:
-			return nil, fail(path, "must be an array")
-		}
-	}
-	return nil, fail(path, "must be an array")
-}
-
-// The scanner below splits objects and arrays that json.Valid has passed
-// into their members without decoding or copying them: a request is read
-// with few allocations, however large. It never trusts that promise with
-// memory safety: it checks every index.
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// skipString returns the index just past the string starting at data[i]
-// (a '"'), or -1.
-func skipString(data []byte, i int) int {
-	for j := i + 1; j < len(data); j++ {
-		switch data[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return -1
-}
-
-// skipValue returns the index just past the value starting at data[i], or
-// -1. Containers are matched by counting brackets outside strings.
-func skipValue(data []byte, i int) int {
-	if i >= len(data) {
-		return -1
-	}
-	switch data[i] {
-	case '"':
-		return skipString(data, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(data); j++ {
-			switch data[j] {
-			case '"':
-				end := skipString(data, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	default: // a number or a literal
-		j := i
-		for j < len(data) {
-			switch data[j] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				if j == i {
-					return -1
-				}
-				return j
-			}
-			j++
-		}
-		return j
-	}
-}
-
-// unquote decodes a JSON string literal: directly when it holds no escape
-// and is valid UTF-8 (the usual key), else as encoding/json does.
-func unquote(lit []byte) (string, error) {
-	inner := lit[1 : len(lit)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner), nil
-	}
-	var s string
-	if err := json.Unmarshal(lit, &s); err != nil {
-		return "", err
-	}
-	return s, nil
+	return out, err
 }
 
 func intOf(v json.RawMessage, path string) (int, error) {
@@ -383,11 +332,11 @@ func boolOf(v json.RawMessage, path string) (bool, error) {
 }
 
 func (d *requestDecoder) request(body []byte) error {
-	f, keys, err := fieldsOf(body, "")
+	f, err := d.object(body, "", requestKeys...)
 	if err != nil {
 		return err
 	}
-	msgs, ok := f["messages"]
+	msgs, ok := f.Get("messages")
 	if !ok || isNull(msgs) {
 		return fail("messages", "required")
 	}
@@ -395,8 +344,8 @@ func (d *requestDecoder) request(body []byte) error {
 		return err
 	}
 	parallel := true
-	for _, k := range keys {
-		v := f[k]
+	for _, m := range f {
+		k, v := m.Key, m.Value
 		if isNull(v) {
 			continue
 		}
@@ -407,13 +356,13 @@ func (d *requestDecoder) request(body []byte) error {
 		case "tools":
 			err = d.tools(v)
 		case "tool_choice":
-			d.r.ToolChoice, err = toolChoice(v)
+			d.r.ToolChoice, err = d.toolChoice(v)
 		case "parallel_tool_calls":
 			parallel, err = boolOf(v, k)
 		case "max_completion_tokens":
 			d.r.MaxTokens, err = intOf(v, k)
 		case "max_tokens":
-			if _, both := f["max_completion_tokens"]; !both || isNull(f["max_completion_tokens"]) {
+			if isNull(get(f, "max_completion_tokens")) {
 				d.r.MaxTokens, err = intOf(v, k)
 			}
 		case "temperature":
@@ -470,13 +419,13 @@ func (d *requestDecoder) effort(v json.RawMessage, path string) error {
 // openRouterReasoning reads {"effort","max_tokens","enabled"}; its other
 // fields (exclude) are the router's business.
 func (d *requestDecoder) openRouterReasoning(v json.RawMessage) error {
-	f, keys, err := fieldsOf(v, "reasoning")
+	f, err := d.object(v, "reasoning", reasoningKeys...)
 	if err != nil {
 		return err
 	}
-	for _, k := range keys {
+	for _, m := range f {
+		k, val := m.Key, m.Value
 		p := "reasoning." + k
-		val := f[k]
 		if isNull(val) {
 			continue
 		}
@@ -512,7 +461,10 @@ func stopOf(v json.RawMessage) ([]string, error) {
 		}
 		return []string{s}, nil
 	}
-	a, err := arrayOf(v, "stop")
+	a, err := arrayAtMost(v, "stop", chat.MaxStopSequences)
+	if err == jsonscan.ErrTooMany {
+		return nil, fail("stop", "more than %d stop sequences", chat.MaxStopSequences)
+	}
 	if err != nil {
 		return nil, fail("stop", "must be a string or an array of strings")
 	}
@@ -545,7 +497,7 @@ func (d *requestDecoder) system() {
 
 func (d *requestDecoder) messages(v json.RawMessage) error {
 	raw, err := arrayAtMost(v, "messages", chat.MaxMessages)
-	if err == errTooMany {
+	if err == jsonscan.ErrTooMany {
 		return fail("messages", "more than %d messages", chat.MaxMessages)
 	}
 	if err != nil {
@@ -562,11 +514,11 @@ func (d *requestDecoder) messages(v json.RawMessage) error {
 }
 
 func (d *requestDecoder) message(data []byte, path string) error {
-	f, keys, err := fieldsOf(data, path)
+	f, err := d.split(data, path)
 	if err != nil {
 		return err
 	}
-	rv, ok := f["role"]
+	rv, ok := f.Get("role")
 	if !ok {
 		return fail(path+".role", "required")
 	}
@@ -576,13 +528,25 @@ func (d *requestDecoder) message(data []byte, path string) error {
 	}
 	switch role {
 	case "system", "developer":
+		if err := d.unknown(f, path, systemMessageKeys...); err != nil {
+			return err
+		}
 		return d.systemMessage(f, path)
 	case "user":
-		return d.userMessage(f, keys, path)
+		if err := d.unknown(f, path, userMessageKeys...); err != nil {
+			return err
+		}
+		return d.userMessage(f, path)
 	case "assistant":
+		if err := d.unknown(f, path, assistantKeys...); err != nil {
+			return err
+		}
 		d.toolRun = -1
-		return d.assistantMessage(f, keys, path)
+		return d.assistantMessage(f, path)
 	case "tool":
+		if err := d.unknown(f, path, toolMessageKeys...); err != nil {
+			return err
+		}
 		return d.toolMessage(f, path)
 	case "function":
 		return fail(path+".role", "legacy function messages are not supported: use tool messages")
@@ -591,20 +555,21 @@ func (d *requestDecoder) message(data []byte, path string) error {
 }
 
 // extras keeps the fields of a message that ctxkit does not model.
-func extras(m *chat.Message, f map[string]json.RawMessage, keys []string, known ...string) {
-	for _, k := range keys {
-		if isNull(f[k]) || k == "annotations" || slices.Contains(known, k) {
+func extras(m *chat.Message, f jsonscan.Members, known ...string) {
+	for _, field := range f {
+		k, v := field.Key, field.Value
+		if isNull(v) || k == "annotations" || slices.Contains(known, k) {
 			continue
 		}
 		if m.Extra == nil {
 			m.Extra = map[string]json.RawMessage{}
 		}
-		m.Extra[k] = chat.CloneRaw(f[k])
+		m.Extra[k] = chat.CloneRaw(v)
 	}
 }
 
-func (d *requestDecoder) systemMessage(f map[string]json.RawMessage, path string) error {
-	v, ok := f["content"]
+func (d *requestDecoder) systemMessage(f jsonscan.Members, path string) error {
+	v, ok := f.Get("content")
 	p := path + ".content"
 	if !ok || isNull(v) {
 		return fail(p, "required")
@@ -641,8 +606,8 @@ func (d *requestDecoder) systemMessage(f map[string]json.RawMessage, path string
 }
 
 // content reads string or part content; null is allowed when nullable.
-func (d *requestDecoder) content(f map[string]json.RawMessage, path string, nullable bool) (chat.Content, error) {
-	v, ok := f["content"]
+func (d *requestDecoder) content(f jsonscan.Members, path string, nullable bool) (chat.Content, error) {
+	v, ok := f.Get("content")
 	p := path + ".content"
 	if !ok || isNull(v) {
 		if nullable {
@@ -661,7 +626,7 @@ func (d *requestDecoder) content(f map[string]json.RawMessage, path string, null
 	return chat.Of(blocks...), nil
 }
 
-func (d *requestDecoder) userMessage(f map[string]json.RawMessage, keys []string, path string) error {
+func (d *requestDecoder) userMessage(f jsonscan.Members, path string) error {
 	c, err := d.content(f, path, false)
 	if err != nil {
 		return err
@@ -675,18 +640,18 @@ func (d *requestDecoder) userMessage(f map[string]json.RawMessage, keys []string
 		}
 		m := &d.r.Messages[d.toolRun]
 		m.Content.Blocks = append(m.Content.Blocks, c.AsBlocks()...)
-		extras(m, f, keys, "role", "content")
+		extras(m, f, "role", "content")
 		d.toolRun = -1
 		return nil
 	}
 	m := chat.Message{Role: chat.User, Content: c}
-	extras(&m, f, keys, "role", "content")
+	extras(&m, f, "role", "content")
 	d.r.Messages = append(d.r.Messages, m)
 	return nil
 }
 
-func (d *requestDecoder) toolMessage(f map[string]json.RawMessage, path string) error {
-	v, ok := f["tool_call_id"]
+func (d *requestDecoder) toolMessage(f jsonscan.Members, path string) error {
+	v, ok := f.Get("tool_call_id")
 	if !ok || isNull(v) {
 		return fail(path+".tool_call_id", "required")
 	}
@@ -715,14 +680,14 @@ func (d *requestDecoder) toolMessage(f map[string]json.RawMessage, path string) 
 	return nil
 }
 
-func (d *requestDecoder) assistantMessage(f map[string]json.RawMessage, keys []string, path string) error {
-	if v, ok := f["function_call"]; ok && !isNull(v) {
+func (d *requestDecoder) assistantMessage(f jsonscan.Members, path string) error {
+	if v, ok := f.Get("function_call"); ok && !isNull(v) {
 		return fail(path+".function_call", "legacy function calls are not supported: use tool_calls")
 	}
 	var blocks []chat.Block
 	reasoning, reasoningPath := "", ""
 	for _, k := range []string{"reasoning_content", "reasoning"} {
-		if v, ok := f[k]; ok && !isNull(v) && reasoning == "" {
+		if v, ok := f.Get(k); ok && !isNull(v) && reasoning == "" {
 			s, err := stringOf(v, path+"."+k)
 			if err != nil {
 				return err
@@ -741,7 +706,7 @@ func (d *requestDecoder) assistantMessage(f map[string]json.RawMessage, keys []s
 		return err
 	}
 	textPath := path + ".content" // where string content came from
-	if v, ok := f["refusal"]; ok && !isNull(v) {
+	if v, ok := f.Get("refusal"); ok && !isNull(v) {
 		s, err := stringOf(v, path+".refusal")
 		if err != nil {
 			return err
@@ -751,7 +716,7 @@ func (d *requestDecoder) assistantMessage(f map[string]json.RawMessage, keys []s
 		}
 	}
 	var calls []chat.Block
-	if v, ok := f["tool_calls"]; ok && !isNull(v) {
+	if v, ok := f.Get("tool_calls"); ok && !isNull(v) {
 		if calls, err = d.toolCalls(v, path+".tool_calls"); err != nil {
 			return err
 		}
@@ -769,14 +734,14 @@ func (d *requestDecoder) assistantMessage(f map[string]json.RawMessage, keys []s
 		blocks = append(blocks, c.AsBlocks()...)
 		m.Content = chat.Of(append(blocks, calls...)...)
 	}
-	if v, ok := f["reasoning_details"]; ok && !isNull(v) {
+	if v, ok := f.Get("reasoning_details"); ok && !isNull(v) {
 		// Checked, not split: the array is kept as it came.
 		if t := bytes.TrimSpace(v); t[0] != '[' {
 			return fail(path+".reasoning_details", "must be an array")
 		}
 		m.ReasoningDetails = chat.CloneRaw(v)
 	}
-	extras(&m, f, keys, "role", "content", "reasoning_content", "reasoning", "reasoning_details", "refusal", "tool_calls", "function_call")
+	extras(&m, f, "role", "content", "reasoning_content", "reasoning", "reasoning_details", "refusal", "tool_calls", "function_call")
 	d.r.Messages = append(d.r.Messages, m)
 	return nil
 }
@@ -789,11 +754,11 @@ func (d *requestDecoder) toolCalls(v json.RawMessage, path string) ([]chat.Block
 	out := make([]chat.Block, 0, len(raw))
 	for i, tc := range raw {
 		p := index(path, i)
-		f, _, err := fieldsOf(tc, p)
+		f, err := d.object(tc, p, toolCallKeys...)
 		if err != nil {
 			return nil, err
 		}
-		if t, ok := f["type"]; ok && !isNull(t) {
+		if t, ok := f.Get("type"); ok && !isNull(t) {
 			s, err := stringOf(t, p+".type")
 			if err != nil {
 				return nil, err
@@ -803,7 +768,7 @@ func (d *requestDecoder) toolCalls(v json.RawMessage, path string) ([]chat.Block
 			}
 		}
 		b := chat.Block{Type: chat.TypeToolUse}
-		if v, ok := f["id"]; ok && !isNull(v) {
+		if v, ok := f.Get("id"); ok && !isNull(v) {
 			if b.ID, err = stringOf(v, p+".id"); err != nil {
 				return nil, err
 			}
@@ -811,15 +776,15 @@ func (d *requestDecoder) toolCalls(v json.RawMessage, path string) ([]chat.Block
 		if b.ID == "" {
 			return nil, fail(p+".id", "required")
 		}
-		fn, ok := f["function"]
+		fn, ok := f.Get("function")
 		if !ok || isNull(fn) {
 			return nil, fail(p+".function", "required")
 		}
-		ff, _, err := fieldsOf(fn, p+".function")
+		ff, err := d.object(fn, p+".function", callFunctionKeys...)
 		if err != nil {
 			return nil, err
 		}
-		if v, ok := ff["name"]; ok && !isNull(v) {
+		if v, ok := ff.Get("name"); ok && !isNull(v) {
 			if b.Name, err = stringOf(v, p+".function.name"); err != nil {
 				return nil, err
 			}
@@ -827,7 +792,7 @@ func (d *requestDecoder) toolCalls(v json.RawMessage, path string) ([]chat.Block
 		if b.Name == "" {
 			return nil, fail(p+".function.name", "required")
 		}
-		if b.Input, err = argumentsInput(ff["arguments"], p+".function.arguments"); err != nil {
+		if b.Input, err = argumentsInput(get(ff, "arguments"), p+".function.arguments"); err != nil {
 			return nil, err
 		}
 		out = append(out, b)
@@ -857,7 +822,7 @@ func argumentsInput(v json.RawMessage, path string) (json.RawMessage, error) {
 	if t == "" {
 		return json.RawMessage("{}"), nil
 	}
-	if _, _, err := fieldsOf([]byte(t), path); err == nil {
+	if _, err := fieldsOf([]byte(t), path); err == nil {
 		var buf bytes.Buffer
 		if json.Compact(&buf, []byte(t)) == nil {
 			return json.RawMessage(buf.Bytes()), nil
@@ -874,7 +839,7 @@ func (d *requestDecoder) parts(v json.RawMessage, path string) ([]chat.Block, er
 	}
 	out := make([]chat.Block, 0, len(raw))
 	for j, pv := range raw {
-		b, err := part(pv, index(path, j))
+		b, err := d.part(pv, index(path, j))
 		if err != nil {
 			return nil, err
 		}
@@ -883,12 +848,12 @@ func (d *requestDecoder) parts(v json.RawMessage, path string) ([]chat.Block, er
 	return out, nil
 }
 
-func part(data []byte, path string) (chat.Block, error) {
-	f, keys, err := fieldsOf(data, path)
+func (d *requestDecoder) part(data []byte, path string) (chat.Block, error) {
+	f, err := d.split(data, path)
 	if err != nil {
 		return chat.Block{}, err
 	}
-	tv, ok := f["type"]
+	tv, ok := f.Get("type")
 	if !ok {
 		return chat.Block{}, fail(path+".type", "required")
 	}
@@ -896,21 +861,35 @@ func part(data []byte, path string) (chat.Block, error) {
 	if err != nil {
 		return chat.Block{}, err
 	}
+	known := otherPartKeys
+	switch typ {
+	case "text":
+		known = textPartKeys
+	case "refusal":
+		known = refusalPartKeys
+	case "image_url":
+		known = imagePartKeys
+	case "file":
+		known = filePartKeys
+	}
+	if err := d.unknown(f, path, known...); err != nil {
+		return chat.Block{}, err
+	}
 	switch typ {
 	case "text", "refusal":
-		s, err := stringOf(f[typ], path+"."+typ)
+		s, err := stringOf(get(f, typ), path+"."+typ)
 		if err != nil {
 			return chat.Block{}, err
 		}
 		b := chat.Block{Type: chat.TypeText, Text: s}
-		if cc, ok := f["cache_control"]; ok && !isNull(cc) {
+		if cc, ok := f.Get("cache_control"); ok && !isNull(cc) {
 			b.CacheControl = chat.CloneRaw(cc)
 		}
 		return b, nil
 	case "image_url":
-		return imagePart(f["image_url"], path+".image_url")
+		return d.imagePart(get(f, "image_url"), path+".image_url")
 	case "file":
-		return filePart(f["file"], path+".file")
+		return d.filePart(get(f, "file"), path+".file")
 	case "":
 		return chat.Block{}, fail(path+".type", "empty")
 	}
@@ -918,19 +897,20 @@ func part(data []byte, path string) (chat.Block, error) {
 	if b.Known() {
 		return b, fail(path+".type", "%q is not a content part type of the OpenAI format", typ)
 	}
-	for _, k := range keys {
+	for _, m := range f {
+		k := m.Key
 		if k == "type" {
 			continue
 		}
 		if b.Extra == nil {
 			b.Extra = map[string]json.RawMessage{}
 		}
-		b.Extra[k] = chat.CloneRaw(f[k])
+		b.Extra[k] = chat.CloneRaw(m.Value)
 	}
 	return b, nil
 }
 
-func imagePart(v json.RawMessage, path string) (chat.Block, error) {
+func (d *requestDecoder) imagePart(v json.RawMessage, path string) (chat.Block, error) {
 	if isNull(v) {
 		return chat.Block{}, fail(path, "required")
 	}
@@ -939,9 +919,9 @@ func imagePart(v json.RawMessage, path string) (chat.Block, error) {
 	if isString(v) {
 		url, err = stringOf(v, path)
 	} else {
-		var f map[string]json.RawMessage
-		if f, _, err = fieldsOf(v, path); err == nil {
-			if u, ok := f["url"]; ok {
+		var f jsonscan.Members
+		if f, err = d.object(v, path, imageURLKeys...); err == nil {
+			if u, ok := f.Get("url"); ok {
 				url, err = stringOf(u, path+".url")
 			}
 			path += ".url"
@@ -963,21 +943,21 @@ func imagePart(v json.RawMessage, path string) (chat.Block, error) {
 	return chat.Block{Type: chat.TypeImage, Source: &chat.Source{Type: "base64", MediaType: mt, Data: data}}, nil
 }
 
-func filePart(v json.RawMessage, path string) (chat.Block, error) {
+func (d *requestDecoder) filePart(v json.RawMessage, path string) (chat.Block, error) {
 	if isNull(v) {
 		return chat.Block{}, fail(path, "required")
 	}
-	f, _, err := fieldsOf(v, path)
+	f, err := d.object(v, path, fileKeys...)
 	if err != nil {
 		return chat.Block{}, err
 	}
 	b := chat.Block{Type: chat.TypeDocument}
-	if n, ok := f["filename"]; ok && !isNull(n) {
+	if n, ok := f.Get("filename"); ok && !isNull(n) {
 		if b.Title, err = stringOf(n, path+".filename"); err != nil {
 			return b, err
 		}
 	}
-	if fd, ok := f["file_data"]; ok && !isNull(fd) {
+	if fd, ok := f.Get("file_data"); ok && !isNull(fd) {
 		s, err := stringOf(fd, path+".file_data")
 		if err != nil {
 			return b, err
@@ -992,7 +972,7 @@ func filePart(v json.RawMessage, path string) (chat.Block, error) {
 		b.Source = &chat.Source{Type: "base64", MediaType: mt, Data: data}
 		return b, nil
 	}
-	if id, ok := f["file_id"]; ok && !isNull(id) {
+	if id, ok := f.Get("file_id"); ok && !isNull(id) {
 		s, err := stringOf(id, path+".file_id")
 		if err != nil {
 			return b, err
@@ -1028,7 +1008,7 @@ func parseDataURL(u, path string) (mediaType, data string, err error) {
 
 func (d *requestDecoder) tools(v json.RawMessage) error {
 	raw, err := arrayAtMost(v, "tools", chat.MaxTools)
-	if err == errTooMany {
+	if err == jsonscan.ErrTooMany {
 		return fail("tools", "more than %d tools", chat.MaxTools)
 	}
 	if err != nil {
@@ -1037,12 +1017,12 @@ func (d *requestDecoder) tools(v json.RawMessage) error {
 	d.r.Tools = make([]chat.Tool, 0, len(raw))
 	for i, t := range raw {
 		p := index("tools", i)
-		f, _, err := fieldsOf(t, p)
+		f, err := d.object(t, p, toolKeys...)
 		if err != nil {
 			return err
 		}
 		typ := "function"
-		if tv, ok := f["type"]; ok && !isNull(tv) {
+		if tv, ok := f.Get("type"); ok && !isNull(tv) {
 			if typ, err = stringOf(tv, p+".type"); err != nil {
 				return err
 			}
@@ -1050,16 +1030,16 @@ func (d *requestDecoder) tools(v json.RawMessage) error {
 		if typ != "function" {
 			return fail(p+".type", "%q tools are not supported: only function tools", typ)
 		}
-		fv, ok := f["function"]
+		fv, ok := f.Get("function")
 		if !ok || isNull(fv) {
 			return fail(p+".function", "required")
 		}
-		ff, _, err := fieldsOf(fv, p+".function")
+		ff, err := d.object(fv, p+".function", toolFunctionKeys...)
 		if err != nil {
 			return err
 		}
 		tool := chat.Tool{}
-		if n, ok := ff["name"]; ok && !isNull(n) {
+		if n, ok := ff.Get("name"); ok && !isNull(n) {
 			if tool.Name, err = stringOf(n, p+".function.name"); err != nil {
 				return err
 			}
@@ -1067,14 +1047,14 @@ func (d *requestDecoder) tools(v json.RawMessage) error {
 		if tool.Name == "" {
 			return fail(p+".function.name", "required")
 		}
-		if desc, ok := ff["description"]; ok && !isNull(desc) {
+		if desc, ok := ff.Get("description"); ok && !isNull(desc) {
 			if tool.Description, err = stringOf(desc, p+".function.description"); err != nil {
 				return err
 			}
 		}
 		tool.InputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
-		if ps, ok := ff["parameters"]; ok && !isNull(ps) {
-			if _, _, err := fieldsOf(ps, p+".function.parameters"); err != nil {
+		if ps, ok := ff.Get("parameters"); ok && !isNull(ps) {
+			if _, err := fieldsOf(ps, p+".function.parameters"); err != nil {
 				return fail(p+".function.parameters", "must be a JSON Schema object")
 			}
 			tool.InputSchema = chat.CloneRaw(ps)
@@ -1084,7 +1064,7 @@ func (d *requestDecoder) tools(v json.RawMessage) error {
 	return nil
 }
 
-func toolChoice(v json.RawMessage) (*chat.ToolChoice, error) {
+func (d *requestDecoder) toolChoice(v json.RawMessage) (*chat.ToolChoice, error) {
 	if isString(v) {
 		s, err := stringOf(v, "tool_choice")
 		if err != nil {
@@ -1098,18 +1078,24 @@ func toolChoice(v json.RawMessage) (*chat.ToolChoice, error) {
 		}
 		return nil, fail("tool_choice", "%q is not one of auto, none, required", s)
 	}
-	f, _, err := fieldsOf(v, "tool_choice")
+	f, err := fieldsAtMost(v, "tool_choice", d.room())
+	if err == jsonscan.ErrTooMany {
+		return nil, tooManyExtras("tool_choice")
+	}
 	if err != nil {
 		return nil, fail("tool_choice", "must be a string or a {\"type\":\"function\"} object")
 	}
-	if t, err := stringOf(f["type"], "tool_choice.type"); err != nil || t != "function" {
+	if err := d.unknown(f, "tool_choice", toolChoiceKeys...); err != nil {
+		return nil, err
+	}
+	if t, err := stringOf(get(f, "type"), "tool_choice.type"); err != nil || t != "function" {
 		return nil, fail("tool_choice.type", "must be function")
 	}
-	ff, _, err := fieldsOf(f["function"], "tool_choice.function")
+	ff, err := d.object(get(f, "function"), "tool_choice.function", choiceFuncKeys...)
 	if err != nil {
 		return nil, err
 	}
-	name, err := stringOf(ff["name"], "tool_choice.function.name")
+	name, err := stringOf(get(ff, "name"), "tool_choice.function.name")
 	if err != nil || name == "" {
 		return nil, fail("tool_choice.function.name", "required")
 	}

@@ -3,6 +3,7 @@ package wiretest
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,4 +85,42 @@ func Bench(b *testing.B, enc Encoder) {
 	b.ReportMetric(float64(convert)/float64(b.N)/1e6, "convert-ms")
 	b.ReportMetric(float64(canonical)/float64(b.N)/1e6, "canonical-ms")
 	b.ReportMetric(float64(convert)/float64(canonical), "x-canonical")
+}
+
+// BenchDecodeRequest measures decode, a request decoder, on conversation
+// (an agent's conversation in its dialect: long strings, images, tool
+// calls) and on a request of 1000 user messages of 5 short text blocks
+// each, and a name, which the canonical and the OpenAI shape read alike:
+// there the cost per object and per key shows.
+func BenchDecodeRequest(b *testing.B, decode func([]byte) (chat.Request, error), conversation []byte) {
+	var small strings.Builder
+	small.WriteString(`{"model":"m","max_tokens":1024,"messages":[`)
+	for i := range 1000 {
+		if i > 0 {
+			small.WriteString(",")
+		}
+		small.WriteString(`{"role":"user","name":"u` + strconv.Itoa(i) + `","content":[`)
+		for j := range 5 {
+			if j > 0 {
+				small.WriteString(",")
+			}
+			small.WriteString(`{"type":"text","text":"part ` + strconv.Itoa(j) + ` of turn ` + strconv.Itoa(i) + `"}`)
+		}
+		small.WriteString(`]}`)
+	}
+	small.WriteString(`]}`)
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{{"conversation", conversation}, {"small-blocks", []byte(small.String())}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decode(c.body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -1,6 +1,8 @@
 // Package wiretest is the suite every wire converter runs: the
-// conformance checks (Run) on a built-in corpus, and the data-driven cases
-// of the converter's own case file (RunCases).
+// conformance checks (Run) on a built-in corpus, the data-driven cases of
+// the converter's own case file (RunCases), stream fixtures
+// (RunStreamFixtures) and the checks of a stream decoder's bounds on tool
+// calls (CheckToolCallBounds).
 package wiretest
 
 import (
