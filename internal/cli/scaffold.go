@@ -14,12 +14,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/secret"
 	"github.com/ctxkit/ctxkit/plan"
 	"github.com/ctxkit/ctxkit/wire/openai"
 )
@@ -723,56 +723,17 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// redacted stands for the API key in text that came from the upstream.
-const redacted = "[redacted]"
-
-// minRedactedKey is the length of the shortest key redacted wherever it
-// appears; a shorter one is redacted only as "Bearer KEY", so that a
-// short key does not garble the text around it.
-const minRedactedKey = 8
-
 // upstreamText cleans text that came from the upstream (error bodies and
 // messages, errors in the stream, decode errors quoting its data, the
 // reply's text, the plan) before it reaches a terminal, stdout or the
-// record. It is made once per run from the API key.
+// record: control characters dropped, the API key redacted. It is made
+// once per run from the key.
 type upstreamText struct {
-	forms    []string // the key as it may be quoted, "Bearer KEY" forms first
-	replacer *strings.Replacer
+	key *secret.Redactor
 }
 
 func newUpstreamText(key string) *upstreamText {
-	t := &upstreamText{}
-	if key == "" {
-		return t
-	}
-	var pairs []string
-	add := func(form, with string) {
-		// The form as written and as a JSON string holds it (an error body
-		// shown as it came).
-		for _, f := range []string{form, jsonEscaped(form, true), jsonEscaped(form, false)} {
-			if !slices.Contains(t.forms, f) {
-				t.forms = append(t.forms, f)
-				pairs = append(pairs, f, with)
-			}
-		}
-	}
-	for _, bearer := range []string{"Bearer ", "bearer ", "BEARER "} {
-		add(bearer+key, bearer+redacted)
-	}
-	if len(key) >= minRedactedKey {
-		add(key, redacted)
-	}
-	t.replacer = strings.NewReplacer(pairs...)
-	return t
-}
-
-// jsonEscaped is s as the inside of a JSON string.
-func jsonEscaped(s string, html bool) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(html)
-	_ = enc.Encode(s)
-	return strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(b.String(), `"`), "\n"), `"`)
+	return &upstreamText{key: secret.New(key)}
 }
 
 // clean is text fit for a terminal and a log: control characters dropped
@@ -780,27 +741,7 @@ func jsonEscaped(s string, html bool) string {
 func (t *upstreamText) clean(s string) string { return t.redact(printable(s)) }
 
 // redact replaces every form of the key in s by [redacted].
-func (t *upstreamText) redact(s string) string {
-	if t.replacer == nil {
-		return s
-	}
-	return t.replacer.Replace(s)
-}
-
-// heldTail is the length of the longest end of s that could be the start
-// of a form of the key: what a stream must hold until more text comes.
-func (t *upstreamText) heldTail(s string) int {
-	held := 0
-	for _, f := range t.forms {
-		for n := min(len(s), len(f)-1); n > held; n-- {
-			if strings.HasSuffix(s, f[:n]) {
-				held = n
-				break
-			}
-		}
-	}
-	return held
-}
+func (t *upstreamText) redact(s string) string { return t.key.Redact(s) }
 
 // cleanError is err with its message cleaned; it still matches err's
 // chain with errors.Is and errors.As.
@@ -828,7 +769,7 @@ func (e *cleanedError) Unwrap() error { return e.err }
 // upstream chose. The strings are otherwise kept as they are (JSON
 // escapes control characters).
 func (t *upstreamText) redactRecord(rec *plan.Record) {
-	if t.replacer == nil || rec == nil {
+	if rec == nil {
 		return
 	}
 	redactStrings(reflect.ValueOf(rec).Elem(), t.redact)
@@ -902,7 +843,7 @@ func (c *cleanWriter) Write(p []byte) (int, error) {
 	cut := len(buf) - incompleteRune(buf)
 	c.raw = append([]byte(nil), buf[cut:]...)
 	s := c.text.redact(c.held + printable(string(buf[:cut])))
-	hold := c.text.heldTail(s)
+	hold := c.text.key.HeldTail(s)
 	c.held = s[len(s)-hold:]
 	c.emit(s[:len(s)-hold])
 	return len(p), c.err

@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/ctxkit/ctxkit/internal/secret"
 )
 
 // Provider types: the upstream's wire format.
@@ -41,7 +43,8 @@ type Provider struct {
 	// Models are the model names routed to this provider.
 	Models []string `json:"models"`
 
-	key string
+	key      string
+	redactor *secret.Redactor // of key
 }
 
 // Config is the gateway's configuration file.
@@ -123,16 +126,11 @@ func (c *Config) check(getenv func(string) string) error {
 		if strings.ContainsFunc(p.key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			return fmt.Errorf("%s.api_key_env: %s holds control characters (a stray newline?)", at, p.APIKeyEnv)
 		}
+		p.redactor = secret.New(p.key)
 	}
 	return nil
 }
 
 // redact is s, text that came from p's upstream, with p's key taken out
-// (a provider or a proxy may quote the credentials it was sent). A key of
-// fewer than 8 bytes is left alone: taking it out would garble the text.
-func (p *Provider) redact(s string) string {
-	if len(p.key) < 8 {
-		return s
-	}
-	return strings.ReplaceAll(s, p.key, "[redacted]")
-}
+// (a provider or a proxy may quote the credentials it was sent).
+func (p *Provider) redact(s string) string { return p.redactor.Redact(s) }
