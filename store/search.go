@@ -82,14 +82,14 @@ func RankBound(q SearchQuery) (int, error) {
 // SearchHit is a breadcrumb that matched, with its relevance: higher is
 // better; scores compare within one result only. A breadcrumb whose title
 // holds every term the query requires ranks above every one that does not
-// (its score is 1 or more; the others' are below 1).
+// (its score is 1 or more; the others' are below 1). See Rank.
 type SearchHit struct {
 	Breadcrumb
 	Score float64
 }
 
-// Score is a hit's Score from a backend's rank (0 or more, higher better)
-// and whether its title holds every required term: title matches first.
+// Score is a hit's Score from its rank (0 or more, higher better) and
+// whether its title holds every required term: title matches first.
 func Score(rank float64, inTitle bool) float64 {
 	rank = max(rank, 0)
 	s := rank / (1 + rank)

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -253,5 +254,53 @@ func TestSearchSaysWhenRankingWasBounded(t *testing.T) {
 	e.create(tok, map[string]any{"title": "rare word", "context": map[string]any{}})
 	if _, sr := e.search(tok, "q=rare"); len(sr.Items) != 1 || sr.Meta.Message != "" {
 		t.Fatalf("not bounded: %+v", sr)
+	}
+}
+
+// TestSearchScoresAreNoOracle: the attack of a tenant that reads another
+// owner's access key from its own search scores. A tenant with only the
+// emitter role plants breadcrumbs holding each prefix of a guess and
+// probes with prefix queries (AKIA1*, AKIA1A*, ...), plain and ORed with a
+// word of its own; corpus-wide ranking statistics would move its scores
+// when another owner stores a key with those prefixes. Every response is
+// byte-identical whether or not the other owner stored it.
+func TestSearchScoresAreNoOracle(t *testing.T) {
+	e := newEnv(t)
+	spy := e.token("evil", "m", server.RoleEmitter)
+	victim := e.token("acme", "a", server.RoleEmitter)
+	const key = "AKIA1ABCDEFGHIJKLMNO"
+	for k := 5; k <= len(key); k++ {
+		e.create(spy, map[string]any{"title": fmt.Sprintf("probe %d", k), "description": strings.ToLower(key[:k]) + " decoy",
+			"context": map[string]any{"note": key[:k] + " filler words " + strings.Repeat("decoy ", k%4)}})
+	}
+	e.create(spy, map[string]any{"title": "AKIA1Z other", "context": map[string]any{"k": "AKIA1ZZZZ"}})
+	var probes []string
+	for k := 5; k <= len(key); k++ {
+		probes = append(probes, key[:k]+"*", key[:k]+"* OR decoy", `"`+key[:k]+` filler"`, key[:k]+"* -akia1z*")
+	}
+	probes = append(probes, "akia*", "decoy", "filler words", "AKIA1ABCDEFGHIJKLMNO")
+	probe := func() []string {
+		out := make([]string, len(probes))
+		for i, q := range probes {
+			r := e.do("GET", "/breadcrumbs/search?q="+url.QueryEscape(q), spy, nil)
+			want(t, r, 200, "")
+			out[i] = string(r.body)
+		}
+		return out
+	}
+	before := probe()
+	if !strings.Contains(before[0], `"score":`) || strings.Contains(before[0], `"items":[]`) {
+		t.Fatalf("the probe finds nothing of its own: %s", before[0])
+	}
+	for i := range 5 {
+		e.create(victim, map[string]any{"title": "aws " + key, "description": "the deploy key " + key,
+			"context": map[string]any{"aws_access_key_id": key, "n": i}, "tags": []string{strings.ToLower(key)}})
+	}
+	e.create(victim, map[string]any{"title": "notes", "context": map[string]any{"text": key + " filler words decoy"}})
+	after := probe()
+	for i := range probes {
+		if before[i] != after[i] {
+			t.Errorf("%q: the response changed when another owner stored a key:\n before: %s\n after:  %s", probes[i], before[i], after[i])
+		}
 	}
 }

@@ -447,7 +447,7 @@ func queueVersion(batch *pgx.Batch, b *store.Breadcrumb, create bool) error {
 	if err != nil {
 		return err
 	}
-	vector, terms := searchVector(b)
+	vector, terms, doc := searchVector(b)
 	if create {
 		batch.Queue(insertRow, values(b, vector)...)
 	} else {
@@ -460,7 +460,7 @@ func queueVersion(batch *pgx.Batch, b *store.Breadcrumb, create bool) error {
 		batch.Queue(`DELETE FROM breadcrumb_tags WHERE breadcrumb_id = $1 AND owner_id = $2`, b.ID, b.OwnerID)
 	}
 	batch.Queue(`INSERT INTO breadcrumb_tags (owner_id, tag, breadcrumb_id) SELECT $1, t, $2 FROM unnest($3::text[]) AS t`, b.OwnerID, b.ID, b.Tags)
-	queueSearch(batch, b, terms, create)
+	queueSearch(batch, b, terms, doc, create)
 	batch.Queue(`INSERT INTO history (breadcrumb_id, version, owner_id, record) VALUES ($1, $2, $3, $4)`, b.ID, b.Version, b.OwnerID, string(rec))
 	return nil
 }

@@ -16,9 +16,11 @@ import (
 
 // searchVector renders b's search document as a tsvector literal: each
 // word with its positions and weight (A title, B tags, C description, D
-// view text), fields one position apart so no phrase spans two.
-func searchVector(b *store.Breadcrumb) (vector string, terms []string) {
+// view text), fields one position apart so no phrase spans two; terms are
+// its distinct words and doc the document for ranking.
+func searchVector(b *store.Breadcrumb) (vector string, terms []string, doc string) {
 	d := store.Document(b)
+	doc = store.EncodeDocument(d)
 	type occ struct{ pos []string }
 	words := map[string]*occ{}
 	pos := 0
@@ -53,7 +55,7 @@ func searchVector(b *store.Breadcrumb) (vector string, terms []string) {
 		sb.WriteByte(':')
 		sb.WriteString(strings.Join(words[w].pos, ","))
 	}
-	return sb.String(), terms
+	return sb.String(), terms, doc
 }
 
 // quoteLexeme quotes a word for tsvector and tsquery input.
@@ -64,41 +66,34 @@ func quoteLexeme(w string) string {
 // tsQuery renders a parsed query as tsquery input. Every word is a quoted
 // lexeme, so no user text is read as tsquery syntax.
 func tsQuery(e *store.SearchExpr) string {
-	groups := positiveGroups(e, "")
+	groups := positiveGroups(e)
 	for _, t := range e.None {
-		groups = append(groups, "!"+tsTerm(t, ""))
+		groups = append(groups, "!"+tsTerm(t))
 	}
 	return strings.Join(groups, " & ")
 }
 
-// titleQuery matches the breadcrumbs whose title (weight A) holds every
-// group of e.
-func titleQuery(e *store.SearchExpr) string {
-	return strings.Join(positiveGroups(e, "A"), " & ")
-}
-
-func positiveGroups(e *store.SearchExpr, weight string) []string {
+// positiveGroups is the groups of e that must match.
+func positiveGroups(e *store.SearchExpr) []string {
 	groups := make([]string, 0, len(e.All)+len(e.None))
 	for _, g := range e.All {
 		alts := make([]string, len(g))
 		for j, t := range g {
-			alts[j] = tsTerm(t, weight)
+			alts[j] = tsTerm(t)
 		}
 		groups = append(groups, "("+strings.Join(alts, " | ")+")")
 	}
 	return groups
 }
 
-// tsTerm is one term, its lexemes limited to weight when not empty.
-func tsTerm(t store.SearchTerm, weight string) string {
+// tsTerm is one term: its lexemes adjacent, the last one a prefix for a
+// prefix term.
+func tsTerm(t store.SearchTerm) string {
 	parts := make([]string, len(t.Words))
 	for i, w := range t.Words {
 		parts[i] = quoteLexeme(w)
-		switch {
-		case t.Prefix && i == len(t.Words)-1:
-			parts[i] += ":*" + weight
-		case weight != "":
-			parts[i] += ":" + weight
+		if t.Prefix && i == len(t.Words)-1 {
+			parts[i] += ":*"
 		}
 	}
 	return "(" + strings.Join(parts, " <-> ") + ")"
@@ -168,8 +163,9 @@ func driveWord(e *store.SearchExpr) (string, bool) {
 // Search implements store.Store. The candidates come from search_terms;
 // the newest MaxRanked of the owner's that match and that the caller may
 // list (visibility, expiry, read budget, tags and schema apply to each
-// candidate; id order: UUIDv7 ids are in creation order) are ranked, and
-// the best by title-match then ts_rank are returned.
+// candidate; id order: UUIDv7 ids are in creation order) are ranked
+// (store.SearchExpr.Rank, from their documents in search_docs), and the
+// best are read.
 func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (store.SearchResult, error) {
 	var res store.SearchResult
 	limit, err := store.SearchLimit(q)
@@ -232,29 +228,49 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 		inner = append(inner, filters...)
 		cand = `SELECT b.id FROM breadcrumbs b WHERE ` + strings.Join(inner, ` AND `) + fmt.Sprintf(` ORDER BY b.id DESC LIMIT $%d`, kn)
 	}
-	where := []string{`owner_id = $1`, fmt.Sprintf(`id IN (SELECT id FROM cand ORDER BY id DESC LIMIT $%d - 1)`, kn)}
-	args = append(args, titleQuery(e), limit)
-	// One more than the bound is fetched to tell whether there were more.
-	// A title holding every term ranks first, then by ts_rank.
+	// One more than the bound is fetched to tell whether there were more;
+	// the oldest is not ranked.
 	sql := fmt.Sprintf(`WITH cand AS MATERIALIZED (`+cand+`)
-		SELECT `+columns+`, ts_rank(search, $%d::tsquery) AS score, search @@ $%d::tsquery AS in_title, (SELECT count(*) FROM cand) AS total
-		FROM breadcrumbs WHERE `+strings.Join(where, ` AND `)+` ORDER BY in_title DESC, score DESC, id DESC LIMIT $%d`,
-		qn, len(args)-1, len(args))
+		SELECT c.id::text, coalesce(d.doc, ''), (SELECT count(*) FROM cand)
+		FROM (SELECT id FROM cand ORDER BY id DESC LIMIT $%d - 1) c LEFT JOIN search_docs d ON d.breadcrumb_id = c.id AND d.owner_id = $1`, kn)
+	var cands []store.SearchCandidate
 	err = d.query(ctx, scope{owner: a.OwnerID}, sql, args, func(rows pgx.Rows) error {
 		var (
-			h       store.SearchHit
-			inTitle bool
-			rank    float32
-			total   int64
+			c     store.SearchCandidate
+			total int64
 		)
-		b, err := scan(extraRow{rows, []any{&rank, &inTitle, &total}})
-		h.Breadcrumb, h.Score = b, store.Score(float64(rank), inTitle)
-		res.Hits = append(res.Hits, h)
+		err := rows.Scan(&c.ID, &c.Doc, &total)
+		cands = append(cands, c)
 		res.Bounded = res.Bounded || total > int64(bound)
 		return err
 	})
 	if err != nil {
 		return store.SearchResult{}, err
+	}
+	ranked := e.Rank(cands, limit)
+	if len(ranked) == 0 {
+		return res, nil
+	}
+	ids := make([]string, len(ranked))
+	for i, r := range ranked {
+		ids[i] = cands[r.Index].ID
+	}
+	// The best are read with the same filters, so a breadcrumb that
+	// changed since (made private, expired, deleted) is left out.
+	byID := make(map[string]store.Breadcrumb, len(ids))
+	err = d.query(ctx, scope{owner: a.OwnerID}, `SELECT `+columns+` FROM breadcrumbs b WHERE b.owner_id = $1 AND b.id = ANY($5::uuid[]) AND `+
+		strings.Join(filters[:3], ` AND `), append(args[:4:4], ids), func(rows pgx.Rows) error {
+		b, err := scan(rows)
+		byID[b.ID] = b
+		return err
+	})
+	if err != nil {
+		return store.SearchResult{}, err
+	}
+	for _, r := range ranked {
+		if b, ok := byID[cands[r.Index].ID]; ok {
+			res.Hits = append(res.Hits, store.SearchHit{Breadcrumb: b, Score: r.Score})
+		}
 	}
 	return res, nil
 }
@@ -267,12 +283,15 @@ type extraRow struct {
 
 func (r extraRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.extra...)...) }
 
-// queueSearch queues b's words for candidate search (after its row).
-func queueSearch(batch *pgx.Batch, b *store.Breadcrumb, terms []string, create bool) {
+// queueSearch queues b's words for candidate search and its document for
+// ranking (after its row).
+func queueSearch(batch *pgx.Batch, b *store.Breadcrumb, terms []string, doc string, create bool) {
 	if !create {
 		batch.Queue(`DELETE FROM search_terms WHERE breadcrumb_id = $1 AND owner_id = $2`, b.ID, b.OwnerID)
 	}
 	batch.Queue(`INSERT INTO search_terms (owner_id, term, breadcrumb_id) SELECT $1, t, $2 FROM unnest($3::text[]) AS t`, b.OwnerID, b.ID, terms)
+	batch.Queue(`INSERT INTO search_docs (breadcrumb_id, owner_id, doc) VALUES ($1, $2, $3)
+		ON CONFLICT (breadcrumb_id) DO UPDATE SET owner_id = excluded.owner_id, doc = excluded.doc`, b.ID, b.OwnerID, doc)
 }
 
 // backfillSearch indexes the breadcrumbs written before search existed.
@@ -289,9 +308,9 @@ func (d *DB) backfillSearch(ctx context.Context) error {
 			}
 			batch := &pgx.Batch{}
 			for i := range todo {
-				vec, terms := searchVector(&todo[i])
+				vec, terms, doc := searchVector(&todo[i])
 				batch.Queue(`UPDATE breadcrumbs SET search = $1::tsvector WHERE id = $2`, vec, todo[i].ID)
-				queueSearch(batch, &todo[i], terms, false)
+				queueSearch(batch, &todo[i], terms, doc, false)
 			}
 			return batch, nil
 		})

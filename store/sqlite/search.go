@@ -12,11 +12,6 @@ import (
 	"github.com/ctxkit/ctxkit/store"
 )
 
-// Search weights of the columns owner, title, tags, description, body: a
-// match in the title outranks one in the other fields; the owner column
-// only filters.
-const bm25Weights = `0.0, 10.0, 5.0, 2.0, 1.0`
-
 // ownerWord is the word the owner column of owner's search rows holds: one
 // opaque token (letters and digits only) per owner.
 func ownerWord(owner string) string {
@@ -24,18 +19,28 @@ func ownerWord(owner string) string {
 	return "o" + hex.EncodeToString(sum[:16])
 }
 
-// indexSearch writes b's search row for the breadcrumbs row at rowid.
+// indexSearch writes b's search rows for the breadcrumbs row at rowid:
+// the full-text index, which finds the matches, and the document, from
+// which they are ranked.
 func indexSearch(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, rowid int64) error {
 	d := store.Document(b)
 	_, err := tx.ExecContext(ctx, `INSERT INTO breadcrumb_search (rowid, owner, title, tags, description, body) VALUES (?, ?, ?, ?, ?, ?)`,
 		rowid, ownerWord(b.OwnerID), strings.Join(d.Title, " "), strings.Join(d.Tags, " "), strings.Join(d.Description, " "), strings.Join(d.Body, " "))
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO search_docs (rowid, doc) VALUES (?, ?)`, rowid, store.EncodeDocument(d))
 	return err
 }
 
-// unindexSearch removes the search row of breadcrumb id, if any.
+// unindexSearch removes the search rows of breadcrumb id, if any.
 func unindexSearch(ctx context.Context, tx *sql.Tx, id string) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM breadcrumb_search WHERE rowid = (SELECT rowid FROM breadcrumbs WHERE id = ?)`, id)
-	return err
+	for _, table := range []string{"breadcrumb_search", "search_docs"} {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE rowid = (SELECT rowid FROM breadcrumbs WHERE id = ?)`, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // backfillSearch indexes the breadcrumbs written before search existed.
@@ -100,11 +105,6 @@ func matchExpr(e *store.SearchExpr) string {
 	return q
 }
 
-// titleExpr matches the breadcrumbs whose title holds every group of e.
-func titleExpr(e *store.SearchExpr) string {
-	return "title : (" + positiveExpr(e) + ")"
-}
-
 // positiveExpr is the groups of e that must match, ANDed.
 func positiveExpr(e *store.SearchExpr) string {
 	groups := make([]string, len(e.All))
@@ -126,20 +126,13 @@ func ftsTerm(t store.SearchTerm) string {
 	return s
 }
 
-// prefixed is the columns list with each column qualified by table b.
-var prefixed = func() string {
-	cols := strings.Split(columns, ",")
-	for i, c := range cols {
-		cols[i] = "b." + strings.TrimSpace(c)
-	}
-	return strings.Join(cols, ", ")
-}()
-
 // Search implements store.Store. The full-text index does the owner
 // filtering (the owner column) and yields matches newest first (rowid
 // order); the visibility, expiry, read budget and filters apply to each
 // as it comes, so only the newest MaxRanked the caller may list are
-// scored, and the best by title-match then bm25 are returned.
+// ranked (store.SearchExpr.Rank, from their documents in search_docs),
+// and the best are read. FTS5's own ranking is not used: its statistics
+// span every row of the index.
 func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (store.SearchResult, error) {
 	var res store.SearchResult
 	limit, err := store.SearchLimit(q)
@@ -173,46 +166,73 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 		}
 		args = append(args, len(tags))
 	}
-	args = append(args, bound+1, owner+titleExpr(e), bound, limit)
+	args = append(args, bound+1, bound)
+	// One snapshot for the candidates and the hits read after ranking.
+	tx, err := d.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return res, fmt.Errorf("search: %w", err)
+	}
+	defer tx.Rollback()
 	// One more than the bound is fetched to tell whether there were more;
-	// the row numbered bound+1 (the oldest) is not ranked. A title holding
-	// every term ranks first (bm25 alone may rank a long title below a
-	// short description), then by score.
-	rows, err := d.r.QueryContext(ctx, `WITH matched AS MATERIALIZED (
-			SELECT s.rowid, -bm25(breadcrumb_search, `+bm25Weights+`) AS score, b.id
+	// the row numbered bound+1 (the oldest) is not ranked.
+	rows, err := tx.QueryContext(ctx, `WITH matched AS MATERIALIZED (
+			SELECT s.rowid, b.id
 			FROM breadcrumb_search s CROSS JOIN breadcrumbs b ON b.rowid = s.rowid -- CROSS: the matches drive the join, never the owner's every row
 			WHERE breadcrumb_search MATCH ? AND `+strings.Join(where, ` AND `)+`
 			ORDER BY s.rowid DESC LIMIT ?
-		), titled AS MATERIALIZED (
-			SELECT rowid FROM breadcrumb_search WHERE breadcrumb_search MATCH ? AND rowid >= (SELECT min(rowid) FROM matched)
-		), top AS MATERIALIZED (
-			SELECT m.rowid, m.score, m.rowid IN (SELECT rowid FROM titled) AS in_title, m.id
-			FROM matched m
-			WHERE (SELECT count(*) FROM matched) <= ? OR m.rowid > (SELECT min(rowid) FROM matched)
-			ORDER BY in_title DESC, m.score DESC, m.id DESC LIMIT ?
 		)
-		SELECT `+prefixed+`, top.score, top.in_title, (SELECT count(*) FROM matched)
-		FROM top JOIN breadcrumbs b ON b.rowid = top.rowid
-		ORDER BY top.in_title DESC, top.score DESC, top.id DESC`, args...)
+		SELECT m.id, coalesce(d.doc, ''), (SELECT count(*) FROM matched)
+		FROM matched m LEFT JOIN search_docs d ON d.rowid = m.rowid
+		ORDER BY m.rowid DESC LIMIT ?`, args...)
+	if err != nil {
+		return res, fmt.Errorf("search: %w", err)
+	}
+	var cands []store.SearchCandidate
+	for rows.Next() {
+		var (
+			c     store.SearchCandidate
+			total int
+		)
+		if err := rows.Scan(&c.ID, &c.Doc, &total); err != nil {
+			rows.Close()
+			return res, err
+		}
+		cands = append(cands, c)
+		res.Bounded = res.Bounded || total > bound
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return res, fmt.Errorf("search: %w", err)
+	}
+	ranked := e.Rank(cands, limit)
+	if len(ranked) == 0 {
+		return res, nil
+	}
+	ids := make([]any, len(ranked))
+	for i, r := range ranked {
+		ids[i] = cands[r.Index].ID
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT `+columns+` FROM breadcrumbs WHERE id IN (`+
+		strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, ids...)
 	if err != nil {
 		return res, fmt.Errorf("search: %w", err)
 	}
 	defer rows.Close()
+	byID := make(map[string]store.Breadcrumb, len(ids))
 	for rows.Next() {
-		var (
-			h       store.SearchHit
-			inTitle bool
-			total   int
-		)
-		b, err := scan(extraScanner{rows, []any{&h.Score, &inTitle, &total}})
+		b, err := scan(rows)
 		if err != nil {
 			return res, err
 		}
-		h.Breadcrumb, h.Score = b, store.Score(h.Score, inTitle)
-		res.Hits = append(res.Hits, h)
-		res.Bounded = res.Bounded || total > bound
+		byID[b.ID] = b
 	}
-	return res, rows.Err()
+	if err := rows.Err(); err != nil {
+		return res, fmt.Errorf("search: %w", err)
+	}
+	for _, r := range ranked {
+		res.Hits = append(res.Hits, store.SearchHit{Breadcrumb: byID[cands[r.Index].ID], Score: r.Score})
+	}
+	return res, nil
 }
 
 // extraScanner scans a row of the columns followed by more values.

@@ -79,6 +79,8 @@ func Run(t *testing.T, open Open) {
 			tc.fn(t, s)
 		})
 	}
+	// Compares searches across two stores.
+	t.Run("SearchInvisibleData", func(t *testing.T) { testSearchInvisibleData(t, open) })
 }
 
 func crumb(title string, tags ...string) store.Breadcrumb {

@@ -1,0 +1,202 @@
+package store
+
+import (
+	"math"
+	"slices"
+	"strings"
+)
+
+// Ranking. A backend's full-text index only decides which breadcrumbs
+// match; every backend ranks its matches here, the same way, from their
+// search documents. The ranking is BM25F: a term's occurrences in each
+// field, weighted (title 10, tags 5, description 2, view text 1) and
+// normalised by the field's length against its average, saturate, and
+// count for more when fewer of the matches hold the term. Every statistic
+// (how many matches hold a term, the fields' average lengths) is taken
+// over the matches the caller may list and the search ranks, and nothing
+// else: another owner's breadcrumbs, another agent's private ones, expired,
+// deleted or read-out ones and words a view hides cannot move a score or
+// an order, as corpus-wide statistics would (a tenant could read another
+// owner's words from its own scores).
+
+// numFields is the fields of a SearchDocument: title, tags, description,
+// body (the view's text).
+const numFields = 4
+
+// fieldWeights weigh the fields, in SearchDocument order.
+var fieldWeights = [numFields]float64{10, 5, 2, 1}
+
+// BM25's parameters: how fast repeated occurrences stop adding (k1) and
+// how much a field's length discounts them (b).
+const (
+	rankK1 = 1.2
+	rankB  = 0.75
+)
+
+// EncodeDocument is d as backends store it for ranking: each field's words
+// separated by spaces, the fields (title, tags, description, body) by
+// newlines. Words hold only letters and digits, so the form is
+// unambiguous, and a term is found in it with one substring search.
+func EncodeDocument(d SearchDocument) string {
+	var sb strings.Builder
+	n := 3
+	for _, f := range [...][]string{d.Title, d.Tags, d.Description, d.Body} {
+		for _, w := range f {
+			n += len(w) + 1
+		}
+	}
+	sb.Grow(n)
+	for i, f := range [...][]string{d.Title, d.Tags, d.Description, d.Body} {
+		if i > 0 {
+			sb.WriteByte('\n')
+		}
+		for j, w := range f {
+			if j > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(w)
+		}
+	}
+	return sb.String()
+}
+
+// SearchCandidate is a match of a search that the caller may list: its
+// breadcrumb's id and search document (EncodeDocument).
+type SearchCandidate struct {
+	ID  string
+	Doc string
+}
+
+// RankedCandidate is a candidate's place in a search's result: its index
+// among the candidates and its SearchHit.Score.
+type RankedCandidate struct {
+	Index int
+	Score float64
+}
+
+// Rank scores cands, which must be every match of e the caller may list
+// up to the rank bound (the statistics are theirs), and returns the best
+// limit of them, best first: the ones whose title holds every group of e
+// first, then by relevance, ties broken by the newer id. It reads each
+// document once per term with a substring search, so its cost is bounded
+// by the rank bound, MaxQueryTerms and MaxSearchBytes.
+func (e *SearchExpr) Rank(cands []SearchCandidate, limit int) []RankedCandidate {
+	type term struct {
+		pat    string // its words, space-separated, as in a document
+		prefix bool
+		group  int
+	}
+	var terms []term
+	for g, alts := range e.All {
+		for _, t := range alts {
+			terms = append(terms, term{strings.Join(t.Words, " "), t.Prefix, g})
+		}
+	}
+	nt := len(terms)
+	// tf[(c*nt+t)*numFields+f]: occurrences of term t in field f of
+	// candidate c (at most MaxSearchWords: they fit).
+	tf := make([]uint16, len(cands)*nt*numFields)
+	lens := make([][numFields]int, len(cands))
+	var sumLen [numFields]int
+	df := make([]int, nt)
+	inTitle := make([]bool, len(cands))
+	groupHit := make([]bool, len(e.All))
+	for c := range cands {
+		fields := splitFields(cands[c].Doc)
+		for f, text := range fields {
+			if text != "" {
+				lens[c][f] = strings.Count(text, " ") + 1
+			}
+			sumLen[f] += lens[c][f]
+		}
+		clear(groupHit)
+		for t, tm := range terms {
+			base := (c*nt + t) * numFields
+			held := false
+			for f, text := range fields {
+				n := countTerm(text, tm.pat, tm.prefix)
+				tf[base+f] = uint16(min(n, math.MaxUint16))
+				held = held || n > 0
+			}
+			if held {
+				df[t]++
+			}
+			if tf[base] > 0 {
+				groupHit[tm.group] = true
+			}
+		}
+		inTitle[c] = !slices.Contains(groupHit, false)
+	}
+	n := float64(len(cands))
+	idf := make([]float64, nt)
+	for t := range terms {
+		// At least 1, so a term every match holds still counts; more for
+		// a term fewer of the matches hold (one side of an OR, a prefix).
+		idf[t] = 1 + math.Log((n+1)/(float64(df[t])+1))
+	}
+	var avg [numFields]float64
+	for f := range avg {
+		avg[f] = float64(sumLen[f]) / n
+	}
+	out := make([]RankedCandidate, len(cands))
+	for c := range cands {
+		rank := 0.0
+		for t := range terms {
+			base := (c*nt + t) * numFields
+			w := 0.0
+			for f := range numFields {
+				if k := tf[base+f]; k > 0 {
+					w += fieldWeights[f] * float64(k) / (1 - rankB + rankB*float64(lens[c][f])/avg[f])
+				}
+			}
+			rank += idf[t] * w * (rankK1 + 1) / (w + rankK1)
+		}
+		out[c] = RankedCandidate{Index: c, Score: Score(rank, inTitle[c])}
+	}
+	slices.SortFunc(out, func(x, y RankedCandidate) int {
+		if x.Score != y.Score {
+			if x.Score > y.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(cands[y.Index].ID, cands[x.Index].ID)
+	})
+	return out[:min(limit, len(out))]
+}
+
+// splitFields is the fields of an encoded document; missing ones are
+// empty.
+func splitFields(doc string) [numFields]string {
+	var fs [numFields]string
+	for f := range numFields - 1 {
+		var ok bool
+		fs[f], doc, ok = strings.Cut(doc, "\n")
+		if !ok {
+			return fs
+		}
+	}
+	fs[numFields-1] = doc
+	return fs
+}
+
+// countTerm is how often pat (words separated by single spaces) occurs in
+// text (a field's words, likewise) as whole words, or with a prefix term
+// with its last word as the start of a word: the way the backends match a
+// word, a phrase and a prefix.
+func countTerm(text, pat string, prefix bool) int {
+	n := 0
+	for off := 0; off < len(text); {
+		i := strings.Index(text[off:], pat)
+		if i < 0 {
+			break
+		}
+		i += off
+		end := i + len(pat)
+		if (i == 0 || text[i-1] == ' ') && (prefix || end == len(text) || text[end] == ' ') {
+			n++
+		}
+		off = i + 1
+	}
+	return n
+}
