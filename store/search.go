@@ -20,10 +20,13 @@ import (
 // everything else separates words.
 //
 // Search ranks at most the MaxRanked (default DefaultMaxRanked, 1,000)
-// newest matching breadcrumbs of the caller's owner, so its cost does not
-// grow with how many breadcrumbs a common word matches: a query that
-// matches more ranks the newest of them (SearchResult.Bounded is then
-// true), and a narrower query finds the older ones.
+// newest matching breadcrumbs of the caller's owner that the caller may
+// list, so its cost does not grow with how many breadcrumbs a common word
+// matches: a query that matches more ranks the newest of them
+// (SearchResult.Bounded is then true), and a narrower query finds the
+// older ones. The ranking (SearchExpr.Rank) takes its statistics from
+// those ranked matches alone: what a search reports is a function of what
+// the caller may list.
 
 // Search limits.
 const (
