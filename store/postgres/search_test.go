@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,5 +129,64 @@ func TestSearchBackfill(t *testing.T) {
 	}
 	if res, err := db.Search(ctx, a, store.SearchQuery{Text: "carded"}); err != nil || len(res.Hits) != 1 {
 		t.Fatalf("title after backfill: %v %+v", err, hits)
+	}
+}
+
+// TestSearchDocsMigration: a database from before search documents were
+// kept gets them from the tsvectors when a server opens it: a view text
+// the writer supplied stays searchable and every score stays what it is
+// for a breadcrumb written now.
+func TestSearchDocsMigration(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Shared(t).NewDatabase(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := store.Actor{OwnerID: "o", AgentID: "a"}
+	for _, b := range []store.Breadcrumb{
+		{Title: "deploy runbook", Description: "how to deploy", Tags: []string{"ops"}, Context: json.RawMessage(`{"x":"deploy deploy rollout"}`)},
+		{Title: "carded", Context: json.RawMessage(`{"name":"n","card":"hiddencard"}`),
+			LLMHints: json.RawMessage(`{"transform":{"s":{"type":"template","template":"{{context.name}}"}}}`), SearchText: "viewword deploy"},
+		{Title: "empty", Context: json.RawMessage(`{}`)},
+	} {
+		if _, _, err := db.Create(ctx, a, b, store.Idempotency{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queries := []string{"deploy", "viewword", "dep*", `"deploy rollout"`, "empty", "ops OR carded", "hiddencard"}
+	scores := func() []string {
+		var out []string
+		for _, q := range queries {
+			res, err := db.Search(ctx, a, store.SearchQuery{Text: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := q + ":"
+			for _, h := range res.Hits {
+				line += fmt.Sprintf(" %s=%v", h.Title, h.Score)
+			}
+			out = append(out, line)
+		}
+		return out
+	}
+	want := scores()
+	db.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TABLE search_docs`, `DELETE FROM schema_migrations WHERE version = 3`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	conn.Close(ctx)
+	if db, err = postgres.Open(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := scores(); !slices.Equal(got, want) {
+		t.Fatalf("after the migration:\n%q\nbefore:\n%q", got, want)
 	}
 }

@@ -29,7 +29,7 @@ func indexSearch(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, rowid int
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO search_docs (rowid, doc) VALUES (?, ?)`, rowid, store.EncodeDocument(d))
+	_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO search_docs (rowid, doc) VALUES (?, ?)`, rowid, store.EncodeDocument(d))
 	return err
 }
 
