@@ -46,6 +46,20 @@ func (c *Cache) Compile(hints []byte) (*View, error) {
 	return v, nil
 }
 
+// CompileUncached returns the cached view of hints on a hit and otherwise
+// compiles them without keeping the result: for hints seen once (a preview
+// of a draft), which must not evict the views of stored records nor hold
+// the cache's memory.
+func (c *Cache) CompileUncached(hints []byte) (*View, error) {
+	if max := c.opts.withDefaults().MaxHintsBytes; len(hints) > max {
+		return nil, errorf(CodeTooLarge, "", "hints are %d bytes; the limit is %d", len(hints), max)
+	}
+	if v, ok := c.byBytes.Get(sha256.Sum256(hints)); ok {
+		return v, nil
+	}
+	return CompileWith(hints, c.opts)
+}
+
 // Len reports how many compiled views the cache holds.
 func (c *Cache) Len() int { return c.byHash.Len() }
 

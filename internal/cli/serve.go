@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/connlimit"
 	"github.com/ctxkit/ctxkit/internal/gateway"
 	"github.com/ctxkit/ctxkit/internal/server"
 	"github.com/ctxkit/ctxkit/store"
@@ -25,7 +27,7 @@ func init() {
 		name:    "serve",
 		summary: "run the breadcrumb server (HTTP API)",
 		usage: `Usage: ctxkit serve [--addr 127.0.0.1:8700] [--data DIR] [--db URL] [--key FILE] [--max-body BYTES] [--config FILE]
-                    [--workspace DIR]...
+                    [--workspace DIR]... [--max-conns N]
 
 Serves the breadcrumb API. With no flags it keeps everything in ./.ctxkit: the
 SQLite database (ctxkit.db) and the signing key for bearer tokens
@@ -40,6 +42,10 @@ Flags:
   --key FILE         signing key (default DIR/signing.key; env CTXKIT_KEY_FILE); replicas
                      on one PostgreSQL database share one key file
   --max-body BYTES   request body limit (default 1048576)
+  --max-conns N      most connections open at once (default: from the file-descriptor
+                     limit, leaving room for the database, files and upstreams); near
+                     it idle keep-alive connections are closed, and a few slots stay
+                     kept to answer GET /health
   --expire-every D   how often expired breadcrumbs are removed (default 30s)
   --config FILE      the gateway's upstream providers (JSON, or YAML as .yaml/.yml;
                      env CTXKIT_CONFIG): serves POST /v1/messages, POST
@@ -75,6 +81,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	maxBody := fs.Int64("max-body", 1<<20, "")
 	expireEvery := fs.Duration("expire-every", 30*time.Second, "")
 	configFile := fs.String("config", os.Getenv("CTXKIT_CONFIG"), "")
+	maxConns := fs.Int("max-conns", 0, "")
 	var workspaces stringList
 	fs.Var(&workspaces, "workspace", "")
 	if err := parseFlags(fs, args); err != nil {
@@ -111,6 +118,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	if *maxBody <= 0 || *expireEvery <= 0 {
 		return usagef("--max-body and --expire-every must be positive")
+	}
+	nofile, err := connlimit.FileLimit()
+	if err != nil {
+		return fmt.Errorf("reading the file-descriptor limit: %w", err)
+	}
+	if err := checkMaxConns(fs, *maxConns, nofile); err != nil {
+		return err
+	}
+	if *maxConns == 0 {
+		*maxConns = connlimit.Default(nofile)
 	}
 	log := newLogger(e)
 
@@ -152,6 +169,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(api.StopStreams)
+	ln = connlimit.Wrap(srv, ln, connlimit.Options{Max: *maxConns,
+		Admit: func(r *http.Request) bool { return r.Method == http.MethodGet && r.URL.Path == "/health" }})
 	url := "http://" + ln.Addr().String()
 	// One write, so a reader never sees the URL without the token that follows it.
 	banner := fmt.Sprintf("ctxkit serving on %s (data in %s)\n", url, *data)
@@ -181,6 +200,23 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	return nil
+}
+
+// checkMaxConns validates --max-conns (0 when not given) against the
+// descriptor limit nofile.
+func checkMaxConns(fs *flag.FlagSet, n int, nofile uint64) error {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "max-conns" })
+	if !given {
+		return nil
+	}
+	if n < 2 {
+		return usagef("--max-conns %d: give at least 2 connections", n)
+	}
+	if def := connlimit.Default(nofile); n > def {
+		return usagef("--max-conns %d: the file-descriptor limit %d leaves room for at most %d; raise it (ulimit -n) or give fewer", n, nofile, def)
 	}
 	return nil
 }

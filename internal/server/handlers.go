@@ -488,7 +488,9 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	if req.LLMHints == nil {
 		return errorf(http.StatusBadRequest, store.CodeInvalid, "llm_hints: required")
 	}
-	v, err := s.views.Compile(req.LLMHints)
+	// A draft's hints are compiled for this request only: previews must not
+	// crowd the stored records' views out of the shared cache.
+	v, err := s.views.CompileUncached(req.LLMHints)
 	if err != nil {
 		var ve *view.Error
 		if errors.As(err, &ve) && ve.Path != "" {

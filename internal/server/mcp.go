@@ -15,7 +15,7 @@ import (
 // same bearer authentication as the rest of the API. The tools call the
 // API's own handlers in-process with the caller's token, so they see what
 // the caller may see and nothing more.
-func (s *Server) mcpRoutes(m *http.ServeMux) {
+func (s *Server) mcpRoutes(m *router) {
 	tools := mcpserver.New(inProcess{s}, mcpserver.Options{})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return tools },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: s.opts.MaxBodyBytes})

@@ -49,19 +49,71 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// instrument records every request's route (the matched pattern), status and latency.
-func (m *metrics) instrument(next http.Handler) http.Handler {
+// instrument records every request's route, method, status and latency.
+// Each label takes its values from a small fixed set, whatever the request
+// holds: a label value is a series the registry keeps for the life of the
+// process, so a label taken from the request would let any client, without a
+// token, grow the server's memory and /metrics without bound.
+func (m *metrics) instrument(mux *router) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(rec, r)
-		route := r.Pattern
-		if route == "" || route == "/" {
-			route = "unmatched"
-		}
-		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
+		mux.ServeHTTP(rec, r)
+		route := mux.routeLabel(r.Pattern)
+		m.requests.WithLabelValues(route, methodLabel(r.Method), statusLabel(rec.status)).Inc()
 		m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	})
+}
+
+// router is the server's ServeMux, remembering the patterns registered on it:
+// the only values the route label takes, besides "unmatched". r.Pattern is
+// not enough on its own: for a redirect to a subtree pattern the mux sets it
+// to the request's path.
+type router struct {
+	*http.ServeMux
+	patterns map[string]bool // written only while routes are registered, before serving
+}
+
+func newRouter() *router { return &router{ServeMux: http.NewServeMux(), patterns: map[string]bool{}} }
+
+func (m *router) Handle(pattern string, h http.Handler) {
+	m.patterns[pattern] = true
+	m.ServeMux.Handle(pattern, h)
+}
+
+func (m *router) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
+
+// routeLabel is pattern when it is one registered, else "unmatched"; the
+// catch-all "/" (404s and 405s) is "unmatched" too.
+func (m *router) routeLabel(pattern string) string {
+	if pattern == "/" || !m.patterns[pattern] {
+		return "unmatched"
+	}
+	return pattern
+}
+
+// methodLabel is the method when it is one HTTP defines, else "OTHER".
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}
+
+// statusLabel is the status code when net/http knows it (a few dozen),
+// else its class ("5xx"): the gateway may pass on any code an upstream sent.
+func statusLabel(code int) string {
+	if http.StatusText(code) != "" {
+		return strconv.Itoa(code)
+	}
+	if code < 100 || code > 599 {
+		return "other"
+	}
+	return strconv.Itoa(code/100) + "xx"
 }
 
 type statusRecorder struct {

@@ -40,7 +40,7 @@ const (
 // Options.MaxConcurrentViews) and runs under a deadline. A request that
 // finds no free slot before its deadline is answered 503 RELAY_BUSY with
 // Retry-After; one whose relay runs past it, 503 RELAY_TIMEOUT.
-func (s *Server) relayRoutes(m *http.ServeMux) {
+func (s *Server) relayRoutes(m *router) {
 	m.Handle("POST /relay", s.authed("", s.relay))
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // searchRoutes adds search, workspace search and MCP.
-func (s *Server) searchRoutes(m *http.ServeMux) {
+func (s *Server) searchRoutes(m *router) {
 	m.Handle("GET /breadcrumbs/search", s.authed("", s.search))
 	// Any valid token may search a workspace: see workspaceSearcher.
 	m.Handle("GET /workspace/search", s.authed("", newWorkspaceSearcher(s).search))

@@ -76,7 +76,7 @@ type Server struct {
 	views   *view.Cache
 	results *view.LRU[view.ResultKey, cachedView]
 	tokens  *view.LRU[[32]byte, verified] // tokens verified, by SHA-256
-	mux     *http.ServeMux
+	mux     *router
 	metrics *metrics
 
 	viewSlots   chan struct{}   // a token per view computation in progress
@@ -116,7 +116,7 @@ func New(opts Options) *Server {
 		views:   view.NewCache(1024, view.Options{RuleTimeout: opts.RuleTimeout}),
 		results: view.NewLRU[view.ResultKey, cachedView](4096),
 		tokens:  view.NewLRU[[32]byte, verified](4096),
-		mux:     http.NewServeMux(),
+		mux:     newRouter(),
 		metrics: newMetrics(),
 	}
 	s.viewSlots = make(chan struct{}, opts.MaxConcurrentViews)

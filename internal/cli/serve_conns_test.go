@@ -1,0 +1,72 @@
+package cli_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeMaxConns: with --max-conns 16, three times as many idle
+// keep-alive connections (each asked GET /health once, without a token)
+// leave /health answered on a new connection, and the server holds no more
+// than 16 of them.
+func TestServeMaxConns(t *testing.T) {
+	r := startServe(t, t.TempDir(), "--max-conns", "16")
+	addr := strings.TrimPrefix(r.url, "http://")
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range 48 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+			resp.Body.Close()
+		}
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	for i := range 10 {
+		resp, err := client.Get(r.url + "/health")
+		if err != nil {
+			t.Fatalf("GET /health %d with 48 idle connections open: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET /health %d: %d", i, resp.StatusCode)
+		}
+	}
+	// The server closed what it could not hold: of the 48, at most 16 are
+	// still open (a read waits instead of ending).
+	open := make(chan bool, len(held))
+	for _, c := range held {
+		go func() {
+			c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			_, err := c.Read(make([]byte, 1))
+			ne, ok := err.(net.Error)
+			open <- ok && ne.Timeout()
+		}()
+	}
+	n := 0
+	for range held {
+		if <-open {
+			n++
+		}
+	}
+	if n > 16 {
+		t.Errorf("%d idle connections still open; --max-conns is 16", n)
+	}
+	if code := r.stop(); code != 0 {
+		t.Fatalf("serve exited %d: %s", code, r.stderr)
+	}
+}
