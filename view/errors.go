@@ -20,9 +20,10 @@ const (
 	CodeInvalidJQ       = "invalid_jq"       // a jq query that does not parse or compile
 	CodeTooLarge        = "too_large"        // the hints document is over the size limit
 
-	CodeRuleFailed   = "rule_failed"    // a rule raised an error at run time
-	CodeRuleTimeout  = "rule_timeout"   // a rule ran past its deadline
-	CodeRuleTooLarge = "rule_too_large" // a rule's output passed the size cap
+	CodeRuleFailed   = "rule_failed"     // a rule raised an error at run time
+	CodeRuleTimeout  = "rule_timeout"    // a rule ran past its deadline
+	CodeRuleTooLarge = "rule_too_large"  // a rule's output passed the size cap
+	CodeTooCostly    = "view_too_costly" // the view needed more memory than its budget, or the process's
 )
 
 // Error is a hints error with the place at fault. Path is a dotted location in

@@ -82,6 +82,9 @@ func scanJSONPath(q string) (descendants int, absolute bool) {
 
 func (r extractRule) apply(_ context.Context, e *env) (any, error) {
 	nodes := r.path.Select(e.context)
+	if err := e.meter.spend(mulCost(int64(len(nodes)), 16), "the JSONPath selection"); err != nil {
+		return nil, err
+	}
 	var out any
 	if r.singular {
 		if len(nodes) > 0 {
@@ -93,8 +96,12 @@ func (r extractRule) apply(_ context.Context, e *env) (any, error) {
 			out = []any{}
 		}
 	}
-	if size, _ := measure(out, r.maxOut); size > r.maxOut {
+	size, _ := measure(out, r.maxOut)
+	if size > r.maxOut {
 		return nil, tooLarge(r.maxOut)
+	}
+	if err := e.meter.hold(int64(size), "the JSONPath output"); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -118,9 +125,12 @@ func compileJQ(src, where string, opts Options) (rule, error) {
 		}
 		return nil, &Error{Code: CodeInvalidJQ, Path: where, Msg: msg, Err: err}
 	}
+	if strings.Contains(src, reservedPrefix) {
+		return nil, errorf(CodeInvalidJQ, where, "names starting with %s are reserved", reservedPrefix)
+	}
 	// No module loader, environment loader or input iterator: modules,
 	// $ENV/env and input/inputs stay disabled.
-	code, err := gojq.Compile(q)
+	code, err := compilePriced(q)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidJQ, Path: where, Msg: err.Error(), Err: err}
 	}
@@ -135,7 +145,7 @@ func compileJQ(src, where string, opts Options) (rule, error) {
 func (r jqRule) apply(ctx context.Context, e *env) (any, error) {
 	rctx, cancel := r.timeout(ctx)
 	defer cancel()
-	iter := r.code.RunWithContext(rctx, e.context)
+	iter := r.code.RunWithContext(rctx, e.context, e.meter)
 	var (
 		outs  []any
 		total int
@@ -151,6 +161,9 @@ func (r jqRule) apply(ctx context.Context, e *env) (any, error) {
 				break // "halt": stop without error
 			}
 			if rctx.Err() != nil {
+				if e := stopped(rctx); e != nil {
+					return nil, e
+				}
 				if ctx.Err() == nil {
 					return nil, &Error{Code: CodeRuleTimeout, Msg: "jq query ran past its deadline", Err: rctx.Err()}
 				}
@@ -162,6 +175,9 @@ func (r jqRule) apply(ctx context.Context, e *env) (any, error) {
 		total += size
 		if total > r.maxOut {
 			return nil, tooLarge(r.maxOut)
+		}
+		if err := e.meter.hold(int64(size), "the jq output"); err != nil {
+			return nil, err
 		}
 		if nonFinite {
 			v = finite(v)
@@ -207,7 +223,7 @@ func measure(v any, limit int) (size int, nonFinite bool) {
 		case bool:
 			size += 5
 		case string:
-			size += len(x) + 2
+			size += quotedLen(x)
 		case json.Number:
 			size += len(x)
 		case int:
@@ -237,6 +253,21 @@ func measure(v any, limit int) (size int, nonFinite bool) {
 	}
 	walk(v)
 	return size, nonFinite
+}
+
+// quotedLen is the length of s as a JSON string: quotes, and escapes for
+// quotes, backslashes and control characters.
+func quotedLen(s string) int {
+	n := len(s) + 2
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			n++
+		case c < 0x20:
+			n += 5
+		}
+	}
+	return n
 }
 
 // finite copies v with NaN as null and infinities as the largest finite
@@ -346,6 +377,9 @@ func (r formatRule) apply(_ context.Context, e *env) (any, error) {
 		if b.Len() > r.maxOut {
 			return nil, tooLarge(r.maxOut)
 		}
+	}
+	if err := e.meter.hold(int64(b.Len()), "the format output"); err != nil {
+		return nil, err
 	}
 	return b.String(), nil
 }

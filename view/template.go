@@ -263,8 +263,11 @@ func checkParam(n ast.Node, line int) error {
 func (r templateRule) apply(ctx context.Context, e *env) (any, error) {
 	rctx, cancel := r.timeout(ctx)
 	defer cancel()
-	run := &tplRun{ctx: rctx, maxIter: r.maxIter, maxOut: r.maxOut, scopes: []any{e.root()}, frames: []frame{{}}}
+	run := &tplRun{ctx: rctx, meter: e.meter, maxIter: r.maxIter, maxOut: r.maxOut, scopes: []any{e.root()}, frames: []frame{{}}}
 	if err := run.program(r.prog); err != nil {
+		return nil, err
+	}
+	if err := e.meter.hold(int64(run.out.Len()), "the template output"); err != nil {
 		return nil, err
 	}
 	return run.out.String(), nil
@@ -273,6 +276,7 @@ func (r templateRule) apply(ctx context.Context, e *env) (any, error) {
 // tplRun is the state of one template run.
 type tplRun struct {
 	ctx     context.Context
+	meter   *meter
 	out     strings.Builder
 	maxOut  int
 	iter    int
@@ -296,7 +300,7 @@ func (r *tplRun) step() error {
 	r.steps++
 	if r.steps&255 == 0 {
 		if err := r.ctx.Err(); err != nil {
-			return &Error{Code: CodeRuleTimeout, Msg: "template ran past its deadline", Err: err}
+			return deadlineError(r.ctx, err)
 		}
 	}
 	return nil
@@ -305,6 +309,9 @@ func (r *tplRun) step() error {
 func (r *tplRun) write(s string) error {
 	if r.out.Len()+len(s) > r.maxOut {
 		return tooLarge(r.maxOut)
+	}
+	if n := int64(r.out.Len() + len(s)); n > r.meter.limit {
+		return r.meter.hold(n, "the template output") // refused: more than a view may hold
 	}
 	r.out.WriteString(s)
 	return nil
@@ -378,16 +385,28 @@ func (r *tplRun) render(v any, escape bool) (string, error) {
 // before spending the work.
 func (r *tplRun) encode(v any) (string, error) {
 	if err := r.ctx.Err(); err != nil {
-		return "", &Error{Code: CodeRuleTimeout, Msg: "template ran past its deadline", Err: err}
+		return "", deadlineError(r.ctx, err)
 	}
-	if size, _ := measure(v, r.maxOut); size > r.maxOut {
+	size, _ := measure(v, r.maxOut)
+	if size > r.maxOut {
 		return "", tooLarge(r.maxOut)
+	}
+	if err := r.meter.spend(int64(size), "the json helper"); err != nil {
+		return "", err
 	}
 	out, err := Encode(v)
 	if err != nil {
 		return "", &Error{Code: CodeRuleFailed, Msg: "template: " + err.Error(), Err: err}
 	}
 	return string(out), nil
+}
+
+// deadlineError says why a template run stopped: its memory, or its deadline.
+func deadlineError(ctx context.Context, err error) *Error {
+	if e := stopped(ctx); e != nil {
+		return e
+	}
+	return &Error{Code: CodeRuleTimeout, Msg: "template ran past its deadline", Err: err}
 }
 
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#x27;", "`", "&#x60;", "=", "&#x3D;")
@@ -643,7 +662,7 @@ func (r *tplRun) each(b *ast.BlockStatement, v any) error {
 		}
 		if r.iter&63 == 0 {
 			if err := r.ctx.Err(); err != nil {
-				return &Error{Code: CodeRuleTimeout, Msg: "template ran past its deadline", Err: err}
+				return deadlineError(r.ctx, err)
 			}
 		}
 		return r.scoped(b.Program, elem, &frame{index: i, key: key, first: i == 0, last: last}, elem, key)

@@ -51,6 +51,15 @@ type Options struct {
 	MaxOutputBytes        int           // cap on one rule's output, measured as JSON; default 1 MiB
 	MaxTemplateIterations int           // cap on {{#each}} iterations in one template run; default 100,000
 	MaxHintsBytes         int           // cap on the hints document; default 256 KiB
+	// MaxMemory is one evaluation's memory budget, in bytes (see Budget
+	// for how it is kept): no costly step may allocate more, the view's
+	// output together may not hold more, and its costly steps together
+	// may allocate 8 times as much. Default 64 MiB.
+	MaxMemory int64
+	// Budget, when set, bounds the heap of the process while views
+	// compiled with these options run: the watchdog stops the costliest
+	// evaluation when the heap passes Budget's limit.
+	Budget *Budget
 }
 
 func (o Options) withDefaults() Options {
@@ -65,6 +74,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxHintsBytes <= 0 {
 		o.MaxHintsBytes = 256 << 10
+	}
+	if o.MaxMemory <= 0 {
+		o.MaxMemory = defaultMaxMemory
 	}
 	return o
 }
@@ -113,6 +125,7 @@ type rule interface {
 // env is what rules see during one application.
 type env struct {
 	rec     *Record
+	meter   *meter
 	context any // the filtered context
 	rootMap map[string]any
 }
@@ -364,8 +377,34 @@ func (v *View) Filter(c any) any {
 }
 
 // Apply computes the view of rec. It never returns the unfiltered context: on
-// a rule failure the result falls back to the filtered context.
+// a rule failure the result falls back to the filtered context. A view that
+// needs more memory than Options.MaxMemory, or that is the costliest running
+// when the heap passes Options.Budget's limit, falls back with
+// CodeTooCostly.
 func (v *View) Apply(ctx context.Context, rec Record) Result {
+	m := v.start(ctx)
+	defer v.end(m)
+	return v.apply(m, rec)
+}
+
+// start opens an evaluation: its meter, registered with the Budget.
+func (v *View) start(ctx context.Context) *meter {
+	m := newMeter(ctx, v.opts.MaxMemory)
+	if v.opts.Budget != nil {
+		v.opts.Budget.enter(m)
+	}
+	return m
+}
+
+func (v *View) end(m *meter) {
+	if v.opts.Budget != nil {
+		v.opts.Budget.leave(m)
+	}
+	m.done()
+}
+
+func (v *View) apply(m *meter, rec Record) Result {
+	ctx := m.ctx
 	filtered := v.Filter(rec.Context)
 	if len(v.rules) == 0 {
 		return Result{Value: filtered, Status: StatusOK}
@@ -381,13 +420,16 @@ func (v *View) Apply(ctx context.Context, rec Record) Result {
 		}
 		base = m
 	}
-	e := &env{rec: &rec, context: filtered}
+	e := &env{rec: &rec, context: filtered, meter: m}
 	out := make(map[string]any, len(v.rules)+len(base))
 	for k, val := range base {
 		out[k] = val
 	}
 	for _, r := range v.rules {
 		if err := ctx.Err(); err != nil {
+			if e := stopped(ctx); e != nil {
+				return fallback(wrapError(CodeTooCostly, "transform."+r.name, e))
+			}
 			return fallback(&Error{Code: CodeRuleTimeout, Path: "transform." + r.name, Msg: "not run: " + err.Error(), Err: err})
 		}
 		val, err := safeApply(ctx, r.rule, e)
@@ -419,7 +461,17 @@ func (v *View) ApplyJSON(ctx context.Context, contextJSON []byte, rec Record) ([
 		return nil, Result{}, err
 	}
 	rec.Context = c
-	res := v.Apply(ctx, rec)
+	m := v.start(ctx)
+	defer v.end(m)
+	res := v.apply(m, rec)
+	if res.Status == StatusOK {
+		// The encoded view is held beside the view itself until the
+		// caller is done with it.
+		size, _ := measure(res.Value, int(min(v.opts.MaxMemory, 1<<40)))
+		if err := m.hold(int64(size), "the encoded view"); err != nil {
+			res = Result{Value: v.Filter(c), Status: StatusFallback, Err: err}
+		}
+	}
 	out, err := Encode(res.Value)
 	if err != nil {
 		return nil, res, err
