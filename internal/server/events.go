@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +16,8 @@ import (
 // event's id is its sequence number; a client that reconnects with
 // Last-Event-ID gets what it missed from the store's backlog. Without one,
 // the stream starts with the next change. A ping event keeps idle
-// connections open.
+// connections open. The store filters (its feed hands each stream only the
+// changes it passes), so a change wakes only the streams it is for.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) error {
 	after := int64(-1)
 	last := r.Header.Get("Last-Event-ID")
@@ -40,8 +40,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 		}
 		after = latest
 	}
-	tags := r.URL.Query()["tag"]
-	schema := r.URL.Query().Get("schema_name")
+	filter := store.EventFilter{Tags: r.URL.Query()["tag"], SchemaName: r.URL.Query().Get("schema_name")}
+	if err := filter.Check(); err != nil {
+		return err
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		return fmt.Errorf("response writer cannot flush")
@@ -55,7 +57,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 	events := make(chan item)
 	go func() {
 		defer close(events)
-		for e, err := range s.opts.Store.Events(ctx, actor(p), after) {
+		for e, err := range s.opts.Store.Events(ctx, actor(p), after, filter) {
 			select {
 			case events <- item{e, err}:
 			case <-ctx.Done():
@@ -95,24 +97,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 				return nil // the response has started; the client reconnects with Last-Event-ID
 			}
 			e := it.e
-			if schema != "" && e.SchemaName != schema {
-				continue
-			}
-			if !allIn(tags, e.Tags) {
-				continue
-			}
 			data, _ := json.Marshal(e)
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, data)
 			flusher.Flush()
 		}
 	}
-}
-
-func allIn(want, have []string) bool {
-	for _, t := range want {
-		if !slices.Contains(have, t) {
-			return false
-		}
-	}
-	return true
 }

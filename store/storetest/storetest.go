@@ -571,7 +571,7 @@ func collect(t *testing.T, s store.Store, a store.Actor, after int64, n int) []s
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var out []store.Event
-	for e, err := range s.Events(ctx, a, after) {
+	for e, err := range s.Events(ctx, a, after, store.EventFilter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
