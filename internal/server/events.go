@@ -54,7 +54,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 		e   store.Event
 		err error
 	}
-	events := make(chan item)
+	// Buffered, so that changes that arrive together go out in one write.
+	events := make(chan item, maxCoalesced)
 	go func() {
 		defer close(events)
 		for e, err := range s.opts.Store.Events(ctx, actor(p), after, filter) {
@@ -89,17 +90,34 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 			fmt.Fprintf(w, "event: ping\ndata: {}\n\n")
 			flusher.Flush()
 		case it, ok := <-events:
-			if !ok {
-				return nil
+			// Write what is waiting besides this change, then flush once:
+			// a stream that is behind catches up in fewer, larger writes.
+			for n := 1; ; n++ {
+				if !ok {
+					flusher.Flush()
+					return nil
+				}
+				if it.err != nil {
+					flusher.Flush()
+					s.opts.Logger.Error("event stream", "err", it.err)
+					return nil // the response has started; the client reconnects with Last-Event-ID
+				}
+				data, _ := json.Marshal(it.e)
+				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", it.e.Seq, it.e.Kind, data)
+				if n == maxCoalesced {
+					break
+				}
+				select {
+				case it, ok = <-events:
+					continue
+				default:
+				}
+				break
 			}
-			if it.err != nil {
-				s.opts.Logger.Error("event stream", "err", it.err)
-				return nil // the response has started; the client reconnects with Last-Event-ID
-			}
-			e := it.e
-			data, _ := json.Marshal(e)
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, data)
 			flusher.Flush()
 		}
 	}
 }
+
+// maxCoalesced is how many changes one write to an event stream carries at most.
+const maxCoalesced = 64
