@@ -59,6 +59,7 @@ func Run(t *testing.T, open Open) {
 		{"PrivateVisibility", testPrivateVisibility},
 		{"Idempotency", testIdempotency},
 		{"Events", testEvents},
+		{"EventsFanOut", testEventsFanOut},
 		{"Expiry", testExpiry},
 		{"ReadBudget", testReadBudget},
 		{"Search", testSearch},
