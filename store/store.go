@@ -153,10 +153,14 @@ type Store interface {
 	// History returns the versions of a breadcrumb the actor may see, newest
 	// first; after a delete or expiry, only to the owner's curators.
 	History(ctx context.Context, a Actor, id string) ([]Breadcrumb, error)
-	// Events yields the changes the actor may see with Seq > after: first
-	// the backlog, then live changes until ctx ends. after < 0 starts after
-	// the newest change, so only live changes arrive.
-	Events(ctx context.Context, a Actor, after int64) iter.Seq2[Event, error]
+	// Events yields the changes the actor may see that pass filter, with
+	// Seq > after: first the backlog, then live changes until ctx ends.
+	// after < 0 starts after the newest change, so only live changes
+	// arrive. Backends serve it with a Feed: one reader per store instance,
+	// however many streams are open. Seq is one sequence across owners
+	// (a client resumes on any replica from the last Seq it got), so the
+	// gaps between the numbers a stream sees reveal how much others wrote.
+	Events(ctx context.Context, a Actor, after int64, filter EventFilter) iter.Seq2[Event, error]
 	// LatestSeq is the sequence number of the newest change (0 when none):
 	// a stream that starts "now" passes it to Events.
 	LatestSeq(ctx context.Context) (int64, error)

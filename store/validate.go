@@ -207,8 +207,12 @@ func deepMerge(base, patch map[string]any) map[string]any {
 
 // Writable reports whether a may change b: only its own owner's, and a
 // private one only by its creator or a curator.
-func Writable(a Actor, b *Breadcrumb) bool {
-	return b.OwnerID == a.OwnerID && (b.Visibility != Private || b.CreatedBy == a.AgentID || a.Curator)
+func Writable(a Actor, b *Breadcrumb) bool { return mayWrite(a, b.OwnerID, b.Visibility, b.CreatedBy) }
+
+// mayWrite is the rule of Writable (and of the backends' writableBy SQL)
+// on a breadcrumb's owner, visibility and creator.
+func mayWrite(a Actor, owner string, v Visibility, createdBy string) bool {
+	return owner == a.OwnerID && (v != Private || createdBy == a.AgentID || a.Curator)
 }
 
 // Expired reports whether b is past its expiry time or read budget at now.

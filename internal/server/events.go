@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +16,8 @@ import (
 // event's id is its sequence number; a client that reconnects with
 // Last-Event-ID gets what it missed from the store's backlog. Without one,
 // the stream starts with the next change. A ping event keeps idle
-// connections open.
+// connections open. The store filters (its feed hands each stream only the
+// changes it passes), so a change wakes only the streams it is for.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) error {
 	after := int64(-1)
 	last := r.Header.Get("Last-Event-ID")
@@ -40,8 +40,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 		}
 		after = latest
 	}
-	tags := r.URL.Query()["tag"]
-	schema := r.URL.Query().Get("schema_name")
+	filter := store.EventFilter{Tags: r.URL.Query()["tag"], SchemaName: r.URL.Query().Get("schema_name")}
+	if err := filter.Check(); err != nil {
+		return err
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		return fmt.Errorf("response writer cannot flush")
@@ -52,10 +54,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 		e   store.Event
 		err error
 	}
-	events := make(chan item)
+	// Buffered, so that changes that arrive together go out in one write.
+	events := make(chan item, maxCoalesced)
 	go func() {
 		defer close(events)
-		for e, err := range s.opts.Store.Events(ctx, actor(p), after) {
+		for e, err := range s.opts.Store.Events(ctx, actor(p), after, filter) {
 			select {
 			case events <- item{e, err}:
 			case <-ctx.Done():
@@ -87,32 +90,34 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 			fmt.Fprintf(w, "event: ping\ndata: {}\n\n")
 			flusher.Flush()
 		case it, ok := <-events:
-			if !ok {
-				return nil
+			// Write what is waiting besides this change, then flush once:
+			// a stream that is behind catches up in fewer, larger writes.
+			for n := 1; ; n++ {
+				if !ok {
+					flusher.Flush()
+					return nil
+				}
+				if it.err != nil {
+					flusher.Flush()
+					s.opts.Logger.Error("event stream", "err", it.err)
+					return nil // the response has started; the client reconnects with Last-Event-ID
+				}
+				data, _ := json.Marshal(it.e)
+				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", it.e.Seq, it.e.Kind, data)
+				if n == maxCoalesced {
+					break
+				}
+				select {
+				case it, ok = <-events:
+					continue
+				default:
+				}
+				break
 			}
-			if it.err != nil {
-				s.opts.Logger.Error("event stream", "err", it.err)
-				return nil // the response has started; the client reconnects with Last-Event-ID
-			}
-			e := it.e
-			if schema != "" && e.SchemaName != schema {
-				continue
-			}
-			if !allIn(tags, e.Tags) {
-				continue
-			}
-			data, _ := json.Marshal(e)
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, data)
 			flusher.Flush()
 		}
 	}
 }
 
-func allIn(want, have []string) bool {
-	for _, t := range want {
-		if !slices.Contains(have, t) {
-			return false
-		}
-	}
-	return true
-}
+// maxCoalesced is how many changes one write to an event stream carries at most.
+const maxCoalesced = 64

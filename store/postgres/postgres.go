@@ -56,14 +56,15 @@ const (
 	eventLock   = 0x63_74_78_6b_02 // "ctxk" 2: drawing an event number
 )
 
-// pollEvery is how often an idle event stream looks at the events table even
-// without a notification: a safety net, not the delivery path.
+// pollEvery is how often the event feed's reader looks at the events table,
+// while streams are open, even without a notification: a safety net, not
+// the delivery path.
 const pollEvery = 15 * time.Second
 
 // DB is a store.Store on PostgreSQL.
 type DB struct {
 	pool   *pgxpool.Pool
-	hub    hub
+	feed   *store.Feed // serves Events; woken by every commit and notification
 	now    func() time.Time
 	stop   context.CancelFunc
 	listen sync.WaitGroup
@@ -111,8 +112,10 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	}
 	lctx, stop := context.WithCancel(context.Background())
 	d := &DB{pool: pool, now: time.Now, stop: stop}
+	d.feed = store.NewFeed(store.FeedSource{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, store.FeedOptions{Poll: pollEvery})
 	if err := d.backfillSearch(ctx); err != nil {
 		stop()
+		d.feed.Close()
 		pool.Close()
 		return nil, fmt.Errorf("postgres: indexing for search: %w", err)
 	}
@@ -181,7 +184,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 func (d *DB) Close() error {
 	d.stop()
 	d.listen.Wait()
-	d.hub.wakeAll()
+	d.feed.Close()
 	d.pool.Close()
 	return nil
 }
@@ -435,7 +438,7 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 		return store.Breadcrumb{}, false, err
 	}
 	if !replayed {
-		d.hub.wake(a.OwnerID)
+		d.feed.Wake()
 	}
 	return out, replayed, nil
 }
@@ -558,7 +561,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 		return store.Breadcrumb{}, err
 	}
 	if deleted {
-		d.hub.wake(owner)
+		d.feed.Wake()
 	}
 	return b, nil
 }
@@ -644,7 +647,7 @@ func (d *DB) Update(ctx context.Context, a store.Actor, id string, expectedVersi
 	if err != nil {
 		return store.Breadcrumb{}, err
 	}
-	d.hub.wake(a.OwnerID)
+	d.feed.Wake()
 	return b, nil
 }
 
@@ -660,7 +663,7 @@ func (d *DB) Delete(ctx context.Context, a store.Actor, id string) error {
 		return batch, nil
 	})
 	if err == nil {
-		d.hub.wake(a.OwnerID)
+		d.feed.Wake()
 	}
 	return err
 }
@@ -704,69 +707,61 @@ func (d *DB) History(ctx context.Context, a store.Actor, id string) ([]store.Bre
 }
 
 // Events implements store.Store: the backlog from the events table, then
-// whatever a notification (from any replica) or this replica's own commit
-// says is new.
-func (d *DB) Events(ctx context.Context, a store.Actor, after int64) iter.Seq2[store.Event, error] {
-	return func(yield func(store.Event, error) bool) {
-		if after < 0 {
-			var err error
-			if after, err = d.LatestSeq(ctx); err != nil {
-				yield(store.Event{}, err)
-				return
-			}
-		}
-		poll := time.NewTimer(pollEvery)
-		defer poll.Stop()
-		for {
-			wake := d.hub.wait(a.OwnerID) // taken before the query, so no commit is missed
-			var batch []store.Event
-			args := append([]any{after}, actorArgs(a)...)
-			err := d.query(ctx, scope{owner: a.OwnerID}, `SELECT seq, kind, breadcrumb_id, version, tags, schema_name, at FROM events
-				WHERE seq > $1 AND `+writableBy(2)+` ORDER BY seq LIMIT 256`, args, func(rows pgx.Rows) error {
-				var (
-					e    store.Event
-					kind string
-				)
-				if err := rows.Scan(&e.Seq, &kind, &e.BreadcrumbID, &e.Version, &e.Tags, &e.SchemaName, &e.At); err != nil {
-					return err
-				}
-				e.Kind, e.At = store.EventKind(kind), e.At.UTC()
-				if e.Tags == nil {
-					e.Tags = []string{}
-				}
-				batch = append(batch, e)
-				return nil
-			})
-			if err != nil {
-				if ctx.Err() == nil {
-					yield(store.Event{}, err)
-				}
-				return
-			}
-			for _, e := range batch {
-				after = e.Seq
-				if !yield(e, nil) {
-					return
-				}
-			}
-			if len(batch) > 0 {
-				continue
-			}
-			if !poll.Stop() {
-				select {
-				case <-poll.C:
-				default:
-				}
-			}
-			poll.Reset(pollEvery)
-			select {
-			case <-ctx.Done():
-				return
-			case <-wake:
-			case <-poll.C:
-			}
-		}
+// what the feed's reader loads after a notification (from any replica) or
+// this replica's own commit says there is something new.
+func (d *DB) Events(ctx context.Context, a store.Actor, after int64, f store.EventFilter) iter.Seq2[store.Event, error] {
+	return d.feed.Events(ctx, a, after, f)
+}
+
+const eventColumns = `seq, kind, breadcrumb_id, version, tags, schema_name, at`
+
+// backlog reads up to limit events a may see after seq after: a stream's
+// backlog, and what a stream that fell behind missed.
+func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int) ([]store.Event, error) {
+	var out []store.Event
+	args := append(append([]any{after}, actorArgs(a)...), limit)
+	err := d.query(ctx, scope{owner: a.OwnerID}, `SELECT `+eventColumns+` FROM events
+		WHERE seq > $1 AND `+writableBy(2)+` ORDER BY seq LIMIT $5`, args, func(rows pgx.Rows) error {
+		c, err := scanEvent(rows, false)
+		out = append(out, c.Event)
+		return err
+	})
+	return out, err
+}
+
+// loadChanges reads up to limit changes of every owner after seq after,
+// for the feed's reader, which decides who may see each: it reads across
+// owners, as maintenance does.
+func (d *DB) loadChanges(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	var out []store.Change
+	err := d.query(ctx, scope{system: true}, `SELECT `+eventColumns+`, owner_id, visibility, created_by FROM events
+		WHERE seq > $1 ORDER BY seq LIMIT $2`, []any{after, limit}, func(rows pgx.Rows) error {
+		c, err := scanEvent(rows, true)
+		out = append(out, c)
+		return err
+	})
+	return out, err
+}
+
+// scanEvent reads a row of eventColumns and, with who, owner_id,
+// visibility and created_by.
+func scanEvent(rows pgx.Rows, who bool) (store.Change, error) {
+	var (
+		c         store.Change
+		kind, vis string
+	)
+	dest := []any{&c.Seq, &kind, &c.BreadcrumbID, &c.Version, &c.Tags, &c.SchemaName, &c.At}
+	if who {
+		dest = append(dest, &c.OwnerID, &vis, &c.CreatedBy)
 	}
+	if err := rows.Scan(dest...); err != nil {
+		return c, err
+	}
+	c.Kind, c.At, c.Visibility = store.EventKind(kind), c.At.UTC(), store.Visibility(vis)
+	if c.Tags == nil {
+		c.Tags = []string{}
+	}
+	return c, nil
 }
 
 // LatestSeq implements store.Store. It reads the newest committed event,
@@ -815,8 +810,8 @@ func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 			return total, err
 		}
 		total += len(due)
-		for i := range due {
-			d.hub.wake(due[i].OwnerID)
+		if len(due) > 0 {
+			d.feed.Wake()
 		}
 		if len(due) < expireBatch {
 			break
@@ -859,14 +854,14 @@ func (d *DB) listenLoop(ctx context.Context, cfg *pgx.ConnConfig, ready chan<- e
 		}
 		if err == nil {
 			backoff = 100 * time.Millisecond
-			d.hub.wakeAll() // anything committed while not listening
+			d.feed.Wake() // anything committed while not listening
 			d.listenOn(ctx, conn)
 			conn.Close(context.WithoutCancel(ctx))
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		d.hub.wakeAll()
+		d.feed.Wake()
 		select {
 		case <-ctx.Done():
 			return
@@ -880,18 +875,11 @@ func (d *DB) listenLoop(ctx context.Context, cfg *pgx.ConnConfig, ready chan<- e
 func (d *DB) listenOn(ctx context.Context, conn *pgx.Conn) {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, listenPing)
-		n, err := conn.WaitForNotification(wctx)
+		_, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
 		case err == nil:
-			var p struct {
-				Owner string `json:"owner"`
-			}
-			if json.Unmarshal([]byte(n.Payload), &p) == nil {
-				d.hub.wake(p.Owner)
-			} else {
-				d.hub.wakeAll()
-			}
+			d.feed.Wake()
 		case ctx.Err() != nil || conn.IsClosed():
 			return
 		default:
@@ -903,43 +891,5 @@ func (d *DB) listenOn(ctx context.Context, conn *pgx.Conn) {
 				return
 			}
 		}
-	}
-}
-
-// hub wakes the event readers waiting for an owner's changes.
-type hub struct {
-	mu sync.Mutex
-	ch map[string]chan struct{}
-}
-
-func (h *hub) wait(owner string) <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ch == nil {
-		h.ch = map[string]chan struct{}{}
-	}
-	c, ok := h.ch[owner]
-	if !ok {
-		c = make(chan struct{})
-		h.ch[owner] = c
-	}
-	return c
-}
-
-func (h *hub) wake(owner string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if c, ok := h.ch[owner]; ok {
-		close(c)
-		delete(h.ch, owner)
-	}
-}
-
-func (h *hub) wakeAll() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for o, c := range h.ch {
-		close(c)
-		delete(h.ch, o)
 	}
 }

@@ -82,7 +82,7 @@ func TestListenerPings(t *testing.T) {
 	}
 	defer b.Close()
 	actor := store.Actor{OwnerID: "o", AgentID: "x"}
-	events := a.Events(ctx, actor, -1)
+	events := a.Events(ctx, actor, -1, store.EventFilter{})
 	time.Sleep(300 * time.Millisecond) // several silent periods, several pings
 	go func() {
 		time.Sleep(100 * time.Millisecond)

@@ -356,6 +356,6 @@ func (d *DB) Import(ctx context.Context, a store.Actor, in []store.Breadcrumb) (
 	if err != nil {
 		return nil, err
 	}
-	d.hub.wake(a.OwnerID)
+	d.feed.Wake()
 	return out, nil
 }

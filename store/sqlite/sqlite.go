@@ -20,7 +20,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,9 +39,9 @@ const IdempotencyWindow = 24 * time.Hour
 
 // DB is a store.Store on one SQLite file.
 type DB struct {
-	w, r   *sql.DB
-	notify notifier
-	now    func() time.Time
+	w, r *sql.DB
+	feed *store.Feed // serves Events; woken after every commit
+	now  func() time.Time
 }
 
 var _ store.Store = (*DB)(nil)
@@ -83,6 +82,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	d.r.SetMaxOpenConns(4)
 	d.r.SetMaxIdleConns(4)
+	d.feed = store.NewFeed(store.FeedSource{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, store.FeedOptions{})
 	return d, nil
 }
 
@@ -127,11 +127,11 @@ func (d *DB) migrate(ctx context.Context) error {
 
 // Close closes the database.
 func (d *DB) Close() error {
-	d.notify.broadcast()
+	d.feed.Close()
 	return errors.Join(d.r.Close(), d.w.Close())
 }
 
-// inTx runs f in a write transaction and wakes event readers after a commit.
+// inTx runs f in a write transaction and wakes the event feed after a commit.
 func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -144,7 +144,9 @@ func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	d.notify.broadcast()
+	if d.feed != nil { // nil while migrating
+		d.feed.Wake()
+	}
 	return nil
 }
 
@@ -501,69 +503,59 @@ func (d *DB) History(ctx context.Context, a store.Actor, id string) ([]store.Bre
 }
 
 // Events implements store.Store.
-func (d *DB) Events(ctx context.Context, a store.Actor, after int64) iter.Seq2[store.Event, error] {
-	return func(yield func(store.Event, error) bool) {
-		if after < 0 {
-			var err error
-			if after, err = d.LatestSeq(ctx); err != nil {
-				yield(store.Event{}, err)
-				return
-			}
-		}
-		for {
-			wake := d.notify.wait() // taken before the query, so no commit is missed
-			n := 0
-			rows, err := d.r.QueryContext(ctx, `SELECT seq, kind, breadcrumb_id, version, tags, schema_name, at FROM events
-				WHERE seq > ? AND `+writableBy+` ORDER BY seq LIMIT 256`, append([]any{after}, actorArgs(a)...)...)
-			if err != nil {
-				if ctx.Err() == nil {
-					yield(store.Event{}, err)
-				}
-				return
-			}
-			var batch []store.Event
-			for rows.Next() {
-				var (
-					e    store.Event
-					kind string
-					tags string
-					at   int64
-				)
-				if err = rows.Scan(&e.Seq, &kind, &e.BreadcrumbID, &e.Version, &tags, &e.SchemaName, &at); err != nil {
-					break
-				}
-				e.Kind, e.At = store.EventKind(kind), time.UnixMicro(at).UTC()
-				if err = json.Unmarshal([]byte(tags), &e.Tags); err != nil {
-					break
-				}
-				batch = append(batch, e)
-			}
-			if err == nil {
-				err = rows.Err()
-			}
-			rows.Close()
-			if err != nil {
-				if ctx.Err() == nil {
-					yield(store.Event{}, err)
-				}
-				return
-			}
-			for _, e := range batch {
-				n++
-				after = e.Seq
-				if !yield(e, nil) {
-					return
-				}
-			}
-			if n == 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-wake:
-				}
-			}
-		}
+func (d *DB) Events(ctx context.Context, a store.Actor, after int64, f store.EventFilter) iter.Seq2[store.Event, error] {
+	return d.feed.Events(ctx, a, after, f)
+}
+
+const eventColumns = `seq, kind, breadcrumb_id, version, tags, schema_name, at`
+
+// backlog reads up to limit events a may see after seq after: a stream's
+// backlog, and what a stream that fell behind missed.
+func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int) ([]store.Event, error) {
+	var out []store.Event
+	err := d.readEvents(ctx, `SELECT `+eventColumns+` FROM events WHERE seq > ? AND `+writableBy+` ORDER BY seq LIMIT ?`,
+		append(append([]any{after}, actorArgs(a)...), limit), false, func(c *store.Change) { out = append(out, c.Event) })
+	return out, err
+}
+
+// loadChanges reads up to limit changes of every owner after seq after,
+// for the feed's reader, which decides who may see each.
+func (d *DB) loadChanges(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	var out []store.Change
+	err := d.readEvents(ctx, `SELECT `+eventColumns+`, owner_id, visibility, created_by FROM events WHERE seq > ? ORDER BY seq LIMIT ?`,
+		[]any{after, limit}, true, func(c *store.Change) { out = append(out, *c) })
+	return out, err
+}
+
+// readEvents runs an events query whose columns are eventColumns and,
+// with who, owner_id, visibility and created_by.
+func (d *DB) readEvents(ctx context.Context, query string, args []any, who bool, each func(*store.Change)) error {
+	rows, err := d.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
 	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			c          store.Change
+			kind, tags string
+			vis        string
+			at         int64
+		)
+		dest := []any{&c.Seq, &kind, &c.BreadcrumbID, &c.Version, &tags, &c.SchemaName, &at}
+		if who {
+			dest = append(dest, &c.OwnerID, &vis, &c.CreatedBy)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		c.Kind, c.At, c.Visibility = store.EventKind(kind), time.UnixMicro(at).UTC(), store.Visibility(vis)
+		if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
+			return fmt.Errorf("event %d: tags: %w", c.Seq, err)
+		}
+		each(&c)
+	}
+	return rows.Err()
 }
 
 // LatestSeq implements store.Store.
@@ -607,28 +599,4 @@ func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 		return err
 	})
 	return n, err
-}
-
-// notifier wakes event readers after every commit.
-type notifier struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (n *notifier) wait() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ch == nil {
-		n.ch = make(chan struct{})
-	}
-	return n.ch
-}
-
-func (n *notifier) broadcast() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ch != nil {
-		close(n.ch)
-		n.ch = nil
-	}
 }

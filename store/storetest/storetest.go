@@ -59,6 +59,7 @@ func Run(t *testing.T, open Open) {
 		{"PrivateVisibility", testPrivateVisibility},
 		{"Idempotency", testIdempotency},
 		{"Events", testEvents},
+		{"EventsFanOut", testEventsFanOut},
 		{"Expiry", testExpiry},
 		{"ReadBudget", testReadBudget},
 		{"Search", testSearch},
@@ -573,7 +574,7 @@ func collect(t *testing.T, s store.Store, a store.Actor, after int64, n int) []s
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var out []store.Event
-	for e, err := range s.Events(ctx, a, after) {
+	for e, err := range s.Events(ctx, a, after, store.EventFilter{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

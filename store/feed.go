@@ -1,0 +1,381 @@
+package store
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// EventFilter narrows an event stream to the changes of breadcrumbs that
+// carry every tag in Tags and, when SchemaName is set, have that schema.
+// The zero value lets every change through.
+type EventFilter struct {
+	Tags       []string
+	SchemaName string
+}
+
+// Check refuses a filter no change could pass for a reason the caller
+// should hear about: more distinct tags than a breadcrumb may carry.
+func (f EventFilter) Check() error { return checkTagFilters(f.Tags) }
+
+// Match reports whether e passes the filter.
+func (f EventFilter) Match(e *Event) bool {
+	if f.SchemaName != "" && e.SchemaName != f.SchemaName {
+		return false
+	}
+	for _, t := range f.Tags {
+		if !slices.Contains(e.Tags, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// Change is an event with what decides who may see it: the breadcrumb's
+// owner, and its visibility and creator at the time of the change.
+type Change struct {
+	Event
+	OwnerID    string
+	Visibility Visibility
+	CreatedBy  string
+}
+
+// VisibleTo reports whether a may receive the change: the rule of List and
+// of every backend's event query (the owner's agents; a private
+// breadcrumb's changes only its creator and the owner's curators).
+func (c *Change) VisibleTo(a Actor) bool { return mayWrite(a, c.OwnerID, c.Visibility, c.CreatedBy) }
+
+// FeedSource is how a Feed reads a backend's events table.
+type FeedSource struct {
+	// Load returns up to limit changes of every owner with Seq > after, in
+	// Seq order. Backends commit changes in Seq order, so once Load has
+	// returned seq N, no change numbered N or less is still to come.
+	Load func(ctx context.Context, after int64, limit int) ([]Change, error)
+	// Backlog returns up to limit events a may see with Seq > after, in
+	// Seq order (the backend's own query, scoped to the actor's owner).
+	Backlog func(ctx context.Context, a Actor, after int64, limit int) ([]Event, error)
+	// Latest is the backend's LatestSeq.
+	Latest func(ctx context.Context) (int64, error)
+}
+
+// FeedOptions tune a Feed; the zero value is a sensible default.
+type FeedOptions struct {
+	// Buffer is how many changes each stream holds for its consumer
+	// (default 256). A stream whose consumer falls further behind stops
+	// being handed changes and catches up from the database by itself.
+	Buffer int
+	// Page is how many changes one read of the events table returns at most
+	// (default 512).
+	Page int
+	// Poll is how often the feed reads the events table while streams are
+	// open even without a Wake (default: never): a safety net for backends
+	// whose wake-ups travel over a connection that can drop.
+	Poll time.Duration
+}
+
+// Feed serves the event streams of one store instance: a single reader
+// loads each new change once, after Wake says there may be one, and hands
+// it to the streams allowed to see it. A stream replays its backlog with
+// the backend's own query and then takes changes from the reader, so the
+// cost of a change is one read of the events table, however many streams
+// are open.
+//
+// A stream's consumer never holds the reader up: each stream has a bounded
+// buffer, and a change that finds it full is dropped for that stream,
+// which then reads what it missed from the database (its backlog query,
+// from the last change it delivered) before going on. Each stream thus
+// still sees every change it may see exactly once, in Seq order.
+type Feed struct {
+	src  FeedSource
+	opts FeedOptions
+
+	wake chan struct{} // capacity 1: wake-ups while the reader reads merge
+	ctx  context.Context
+	stop context.CancelFunc
+	done chan struct{} // closed when the reader has returned
+
+	mu     sync.Mutex
+	owners map[string]map[*feedStream]struct{} // open streams by actor owner
+	n      int                                 // open streams
+	cursor int64                               // every change up to it has been handed out
+	known  bool                                // cursor is set (only while streams are open)
+	closed bool
+}
+
+// feedStream is one open stream, as the reader sees it.
+type feedStream struct {
+	a      Actor
+	filter EventFilter
+	ch     chan Event
+	lost   atomic.Bool   // a change was dropped: read the database before going on
+	end    chan struct{} // closed by the feed, with err, to end the stream
+	err    error
+}
+
+// NewFeed starts a feed's reader; Close stops it.
+func NewFeed(src FeedSource, opts FeedOptions) *Feed {
+	if opts.Buffer <= 0 {
+		opts.Buffer = 256
+	}
+	if opts.Page <= 0 {
+		opts.Page = 512
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	f := &Feed{
+		src: src, opts: opts,
+		wake: make(chan struct{}, 1),
+		ctx:  ctx, stop: stop,
+		done:   make(chan struct{}),
+		owners: map[string]map[*feedStream]struct{}{},
+	}
+	go f.run()
+	return f
+}
+
+// Wake tells the feed that changes may have been committed. It never blocks.
+func (f *Feed) Wake() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Streams is the number of open streams.
+func (f *Feed) Streams() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// errFeedClosed ends the streams of a closed store.
+var errFeedClosed = &Error{Code: CodeUnavailable, Msg: "the store is closed"}
+
+// Close stops the reader and ends every open stream with an error.
+func (f *Feed) Close() {
+	f.stop()
+	<-f.done
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	f.endAll(errFeedClosed)
+}
+
+// endAll ends every open stream with err; f.mu is held.
+func (f *Feed) endAll(err error) {
+	for owner, set := range f.owners {
+		for s := range set {
+			s.err = err
+			close(s.end)
+		}
+		delete(f.owners, owner)
+	}
+	f.n = 0
+	f.known = false
+}
+
+func (f *Feed) run() {
+	defer close(f.done)
+	var poll <-chan time.Time
+	if f.opts.Poll > 0 {
+		t := time.NewTicker(f.opts.Poll)
+		defer t.Stop()
+		poll = t.C
+	}
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-f.wake:
+		case <-poll:
+		}
+		f.read()
+	}
+}
+
+// read hands out every change after the cursor, a page at a time. It reads
+// nothing while no stream is open.
+func (f *Feed) read() {
+	for {
+		f.mu.Lock()
+		if !f.known {
+			f.mu.Unlock()
+			return
+		}
+		from := f.cursor
+		f.mu.Unlock()
+
+		changes, err := f.src.Load(f.ctx, from, f.opts.Page)
+
+		f.mu.Lock()
+		if err != nil {
+			if f.ctx.Err() == nil {
+				// The streams cannot go on without the reader: they end
+				// with the error, and their clients resume from the last
+				// event they got.
+				f.endAll(err)
+			}
+			f.mu.Unlock()
+			return
+		}
+		for i := range changes {
+			c := &changes[i]
+			// A cursor that moved while reading was set afresh by the
+			// first stream after none were open; that stream reads
+			// everything up to it from the database.
+			if c.Seq <= f.cursor {
+				continue
+			}
+			f.cursor = c.Seq
+			for s := range f.owners[c.OwnerID] {
+				if c.VisibleTo(s.a) && s.filter.Match(&c.Event) {
+					select {
+					case s.ch <- c.Event:
+					default:
+						s.lost.Store(true)
+					}
+				}
+			}
+		}
+		f.mu.Unlock()
+		if len(changes) < f.opts.Page {
+			return
+		}
+	}
+}
+
+// subscribe opens a stream for a: from now on the reader hands it every
+// change after the cursor that it may see.
+func (f *Feed) subscribe(ctx context.Context, a Actor, filter EventFilter) (*feedStream, error) {
+	f.mu.Lock()
+	known, closed := f.known, f.closed
+	f.mu.Unlock()
+	var latest int64
+	if !known && !closed {
+		// The first stream sets the cursor: no change committed before
+		// this is handed out by the reader; the stream reads those from
+		// the database.
+		var err error
+		if latest, err = f.src.Latest(ctx); err != nil {
+			return nil, err
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, errFeedClosed
+	}
+	if !f.known {
+		f.cursor, f.known = latest, true
+	}
+	s := &feedStream{a: a, filter: filter, ch: make(chan Event, f.opts.Buffer), end: make(chan struct{})}
+	set := f.owners[a.OwnerID]
+	if set == nil {
+		set = map[*feedStream]struct{}{}
+		f.owners[a.OwnerID] = set
+	}
+	set[s] = struct{}{}
+	f.n++
+	return s, nil
+}
+
+func (f *Feed) unsubscribe(s *feedStream) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	set := f.owners[s.a.OwnerID]
+	if _, ok := set[s]; !ok {
+		return // ended by the feed
+	}
+	delete(set, s)
+	if len(set) == 0 {
+		delete(f.owners, s.a.OwnerID)
+	}
+	f.n--
+	if f.n == 0 {
+		// Nobody listens: the reader stops reading, and the next stream
+		// starts it from the newest change.
+		f.known = false
+	}
+}
+
+// Events yields the changes a may see that pass filter with Seq > after:
+// first the backlog, then live changes until ctx ends; after < 0 starts
+// after the newest change. It implements store.Store's Events for a
+// backend.
+func (f *Feed) Events(ctx context.Context, a Actor, after int64, filter EventFilter) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if after < 0 {
+			var err error
+			if after, err = f.src.Latest(ctx); err != nil {
+				yield(Event{}, err)
+				return
+			}
+		}
+		// Subscribe first, then read the backlog: a change committed after
+		// subscribing comes from the reader, one committed before is in
+		// the backlog, and one in both is skipped by its Seq.
+		s, err := f.subscribe(ctx, a, filter)
+		if err != nil {
+			if ctx.Err() == nil {
+				yield(Event{}, err)
+			}
+			return
+		}
+		defer f.unsubscribe(s)
+		last := after
+		// catchUp yields what the database holds after last; false means
+		// the stream is over.
+		catchUp := func() bool {
+			for {
+				events, err := f.src.Backlog(ctx, a, last, f.opts.Page)
+				if err != nil {
+					if ctx.Err() == nil {
+						yield(Event{}, err)
+					}
+					return false
+				}
+				for i := range events {
+					e := &events[i]
+					last = e.Seq
+					if filter.Match(e) && !yield(*e, nil) {
+						return false
+					}
+				}
+				if len(events) < f.opts.Page {
+					return true
+				}
+			}
+		}
+		if !catchUp() {
+			return
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.end:
+				yield(Event{}, s.err)
+				return
+			case e := <-s.ch:
+				// A change was dropped while this one waited, or before it
+				// was handed over: the database has both (the flag is
+				// cleared before reading it).
+				if s.lost.Swap(false) {
+					if !catchUp() {
+						return
+					}
+					continue
+				}
+				if e.Seq <= last {
+					continue
+				}
+				last = e.Seq
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
+}

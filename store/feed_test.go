@@ -1,0 +1,492 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/store"
+)
+
+// memLog is an events table in memory, with the reads a Feed makes
+// counted.
+type memLog struct {
+	mu       sync.Mutex
+	changes  []store.Change
+	loads    atomic.Int64
+	backlogs atomic.Int64
+	fail     atomic.Pointer[error] // Load fails with it while set
+	slowLoad time.Duration
+}
+
+func (l *memLog) source() store.FeedSource {
+	return store.FeedSource{Load: l.load, Backlog: l.backlog, Latest: l.latest}
+}
+
+func (l *memLog) load(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+	l.loads.Add(1)
+	if err := l.fail.Load(); err != nil {
+		return nil, *err
+	}
+	if l.slowLoad > 0 {
+		time.Sleep(l.slowLoad)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []store.Change
+	for _, c := range l.changes {
+		if c.Seq > after && len(out) < limit {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func (l *memLog) backlog(ctx context.Context, a store.Actor, after int64, limit int) ([]store.Event, error) {
+	l.backlogs.Add(1)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []store.Event
+	for _, c := range l.changes {
+		if c.Seq > after && c.VisibleTo(a) && len(out) < limit {
+			out = append(out, c.Event)
+		}
+	}
+	return out, nil
+}
+
+func (l *memLog) latest(context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.changes) == 0 {
+		return 0, nil
+	}
+	return l.changes[len(l.changes)-1].Seq, nil
+}
+
+// add commits a change (numbered with a gap now and then, as a sequence
+// whose numbers a rollback used up) and wakes the feed.
+func (l *memLog) add(f *store.Feed, c store.Change) store.Change {
+	l.mu.Lock()
+	c.Seq = 1
+	if n := len(l.changes); n > 0 {
+		c.Seq = l.changes[n-1].Seq + 1 + int64(rand.IntN(2))
+	}
+	c.BreadcrumbID = fmt.Sprint("b", c.Seq)
+	l.changes = append(l.changes, c)
+	l.mu.Unlock()
+	f.Wake()
+	return c
+}
+
+// expected is what a stream for a with filter, starting after seq after,
+// must see.
+func (l *memLog) expected(a store.Actor, filter store.EventFilter, after int64) []store.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []store.Event
+	for _, c := range l.changes {
+		if c.Seq > after && c.VisibleTo(a) && filter.Match(&c.Event) {
+			out = append(out, c.Event)
+		}
+	}
+	return out
+}
+
+var owners = []string{"acme", "globex"}
+var agents = []string{"alice", "bob", "carol"}
+
+func randomChange(r *rand.Rand) store.Change {
+	vis := []store.Visibility{store.Team, store.Private, store.Public}[r.IntN(3)]
+	var tags []string
+	for _, t := range []string{"hot", "cold", "x"} {
+		if r.IntN(2) == 0 {
+			tags = append(tags, t)
+		}
+	}
+	return store.Change{
+		Event: store.Event{Kind: store.Created, Version: 1, Tags: tags, SchemaName: []string{"", "s.v1", "s.v2"}[r.IntN(3)],
+			At: time.Now()},
+		OwnerID: owners[r.IntN(2)], Visibility: vis, CreatedBy: agents[r.IntN(3)],
+	}
+}
+
+type feedSub struct {
+	a      store.Actor
+	filter store.EventFilter
+	after  int64
+	mu     sync.Mutex
+	got    []store.Event
+	err    error
+	done   chan struct{}
+}
+
+// open starts a stream that records what it receives until ctx ends.
+func open(ctx context.Context, f *store.Feed, a store.Actor, filter store.EventFilter, after int64, gate <-chan struct{}) *feedSub {
+	s := &feedSub{a: a, filter: filter, after: after, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for e, err := range f.Events(ctx, a, after, filter) {
+			if gate != nil {
+				<-gate // a consumer that does not read until the gate opens
+			}
+			s.mu.Lock()
+			if err != nil {
+				s.err = err
+			} else {
+				s.got = append(s.got, e)
+			}
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+func (s *feedSub) snapshot() ([]store.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got), s.err
+}
+
+// waitFor waits until s has received exactly want, and fails the test if
+// it receives anything else or nothing more for 5s.
+func (s *feedSub) waitFor(t *testing.T, want []store.Event) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := s.snapshot()
+		if err != nil {
+			t.Fatalf("%+v %+v: %v", s.a, s.filter, err)
+		}
+		if len(got) >= len(want) || time.Now().After(deadline) {
+			if !equalEvents(got, want) {
+				t.Fatalf("%+v %+v after %d: got %d events %v, want %d %v", s.a, s.filter, s.after, len(got), seqs(got), len(want), seqs(want))
+			}
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func equalEvents(a, b []store.Event) bool {
+	return slices.EqualFunc(a, b, func(x, y store.Event) bool {
+		return x.Seq == y.Seq && x.BreadcrumbID == y.BreadcrumbID && slices.Equal(x.Tags, y.Tags) && x.SchemaName == y.SchemaName
+	})
+}
+
+func seqs(es []store.Event) []int64 {
+	out := make([]int64, len(es))
+	for i, e := range es {
+		out[i] = e.Seq
+	}
+	return out
+}
+
+// actorsAndFilters are streams of every kind: each owner's agents,
+// curators, and other owners, with and without filters.
+func actorsAndFilters() (as []store.Actor, fs []store.EventFilter) {
+	for _, o := range append(owners, "initech") {
+		for _, ag := range agents {
+			as = append(as, store.Actor{OwnerID: o, AgentID: ag})
+		}
+		as = append(as, store.Actor{OwnerID: o, AgentID: "root", Curator: true})
+	}
+	fs = []store.EventFilter{{}, {Tags: []string{"hot"}}, {Tags: []string{"hot", "cold"}}, {SchemaName: "s.v1"}, {Tags: []string{"x"}, SchemaName: "s.v2"}}
+	return as, fs
+}
+
+// TestFeedFanOut: streams of different owners, agents and filters, opened
+// before and during interleaved writes, some resuming from an earlier
+// change, each get exactly the changes they may see, in order, with no gap
+// and no repeat; the events table is read once per wake-up, not once per
+// stream.
+func TestFeedFanOut(t *testing.T) {
+	log := &memLog{}
+	f := store.NewFeed(log.source(), store.FeedOptions{})
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20 {
+		log.add(f, randomChange(r))
+	}
+	first, _ := log.latest(ctx)
+	as, fs := actorsAndFilters()
+	var subs []*feedSub
+	start := func(after int64) {
+		for _, a := range as {
+			for _, filter := range fs {
+				subs = append(subs, open(ctx, f, a, filter, after, nil))
+			}
+		}
+	}
+	start(-1)
+	start(0)
+	for f.Streams() < len(subs) {
+		time.Sleep(time.Millisecond) // the streams after -1 start after first
+	}
+	const writes = 200
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		wr := rand.New(rand.NewPCG(3, 4))
+		for i := range writes {
+			log.add(f, randomChange(wr))
+			if i%20 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	time.Sleep(2 * time.Millisecond)
+	start(10) // while the writes go on
+	wg.Wait()
+	for _, s := range subs {
+		after := s.after
+		if after < 0 {
+			after = first // the newest change when it started
+		}
+		s.waitFor(t, log.expected(s.a, s.filter, after))
+	}
+	if n, max := log.backlogs.Load(), int64(len(subs)); n != max {
+		t.Errorf("%d backlog reads for %d streams that kept up: want one each", n, max)
+	}
+	if n := log.loads.Load(); n > writes+20 {
+		t.Errorf("%d reads of the events table for %d writes and %d streams", n, writes, len(subs))
+	}
+}
+
+// TestFeedSlowConsumer: a stream whose consumer stops reading holds no
+// more than its buffer, holds up neither the reader nor the other
+// streams, and once it reads again gets every change it missed, in order,
+// from the database.
+func TestFeedSlowConsumer(t *testing.T) {
+	log := &memLog{}
+	f := store.NewFeed(log.source(), store.FeedOptions{Buffer: 4, Page: 16})
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	gate := make(chan struct{})
+	slow := open(ctx, f, a, store.EventFilter{}, 0, gate)
+	fast := open(ctx, f, a, store.EventFilter{}, 0, nil)
+	for i := range 100 {
+		log.add(f, store.Change{Event: store.Event{Kind: store.Created, Version: int64(i)}, OwnerID: "acme", Visibility: store.Team, CreatedBy: "bob"})
+		if i%10 == 0 {
+			// The fast stream keeps up while the slow one reads nothing.
+			fast.waitFor(t, log.expected(a, store.EventFilter{}, 0))
+		}
+	}
+	want := log.expected(a, store.EventFilter{}, 0)
+	fast.waitFor(t, want)
+	if got, _ := slow.snapshot(); len(got) != 0 {
+		t.Fatalf("the gated consumer received %d", len(got))
+	}
+	close(gate)
+	slow.waitFor(t, want)
+	if log.backlogs.Load() < 3 {
+		t.Errorf("%d backlog reads: the slow stream did not catch up from the database", log.backlogs.Load())
+	}
+}
+
+// TestFeedEndsCleanly: a stream whose context ends leaves nothing behind:
+// no goroutine, no subscription; the reader stops reading when none is
+// open.
+func TestFeedEndsCleanly(t *testing.T) {
+	log := &memLog{}
+	f := store.NewFeed(log.source(), store.FeedOptions{})
+	defer f.Close()
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	var subs []*feedSub
+	for range 100 {
+		subs = append(subs, open(ctx, f, a, store.EventFilter{}, -1, nil))
+	}
+	for f.Streams() < 100 {
+		time.Sleep(time.Millisecond)
+	}
+	log.add(f, store.Change{Event: store.Event{Kind: store.Created}, OwnerID: "acme", Visibility: store.Team})
+	cancel()
+	for _, s := range subs {
+		<-s.done
+	}
+	if n := f.Streams(); n != 0 {
+		t.Fatalf("%d streams still subscribed", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines left, %d before", n, before)
+	}
+	loads := log.loads.Load()
+	for range 10 {
+		log.add(f, store.Change{Event: store.Event{Kind: store.Created}, OwnerID: "acme", Visibility: store.Team})
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := log.loads.Load(); n != loads {
+		t.Fatalf("%d reads of the events table with no stream open", n-loads)
+	}
+}
+
+// TestFeedReaderFailure: when the reader cannot read the events table,
+// every stream ends with the error (its client resumes from the last event
+// it got); streams opened once the database is back work.
+func TestFeedReaderFailure(t *testing.T) {
+	log := &memLog{}
+	f := store.NewFeed(log.source(), store.FeedOptions{})
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	s := open(ctx, f, a, store.EventFilter{}, 0, nil)
+	for f.Streams() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	gone := errors.New("database gone")
+	log.fail.Store(&gone)
+	log.add(f, store.Change{Event: store.Event{Kind: store.Created}, OwnerID: "acme", Visibility: store.Team})
+	<-s.done
+	if _, err := s.snapshot(); !errors.Is(err, gone) {
+		t.Fatalf("stream ended with %v, want the reader's error", err)
+	}
+	log.fail.Store(nil)
+	again := open(ctx, f, a, store.EventFilter{}, 0, nil)
+	log.add(f, store.Change{Event: store.Event{Kind: store.Created}, OwnerID: "acme", Visibility: store.Team})
+	again.waitFor(t, log.expected(a, store.EventFilter{}, 0))
+}
+
+// TestFeedClose: closing the store ends its streams with an error a
+// client can retry on, and refuses new ones.
+func TestFeedClose(t *testing.T) {
+	log := &memLog{}
+	f := store.NewFeed(log.source(), store.FeedOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	s := open(ctx, f, a, store.EventFilter{}, 0, nil)
+	for f.Streams() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	f.Close()
+	<-s.done
+	if _, err := s.snapshot(); !store.IsCode(err, store.CodeUnavailable) {
+		t.Fatalf("stream ended with %v", err)
+	}
+	after := open(ctx, f, a, store.EventFilter{}, 0, nil)
+	<-after.done
+	if _, err := after.snapshot(); !store.IsCode(err, store.CodeUnavailable) {
+		t.Fatalf("stream on a closed feed: %v", err)
+	}
+}
+
+// TestFeedHandOver: streams that open while the reader is in the middle
+// of a slow read, and while no stream is open (the reader has stopped
+// following), miss nothing between their backlog and what the reader
+// hands them.
+func TestFeedHandOver(t *testing.T) {
+	log := &memLog{slowLoad: 2 * time.Millisecond}
+	f := store.NewFeed(log.source(), store.FeedOptions{Page: 3})
+	defer f.Close()
+	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			log.add(f, store.Change{Event: store.Event{Kind: store.Updated}, OwnerID: "acme", Visibility: store.Team})
+			time.Sleep(500 * time.Microsecond)
+		}
+	}()
+	for round := range 30 {
+		ctx, cancel := context.WithCancel(context.Background())
+		after, _ := log.latest(ctx)
+		after -= int64(round % 5)
+		s := open(ctx, f, a, store.EventFilter{}, after, nil)
+		time.Sleep(time.Duration(rand.IntN(8)) * time.Millisecond)
+		cur, _ := log.latest(ctx)
+		want := log.expected(a, store.EventFilter{}, after)
+		want = slices.DeleteFunc(want, func(e store.Event) bool { return e.Seq > cur })
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			got, err := s.snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) >= len(want) {
+				if !equalEvents(got[:len(want)], want) {
+					t.Fatalf("round %d after %d: got %v, want %v", round, after, seqs(got), seqs(want))
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d after %d: got %v, want %v", round, after, seqs(got), seqs(want))
+			}
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		<-s.done
+	}
+	close(stop)
+	wg.Wait()
+}
+
+func TestEventFilterAndVisibility(t *testing.T) {
+	e := store.Event{Tags: []string{"a", "b"}, SchemaName: "s"}
+	for _, c := range []struct {
+		f    store.EventFilter
+		want bool
+	}{
+		{store.EventFilter{}, true},
+		{store.EventFilter{Tags: []string{"a"}}, true},
+		{store.EventFilter{Tags: []string{"b", "a"}}, true},
+		{store.EventFilter{Tags: []string{"a", "c"}}, false},
+		{store.EventFilter{SchemaName: "s"}, true},
+		{store.EventFilter{SchemaName: "t"}, false},
+		{store.EventFilter{Tags: []string{"a"}, SchemaName: "t"}, false},
+	} {
+		if got := c.f.Match(&e); got != c.want {
+			t.Errorf("%+v: %v", c.f, got)
+		}
+	}
+	var many []string
+	for i := range store.MaxTags + 1 {
+		many = append(many, fmt.Sprint("t", i))
+	}
+	if err := (store.EventFilter{Tags: many}).Check(); !store.IsCode(err, store.CodeInvalid) || !errors.As(err, new(*store.Error)) {
+		t.Errorf("too many tag filters: %v", err)
+	}
+	// A change is visible exactly when its breadcrumb would be writable.
+	as, _ := actorsAndFilters()
+	for _, a := range as {
+		for _, o := range owners {
+			for _, v := range []store.Visibility{store.Team, store.Private, store.Public} {
+				for _, by := range agents {
+					c := store.Change{OwnerID: o, Visibility: v, CreatedBy: by}
+					b := store.Breadcrumb{OwnerID: o, Visibility: v, CreatedBy: by}
+					if c.VisibleTo(a) != store.Writable(a, &b) {
+						t.Errorf("%+v and %s/%s/%s: %v", a, o, v, by, c.VisibleTo(a))
+					}
+				}
+			}
+		}
+	}
+}

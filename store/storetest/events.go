@@ -1,0 +1,218 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/store"
+)
+
+// eventStream records what one Events stream receives.
+type eventStream struct {
+	a      store.Actor
+	filter store.EventFilter
+	mu     sync.Mutex
+	got    []store.Event
+	err    error
+}
+
+func (s *eventStream) snapshot() ([]store.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got), s.err
+}
+
+// change is what a stream should hear of a write.
+func change(kind store.EventKind, b store.Breadcrumb) store.Change {
+	return store.Change{
+		Event:   store.Event{Kind: kind, BreadcrumbID: b.ID, Version: b.Version, Tags: b.Tags, SchemaName: b.SchemaName},
+		OwnerID: b.OwnerID, Visibility: b.Visibility, CreatedBy: b.CreatedBy,
+	}
+}
+
+func sameEvent(got store.Event, want store.Change) bool {
+	return got.Kind == want.Kind && got.BreadcrumbID == want.BreadcrumbID && got.Version == want.Version &&
+		slices.Equal(got.Tags, want.Tags) && got.SchemaName == want.SchemaName
+}
+
+func describe(es []store.Event) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = fmt.Sprintf("%d:%s %s v%d", e.Seq, e.Kind, e.BreadcrumbID[len(e.BreadcrumbID)-4:], e.Version)
+	}
+	return out
+}
+
+// testEventsFanOut: streams of two owners' agents, curators and a stranger,
+// each with one of several filters, open while writes of every kind
+// interleave across owners (creates of each visibility, updates that
+// change tags, schema and visibility, deletes). Each stream receives
+// exactly the changes the visibility rule and its filter let through, in
+// order, with no gap and no repeat, and the same events, with the same
+// sequence numbers, as a stream opened afterwards from the same point
+// reads from the backlog. One stream per actor does not read until the
+// writes are done: it falls behind by more than any buffer a backend
+// keeps, and still gets everything.
+func testEventsFanOut(t *testing.T, s store.Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	eve := store.Actor{OwnerID: "evil", AgentID: "eve"}
+	stranger := store.Actor{OwnerID: "initech", AgentID: "peter", Curator: true}
+	actors := []store.Actor{alice, bob, curator, mallory, eve, stranger}
+	filters := []store.EventFilter{{}, {Tags: []string{"hot"}}, {Tags: []string{"hot", "cold"}}, {SchemaName: "s.v1"}}
+	start, err := s.LatestSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	gate := make(chan struct{})
+	var (
+		streams []*eventStream
+		wg      sync.WaitGroup
+	)
+	listen := func(a store.Actor, f store.EventFilter, gate <-chan struct{}) *eventStream {
+		st := &eventStream{a: a, filter: f}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e, err := range s.Events(ctx, a, start, f) {
+				if gate != nil {
+					<-gate
+				}
+				st.mu.Lock()
+				st.got, st.err = append(st.got, e), err
+				st.mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+		return st
+	}
+	var stalled []*eventStream
+	for _, a := range actors {
+		for _, f := range filters {
+			streams = append(streams, listen(a, f, nil))
+		}
+		stalled = append(stalled, listen(a, store.EventFilter{}, gate))
+	}
+
+	// Writes, mostly acme's so that its curator's stalled stream falls far
+	// behind; every one is checked to have succeeded.
+	r := rand.New(rand.NewPCG(11, 12))
+	writers := []store.Actor{alice, alice, bob, bob, curator, mallory, eve}
+	var (
+		log  []store.Change
+		live []store.Breadcrumb
+	)
+	randomContent := func(b *store.Breadcrumb) {
+		b.Visibility = []store.Visibility{store.Team, store.Private, store.Public}[r.IntN(3)]
+		b.Tags = nil
+		for _, tag := range []string{"hot", "cold"} {
+			if r.IntN(2) == 0 {
+				b.Tags = append(b.Tags, tag)
+			}
+		}
+		b.SchemaName = []string{"", "s.v1", "s.v2"}[r.IntN(3)]
+	}
+	const writes = 400
+	for i := range writes {
+		a := writers[r.IntN(len(writers))]
+		var mine []int
+		for j := range live {
+			if store.Writable(a, &live[j]) {
+				mine = append(mine, j)
+			}
+		}
+		switch op := r.IntN(10); {
+		case op < 5 || len(mine) == 0:
+			in := crumb(fmt.Sprint("w", i))
+			randomContent(&in)
+			b := create(t, s, a, in)
+			live = append(live, b)
+			log = append(log, change(store.Created, b))
+		case op < 8:
+			j := mine[r.IntN(len(mine))]
+			b, err := s.Update(ctx, a, live[j].ID, 0, func(b *store.Breadcrumb) error { randomContent(b); return nil })
+			if err != nil {
+				t.Fatalf("update %d: %v", i, err)
+			}
+			live[j] = b
+			log = append(log, change(store.Updated, b))
+		default:
+			j := mine[r.IntN(len(mine))]
+			if err := s.Delete(ctx, a, live[j].ID); err != nil {
+				t.Fatalf("delete %d: %v", i, err)
+			}
+			log = append(log, change(store.Deleted, live[j]))
+			live = slices.Delete(live, j, j+1)
+		}
+	}
+	close(gate)
+
+	check := func(st *eventStream) {
+		t.Helper()
+		var want []store.Change
+		for _, c := range log {
+			if c.VisibleTo(st.a) && st.filter.Match(&c.Event) {
+				want = append(want, c)
+			}
+		}
+		var got []store.Event
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			var err error
+			if got, err = st.snapshot(); err != nil {
+				t.Fatalf("%+v %+v: stream ended: %v", st.a, st.filter, err)
+			}
+			if len(got) >= len(want) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		ok := len(got) == len(want)
+		for i := 0; ok && i < len(got); i++ {
+			ok = sameEvent(got[i], want[i]) && (i == 0 || got[i-1].Seq < got[i].Seq)
+		}
+		if !ok {
+			t.Fatalf("%+v %+v: got %d events %v, want %d", st.a, st.filter, len(got), describe(got), len(want))
+		}
+		if len(want) == 0 {
+			return
+		}
+		direct := collectFiltered(t, s, st.a, start, st.filter, len(want))
+		if !slices.EqualFunc(direct, got, func(x, y store.Event) bool { return x.Seq == y.Seq && x.BreadcrumbID == y.BreadcrumbID }) {
+			t.Fatalf("%+v %+v: live %v, from the backlog %v", st.a, st.filter, describe(got), describe(direct))
+		}
+	}
+	for _, st := range append(streams, stalled...) {
+		check(st)
+	}
+	if got, _ := stalled[2].snapshot(); len(got) < 300 {
+		t.Fatalf("the acme curator's stalled stream saw %d changes; the test means it to fall behind by more than a buffer", len(got))
+	}
+	cancel()
+	wg.Wait()
+}
+
+// collectFiltered reads n events from a stream that starts after the
+// writes, so from the backlog.
+func collectFiltered(t *testing.T, s store.Store, a store.Actor, after int64, f store.EventFilter, n int) []store.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []store.Event
+	for e, err := range s.Events(ctx, a, after, f) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out = append(out, e); len(out) == n {
+			break
+		}
+	}
+	return out
+}
