@@ -19,3 +19,13 @@ func BenchmarkSearchScaling(b *testing.B) {
 	defer db.Close()
 	storetest.BenchSearch(b, db, db)
 }
+
+// BenchmarkSearchLargeDocuments: see storetest.BenchSearchLargeDocuments.
+func BenchmarkSearchLargeDocuments(b *testing.B) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ctxkit.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	storetest.BenchSearchLargeDocuments(b, db, db)
+}

@@ -134,3 +134,51 @@ func BenchSearch(b *testing.B, s store.Store, imp Importer) {
 		b.Fatalf("p50 at %d breadcrumbs is %v, %.1f× the %v at %d: the limit is 3×", large, pl, ratio, ps, small)
 	}
 }
+
+// BenchSearchLargeDocuments measures search at its most costly: the
+// default rank bound of matches (1,000), each with MaxSearchWords words of
+// view text (words w0..w4999, uniformly drawn), queried with a word, a
+// prefix, a phrase, and MaxQueryTerms words, phrases and prefixes ORed.
+func BenchSearchLargeDocuments(b *testing.B, s store.Store, imp Importer) {
+	ctx := context.Background()
+	a := store.Actor{OwnerID: "bench", AgentID: "a"}
+	r := rand.New(rand.NewPCG(5, 6))
+	words := make([]string, store.MaxSearchWords)
+	for start := 0; start < store.DefaultMaxRanked; start += 100 {
+		var batch []store.Breadcrumb
+		for i := start; i < start+100; i++ {
+			for j := range words {
+				words[j] = "w" + strconv.Itoa(r.IntN(5000))
+			}
+			batch = append(batch, store.Breadcrumb{Title: fmt.Sprintf("doc %d w%d", i, r.IntN(5000)), Context: json.RawMessage(`{}`),
+				SearchText: strings.Join(words, " ")})
+		}
+		if _, err := imp.Import(ctx, a, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var terms []string
+	for i := range store.MaxQueryTerms {
+		switch i % 3 {
+		case 0:
+			terms = append(terms, fmt.Sprintf("w%d", i))
+		case 1:
+			terms = append(terms, fmt.Sprintf(`"w%d w%d"`, i, i+1))
+		default:
+			terms = append(terms, fmt.Sprintf("w%d*", i))
+		}
+	}
+	qs := []string{"w1", "w1*", `"w1 w2"*`, strings.Join(terms, " OR ")}
+	for _, q := range qs {
+		if res, err := s.Search(ctx, a, store.SearchQuery{Text: q}); err != nil || len(res.Hits) == 0 {
+			b.Fatalf("%q: %v, %d hits", q, err, len(res.Hits))
+		}
+	}
+	i := 0
+	for b.Loop() {
+		if _, err := s.Search(ctx, a, store.SearchQuery{Text: qs[i%len(qs)]}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
