@@ -79,11 +79,16 @@ type LRU[K comparable, V any] struct {
 	size  int
 	order *list.List // front = most recent; elements hold *lruEntry[K, V]
 	items map[K]*list.Element
+
+	maxBytes int64         // 0: entries are not weighed
+	bytes    int64         // the entries' weight
+	weigh    func(V) int64 // an entry's size in bytes
 }
 
 type lruEntry[K comparable, V any] struct {
-	key K
-	val V
+	key   K
+	val   V
+	bytes int64
 }
 
 // NewLRU returns an LRU holding at most size entries (default 1024).
@@ -92,6 +97,16 @@ func NewLRU[K comparable, V any](size int) *LRU[K, V] {
 		size = 1024
 	}
 	return &LRU[K, V]{size: size, order: list.New(), items: make(map[K]*list.Element)}
+}
+
+// NewLRUBytes returns an LRU holding at most size entries weighing at most
+// maxBytes together, as weigh measures them: where values are as large as
+// the records they come from, a count alone bounds nothing. A value heavier
+// than maxBytes is not kept.
+func NewLRUBytes[K comparable, V any](size int, maxBytes int64, weigh func(V) int64) *LRU[K, V] {
+	l := NewLRU[K, V](size)
+	l.maxBytes, l.weigh = maxBytes, weigh
+	return l
 }
 
 // Get returns the value for k and marks it recently used.
@@ -110,17 +125,34 @@ func (l *LRU[K, V]) Get(k K) (V, bool) {
 func (l *LRU[K, V]) Add(k K, v V) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var n int64
+	if l.weigh != nil {
+		n = l.weigh(v)
+	}
 	if el, ok := l.items[k]; ok {
-		el.Value.(*lruEntry[K, V]).val = v
-		l.order.MoveToFront(el)
+		l.remove(el)
+	}
+	if l.maxBytes > 0 && n > l.maxBytes {
 		return
 	}
-	l.items[k] = l.order.PushFront(&lruEntry[K, V]{key: k, val: v})
-	if l.order.Len() > l.size {
-		old := l.order.Back()
-		l.order.Remove(old)
-		delete(l.items, old.Value.(*lruEntry[K, V]).key)
+	l.items[k] = l.order.PushFront(&lruEntry[K, V]{key: k, val: v, bytes: n})
+	l.bytes += n
+	for l.order.Len() > l.size || (l.maxBytes > 0 && l.bytes > l.maxBytes) {
+		l.remove(l.order.Back())
 	}
+}
+
+func (l *LRU[K, V]) remove(el *list.Element) {
+	e := l.order.Remove(el).(*lruEntry[K, V])
+	delete(l.items, e.key)
+	l.bytes -= e.bytes
+}
+
+// Bytes reports the entries' weight (0 for an LRU made by NewLRU).
+func (l *LRU[K, V]) Bytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bytes
 }
 
 // Len reports the number of entries.

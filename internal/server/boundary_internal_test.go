@@ -27,7 +27,7 @@ import (
 
 // boundaryServer starts a server over a fresh store (PostgreSQL when
 // CTXKIT_TEST_STORE=postgres) on loopback.
-func boundaryServer(t *testing.T) (*Server, string, ed25519.PrivateKey) {
+func boundaryServer(t *testing.T, tweaks ...func(*Options)) (*Server, string, ed25519.PrivateKey) {
 	t.Helper()
 	var (
 		db  store.Store
@@ -42,7 +42,11 @@ func boundaryServer(t *testing.T) (*Server, string, ed25519.PrivateKey) {
 		t.Fatal(err)
 	}
 	_, key, _ := ed25519.GenerateKey(nil)
-	s := New(Options{Store: db, Key: key, MaxBodyBytes: 64 << 10})
+	opts := Options{Store: db, Key: key, MaxBodyBytes: 64 << 10}
+	for _, f := range tweaks {
+		f(&opts)
+	}
+	s := New(opts)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(func() { s.StopStreams(); srv.Close(); db.Close() })
 	return s, srv.URL, key
@@ -293,5 +297,41 @@ func TestLabelsAreBounded(t *testing.T) {
 		if got := m.routeLabel(in); got != want {
 			t.Errorf("routeLabel(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestViewCacheIsBoundedInBytes: views of large records are kept only up to
+// the cache's byte budget, however many a reader asks for.
+func TestViewCacheIsBoundedInBytes(t *testing.T) {
+	s, base, key := boundaryServer(t, func(o *Options) { o.ViewCacheBytes = 1 << 20 })
+	tok, err := Mint(key, Principal{OwnerID: "acme", AgentID: "a", Roles: []string{RoleEmitter}}, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, path string, body []byte) (int, []byte) {
+		req, _ := http.NewRequest(method, base+path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, out
+	}
+	for i := range 40 {
+		body, _ := json.Marshal(map[string]any{"title": fmt.Sprint("r", i), "llm_hints": map[string]any{"exclude": []string{"x"}},
+			"context": map[string]any{"big": strings.Repeat("y", 60<<10), "x": 1}})
+		st, out := do("POST", "/breadcrumbs", body)
+		var created struct{ ID string }
+		if json.Unmarshal(out, &created); st != 201 {
+			t.Fatalf("create %d: %d %s", i, st, out)
+		}
+		if st, _ := do("GET", "/breadcrumbs/"+created.ID, nil); st != 200 {
+			t.Fatalf("read %d: %d", i, st)
+		}
+	}
+	if n, b := s.results.Len(), s.results.Bytes(); b > 1<<20 || n >= 40 || n == 0 {
+		t.Errorf("the view cache holds %d views of %d bytes; the budget is 1 MiB", n, b)
 	}
 }

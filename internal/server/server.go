@@ -39,6 +39,11 @@ type Options struct {
 	// engines than this in parallel. Default: 2 × GOMAXPROCS.
 	MaxConcurrentViews int
 	Now                func() time.Time // default time.Now
+
+	// ViewCacheBytes bounds the bytes of computed views kept for reuse (as
+	// well as their number, 4096): a view is as large as its record, so
+	// a count alone would let any reader hold gigabytes. Default 64 MiB.
+	ViewCacheBytes int64
 	// Gateway, when set, serves POST /v1/messages, POST
 	// /v1/chat/completions and GET /v1/models for any valid token, which
 	// these routes also accept in the x-api-key header.
@@ -90,6 +95,9 @@ type cachedView struct {
 	reason string
 }
 
+// size is what a cached view holds in memory, its key included, roughly.
+func (c cachedView) size() int64 { return int64(len(c.value)+len(c.reason)) + 256 }
+
 // New returns a server.
 func New(opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
@@ -104,6 +112,9 @@ func New(opts Options) *Server {
 	if opts.MaxConcurrentViews <= 0 {
 		opts.MaxConcurrentViews = 2 * runtime.GOMAXPROCS(0)
 	}
+	if opts.ViewCacheBytes <= 0 {
+		opts.ViewCacheBytes = 64 << 20
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -114,7 +125,7 @@ func New(opts Options) *Server {
 		opts:    opts,
 		pub:     opts.Key.Public().(ed25519.PublicKey),
 		views:   view.NewCache(1024, view.Options{RuleTimeout: opts.RuleTimeout}),
-		results: view.NewLRU[view.ResultKey, cachedView](4096),
+		results: view.NewLRUBytes[view.ResultKey, cachedView](4096, opts.ViewCacheBytes, cachedView.size),
 		tokens:  view.NewLRU[[32]byte, verified](4096),
 		mux:     newRouter(),
 		metrics: newMetrics(),
