@@ -40,6 +40,10 @@ Flags:
   --key FILE         signing key (default DIR/signing.key; env CTXKIT_KEY_FILE); replicas
                      on one PostgreSQL database share one key file
   --max-body BYTES   request body limit (default 1048576)
+  --view-memory SIZE bound on the heap while views are computed, as in 512MiB or
+                     1GiB (default 1GiB; at least 64MiB): a view that needs more
+                     is refused with view_too_costly (422 for a preview, its
+                     fallback when read)
   --expire-every D   how often expired breadcrumbs are removed (default 30s)
   --config FILE      the gateway's upstream providers (JSON, or YAML as .yaml/.yml;
                      env CTXKIT_CONFIG): serves POST /v1/messages, POST
@@ -75,6 +79,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	maxBody := fs.Int64("max-body", 1<<20, "")
 	expireEvery := fs.Duration("expire-every", 30*time.Second, "")
 	configFile := fs.String("config", os.Getenv("CTXKIT_CONFIG"), "")
+	viewMemory := byteSize(server.DefaultViewMemory)
+	fs.Var(&viewMemory, "view-memory", "")
 	var workspaces stringList
 	fs.Var(&workspaces, "workspace", "")
 	if err := parseFlags(fs, args); err != nil {
@@ -112,6 +118,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if *maxBody <= 0 || *expireEvery <= 0 {
 		return usagef("--max-body and --expire-every must be positive")
 	}
+	if viewMemory < minViewMemory {
+		return usagef("--view-memory %s is too small: it must be at least 64MiB", byteCount(int64(viewMemory)))
+	}
 	log := newLogger(e)
 
 	if err := os.MkdirAll(*data, 0o700); err != nil {
@@ -143,7 +152,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		gw = gateway.New(cfg, gateway.Options{Logger: log})
 	}
 	api := server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody, Gateway: gw,
-		Workspaces: workspaces})
+		Workspaces: workspaces, ViewMemory: int64(viewMemory)})
 	srv := &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
