@@ -37,9 +37,6 @@ const reservedPrefix = "__ctxkit_"
 // Arguments are bound last-first, the order in which gojq evaluates the
 // arguments of its internal functions, so outputs come in the same order.
 const jqPrelude = `
-def __ctxkit_add($l; $r): $l + $r;
-def __ctxkit_multiply($l; $r): $l * $r;
-def __ctxkit_divide($l; $r): $l / $r;
 def __ctxkit_assign(p; $x): p = $x;
 def __ctxkit_modify(p; f): p |= f;
 def __ctxkit_setpath($p; $v): setpath($p; $v);
@@ -84,9 +81,9 @@ def __ctxkit_gsub($re; str): gsub($re; str);
 def __ctxkit_gsub($re; str; $flags): gsub($re; str; $flags);
 def __ctxkit_paths(p): reduce path(p) as $q (.; __ctxkit_cost($__ctxkit_m; "path"; $q));
 
-def _add(l; r): r as $r | l as $l | __ctxkit_cost($__ctxkit_m; "add"; $l; $r) | __ctxkit_add($l; $r);
-def _multiply(l; r): r as $r | l as $l | __ctxkit_cost($__ctxkit_m; "multiply"; $l; $r) | __ctxkit_multiply($l; $r);
-def _divide(l; r): r as $r | l as $l | __ctxkit_cost($__ctxkit_m; "divide"; $l; $r) | __ctxkit_divide($l; $r);
+def _add(l; r): __ctxkit_operands($__ctxkit_m; "add"; l; r) | .[0] + .[1];
+def _multiply(l; r): __ctxkit_operands($__ctxkit_m; "multiply"; l; r) | .[0] * .[1];
+def _divide(l; r): __ctxkit_operands($__ctxkit_m; "divide"; l; r) | .[0] / .[1];
 def _assign(p; $x): __ctxkit_paths(p) as $_ | __ctxkit_assign(p; $x);
 def _modify(p; f): __ctxkit_paths(p) as $_ | __ctxkit_modify(p; f);
 def setpath(p; v): v as $v | p as $p | __ctxkit_cost($__ctxkit_m; "setpath"; $p) | __ctxkit_setpath($p; $v);
@@ -169,7 +166,8 @@ func compilePriced(q *gojq.Query) (*gojq.Code, error) {
 	q.Meta, q.Imports = nil, nil
 	return gojq.Compile(wrapped,
 		gojq.WithVariables([]string{meterVar}),
-		gojq.WithFunction(reservedPrefix+"cost", 2, 4, jqCost))
+		gojq.WithFunction(reservedPrefix+"cost", 2, 4, jqCost),
+		gojq.WithFunction(reservedPrefix+"operands", 4, 4, jqOperands))
 }
 
 // operatorFuncs maps the operators that gojq compiles to direct calls onto
@@ -209,6 +207,17 @@ func rewriteOperators(v reflect.Value) {
 			rewriteOperators(v.Index(i))
 		}
 	}
+}
+
+// jqOperands is __ctxkit_operands($meter; op; l; r): it prices the
+// operator op on l and r and returns [l, r] for the operator itself. As a
+// function of gojq's own kind it evaluates l and r in the order gojq
+// evaluates an operator's operands, so outputs keep their order.
+func jqOperands(_ any, args []any) any {
+	if err, isErr := jqCost(nil, args).(error); isErr {
+		return err
+	}
+	return []any{args[2], args[3]}
 }
 
 // jqCost is __ctxkit_cost($meter; op; args…): it prices the step op would

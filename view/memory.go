@@ -143,12 +143,14 @@ func mulCost(a, b int64) int64 {
 // Budget bounds the heap of a process while views are evaluated in it. It
 // is shared by every View compiled with it (Options.Budget) and safe for
 // concurrent use. While at least one evaluation runs, a watchdog samples
-// the heap every few milliseconds. When the heap passes the limit, it
-// stops every evaluation that has run for at least stopAge (growing a heap
-// by hundreds of megabytes takes longer than that, while a typical view
-// is done in well under a millisecond), or else the one that has priced
-// the most; it then waits for them to end and collects the garbage before
-// it looks again. Once the last evaluation has ended after such a stop, the
+// the heap every few milliseconds. When the heap passes seven eighths of
+// the limit (the rest is room for what is allocated while it reacts), it
+// stops every evaluation that has run for at least stopAge and for at least
+// half as long as the oldest one (growing a heap by hundreds of megabytes
+// takes far longer than a typical view, which is done in well under a
+// millisecond, so views that just started are spared), or else the one
+// that has priced the most; it then waits for them to end and collects the
+// garbage before it looks again. Once the last evaluation has ended after such a stop, the
 // freed memory is returned to the operating system.
 type Budget struct {
 	limit uint64
@@ -228,7 +230,7 @@ func (b *Budget) watch() {
 		}
 		b.mu.Unlock()
 		metrics.Read(sample)
-		if sample[0].Value.Uint64() <= b.limit {
+		if sample[0].Value.Uint64() <= b.limit-b.limit/8 {
 			continue
 		}
 		b.mu.Lock()
@@ -249,13 +251,17 @@ func (b *Budget) victims() []*meter {
 	var (
 		out       []*meter
 		costliest *meter
+		oldest    time.Duration
 	)
 	now := time.Now()
+	for m := range b.running {
+		oldest = max(oldest, now.Sub(m.start))
+	}
 	for m := range b.running {
 		if stopped(m.ctx) != nil {
 			continue
 		}
-		if now.Sub(m.start) >= stopAge {
+		if age := now.Sub(m.start); age >= stopAge && age >= oldest/2 {
 			out = append(out, m)
 		}
 		if costliest == nil || m.price() > costliest.price() || (m.price() == costliest.price() && m.start.Before(costliest.start)) {

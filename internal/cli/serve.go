@@ -46,6 +46,10 @@ Flags:
                      limit, leaving room for the database, files and upstreams); near
                      it idle keep-alive connections are closed, and a few slots stay
                      kept to answer GET /health
+  --view-memory SIZE bound on the heap while views are computed, as in 512MiB or
+                     1GiB (default 1GiB; at least 64MiB): a view that needs more
+                     is refused with view_too_costly (422 for a preview, its
+                     fallback when read)
   --expire-every D   how often expired breadcrumbs are removed (default 30s)
   --config FILE      the gateway's upstream providers (JSON, or YAML as .yaml/.yml;
                      env CTXKIT_CONFIG): serves POST /v1/messages, POST
@@ -82,6 +86,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	expireEvery := fs.Duration("expire-every", 30*time.Second, "")
 	configFile := fs.String("config", os.Getenv("CTXKIT_CONFIG"), "")
 	maxConns := fs.Int("max-conns", 0, "")
+	viewMemory := byteSize(server.DefaultViewMemory)
+	fs.Var(&viewMemory, "view-memory", "")
 	var workspaces stringList
 	fs.Var(&workspaces, "workspace", "")
 	if err := parseFlags(fs, args); err != nil {
@@ -129,6 +135,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if *maxConns == 0 {
 		*maxConns = connlimit.Default(nofile)
 	}
+	if viewMemory < minViewMemory {
+		return usagef("--view-memory %s is too small: it must be at least 64MiB", byteCount(int64(viewMemory)))
+	}
 	log := newLogger(e)
 
 	if err := os.MkdirAll(*data, 0o700); err != nil {
@@ -160,7 +169,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		gw = gateway.New(cfg, gateway.Options{Logger: log})
 	}
 	api := server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody, Gateway: gw,
-		Workspaces: workspaces})
+		Workspaces: workspaces, ViewMemory: int64(viewMemory)})
 	srv := &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +38,10 @@ Flags:
                     (default ` + view.DefaultEncoding + `)
   --compact         print the view on one line instead of indented
   --timeout D       deadline for each jq and template rule (default 100ms)
+  --memory SIZE     memory the view may take beyond its input, as in 256MiB
+                    (default 1GiB; at least 64MiB); a step that would need
+                    more than a quarter of it (at most 64MiB), or a heap that
+                    grows past it, stops the view with view_too_costly
 
 Exit status: 0 on success; 1 when the input, the hints or a rule failed (a
 failed rule still prints the include/exclude-filtered context, never the
@@ -53,6 +59,8 @@ func runView(ctx context.Context, e *env, args []string) error {
 	encoding := fs.String("encoding", view.DefaultEncoding, "")
 	compact := fs.Bool("compact", false, "")
 	timeout := fs.Duration("timeout", 100*time.Millisecond, "")
+	memory := byteSize(1 << 30)
+	fs.Var(&memory, "memory", "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -61,6 +69,9 @@ func runView(ctx context.Context, e *env, args []string) error {
 	}
 	if *timeout <= 0 {
 		return usagef("--timeout must be positive, not %v", *timeout)
+	}
+	if memory < minViewMemory {
+		return usagef("--memory %s is too small: it must be at least 64MiB", byteCount(int64(memory)))
 	}
 	if *hintsFile == "" && !*record {
 		return usagef("--hints FILE is required")
@@ -88,7 +99,10 @@ func runView(ctx context.Context, e *env, args []string) error {
 	} else if hints == nil {
 		return usagef("the record has no llm_hints: pass --hints FILE")
 	}
-	v, err := view.CompileWith(hints, view.Options{RuleTimeout: *timeout})
+	// The input may be large (up to maxInput), so the heap bound counts
+	// from what it already takes.
+	budget := view.NewBudget(heapInUse() + int64(memory))
+	v, err := view.CompileWith(hints, view.Options{RuleTimeout: *timeout, MaxMemory: min(64<<20, int64(memory)/4), Budget: budget})
 	if err != nil {
 		return fmt.Errorf("hints: %w", err)
 	}
@@ -124,6 +138,14 @@ func runView(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%s: %w (printed the filtered context instead)", res.Status, res.Err)
 	}
 	return nil
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() int64 {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	return int64(sample[0].Value.Uint64())
 }
 
 // readInput reads standard input up to maxInput bytes.

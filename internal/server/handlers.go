@@ -252,6 +252,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, p Principal) error
 // viewMeta says whether a view is what its hints asked for.
 type viewMeta struct {
 	Status         view.Status `json:"status"`
+	ErrorCode      string      `json:"error_code,omitempty"` // why a view fell back: a view error code
 	Message        string      `json:"message,omitempty"`
 	Source         string      `json:"source"`
 	FreshnessState string      `json:"freshness_state"`
@@ -269,7 +270,7 @@ func (s *Server) getView(w http.ResponseWriter, r *http.Request, p Principal) er
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": b.ID, "title": b.Title, "description": b.Description, "tags": b.Tags, "schema_name": b.SchemaName,
 		"version": b.Version, "updated_at": b.UpdatedAt, "context": v.value,
-		"meta": viewMeta{Status: v.status, Message: v.reason, Source: "store", FreshnessState: "current"},
+		"meta": viewMeta{Status: v.status, ErrorCode: v.code, Message: v.reason, Source: "store", FreshnessState: "current"},
 	})
 	return nil
 }
@@ -304,11 +305,12 @@ func (s *Server) applyView(ctx context.Context, b *store.Breadcrumb) (cachedView
 	s.metrics.views.WithLabelValues(string(res.Status)).Inc()
 	c := cachedView{value: out, status: res.Status}
 	if res.Err != nil {
-		c.reason = res.Err.Error()
+		c.code, c.reason = res.Err.Code, res.Err.Error()
 	}
-	// A rule that ran out of time may succeed when the server is less busy,
-	// so only a view that is final for this version is cached.
-	if res.Err == nil || res.Err.Code != view.CodeRuleTimeout {
+	// A rule that ran out of time, or a view stopped because the heap was
+	// full, may succeed when the server is less busy, so only a view that
+	// is final for this version is cached.
+	if res.Err == nil || (res.Err.Code != view.CodeRuleTimeout && !errors.Is(res.Err, view.ErrHeapLimit)) {
 		s.results.Add(key, c)
 	}
 	return c, nil
@@ -508,9 +510,14 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err != nil {
 		return errorf(http.StatusBadRequest, store.CodeInvalid, "context: %v", err)
 	}
+	if res.Err != nil && res.Err.Code == view.CodeTooCostly {
+		// Authoring a view that cannot be afforded is an error to fix, not
+		// a view to show.
+		return errorf(http.StatusUnprocessableEntity, view.CodeTooCostly, "llm_hints.%s", res.Err.Error())
+	}
 	meta := viewMeta{Status: res.Status, Source: "preview", FreshnessState: "current"}
 	if res.Err != nil {
-		meta.Message = res.Err.Error()
+		meta.ErrorCode, meta.Message = res.Err.Code, res.Err.Error()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"context": json.RawMessage(out), "meta": meta})
 	return nil

@@ -38,12 +38,17 @@ type Options struct {
 	// hits are free): a hints author cannot make the server run more rule
 	// engines than this in parallel. Default: 2 × GOMAXPROCS.
 	MaxConcurrentViews int
-	Now                func() time.Time // default time.Now
-
 	// ViewCacheBytes bounds the bytes of computed views kept for reuse (as
 	// well as their number, 4096): a view is as large as its record, so
 	// a count alone would let any reader hold gigabytes. Default 64 MiB.
 	ViewCacheBytes int64
+	// ViewMemory bounds the heap while views are computed, in bytes: when
+	// the heap passes it, the views that have run longest are stopped
+	// (view_too_costly). Each view computation gets a budget of its own,
+	// ViewMemory / (4 × MaxConcurrentViews) up to 64 MiB, that its costly
+	// steps are priced against before they run. Default 1 GiB.
+	ViewMemory int64
+	Now        func() time.Time // default time.Now
 	// Gateway, when set, serves POST /v1/messages, POST
 	// /v1/chat/completions and GET /v1/models for any valid token, which
 	// these routes also accept in the x-api-key header.
@@ -74,6 +79,9 @@ type Options struct {
 	WorkspaceVerifyBytes int64
 }
 
+// DefaultViewMemory is Options.ViewMemory's default.
+const DefaultViewMemory = 1 << 30
+
 // Server serves the API.
 type Server struct {
 	opts    Options
@@ -92,6 +100,7 @@ type Server struct {
 type cachedView struct {
 	value  json.RawMessage
 	status view.Status
+	code   string // the view error code when status is FALLBACK
 	reason string
 }
 
@@ -115,16 +124,24 @@ func New(opts Options) *Server {
 	if opts.ViewCacheBytes <= 0 {
 		opts.ViewCacheBytes = 64 << 20
 	}
+	if opts.ViewMemory <= 0 {
+		opts.ViewMemory = DefaultViewMemory
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	// The computations that may run at once together take at most a
+	// quarter of the bound by their budgets; the rest is the heap's room
+	// for everything else, and for the watchdog's reaction time.
+	perView := min(64<<20, opts.ViewMemory/int64(4*opts.MaxConcurrentViews))
+	viewOpts := view.Options{RuleTimeout: opts.RuleTimeout, MaxMemory: perView, Budget: view.NewBudget(opts.ViewMemory)}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
 		opts:    opts,
 		pub:     opts.Key.Public().(ed25519.PublicKey),
-		views:   view.NewCache(1024, view.Options{RuleTimeout: opts.RuleTimeout}),
+		views:   view.NewCache(1024, viewOpts),
 		results: view.NewLRUBytes[view.ResultKey, cachedView](4096, opts.ViewCacheBytes, cachedView.size),
 		tokens:  view.NewLRU[[32]byte, verified](4096),
 		mux:     newRouter(),
