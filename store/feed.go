@@ -109,7 +109,7 @@ type Feed struct {
 type feedStream struct {
 	a      Actor
 	filter EventFilter
-	ch     chan *Event // shared with the other streams: read only
+	ch     chan *Event   // shared with the other streams: read only
 	lost   atomic.Bool   // a change was dropped: read the database before going on
 	end    chan struct{} // closed by the feed, with err, to end the stream
 	err    error
