@@ -109,7 +109,7 @@ type Feed struct {
 type feedStream struct {
 	a      Actor
 	filter EventFilter
-	ch     chan Event
+	ch     chan *Event   // shared with the other streams: read only
 	lost   atomic.Bool   // a change was dropped: read the database before going on
 	end    chan struct{} // closed by the feed, with err, to end the stream
 	err    error
@@ -232,7 +232,7 @@ func (f *Feed) read() {
 			for s := range f.owners[c.OwnerID] {
 				if c.VisibleTo(s.a) && s.filter.Match(&c.Event) {
 					select {
-					case s.ch <- c.Event:
+					case s.ch <- &c.Event:
 					default:
 						s.lost.Store(true)
 					}
@@ -270,7 +270,7 @@ func (f *Feed) subscribe(ctx context.Context, a Actor, filter EventFilter) (*fee
 	if !f.known {
 		f.cursor, f.known = latest, true
 	}
-	s := &feedStream{a: a, filter: filter, ch: make(chan Event, f.opts.Buffer), end: make(chan struct{})}
+	s := &feedStream{a: a, filter: filter, ch: make(chan *Event, f.opts.Buffer), end: make(chan struct{})}
 	set := f.owners[a.OwnerID]
 	if set == nil {
 		set = map[*feedStream]struct{}{}
@@ -372,7 +372,7 @@ func (f *Feed) Events(ctx context.Context, a Actor, after int64, filter EventFil
 					continue
 				}
 				last = e.Seq
-				if !yield(e, nil) {
+				if !yield(*e, nil) {
 					return
 				}
 			}

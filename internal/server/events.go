@@ -119,5 +119,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 	}
 }
 
-// maxCoalesced is how many changes one write to an event stream carries at most.
-const maxCoalesced = 64
+// maxCoalesced is how many changes one write to an event stream carries at
+// most: about what fills net/http's 4 KiB response buffer.
+const maxCoalesced = 16

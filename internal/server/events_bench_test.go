@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"net/http"
 	"sort"
 	"sync"
@@ -133,18 +132,17 @@ type benchStreamSet struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	got    atomic.Int64
-	mu     sync.Mutex
-	lags   []time.Duration
+	lags   [][]time.Duration // by stream, each written only by its client
 }
 
 // openStreams opens n event streams with token, each on its own connection,
 // and returns once every one has answered.
 func openStreams(b *testing.B, e *env, token string, n int) *benchStreamSet {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &benchStreamSet{cancel: cancel}
+	s := &benchStreamSet{cancel: cancel, lags: make([][]time.Duration, n)}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: -1}}
 	ready := make(chan error, n)
-	for range n {
+	for i := range n {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -166,20 +164,18 @@ func openStreams(b *testing.B, e *env, token string, n int) *benchStreamSet {
 				if err != nil {
 					return
 				}
-				data, ok := bytes.CutPrefix(line, []byte("data: "))
-				if !ok || bytes.Equal(bytes.TrimSpace(data), []byte("{}")) {
-					continue // not a change (a ping's data is {})
-				}
-				var ev struct {
-					At time.Time `json:"at"`
-				}
-				if json.Unmarshal(data, &ev) != nil || ev.At.IsZero() {
+				// A change's data holds "at":"<RFC 3339 time>"; a ping's is {}.
+				_, at, ok := bytes.Cut(line, []byte(`"at":"`))
+				if !ok || !bytes.HasPrefix(line, []byte("data: ")) {
 					continue
 				}
-				lag := time.Since(ev.At)
-				s.mu.Lock()
-				s.lags = append(s.lags, lag)
-				s.mu.Unlock()
+				at, _, _ = bytes.Cut(at, []byte(`"`))
+				t, err := time.Parse(time.RFC3339Nano, string(at))
+				if err != nil {
+					b.Errorf("event time %q: %v", at, err)
+					continue
+				}
+				s.lags[i] = append(s.lags[i], time.Since(t))
 				s.got.Add(1)
 			}
 		}()
@@ -206,9 +202,12 @@ func (s *benchStreamSet) wait(want int, timeout time.Duration) ([]time.Duration,
 	for s.got.Load() < int64(want) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lags := append([]time.Duration(nil), s.lags...)
+	s.cancel() // the clients stop, so their lags can be read
+	s.wg.Wait()
+	var lags []time.Duration
+	for _, l := range s.lags {
+		lags = append(lags, l...)
+	}
 	missing := max(0, want-len(lags))
 	for range missing {
 		lags = append(lags, timeout)
