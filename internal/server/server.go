@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -78,6 +79,8 @@ type Server struct {
 	tokens  *view.LRU[[32]byte, verified] // tokens verified, by SHA-256
 	mux     *http.ServeMux
 	metrics *metrics
+
+	corruptLogged atomic.Bool // the store said it is damaged, and it was logged
 
 	viewSlots   chan struct{}   // a token per view computation in progress
 	streams     context.Context // cancelled by StopStreams
@@ -224,6 +227,11 @@ func actor(p Principal) store.Actor {
 	return store.Actor{OwnerID: p.OwnerID, AgentID: p.AgentID, Curator: p.Has(RoleCurator)}
 }
 
+// statusClientClosed answers a request whose client went away before the
+// reply (nginx's 499): it is counted among the client's errors, not the
+// server's.
+const statusClientClosed = 499
+
 // writeError maps an error to a JSON error response.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var (
@@ -248,9 +256,24 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		case store.CodeUnavailable:
 			ae.status = http.StatusServiceUnavailable
 			w.Header().Set("Retry-After", "1")
+		case store.CodeInsufficientStorage:
+			ae.status = http.StatusInsufficientStorage
+		case store.CodeCorrupt:
+			ae.status = http.StatusInternalServerError
+			s.metrics.storeFails.Inc()
+			// The store refuses writes from now on; one log line tells the
+			// operator, not one per request.
+			if s.corruptLogged.CompareAndSwap(false, true) {
+				s.opts.Logger.Error("the store is damaged; writes are refused until it is restored", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
 		default:
 			ae.status = http.StatusInternalServerError
 		}
+	case r.Context().Err() != nil && errors.Is(context.Cause(r.Context()), context.Canceled):
+		// The client went away (or the server is closing its connection):
+		// whatever failed because of it is nobody's fault, and nobody
+		// reads the reply. Neither a store failure nor an unavailability.
+		ae = errorf(statusClientClosed, "cancelled", "the client closed the request")
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		ae = errorf(http.StatusServiceUnavailable, "unavailable", "the request was cancelled or timed out")
 	default:
