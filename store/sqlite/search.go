@@ -195,7 +195,7 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 		FROM top JOIN breadcrumbs b ON b.rowid = top.rowid
 		ORDER BY top.in_title DESC, top.score DESC, top.id DESC`, args...)
 	if err != nil {
-		return res, fmt.Errorf("search: %w", err)
+		return res, d.fail(fmt.Errorf("search: %w", err))
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -206,13 +206,13 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 		)
 		b, err := scan(extraScanner{rows, []any{&h.Score, &inTitle, &total}})
 		if err != nil {
-			return res, err
+			return res, d.fail(err)
 		}
 		h.Breadcrumb, h.Score = b, store.Score(h.Score, inTitle)
 		res.Hits = append(res.Hits, h)
 		res.Bounded = res.Bounded || total > bound
 	}
-	return res, rows.Err()
+	return res, d.fail(rows.Err())
 }
 
 // extraScanner scans a row of the columns followed by more values.
