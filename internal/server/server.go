@@ -5,6 +5,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -264,7 +265,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			// The store refuses writes from now on; one log line tells the
 			// operator, not one per request.
 			if s.corruptLogged.CompareAndSwap(false, true) {
-				s.opts.Logger.Error("the store is damaged; writes are refused until it is restored", "method", r.Method, "path", r.URL.Path, "err", err)
+				s.opts.Logger.Error("the store is damaged; writes are refused until it is restored", "method", r.Method, "path", r.URL.Path, "err", cmp.Or(se.Err, error(se)))
 			}
 		default:
 			ae.status = http.StatusInternalServerError
