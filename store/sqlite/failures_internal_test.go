@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxkit/ctxkit/store"
 )
@@ -257,5 +258,69 @@ func TestDamageFoundAtRunTime(t *testing.T) {
 	}
 	if _, err := d.Expire(ctx, d.now()); !store.IsCode(err, store.CodeCorrupt) {
 		t.Fatalf("expiry after the damage was found: %v, want store_corrupt", err)
+	}
+}
+
+// TestCheckIsBounded: the check at Open stops at CheckTime, so a large
+// file still opens (what the check did not reach is left to the
+// detection at run time); within the time, damage is found.
+func TestCheckIsBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ctxkit.db")
+	fill(t, path, 300)
+	pages, size := tablePages(t, path, "history")
+	damage(t, path, pages[len(pages)-1:], size)
+	defer func(was time.Duration) { CheckTime = was }(CheckTime)
+	CheckTime = time.Nanosecond
+	d, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("a check out of time kept the file from opening: %v", err)
+	}
+	d.Close()
+	CheckTime = time.Minute
+	if _, err := Open(context.Background(), path); !store.IsCode(err, store.CodeCorrupt) {
+		t.Fatalf("with time to check: %v, want store_corrupt", err)
+	}
+}
+
+// BenchmarkOpen measures what the integrity check adds to opening a
+// database of about 150 MB: "checked" runs quick_check to the end,
+// "unchecked" (CheckTime 0) skips it; the ratio is the check's cost, and
+// MB/s its speed, from which CheckTime's bound follows.
+func BenchmarkOpen(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "ctxkit.db")
+	d, err := Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := store.Actor{OwnerID: "o", AgentID: "a"}
+	text := strings.Repeat("lorem ipsum dolor sit amet ", 100)
+	for range 8 {
+		batch := make([]store.Breadcrumb, 2000)
+		for i := range batch {
+			batch[i] = store.Breadcrumb{Title: fmt.Sprintf("r%d", i), Context: json.RawMessage(fmt.Sprintf(`{"text":%q}`, text))}
+		}
+		if _, err := d.Import(ctx, a, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d.Close()
+	st, _ := os.Stat(path)
+	defer func(was time.Duration) { CheckTime = was }(CheckTime)
+	for _, bc := range []struct {
+		name  string
+		check time.Duration
+	}{{"checked", time.Hour}, {"unchecked", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			CheckTime = bc.check
+			b.SetBytes(st.Size())
+			for b.Loop() {
+				d, err := Open(ctx, path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				d.Close()
+			}
+		})
 	}
 }
