@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"fmt"
 	"log/slog"
@@ -12,8 +13,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ctxkit/ctxkit/internal/pgtest"
 	"github.com/ctxkit/ctxkit/internal/server"
 	"github.com/ctxkit/ctxkit/store/sqlite"
 )
@@ -206,4 +211,104 @@ func leafPages(t *testing.T, path, table string) (pages []int64, size int64) {
 		t.Fatalf("%s has %d leaf pages; the test needs more", table, len(pages))
 	}
 	return pages, size
+}
+
+// TestPostgresDiskFullIs507: PostgreSQL's disk_full (53100), from a
+// tablespace on a file system that fills up, is 507 insufficient_storage;
+// the transaction leaves nothing (the record, its history and its event
+// all or nothing), and writes resume once space is freed.
+func TestPostgresDiskFullIs507(t *testing.T) {
+	dir := smallFS(t, "3m")
+	pg := pgtest.Start(t)
+	dbURL := pg.NewDatabase(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, strings.Replace(dbURL, mustURL(dbURL).User.String()+"@", "postgres@", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	// The tablespace's directory belongs to the user the server runs as.
+	var dataDir string
+	if err := admin.QueryRow(ctx, `SHOW data_directory`).Scan(&dataDir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server's user must reach it through the test's temporary directories.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		os.Chmod(d, 0o711)
+	}
+	space := filepath.Join(dir, "pg")
+	os.Mkdir(space, 0o700)
+	os.Chown(space, int(st.Sys().(*syscall.Stat_t).Uid), int(st.Sys().(*syscall.Stat_t).Gid))
+	ballast := filepath.Join(dir, "ballast")
+	if err := os.WriteFile(ballast, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := openPostgres(t, dbURL)
+	for _, q := range []string{`CREATE TABLESPACE small LOCATION '` + space + `'`, `ALTER TABLE breadcrumbs SET TABLESPACE small`} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		admin, err := pgx.Connect(ctx, pg.AdminURL)
+		if err == nil {
+			admin.Exec(ctx, `DROP DATABASE `+strings.TrimPrefix(mustURL(dbURL).Path, "/")+` WITH (FORCE)`)
+			admin.Exec(ctx, `DROP TABLESPACE small`)
+			admin.Close(ctx)
+		}
+	})
+	e := newEnvOn(t, db, nil, func(o *server.Options) { o.MaxBodyBytes = 1 << 20 })
+	tok := e.token("acme", "w", server.RoleEmitter)
+	body := func(i int) string {
+		// Text that does not compress, so each record takes its size on disk.
+		var b strings.Builder
+		for j := range 2000 {
+			fmt.Fprintf(&b, "%x ", sha256.Sum256(fmt.Appendf(nil, "%d-%d", i, j)))
+		}
+		return fmt.Sprintf(`{"title":"fill %d","context":{"blob":%q}}`, i, b.String())
+	}
+	created := 0
+	var full reply
+	for i := range 200 {
+		r := e.do("POST", "/breadcrumbs", tok, body(i))
+		if r.status != http.StatusCreated {
+			full = r
+			break
+		}
+		created++
+	}
+	if full.status != http.StatusInsufficientStorage || !strings.Contains(string(full.body), `"code":"insufficient_storage"`) ||
+		!strings.Contains(string(full.body), "storage is full") {
+		t.Fatalf("after %d creates: %d %s; want 507 insufficient_storage", created, full.status, full.body)
+	}
+	counts := func() map[string]int {
+		out := map[string]int{}
+		for _, table := range []string{"breadcrumbs", "history", "events"} {
+			var n int
+			if err := admin.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			out[table] = n
+		}
+		return out
+	}
+	for table, n := range counts() {
+		if n != created {
+			t.Errorf("%s holds %d rows after %d acknowledged creates", table, n, created)
+		}
+	}
+	os.Remove(ballast)
+	r := e.do("POST", "/breadcrumbs", tok, body(1000))
+	if r.status != http.StatusCreated {
+		t.Fatalf("write after space returned: %d %s", r.status, r.body)
+	}
+	for table, n := range counts() {
+		if n != created+1 {
+			t.Errorf("%s holds %d rows after the write that followed: want %d", table, n, created+1)
+		}
+	}
 }
