@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -325,4 +326,72 @@ func mustURL(s string) *url.URL {
 		panic(err)
 	}
 	return u
+}
+
+// cancelledPatch finds the cancelled PATCHes among the requests counted:
+// a client's error (499, in the class 4xx).
+var cancelledPatch = regexp.MustCompile(`(?m)^ctxkit_http_requests_total\{.*method="PATCH".*status="4`)
+
+// TestClientCancelIsNotUnavailable: a client that gives up on a request
+// waiting for the database (here on a row lock) is not the database
+// being away: no 5xx in the metrics, no store failure, nothing logged.
+func TestClientCancelIsNotUnavailable(t *testing.T) {
+	pg := pgtest.Shared(t)
+	dbURL := pg.NewDatabase(t)
+	logs := &logSink{}
+	e := newEnvOn(t, openPostgres(t, dbURL), nil, func(o *server.Options) { o.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+	tok := e.token("acme", "w", server.RoleEmitter, server.RoleCurator)
+	id := e.create(tok, `{"title":"locked","context":{}}`)
+
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pg.AdminURL[:strings.LastIndex(pg.AdminURL, "/")]+mustURL(dbURL).Path+"?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	tx, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM breadcrumbs WHERE id = $1 FOR UPDATE`, id); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		req, _ := http.NewRequestWithContext(rctx, "PATCH", e.url+"/breadcrumbs/"+id, strings.NewReader(`{"title":"x"}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("the PATCH was answered %d while the row was locked", resp.StatusCode)
+		}
+		cancel()
+	}
+	tx.Rollback(ctx)
+	want(t, e.do("PATCH", "/breadcrumbs/"+id, tok, `{"title":"after"}`), 200, `"after"`)
+
+	// The server notices a client gone at its next read of the
+	// connection; give the handlers a moment to finish.
+	deadline := time.Now().Add(5 * time.Second)
+	var metrics string
+	for {
+		metrics = string(e.do("GET", "/metrics", tok, nil).body)
+		if cancelledPatch.MatchString(metrics) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !cancelledPatch.MatchString(metrics) {
+		t.Errorf("no cancelled request in the metrics:\n%s", metrics)
+	}
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, "ctxkit_http_requests_total") && strings.Contains(line, `status="5`) {
+			t.Errorf("a cancelled request counted as a server error: %s", line)
+		}
+		if strings.HasPrefix(line, "ctxkit_store_errors_total ") && !strings.HasSuffix(line, " 0") {
+			t.Errorf("a cancelled request counted as a store failure: %s", line)
+		}
+	}
+	if strings.Contains(logs.String(), "request failed") {
+		t.Errorf("a cancelled request was logged as a failure:\n%s", logs)
+	}
 }

@@ -239,8 +239,15 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae *apiError
 		se *store.Error
 	)
+	// The client went away (or the server is closing its connection):
+	// whatever failed because of it is nobody's fault, and nobody reads the
+	// reply. Neither a store failure nor an unavailability; only damage
+	// to the store is still reported (and refuses writes).
+	gone := r.Context().Err() != nil && errors.Is(context.Cause(r.Context()), context.Canceled) && !store.IsCode(err, store.CodeCorrupt)
 	switch {
 	case errors.As(err, &ae):
+	case gone:
+		ae = errorf(statusClientClosed, "cancelled", "the client closed the request")
 	case errors.As(err, &se):
 		ae = &apiError{code: se.Code, msg: se.Error()}
 		switch se.Code {
@@ -270,11 +277,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		default:
 			ae.status = http.StatusInternalServerError
 		}
-	case r.Context().Err() != nil && errors.Is(context.Cause(r.Context()), context.Canceled):
-		// The client went away (or the server is closing its connection):
-		// whatever failed because of it is nobody's fault, and nobody
-		// reads the reply. Neither a store failure nor an unavailability.
-		ae = errorf(statusClientClosed, "cancelled", "the client closed the request")
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		ae = errorf(http.StatusServiceUnavailable, "unavailable", "the request was cancelled or timed out")
 	default:
