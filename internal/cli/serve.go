@@ -195,6 +195,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 func expireLoop(ctx context.Context, s store.Store, every time.Duration, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	corrupt := false // a damaged store refuses every expiry: said once
 	for {
 		select {
 		case <-ctx.Done():
@@ -202,6 +203,12 @@ func expireLoop(ctx context.Context, s store.Store, every time.Duration, log *sl
 		case now := <-t.C:
 			n, err := s.Expire(ctx, now)
 			if err != nil && ctx.Err() == nil {
+				if store.IsCode(err, store.CodeCorrupt) {
+					if corrupt {
+						continue
+					}
+					corrupt = true
+				}
 				log.Error("expiring breadcrumbs", "err", err)
 			} else if n > 0 {
 				log.Info("expired breadcrumbs", "count", n)

@@ -335,3 +335,41 @@ func TestServeRefusesLostDatabase(t *testing.T) {
 	os.WriteFile(filepath.Join(fresh, "ctxkit.db"), nil, 0o600)
 	startServe(t, fresh)
 }
+
+// TestServeDamageLoggedOnce: damage found while serving is logged once,
+// not once per request or per expiry round, and writes are refused.
+func TestServeDamageLoggedOnce(t *testing.T) {
+	data := t.TempDir()
+	db := filepath.Join(data, "ctxkit.db")
+	s := startServe(t, data)
+	admin := strings.Split(strings.TrimSpace(s.stdout.String()), "\n")[2]
+	for i := range 200 {
+		if code, body := call(t, "POST", s.url+"/breadcrumbs", admin, fmt.Sprintf(`{"title":"r%d","context":{"text":%q}}`, i, strings.Repeat("lorem ", 200))); code != 201 {
+			t.Fatalf("create: %d %s", code, body)
+		}
+	}
+	s.stop() // every page is in the file now
+	s = startServe(t, data, "--expire-every", "10ms")
+	f, err := os.OpenFile(db, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	junk := bytes.Repeat([]byte{0xff}, int(st.Size()/3))
+	f.WriteAt(junk, st.Size()/3)
+	f.Close()
+	if code, body := call(t, "GET", s.url+"/breadcrumbs?limit=500", admin, ""); code != 500 || !strings.Contains(body, "store_corrupt") {
+		t.Fatalf("list over damaged pages: %d %s", code, body)
+	}
+	for range 3 {
+		if code, body := call(t, "POST", s.url+"/breadcrumbs", admin, `{"title":"x","context":{}}`); code != 500 || !strings.Contains(body, "store_corrupt") {
+			t.Fatalf("write after the damage: %d %s", code, body)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // some thirty expiry rounds
+	s.stop()
+	api, expiry := strings.Count(s.stderr.String(), "the store is damaged"), strings.Count(s.stderr.String(), "expiring breadcrumbs")
+	if api != 1 || expiry != 1 {
+		t.Fatalf("the damage was logged %d times by the API and %d by expiry, want once each:\n%s", api, expiry, s.stderr)
+	}
+}
