@@ -35,7 +35,8 @@ func claimSQLite(path, keyFile string) (release func(), err error) {
 			"would split its event stream. Stop the other one, or run replicas on PostgreSQL (--db postgres://...)", dir, holder, lock)
 	}
 	release = func() { f.Truncate(0); f.Close() }
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {
