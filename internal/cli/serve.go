@@ -56,6 +56,11 @@ every write and every event. Connect as an ordinary role that owns the
 schema; a superuser or BYPASSRLS role skips row-level security, and serve
 warns when it finds one.
 
+One server at a time serves a SQLite database: serve locks it (the file
+DB.lock beside it holds the server's pid), and a second serve on it exits 1.
+serve refuses to start on a damaged database file (it checks it first) and
+on an empty one beside an existing signing key (lost data), saying why.
+
 Logs go to standard error: text on a terminal, JSON otherwise. SIGINT or
 SIGTERM stops the server after in-flight requests finish.
 `,
