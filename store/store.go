@@ -183,6 +183,12 @@ const (
 	CodeIdempotencyConflict = "idempotency_conflict" // key reused with another request
 	CodeTooLarge            = "too_large"
 	CodeUnavailable         = "unavailable" // the database is busy or gone for now: retry later
+	// CodeInsufficientStorage: the server's storage is full; nothing of
+	// the write was kept. Writes succeed again once space is freed.
+	CodeInsufficientStorage = "insufficient_storage"
+	// CodeCorrupt: the database file is damaged. The store refuses every
+	// write from then on; the operator restores it (see the message).
+	CodeCorrupt = "store_corrupt"
 )
 
 // Error is a store error a caller can act on.

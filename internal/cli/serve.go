@@ -66,6 +66,11 @@ every write and every event. Connect as an ordinary role that owns the
 schema; a superuser or BYPASSRLS role skips row-level security, and serve
 warns when it finds one.
 
+One server at a time serves a SQLite database: serve locks it (the file
+DB.lock beside it holds the server's pid), and a second serve on it exits 1.
+serve refuses to start on a damaged database file (it checks it first) and
+on an empty one beside an existing signing key (lost data), saying why.
+
 Logs go to standard error: text on a terminal, JSON otherwise. SIGINT or
 SIGTERM stops the server after in-flight requests finish.
 `,
@@ -143,14 +148,21 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err := os.MkdirAll(*data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
+	if *keyFile == "" {
+		*keyFile = filepath.Join(*data, server.KeyFile)
+	}
+	if path := sqliteFile(*dbURL, *data); path != "" {
+		release, err := claimSQLite(path, *keyFile)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	db, dbDesc, err := openStore(ctx, *dbURL, *data, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if *keyFile == "" {
-		*keyFile = filepath.Join(*data, server.KeyFile)
-	}
 	key, created, err := server.LoadOrCreateKey(*keyFile)
 	if err != nil {
 		return fmt.Errorf("signing key: %w", err)
@@ -233,6 +245,7 @@ func checkMaxConns(fs *flag.FlagSet, n int, nofile uint64) error {
 func expireLoop(ctx context.Context, s store.Store, every time.Duration, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	corrupt := false // a damaged store refuses every expiry: said once
 	for {
 		select {
 		case <-ctx.Done():
@@ -240,6 +253,12 @@ func expireLoop(ctx context.Context, s store.Store, every time.Duration, log *sl
 		case now := <-t.C:
 			n, err := s.Expire(ctx, now)
 			if err != nil && ctx.Err() == nil {
+				if store.IsCode(err, store.CodeCorrupt) {
+					if corrupt {
+						continue
+					}
+					corrupt = true
+				}
 				log.Error("expiring breadcrumbs", "err", err)
 			} else if n > 0 {
 				log.Info("expired breadcrumbs", "count", n)
@@ -252,12 +271,9 @@ func expireLoop(ctx context.Context, s store.Store, every time.Duration, log *sl
 // file path or sqlite:PATH, or a postgres:// URL. It returns the store and a
 // description for the log that leaves out any password.
 func openStore(ctx context.Context, db, data string, log *slog.Logger) (store.Store, string, error) {
-	var path string
+	path := sqliteFile(db, data)
 	switch {
-	case db == "":
-		path = filepath.Join(data, "ctxkit.db")
-	case strings.HasPrefix(db, "sqlite:"):
-		path = strings.TrimPrefix(strings.TrimPrefix(db, "sqlite:"), "//")
+	case path != "":
 	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
 		u, err := url.Parse(db)
 		if err != nil {
@@ -277,16 +293,28 @@ func openStore(ctx context.Context, db, data string, log *slog.Logger) (store.St
 			log.Warn("connected to PostgreSQL as a superuser or a BYPASSRLS role: row-level security does not apply to it; connect as an ordinary role that owns the ctxkit schema")
 		}
 		return pg, desc, nil
-	case strings.Contains(db, "://"):
-		return nil, "", usagef("--db: %q is not a database ctxkit knows; give a SQLite file path or a postgres:// URL", redact(db))
 	default:
-		path = db
+		return nil, "", usagef("--db: %q is not a database ctxkit knows; give a SQLite file path or a postgres:// URL", redact(db))
 	}
 	s, err := sqlite.Open(ctx, path)
 	if err != nil {
 		return nil, "", err
 	}
 	return s, path, nil
+}
+
+// sqliteFile is the SQLite database file --db names (empty: the data
+// directory's), or "" when it names a database of another kind.
+func sqliteFile(db, data string) string {
+	switch {
+	case db == "":
+		return filepath.Join(data, "ctxkit.db")
+	case strings.HasPrefix(db, "sqlite:"):
+		return strings.TrimPrefix(strings.TrimPrefix(db, "sqlite:"), "//")
+	case strings.Contains(db, "://"):
+		return ""
+	}
+	return db
 }
 
 // redact drops the password from a URL for messages.

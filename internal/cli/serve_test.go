@@ -235,3 +235,141 @@ func TestServeReplicasOnPostgres(t *testing.T) {
 		t.Fatalf("no warning for a superuser connection: %s", su.stderr)
 	}
 }
+
+// serveOnce runs 'ctxkit serve' that is expected to exit on its own (a
+// refusal to start) and returns its exit status and standard error.
+func serveOnce(t *testing.T, data string, flags ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut syncBuffer
+	code := cli.Main(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, flags...), strings.NewReader(""), &out, &errOut)
+	if ctx.Err() != nil {
+		t.Fatalf("serve did not exit on its own: %s %s", &out, &errOut)
+	}
+	return code, errOut.String()
+}
+
+// TestServeLocksDataDirectory: a second serve on a data directory one
+// already serves exits 1 naming the directory and the first one's pid
+// (two servers on one SQLite file would split the event stream); once the
+// first stops, the directory is free again.
+func TestServeLocksDataDirectory(t *testing.T) {
+	data := t.TempDir()
+	first := startServe(t, data)
+	code, stderr := serveOnce(t, data)
+	if code != 1 || !strings.Contains(stderr, data) || !strings.Contains(stderr, fmt.Sprintf("pid %d", os.Getpid())) ||
+		!strings.Contains(stderr, "in use by another ctxkit serve") {
+		t.Fatalf("second serve: exit %d: %s", code, stderr)
+	}
+	// The same file named through --db is the same database.
+	if code, stderr := serveOnce(t, t.TempDir(), "--db", "sqlite:"+filepath.Join(data, "ctxkit.db")); code != 1 || !strings.Contains(stderr, "in use") {
+		t.Fatalf("second serve through --db: exit %d: %s", code, stderr)
+	}
+	if code, _ := call(t, "GET", first.url+"/health", "", ""); code != 200 {
+		t.Fatalf("the first server after the refused second: %d", code)
+	}
+	if code := first.stop(); code != 0 {
+		t.Fatalf("first serve exited %d", code)
+	}
+	again := startServe(t, data)
+	if code, _ := call(t, "GET", again.url+"/health", "", ""); code != 200 {
+		t.Fatalf("after the first stopped: %d", code)
+	}
+}
+
+// TestServeRefusesLostDatabase: an empty database file beside an existing
+// signing key (data lost or truncated by accident) and a damaged database
+// file are refused at start, exit 1, with the file and what to do.
+func TestServeRefusesLostDatabase(t *testing.T) {
+	data := t.TempDir()
+	db := filepath.Join(data, "ctxkit.db")
+	s := startServe(t, data)
+	admin := strings.Split(strings.TrimSpace(s.stdout.String()), "\n")[2]
+	for i := range 200 {
+		if code, body := call(t, "POST", s.url+"/breadcrumbs", admin, fmt.Sprintf(`{"title":"r%d","context":{"text":%q}}`, i, strings.Repeat("lorem ", 200))); code != 201 {
+			t.Fatalf("create: %d %s", code, body)
+		}
+	}
+	s.stop()
+	saved, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.Truncate(db, 0); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := serveOnce(t, data)
+	if code != 1 || !strings.Contains(stderr, db) || !strings.Contains(stderr, "empty (0 bytes)") || !strings.Contains(stderr, "signing.key") {
+		t.Fatalf("serve on an empty database beside a key: exit %d: %s", code, stderr)
+	}
+	if st, _ := os.Stat(db); st.Size() != 0 {
+		t.Fatal("the refused start wrote to the database")
+	}
+
+	// Damage in the middle of the file.
+	damaged := append([]byte(nil), saved...)
+	for i := len(damaged) / 3; i < 2*len(damaged)/3; i++ {
+		damaged[i] = 0xff
+	}
+	if err := os.WriteFile(db, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr = serveOnce(t, data)
+	if code != 1 || !strings.Contains(stderr, db) || !strings.Contains(stderr, "damaged") || !strings.Contains(stderr, ".recover") {
+		t.Fatalf("serve on a damaged database: exit %d: %s", code, stderr)
+	}
+
+	// Restored from the backup, it starts and serves the data.
+	if err := os.WriteFile(db, saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = startServe(t, data)
+	if code, body := call(t, "GET", s.url+"/breadcrumbs?limit=500", admin, ""); code != 200 || strings.Count(body, `"title":"r`) != 200 {
+		t.Fatalf("after restoring: %d, %d records", code, strings.Count(body, `"title":"r`))
+	}
+
+	// An empty file without a key is a fresh start, as before.
+	fresh := t.TempDir()
+	os.WriteFile(filepath.Join(fresh, "ctxkit.db"), nil, 0o600)
+	startServe(t, fresh)
+}
+
+// TestServeDamageLoggedOnce: damage found while serving is logged once,
+// not once per request or per expiry round, and writes are refused.
+func TestServeDamageLoggedOnce(t *testing.T) {
+	data := t.TempDir()
+	db := filepath.Join(data, "ctxkit.db")
+	s := startServe(t, data)
+	admin := strings.Split(strings.TrimSpace(s.stdout.String()), "\n")[2]
+	for i := range 200 {
+		if code, body := call(t, "POST", s.url+"/breadcrumbs", admin, fmt.Sprintf(`{"title":"r%d","context":{"text":%q}}`, i, strings.Repeat("lorem ", 200))); code != 201 {
+			t.Fatalf("create: %d %s", code, body)
+		}
+	}
+	s.stop() // every page is in the file now
+	s = startServe(t, data, "--expire-every", "10ms")
+	f, err := os.OpenFile(db, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	junk := bytes.Repeat([]byte{0xff}, int(st.Size()/3))
+	f.WriteAt(junk, st.Size()/3)
+	f.Close()
+	if code, body := call(t, "GET", s.url+"/breadcrumbs?limit=500", admin, ""); code != 500 || !strings.Contains(body, "store_corrupt") {
+		t.Fatalf("list over damaged pages: %d %s", code, body)
+	}
+	for range 3 {
+		if code, body := call(t, "POST", s.url+"/breadcrumbs", admin, `{"title":"x","context":{}}`); code != 500 || !strings.Contains(body, "store_corrupt") {
+			t.Fatalf("write after the damage: %d %s", code, body)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // some thirty expiry rounds
+	s.stop()
+	api, expiry := strings.Count(s.stderr.String(), "the store is damaged"), strings.Count(s.stderr.String(), "expiring breadcrumbs")
+	if api != 1 || expiry != 1 {
+		t.Fatalf("the damage was logged %d times by the API and %d by expiry, want once each:\n%s", api, expiry, s.stderr)
+	}
+}

@@ -42,6 +42,9 @@ type Server struct {
 	exited   chan struct{}
 	dir      string
 	stderr   *os.File
+	bin      string
+	cred     *syscall.Credential
+	starts   int // log files written, one per start of the server process
 }
 
 var (
@@ -182,17 +185,9 @@ func start() (*Server, error) {
 			return nil, err
 		}
 	}
-	run := func(name string, args ...string) *exec.Cmd {
-		cmd := exec.Command(filepath.Join(bin, name), args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "LC_ALL=C", "TZ=UTC")
-		if cred != nil {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		}
-		return cmd
-	}
+	s.bin, s.cred = bin, cred
 	data := filepath.Join(dir, "data")
-	init := run("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-instructions")
+	init := s.command("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-instructions")
 	if out, err := init.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v: %s", err, out)
@@ -202,33 +197,109 @@ func start() (*Server, error) {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		logPath := filepath.Join(dir, fmt.Sprintf("postgres-%d.log", attempt))
-		if s.stderr, err = os.Create(logPath); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		if cred != nil {
-			os.Chown(logPath, int(cred.Uid), int(cred.Gid))
-		}
-		s.cmd = run("postgres", "-D", data, "-h", s.host, "-p", strconv.Itoa(s.port), "-k", dir,
-			"-c", "max_connections=300", "-c", "shared_buffers=128MB", "-c", "log_min_messages=warning")
-		s.cmd.Stdout, s.cmd.Stderr = s.stderr, s.stderr
-		if err := s.cmd.Start(); err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("postgres: %v", err)
-		}
 		s.AdminURL = fmt.Sprintf("postgres://postgres@%s:%d/postgres?sslmode=disable", s.host, s.port)
-		if err = s.waitReady(30 * time.Second); err == nil {
+		log, err := s.run()
+		if err == nil {
 			return s, nil
 		}
-		s.cmd.Process.Kill()
-		<-s.exited
 		if attempt == 2 {
-			log, _ := os.ReadFile(logPath)
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("postgres did not start: %v: %s", err, log)
 		}
 	}
+}
+
+// command is a server binary run as the user the server runs as.
+func (s *Server) command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(s.bin, name), args...)
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "TZ=UTC")
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	return cmd
+}
+
+// run starts the server process on s.port and waits until it accepts
+// connections; on failure it returns the server's log.
+func (s *Server) run() (log []byte, err error) {
+	logPath := filepath.Join(s.dir, fmt.Sprintf("postgres-%d.log", s.starts))
+	s.starts++
+	if s.stderr, err = os.Create(logPath); err != nil {
+		return nil, err
+	}
+	if s.cred != nil {
+		os.Chown(logPath, int(s.cred.Uid), int(s.cred.Gid))
+	}
+	s.cmd = s.command("postgres", "-D", filepath.Join(s.dir, "data"), "-h", s.host, "-p", strconv.Itoa(s.port), "-k", s.dir,
+		"-c", "max_connections=300", "-c", "shared_buffers=128MB", "-c", "log_min_messages=warning")
+	s.cmd.Stdout, s.cmd.Stderr = s.stderr, s.stderr
+	if err := s.cmd.Start(); err != nil {
+		s.stderr.Close()
+		return nil, fmt.Errorf("postgres: %v", err)
+	}
+	if err = s.waitReady(30 * time.Second); err == nil {
+		return nil, nil
+	}
+	s.cmd.Process.Kill()
+	<-s.exited
+	s.stderr.Close()
+	log, _ = os.ReadFile(logPath)
+	return log, err
+}
+
+// Start starts a PostgreSQL server of the test's own, stopped when the test
+// ends: for tests that stop or restart the server, which would disturb the
+// other tests on the shared one. It skips (or fails under CI=true) as
+// Shared does, and skips when CTXKIT_TEST_POSTGRES names a server this
+// process cannot restart.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	if os.Getenv("CTXKIT_TEST_POSTGRES") != "" {
+		t.Skip("CTXKIT_TEST_POSTGRES names an existing server, which this test would have to restart")
+	}
+	s, err := start()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL is required under CI: %v", err)
+		}
+		t.Skipf("PostgreSQL not available, skipping: %v (install Debian's postgresql package)", err)
+	}
+	t.Cleanup(s.stop)
+	return s
+}
+
+// Restart stops the server the way `pg_ctl stop -m immediate` does
+// (SIGQUIT: every backend ends at once, connections drop mid-statement,
+// and the next start recovers from the WAL), waits down for the given
+// time, in which connections are refused, and starts it again on the same
+// port. Only a server from Start may be restarted.
+func (s *Server) Restart(t testing.TB, down time.Duration) {
+	t.Helper()
+	if s == shared {
+		t.Fatal("pgtest: the shared server is not restarted: use Start")
+	}
+	s.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.stderr.Close()
+	time.Sleep(down)
+	// The port was this server's a moment ago; it may take a few tries
+	// before the kernel lets the new process bind it.
+	var (
+		log []byte
+		err error
+	)
+	for attempt := 0; attempt < 3; attempt++ {
+		if log, err = s.run(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("pgtest: restart: %v: %s", err, log)
 }
 
 func (s *Server) waitReady(limit time.Duration) error {

@@ -40,3 +40,33 @@ func TestNewDatabase(t *testing.T) {
 		t.Fatalf("role: superuser %v, bypassrls %v, owns the database %v", super, bypass, owner)
 	}
 }
+
+// TestRestart: a server of the test's own, stopped as pg_ctl -m immediate
+// does, drops its connections mid-session and accepts new ones on the same
+// address once started again, with the data committed before.
+func TestRestart(t *testing.T) {
+	ctx := context.Background()
+	s := pgtest.Start(t)
+	url := s.NewDatabase(t)
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `CREATE TABLE kept (x int); INSERT INTO kept VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	s.Restart(t, 0)
+	if _, err := c.Exec(ctx, `SELECT 1`); err == nil {
+		t.Fatal("a connection survived an immediate shutdown")
+	}
+	c2, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
+	defer c2.Close(ctx)
+	var n int
+	if err := c2.QueryRow(ctx, `SELECT count(*) FROM kept`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("committed rows after recovery: %d %v", n, err)
+	}
+}

@@ -5,6 +5,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -16,6 +17,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -91,6 +93,8 @@ type Server struct {
 	tokens  *view.LRU[[32]byte, verified] // tokens verified, by SHA-256
 	mux     *router
 	metrics *metrics
+
+	corruptLogged atomic.Bool // the store said it is damaged, and it was logged
 
 	viewSlots   chan struct{}   // a token per view computation in progress
 	streams     context.Context // cancelled by StopStreams
@@ -252,14 +256,26 @@ func actor(p Principal) store.Actor {
 	return store.Actor{OwnerID: p.OwnerID, AgentID: p.AgentID, Curator: p.Has(RoleCurator)}
 }
 
+// statusClientClosed answers a request whose client went away before the
+// reply (nginx's 499): it is counted among the client's errors, not the
+// server's.
+const statusClientClosed = 499
+
 // writeError maps an error to a JSON error response.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		ae *apiError
 		se *store.Error
 	)
+	// The client went away (or the server is closing its connection):
+	// whatever failed because of it is nobody's fault, and nobody reads the
+	// reply. Neither a store failure nor an unavailability; only damage
+	// to the store is still reported (and refuses writes).
+	gone := r.Context().Err() != nil && errors.Is(context.Cause(r.Context()), context.Canceled) && !store.IsCode(err, store.CodeCorrupt)
 	switch {
 	case errors.As(err, &ae):
+	case gone:
+		ae = errorf(statusClientClosed, "cancelled", "the client closed the request")
 	case errors.As(err, &se):
 		ae = &apiError{code: se.Code, msg: se.Error()}
 		switch se.Code {
@@ -276,6 +292,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		case store.CodeUnavailable:
 			ae.status = http.StatusServiceUnavailable
 			w.Header().Set("Retry-After", "1")
+		case store.CodeInsufficientStorage:
+			ae.status = http.StatusInsufficientStorage
+		case store.CodeCorrupt:
+			ae.status = http.StatusInternalServerError
+			s.metrics.storeFails.Inc()
+			// The store refuses writes from now on; one log line tells the
+			// operator, not one per request.
+			if s.corruptLogged.CompareAndSwap(false, true) {
+				s.opts.Logger.Error("the store is damaged; writes are refused until it is restored", "method", r.Method, "path", r.URL.Path, "err", cmp.Or(se.Err, error(se)))
+			}
 		default:
 			ae.status = http.StatusInternalServerError
 		}

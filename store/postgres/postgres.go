@@ -19,12 +19,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"iter"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -255,32 +258,74 @@ func (d *DB) inTx(ctx context.Context, sc scope, f func(c *pgxpool.Conn) (*pgx.B
 // fail turns what PostgreSQL refuses into the caller's error: a data
 // exception (SQLSTATE class 22; the input checks leave only the context as
 // jsonb, such as a number beyond PostgreSQL's numeric range) is invalid
-// input; a program limit is too large; a busy, unreachable or restarting
-// database, a timeout or a deadlock is unavailable (retry). Other errors
-// pass through.
+// input; a program limit is too large; a full disk is insufficient
+// storage; a database that is busy, unreachable, restarting or gone
+// mid-statement (unreachable), a timeout or a deadlock is unavailable
+// (retry). Other errors pass through. The caller's own cancellation is
+// never the database's fault: with ctx done, err passes through as it is.
 func (d *DB) fail(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	var (
-		pe *pgconn.PgError
-		ce *pgconn.ConnectError
-	)
-	switch {
-	case errors.As(err, &pe):
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
 		class := pe.Code[:2]
 		switch {
 		case class == "22":
 			return &store.Error{Code: store.CodeInvalid, Field: "context", Msg: "PostgreSQL cannot store it: " + pe.Message, Err: err}
 		case class == "54":
 			return &store.Error{Code: store.CodeTooLarge, Msg: "PostgreSQL cannot store it: " + pe.Message, Err: err}
-		case class == "40", class == "53", class == "57", class == "08", pe.Code == "55P03":
-			return &store.Error{Code: store.CodeUnavailable, Msg: "the database is unavailable for now: " + pe.Message, Err: err}
+		case pe.Code == "53100": // disk_full
+			return &store.Error{Code: store.CodeInsufficientStorage, Msg: "the server's storage is full (PostgreSQL: " + pe.Message + "); nothing was written", Err: err}
 		}
-	case errors.As(err, &ce), pgconn.SafeToRetry(err):
-		return &store.Error{Code: store.CodeUnavailable, Msg: "the database is unavailable for now", Err: err}
+	}
+	if unreachable(err) {
+		return &store.Error{Code: store.CodeUnavailable, Msg: "the database is unavailable for now: " + unreachableReason(err), Err: err}
 	}
 	return err
+}
+
+// unreachable reports whether err says the database is away for now
+// rather than that a statement is wrong: SQLSTATE classes 08 (connection
+// exception), 40 (transaction rollback: serialization failure, deadlock),
+// 53 (insufficient resources, except a full disk), 57 (operator
+// intervention: admin or crash shutdown, cannot connect now, statement
+// timeout) and 55P03 (lock not available); a connection that could not be
+// made; and a connection lost mid-statement (reset, closed, EOF, a
+// network error).
+func unreachable(err error) bool {
+	var (
+		pe *pgconn.PgError
+		ce *pgconn.ConnectError
+		ne net.Error
+	)
+	if errors.As(err, &pe) {
+		switch class := pe.Code[:2]; {
+		case pe.Code == "53100":
+			return false
+		case class == "08", class == "40", class == "53", class == "57", pe.Code == "55P03":
+			return true
+		}
+		return false
+	}
+	return errors.As(err, &ce) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		errors.As(err, &ne)
+}
+
+// unreachableReason is what a client is told: PostgreSQL's message, or
+// that the connection was lost (the driver's text names addresses).
+func unreachableReason(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Message
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return "cannot connect"
+	}
+	return "the connection was lost"
 }
 
 // query runs one read statement in a single round trip: the scope and the

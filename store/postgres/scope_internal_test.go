@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,19 +112,37 @@ func TestFailMapsDatabaseErrors(t *testing.T) {
 	d := &DB{}
 	ctx := context.Background()
 	for code, want := range map[string]string{
-		"22003": store.CodeInvalid,     // numeric out of range (a context number)
-		"22P05": store.CodeInvalid,     // untranslatable character
-		"54000": store.CodeTooLarge,    // index row too large
-		"40P01": store.CodeUnavailable, // deadlock
-		"40001": store.CodeUnavailable, // serialization failure
-		"57014": store.CodeUnavailable, // statement timeout
-		"57P01": store.CodeUnavailable, // administrator shutdown
-		"53300": store.CodeUnavailable, // too many connections
-		"55P03": store.CodeUnavailable, // lock not available
+		"22003": store.CodeInvalid,             // numeric out of range (a context number)
+		"22P05": store.CodeInvalid,             // untranslatable character
+		"54000": store.CodeTooLarge,            // index row too large
+		"40P01": store.CodeUnavailable,         // deadlock
+		"40001": store.CodeUnavailable,         // serialization failure
+		"57014": store.CodeUnavailable,         // statement timeout
+		"57P01": store.CodeUnavailable,         // administrator shutdown
+		"53300": store.CodeUnavailable,         // too many connections
+		"55P03": store.CodeUnavailable,         // lock not available
+		"57P02": store.CodeUnavailable,         // crash shutdown
+		"57P03": store.CodeUnavailable,         // cannot connect now (starting up)
+		"08006": store.CodeUnavailable,         // connection failure
+		"08P01": store.CodeUnavailable,         // protocol violation (a cut stream)
+		"53200": store.CodeUnavailable,         // out of memory: passes
+		"53100": store.CodeInsufficientStorage, // disk full
 	} {
 		err := d.fail(ctx, fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: code, Message: "m"}))
 		if !store.IsCode(err, want) {
 			t.Errorf("%s: %v, want %s", code, err, want)
+		}
+	}
+	// A connection lost mid-statement surfaces as the driver's or the
+	// network's error, not PostgreSQL's.
+	for _, lost := range []error{
+		io.ErrUnexpectedEOF, io.EOF, pgconn.ErrConnClosed,
+		&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET},
+		&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED},
+		&net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE},
+	} {
+		if err := d.fail(ctx, fmt.Errorf("batch: %w", lost)); !store.IsCode(err, store.CodeUnavailable) {
+			t.Errorf("%v: %v, want unavailable", lost, err)
 		}
 	}
 	other := &pgconn.PgError{Code: "42P01", Message: "undefined table"}

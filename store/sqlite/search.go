@@ -170,7 +170,7 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 	// One snapshot for the candidates and the hits read after ranking.
 	tx, err := d.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return res, fmt.Errorf("search: %w", err)
+		return res, d.fail(fmt.Errorf("search: %w", err))
 	}
 	defer tx.Rollback()
 	// One more than the bound is fetched to tell whether there were more;
@@ -185,7 +185,7 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 		FROM matched m LEFT JOIN search_docs d ON d.rowid = m.rowid
 		ORDER BY m.rowid DESC LIMIT ?`, args...)
 	if err != nil {
-		return res, fmt.Errorf("search: %w", err)
+		return res, d.fail(fmt.Errorf("search: %w", err))
 	}
 	var cands []store.SearchCandidate
 	for rows.Next() {
@@ -195,14 +195,14 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 		)
 		if err := rows.Scan(&c.ID, &c.Doc, &total); err != nil {
 			rows.Close()
-			return res, err
+			return res, d.fail(err)
 		}
 		cands = append(cands, c)
 		res.Bounded = res.Bounded || total > bound
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return res, fmt.Errorf("search: %w", err)
+		return res, d.fail(fmt.Errorf("search: %w", err))
 	}
 	ranked := e.Rank(cands, limit)
 	if len(ranked) == 0 {
@@ -215,19 +215,19 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 	rows, err = tx.QueryContext(ctx, `SELECT `+columns+` FROM breadcrumbs WHERE id IN (`+
 		strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`)`, ids...)
 	if err != nil {
-		return res, fmt.Errorf("search: %w", err)
+		return res, d.fail(fmt.Errorf("search: %w", err))
 	}
 	defer rows.Close()
 	byID := make(map[string]store.Breadcrumb, len(ids))
 	for rows.Next() {
 		b, err := scan(rows)
 		if err != nil {
-			return res, err
+			return res, d.fail(err)
 		}
 		byID[b.ID] = b
 	}
 	if err := rows.Err(); err != nil {
-		return res, fmt.Errorf("search: %w", err)
+		return res, d.fail(fmt.Errorf("search: %w", err))
 	}
 	for _, r := range ranked {
 		res.Hits = append(res.Hits, store.SearchHit{Breadcrumb: byID[cands[r.Index].ID], Score: r.Score})

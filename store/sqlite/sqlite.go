@@ -20,10 +20,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+	"modernc.org/sqlite" // also the database/sql driver "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ctxkit/ctxkit/store"
 )
@@ -42,12 +45,19 @@ type DB struct {
 	w, r *sql.DB
 	feed *store.Feed // serves Events; woken after every commit
 	now  func() time.Time
+	path string
+	// corrupt is set by the first SQLITE_CORRUPT or SQLITE_NOTADB: from
+	// then on every write is refused with it, so nothing more goes into a
+	// damaged file.
+	corrupt atomic.Pointer[store.Error]
 }
 
 var _ store.Store = (*DB)(nil)
 
-// Open opens (creating if needed) the database at path and runs the
-// migrations it has not run yet.
+// Open opens (creating if needed) the database at path, checks that it is
+// not damaged (Check, within CheckTime) and runs the migrations it has not
+// run yet. A damaged file is refused with a *store.Error of CodeCorrupt
+// that names the file and how to recover it.
 func Open(ctx context.Context, path string) (*DB, error) {
 	// The database holds every owner's data: readable by this user only.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -67,14 +77,18 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	d := &DB{w: w, now: time.Now}
+	d := &DB{w: w, now: time.Now, path: path}
+	if err := d.check(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
 	if err := d.migrate(ctx); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("sqlite %s: %w", path, err)
+		return nil, d.openFailed(err)
 	}
 	if err := d.backfillSearch(ctx); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("sqlite %s: indexing for search: %w", path, err)
+		return nil, d.openFailed(fmt.Errorf("indexing for search: %w", err))
 	}
 	if d.r, err = sql.Open("sqlite", base); err != nil {
 		w.Close()
@@ -84,6 +98,106 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	d.r.SetMaxIdleConns(4)
 	d.feed = store.NewFeed(store.FeedSource{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, store.FeedOptions{})
 	return d, nil
+}
+
+// CheckTime bounds the integrity check at Open. PRAGMA quick_check reads
+// every page of the file (O(N), without the index cross-checks of
+// integrity_check), about a second per few hundred MB on an ordinary disk:
+// a file it cannot finish within CheckTime is opened with the pages it
+// read checked, the rest is left to the run-time detection (every
+// SQLITE_CORRUPT a statement meets stops the writes). Checking nothing
+// would let a damaged file take writes at start; checking without bound
+// would keep a large database from starting.
+var CheckTime = 10 * time.Second
+
+// check runs PRAGMA quick_check, bounded by CheckTime.
+func (d *DB) check(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, CheckTime)
+	defer cancel()
+	problems, err := d.quickCheck(cctx)
+	switch {
+	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
+		// Out of time on a large file: what was read is sound.
+		return nil
+	case err != nil:
+		return d.openFailed(err)
+	case len(problems) > 0:
+		return d.damaged("quick_check: " + strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// quickCheck returns the problems PRAGMA quick_check reports (at most 20).
+func (d *DB) quickCheck(ctx context.Context) ([]string, error) {
+	rows, err := d.w.QueryContext(ctx, `PRAGMA quick_check(20)`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, err
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	return problems, rows.Err()
+}
+
+// openFailed is err from opening the file, classified: damage is refused
+// with how to recover, anything else names the file.
+func (d *DB) openFailed(err error) error {
+	switch c := d.fail(err); {
+	case store.IsCode(c, store.CodeCorrupt):
+		return d.damaged(err.Error())
+	case errors.As(c, new(*store.Error)):
+		return c
+	}
+	return fmt.Errorf("sqlite %s: %w", d.path, err)
+}
+
+// damaged is the error that refuses to open a damaged file.
+func (d *DB) damaged(why string) error {
+	return &store.Error{Code: store.CodeCorrupt, Msg: fmt.Sprintf(
+		"the SQLite database %s is damaged (%s); ctxkit will not write to it. Restore it from a backup, "+
+			"or salvage what is readable: sqlite3 %s .recover | sqlite3 %s.recovered, then move the damaged file aside "+
+			"and start ctxkit on the recovered one", d.path, why, d.path, d.path)}
+}
+
+// fail turns what SQLite refuses into the caller's error: a full disk
+// (SQLITE_FULL, or ENOSPC from the file system) is insufficient storage;
+// a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) is corrupt, and stops
+// every later write; a busy or locked database, or one out of memory, is
+// unavailable (retry). Other errors pass through.
+func (d *DB) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, new(*store.Error)) || !errors.As(err, &se) && !errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	code := -1
+	if se != nil {
+		code = se.Code() & 0xff // the primary code of an extended one
+	}
+	switch {
+	case code == sqlite3.SQLITE_FULL, errors.Is(err, syscall.ENOSPC):
+		return &store.Error{Code: store.CodeInsufficientStorage, Msg: "the server's storage is full; nothing of this request was written. Retry when the operator has freed space", Err: err}
+	case code == sqlite3.SQLITE_CORRUPT, code == sqlite3.SQLITE_NOTADB:
+		e := &store.Error{Code: store.CodeCorrupt, Msg: "the server's database is damaged; writes are refused until the operator restores it",
+			Err: fmt.Errorf("sqlite %s: %w", d.path, err)}
+		if d.corrupt.CompareAndSwap(nil, e) {
+			return e
+		}
+		return d.corrupt.Load()
+	case code == sqlite3.SQLITE_BUSY, code == sqlite3.SQLITE_LOCKED, code == sqlite3.SQLITE_NOMEM:
+		return &store.Error{Code: store.CodeUnavailable, Msg: "the database is busy for now", Err: err}
+	}
+	return err
 }
 
 func (d *DB) migrate(ctx context.Context) error {
@@ -131,18 +245,27 @@ func (d *DB) Close() error {
 	return errors.Join(d.r.Close(), d.w.Close())
 }
 
-// inTx runs f in a write transaction and wakes the event feed after a commit.
+// inTx runs f in a write transaction and wakes the event feed after a
+// commit. Once the file is known to be damaged, it refuses. A transaction
+// that fails (a full disk included) leaves nothing: SQLite rolls back
+// every statement of it.
 func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+	if e := d.corrupt.Load(); e != nil {
+		return e
+	}
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return d.fail(err)
 	}
 	if err := f(tx); err != nil {
 		tx.Rollback()
-		return err
+		return d.fail(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return err
+		// A COMMIT that fails may leave the transaction open on the
+		// one writing connection; end it, or every later write fails.
+		d.w.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		return d.fail(err)
 	}
 	if d.feed != nil { // nil while migrating
 		d.feed.Wake()
@@ -323,7 +446,7 @@ func (d *DB) get(ctx context.Context, q interface {
 		return b, store.ErrNotFound
 	}
 	if err != nil {
-		return b, err
+		return b, d.fail(err)
 	}
 	if store.Expired(&b, d.now()) {
 		return store.Breadcrumb{}, store.ErrNotFound
@@ -405,19 +528,19 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 	rows, err := d.r.QueryContext(ctx, `SELECT `+columns+` FROM breadcrumbs WHERE `+strings.Join(where, ` AND `)+
 		` ORDER BY id DESC LIMIT ?`, args...)
 	if err != nil {
-		return store.Page{}, err
+		return store.Page{}, d.fail(err)
 	}
 	defer rows.Close()
 	var page store.Page
 	for rows.Next() {
 		b, err := scan(rows)
 		if err != nil {
-			return store.Page{}, err
+			return store.Page{}, d.fail(err)
 		}
 		page.Items = append(page.Items, b)
 	}
 	if err := rows.Err(); err != nil {
-		return store.Page{}, err
+		return store.Page{}, d.fail(err)
 	}
 	if len(page.Items) > limit {
 		page.Items = page.Items[:limit]
@@ -476,14 +599,14 @@ func (d *DB) History(ctx context.Context, a store.Actor, id string) ([]store.Bre
 	}
 	rows, err := d.r.QueryContext(ctx, `SELECT record FROM history WHERE breadcrumb_id = ? ORDER BY version DESC`, id)
 	if err != nil {
-		return nil, err
+		return nil, d.fail(err)
 	}
 	defer rows.Close()
 	var out []store.Breadcrumb
 	for rows.Next() {
 		var rec string
 		if err := rows.Scan(&rec); err != nil {
-			return nil, err
+			return nil, d.fail(err)
 		}
 		var b store.Breadcrumb
 		if err := json.Unmarshal([]byte(rec), &b); err != nil {
@@ -494,7 +617,7 @@ func (d *DB) History(ctx context.Context, a store.Actor, id string) ([]store.Bre
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, d.fail(err)
 	}
 	if len(out) == 0 {
 		return nil, store.ErrNotFound
@@ -532,7 +655,7 @@ func (d *DB) loadChanges(ctx context.Context, after int64, limit int) ([]store.C
 func (d *DB) readEvents(ctx context.Context, query string, args []any, who bool, each func(*store.Change)) error {
 	rows, err := d.r.QueryContext(ctx, query, args...)
 	if err != nil {
-		return err
+		return d.fail(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -562,7 +685,7 @@ func (d *DB) readEvents(ctx context.Context, query string, args []any, who bool,
 func (d *DB) LatestSeq(ctx context.Context) (int64, error) {
 	var seq int64
 	err := d.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&seq)
-	return seq, err
+	return seq, d.fail(err)
 }
 
 // Expire implements store.Store. It also trims the event backlog.
