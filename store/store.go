@@ -142,6 +142,8 @@ type Store interface {
 	Get(ctx context.Context, a Actor, id string) (Breadcrumb, error)
 	// Read is Get for a view read: it counts the read, and a breadcrumb
 	// whose read budget this read uses up is deleted after being returned.
+	// Only reads by the breadcrumb's own owner's agents count
+	// (SpendsBudget); another owner's read of a public one is a Get.
 	Read(ctx context.Context, a Actor, id string) (Breadcrumb, error)
 	// List returns the actor's breadcrumbs, newest first.
 	List(ctx context.Context, a Actor, q Query) (Page, error)
