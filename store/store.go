@@ -170,6 +170,13 @@ type Store interface {
 	// Expire deletes the breadcrumbs whose expiry time is before now and
 	// returns how many.
 	Expire(ctx context.Context, now time.Time) (int, error)
+	// Revoke records a revocation (ValidateRevocation) and returns it with
+	// its Seq and RevokedAt.
+	Revoke(ctx context.Context, r Revocation) (Revocation, error)
+	// Revocations returns the revocations with Seq > after, oldest first.
+	// A revocation is visible only after every one with a smaller Seq is,
+	// so a reader may poll with the last Seq it saw.
+	Revocations(ctx context.Context, after int64) ([]Revocation, error)
 	Close() error
 }
 

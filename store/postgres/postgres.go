@@ -54,6 +54,7 @@ const Channel = "ctxkit_events"
 const (
 	migrateLock = 0x63_74_78_6b_01 // "ctxk" 1: migrations
 	eventLock   = 0x63_74_78_6b_02 // "ctxk" 2: drawing an event number
+	revokeLock  = 0x63_74_78_6b_03 // "ctxk" 3: drawing a revocation number
 )
 
 // pollEvery is how often an idle event stream looks at the events table even

@@ -71,6 +71,8 @@ func Run(t *testing.T, open Open) {
 		{"SearchBoundIsNoOracle", testSearchBoundIsNoOracle},
 		{"SearchBoundNotBlanked", testSearchBoundNotBlanked},
 		{"SearchBadQueries", testSearchBadQueries},
+		{"Revocations", testRevocations},
+		{"RevocationsInOrder", testRevocationsInOrder},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
