@@ -15,9 +15,9 @@ type Revocation struct {
 	// OwnerID is the owner whose tokens it names. A token revocation with
 	// no owner (the operator's, from the command line) names the token of
 	// whatever owner carries that id.
-	OwnerID string `json:"owner_id,omitempty"`
-	TokenID string `json:"id,omitempty"`    // one token; or
-	AgentID string `json:"agent,omitempty"` // the agent's tokens issued before Before
+	OwnerID string    `json:"owner_id,omitempty"`
+	TokenID string    `json:"id,omitempty"`    // one token; or
+	AgentID string    `json:"agent,omitempty"` // the agent's tokens issued before Before
 	Before  time.Time `json:"before,omitzero"`
 	// RevokedAt is set by the store; RevokedBy says who asked (an agent
 	// id, or "cli").
