@@ -42,6 +42,7 @@ func (s *Server) routes() {
 	m.Handle("POST /breadcrumbs/{id}/tags/remove", s.authed(RoleEmitter, s.tags(false)))
 	m.Handle("POST /breadcrumbs/{id}/context/merge", s.authed(RoleEmitter, s.merge))
 	m.Handle("POST /views/preview", s.authed("", s.preview))
+	m.Handle("POST /tokens/revoke", s.authed(RoleCurator, s.revoke))
 	s.searchRoutes(m)
 	m.Handle("GET /events/stream", s.authed(RoleSubscriber, s.stream))
 	m.Handle("GET /metrics", s.authed(RoleCurator, func(w http.ResponseWriter, r *http.Request, _ Principal) error {

@@ -76,6 +76,7 @@ type Server struct {
 	views   *view.Cache
 	results *view.LRU[view.ResultKey, cachedView]
 	tokens  *view.LRU[[32]byte, verified] // tokens verified, by SHA-256
+	revoked revocations
 	mux     *http.ServeMux
 	metrics *metrics
 
@@ -119,6 +120,7 @@ func New(opts Options) *Server {
 		mux:     http.NewServeMux(),
 		metrics: newMetrics(),
 	}
+	s.revoked.store = opts.Store
 	s.viewSlots = make(chan struct{}, opts.MaxConcurrentViews)
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.routes()
@@ -210,14 +212,14 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	now := s.opts.Now()
 	key := sha256.Sum256([]byte(token))
 	if v, ok := s.tokens.Get(key); ok && !now.Before(v.notBefore) && now.Before(v.expires) {
-		return v.p, nil
+		return v.p, s.checkRevoked(r.Context(), v)
 	}
 	p, v, err := verifyClaims(s.pub, token, now)
 	if err != nil {
 		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "invalid token: %v", err)
 	}
 	s.tokens.Add(key, v)
-	return p, nil
+	return p, s.checkRevoked(r.Context(), v)
 }
 
 func actor(p Principal) store.Actor {
