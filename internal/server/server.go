@@ -63,6 +63,9 @@ type Options struct {
 	// (a disk scan, or verifying index hits); one that runs out of time
 	// answers with what it found so far and says so. Default 10s.
 	WorkspaceScanTimeout time.Duration
+	// MCPOrigins are browser origins ("https://app.example.com") besides
+	// the server's own that may call /mcp; see Server.mcpOrigin.
+	MCPOrigins []string
 	// WorkspaceVerifyBytes bounds the bytes one workspace search reads to
 	// verify index hits against the files on disk; hits past it are
 	// reported as not verified. Default 64 MiB.
