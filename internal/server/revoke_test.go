@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/ctxkit/ctxkit/internal/gateway"
 	"github.com/ctxkit/ctxkit/internal/pgtest"
 	"github.com/ctxkit/ctxkit/internal/server"
 	"github.com/ctxkit/ctxkit/store"
@@ -196,4 +199,54 @@ func waitRevoked(t *testing.T, e *env, tok string, since time.Time) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// failingRevocations is a store whose revocations cannot be loaded while
+// fail is set, as when its database is away.
+type failingRevocations struct {
+	store.Store
+	fail atomic.Bool
+}
+
+func (s *failingRevocations) Revocations(ctx context.Context, after int64) ([]store.Revocation, error) {
+	if s.fail.Load() {
+		return nil, &store.Error{Code: store.CodeUnavailable, Msg: "the database is unavailable for now"}
+	}
+	return s.Store.Revocations(ctx, after)
+}
+
+// TestRevocationsFailClosed: when the revocations cannot be loaded, a
+// token is not trusted on an old copy: the API answers 503 with
+// Retry-After, the gateway likewise in its dialect (not 401: the token may
+// be fine), and both serve again once the database is back. The gateway
+// refuses a revoked token in its dialect.
+func TestRevocationsFailClosed(t *testing.T) {
+	db := &failingRevocations{Store: newStore(t)}
+	t.Setenv("CTXKIT_TEST_UPSTREAM_KEY", "sk-upstream")
+	cfgPath := filepath.Join(t.TempDir(), "gateway.yaml")
+	os.WriteFile(cfgPath, []byte("providers:\n  - name: up\n    type: openai\n    base_url: http://127.0.0.1:1/v1\n    api_key_env: CTXKIT_TEST_UPSTREAM_KEY\n    models: [gpt-x]\n"), 0o600)
+	cfg, err := gateway.LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, db, nil, func(o *server.Options) { o.Gateway = gateway.New(cfg, gateway.Options{}) })
+	tok := e.token("acme", "a", server.RoleCurator)
+	want(t, e.do("GET", "/breadcrumbs", tok, nil), 200, "items")
+	db.fail.Store(true)
+	time.Sleep(server.RevocationRefresh + 100*time.Millisecond)
+	r := e.do("GET", "/breadcrumbs", tok, nil)
+	want(t, r, 503, `"unavailable"`)
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
+	want(t, e.do("GET", "/v1/models", tok, nil), 503, "overloaded_error")
+	want(t, e.do("POST", "/v1/messages", "", `{}`, "x-api-key", tok), 503, `"type":"error"`)
+	db.fail.Store(false)
+	want(t, e.do("GET", "/breadcrumbs", tok, nil), 200, "items")
+	want(t, e.do("GET", "/v1/models", tok, nil), 200, "gpt-x")
+
+	gw, _ := e.mintAt("acme", "gw", time.Now(), server.RoleSubscriber)
+	want(t, e.do("POST", "/tokens/revoke", tok, map[string]any{"agent": "gw"}), 201, "gw")
+	want(t, e.do("GET", "/v1/models", gw, nil), 401, "revoked")
+	want(t, e.do("POST", "/v1/messages", "", `{}`, "x-api-key", gw), 401, "authentication_error")
 }

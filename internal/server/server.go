@@ -195,6 +195,12 @@ func (s *Server) gatewayAuthed(d gateway.Dialect, h http.HandlerFunc) http.Handl
 			if errors.As(err, &ae) {
 				msg = ae.msg
 			}
+			if store.IsCode(err, store.CodeUnavailable) {
+				// The token may be fine: revocations could not be checked.
+				w.Header().Set("Retry-After", "1")
+				gateway.WriteError(w, d, http.StatusServiceUnavailable, "overloaded_error", err.Error())
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ctxkit"`)
 			gateway.WriteError(w, d, http.StatusUnauthorized, "authentication_error", msg)
 			return
