@@ -105,7 +105,11 @@ const (
 	Deleted EventKind = "deleted"
 )
 
-// Event is one change, numbered by a sequence that only grows.
+// Event is one change, numbered by a sequence that only grows. The
+// sequence is one across all owners, so that a stream resumes from its
+// last Seq on any replica; the gaps between the numbers a caller sees
+// therefore reveal how many changes were made that it cannot see (write
+// volume, never content or owners).
 type Event struct {
 	Seq          int64     `json:"seq"`
 	Kind         EventKind `json:"kind"`

@@ -18,7 +18,7 @@ import (
 func init() {
 	register(&command{
 		name:    "token",
-		summary: "mint a bearer token for an agent",
+		summary: "mint a bearer token for an agent; revoke tokens, list revocations",
 		usage: `Usage: ctxkit token (--data DIR | --key FILE) --owner O --agent A --roles r1,r2 [--ttl 24h]
        ctxkit token revoke (--data DIR | --db URL) (--id ID | --owner O --agent A [--before TIME])
        ctxkit token revocations (--data DIR | --db URL)
