@@ -114,16 +114,18 @@ func (set *revocationSet) revoked(v verified) (store.Revocation, bool) {
 	return store.Revocation{}, false
 }
 
-// checkRevoked refuses a verified token that a revocation names.
-func (s *Server) checkRevoked(ctx context.Context, v verified) error {
+// unlessRevoked returns a verified token's principal, or refuses the token
+// when a revocation names it. It runs on every request, whether the
+// token's verification was cached or not.
+func (s *Server) unlessRevoked(ctx context.Context, v verified) (Principal, error) {
 	set, err := s.revoked.current(ctx)
 	if err != nil {
-		return err
+		return Principal{}, err
 	}
 	if r, ok := set.revoked(v); ok {
-		return errorf(http.StatusUnauthorized, "token_revoked", "this token was revoked at %s: ask for a new one", r.RevokedAt.Format(time.RFC3339))
+		return Principal{}, errorf(http.StatusUnauthorized, "token_revoked", "this token was revoked at %s: ask for a new one", r.RevokedAt.Format(time.RFC3339))
 	}
-	return nil
+	return v.p, nil
 }
 
 // revokeRequest is POST /tokens/revoke's body: a token's id, or an agent

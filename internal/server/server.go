@@ -63,13 +63,13 @@ type Options struct {
 	// (a disk scan, or verifying index hits); one that runs out of time
 	// answers with what it found so far and says so. Default 10s.
 	WorkspaceScanTimeout time.Duration
-	// MCPOrigins are browser origins ("https://app.example.com") besides
-	// the server's own that may call /mcp; see Server.mcpOrigin.
-	MCPOrigins []string
 	// WorkspaceVerifyBytes bounds the bytes one workspace search reads to
 	// verify index hits against the files on disk; hits past it are
 	// reported as not verified. Default 64 MiB.
 	WorkspaceVerifyBytes int64
+	// MCPOrigins are browser origins ("https://app.example.com") besides
+	// the server's own that may call /mcp; see Server.mcpOrigin.
+	MCPOrigins []string
 }
 
 // Server serves the API.
@@ -221,14 +221,14 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	now := s.opts.Now()
 	key := sha256.Sum256([]byte(token))
 	if v, ok := s.tokens.Get(key); ok && !now.Before(v.notBefore) && now.Before(v.expires) {
-		return v.p, s.checkRevoked(r.Context(), v)
+		return s.unlessRevoked(r.Context(), v)
 	}
-	p, v, err := verifyClaims(s.pub, token, now)
+	_, v, err := verifyClaims(s.pub, token, now)
 	if err != nil {
 		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "invalid token: %v", err)
 	}
 	s.tokens.Add(key, v)
-	return p, s.checkRevoked(r.Context(), v)
+	return s.unlessRevoked(r.Context(), v)
 }
 
 func actor(p Principal) store.Actor {
