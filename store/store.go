@@ -105,7 +105,11 @@ const (
 	Deleted EventKind = "deleted"
 )
 
-// Event is one change, numbered by a sequence that only grows.
+// Event is one change, numbered by a sequence that only grows. The
+// sequence is one across all owners, so that a stream resumes from its
+// last Seq on any replica; the gaps between the numbers a caller sees
+// therefore reveal how many changes were made that it cannot see (write
+// volume, never content or owners).
 type Event struct {
 	Seq          int64     `json:"seq"`
 	Kind         EventKind `json:"kind"`
@@ -142,6 +146,8 @@ type Store interface {
 	Get(ctx context.Context, a Actor, id string) (Breadcrumb, error)
 	// Read is Get for a view read: it counts the read, and a breadcrumb
 	// whose read budget this read uses up is deleted after being returned.
+	// Only reads by the breadcrumb's own owner's agents count
+	// (SpendsBudget); another owner's read of a public one is a Get.
 	Read(ctx context.Context, a Actor, id string) (Breadcrumb, error)
 	// List returns the actor's breadcrumbs, newest first.
 	List(ctx context.Context, a Actor, q Query) (Page, error)
@@ -172,6 +178,13 @@ type Store interface {
 	// Expire deletes the breadcrumbs whose expiry time is before now and
 	// returns how many.
 	Expire(ctx context.Context, now time.Time) (int, error)
+	// Revoke records a revocation (ValidateRevocation) and returns it with
+	// its Seq and RevokedAt.
+	Revoke(ctx context.Context, r Revocation) (Revocation, error)
+	// Revocations returns the revocations with Seq > after, oldest first.
+	// A revocation is visible only after every one with a smaller Seq is,
+	// so a reader may poll with the last Seq it saw.
+	Revocations(ctx context.Context, after int64) ([]Revocation, error)
 	Close() error
 }
 

@@ -13,10 +13,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/ctxkit/ctxkit/store"
 )
 
 // Roles a token may carry.
@@ -49,29 +49,39 @@ type claims struct {
 
 // Mint signs a bearer token (EdDSA JWT) for an agent of an owner.
 func Mint(key ed25519.PrivateKey, p Principal, ttl time.Duration, now time.Time) (string, error) {
+	tok, _, err := MintWithID(key, p, ttl, now)
+	return tok, err
+}
+
+// MintWithID is Mint that also returns the token's id (its jti claim, 128
+// random bits), by which the token can be revoked.
+func MintWithID(key ed25519.PrivateKey, p Principal, ttl time.Duration, now time.Time) (token, id string, err error) {
 	if p.AgentID == "" || p.OwnerID == "" {
-		return "", errors.New("a token needs an agent and an owner")
+		return "", "", errors.New("a token needs an agent and an owner")
 	}
 	if !plainID(p.AgentID) || !plainID(p.OwnerID) {
-		return "", errors.New("agent and owner ids are at most 256 bytes of UTF-8 without control characters")
+		return "", "", errors.New("agent and owner ids are at most 256 bytes of UTF-8 without control characters")
 	}
 	if len(p.Roles) == 0 {
-		return "", errors.New("a token needs at least one role")
+		return "", "", errors.New("a token needs at least one role")
 	}
 	for _, r := range p.Roles {
 		if !slices.Contains(ValidRoles, r) {
-			return "", fmt.Errorf("unknown role %q: use %s", r, strings.Join(ValidRoles, ", "))
+			return "", "", fmt.Errorf("unknown role %q: use %s", r, strings.Join(ValidRoles, ", "))
 		}
 	}
 	if ttl <= 0 {
-		return "", errors.New("the token's lifetime must be positive")
+		return "", "", errors.New("the token's lifetime must be positive")
 	}
+	id = rand.Text()
 	c := claims{OwnerID: p.OwnerID, Roles: p.Roles, RegisteredClaims: jwt.RegisteredClaims{
+		ID:        id,
 		Subject:   p.AgentID,
 		IssuedAt:  jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 	}}
-	return jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(key)
+	token, err = jwt.NewWithClaims(jwt.SigningMethodEdDSA, c).SignedString(key)
+	return token, id, err
 }
 
 // verified is a token that passed verifyClaims, with the times it is
@@ -79,6 +89,11 @@ func Mint(key ed25519.PrivateKey, p Principal, ttl time.Duration, now time.Time)
 type verified struct {
 	p                  Principal
 	notBefore, expires time.Time
+	// What a revocation may name besides the principal: the token's id
+	// (empty for tokens minted before ids) and its issue time (zero when
+	// it has none).
+	id     string
+	issued time.Time
 }
 
 // verifyClaims checks a token's signature, algorithm, expiry and claims.
@@ -87,9 +102,12 @@ func verifyClaims(pub ed25519.PublicKey, token string, now time.Time) (Principal
 	if err != nil {
 		return Principal{}, verified{}, err
 	}
-	v := verified{p: p, expires: c.ExpiresAt.Time}
+	v := verified{p: p, expires: c.ExpiresAt.Time, id: c.ID}
 	if c.NotBefore != nil {
 		v.notBefore = c.NotBefore.Time
+	}
+	if c.IssuedAt != nil {
+		v.issued = c.IssuedAt.Time
 	}
 	return p, v, nil
 }
@@ -106,8 +124,8 @@ func parseToken(pub ed25519.PublicKey, token string, now time.Time) (Principal, 
 	if c.Subject == "" || c.OwnerID == "" || len(c.Roles) == 0 {
 		return Principal{}, c, errors.New("token lacks sub, owner_id or roles")
 	}
-	if !plainID(c.Subject) || !plainID(c.OwnerID) {
-		return Principal{}, c, errors.New("token's sub or owner_id holds control characters or is over 256 bytes")
+	if !plainID(c.Subject) || !plainID(c.OwnerID) || !plainID(c.ID) {
+		return Principal{}, c, errors.New("token's sub, owner_id or jti holds control characters or is over 256 bytes")
 	}
 	for _, r := range c.Roles {
 		if !slices.Contains(ValidRoles, r) {
@@ -117,19 +135,9 @@ func parseToken(pub ed25519.PublicKey, token string, now time.Time) (Principal, 
 	return Principal{AgentID: c.Subject, OwnerID: c.OwnerID, Roles: c.Roles}, c, nil
 }
 
-// plainID reports whether an owner or agent id is one every backend stores:
-// at most 256 bytes of UTF-8 without control characters.
-func plainID(s string) bool {
-	if len(s) > 256 || !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
-}
+// plainID reports whether an owner, agent or token id is one every
+// backend stores (store.PlainID).
+func plainID(s string) bool { return store.PlainID(s) }
 
 // KeyFile is the signing key's file name in the data directory.
 const KeyFile = "signing.key"

@@ -42,6 +42,7 @@ func (s *Server) routes() {
 	m.Handle("POST /breadcrumbs/{id}/tags/remove", s.authed(RoleEmitter, s.tags(false)))
 	m.Handle("POST /breadcrumbs/{id}/context/merge", s.authed(RoleEmitter, s.merge))
 	m.Handle("POST /views/preview", s.authed("", s.preview))
+	m.Handle("POST /tokens/revoke", s.authed(RoleCurator, s.revoke))
 	s.searchRoutes(m)
 	m.Handle("GET /events/stream", s.authed(RoleSubscriber, s.stream))
 	m.Handle("GET /metrics", s.authed(RoleCurator, func(w http.ResponseWriter, r *http.Request, _ Principal) error {
@@ -259,7 +260,7 @@ type viewMeta struct {
 }
 
 func (s *Server) getView(w http.ResponseWriter, r *http.Request, p Principal) error {
-	b, err := s.opts.Store.Read(r.Context(), actor(p), r.PathValue("id"))
+	b, err := s.read(r, p)
 	if err != nil {
 		return err
 	}
@@ -273,6 +274,16 @@ func (s *Server) getView(w http.ResponseWriter, r *http.Request, p Principal) er
 		"meta": viewMeta{Status: v.status, ErrorCode: v.code, Message: v.reason, Source: "store", FreshnessState: "current"},
 	})
 	return nil
+}
+
+// read loads the breadcrumb a GET of /breadcrumbs/{id} or its /full
+// names. ServeMux answers HEAD with the GET handler; a HEAD delivers no
+// content, so it spends no read budget (a Get, not a Read).
+func (s *Server) read(r *http.Request, p Principal) (store.Breadcrumb, error) {
+	if r.Method == http.MethodHead {
+		return s.opts.Store.Get(r.Context(), actor(p), r.PathValue("id"))
+	}
+	return s.opts.Store.Read(r.Context(), actor(p), r.PathValue("id"))
 }
 
 // applyView returns the record's view, from the cache when the same version
@@ -318,7 +329,7 @@ func (s *Server) applyView(ctx context.Context, b *store.Breadcrumb) (cachedView
 
 func (s *Server) getFull(w http.ResponseWriter, r *http.Request, p Principal) error {
 	// The raw record is a read of the content too: it counts against a read budget.
-	b, err := s.opts.Store.Read(r.Context(), actor(p), r.PathValue("id"))
+	b, err := s.read(r, p)
 	if err != nil {
 		return err
 	}

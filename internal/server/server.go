@@ -79,6 +79,9 @@ type Options struct {
 	// verify index hits against the files on disk; hits past it are
 	// reported as not verified. Default 64 MiB.
 	WorkspaceVerifyBytes int64
+	// MCPOrigins are browser origins ("https://app.example.com") besides
+	// the server's own that may call /mcp; see Server.mcpOrigin.
+	MCPOrigins []string
 }
 
 // DefaultViewMemory is Options.ViewMemory's default.
@@ -91,6 +94,7 @@ type Server struct {
 	views   *view.Cache
 	results *view.LRU[view.ResultKey, cachedView]
 	tokens  *view.LRU[[32]byte, verified] // tokens verified, by SHA-256
+	revoked revocations
 	mux     *router
 	metrics *metrics
 
@@ -151,6 +155,7 @@ func New(opts Options) *Server {
 		mux:     newRouter(),
 		metrics: newMetrics(),
 	}
+	s.revoked.store = opts.Store
 	s.viewSlots = make(chan struct{}, opts.MaxConcurrentViews)
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.routes()
@@ -222,6 +227,12 @@ func (s *Server) gatewayAuthed(d gateway.Dialect, h http.HandlerFunc) http.Handl
 			if errors.As(err, &ae) {
 				msg = ae.msg
 			}
+			if store.IsCode(err, store.CodeUnavailable) {
+				// The token may be fine: revocations could not be checked.
+				w.Header().Set("Retry-After", "1")
+				gateway.WriteError(w, d, http.StatusServiceUnavailable, "overloaded_error", err.Error())
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ctxkit"`)
 			gateway.WriteError(w, d, http.StatusUnauthorized, "authentication_error", msg)
 			return
@@ -242,14 +253,14 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	now := s.opts.Now()
 	key := sha256.Sum256([]byte(token))
 	if v, ok := s.tokens.Get(key); ok && !now.Before(v.notBefore) && now.Before(v.expires) {
-		return v.p, nil
+		return s.unlessRevoked(r.Context(), v)
 	}
-	p, v, err := verifyClaims(s.pub, token, now)
+	_, v, err := verifyClaims(s.pub, token, now)
 	if err != nil {
 		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "invalid token: %v", err)
 	}
 	s.tokens.Add(key, v)
-	return p, nil
+	return s.unlessRevoked(r.Context(), v)
 }
 
 func actor(p Principal) store.Actor {

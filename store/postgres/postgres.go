@@ -57,6 +57,7 @@ const Channel = "ctxkit_events"
 const (
 	migrateLock = 0x63_74_78_6b_01 // "ctxk" 1: migrations
 	eventLock   = 0x63_74_78_6b_02 // "ctxk" 2: drawing an event number
+	revokeLock  = 0x63_74_78_6b_03 // "ctxk" 3: drawing a revocation number
 )
 
 // pollEvery is how often the event feed's reader looks at the events table,
@@ -573,14 +574,12 @@ func (d *DB) Get(ctx context.Context, a store.Actor, id string) (store.Breadcrum
 
 // Read implements store.Store.
 func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcrumb, error) {
-	// Most breadcrumbs have no read budget: one round trip, no row lock.
+	// Most breadcrumbs have no read budget, and another owner's read of a
+	// public one spends none: one round trip, no row lock.
 	b, err := d.get(ctx, nil, a, id, visibleTo)
-	if err != nil || b.MaxReads == 0 {
+	if err != nil || !store.SpendsBudget(a, &b) {
 		return b, err
 	}
-	// Counting the read writes the breadcrumb's owner's rows (another
-	// owner may read a public one): the transaction acts for that owner,
-	// and still only on a breadcrumb the actor may see.
 	owner := b.OwnerID
 	deleted := false
 	err = d.inTx(ctx, scope{owner: owner}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
@@ -588,7 +587,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 		if b, err = d.get(ctx, c, a, id, visibleTo); err != nil {
 			return nil, err
 		}
-		if b.MaxReads == 0 {
+		if !store.SpendsBudget(a, &b) {
 			return nil, nil
 		}
 		b.Reads++

@@ -461,10 +461,10 @@ func (d *DB) Get(ctx context.Context, a store.Actor, id string) (store.Breadcrum
 
 // Read implements store.Store.
 func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcrumb, error) {
-	// Most breadcrumbs have no read budget: read them without taking the
-	// write lock.
+	// Most breadcrumbs have no read budget, and another owner's read of a
+	// public one spends none: read them without taking the write lock.
 	b, err := d.get(ctx, d.r, a, id, visibleTo)
-	if err != nil || b.MaxReads == 0 {
+	if err != nil || !store.SpendsBudget(a, &b) {
 		return b, err
 	}
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
@@ -472,7 +472,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 		if b, err = d.get(ctx, tx, a, id, visibleTo); err != nil {
 			return err
 		}
-		if b.MaxReads == 0 {
+		if !store.SpendsBudget(a, &b) {
 			return nil
 		}
 		b.Reads++

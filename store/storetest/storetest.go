@@ -72,6 +72,8 @@ func Run(t *testing.T, open Open) {
 		{"SearchBoundIsNoOracle", testSearchBoundIsNoOracle},
 		{"SearchBoundNotBlanked", testSearchBoundNotBlanked},
 		{"SearchBadQueries", testSearchBadQueries},
+		{"Revocations", testRevocations},
+		{"RevocationsInOrder", testRevocationsInOrder},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -674,20 +676,30 @@ func testReadBudget(t *testing.T, s store.Store) {
 	if _, err := s.Read(ctx, alice, b.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("read past the budget: %v", err)
 	}
-	// Another owner's reads of a public breadcrumb count too, and the last
-	// one deletes it (with an event for its owner).
+	// Another owner's reads of a public breadcrumb spend none of its
+	// budget, so they cannot use it up and delete what its owner shared.
 	after, err := s.LatestSeq(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := create(t, s, alice, store.Breadcrumb{Title: "public, 2 reads", Context: json.RawMessage(`{}`), Visibility: store.Public, MaxReads: 2})
-	for i := 1; i <= 2; i++ {
-		if got, err := s.Read(ctx, mallory, p.ID); err != nil || got.Reads != int64(i) {
+	for i := 1; i <= 5; i++ {
+		if got, err := s.Read(ctx, mallory, p.ID); err != nil || got.Reads != 0 {
 			t.Fatalf("other owner's read %d: %v reads=%d", i, err, got.Reads)
+		}
+	}
+	// Its owner's agents spend it, and the last read deletes it (with an
+	// event for its owner).
+	for i := 1; i <= 2; i++ {
+		if got, err := s.Read(ctx, bob, p.ID); err != nil || got.Reads != int64(i) {
+			t.Fatalf("owner's read %d: %v reads=%d", i, err, got.Reads)
 		}
 	}
 	if _, err := s.Get(ctx, alice, p.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("public breadcrumb outlived its read budget: %v", err)
+	}
+	if _, err := s.Read(ctx, mallory, p.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("other owner read a used-up breadcrumb: %v", err)
 	}
 	evs := collect(t, s, alice, after, 2)
 	if evs[1].Kind != store.Deleted || evs[1].BreadcrumbID != p.ID {

@@ -1,0 +1,174 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ctxkit/ctxkit/store"
+)
+
+// RevocationRefresh is how old the revocations a server checks tokens
+// against may be: a revocation recorded through any replica (or from the
+// command line) is honoured by every replica at most this long after it
+// was committed, well within a second.
+const RevocationRefresh = 500 * time.Millisecond
+
+// revocations is a replica's copy of the store's revocations. Tokens are
+// checked against it on every request, cached verification or not; when it
+// is older than RevocationRefresh, the next request loads the revocations
+// recorded since (one small query, at most twice a second, and none while
+// the server is idle). If they cannot be loaded, requests are refused as
+// unavailable rather than let a revoked token through.
+type revocations struct {
+	store store.Store
+	mu    sync.Mutex // held by the one request refreshing
+	cur   atomic.Pointer[revocationSet]
+}
+
+// revocationSet is immutable once published; a refresh that finds new
+// revocations publishes a new one.
+type revocationSet struct {
+	loaded  time.Time // when the query that filled it began
+	after   int64     // the newest Seq in it
+	byToken map[string][]store.Revocation
+	byAgent map[[2]string]store.Revocation // owner, agent: the latest Before
+}
+
+// current returns a set loaded less than RevocationRefresh ago.
+func (rv *revocations) current(ctx context.Context) (*revocationSet, error) {
+	if set := rv.cur.Load(); set != nil && time.Since(set.loaded) < RevocationRefresh {
+		return set, nil
+	}
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	set := rv.cur.Load()
+	if set != nil && time.Since(set.loaded) < RevocationRefresh {
+		return set, nil // another request refreshed it meanwhile
+	}
+	if set == nil {
+		set = &revocationSet{byToken: map[string][]store.Revocation{}, byAgent: map[[2]string]store.Revocation{}}
+	}
+	// The query's start, not its end, dates what it saw: whatever was
+	// committed before it began is in it.
+	start := time.Now()
+	rs, err := rv.store.Revocations(ctx, set.after)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, &store.Error{Code: store.CodeUnavailable, Msg: "the server cannot check token revocations for now: retry", Err: err}
+	}
+	next := &revocationSet{loaded: start, after: set.after, byToken: set.byToken, byAgent: set.byAgent}
+	if len(rs) > 0 {
+		next.byToken, next.byAgent = make(map[string][]store.Revocation, len(set.byToken)), make(map[[2]string]store.Revocation, len(set.byAgent))
+		for k, v := range set.byToken {
+			next.byToken[k] = v
+		}
+		for k, v := range set.byAgent {
+			next.byAgent[k] = v
+		}
+		for _, r := range rs {
+			next.after = r.Seq
+			if r.TokenID != "" {
+				next.byToken[r.TokenID] = append(slices.Clip(next.byToken[r.TokenID]), r) // never into the old set's array
+				continue
+			}
+			k := [2]string{r.OwnerID, r.AgentID}
+			if old, ok := next.byAgent[k]; !ok || r.Before.After(old.Before) {
+				next.byAgent[k] = r
+			}
+		}
+	}
+	rv.cur.Store(next)
+	return next, nil
+}
+
+// stale makes the next request load the revocations again: this replica
+// has just recorded one, and honours it at once.
+func (rv *revocations) stale() {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if set := rv.cur.Load(); set != nil {
+		old := *set
+		old.loaded = time.Time{}
+		rv.cur.Store(&old)
+	}
+}
+
+// revoked returns the revocation that names the verified token, if any.
+func (set *revocationSet) revoked(v verified) (store.Revocation, bool) {
+	if v.id != "" {
+		for _, r := range set.byToken[v.id] {
+			if r.Names(v.p.OwnerID, v.p.AgentID, v.id, v.issued) {
+				return r, true
+			}
+		}
+	}
+	if r, ok := set.byAgent[[2]string{v.p.OwnerID, v.p.AgentID}]; ok && r.Names(v.p.OwnerID, v.p.AgentID, v.id, v.issued) {
+		return r, true
+	}
+	return store.Revocation{}, false
+}
+
+// unlessRevoked returns a verified token's principal, or refuses the token
+// when a revocation names it. It runs on every request, whether the
+// token's verification was cached or not.
+func (s *Server) unlessRevoked(ctx context.Context, v verified) (Principal, error) {
+	set, err := s.revoked.current(ctx)
+	if err != nil {
+		return Principal{}, err
+	}
+	if r, ok := set.revoked(v); ok {
+		return Principal{}, errorf(http.StatusUnauthorized, "token_revoked", "this token was revoked at %s: ask for a new one", r.RevokedAt.Format(time.RFC3339))
+	}
+	return v.p, nil
+}
+
+// revokeRequest is POST /tokens/revoke's body: a token's id, or an agent
+// (of the caller's owner) whose tokens issued before a time (default now)
+// are revoked.
+type revokeRequest struct {
+	ID     string `json:"id"`
+	Agent  string `json:"agent"`
+	Before string `json:"before"`
+}
+
+// revoke records a revocation of the curator's own owner's tokens: a
+// curator cannot name another owner's token or agent, whatever the body
+// says, since the owner is taken from its token.
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var req revokeRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	rv := store.Revocation{OwnerID: p.OwnerID, TokenID: req.ID, AgentID: req.Agent, RevokedBy: p.AgentID}
+	now := s.opts.Now()
+	switch {
+	case req.Before != "" && req.Agent == "":
+		return errorf(http.StatusBadRequest, store.CodeInvalid, "before: applies to an agent's tokens; give agent too")
+	case req.Before != "":
+		t, err := time.Parse(time.RFC3339Nano, req.Before)
+		if err != nil {
+			return errorf(http.StatusBadRequest, store.CodeInvalid, "before: %q is not an RFC 3339 time such as \"2026-01-02T15:04:05Z\"", req.Before)
+		}
+		if t.After(now) {
+			// Tokens minted later would be born revoked, with no way
+			// to undo it.
+			return errorf(http.StatusBadRequest, store.CodeInvalid, "before: %s is in the future", req.Before)
+		}
+		rv.Before = t
+	case req.Agent != "":
+		rv.Before = now
+	}
+	out, err := s.opts.Store.Revoke(r.Context(), rv)
+	if err != nil {
+		return err
+	}
+	s.revoked.stale()
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}

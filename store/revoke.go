@@ -1,0 +1,74 @@
+package store
+
+import (
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Revocation withdraws bearer tokens before they expire: one token by its
+// id (the token's jti claim), or every token of one agent of an owner
+// issued before a time. Revocations are kept for good; servers load them
+// to refuse the tokens they name.
+type Revocation struct {
+	Seq int64 `json:"seq"` // grows with every revocation recorded
+	// OwnerID is the owner whose tokens it names. A token revocation with
+	// no owner (the operator's, from the command line) names the token of
+	// whatever owner carries that id.
+	OwnerID string    `json:"owner_id,omitempty"`
+	TokenID string    `json:"id,omitempty"`    // one token; or
+	AgentID string    `json:"agent,omitempty"` // the agent's tokens issued before Before
+	Before  time.Time `json:"before,omitzero"`
+	// RevokedAt is set by the store; RevokedBy says who asked (an agent
+	// id, or "cli").
+	RevokedAt time.Time `json:"revoked_at"`
+	RevokedBy string    `json:"revoked_by"`
+}
+
+// Names reports whether r withdraws the token of owner and agent with the
+// id jti (empty for tokens without one) issued at issued (the zero time
+// when the token does not say: then any agent revocation names it).
+func (r *Revocation) Names(owner, agent, jti string, issued time.Time) bool {
+	if r.TokenID != "" {
+		return jti == r.TokenID && (r.OwnerID == "" || r.OwnerID == owner)
+	}
+	return r.OwnerID == owner && r.AgentID == agent && issued.Before(r.Before)
+}
+
+// ValidateRevocation checks a revocation to record; a bad one is
+// CodeInvalid naming the field at fault (the names of POST /tokens/revoke's
+// body and of the command line's flags).
+func ValidateRevocation(r *Revocation) error {
+	for _, f := range []struct{ name, v string }{{"owner_id", r.OwnerID}, {"id", r.TokenID}, {"agent", r.AgentID}, {"revoked_by", r.RevokedBy}} {
+		if !PlainID(f.v) {
+			return invalid(f.name, "at most 256 bytes of UTF-8 without control characters")
+		}
+	}
+	switch {
+	case r.TokenID != "" && r.AgentID != "":
+		return invalid("id", "name one token (id) or one agent's tokens (agent), not both")
+	case r.TokenID == "" && r.AgentID == "":
+		return invalid("id", "required: the token's id, or else an agent whose tokens to revoke")
+	case r.TokenID != "" && !r.Before.IsZero():
+		return invalid("before", "applies to an agent's tokens, not to one token's id")
+	case r.AgentID != "" && r.OwnerID == "":
+		return invalid("owner_id", "required with agent: tokens belong to an agent of an owner")
+	case r.AgentID != "" && r.Before.IsZero():
+		return invalid("before", "required with agent")
+	}
+	return nil
+}
+
+// PlainID reports whether an id is one every backend stores and a token
+// carries: at most 256 bytes of UTF-8 without control characters.
+func PlainID(s string) bool {
+	if len(s) > 256 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
