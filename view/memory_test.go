@@ -65,17 +65,26 @@ var hostile = []struct {
 	{"caught refusal", `{"type":"jq","query":"[range(100) | try (\"x\" * 1e9) catch 0] | length"}`, `{}`},
 	{"repetition inside a closure", `{"type":"jq","query":"[1,2] | sort_by(\"x\" * 1e9) | length"}`, `{}`},
 	{"user function around it", `{"type":"jq","query":"def f($n): \"y\" * $n; f(1e9) | length"}`, `{}`},
-	{"many rules' outputs", ``, `{}`},
+	{"many rules' outputs", `jq`, `{}`},
+	{"many JSONPath rules' outputs", `extract`, ``},
+	{"many format rules' outputs", `format`, ``},
 	{"template json of a big array", `{"type":"template","template":"{{#each context.a}}{{json ../context.a}}{{/each}}"}`, ``},
 }
 
 // hostileHints returns the hints of a hostile case.
 func hostileHints(i int) string {
 	c := hostile[i]
-	if c.rule == "" { // 64 rules of 900 KiB each: each under the output cap, together far over the budget
+	// 64 rules of about 900 KiB each: each under the output cap, together
+	// far over the budget.
+	body := map[string]string{
+		"jq":      `"type":"jq","query":"\"x\" * 900000"`,
+		"extract": `"type":"extract","value":"$.a[*]"`,
+		"format":  `"type":"format","format":"{context.a}"`,
+	}[c.rule]
+	if body != "" {
 		var rules []string
 		for r := range 64 {
-			rules = append(rules, fmt.Sprintf(`"r%02d":{"type":"jq","query":"\"x\" * 900000"}`, r))
+			rules = append(rules, fmt.Sprintf(`"r%02d":{%s}`, r, body))
 		}
 		return `{"transform":{` + strings.Join(rules, ",") + `}}`
 	}
