@@ -201,6 +201,27 @@ func TestPricedViewsKeepTheirResults(t *testing.T) {
 	}
 }
 
+// TestLargeErrorValuesAreNotQuoted: a jq error whose value is large fails
+// the rule without encoding the value into the message.
+func TestLargeErrorValuesAreNotQuoted(t *testing.T) {
+	for q, want := range map[string]string{
+		`("x" * 4000000) as $s | error([$s, $s])`: "transform.v: jq: error: an array of more than 1024 bytes",
+		`error("y" * 4000000)`:                    "transform.v: jq: error: " + strings.Repeat("y", 1024) + "…",
+		`error({a: 1})`:                           `transform.v: jq: error: {"a":1}`,
+	} {
+		hints, _ := json.Marshal(map[string]any{"transform": map[string]any{"v": map[string]any{"type": "jq", "query": q}}})
+		v := mustCompile(t, string(hints), view.Options{MaxMemory: testBudget, RuleTimeout: time.Minute})
+		var res view.Result
+		alloc := allocated(func() { res = v.Apply(context.Background(), view.Record{Context: map[string]any{}}) })
+		if res.Err == nil || res.Err.Code != view.CodeRuleFailed || res.Err.Error() != want {
+			t.Errorf("%s: got %v", q, res.Err)
+		}
+		if alloc > 3*testBudget/2 {
+			t.Errorf("%s: allocated %d MiB", q, alloc>>20)
+		}
+	}
+}
+
 func TestReservedNamesRefused(t *testing.T) {
 	for _, q := range []string{`$__ctxkit_m`, `__ctxkit_multiply("x"; 1e9)`, `def __ctxkit_x: 1; 2`} {
 		hints, _ := json.Marshal(map[string]any{"transform": map[string]any{"v": map[string]any{"type": "jq", "query": q}}})
