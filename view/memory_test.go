@@ -21,6 +21,11 @@ import (
 // what a hostile view would allocate without it is hundreds of times more.
 const testBudget = 8 << 20
 
+// allocFactor is how many budgets an evaluation may allocate in all, at
+// most: 8 for its costly steps, 1 held and its buffers' growth, and room
+// for the steps no price sees before the deadline or the watchdog.
+const allocFactor = 16
+
 // hostile lists views that allocate hundreds of megabytes to gigabytes in a
 // few steps; each must be refused by the price of its costly step, long
 // before its deadline (a minute here), having allocated little.
@@ -60,17 +65,26 @@ var hostile = []struct {
 	{"caught refusal", `{"type":"jq","query":"[range(100) | try (\"x\" * 1e9) catch 0] | length"}`, `{}`},
 	{"repetition inside a closure", `{"type":"jq","query":"[1,2] | sort_by(\"x\" * 1e9) | length"}`, `{}`},
 	{"user function around it", `{"type":"jq","query":"def f($n): \"y\" * $n; f(1e9) | length"}`, `{}`},
-	{"many rules' outputs", ``, `{}`},
+	{"many rules' outputs", `jq`, `{}`},
+	{"many JSONPath rules' outputs", `extract`, ``},
+	{"many format rules' outputs", `format`, ``},
 	{"template json of a big array", `{"type":"template","template":"{{#each context.a}}{{json ../context.a}}{{/each}}"}`, ``},
 }
 
 // hostileHints returns the hints of a hostile case.
 func hostileHints(i int) string {
 	c := hostile[i]
-	if c.rule == "" { // 64 rules of 900 KiB each: each under the output cap, together far over the budget
+	// 64 rules of about 900 KiB each: each under the output cap, together
+	// far over the budget.
+	body := map[string]string{
+		"jq":      `"type":"jq","query":"\"x\" * 900000"`,
+		"extract": `"type":"extract","value":"$.a[*]"`,
+		"format":  `"type":"format","format":"{context.a}"`,
+	}[c.rule]
+	if body != "" {
 		var rules []string
 		for r := range 64 {
-			rules = append(rules, fmt.Sprintf(`"r%02d":{"type":"jq","query":"\"x\" * 900000"}`, r))
+			rules = append(rules, fmt.Sprintf(`"r%02d":{%s}`, r, body))
 		}
 		return `{"transform":{` + strings.Join(rules, ",") + `}}`
 	}
@@ -112,8 +126,10 @@ func TestHostileViewsAreTooCostly(t *testing.T) {
 			if res.Status != view.StatusFallback || res.Err == nil || res.Err.Code != view.CodeTooCostly {
 				t.Fatalf("got %s %v; want FALLBACK %s", res.Status, res.Err, view.CodeTooCostly)
 			}
-			// The spent steps may reach 8 budgets in all; the refused step itself allocates nothing.
-			if limit := uint64(12 * testBudget); alloc > limit {
+			// The costly steps may spend 8 budgets in all and the output
+			// hold one (a growing buffer allocates twice that); the refused
+			// step itself allocates nothing. The stated factor is 16.
+			if limit := uint64(allocFactor * testBudget); alloc > limit {
 				t.Errorf("allocated %d MiB; want at most %d MiB", alloc>>20, limit>>20)
 			}
 			if time.Since(start) > 30*time.Second {
@@ -182,6 +198,27 @@ func TestPricedViewsKeepTheirResults(t *testing.T) {
 				t.Fatalf("got %s; want %s", got.V, c.want)
 			}
 		})
+	}
+}
+
+// TestLargeErrorValuesAreNotQuoted: a jq error whose value is large fails
+// the rule without encoding the value into the message.
+func TestLargeErrorValuesAreNotQuoted(t *testing.T) {
+	for q, want := range map[string]string{
+		`("x" * 4000000) as $s | error([$s, $s])`: "transform.v: jq: error: an array of more than 1024 bytes",
+		`error("y" * 4000000)`:                    "transform.v: jq: error: " + strings.Repeat("y", 1024) + "…",
+		`error({a: 1})`:                           `transform.v: jq: error: {"a":1}`,
+	} {
+		hints, _ := json.Marshal(map[string]any{"transform": map[string]any{"v": map[string]any{"type": "jq", "query": q}}})
+		v := mustCompile(t, string(hints), view.Options{MaxMemory: testBudget, RuleTimeout: time.Minute})
+		var res view.Result
+		alloc := allocated(func() { res = v.Apply(context.Background(), view.Record{Context: map[string]any{}}) })
+		if res.Err == nil || res.Err.Code != view.CodeRuleFailed || res.Err.Error() != want {
+			t.Errorf("%s: got %v", q, res.Err)
+		}
+		if alloc > 3*testBudget/2 {
+			t.Errorf("%s: allocated %d MiB", q, alloc>>20)
+		}
 	}
 }
 
@@ -336,7 +373,7 @@ func (g jqGen) expr(depth int) string {
 // budget, whatever they compute. The factor is 8 (the costly steps' sum)
 // plus room for collection steps and the 50 ms deadline.
 func TestRandomProgramsStayWithinBudget(t *testing.T) {
-	const factor = 16
+	const factor = allocFactor
 	n := 300
 	if testing.Short() {
 		n = 60

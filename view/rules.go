@@ -169,7 +169,7 @@ func (r jqRule) apply(ctx context.Context, e *env) (any, error) {
 				}
 				return nil, &Error{Code: CodeRuleTimeout, Msg: "jq query stopped: " + ctx.Err().Error(), Err: ctx.Err()}
 			}
-			return nil, &Error{Code: CodeRuleFailed, Msg: "jq: " + err.Error(), Err: err}
+			return nil, &Error{Code: CodeRuleFailed, Msg: "jq: " + jqErrorText(err), Err: err}
 		}
 		size, nonFinite := measure(v, r.maxOut-total)
 		total += size
@@ -191,6 +191,24 @@ func (r jqRule) apply(ctx context.Context, e *env) (any, error) {
 		return outs[0], nil
 	}
 	return outs, nil
+}
+
+// maxErrorValue bounds the value of a jq error that is quoted in the
+// error's message: gojq encodes the whole value, which a query may make as
+// large as its budget allows, and the message goes into responses.
+const maxErrorValue = 1 << 10
+
+func jqErrorText(err error) string {
+	var ve gojq.ValueError
+	if errors.As(err, &ve) {
+		if s, isStr := ve.Value().(string); isStr && len(s) > maxErrorValue {
+			return "error: " + strings.ToValidUTF8(s[:maxErrorValue], "") + "…"
+		}
+		if size, _ := measure(ve.Value(), maxErrorValue); size > maxErrorValue {
+			return fmt.Sprintf("error: %s of more than %d bytes", kindOf(ve.Value()), maxErrorValue)
+		}
+	}
+	return err.Error()
 }
 
 func tooLarge(limit int) *Error {
