@@ -229,10 +229,17 @@ func (f *Feed) read() {
 				continue
 			}
 			f.cursor = c.Seq
+			// One copy per change, shared by its streams: a pointer into
+			// changes would keep the whole page alive while a stream holds it.
+			var e *Event
 			for s := range f.owners[c.OwnerID] {
 				if c.VisibleTo(s.a) && s.filter.Match(&c.Event) {
+					if e == nil {
+						e = new(Event)
+						*e = c.Event
+					}
 					select {
-					case s.ch <- &c.Event:
+					case s.ch <- e:
 					default:
 						s.lost.Store(true)
 					}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ type memLog struct {
 	backlogs atomic.Int64
 	fail     atomic.Pointer[error] // Load fails with it while set
 	slowLoad time.Duration
+	pad      int // Load adds a fresh tag of this many bytes to each change
 }
 
 func (l *memLog) source() store.FeedSource {
@@ -43,6 +45,9 @@ func (l *memLog) load(ctx context.Context, after int64, limit int) ([]store.Chan
 	var out []store.Change
 	for _, c := range l.changes {
 		if c.Seq > after && len(out) < limit {
+			if l.pad > 0 {
+				c.Tags = append(slices.Clone(c.Tags), strings.Repeat("x", l.pad))
+			}
 			out = append(out, c)
 		}
 	}
@@ -296,6 +301,64 @@ func TestFeedSlowConsumer(t *testing.T) {
 	slow.waitFor(t, want)
 	if log.backlogs.Load() < 3 {
 		t.Errorf("%d backlog reads: the slow stream did not catch up from the database", log.backlogs.Load())
+	}
+}
+
+// TestFeedStalledStreamsHoldLittle: streams whose consumers stop reading
+// hold at most their buffers, however much is written meanwhile; the
+// changes they missed stay in the database, not in memory.
+func TestFeedStalledStreamsHoldLittle(t *testing.T) {
+	const (
+		streams = 20
+		writes  = 2000
+		pad     = 25_000 // bytes per change as the reader loads it: 50 MB in all
+	)
+	log := &memLog{pad: pad}
+	// Pages of 64 changes: the reader holds at most a page or two at a
+	// time besides what the streams' buffers hold (256 changes each).
+	f := store.NewFeed(log.source(), store.FeedOptions{Page: 64})
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	gate := make(chan struct{})
+	var subs []*feedSub
+	for range streams {
+		subs = append(subs, open(ctx, f, a, store.EventFilter{}, 0, gate))
+	}
+	for f.Streams() < streams {
+		time.Sleep(time.Millisecond)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range writes {
+		log.add(f, store.Change{Event: store.Event{Kind: store.Updated}, OwnerID: "acme", Visibility: store.Team})
+	}
+	// Wait until the reader has handed out the last change.
+	last, _ := log.latest(ctx)
+	probe := open(ctx, f, a, store.EventFilter{}, last-1, nil)
+	probe.waitFor(t, log.expected(a, store.EventFilter{}, last-1))
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 12<<20 {
+		t.Fatalf("the heap grew by %d MiB with %d stalled streams and %d MB of changes", grown>>20, streams, writes*pad/1_000_000)
+	}
+	close(gate)
+	want := seqs(log.expected(a, store.EventFilter{}, 0))
+	for _, s := range subs {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			got, err := s.snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) >= len(want) || time.Now().After(deadline) {
+				if !slices.Equal(seqs(got), want) {
+					t.Fatalf("a stalled stream got %d changes, want %d, in order", len(got), len(want))
+				}
+				break
+			}
+		}
 	}
 }
 
