@@ -326,7 +326,8 @@ func TestFeedStalledStreamsHoldLittle(t *testing.T) {
 	for range streams {
 		subs = append(subs, open(ctx, f, a, store.EventFilter{}, 0, gate))
 	}
-	for f.Streams() < streams {
+	probe := open(ctx, f, store.Actor{OwnerID: "probe", AgentID: "p"}, store.EventFilter{}, 0, nil)
+	for f.Streams() < streams+1 {
 		time.Sleep(time.Millisecond)
 	}
 	var before, after runtime.MemStats
@@ -335,10 +336,17 @@ func TestFeedStalledStreamsHoldLittle(t *testing.T) {
 	for range writes {
 		log.add(f, store.Change{Event: store.Event{Kind: store.Updated}, OwnerID: "acme", Visibility: store.Team})
 	}
-	// Wait until the reader has handed out the last change.
-	last, _ := log.latest(ctx)
-	probe := open(ctx, f, a, store.EventFilter{}, last-1, nil)
-	probe.waitFor(t, log.expected(a, store.EventFilter{}, last-1))
+	// Wait until the reader has handed out the last change: it hands them
+	// out in order, and the probe's comes last.
+	log.add(f, store.Change{Event: store.Event{Kind: store.Created}, OwnerID: "probe", Visibility: store.Team})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if got, _ := probe.snapshot(); len(got) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the reader did not hand out the last change")
+		}
+	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 12<<20 {
@@ -482,7 +490,7 @@ func TestFeedHandOver(t *testing.T) {
 	for round := range 30 {
 		ctx, cancel := context.WithCancel(context.Background())
 		after, _ := log.latest(ctx)
-		after -= int64(round % 5)
+		after = max(0, after-int64(round%5)) // below 0 would mean "from the newest"
 		s := open(ctx, f, a, store.EventFilter{}, after, nil)
 		time.Sleep(time.Duration(rand.IntN(8)) * time.Millisecond)
 		cur, _ := log.latest(ctx)
