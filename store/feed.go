@@ -143,6 +143,19 @@ func (f *Feed) Wake() {
 	}
 }
 
+// WakeFor is Wake for a change of owner's, committed before the call: it
+// wakes the reader only when a stream of that owner is open. A stream that
+// opens after the check reads the change from its backlog; the reader
+// loads it with the next change it is woken for.
+func (f *Feed) WakeFor(owner string) {
+	f.mu.Lock()
+	_, open := f.owners[owner]
+	f.mu.Unlock()
+	if open {
+		f.Wake()
+	}
+}
+
 // Streams is the number of open streams.
 func (f *Feed) Streams() int {
 	f.mu.Lock()

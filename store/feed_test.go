@@ -370,6 +370,41 @@ func TestFeedStalledStreamsHoldLittle(t *testing.T) {
 	}
 }
 
+// TestFeedWakeFor: changes of owners with no open stream do not make the
+// reader read; a stream's own owner's change does, and brings the others'
+// along in the same read.
+func TestFeedWakeFor(t *testing.T) {
+	log := &memLog{}
+	f := store.NewFeed(log.source(), store.FeedOptions{})
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	acme := store.Actor{OwnerID: "acme", AgentID: "alice", Curator: true}
+	s := open(ctx, f, acme, store.EventFilter{}, 0, nil)
+	for f.Streams() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	add := func(owner string) {
+		log.mu.Lock()
+		c := store.Change{Event: store.Event{Kind: store.Created, Seq: int64(len(log.changes) + 1)}, OwnerID: owner, Visibility: store.Team}
+		log.changes = append(log.changes, c)
+		log.mu.Unlock()
+		f.WakeFor(owner)
+	}
+	for range 50 {
+		add("globex")
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := log.loads.Load(); n != 0 {
+		t.Fatalf("%d reads for changes no open stream may see", n)
+	}
+	add("acme")
+	s.waitFor(t, log.expected(acme, store.EventFilter{}, 0))
+	if n := log.loads.Load(); n != 1 {
+		t.Fatalf("%d reads for one change", n)
+	}
+}
+
 // TestFeedEndsCleanly: a stream whose context ends leaves nothing behind:
 // no goroutine, no subscription; the reader stops reading when none is
 // open.

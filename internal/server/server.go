@@ -76,6 +76,7 @@ type Server struct {
 	views   *view.Cache
 	results *view.LRU[view.ResultKey, cachedView]
 	tokens  *view.LRU[[32]byte, verified] // tokens verified, by SHA-256
+	frames  *view.LRU[int64, []byte]      // event-stream frames of recent changes, by seq
 	mux     *http.ServeMux
 	metrics *metrics
 
@@ -116,6 +117,7 @@ func New(opts Options) *Server {
 		views:   view.NewCache(1024, view.Options{RuleTimeout: opts.RuleTimeout}),
 		results: view.NewLRU[view.ResultKey, cachedView](4096),
 		tokens:  view.NewLRU[[32]byte, verified](4096),
+		frames:  view.NewLRU[int64, []byte](1024),
 		mux:     http.NewServeMux(),
 		metrics: newMetrics(),
 	}
