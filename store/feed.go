@@ -143,6 +143,19 @@ func (f *Feed) Wake() {
 	}
 }
 
+// WakeFor is Wake for a change of owner's, committed before the call: it
+// wakes the reader only when a stream of that owner is open. A stream that
+// opens after the check reads the change from its backlog; the reader
+// loads it with the next change it is woken for.
+func (f *Feed) WakeFor(owner string) {
+	f.mu.Lock()
+	_, open := f.owners[owner]
+	f.mu.Unlock()
+	if open {
+		f.Wake()
+	}
+}
+
 // Streams is the number of open streams.
 func (f *Feed) Streams() int {
 	f.mu.Lock()
@@ -229,10 +242,17 @@ func (f *Feed) read() {
 				continue
 			}
 			f.cursor = c.Seq
+			// One copy per change, shared by its streams: a pointer into
+			// changes would keep the whole page alive while a stream holds it.
+			var e *Event
 			for s := range f.owners[c.OwnerID] {
 				if c.VisibleTo(s.a) && s.filter.Match(&c.Event) {
+					if e == nil {
+						e = new(Event)
+						*e = c.Event
+					}
 					select {
-					case s.ch <- &c.Event:
+					case s.ch <- e:
 					default:
 						s.lost.Store(true)
 					}

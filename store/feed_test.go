@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ type memLog struct {
 	backlogs atomic.Int64
 	fail     atomic.Pointer[error] // Load fails with it while set
 	slowLoad time.Duration
+	pad      int // Load adds a fresh tag of this many bytes to each change
 }
 
 func (l *memLog) source() store.FeedSource {
@@ -43,6 +45,9 @@ func (l *memLog) load(ctx context.Context, after int64, limit int) ([]store.Chan
 	var out []store.Change
 	for _, c := range l.changes {
 		if c.Seq > after && len(out) < limit {
+			if l.pad > 0 {
+				c.Tags = append(slices.Clone(c.Tags), strings.Repeat("x", l.pad))
+			}
 			out = append(out, c)
 		}
 	}
@@ -299,6 +304,107 @@ func TestFeedSlowConsumer(t *testing.T) {
 	}
 }
 
+// TestFeedStalledStreamsHoldLittle: streams whose consumers stop reading
+// hold at most their buffers, however much is written meanwhile; the
+// changes they missed stay in the database, not in memory.
+func TestFeedStalledStreamsHoldLittle(t *testing.T) {
+	const (
+		streams = 20
+		writes  = 2000
+		pad     = 25_000 // bytes per change as the reader loads it: 50 MB in all
+	)
+	log := &memLog{pad: pad}
+	// Pages of 64 changes: the reader holds at most a page or two at a
+	// time besides what the streams' buffers hold (256 changes each).
+	f := store.NewFeed(log.source(), store.FeedOptions{Page: 64})
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	gate := make(chan struct{})
+	var subs []*feedSub
+	for range streams {
+		subs = append(subs, open(ctx, f, a, store.EventFilter{}, 0, gate))
+	}
+	probe := open(ctx, f, store.Actor{OwnerID: "probe", AgentID: "p"}, store.EventFilter{}, 0, nil)
+	for f.Streams() < streams+1 {
+		time.Sleep(time.Millisecond)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range writes {
+		log.add(f, store.Change{Event: store.Event{Kind: store.Updated}, OwnerID: "acme", Visibility: store.Team})
+	}
+	// Wait until the reader has handed out the last change: it hands them
+	// out in order, and the probe's comes last.
+	log.add(f, store.Change{Event: store.Event{Kind: store.Created}, OwnerID: "probe", Visibility: store.Team})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if got, _ := probe.snapshot(); len(got) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the reader did not hand out the last change")
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 12<<20 {
+		t.Fatalf("the heap grew by %d MiB with %d stalled streams and %d MB of changes", grown>>20, streams, writes*pad/1_000_000)
+	}
+	close(gate)
+	want := seqs(log.expected(a, store.EventFilter{}, 0))
+	for _, s := range subs {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			got, err := s.snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) >= len(want) || time.Now().After(deadline) {
+				if !slices.Equal(seqs(got), want) {
+					t.Fatalf("a stalled stream got %d changes, want %d, in order", len(got), len(want))
+				}
+				break
+			}
+		}
+	}
+}
+
+// TestFeedWakeFor: changes of owners with no open stream do not make the
+// reader read; a stream's own owner's change does, and brings the others'
+// along in the same read.
+func TestFeedWakeFor(t *testing.T) {
+	log := &memLog{}
+	f := store.NewFeed(log.source(), store.FeedOptions{})
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	acme := store.Actor{OwnerID: "acme", AgentID: "alice", Curator: true}
+	s := open(ctx, f, acme, store.EventFilter{}, 0, nil)
+	for f.Streams() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	add := func(owner string) {
+		log.mu.Lock()
+		c := store.Change{Event: store.Event{Kind: store.Created, Seq: int64(len(log.changes) + 1)}, OwnerID: owner, Visibility: store.Team}
+		log.changes = append(log.changes, c)
+		log.mu.Unlock()
+		f.WakeFor(owner)
+	}
+	for range 50 {
+		add("globex")
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := log.loads.Load(); n != 0 {
+		t.Fatalf("%d reads for changes no open stream may see", n)
+	}
+	add("acme")
+	s.waitFor(t, log.expected(acme, store.EventFilter{}, 0))
+	if n := log.loads.Load(); n != 1 {
+		t.Fatalf("%d reads for one change", n)
+	}
+}
+
 // TestFeedEndsCleanly: a stream whose context ends leaves nothing behind:
 // no goroutine, no subscription; the reader stops reading when none is
 // open.
@@ -419,7 +525,7 @@ func TestFeedHandOver(t *testing.T) {
 	for round := range 30 {
 		ctx, cancel := context.WithCancel(context.Background())
 		after, _ := log.latest(ctx)
-		after -= int64(round % 5)
+		after = max(0, after-int64(round%5)) // below 0 would mean "from the newest"
 		s := open(ctx, f, a, store.EventFilter{}, after, nil)
 		time.Sleep(time.Duration(rand.IntN(8)) * time.Millisecond)
 		cur, _ := log.latest(ctx)

@@ -102,8 +102,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 					s.opts.Logger.Error("event stream", "err", it.err)
 					return nil // the response has started; the client reconnects with Last-Event-ID
 				}
-				data, _ := json.Marshal(it.e)
-				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", it.e.Seq, it.e.Kind, data)
+				w.Write(s.frame(&it.e))
 				if n == maxCoalesced {
 					break
 				}
@@ -117,6 +116,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 			flusher.Flush()
 		}
 	}
+}
+
+// frame is the Server-Sent Events frame of a change. A change goes to every
+// stream that may see it, and a sequence number always names the same
+// change: it is encoded once.
+func (s *Server) frame(e *store.Event) []byte {
+	if f, ok := s.frames.Get(e.Seq); ok {
+		return f
+	}
+	data, _ := json.Marshal(e)
+	f := fmt.Appendf(nil, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Kind, data)
+	s.frames.Add(e.Seq, f)
+	return f
 }
 
 // maxCoalesced is how many changes one write to an event stream carries at

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,7 +41,11 @@ const (
 //     from the change's timestamp to its arrival at the client (target: < 1 s),
 //     and the p50 (<backend>-lag-p50-ms);
 //   - <backend>-undelivered: events that had not arrived 60 s after the last
-//     write (counted in the lag as 60 s).
+//     write (counted in the lag as 60 s);
+//   - <backend>-cpu-us/delivery: this process's CPU time in the delivery
+//     phase (writes, store reads, servers and the clients) per event
+//     delivered to a stream: the cost that decides the lag when cores are
+//     short, as on a shared machine.
 //
 // Servers, PostgreSQL and the 1000 clients share this machine's cores.
 func BenchmarkEventStreams(b *testing.B) {
@@ -56,7 +61,11 @@ func BenchmarkEventStreams(b *testing.B) {
 		{"sqlite", newEnvOn(b, lite, key)},
 		{"pg", newEnvOn(b, openPostgres(b, pgtest.Shared(b).NewDatabase(b)), key)},
 	}
-	type figures struct{ none, idle, lag []time.Duration }
+	type figures struct {
+		none, idle, lag []time.Duration
+		cpu             time.Duration // this process's CPU time in the delivery phases
+		delivered       int
+	}
 	results := map[string]*figures{}
 	undelivered := map[string]int{}
 	for b.Loop() {
@@ -77,6 +86,7 @@ func BenchmarkEventStreams(b *testing.B) {
 			idle.close()
 
 			live := openStreams(b, e, e.token("acme", "watcher", server.RoleSubscriber), benchStreams)
+			cpu0 := cpuTime(b)
 			var wg sync.WaitGroup
 			tick := time.NewTicker(time.Second / benchRate)
 			for range benchLagWrites {
@@ -92,6 +102,8 @@ func BenchmarkEventStreams(b *testing.B) {
 			tick.Stop()
 			wg.Wait()
 			lags, missing := live.wait(benchStreams*benchLagWrites, benchLagTimeout)
+			f.cpu += cpuTime(b) - cpu0
+			f.delivered += len(lags) - missing
 			f.lag = append(f.lag, lags...)
 			undelivered[s.name] += missing
 			live.close()
@@ -110,7 +122,18 @@ func BenchmarkEventStreams(b *testing.B) {
 		b.ReportMetric(p(f.lag, 50), s.name+"-lag-p50-ms")
 		b.ReportMetric(p(f.lag, 99), s.name+"-lag-p99-ms")
 		b.ReportMetric(float64(undelivered[s.name])/float64(b.N), s.name+"-undelivered")
+		b.ReportMetric(float64(f.cpu.Microseconds())/float64(f.delivered), s.name+"-cpu-us/delivery")
 	}
+}
+
+// cpuTime is the CPU time (user and system) this process has used: the
+// servers, the SQLite store and the stream clients, not PostgreSQL.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // writeLatencies runs n writes one after another and returns their latencies.

@@ -94,6 +94,7 @@ type Server struct {
 	views   *view.Cache
 	results *view.LRU[view.ResultKey, cachedView]
 	tokens  *view.LRU[[32]byte, verified] // tokens verified, by SHA-256
+	frames  *view.LRU[int64, []byte]      // event-stream frames of recent changes, by seq
 	revoked revocations
 	mux     *router
 	metrics *metrics
@@ -152,6 +153,7 @@ func New(opts Options) *Server {
 		views:   view.NewCache(1024, viewOpts),
 		results: view.NewLRUBytes[view.ResultKey, cachedView](4096, opts.ViewCacheBytes, cachedView.size),
 		tokens:  view.NewLRU[[32]byte, verified](4096),
+		frames:  view.NewLRU[int64, []byte](1024),
 		mux:     newRouter(),
 		metrics: newMetrics(),
 	}

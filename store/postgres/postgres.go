@@ -484,7 +484,7 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 		return store.Breadcrumb{}, false, err
 	}
 	if !replayed {
-		d.feed.Wake()
+		d.feed.WakeFor(a.OwnerID)
 	}
 	return out, replayed, nil
 }
@@ -605,7 +605,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 		return store.Breadcrumb{}, err
 	}
 	if deleted {
-		d.feed.Wake()
+		d.feed.WakeFor(owner)
 	}
 	return b, nil
 }
@@ -691,7 +691,7 @@ func (d *DB) Update(ctx context.Context, a store.Actor, id string, expectedVersi
 	if err != nil {
 		return store.Breadcrumb{}, err
 	}
-	d.feed.Wake()
+	d.feed.WakeFor(a.OwnerID)
 	return b, nil
 }
 
@@ -707,7 +707,7 @@ func (d *DB) Delete(ctx context.Context, a store.Actor, id string) error {
 		return batch, nil
 	})
 	if err == nil {
-		d.feed.Wake()
+		d.feed.WakeFor(a.OwnerID)
 	}
 	return err
 }
@@ -854,8 +854,8 @@ func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 			return total, err
 		}
 		total += len(due)
-		if len(due) > 0 {
-			d.feed.Wake()
+		for i := range due {
+			d.feed.WakeFor(due[i].OwnerID)
 		}
 		if len(due) < expireBatch {
 			break
@@ -919,11 +919,18 @@ func (d *DB) listenLoop(ctx context.Context, cfg *pgx.ConnConfig, ready chan<- e
 func (d *DB) listenOn(ctx context.Context, conn *pgx.Conn) {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, listenPing)
-		_, err := conn.WaitForNotification(wctx)
+		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
 		case err == nil:
-			d.feed.Wake()
+			var p struct {
+				Owner string `json:"owner"`
+			}
+			if json.Unmarshal([]byte(n.Payload), &p) == nil {
+				d.feed.WakeFor(p.Owner)
+			} else {
+				d.feed.Wake()
+			}
 		case ctx.Err() != nil || conn.IsClosed():
 			return
 		default:

@@ -356,6 +356,6 @@ func (d *DB) Import(ctx context.Context, a store.Actor, in []store.Breadcrumb) (
 	if err != nil {
 		return nil, err
 	}
-	d.feed.Wake()
+	d.feed.WakeFor(a.OwnerID)
 	return out, nil
 }
