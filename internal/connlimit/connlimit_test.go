@@ -190,7 +190,6 @@ func TestReserveAnswersHealthWhenAllAreBusy(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	addr, l, _ := serve(t, connlimit.Options{Max: 6, Reserve: 2}, release)
-	var busy []net.Conn
 	for range 4 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -198,15 +197,15 @@ func TestReserveAnswersHealthWhenAllAreBusy(t *testing.T) {
 		}
 		defer c.Close()
 		io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-		busy = append(busy, c)
 	}
 	waitFor(t, func() bool { return l.Stats().Waiting == 0 && l.Stats().Open == 4 })
 
-	st, h, err := health(addr, "/health")
+	st, _, err := health(addr, "/health")
 	if err != nil || st != 200 {
 		t.Fatalf("GET /health with every slot busy: %d %v", st, err)
 	}
-	if st, h, err = health(addr, "/slow"); err != nil || st != 503 || h.Get("Retry-After") == "" {
+	st, h, err := health(addr, "/slow")
+	if err != nil || st != 503 || h.Get("Retry-After") == "" {
 		t.Fatalf("GET /slow on a reserve connection: %d %v %v", st, h, err)
 	}
 	// Two silent connections fill the reserve; the next is closed at once.
@@ -236,14 +235,12 @@ func TestReserveAnswersHealthWhenAllAreBusy(t *testing.T) {
 // keep-alive connections are closed, so the server keeps free slots.
 func TestIdleClosedNearTheBound(t *testing.T) {
 	addr, l, _ := serve(t, connlimit.Options{Max: 21, Reserve: 1}, nil) // 20 slots, pressure past 15
-	var held []net.Conn
 	for range 15 {
 		c, err := keepAlive(addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		held = append(held, c)
 	}
 	if s := l.Stats(); s.Open != 15 || s.Evicted != 0 {
 		t.Fatalf("below three quarters nothing is closed: %+v", s)

@@ -275,14 +275,6 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 	return res, nil
 }
 
-// extraRow scans a row of the columns followed by more values.
-type extraRow struct {
-	row   pgx.Row
-	extra []any
-}
-
-func (r extraRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.extra...)...) }
-
 // queueSearch queues b's words for candidate search and its document for
 // ranking (after its row).
 func queueSearch(batch *pgx.Batch, b *store.Breadcrumb, terms []string, doc string, create bool) {
