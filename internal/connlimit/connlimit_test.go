@@ -281,3 +281,48 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestStalledBodyIsEvictable: connections that ask for /health (no token
+// needed) and promise a request body they never send fill every slot: the
+// handler is done, but net/http waits for the body to discard it before
+// the connection may serve another request, for as long as the server's
+// ReadTimeout. Such a connection waits for its client, not for the
+// server, so it gives its slot to a connection that comes: requests are
+// still served, not answered 503 busy. So does one whose headers never
+// end.
+func TestStalledBodyIsEvictable(t *testing.T) {
+	const max = 8
+	addr, l, _ := serve(t, connlimit.Options{Max: max, Reserve: 1}, nil)
+	for _, req := range []string{
+		"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n",
+		"GET /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+		"POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n",
+		// Headers trickled and never finished (a slow loris).
+		"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: a",
+	} {
+		var held []net.Conn
+		for range 2 * max {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+			io.WriteString(c, req)
+		}
+		time.Sleep(200 * time.Millisecond)
+		client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		for i := range 3 {
+			resp, err := client.Get("http://" + addr + "/slowless")
+			if err != nil {
+				t.Fatalf("%q held %d times: request %d: %v", req, len(held), i, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				t.Fatalf("%q held %d times: request %d answered 503 (%+v)", req, len(held), i, l.Stats())
+			}
+		}
+		for _, c := range held {
+			c.Close()
+		}
+	}
+}
