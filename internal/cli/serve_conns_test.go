@@ -2,6 +2,9 @@ package cli_test
 
 import (
 	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
 	"io"
 	"net"
 	"net/http"
@@ -68,5 +71,30 @@ func TestServeMaxConns(t *testing.T) {
 	}
 	if code := r.stop(); code != 0 {
 		t.Fatalf("serve exited %d: %s", code, r.stderr)
+	}
+}
+
+// TestServeLockFollowsLinks: the database file named through a symbolic
+// link (to the file, or to its directory) is the same database, and a
+// second serve on it is refused like one on the data directory itself.
+func TestServeLockFollowsLinks(t *testing.T) {
+	data := t.TempDir()
+	startServe(t, data)
+	links := t.TempDir()
+	fileLink, dirLink := filepath.Join(links, "other.db"), filepath.Join(links, "dir")
+	if err := os.Symlink(filepath.Join(data, "ctxkit.db"), fileLink); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(data, dirLink); err != nil {
+		t.Fatal(err)
+	}
+	for _, flags := range [][]string{{"--db", fileLink}, {"--db", "sqlite:" + fileLink}, {"--db", filepath.Join(dirLink, "ctxkit.db")}} {
+		code, stderr := serveOnce(t, t.TempDir(), flags...)
+		if code != 1 || !strings.Contains(stderr, "in use by another ctxkit serve") || !strings.Contains(stderr, fmt.Sprintf("pid %d", os.Getpid())) {
+			t.Fatalf("serve %s on the served database: exit %d: %s", flags, code, stderr)
+		}
+	}
+	if code, stderr := serveOnce(t, dirLink); code != 1 || !strings.Contains(stderr, "in use by another ctxkit serve") {
+		t.Fatalf("serve --data through a link: exit %d: %s", code, stderr)
 	}
 }
