@@ -3,11 +3,11 @@ package cli_test
 import (
 	"bufio"
 	"fmt"
-	"os"
-	"path/filepath"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
