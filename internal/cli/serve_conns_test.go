@@ -98,3 +98,47 @@ func TestServeLockFollowsLinks(t *testing.T) {
 		t.Fatalf("serve --data through a link: exit %d: %s", code, stderr)
 	}
 }
+
+// TestServeStreamsDoNotLockOut: event streams filling every connection
+// slot of a server (one token may open as many as it likes) do not lock
+// other clients out: a request on a new connection is served, and the
+// oldest stream ends to make room (its client resumes with
+// Last-Event-ID).
+func TestServeStreamsDoNotLockOut(t *testing.T) {
+	r := startServe(t, t.TempDir(), "--max-conns", "16")
+	lines := strings.Split(strings.TrimSpace(r.stdout.String()), "\n")
+	token := lines[len(lines)-1]
+	addr := strings.TrimPrefix(r.url, "http://")
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range 16 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, "GET /events/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+token+"\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			break // the reserve's one answer, then closed
+		}
+		if resp.StatusCode != 200 {
+			c.Close()
+			break
+		}
+		held = append(held, c)
+	}
+	if len(held) < 14 {
+		t.Fatalf("only %d streams opened", len(held))
+	}
+	for i := range 3 {
+		code, body := call(t, "GET", r.url+"/breadcrumbs", token, "")
+		if code != 200 {
+			t.Fatalf("request %d with %d streams open: %d %s", i, len(held), code, body)
+		}
+	}
+}

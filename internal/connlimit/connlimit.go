@@ -8,7 +8,8 @@
 // says, else 503) and is closed. A connection that arrives at the bound
 // first takes the slot of the oldest connection waiting for its client (idle
 // keep-alive, new and silent, or answered but still owing the request body
-// it announced), which is closed. Past three quarters of
+// it announced), which is closed; when every slot serves a request, the
+// oldest stream marked Resumable gives way. Past three quarters of
 // the bound, a connection is closed as soon as it goes idle. A connection
 // that finds no room at all is accepted and closed at once rather than left
 // waiting in the listen backlog.
@@ -67,6 +68,7 @@ type Listener struct {
 	reserve int       // reserve connections open
 	fresh   list.List // *conn accepted and not yet sending, oldest first
 	idle    list.List // *conn idle between requests, oldest first
+	streams list.List // *conn serving a resumable stream, oldest first
 	peak    int
 
 	evicted, rejected, refused atomic.Uint64
@@ -192,6 +194,27 @@ func (l *Listener) draining(c *conn) {
 	c.el = l.fresh.PushBack(c)
 }
 
+// Resumable marks the connection serving ctx's request as one that may be
+// closed when a connection comes and every slot is busy: its response is
+// a long-lived stream its client resumes where it left off (an event
+// stream and its Last-Event-ID), so streams cannot hold every slot and
+// lock other clients out. The oldest stream gives way first. A no-op for
+// a connection no Listener bounds.
+func Resumable(ctx context.Context) {
+	c, _ := ctx.Value(connKey{}).(*conn)
+	if c == nil || c.reserve {
+		return
+	}
+	l := c.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.closed || c.hijacked || c.el != nil {
+		return
+	}
+	c.since = time.Now()
+	c.el = l.streams.PushBack(c)
+}
+
 func busy(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "1")
@@ -237,7 +260,13 @@ func (l *Listener) admit(nc net.Conn) net.Conn {
 			}
 			return c
 		}
-		if victim := l.popOldest(); victim != nil {
+		victim := l.popOldest()
+		if victim == nil {
+			// Every slot serves a request: a resumable stream gives way
+			// rather than the newcomer being turned away.
+			victim = l.pop(&l.streams)
+		}
+		if victim != nil {
 			l.mu.Unlock()
 			l.evicted.Add(1)
 			victim.Close() // gives its slot back
@@ -285,8 +314,10 @@ func (l *Listener) popOldest() *conn {
 // unlist takes c off the list it is on; l.mu is held.
 func (l *Listener) unlist(c *conn) {
 	if c.el != nil {
-		l.fresh.Remove(c.el) // a no-op when c is on l.idle
+		// Remove is a no-op on the lists c is not on.
+		l.fresh.Remove(c.el)
 		l.idle.Remove(c.el)
+		l.streams.Remove(c.el)
 		c.el = nil
 	}
 }

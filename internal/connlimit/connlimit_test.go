@@ -326,3 +326,71 @@ func TestStalledBodyIsEvictable(t *testing.T) {
 		}
 	}
 }
+
+// TestResumableStreamsGiveWay: long-lived responses that the client can
+// resume (event streams) filling every slot do not lock other clients out:
+// a connection that comes takes the oldest stream's slot, and that stream
+// ends (its client reconnects and resumes). Without the mark, the streams
+// hold their slots and others are answered 503.
+func TestResumableStreamsGiveWay(t *testing.T) {
+	for _, resumable := range []bool{true, false} {
+		raw, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ended atomic.Int64
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /stream", func(w http.ResponseWriter, r *http.Request) {
+			if resumable {
+				connlimit.Resumable(r.Context())
+			}
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			ended.Add(1)
+		})
+		mux.HandleFunc("GET /x", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		srv := &http.Server{Handler: mux}
+		const max = 8
+		l := connlimit.Wrap(srv, raw, connlimit.Options{Max: max, Reserve: 1, Admit: isHealth})
+		go srv.Serve(l)
+		addr := raw.Addr().String()
+		var held []net.Conn
+		for range max - 1 {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+			io.WriteString(c, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+			if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("stream: %v", err)
+			}
+		}
+		client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Get("http://" + addr + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resumable && resp.StatusCode != 200 {
+			t.Fatalf("with %d resumable streams open: %d (%+v)", max-1, resp.StatusCode, l.Stats())
+		}
+		if !resumable && resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("with %d streams open, none resumable: %d; want 503", max-1, resp.StatusCode)
+		}
+		if resumable {
+			deadline := time.Now().Add(2 * time.Second)
+			for ended.Load() == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if ended.Load() != 1 {
+				t.Errorf("%d streams ended to make room; want 1", ended.Load())
+			}
+		}
+		for _, c := range held {
+			c.Close()
+		}
+		srv.Close()
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/connlimit"
 	"github.com/ctxkit/ctxkit/store"
 )
 
@@ -78,6 +79,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, ": ctxkit event stream\n\n")
 	flusher.Flush()
+	// The client resumes with Last-Event-ID: a server at its bound on
+	// connections may end the stream rather than refuse others.
+	connlimit.Resumable(ctx)
 
 	ping := time.NewTicker(s.opts.PingEvery)
 	defer ping.Stop()
