@@ -142,3 +142,14 @@ func TestServeStreamsDoNotLockOut(t *testing.T) {
 		}
 	}
 }
+
+// TestServeBadDatabaseURLHidesPassword: a --db URL that does not parse is
+// refused without repeating its password.
+func TestServeBadDatabaseURLHidesPassword(t *testing.T) {
+	for _, db := range []string{"postgres://u:sekrit%zz@127.0.0.1/db", "postgres://u:sekrit@127.0.0.1:port/db", "postgresql://u:sekrit@[::1/db"} {
+		code, stderr := serveOnce(t, t.TempDir(), "--db", db)
+		if code != 2 || strings.Contains(stderr, "sekrit") || !strings.Contains(stderr, "--db") {
+			t.Fatalf("--db %s: exit %d: %s", db, code, stderr)
+		}
+	}
+}
