@@ -2,12 +2,14 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ctxkit/ctxkit/internal/server"
+	"github.com/ctxkit/ctxkit/store"
 )
 
 // TestTokenEncodingIsCanonical: a token is accepted only as it was
@@ -109,4 +111,28 @@ func TestStreamEndsWithItsToken(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the other stream got nothing")
 	}
+}
+
+// TestRevocationsBoundedPerOwner: revocations are kept for good and every
+// replica holds them in memory, so one owner's curators may record only
+// so many (409 too_many_revocations, naming the way out); other owners
+// and the operator's command line are not held back.
+func TestRevocationsBoundedPerOwner(t *testing.T) {
+	db := newStore(t)
+	e := newEnvOn(t, db, nil, func(o *server.Options) { o.MaxRevocations = 3 })
+	curator := e.token("acme", "root", server.RoleCurator)
+	for i := range 3 {
+		want(t, e.do("POST", "/tokens/revoke", curator, map[string]any{"id": fmt.Sprintf("jti-%d", i)}), 201, "jti-")
+	}
+	want(t, e.do("POST", "/tokens/revoke", curator, map[string]any{"id": "jti-x"}), 409, `"too_many_revocations"`)
+	want(t, e.do("POST", "/tokens/revoke", curator, map[string]any{"agent": "bot"}), 409, "revoke an agent's tokens")
+	other := e.token("globex", "root", server.RoleCurator)
+	want(t, e.do("POST", "/tokens/revoke", other, map[string]any{"agent": "bot"}), 201, "globex")
+	// The operator is not bounded, and what it records still applies.
+	bot, botID := e.mintAt("acme", "bot", time.Now(), server.RoleEmitter)
+	if _, err := db.Revoke(context.Background(), store.Revocation{OwnerID: "acme", TokenID: botID, RevokedBy: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(server.RevocationRefresh)
+	want(t, e.do("GET", "/breadcrumbs", bot, nil), 401, "token_revoked")
 }

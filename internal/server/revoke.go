@@ -37,6 +37,7 @@ type revocationSet struct {
 	mu      sync.RWMutex
 	byToken map[string][]store.Revocation
 	byAgent map[[2]string]store.Revocation // owner, agent: the latest Before
+	owners  map[string]int                 // revocations recorded per owner
 }
 
 // current returns the set, loaded less than RevocationRefresh ago.
@@ -63,10 +64,11 @@ func (rv *revocations) current(ctx context.Context) (*revocationSet, error) {
 		set := &rv.set
 		set.mu.Lock()
 		if set.byToken == nil {
-			set.byToken, set.byAgent = map[string][]store.Revocation{}, map[[2]string]store.Revocation{}
+			set.byToken, set.byAgent, set.owners = map[string][]store.Revocation{}, map[[2]string]store.Revocation{}, map[string]int{}
 		}
 		for _, r := range rs {
 			rv.after = r.Seq
+			set.owners[r.OwnerID]++
 			if r.TokenID != "" {
 				set.byToken[r.TokenID] = append(set.byToken[r.TokenID], r)
 				continue
@@ -97,6 +99,13 @@ func (rv *revocations) stale() {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	rv.loaded.Store(0)
+}
+
+// recorded returns how many revocations name owner.
+func (set *revocationSet) recorded(owner string) int {
+	set.mu.RLock()
+	defer set.mu.RUnlock()
+	return set.owners[owner]
 }
 
 // revoked returns the revocation that names the verified token, if any.
@@ -165,6 +174,14 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, p Principal) err
 		rv.Before = t
 	case req.Agent != "":
 		rv.Before = now
+	}
+	set, err := s.revoked.current(r.Context())
+	if err != nil {
+		return err
+	}
+	if n := set.recorded(p.OwnerID); n >= s.opts.MaxRevocations {
+		return errorf(http.StatusConflict, "too_many_revocations", "owner %q has %d revocations recorded, the most its curators may record: "+
+			"revoke an agent's tokens (agent) rather than tokens one by one, or ask the operator (ctxkit token revoke)", p.OwnerID, n)
 	}
 	out, err := s.opts.Store.Revoke(r.Context(), rv)
 	if err != nil {
