@@ -17,7 +17,15 @@ import (
 // start.
 func claimSQLite(path, keyFile string) (release func(), err error) {
 	dir := filepath.Dir(path)
-	lock := path + ".lock"
+	// The lock sits beside the file itself, whatever name reaches it: a
+	// link to the database (or to its directory) names the same database.
+	real := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		real = r
+	} else if r, err := filepath.EvalSymlinks(dir); err == nil {
+		real = filepath.Join(r, filepath.Base(path))
+	}
+	lock := real + ".lock"
 	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("data directory %s: lock: %w", dir, err)

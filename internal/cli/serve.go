@@ -277,6 +277,17 @@ func openStore(ctx context.Context, db, data string, log *slog.Logger) (store.St
 	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
 		u, err := url.Parse(db)
 		if err != nil {
+			// url.Parse's error repeats the URL, password and all.
+			var (
+				ue  *url.Error
+				esc url.EscapeError
+			)
+			switch {
+			case errors.As(err, &esc):
+				err = errors.New("it holds an invalid %-escape")
+			case errors.As(err, &ue):
+				err = ue.Err
+			}
 			return nil, "", usagef("--db: not a valid URL: %v", err)
 		}
 		desc := "postgres://" + u.Host + u.Path

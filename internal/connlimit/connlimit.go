@@ -6,8 +6,10 @@
 // connections that arrive when every other slot is busy serving a request:
 // such a connection answers one request (a health check, as Options.Admit
 // says, else 503) and is closed. A connection that arrives at the bound
-// first takes the slot of the oldest connection waiting for a request (idle
-// keep-alive, or new and silent), which is closed. Past three quarters of
+// first takes the slot of the oldest connection waiting for its client (idle
+// keep-alive, new and silent, or answered but still owing the request body
+// it announced), which is closed; when every slot serves a request, the
+// oldest stream marked Resumable gives way. Past three quarters of
 // the bound, a connection is closed as soon as it goes idle. A connection
 // that finds no room at all is accepted and closed at once rather than left
 // waiting in the listen backlog.
@@ -16,6 +18,7 @@ package connlimit
 import (
 	"container/list"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -65,6 +68,7 @@ type Listener struct {
 	reserve int       // reserve connections open
 	fresh   list.List // *conn accepted and not yet sending, oldest first
 	idle    list.List // *conn idle between requests, oldest first
+	streams list.List // *conn serving a resumable stream, oldest first
 	peak    int
 
 	evicted, rejected, refused atomic.Uint64
@@ -77,7 +81,9 @@ type conn struct {
 	el      *list.Element // in l.fresh or l.idle; nil when serving a request
 	since   time.Time     // when it began waiting
 	closed  bool          // under l.mu
-	once    sync.Once
+	// hijacked: taken over by its handler (under l.mu); never evicted.
+	hijacked bool
+	once     sync.Once
 }
 
 func (c *conn) Close() error {
@@ -127,8 +133,25 @@ func Wrap(srv *http.Server, ln net.Listener, opts Options) *Listener {
 	}
 	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Context().Value(connKey{}).(*conn)
-		if c == nil || !c.reserve {
+		if c == nil {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if !c.reserve {
+			if r.Body == nil || r.Body == http.NoBody {
+				next.ServeHTTP(w, r)
+				return
+			}
+			body := &watchedBody{ReadCloser: r.Body, want: r.ContentLength}
+			r.Body = body
+			next.ServeHTTP(w, r)
+			if !body.done {
+				// net/http now reads the rest of the body to discard
+				// it, for as long as the client takes to send it (up to
+				// the server's ReadTimeout): the connection waits for its
+				// client, like an idle one, and may give its slot up.
+				l.draining(c)
+			}
 			return
 		}
 		// One request, then the slot is given back.
@@ -141,6 +164,55 @@ func Wrap(srv *http.Server, ln net.Listener, opts Options) *Listener {
 		l.opts.Reject.ServeHTTP(w, r)
 	})
 	return l
+}
+
+// watchedBody notes whether a handler read its request body to the end.
+type watchedBody struct {
+	io.ReadCloser
+	want, got int64 // want: the Content-Length, or -1
+	done      bool  // read by the handler's goroutine only
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.got += int64(n)
+	if err == io.EOF || (b.want >= 0 && b.got >= b.want) {
+		b.done = true
+	}
+	return n, err
+}
+
+// draining lists c among the connections waiting for their client: its
+// handler is done, and the request body it left unread is still to come.
+func (l *Listener) draining(c *conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.closed || c.hijacked || c.el != nil {
+		return
+	}
+	c.since = time.Now()
+	c.el = l.fresh.PushBack(c)
+}
+
+// Resumable marks the connection serving ctx's request as one that may be
+// closed when a connection comes and every slot is busy: its response is
+// a long-lived stream its client resumes where it left off (an event
+// stream and its Last-Event-ID), so streams cannot hold every slot and
+// lock other clients out. The oldest stream gives way first. A no-op for
+// a connection no Listener bounds.
+func Resumable(ctx context.Context) {
+	c, _ := ctx.Value(connKey{}).(*conn)
+	if c == nil || c.reserve {
+		return
+	}
+	l := c.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.closed || c.hijacked || c.el != nil {
+		return
+	}
+	c.since = time.Now()
+	c.el = l.streams.PushBack(c)
 }
 
 func busy(w http.ResponseWriter, _ *http.Request) {
@@ -188,7 +260,13 @@ func (l *Listener) admit(nc net.Conn) net.Conn {
 			}
 			return c
 		}
-		if victim := l.popOldest(); victim != nil {
+		victim := l.popOldest()
+		if victim == nil {
+			// Every slot serves a request: a resumable stream gives way
+			// rather than the newcomer being turned away.
+			victim = l.pop(&l.streams)
+		}
+		if victim != nil {
 			l.mu.Unlock()
 			l.evicted.Add(1)
 			victim.Close() // gives its slot back
@@ -236,8 +314,10 @@ func (l *Listener) popOldest() *conn {
 // unlist takes c off the list it is on; l.mu is held.
 func (l *Listener) unlist(c *conn) {
 	if c.el != nil {
-		l.fresh.Remove(c.el) // a no-op when c is on l.idle
+		// Remove is a no-op on the lists c is not on.
+		l.fresh.Remove(c.el)
 		l.idle.Remove(c.el)
+		l.streams.Remove(c.el)
 		c.el = nil
 	}
 }
@@ -263,12 +343,16 @@ func (l *Listener) connState(nc net.Conn, s http.ConnState) {
 	}
 	l.mu.Lock()
 	switch s {
-	case http.StateActive, http.StateHijacked:
+	case http.StateActive:
 		l.unlist(c)
+	case http.StateHijacked:
+		l.unlist(c)
+		c.hijacked = true
 	case http.StateIdle:
-		if c.closed || c.el != nil {
+		if c.closed {
 			break
 		}
+		l.unlist(c) // listed while its unread request body was discarded
 		if l.open > l.highWater {
 			l.mu.Unlock()
 			l.evicted.Add(1)

@@ -278,3 +278,116 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestStalledBodyIsEvictable: connections that ask for /health (no token
+// needed) and promise a request body they never send fill every slot: the
+// handler is done, but net/http waits for the body to discard it before
+// the connection may serve another request, for as long as the server's
+// ReadTimeout. Such a connection waits for its client, not for the
+// server, so it gives its slot to a connection that comes: requests are
+// still served, not answered 503 busy. So does one whose headers never
+// end.
+func TestStalledBodyIsEvictable(t *testing.T) {
+	const max = 8
+	addr, l, _ := serve(t, connlimit.Options{Max: max, Reserve: 1}, nil)
+	for _, req := range []string{
+		"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n",
+		"GET /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+		"POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n",
+		// Headers trickled and never finished (a slow loris).
+		"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: a",
+	} {
+		var held []net.Conn
+		for range 2 * max {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+			io.WriteString(c, req)
+		}
+		time.Sleep(200 * time.Millisecond)
+		client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		for i := range 3 {
+			resp, err := client.Get("http://" + addr + "/slowless")
+			if err != nil {
+				t.Fatalf("%q held %d times: request %d: %v", req, len(held), i, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				t.Fatalf("%q held %d times: request %d answered 503 (%+v)", req, len(held), i, l.Stats())
+			}
+		}
+		for _, c := range held {
+			c.Close()
+		}
+	}
+}
+
+// TestResumableStreamsGiveWay: long-lived responses that the client can
+// resume (event streams) filling every slot do not lock other clients out:
+// a connection that comes takes the oldest stream's slot, and that stream
+// ends (its client reconnects and resumes). Without the mark, the streams
+// hold their slots and others are answered 503.
+func TestResumableStreamsGiveWay(t *testing.T) {
+	for _, resumable := range []bool{true, false} {
+		raw, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ended atomic.Int64
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /stream", func(w http.ResponseWriter, r *http.Request) {
+			if resumable {
+				connlimit.Resumable(r.Context())
+			}
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			ended.Add(1)
+		})
+		mux.HandleFunc("GET /x", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		srv := &http.Server{Handler: mux}
+		const max = 8
+		l := connlimit.Wrap(srv, raw, connlimit.Options{Max: max, Reserve: 1, Admit: isHealth})
+		go srv.Serve(l)
+		addr := raw.Addr().String()
+		var held []net.Conn
+		for range max - 1 {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+			io.WriteString(c, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+			if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("stream: %v", err)
+			}
+		}
+		client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Get("http://" + addr + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resumable && resp.StatusCode != 200 {
+			t.Fatalf("with %d resumable streams open: %d (%+v)", max-1, resp.StatusCode, l.Stats())
+		}
+		if !resumable && resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("with %d streams open, none resumable: %d; want 503", max-1, resp.StatusCode)
+		}
+		if resumable {
+			deadline := time.Now().Add(2 * time.Second)
+			for ended.Load() == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if ended.Load() != 1 {
+				t.Errorf("%d streams ended to make room; want 1", ended.Load())
+			}
+		}
+		for _, c := range held {
+			c.Close()
+		}
+		srv.Close()
+	}
+}

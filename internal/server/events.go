@@ -2,12 +2,14 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/connlimit"
 	"github.com/ctxkit/ctxkit/store"
 )
 
@@ -77,15 +79,28 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, ": ctxkit event stream\n\n")
 	flusher.Flush()
+	// The client resumes with Last-Event-ID: a server at its bound on
+	// connections may end the stream rather than refuse others.
+	connlimit.Resumable(ctx)
 
 	ping := time.NewTicker(s.opts.PingEvery)
 	defer ping.Stop()
+	// The token is checked again as often as revocations are refreshed:
+	// a stream ends within about a second of its token's revocation or
+	// expiry (the client's reconnect then gets the 401 saying why).
+	recheck := time.NewTicker(RevocationRefresh)
+	defer recheck.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-s.streams.Done():
 			return nil
+		case <-recheck.C:
+			var ae *apiError
+			if _, err := s.authenticate(r); errors.As(err, &ae) && ae.status == http.StatusUnauthorized {
+				return nil
+			}
 		case <-ping.C:
 			fmt.Fprintf(w, "event: ping\ndata: {}\n\n")
 			flusher.Flush()

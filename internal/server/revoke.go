@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,67 +23,74 @@ const RevocationRefresh = 500 * time.Millisecond
 // the server is idle). If they cannot be loaded, requests are refused as
 // unavailable rather than let a revoked token through.
 type revocations struct {
-	store store.Store
-	mu    sync.Mutex // held by the one request refreshing
-	cur   atomic.Pointer[revocationSet]
+	store  store.Store
+	mu     sync.Mutex   // held by the one request refreshing
+	loaded atomic.Int64 // when the last load began, in ns since monoEpoch, plus 1; 0: never, or stale
+	after  int64        // the newest Seq loaded; under mu
+	set    revocationSet
 }
 
-// revocationSet is immutable once published; a refresh that finds new
-// revocations publishes a new one.
+// revocationSet only grows: a refresh adds what is new in place, so it
+// costs what was recorded since the last one, however many revocations a
+// curator has recorded before.
 type revocationSet struct {
-	loaded  time.Time // when the query that filled it began
-	after   int64     // the newest Seq in it
+	mu      sync.RWMutex
 	byToken map[string][]store.Revocation
 	byAgent map[[2]string]store.Revocation // owner, agent: the latest Before
+	owners  map[string]int                 // revocations recorded per owner
 }
 
-// current returns a set loaded less than RevocationRefresh ago.
+// current returns the set, loaded less than RevocationRefresh ago.
 func (rv *revocations) current(ctx context.Context) (*revocationSet, error) {
-	if set := rv.cur.Load(); set != nil && time.Since(set.loaded) < RevocationRefresh {
-		return set, nil
+	if rv.fresh() {
+		return &rv.set, nil
 	}
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
-	set := rv.cur.Load()
-	if set != nil && time.Since(set.loaded) < RevocationRefresh {
-		return set, nil // another request refreshed it meanwhile
-	}
-	if set == nil {
-		set = &revocationSet{byToken: map[string][]store.Revocation{}, byAgent: map[[2]string]store.Revocation{}}
+	if rv.fresh() {
+		return &rv.set, nil // another request refreshed it meanwhile
 	}
 	// The query's start, not its end, dates what it saw: whatever was
 	// committed before it began is in it.
 	start := time.Now()
-	rs, err := rv.store.Revocations(ctx, set.after)
+	rs, err := rv.store.Revocations(ctx, rv.after)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
 		}
 		return nil, &store.Error{Code: store.CodeUnavailable, Msg: "the server cannot check token revocations for now: retry", Err: err}
 	}
-	next := &revocationSet{loaded: start, after: set.after, byToken: set.byToken, byAgent: set.byAgent}
 	if len(rs) > 0 {
-		next.byToken, next.byAgent = make(map[string][]store.Revocation, len(set.byToken)), make(map[[2]string]store.Revocation, len(set.byAgent))
-		for k, v := range set.byToken {
-			next.byToken[k] = v
-		}
-		for k, v := range set.byAgent {
-			next.byAgent[k] = v
+		set := &rv.set
+		set.mu.Lock()
+		if set.byToken == nil {
+			set.byToken, set.byAgent, set.owners = map[string][]store.Revocation{}, map[[2]string]store.Revocation{}, map[string]int{}
 		}
 		for _, r := range rs {
-			next.after = r.Seq
+			rv.after = r.Seq
+			set.owners[r.OwnerID]++
 			if r.TokenID != "" {
-				next.byToken[r.TokenID] = append(slices.Clip(next.byToken[r.TokenID]), r) // never into the old set's array
+				set.byToken[r.TokenID] = append(set.byToken[r.TokenID], r)
 				continue
 			}
 			k := [2]string{r.OwnerID, r.AgentID}
-			if old, ok := next.byAgent[k]; !ok || r.Before.After(old.Before) {
-				next.byAgent[k] = r
+			if old, ok := set.byAgent[k]; !ok || r.Before.After(old.Before) {
+				set.byAgent[k] = r
 			}
 		}
+		set.mu.Unlock()
 	}
-	rv.cur.Store(next)
-	return next, nil
+	rv.loaded.Store(int64(start.Sub(monoEpoch)) + 1)
+	return &rv.set, nil
+}
+
+// monoEpoch dates loads on the monotonic clock: a wall clock set back
+// must not keep an old copy fresh.
+var monoEpoch = time.Now()
+
+func (rv *revocations) fresh() bool {
+	l := rv.loaded.Load()
+	return l != 0 && time.Since(monoEpoch)-time.Duration(l-1) < RevocationRefresh
 }
 
 // stale makes the next request load the revocations again: this replica
@@ -92,15 +98,20 @@ func (rv *revocations) current(ctx context.Context) (*revocationSet, error) {
 func (rv *revocations) stale() {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
-	if set := rv.cur.Load(); set != nil {
-		old := *set
-		old.loaded = time.Time{}
-		rv.cur.Store(&old)
-	}
+	rv.loaded.Store(0)
+}
+
+// recorded returns how many revocations name owner.
+func (set *revocationSet) recorded(owner string) int {
+	set.mu.RLock()
+	defer set.mu.RUnlock()
+	return set.owners[owner]
 }
 
 // revoked returns the revocation that names the verified token, if any.
 func (set *revocationSet) revoked(v verified) (store.Revocation, bool) {
+	set.mu.RLock()
+	defer set.mu.RUnlock()
 	if v.id != "" {
 		for _, r := range set.byToken[v.id] {
 			if r.Names(v.p.OwnerID, v.p.AgentID, v.id, v.issued) {
@@ -155,6 +166,10 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, p Principal) err
 		if err != nil {
 			return errorf(http.StatusBadRequest, store.CodeInvalid, "before: %q is not an RFC 3339 time such as \"2026-01-02T15:04:05Z\"", req.Before)
 		}
+		if t.Before(time.Unix(0, 0)) {
+			// The zero time would read as no time given at all.
+			return errorf(http.StatusBadRequest, store.CodeInvalid, "before: %s is before 1970: no token was issued then", req.Before)
+		}
 		if t.After(now) {
 			// Tokens minted later would be born revoked, with no way
 			// to undo it.
@@ -163,6 +178,14 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, p Principal) err
 		rv.Before = t
 	case req.Agent != "":
 		rv.Before = now
+	}
+	set, err := s.revoked.current(r.Context())
+	if err != nil {
+		return err
+	}
+	if n := set.recorded(p.OwnerID); n >= s.opts.MaxRevocations {
+		return errorf(http.StatusConflict, "too_many_revocations", "owner %q has %d revocations recorded, the most its curators may record: "+
+			"revoke an agent's tokens (agent) rather than tokens one by one, or ask the operator (ctxkit token revoke)", p.OwnerID, n)
 	}
 	out, err := s.opts.Store.Revoke(r.Context(), rv)
 	if err != nil {

@@ -114,6 +114,8 @@ func TestRevokeBadBodies(t *testing.T) {
 		{`{"before":"2020-01-01T00:00:00Z"}`, "invalid", "before: applies to an agent"},
 		{`{"agent":"a","before":"yesterday"}`, "invalid", `before: \"yesterday\" is not an RFC 3339 time`},
 		{`{"agent":"a","before":"2999-01-01T00:00:00Z"}`, "invalid", "before: 2999-01-01T00:00:00Z is in the future"},
+		{`{"agent":"a","before":"0001-01-01T00:00:00Z"}`, "invalid", "before: 0001-01-01T00:00:00Z is before 1970"},
+		{`{"agent":"a","before":"1969-12-31T23:59:59Z"}`, "invalid", "before: 1969-12-31T23:59:59Z is before 1970"},
 		{`{"id":5}`, "invalid", "id: must be a string"},
 		{`{"agent":["a"]}`, "invalid", "agent: must be a string"},
 		{`{"id":"j","owner_id":"globex"}`, "unknown_field", `unknown field \"owner_id\"`},

@@ -51,6 +51,13 @@ type Options struct {
 	// steps are priced against before they run. Default 1 GiB.
 	ViewMemory int64
 	Now        func() time.Time // default time.Now
+	// MaxRevocations bounds the revocations recorded for one owner that its
+	// curators may add to through POST /tokens/revoke (409
+	// too_many_revocations past it; the command line is not bounded).
+	// Revocations are kept for good and every replica holds them all in
+	// memory, so without a bound one curator could fill it. Default
+	// 100,000.
+	MaxRevocations int
 	// Gateway, when set, serves POST /v1/messages, POST
 	// /v1/chat/completions and GET /v1/models for any valid token, which
 	// these routes also accept in the x-api-key header.
@@ -135,6 +142,9 @@ func New(opts Options) *Server {
 	}
 	if opts.ViewMemory <= 0 {
 		opts.ViewMemory = DefaultViewMemory
+	}
+	if opts.MaxRevocations <= 0 {
+		opts.MaxRevocations = 100_000
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
