@@ -79,15 +79,15 @@ def __ctxkit_sub($re; str): sub($re; str);
 def __ctxkit_sub($re; str; $flags): sub($re; str; $flags);
 def __ctxkit_gsub($re; str): gsub($re; str);
 def __ctxkit_gsub($re; str; $flags): gsub($re; str; $flags);
-def __ctxkit_paths(p): reduce path(p) as $q (.; __ctxkit_cost($__ctxkit_m; "path"; $q));
+def __ctxkit_paths(p; $d): reduce path(p) as $q (.; __ctxkit_cost($__ctxkit_m; "path"; $q; $d));
 
 def _add(l; r): __ctxkit_operands($__ctxkit_m; "add"; l; r) | .[0] + .[1];
 def _multiply(l; r): __ctxkit_operands($__ctxkit_m; "multiply"; l; r) | .[0] * .[1];
 def _divide(l; r): __ctxkit_operands($__ctxkit_m; "divide"; l; r) | .[0] / .[1];
-def _assign(p; $x): __ctxkit_paths(p) as $_ | __ctxkit_assign(p; $x);
-def _modify(p; f): __ctxkit_paths(p) as $_ | __ctxkit_modify(p; f);
-def setpath(p; v): v as $v | p as $p | __ctxkit_cost($__ctxkit_m; "setpath"; $p) | __ctxkit_setpath($p; $v);
-def pick(p): __ctxkit_paths(p) as $_ | __ctxkit_pick(p);
+def _assign(p; $x): __ctxkit_paths(p; $x | __ctxkit_depth) as $_ | __ctxkit_assign(p; $x);
+def _modify(p; f): __ctxkit_paths(p; 0) as $_ | __ctxkit_modify(p; f | __ctxkit_cost($__ctxkit_m; "nest"));
+def setpath(p; v): v as $v | p as $p | __ctxkit_cost($__ctxkit_m; "setpath"; $p; $v | __ctxkit_depth) | __ctxkit_setpath($p; $v);
+def pick(p): __ctxkit_paths(p; 0) as $_ | __ctxkit_pick(p);
 def fromstream(f): __ctxkit_fromstream(f | __ctxkit_cost($__ctxkit_m; "stream"));
 def tojson: __ctxkit_cost($__ctxkit_m; "tojson") | __ctxkit_tojson;
 def tostring: __ctxkit_cost($__ctxkit_m; "tostring") | __ctxkit_tostring;
@@ -109,9 +109,9 @@ def flatten($d): __ctxkit_cost($__ctxkit_m; "flatten"; $d) | __ctxkit_flatten($d
 def transpose: __ctxkit_cost($__ctxkit_m; "transpose") | __ctxkit_transpose;
 def join($x): __ctxkit_cost($__ctxkit_m; "join"; $x) | __ctxkit_join($x);
 def split($x): __ctxkit_cost($__ctxkit_m; "split"; $x) | __ctxkit_split($x);
-def indices($x): __ctxkit_cost($__ctxkit_m; "indices") | __ctxkit_indices($x);
-def index($x): __ctxkit_cost($__ctxkit_m; "indices") | __ctxkit_index($x);
-def rindex($x): __ctxkit_cost($__ctxkit_m; "indices") | __ctxkit_rindex($x);
+def indices($x): __ctxkit_cost($__ctxkit_m; "indices"; $x) | __ctxkit_indices($x);
+def index($x): __ctxkit_cost($__ctxkit_m; "indices"; $x) | __ctxkit_index($x);
+def rindex($x): __ctxkit_cost($__ctxkit_m; "indices"; $x) | __ctxkit_rindex($x);
 def strftime($f): __ctxkit_cost($__ctxkit_m; "strftime"; $f) | __ctxkit_strftime($f);
 def strflocaltime($f): __ctxkit_cost($__ctxkit_m; "strftime"; $f) | __ctxkit_strflocaltime($f);
 def match($re): __ctxkit_cost($__ctxkit_m; "match"; null) | __ctxkit_match($re);
@@ -167,7 +167,8 @@ func compilePriced(q *gojq.Query) (*gojq.Code, error) {
 	return gojq.Compile(wrapped,
 		gojq.WithVariables([]string{meterVar}),
 		gojq.WithFunction(reservedPrefix+"cost", 2, 4, jqCost),
-		gojq.WithFunction(reservedPrefix+"operands", 4, 4, jqOperands))
+		gojq.WithFunction(reservedPrefix+"operands", 4, 4, jqOperands),
+		gojq.WithFunction(reservedPrefix+"depth", 0, 0, func(v any, _ []any) any { return depthOf(v, maxOutputDepth) }))
 }
 
 // operatorFuncs maps the operators that gojq compiles to direct calls onto
@@ -247,15 +248,27 @@ func jqCost(v any, args []any) any {
 	case "divide":
 		n, what = splitCost(arg(0), arg(1)), "/"
 	case "path", "setpath":
-		if err := pathCost(m, v, arg(0), true); err != nil {
+		depth, _ := arg(1).(int)
+		if err := pathCost(m, v, arg(0), depth, true); err != nil {
 			return err
 		}
 		return v
 	case "stream":
 		if ev, ok := v.([]any); ok && len(ev) > 0 {
-			if err := pathCost(m, nil, ev[0], false); err != nil {
+			depth := 0
+			if len(ev) > 1 {
+				depth = depthOf(ev[1], maxOutputDepth)
+			}
+			if err := pathCost(m, nil, ev[0], depth, false); err != nil {
 				return err
 			}
+		}
+		return v
+	case "nest":
+		// An update's new value goes below a path of at most
+		// maxOutputDepth steps, so the result nests at most twice that.
+		if d := depthOf(v, maxOutputDepth); d > maxOutputDepth {
+			return m.refuse(fmt.Sprintf("an update's value nests more than %d levels deep; a view's values may nest at most %d", maxOutputDepth, maxOutputDepth))
 		}
 		return v
 	case "tojson":
@@ -288,6 +301,13 @@ func jqCost(v any, args []any) any {
 		n = splitCost(v, arg(0))
 	case "indices":
 		n = mulCost(lengthOf(v)+1, 24)
+		// gojq finds a sub-array by comparing it at every offset, a run
+		// of n×m comparisons in one step that no deadline interrupts; each
+		// comparison is priced as an element.
+		if x, ok := arg(0).([]any); ok {
+			n = max(n, mulCost(mulCost(lengthOf(v), int64(len(x))), 16))
+			what = "a sub-array search"
+		}
 	case "strftime":
 		if f, ok := arg(0).(string); ok {
 			n = mulCost(int64(len(f)), 16)
@@ -376,10 +396,20 @@ func splitCost(s, sep any) int64 {
 // end of the array makes the update fill the gap with nulls. With a root,
 // the growth over what exists is spent; without one (fromstream), only
 // indexes too large for the budget are refused.
-func pathCost(m *meter, root, path any, spend bool) *Error {
+//
+// An update also nests its value below the path in one step, and gojq
+// walks paths and compares, copies and deletes values by recursion on the
+// goroutine's stack, which no heap limit sees and whose overflow ends the
+// process. So the path's length plus the depth of the value placed at its
+// end (depth) may not pass maxOutputDepth: one step nests a value at most
+// that deep, and only a jq step per level builds deeper ones.
+func pathCost(m *meter, root, path any, depth int, spend bool) *Error {
 	p, ok := path.([]any)
 	if !ok {
 		return nil
+	}
+	if len(p)+depth > maxOutputDepth {
+		return m.refuse(fmt.Sprintf("a path update would nest a value %d levels deep; a view's values may nest at most %d", len(p)+depth, maxOutputDepth))
 	}
 	var growth int64
 	cur, known := root, spend
@@ -551,6 +581,36 @@ func joinCost(v, sep any) int64 {
 		}
 	}
 	return n
+}
+
+// depthOf is the nesting depth of v (0 for a scalar, 1 for [] or [1]),
+// or limit+1 once it passes limit.
+func depthOf(v any, limit int) int {
+	var walk func(any, int) int
+	walk = func(v any, d int) int {
+		if d > limit {
+			return d
+		}
+		deepest := d
+		switch x := v.(type) {
+		case []any:
+			deepest = d + 1
+			for _, e := range x {
+				if deepest = max(deepest, walk(e, d+1)); deepest > limit {
+					break
+				}
+			}
+		case map[string]any:
+			deepest = d + 1
+			for _, e := range x {
+				if deepest = max(deepest, walk(e, d+1)); deepest > limit {
+					break
+				}
+			}
+		}
+		return deepest
+	}
+	return min(walk(v, 0), limit+1)
 }
 
 func lengthOf(v any) int64 {

@@ -65,6 +65,18 @@ var hostile = []struct {
 	{"caught refusal", `{"type":"jq","query":"[range(100) | try (\"x\" * 1e9) catch 0] | length"}`, `{}`},
 	{"repetition inside a closure", `{"type":"jq","query":"[1,2] | sort_by(\"x\" * 1e9) | length"}`, `{}`},
 	{"user function around it", `{"type":"jq","query":"def f($n): \"y\" * $n; f(1e9) | length"}`, `{}`},
+	// gojq recurses on the goroutine stack along paths and through nested
+	// values: one update with a path of millions of steps overflowed the
+	// stack and ended the process; repeated updates nested values deeper
+	// than any step's path.
+	{"update along a long path", `{"type":"jq","query":"(\"\\u0000\" * 100000 | explode) as $p | null | setpath($p; 1) | 1"}`, `{}`},
+	{"nesting by repeated setpath", `{"type":"jq","query":"[range(5000) | 0] as $p | reduce range(40) as $i (null; setpath($p; .)) | 1"}`, `{}`},
+	{"nesting by repeated assignment", `{"type":"jq","query":"[range(5000) | 0] as $p | reduce range(40) as $i (null; . as $r | getpath($p) = $r) | 1"}`, `{}`},
+	{"nesting by repeated update", `{"type":"jq","query":"[range(5000) | 0] as $p | reduce range(40) as $i (null; . as $r | getpath($p) |= $r) | 1"}`, `{}`},
+	{"fromstream along a long path", `{"type":"jq","query":"fromstream(([range(20000) | 0] | [., 1]), ([0] | [.])) | 1"}`, `{}`},
+	// A sub-array search compares at every offset in one step, which no
+	// deadline interrupts: 100,000 × 2,000 comparisons.
+	{"sub-array search", `{"type":"jq","query":"indices(.[:2000] + [2]) | length"}`, `[` + strings.Repeat(`1,`, 99999) + `1]`},
 	{"many rules' outputs", `jq`, `{}`},
 	{"many JSONPath rules' outputs", `extract`, ``},
 	{"many format rules' outputs", `format`, ``},
@@ -180,6 +192,10 @@ func TestPricedViewsKeepTheirResults(t *testing.T) {
 		{`100000000000000000000 * 3`, `null`, `300000000000000000000`},
 		{`.a.b.c = 1 | .x[0].y = 2`, `{}`, `{"a":{"b":{"c":1}},"x":[{"y":2}]}`},
 		{`strftime("%Y")`, `0`, `"1970"`},
+		{`setpath([range(9000) | 0]; [1]) | [paths] | length`, `null`, `9001`},
+		{`.a |= [.] | .b = [[.a]] | [paths] | length`, `{"a":1}`, `6`},
+		{`indices([1,2]), index([1,2]), rindex([1,2]), indices([])`, `[1,2,1,2]`, `[[0,2],0,2,[]]`},
+		{`fromstream(([range(50) | 0] | [., 1]), ([0] | [.])) | [paths] | length`, `null`, `50`},
 	}
 	opts := view.Options{MaxMemory: testBudget, RuleTimeout: time.Minute}
 	for _, c := range cases {
