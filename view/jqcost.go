@@ -20,7 +20,11 @@ import (
 // by the builtin itself, reached through a name bound before the
 // redefinition. jq scoping makes the redefinitions reach every call in the
 // query, including closures passed to builtins such as sort_by(f), while
-// the builtins' own definitions keep the originals.
+// the builtins' own definitions keep the originals. The builtins that
+// gojq defines in jq and that call a costly builtin or operator on what
+// the query gives them (INDEX's tostring of the key, sub's concatenation
+// of each replacement) are redefined too, with the query's closure priced
+// before the original definition uses its output.
 //
 // Operators are not looked up by name in gojq, so the query's +, *, / and
 // = are first rewritten into calls of _add, _multiply, _divide and
@@ -79,6 +83,7 @@ def __ctxkit_sub($re; str): sub($re; str);
 def __ctxkit_sub($re; str; $flags): sub($re; str; $flags);
 def __ctxkit_gsub($re; str): gsub($re; str);
 def __ctxkit_gsub($re; str; $flags): gsub($re; str; $flags);
+def __ctxkit_INDEX(stream; idx_expr): INDEX(stream; idx_expr);
 def __ctxkit_paths(p; $d): reduce path(p) as $q (.; __ctxkit_cost($__ctxkit_m; "path"; $q; $d));
 
 def _add(l; r): __ctxkit_operands($__ctxkit_m; "add"; l; r) | .[0] + .[1];
@@ -123,10 +128,12 @@ def scan($re; $flags): __ctxkit_cost($__ctxkit_m; "match"; "g") | __ctxkit_scan(
 def splits($re): __ctxkit_cost($__ctxkit_m; "match"; "g") | __ctxkit_splits($re);
 def splits($re; $flags): __ctxkit_cost($__ctxkit_m; "match"; "g") | __ctxkit_splits($re; $flags);
 def split($re; $flags): __ctxkit_cost($__ctxkit_m; "match"; "g") | __ctxkit_split($re; $flags);
-def sub($re; str): __ctxkit_cost($__ctxkit_m; "match"; null) | __ctxkit_sub($re; str);
-def sub($re; str; $flags): __ctxkit_cost($__ctxkit_m; "match"; $flags) | __ctxkit_sub($re; str; $flags);
-def gsub($re; str): __ctxkit_cost($__ctxkit_m; "match"; "g") | __ctxkit_gsub($re; str);
-def gsub($re; str; $flags): __ctxkit_cost($__ctxkit_m; "match"; "g") | __ctxkit_gsub($re; str; $flags);
+def sub($re; str): __ctxkit_cost($__ctxkit_m; "match"; null) | (if type == "string" then utf8bytelength else 0 end) as $n | __ctxkit_sub($re; str | __ctxkit_cost($__ctxkit_m; "replacement"; $n; null));
+def sub($re; str; $flags): __ctxkit_cost($__ctxkit_m; "match"; $flags) | (if type == "string" then utf8bytelength else 0 end) as $n | __ctxkit_sub($re; str | __ctxkit_cost($__ctxkit_m; "replacement"; $n; $flags); $flags);
+def gsub($re; str): __ctxkit_cost($__ctxkit_m; "match"; "g") | (if type == "string" then utf8bytelength else 0 end) as $n | __ctxkit_gsub($re; str | __ctxkit_cost($__ctxkit_m; "replacement"; $n; "g"));
+def gsub($re; str; $flags): __ctxkit_cost($__ctxkit_m; "match"; "g") | (if type == "string" then utf8bytelength else 0 end) as $n | __ctxkit_gsub($re; str | __ctxkit_cost($__ctxkit_m; "replacement"; $n; "g"); $flags);
+def INDEX(stream; idx_expr): __ctxkit_INDEX(stream; idx_expr | __ctxkit_cost($__ctxkit_m; "tostring"));
+def INDEX(idx_expr): INDEX(.[]; idx_expr);
 .`
 
 const meterVar = "$" + reservedPrefix + "m"
@@ -273,6 +280,21 @@ func jqCost(v any, args []any) any {
 		return v
 	case "tojson":
 		n = textSize(v, m.limit)
+	case "replacement":
+		// sub and gsub append each replacement to their result with
+		// gojq's own +, which the query's pricing does not reach, and
+		// which copies the result so far: up to the input's length, plus
+		// the replacements before, of which a global one makes at most
+		// one per character and the empty match.
+		if s, ok := v.(string); ok {
+			in, _ := arg(0).(int)
+			flags, _ := arg(1).(string)
+			before := int64(1)
+			if strings.Contains(flags, "g") {
+				before = int64(in) + 1
+			}
+			n, what = mulCost(int64(len(s)), before)+int64(in), "a replacement"
+		}
 	case "tostring":
 		if _, isStr := v.(string); !isStr {
 			n = textSize(v, m.limit)

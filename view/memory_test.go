@@ -77,6 +77,12 @@ var hostile = []struct {
 	// A sub-array search compares at every offset in one step, which no
 	// deadline interrupts: 100,000 × 2,000 comparisons.
 	{"sub-array search", `{"type":"jq","query":"indices(.[:2000] + [2]) | length"}`, `[` + strings.Repeat(`1,`, 99999) + `1]`},
+	// Builtins that gojq defines in jq use the unpriced originals inside:
+	// INDEX encodes each key with tostring, sub concatenates with +.
+	{"INDEX by a shared array", `{"type":"jq","query":"(\"x\" * 100000) as $s | [range(2000) | $s] as $a | INDEX(range(1); $a) | length"}`, `{}`},
+	{"INDEX/1 by a shared array", `{"type":"jq","query":"(\"x\" * 100000) as $s | [range(2000) | $s] as $a | [1] | INDEX($a) | length"}`, `{}`},
+	{"gsub with a long replacement", `{"type":"jq","query":"(\"x\" * 2000000) as $s | \"y\" * 2000 | gsub(\"\"; $s) | length"}`, `{}`},
+	{"sub with many replacements", `{"type":"jq","query":"(\"x\" * 2000000) as $s | \"y\" | [sub(\"\"; $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s)] | length"}`, `{}`},
 	{"many rules' outputs", `jq`, `{}`},
 	{"many JSONPath rules' outputs", `extract`, ``},
 	{"many format rules' outputs", `format`, ``},
@@ -192,6 +198,8 @@ func TestPricedViewsKeepTheirResults(t *testing.T) {
 		{`100000000000000000000 * 3`, `null`, `300000000000000000000`},
 		{`.a.b.c = 1 | .x[0].y = 2`, `{}`, `{"a":{"b":{"c":1}},"x":[{"y":2}]}`},
 		{`strftime("%Y")`, `0`, `"1970"`},
+		{`INDEX(.id), INDEX(.[]; .id | . + 1)`, `[{"id":1},{"id":2}]`, `[{"1":{"id":1},"2":{"id":2}},{"2":{"id":1},"3":{"id":2}}]`},
+		{`[sub("(?<x>a)"; "<\(.x)>", "[\(.x)]")], gsub("a"; "b"; "i"), sub("A"; "c"; "gi")`, `"aAa"`, `[["<a>Aa","[a]Aa"],"bbb","ccc"]`},
 		{`setpath([range(9000) | 0]; [1]) | [paths] | length`, `null`, `9001`},
 		{`.a |= [.] | .b = [[.a]] | [paths] | length`, `{"a":1}`, `6`},
 		{`indices([1,2]), index([1,2]), rindex([1,2]), indices([])`, `[1,2,1,2]`, `[[0,2],0,2,[]]`},
