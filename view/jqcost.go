@@ -84,6 +84,22 @@ def __ctxkit_sub($re; str; $flags): sub($re; str; $flags);
 def __ctxkit_gsub($re; str): gsub($re; str);
 def __ctxkit_gsub($re; str; $flags): gsub($re; str; $flags);
 def __ctxkit_INDEX(stream; idx_expr): INDEX(stream; idx_expr);
+def __ctxkit_sort: sort;
+def __ctxkit_sort_by(f): sort_by(f);
+def __ctxkit_group_by(f): group_by(f);
+def __ctxkit_unique: unique;
+def __ctxkit_unique_by(f): unique_by(f);
+def __ctxkit_reverse: reverse;
+def __ctxkit_keys: keys;
+def __ctxkit_ascii_downcase: ascii_downcase;
+def __ctxkit_ascii_upcase: ascii_upcase;
+def __ctxkit_implode: implode;
+def __ctxkit_to_entries: to_entries;
+def __ctxkit_from_entries: from_entries;
+def __ctxkit_with_entries(f): with_entries(f);
+def __ctxkit_tostream: tostream;
+def __ctxkit_del(f): del(f);
+def __ctxkit_delpaths($p): delpaths($p);
 def __ctxkit_paths(p; $d): reduce path(p) as $q (.; __ctxkit_cost($__ctxkit_m; "path"; $q; $d));
 
 def _add(l; r): __ctxkit_operands($__ctxkit_m; "add"; l; r) | .[0] + .[1];
@@ -134,6 +150,22 @@ def gsub($re; str): __ctxkit_cost($__ctxkit_m; "match"; "g") | (if type == "stri
 def gsub($re; str; $flags): __ctxkit_cost($__ctxkit_m; "match"; "g") | (if type == "string" then utf8bytelength else 0 end) as $n | __ctxkit_gsub($re; str | __ctxkit_cost($__ctxkit_m; "replacement"; $n; "g"); $flags);
 def INDEX(stream; idx_expr): __ctxkit_INDEX(stream; idx_expr | __ctxkit_cost($__ctxkit_m; "tostring"));
 def INDEX(idx_expr): INDEX(.[]; idx_expr);
+def sort: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_sort;
+def sort_by(f): __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_sort_by(f);
+def group_by(f): __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_group_by(f);
+def unique: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_unique;
+def unique_by(f): __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_unique_by(f);
+def reverse: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_reverse;
+def keys: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_keys;
+def ascii_downcase: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_ascii_downcase;
+def ascii_upcase: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_ascii_upcase;
+def implode: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_implode;
+def to_entries: __ctxkit_cost($__ctxkit_m; "copy"; 512) | __ctxkit_to_entries;
+def from_entries: __ctxkit_cost($__ctxkit_m; "copy"; 512) | __ctxkit_from_entries;
+def with_entries(f): __ctxkit_cost($__ctxkit_m; "copy"; 512) | __ctxkit_with_entries(f);
+def tostream: __ctxkit_cost($__ctxkit_m; "copy"; 512) | __ctxkit_tostream;
+def del(f): __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_del(f);
+def delpaths($p): __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_delpaths($p);
 .`
 
 const meterVar = "$" + reservedPrefix + "m"
@@ -294,6 +326,15 @@ func jqCost(v any, args []any) any {
 				before = int64(in) + 1
 			}
 			n, what = mulCost(int64(len(s)), before)+int64(in), "a replacement"
+		}
+	case "copy":
+		// Builtins that copy their input, or make a value per element
+		// (sorting, reversing, keys, case conversion, entries), in one
+		// step: without a price, a loop of such steps over a value near
+		// the budget grows the heap by a budget per step.
+		n, what = copyCost(v), "a copy of the input"
+		if per, ok := gojq.ToInt(arg(0)); ok { // an object per element
+			n = mulCost(lengthOf(v)+int64(len(asMap(v))), int64(per))
 		}
 	case "tostring":
 		if _, isStr := v.(string); !isStr {
@@ -633,6 +674,26 @@ func depthOf(v any, limit int) int {
 		return deepest
 	}
 	return min(walk(v, 0), limit+1)
+}
+
+// copyCost is what a builtin that copies v, making an element of about
+// 64 bytes per entry, allocates; the sort of a sort_by also holds one key
+// array per element.
+func copyCost(v any) int64 {
+	switch x := v.(type) {
+	case string:
+		return int64(len(x))
+	case []any:
+		return mulCost(int64(len(x)), 64)
+	case map[string]any:
+		return mulCost(int64(len(x)), 128)
+	}
+	return 0
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
 
 func lengthOf(v any) int64 {

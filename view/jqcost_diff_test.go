@@ -104,3 +104,27 @@ func isErrorText(v any) bool {
 	s, ok := v.(string)
 	return ok && len(s) > 7 && s[:7] == "error: "
 }
+
+// TestBudgetLeavesRoomForStepsInProgress: the watchdog acts below the
+// limit by what the running evaluations' steps in progress may still
+// allocate, so that the heap stays under the limit while they finish them.
+func TestBudgetLeavesRoomForStepsInProgress(t *testing.T) {
+	const limit = 1 << 30
+	for _, c := range []struct {
+		views int
+		each  int64
+		want  uint64
+	}{
+		{1, 1 << 20, limit - limit/8},    // at least an eighth for the rest
+		{8, 32 << 20, limit - 256<<20},   // eight steps of a budget each
+		{100, 64 << 20, limit - limit/2}, // at most half
+	} {
+		b := NewBudget(limit)
+		for range c.views {
+			b.running[newMeter(context.Background(), c.each)] = struct{}{}
+		}
+		if got := b.threshold(); got != c.want {
+			t.Errorf("%d views of %d MiB: the watchdog acts above %d MiB; want %d MiB", c.views, c.each>>20, got>>20, c.want>>20)
+		}
+	}
+}
