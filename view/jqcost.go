@@ -84,6 +84,8 @@ def __ctxkit_sub($re; str; $flags): sub($re; str; $flags);
 def __ctxkit_gsub($re; str): gsub($re; str);
 def __ctxkit_gsub($re; str; $flags): gsub($re; str; $flags);
 def __ctxkit_INDEX(stream; idx_expr): INDEX(stream; idx_expr);
+def __ctxkit_contains($x): contains($x);
+def __ctxkit_inside($x): inside($x);
 def __ctxkit_sort: sort;
 def __ctxkit_sort_by(f): sort_by(f);
 def __ctxkit_group_by(f): group_by(f);
@@ -105,6 +107,9 @@ def __ctxkit_paths(p; $d): reduce path(p) as $q (.; __ctxkit_cost($__ctxkit_m; "
 def _add(l; r): __ctxkit_operands($__ctxkit_m; "add"; l; r) | .[0] + .[1];
 def _multiply(l; r): __ctxkit_operands($__ctxkit_m; "multiply"; l; r) | .[0] * .[1];
 def _divide(l; r): __ctxkit_operands($__ctxkit_m; "divide"; l; r) | .[0] / .[1];
+def _subtract(l; r): __ctxkit_operands($__ctxkit_m; "subtract"; l; r) | .[0] - .[1];
+def contains($x): __ctxkit_cost($__ctxkit_m; "contains"; $x) | __ctxkit_contains($x);
+def inside($x): __ctxkit_cost($__ctxkit_m; "inside"; $x) | __ctxkit_inside($x);
 def _assign(p; $x): __ctxkit_paths(p; $x | __ctxkit_depth) as $_ | __ctxkit_assign(p; $x);
 def _modify(p; f): __ctxkit_paths(p; 0) as $_ | __ctxkit_modify(p; f | __ctxkit_cost($__ctxkit_m; "nest"));
 def setpath(p; v): v as $v | p as $p | __ctxkit_cost($__ctxkit_m; "setpath"; $p; $v | __ctxkit_depth) | __ctxkit_setpath($p; $v);
@@ -216,6 +221,7 @@ var operatorFuncs = map[gojq.Operator]string{
 	gojq.OpAdd:    "_add",
 	gojq.OpMul:    "_multiply",
 	gojq.OpDiv:    "_divide",
+	gojq.OpSub:    "_subtract",
 	gojq.OpAssign: "_assign",
 }
 
@@ -286,6 +292,12 @@ func jqCost(v any, args []any) any {
 		n, what = multiplyCost(arg(0), arg(1), m.limit), "*"
 	case "divide":
 		n, what = splitCost(arg(0), arg(1)), "/"
+	case "subtract":
+		n, what = compareCost(arg(0), arg(1), m.limit), "-"
+	case "contains":
+		n = compareCost(v, arg(0), m.limit)
+	case "inside":
+		n, what = compareCost(arg(0), v, m.limit), "contains"
 	case "path", "setpath":
 		depth, _ := arg(1).(int)
 		if err := pathCost(m, v, arg(0), depth, true); err != nil {
@@ -694,6 +706,37 @@ func copyCost(v any) int64 {
 func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
+}
+
+// compareCost prices what gojq compares, in one step, to subtract array r
+// from array l (each element of l with each of r) or to find whether l
+// contains r (each element of r with each of l, at every level): the
+// product of the sides' sizes, less for arrays on both sides, as an
+// element's comparison stops at its own size. Comparisons use no memory,
+// but they take time that no deadline interrupts, so they are priced in
+// the same units, a comparison of one byte for a byte.
+func compareCost(l, r any, limit int64) int64 {
+	_, ls := l.(string)
+	_, rs := r.(string)
+	if ls || rs || !isContainer(l) || !isContainer(r) { // a string search is linear
+		return 0
+	}
+	a, b := textSize(l, limit), textSize(r, limit)
+	n := mulCost(a, b)
+	if la, ok := l.([]any); ok {
+		if ra, ok := r.([]any); ok {
+			n = min(mulCost(a, int64(len(ra))), mulCost(int64(len(la)), b))
+		}
+	}
+	return n
+}
+
+func isContainer(v any) bool {
+	switch v.(type) {
+	case []any, map[string]any:
+		return true
+	}
+	return false
 }
 
 func lengthOf(v any) int64 {

@@ -77,6 +77,9 @@ var hostile = []struct {
 	// A sub-array search compares at every offset in one step, which no
 	// deadline interrupts: 100,000 × 2,000 comparisons.
 	{"sub-array search", `{"type":"jq","query":"indices(.[:2000] + [2]) | length"}`, `[` + strings.Repeat(`1,`, 99999) + `1]`},
+	{"array subtraction", `{"type":"jq","query":". - [range(2000) | 2] | length"}`, `[` + strings.Repeat(`1,`, 99999) + `1]`},
+	{"contains", `{"type":"jq","query":"(. + [2]) | contains([range(2000) | 2])"}`, `[` + strings.Repeat(`1,`, 99999) + `1]`},
+	{"inside", `{"type":"jq","query":"(. + [2]) as $a | [range(2000) | 2] | inside($a)"}`, `[` + strings.Repeat(`1,`, 99999) + `1]`},
 	// Builtins that gojq defines in jq use the unpriced originals inside:
 	// INDEX encodes each key with tostring, sub concatenates with +.
 	{"INDEX by a shared array", `{"type":"jq","query":"(\"x\" * 100000) as $s | [range(2000) | $s] as $a | INDEX(range(1); $a) | length"}`, `{}`},
@@ -202,6 +205,8 @@ func TestPricedViewsKeepTheirResults(t *testing.T) {
 		{`100000000000000000000 * 3`, `null`, `300000000000000000000`},
 		{`.a.b.c = 1 | .x[0].y = 2`, `{}`, `{"a":{"b":{"c":1}},"x":[{"y":2}]}`},
 		{`strftime("%Y")`, `0`, `"1970"`},
+		{`[. - [2], (.[0] - 1), contains([1]), inside([1,2,3,4]), ("foobar" | contains("bar"), inside("xfoobarx"))]`, `[1,2,3]`, `[[1,3],0,true,true,true,true]`},
+		{`.a -= 1 | .b |= . - [1] | {a, b, c: ({x: [1, 2]} | contains({x: [2]}))}`, `{"a":5,"b":[1,2]}`, `{"a":4,"b":[2],"c":true}`},
 		{`sort, sort_by(-.), group_by(. % 2), unique, unique_by(. % 2), reverse, (map(tostring) | implode? // "x"), keys`, `[3,1,2]`,
 			`[[1,2,3],[3,2,1],[[2],[3,1]],[1,2,3],[2,3],[2,1,3],"x",[0,1,2]]`},
 		{`to_entries, (to_entries | from_entries), with_entries(.key |= ascii_upcase), [tostream], del(.a), delpaths([["b"]]), (.a | ascii_downcase, ascii_upcase)`, `{"a":"Xy","b":1}`,
