@@ -3,8 +3,10 @@ package view
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -202,7 +204,7 @@ func compilePriced(q *gojq.Query) (*gojq.Code, error) {
 	if err != nil {
 		return nil, err
 	}
-	rewriteOperators(reflect.ValueOf(q))
+	rewriteOperators(reflect.ValueOf(q), !definesOperator(reflect.ValueOf(q)))
 	// Imports and module metadata belong at the top, where the compiler
 	// looks for them (and, with no module loader, refuses them).
 	wrapped := &gojq.Query{Meta: q.Meta, Imports: q.Imports, FuncDefs: defs,
@@ -226,17 +228,18 @@ var operatorFuncs = map[gojq.Operator]string{
 }
 
 // rewriteOperators turns every l OP r in the syntax tree below v, for the
-// operators of operatorFuncs, into the call name(l; r). It walks the tree
+// operators of operatorFuncs, into the call name(l; r), but with skipCheap
+// leaves the cheap operations (cheapOperation) to gojq. It walks the tree
 // by reflection so that no kind of node (string interpolations, object
 // keys, patterns, reduce and foreach clauses, …) is missed.
-func rewriteOperators(v reflect.Value) {
+func rewriteOperators(v reflect.Value, skipCheap bool) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
 			return
 		}
-		rewriteOperators(v.Elem())
-		if q, ok := v.Interface().(*gojq.Query); ok && q.Term == nil {
+		rewriteOperators(v.Elem(), skipCheap)
+		if q, ok := v.Interface().(*gojq.Query); ok && q.Term == nil && !(skipCheap && cheapOperation(q)) {
 			if name, ok := operatorFuncs[q.Op]; ok {
 				q.Term = &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: []*gojq.Query{q.Left, q.Right}}}
 				q.Left, q.Right, q.Op = nil, nil, 0
@@ -245,14 +248,64 @@ func rewriteOperators(v reflect.Value) {
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
-				rewriteOperators(v.Field(i))
+				rewriteOperators(v.Field(i), skipCheap)
 			}
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
-			rewriteOperators(v.Index(i))
+			rewriteOperators(v.Index(i), skipCheap)
 		}
 	}
+}
+
+// definesOperator reports whether the query defines a function of an
+// operator's name, which then takes every rewritten operation: no
+// operation is left to gojq then, so that all of them keep one meaning.
+func definesOperator(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return false
+		}
+		if d, ok := v.Interface().(*gojq.FuncDef); ok && len(d.Args) == 2 && slices.Contains(slices.Collect(maps.Values(operatorFuncs)), d.Name) {
+			return true
+		}
+		return definesOperator(v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() && definesOperator(v.Field(i)) {
+				return true
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			if definesOperator(v.Index(i)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cheapOperation reports an operation that cannot cost more than its
+// operands whatever they are, so that it need not be priced: a number
+// literal added to, subtracted from or dividing anything (a number with a
+// string, array or object is an error, and with null the number), or a
+// product of two number literals. The most common arithmetic of views
+// (.n + 1, length - 1, . / 100) then runs as plain gojq.
+func cheapOperation(q *gojq.Query) bool {
+	l, r := isNumberLiteral(q.Left), isNumberLiteral(q.Right)
+	switch q.Op {
+	case gojq.OpAdd, gojq.OpSub, gojq.OpDiv:
+		return l || r
+	case gojq.OpMul:
+		return l && r
+	}
+	return false
+}
+
+func isNumberLiteral(q *gojq.Query) bool {
+	return q != nil && q.Term != nil && q.Term.Type == gojq.TermTypeNumber && len(q.Term.SuffixList) == 0 && q.Op == 0
 }
 
 // jqOperands is __ctxkit_operands($meter; op; l; r): it prices the

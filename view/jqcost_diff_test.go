@@ -128,3 +128,22 @@ func TestBudgetLeavesRoomForStepsInProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestCheapOperationsAreNotPriced: arithmetic with a number literal runs
+// as plain gojq, while every operation that could grow with its operands
+// is still rewritten into a priced call.
+func TestCheapOperationsAreNotPriced(t *testing.T) {
+	for src, priced := range map[string]bool{
+		`.n + 1`: false, `1 + .n`: false, `length - 1`: false, `. / 100`: false, `2 * 3`: false,
+		`. + .`: true, `. + "x"`: true, `"x" * 2`: true, `. * 2`: true, `. - .`: true, `"a,b" / ","`: true, `(1 + 2) * .`: true,
+	} {
+		q, err := gojq.Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rewriteOperators(reflect.ValueOf(q), true)
+		if got := q.Term != nil && q.Term.Type == gojq.TermTypeFunc; got != priced {
+			t.Errorf("%s: rewritten into a priced call: %v; want %v", src, got, priced)
+		}
+	}
+}
