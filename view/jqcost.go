@@ -3,8 +3,10 @@ package view
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -20,7 +22,11 @@ import (
 // by the builtin itself, reached through a name bound before the
 // redefinition. jq scoping makes the redefinitions reach every call in the
 // query, including closures passed to builtins such as sort_by(f), while
-// the builtins' own definitions keep the originals.
+// the builtins' own definitions keep the originals. The builtins that
+// gojq defines in jq and that call a costly builtin or operator on what
+// the query gives them (INDEX's tostring of the key, sub's concatenation
+// of each replacement) are redefined too, with the query's closure priced
+// before the original definition uses its output.
 //
 // Operators are not looked up by name in gojq, so the query's +, *, / and
 // = are first rewritten into calls of _add, _multiply, _divide and
@@ -79,15 +85,37 @@ def __ctxkit_sub($re; str): sub($re; str);
 def __ctxkit_sub($re; str; $flags): sub($re; str; $flags);
 def __ctxkit_gsub($re; str): gsub($re; str);
 def __ctxkit_gsub($re; str; $flags): gsub($re; str; $flags);
-def __ctxkit_paths(p): reduce path(p) as $q (.; __ctxkit_cost($__ctxkit_m; "path"; $q));
+def __ctxkit_INDEX(stream; idx_expr): INDEX(stream; idx_expr);
+def __ctxkit_contains($x): contains($x);
+def __ctxkit_inside($x): inside($x);
+def __ctxkit_sort: sort;
+def __ctxkit_sort_by(f): sort_by(f);
+def __ctxkit_group_by(f): group_by(f);
+def __ctxkit_unique: unique;
+def __ctxkit_unique_by(f): unique_by(f);
+def __ctxkit_reverse: reverse;
+def __ctxkit_keys: keys;
+def __ctxkit_ascii_downcase: ascii_downcase;
+def __ctxkit_ascii_upcase: ascii_upcase;
+def __ctxkit_implode: implode;
+def __ctxkit_to_entries: to_entries;
+def __ctxkit_from_entries: from_entries;
+def __ctxkit_with_entries(f): with_entries(f);
+def __ctxkit_tostream: tostream;
+def __ctxkit_del(f): del(f);
+def __ctxkit_delpaths($p): delpaths($p);
+def __ctxkit_paths(p; $d): reduce path(p) as $q (.; __ctxkit_cost($__ctxkit_m; "path"; $q; $d));
 
 def _add(l; r): __ctxkit_operands($__ctxkit_m; "add"; l; r) | .[0] + .[1];
 def _multiply(l; r): __ctxkit_operands($__ctxkit_m; "multiply"; l; r) | .[0] * .[1];
 def _divide(l; r): __ctxkit_operands($__ctxkit_m; "divide"; l; r) | .[0] / .[1];
-def _assign(p; $x): __ctxkit_paths(p) as $_ | __ctxkit_assign(p; $x);
-def _modify(p; f): __ctxkit_paths(p) as $_ | __ctxkit_modify(p; f);
-def setpath(p; v): v as $v | p as $p | __ctxkit_cost($__ctxkit_m; "setpath"; $p) | __ctxkit_setpath($p; $v);
-def pick(p): __ctxkit_paths(p) as $_ | __ctxkit_pick(p);
+def _subtract(l; r): __ctxkit_operands($__ctxkit_m; "subtract"; l; r) | .[0] - .[1];
+def contains($x): __ctxkit_cost($__ctxkit_m; "contains"; $x) | __ctxkit_contains($x);
+def inside($x): __ctxkit_cost($__ctxkit_m; "inside"; $x) | __ctxkit_inside($x);
+def _assign(p; $x): __ctxkit_paths(p; $x | __ctxkit_depth) as $_ | __ctxkit_assign(p; $x);
+def _modify(p; f): __ctxkit_paths(p; 0) as $_ | __ctxkit_modify(p; f | __ctxkit_cost($__ctxkit_m; "nest"));
+def setpath(p; v): v as $v | p as $p | __ctxkit_cost($__ctxkit_m; "setpath"; $p; $v | __ctxkit_depth) | __ctxkit_setpath($p; $v);
+def pick(p): __ctxkit_paths(p; 0) as $_ | __ctxkit_pick(p);
 def fromstream(f): __ctxkit_fromstream(f | __ctxkit_cost($__ctxkit_m; "stream"));
 def tojson: __ctxkit_cost($__ctxkit_m; "tojson") | __ctxkit_tojson;
 def tostring: __ctxkit_cost($__ctxkit_m; "tostring") | __ctxkit_tostring;
@@ -109,9 +137,9 @@ def flatten($d): __ctxkit_cost($__ctxkit_m; "flatten"; $d) | __ctxkit_flatten($d
 def transpose: __ctxkit_cost($__ctxkit_m; "transpose") | __ctxkit_transpose;
 def join($x): __ctxkit_cost($__ctxkit_m; "join"; $x) | __ctxkit_join($x);
 def split($x): __ctxkit_cost($__ctxkit_m; "split"; $x) | __ctxkit_split($x);
-def indices($x): __ctxkit_cost($__ctxkit_m; "indices") | __ctxkit_indices($x);
-def index($x): __ctxkit_cost($__ctxkit_m; "indices") | __ctxkit_index($x);
-def rindex($x): __ctxkit_cost($__ctxkit_m; "indices") | __ctxkit_rindex($x);
+def indices($x): __ctxkit_cost($__ctxkit_m; "indices"; $x) | __ctxkit_indices($x);
+def index($x): __ctxkit_cost($__ctxkit_m; "indices"; $x) | __ctxkit_index($x);
+def rindex($x): __ctxkit_cost($__ctxkit_m; "indices"; $x) | __ctxkit_rindex($x);
 def strftime($f): __ctxkit_cost($__ctxkit_m; "strftime"; $f) | __ctxkit_strftime($f);
 def strflocaltime($f): __ctxkit_cost($__ctxkit_m; "strftime"; $f) | __ctxkit_strflocaltime($f);
 def match($re): __ctxkit_cost($__ctxkit_m; "match"; null) | __ctxkit_match($re);
@@ -123,10 +151,28 @@ def scan($re; $flags): __ctxkit_cost($__ctxkit_m; "match"; "g") | __ctxkit_scan(
 def splits($re): __ctxkit_cost($__ctxkit_m; "match"; "g") | __ctxkit_splits($re);
 def splits($re; $flags): __ctxkit_cost($__ctxkit_m; "match"; "g") | __ctxkit_splits($re; $flags);
 def split($re; $flags): __ctxkit_cost($__ctxkit_m; "match"; "g") | __ctxkit_split($re; $flags);
-def sub($re; str): __ctxkit_cost($__ctxkit_m; "match"; null) | __ctxkit_sub($re; str);
-def sub($re; str; $flags): __ctxkit_cost($__ctxkit_m; "match"; $flags) | __ctxkit_sub($re; str; $flags);
-def gsub($re; str): __ctxkit_cost($__ctxkit_m; "match"; "g") | __ctxkit_gsub($re; str);
-def gsub($re; str; $flags): __ctxkit_cost($__ctxkit_m; "match"; "g") | __ctxkit_gsub($re; str; $flags);
+def sub($re; str): __ctxkit_cost($__ctxkit_m; "match"; null) | (if type == "string" then utf8bytelength else 0 end) as $n | __ctxkit_sub($re; str | __ctxkit_cost($__ctxkit_m; "replacement"; $n; null));
+def sub($re; str; $flags): __ctxkit_cost($__ctxkit_m; "match"; $flags) | (if type == "string" then utf8bytelength else 0 end) as $n | __ctxkit_sub($re; str | __ctxkit_cost($__ctxkit_m; "replacement"; $n; $flags); $flags);
+def gsub($re; str): __ctxkit_cost($__ctxkit_m; "match"; "g") | (if type == "string" then utf8bytelength else 0 end) as $n | __ctxkit_gsub($re; str | __ctxkit_cost($__ctxkit_m; "replacement"; $n; "g"));
+def gsub($re; str; $flags): __ctxkit_cost($__ctxkit_m; "match"; "g") | (if type == "string" then utf8bytelength else 0 end) as $n | __ctxkit_gsub($re; str | __ctxkit_cost($__ctxkit_m; "replacement"; $n; "g"); $flags);
+def INDEX(stream; idx_expr): __ctxkit_INDEX(stream; idx_expr | __ctxkit_cost($__ctxkit_m; "tostring"));
+def INDEX(idx_expr): INDEX(.[]; idx_expr);
+def sort: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_sort;
+def sort_by(f): __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_sort_by(f);
+def group_by(f): __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_group_by(f);
+def unique: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_unique;
+def unique_by(f): __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_unique_by(f);
+def reverse: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_reverse;
+def keys: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_keys;
+def ascii_downcase: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_ascii_downcase;
+def ascii_upcase: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_ascii_upcase;
+def implode: __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_implode;
+def to_entries: __ctxkit_cost($__ctxkit_m; "copy"; 512) | __ctxkit_to_entries;
+def from_entries: __ctxkit_cost($__ctxkit_m; "copy"; 512) | __ctxkit_from_entries;
+def with_entries(f): __ctxkit_cost($__ctxkit_m; "copy"; 512) | __ctxkit_with_entries(f);
+def tostream: __ctxkit_cost($__ctxkit_m; "copy"; 512) | __ctxkit_tostream;
+def del(f): __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_del(f);
+def delpaths($p): __ctxkit_cost($__ctxkit_m; "copy") | __ctxkit_delpaths($p);
 .`
 
 const meterVar = "$" + reservedPrefix + "m"
@@ -158,7 +204,7 @@ func compilePriced(q *gojq.Query) (*gojq.Code, error) {
 	if err != nil {
 		return nil, err
 	}
-	rewriteOperators(reflect.ValueOf(q))
+	rewriteOperators(reflect.ValueOf(q), !definesOperator(reflect.ValueOf(q)))
 	// Imports and module metadata belong at the top, where the compiler
 	// looks for them (and, with no module loader, refuses them).
 	wrapped := &gojq.Query{Meta: q.Meta, Imports: q.Imports, FuncDefs: defs,
@@ -167,7 +213,8 @@ func compilePriced(q *gojq.Query) (*gojq.Code, error) {
 	return gojq.Compile(wrapped,
 		gojq.WithVariables([]string{meterVar}),
 		gojq.WithFunction(reservedPrefix+"cost", 2, 4, jqCost),
-		gojq.WithFunction(reservedPrefix+"operands", 4, 4, jqOperands))
+		gojq.WithFunction(reservedPrefix+"operands", 4, 4, jqOperands),
+		gojq.WithFunction(reservedPrefix+"depth", 0, 0, func(v any, _ []any) any { return depthOf(v, maxOutputDepth) }))
 }
 
 // operatorFuncs maps the operators that gojq compiles to direct calls onto
@@ -176,21 +223,23 @@ var operatorFuncs = map[gojq.Operator]string{
 	gojq.OpAdd:    "_add",
 	gojq.OpMul:    "_multiply",
 	gojq.OpDiv:    "_divide",
+	gojq.OpSub:    "_subtract",
 	gojq.OpAssign: "_assign",
 }
 
 // rewriteOperators turns every l OP r in the syntax tree below v, for the
-// operators of operatorFuncs, into the call name(l; r). It walks the tree
+// operators of operatorFuncs, into the call name(l; r), but with skipCheap
+// leaves the cheap operations (cheapOperation) to gojq. It walks the tree
 // by reflection so that no kind of node (string interpolations, object
 // keys, patterns, reduce and foreach clauses, …) is missed.
-func rewriteOperators(v reflect.Value) {
+func rewriteOperators(v reflect.Value, skipCheap bool) {
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
 			return
 		}
-		rewriteOperators(v.Elem())
-		if q, ok := v.Interface().(*gojq.Query); ok && q.Term == nil {
+		rewriteOperators(v.Elem(), skipCheap)
+		if q, ok := v.Interface().(*gojq.Query); ok && q.Term == nil && !(skipCheap && cheapOperation(q)) {
 			if name, ok := operatorFuncs[q.Op]; ok {
 				q.Term = &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: []*gojq.Query{q.Left, q.Right}}}
 				q.Left, q.Right, q.Op = nil, nil, 0
@@ -199,14 +248,64 @@ func rewriteOperators(v reflect.Value) {
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
-				rewriteOperators(v.Field(i))
+				rewriteOperators(v.Field(i), skipCheap)
 			}
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
-			rewriteOperators(v.Index(i))
+			rewriteOperators(v.Index(i), skipCheap)
 		}
 	}
+}
+
+// definesOperator reports whether the query defines a function of an
+// operator's name, which then takes every rewritten operation: no
+// operation is left to gojq then, so that all of them keep one meaning.
+func definesOperator(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return false
+		}
+		if d, ok := v.Interface().(*gojq.FuncDef); ok && len(d.Args) == 2 && slices.Contains(slices.Collect(maps.Values(operatorFuncs)), d.Name) {
+			return true
+		}
+		return definesOperator(v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() && definesOperator(v.Field(i)) {
+				return true
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			if definesOperator(v.Index(i)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cheapOperation reports an operation that cannot cost more than its
+// operands whatever they are, so that it need not be priced: a number
+// literal added to, subtracted from or dividing anything (a number with a
+// string, array or object is an error, and with null the number), or a
+// product of two number literals. The most common arithmetic of views
+// (.n + 1, length - 1, . / 100) then runs as plain gojq.
+func cheapOperation(q *gojq.Query) bool {
+	l, r := isNumberLiteral(q.Left), isNumberLiteral(q.Right)
+	switch q.Op {
+	case gojq.OpAdd, gojq.OpSub, gojq.OpDiv:
+		return l || r
+	case gojq.OpMul:
+		return l && r
+	}
+	return false
+}
+
+func isNumberLiteral(q *gojq.Query) bool {
+	return q != nil && q.Term != nil && q.Term.Type == gojq.TermTypeNumber && len(q.Term.SuffixList) == 0 && q.Op == 0
 }
 
 // jqOperands is __ctxkit_operands($meter; op; l; r): it prices the
@@ -246,20 +345,62 @@ func jqCost(v any, args []any) any {
 		n, what = multiplyCost(arg(0), arg(1), m.limit), "*"
 	case "divide":
 		n, what = splitCost(arg(0), arg(1)), "/"
+	case "subtract":
+		n, what = compareCost(arg(0), arg(1), m.limit), "-"
+	case "contains":
+		n = compareCost(v, arg(0), m.limit)
+	case "inside":
+		n, what = compareCost(arg(0), v, m.limit), "contains"
 	case "path", "setpath":
-		if err := pathCost(m, v, arg(0), true); err != nil {
+		depth, _ := arg(1).(int)
+		if err := pathCost(m, v, arg(0), depth, true); err != nil {
 			return err
 		}
 		return v
 	case "stream":
 		if ev, ok := v.([]any); ok && len(ev) > 0 {
-			if err := pathCost(m, nil, ev[0], false); err != nil {
+			depth := 0
+			if len(ev) > 1 {
+				depth = depthOf(ev[1], maxOutputDepth)
+			}
+			if err := pathCost(m, nil, ev[0], depth, false); err != nil {
 				return err
 			}
 		}
 		return v
+	case "nest":
+		// An update's new value goes below a path of at most
+		// maxOutputDepth steps, so the result nests at most twice that.
+		if d := depthOf(v, maxOutputDepth); d > maxOutputDepth {
+			return m.refuse(fmt.Sprintf("an update's value nests more than %d levels deep; a view's values may nest at most %d", maxOutputDepth, maxOutputDepth))
+		}
+		return v
 	case "tojson":
 		n = textSize(v, m.limit)
+	case "replacement":
+		// sub and gsub append each replacement to their result with
+		// gojq's own +, which the query's pricing does not reach, and
+		// which copies the result so far: up to the input's length, plus
+		// the replacements before, of which a global one makes at most
+		// one per character and the empty match.
+		if s, ok := v.(string); ok {
+			in, _ := arg(0).(int)
+			flags, _ := arg(1).(string)
+			before := int64(1)
+			if strings.Contains(flags, "g") {
+				before = int64(in) + 1
+			}
+			n, what = mulCost(int64(len(s)), before)+int64(in), "a replacement"
+		}
+	case "copy":
+		// Builtins that copy their input, or make a value per element
+		// (sorting, reversing, keys, case conversion, entries), in one
+		// step: without a price, a loop of such steps over a value near
+		// the budget grows the heap by a budget per step.
+		n, what = copyCost(v), "a copy of the input"
+		if per, ok := gojq.ToInt(arg(0)); ok { // an object per element
+			n = mulCost(lengthOf(v)+int64(len(asMap(v))), int64(per))
+		}
 	case "tostring":
 		if _, isStr := v.(string); !isStr {
 			n = textSize(v, m.limit)
@@ -288,6 +429,13 @@ func jqCost(v any, args []any) any {
 		n = splitCost(v, arg(0))
 	case "indices":
 		n = mulCost(lengthOf(v)+1, 24)
+		// gojq finds a sub-array by comparing it at every offset, a run
+		// of n×m comparisons in one step that no deadline interrupts; each
+		// comparison is priced as an element.
+		if x, ok := arg(0).([]any); ok {
+			n = max(n, mulCost(mulCost(lengthOf(v), int64(len(x))), 16))
+			what = "a sub-array search"
+		}
 	case "strftime":
 		if f, ok := arg(0).(string); ok {
 			n = mulCost(int64(len(f)), 16)
@@ -376,10 +524,20 @@ func splitCost(s, sep any) int64 {
 // end of the array makes the update fill the gap with nulls. With a root,
 // the growth over what exists is spent; without one (fromstream), only
 // indexes too large for the budget are refused.
-func pathCost(m *meter, root, path any, spend bool) *Error {
+//
+// An update also nests its value below the path in one step, and gojq
+// walks paths and compares, copies and deletes values by recursion on the
+// goroutine's stack, which no heap limit sees and whose overflow ends the
+// process. So the path's length plus the depth of the value placed at its
+// end (depth) may not pass maxOutputDepth: one step nests a value at most
+// that deep, and only a jq step per level builds deeper ones.
+func pathCost(m *meter, root, path any, depth int, spend bool) *Error {
 	p, ok := path.([]any)
 	if !ok {
 		return nil
+	}
+	if len(p)+depth > maxOutputDepth {
+		return m.refuse(fmt.Sprintf("a path update would nest a value %d levels deep; a view's values may nest at most %d", len(p)+depth, maxOutputDepth))
 	}
 	var growth int64
 	cur, known := root, spend
@@ -551,6 +709,87 @@ func joinCost(v, sep any) int64 {
 		}
 	}
 	return n
+}
+
+// depthOf is the nesting depth of v (0 for a scalar, 1 for [] or [1]),
+// or limit+1 once it passes limit.
+func depthOf(v any, limit int) int {
+	var walk func(any, int) int
+	walk = func(v any, d int) int {
+		if d > limit {
+			return d
+		}
+		deepest := d
+		switch x := v.(type) {
+		case []any:
+			deepest = d + 1
+			for _, e := range x {
+				if deepest = max(deepest, walk(e, d+1)); deepest > limit {
+					break
+				}
+			}
+		case map[string]any:
+			deepest = d + 1
+			for _, e := range x {
+				if deepest = max(deepest, walk(e, d+1)); deepest > limit {
+					break
+				}
+			}
+		}
+		return deepest
+	}
+	return min(walk(v, 0), limit+1)
+}
+
+// copyCost is what a builtin that copies v, making an element of about
+// 64 bytes per entry, allocates; the sort of a sort_by also holds one key
+// array per element.
+func copyCost(v any) int64 {
+	switch x := v.(type) {
+	case string:
+		return int64(len(x))
+	case []any:
+		return mulCost(int64(len(x)), 64)
+	case map[string]any:
+		return mulCost(int64(len(x)), 128)
+	}
+	return 0
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// compareCost prices what gojq compares, in one step, to subtract array r
+// from array l (each element of l with each of r) or to find whether l
+// contains r (each element of r with each of l, at every level): the
+// product of the sides' sizes, less for arrays on both sides, as an
+// element's comparison stops at its own size. Comparisons use no memory,
+// but they take time that no deadline interrupts, so they are priced in
+// the same units, a comparison of one byte for a byte.
+func compareCost(l, r any, limit int64) int64 {
+	_, ls := l.(string)
+	_, rs := r.(string)
+	if ls || rs || !isContainer(l) || !isContainer(r) { // a string search is linear
+		return 0
+	}
+	a, b := textSize(l, limit), textSize(r, limit)
+	n := mulCost(a, b)
+	if la, ok := l.([]any); ok {
+		if ra, ok := r.([]any); ok {
+			n = min(mulCost(a, int64(len(ra))), mulCost(int64(len(la)), b))
+		}
+	}
+	return n
+}
+
+func isContainer(v any) bool {
+	switch v.(type) {
+	case []any, map[string]any:
+		return true
+	}
+	return false
 }
 
 func lengthOf(v any) int64 {

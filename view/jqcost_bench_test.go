@@ -19,6 +19,7 @@ func BenchmarkJQPricing(b *testing.B) {
 		{"typical", `{names: [.items[].name], total: (.items | map(.n) | add), label: "\(.title) (\(.tags | join(", ")))"}`},
 		{"update", `.items |= map(.n += 1) | .items[0].name = "z"`},
 		{"arithmetic", `reduce range(1000) as $i (0; . + $i * 2)`},
+		{"literals", `[.items[] | .n + 1, .n - 1, .n / 2, (.name | length - 1)]`},
 	} {
 		q, err := gojq.Parse(c.query)
 		if err != nil {

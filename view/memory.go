@@ -143,8 +143,10 @@ func mulCost(a, b int64) int64 {
 // Budget bounds the heap of a process while views are evaluated in it. It
 // is shared by every View compiled with it (Options.Budget) and safe for
 // concurrent use. While at least one evaluation runs, a watchdog samples
-// the heap every few milliseconds. When the heap passes seven eighths of
-// the limit (the rest is room for what is allocated while it reacts), it
+// the heap every few milliseconds. When the heap passes the limit less the
+// room the running evaluations' steps in progress may still allocate
+// (their MaxMemory together, at least an eighth and at most half of the
+// limit), it
 // stops every evaluation that has run for at least stopAge and for at least
 // half as long as the oldest one (growing a heap by hundreds of megabytes
 // takes far longer than a typical view, which is done in well under a
@@ -228,9 +230,10 @@ func (b *Budget) watch() {
 			}
 			continue
 		}
+		threshold := b.threshold()
 		b.mu.Unlock()
 		metrics.Read(sample)
-		if sample[0].Value.Uint64() <= b.limit-b.limit/8 {
+		if sample[0].Value.Uint64() <= threshold {
 			continue
 		}
 		b.mu.Lock()
@@ -243,6 +246,20 @@ func (b *Budget) watch() {
 				Msg: fmt.Sprintf("stopped: the heap passed the view memory limit (%s) while this view ran", byteCount(int64(b.limit)))})
 		}
 	}
+}
+
+// threshold is the heap above which the watchdog stops evaluations: the
+// limit less the room the running evaluations' steps in progress may take
+// before they see that they were stopped (no priced step allocates more
+// than its evaluation's MaxMemory), and at least an eighth of the limit
+// for the rest of the process. b.mu is held.
+func (b *Budget) threshold() uint64 {
+	var room uint64
+	for m := range b.running {
+		room += uint64(max(m.limit, 0))
+	}
+	room = min(max(room, b.limit/8), b.limit/2)
+	return b.limit - room
 }
 
 // victims picks the evaluations to stop: those running for stopAge or

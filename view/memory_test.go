@@ -65,6 +65,31 @@ var hostile = []struct {
 	{"caught refusal", `{"type":"jq","query":"[range(100) | try (\"x\" * 1e9) catch 0] | length"}`, `{}`},
 	{"repetition inside a closure", `{"type":"jq","query":"[1,2] | sort_by(\"x\" * 1e9) | length"}`, `{}`},
 	{"user function around it", `{"type":"jq","query":"def f($n): \"y\" * $n; f(1e9) | length"}`, `{}`},
+	// gojq recurses on the goroutine stack along paths and through nested
+	// values: one update with a path of millions of steps overflowed the
+	// stack and ended the process; repeated updates nested values deeper
+	// than any step's path.
+	{"update along a long path", `{"type":"jq","query":"(\"\\u0000\" * 100000 | explode) as $p | null | setpath($p; 1) | 1"}`, `{}`},
+	{"nesting by repeated setpath", `{"type":"jq","query":"[range(5000) | 0] as $p | reduce range(40) as $i (null; setpath($p; .)) | 1"}`, `{}`},
+	{"nesting by repeated assignment", `{"type":"jq","query":"[range(5000) | 0] as $p | reduce range(40) as $i (null; . as $r | getpath($p) = $r) | 1"}`, `{}`},
+	{"nesting by repeated update", `{"type":"jq","query":"[range(5000) | 0] as $p | reduce range(40) as $i (null; . as $r | getpath($p) |= $r) | 1"}`, `{}`},
+	{"fromstream along a long path", `{"type":"jq","query":"fromstream(([range(20000) | 0] | [., 1]), ([0] | [.])) | 1"}`, `{}`},
+	// A sub-array search compares at every offset in one step, which no
+	// deadline interrupts: 100,000 × 2,000 comparisons.
+	{"sub-array search", `{"type":"jq","query":"indices(.[:2000] + [2]) | length"}`, `[` + strings.Repeat(`1,`, 99999) + `1]`},
+	{"array subtraction", `{"type":"jq","query":". - [range(2000) | 2] | length"}`, `[` + strings.Repeat(`1,`, 99999) + `1]`},
+	{"contains", `{"type":"jq","query":"(. + [2]) | contains([range(2000) | 2])"}`, `[` + strings.Repeat(`1,`, 99999) + `1]`},
+	{"inside", `{"type":"jq","query":"(. + [2]) as $a | [range(2000) | 2] | inside($a)"}`, `[` + strings.Repeat(`1,`, 99999) + `1]`},
+	// Builtins that gojq defines in jq use the unpriced originals inside:
+	// INDEX encodes each key with tostring, sub concatenates with +.
+	{"INDEX by a shared array", `{"type":"jq","query":"(\"x\" * 100000) as $s | [range(2000) | $s] as $a | INDEX(range(1); $a) | length"}`, `{}`},
+	{"INDEX/1 by a shared array", `{"type":"jq","query":"(\"x\" * 100000) as $s | [range(2000) | $s] as $a | [1] | INDEX($a) | length"}`, `{}`},
+	{"gsub with a long replacement", `{"type":"jq","query":"(\"x\" * 2000000) as $s | \"y\" * 2000 | gsub(\"\"; $s) | length"}`, `{}`},
+	{"sub with many replacements", `{"type":"jq","query":"(\"x\" * 2000000) as $s | \"y\" | [sub(\"\"; $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s, $s)] | length"}`, `{}`},
+	// Builtins that copy their input in one step, in a loop.
+	{"case conversion in a loop", `{"type":"jq","query":"(\"x\" * 1000000) as $s | [range(300) | $s | ascii_downcase] | length"}`, `{}`},
+	{"sort in a loop", `{"type":"jq","query":"[range(100000)] as $a | [range(300) | $a | sort] | length"}`, `{}`},
+	{"to_entries in a loop", `{"type":"jq","query":"([range(20000) | {key: tostring, value: 1}] | from_entries) as $o | [range(300) | $o | to_entries] | length"}`, `{}`},
 	{"many rules' outputs", `jq`, `{}`},
 	{"many JSONPath rules' outputs", `extract`, ``},
 	{"many format rules' outputs", `format`, ``},
@@ -180,6 +205,18 @@ func TestPricedViewsKeepTheirResults(t *testing.T) {
 		{`100000000000000000000 * 3`, `null`, `300000000000000000000`},
 		{`.a.b.c = 1 | .x[0].y = 2`, `{}`, `{"a":{"b":{"c":1}},"x":[{"y":2}]}`},
 		{`strftime("%Y")`, `0`, `"1970"`},
+		{`[. - [2], (.[0] - 1), contains([1]), inside([1,2,3,4]), ("foobar" | contains("bar"), inside("xfoobarx"))]`, `[1,2,3]`, `[[1,3],0,true,true,true,true]`},
+		{`.a -= 1 | .b |= . - [1] | {a, b, c: ({x: [1, 2]} | contains({x: [2]}))}`, `{"a":5,"b":[1,2]}`, `{"a":4,"b":[2],"c":true}`},
+		{`sort, sort_by(-.), group_by(. % 2), unique, unique_by(. % 2), reverse, (map(tostring) | implode? // "x"), keys`, `[3,1,2]`,
+			`[[1,2,3],[3,2,1],[[2],[3,1]],[1,2,3],[2,3],[2,1,3],"x",[0,1,2]]`},
+		{`to_entries, (to_entries | from_entries), with_entries(.key |= ascii_upcase), [tostream], del(.a), delpaths([["b"]]), (.a | ascii_downcase, ascii_upcase)`, `{"a":"Xy","b":1}`,
+			`[[{"key":"a","value":"Xy"},{"key":"b","value":1}],{"a":"Xy","b":1},{"A":"Xy","B":1},[[["a"],"Xy"],[["b"],1],[["b"]]],{"b":1},{"a":"Xy"},"xy","XY"]`},
+		{`INDEX(.id), INDEX(.[]; .id | . + 1)`, `[{"id":1},{"id":2}]`, `[{"1":{"id":1},"2":{"id":2}},{"2":{"id":1},"3":{"id":2}}]`},
+		{`[sub("(?<x>a)"; "<\(.x)>", "[\(.x)]")], gsub("a"; "b"; "i"), sub("A"; "c"; "gi")`, `"aAa"`, `[["<a>Aa","[a]Aa"],"bbb","ccc"]`},
+		{`[range(9000) | 0] as $p | setpath($p; [1]) | getpath($p), (getpath($p[:-1]) | length)`, `null`, `[[1],1]`},
+		{`.a |= [.] | .b = [[.a]] | [paths] | length`, `{"a":1}`, `6`},
+		{`indices([1,2]), index([1,2]), rindex([1,2]), indices([])`, `[1,2,1,2]`, `[[0,2],0,2,[]]`},
+		{`fromstream(([range(50) | 0] | [., 1]), ([0] | [.])) | [paths] | length`, `null`, `50`},
 	}
 	opts := view.Options{MaxMemory: testBudget, RuleTimeout: time.Minute}
 	for _, c := range cases {

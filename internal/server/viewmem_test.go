@@ -29,6 +29,15 @@ var hostilePreviews = []string{
 	`("x" * 100000) as $s | [range(5000) | $s] | add | length`,
 	`[range(1e9) | {a: .}] | length`,
 	`reduce range(40) as $i ("xy"; . + .) | length`,
+	// Steps that copy a value near the budget, each in one go: the heap
+	// grows by up to a budget per running view before the watchdog's stop
+	// is seen.
+	`("x" * 7000000) as $s | [range(1e9) | $s | ascii_downcase] | length`,
+	`("x" * 7000000) as $s | [range(1e9) | $s | ascii_upcase] | length`,
+	`([range(100000) | {key: tostring, value: 1}] | from_entries) as $o | [range(1e9) | $o | setpath(["x"]; 1)] | length`,
+	`([range(400000)]) as $a | [range(1e9) | $a | reverse] | length`,
+	`([range(400000)]) as $a | [range(1e9) | $a | sort] | length`,
+	`([range(100000) | {key: tostring, value: 1}] | from_entries) as $o | [range(1e9) | $o | keys] | length`,
 }
 
 // heapBytes is the heap as the Budget sees it.
