@@ -161,6 +161,7 @@ type Budget struct {
 	mu        sync.Mutex
 	running   map[*meter]struct{}
 	watching  bool
+	softLimit int64 // the runtime's soft memory limit before the watchdog lowered it; -1 when it did not
 	stopped   int // evaluations stopped since the memory was last returned
 	stopCount atomic.Int64
 }
@@ -189,8 +190,26 @@ func (b *Budget) enter(m *meter) {
 	b.running[m] = struct{}{}
 	if !b.watching {
 		b.watching = true
+		// While views run, the collector works to keep the heap under the
+		// limit too: between two samples of the watchdog, views that grow
+		// by many small steps otherwise leave garbage the sample counts and
+		// the collector has not yet swept.
+		b.softLimit = -1
+		if prev := debug.SetMemoryLimit(-1); prev > int64(b.limit) {
+			debug.SetMemoryLimit(int64(b.limit))
+			b.softLimit = prev
+		}
 		go b.watch()
 	}
+}
+
+// restoreSoftLimit gives back the soft memory limit the watchdog lowered,
+// unless someone else has changed it since. b.mu is held.
+func (b *Budget) restoreSoftLimit() {
+	if b.softLimit >= 0 && debug.SetMemoryLimit(-1) == int64(b.limit) {
+		debug.SetMemoryLimit(b.softLimit)
+	}
+	b.softLimit = -1
 }
 
 func (b *Budget) leave(m *meter) {
@@ -212,6 +231,7 @@ func (b *Budget) watch() {
 		b.mu.Lock()
 		if len(b.running) == 0 {
 			b.watching = false
+			b.restoreSoftLimit()
 			free := b.stopped > 0
 			b.stopped = 0
 			b.mu.Unlock()

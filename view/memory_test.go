@@ -312,7 +312,9 @@ func TestBudgetStopsGrowthBySmallSteps(t *testing.T) {
 		`[range(1e9)] | length`,
 		`[limit(1e9; repeat("ab"))] | length`,
 		`[range(1e9) | {a: .}] | length`,
-		`reduce range(1e9) as $i ([]; . + [$i]) | length`,
+		// Not `reduce … (. + [$i])`: its `+` is priced, and the spending
+		// limit may stop it before the watchdog does.
+		`[range(1e9) | [., .]] | length`,
 	}
 	stop := make(chan struct{})
 	peak := peakHeap(stop)

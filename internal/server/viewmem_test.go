@@ -37,6 +37,7 @@ var hostilePreviews = []string{
 	`([range(100000) | {key: tostring, value: 1}] | from_entries) as $o | [range(1e9) | $o | setpath(["x"]; 1)] | length`,
 	`([range(400000)]) as $a | [range(1e9) | $a | reverse] | length`,
 	`([range(400000)]) as $a | [range(1e9) | $a | sort] | length`,
+	`([range(400000) | tostring]) as $a | [range(1e9) | $a | map(.)] | length`,
 	`([range(100000) | {key: tostring, value: 1}] | from_entries) as $o | [range(1e9) | $o | keys] | length`,
 }
 
