@@ -162,7 +162,7 @@ type Budget struct {
 	running   map[*meter]struct{}
 	watching  bool
 	softLimit int64 // the runtime's soft memory limit before the watchdog lowered it; -1 when it did not
-	stopped   int // evaluations stopped since the memory was last returned
+	stopped   int   // evaluations stopped since the memory was last returned
 	stopCount atomic.Int64
 }
 
