@@ -12,9 +12,10 @@ import (
 // to refuse the tokens they name.
 type Revocation struct {
 	Seq int64 `json:"seq"` // grows with every revocation recorded
-	// OwnerID is the owner whose tokens it names. A token revocation with
-	// no owner (the operator's, from the command line) names the token of
-	// whatever owner carries that id.
+	// OwnerID is the owner whose tokens it names. A revocation with no
+	// owner (only the operator's, from the command line) names the token
+	// of whatever owner carries that id, or the agent's tokens in every
+	// owner.
 	OwnerID string    `json:"owner_id,omitempty"`
 	TokenID string    `json:"id,omitempty"`    // one token; or
 	AgentID string    `json:"agent,omitempty"` // the agent's tokens issued before Before
@@ -32,7 +33,7 @@ func (r *Revocation) Names(owner, agent, jti string, issued time.Time) bool {
 	if r.TokenID != "" {
 		return jti == r.TokenID && (r.OwnerID == "" || r.OwnerID == owner)
 	}
-	return r.OwnerID == owner && r.AgentID == agent && issued.Before(r.Before)
+	return (r.OwnerID == "" || r.OwnerID == owner) && r.AgentID == agent && issued.Before(r.Before)
 }
 
 // ValidateRevocation checks a revocation to record; a bad one is
@@ -51,8 +52,6 @@ func ValidateRevocation(r *Revocation) error {
 		return invalid("id", "required: the token's id, or else an agent whose tokens to revoke")
 	case r.TokenID != "" && !r.Before.IsZero():
 		return invalid("before", "applies to an agent's tokens, not to one token's id")
-	case r.AgentID != "" && r.OwnerID == "":
-		return invalid("owner_id", "required with agent: tokens belong to an agent of an owner")
 	case r.AgentID != "" && r.Before.IsZero():
 		return invalid("before", "required with agent")
 	}

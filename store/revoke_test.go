@@ -12,6 +12,7 @@ func TestRevocationNames(t *testing.T) {
 	byID := store.Revocation{OwnerID: "acme", TokenID: "j1"}
 	anyOwner := store.Revocation{TokenID: "j1"}
 	agent := store.Revocation{OwnerID: "acme", AgentID: "bot", Before: t0}
+	agentAnyOwner := store.Revocation{AgentID: "bot", Before: t0}
 	for _, tc := range []struct {
 		name              string
 		r                 store.Revocation
@@ -33,6 +34,9 @@ func TestRevocationNames(t *testing.T) {
 		{"agent, no issue time", agent, "acme", "bot", "j", time.Time{}, true},
 		{"agent, other agent", agent, "acme", "bot2", "j", t0.Add(-time.Hour), false},
 		{"agent, other owner", agent, "evil", "bot", "j", t0.Add(-time.Hour), false},
+		{"agent of any owner", agentAnyOwner, "evil", "bot", "j", t0.Add(-time.Hour), true},
+		{"agent of any owner, other agent", agentAnyOwner, "evil", "bot2", "j", t0.Add(-time.Hour), false},
+		{"agent of any owner, issued after", agentAnyOwner, "acme", "bot", "j", t0.Add(time.Second), false},
 	} {
 		if got := tc.r.Names(tc.owner, tc.agent, tc.jti, tc.issued); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

@@ -68,8 +68,18 @@ func TestTokenRevokeWhileServing(t *testing.T) {
 	if code, body := call(t, "GET", s.url+"/breadcrumbs", three, ""); code != 200 {
 		t.Fatalf("a token issued after the revocation: %d %s", code, body)
 	}
+
+	// Without --owner: the agent's tokens in every owner, and no other agent's.
+	ci1 := mint(t, "--data", data, "--owner", "acme", "--agent", "ci", "--roles", "emitter")
+	ci2 := mint(t, "--data", data, "--owner", "globex", "--agent", "ci", "--roles", "emitter")
+	revokeCLI(t, "--data", data, "--agent", "ci")
+	waitRefused(t, s.url, ci1, time.Now())
+	waitRefused(t, s.url, ci2, time.Now())
+	if code, body := call(t, "GET", s.url+"/breadcrumbs", three, ""); code != 200 {
+		t.Fatalf("another agent after a revocation in every owner: %d %s", code, body)
+	}
 	var out bytes.Buffer
-	if code := cli.Main(context.Background(), []string{"token", "revocations", "--data", data}, nil, &out, &bytes.Buffer{}); code != 0 || strings.Count(out.String(), "\n") != 2 {
+	if code := cli.Main(context.Background(), []string{"token", "revocations", "--data", data}, nil, &out, &bytes.Buffer{}); code != 0 || strings.Count(out.String(), "\n") != 3 {
 		t.Fatalf("revocations: %d %q", code, out.String())
 	}
 }

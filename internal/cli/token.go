@@ -20,7 +20,7 @@ func init() {
 		name:    "token",
 		summary: "mint a bearer token for an agent; revoke tokens, list revocations",
 		usage: `Usage: ctxkit token (--data DIR | --key FILE) --owner O --agent A --roles r1,r2 [--ttl 24h]
-       ctxkit token revoke (--data DIR | --db URL) (--id ID | --owner O --agent A [--before TIME])
+       ctxkit token revoke (--data DIR | --db URL) (--id ID | --agent A [--before TIME]) [--owner O]
        ctxkit token revocations (--data DIR | --db URL)
 
 Prints a bearer token (and nothing else) signed with the server's key; its
@@ -30,10 +30,11 @@ update), subscriber (read, stream events).
 
 'ctxkit token revoke' records a revocation in the server's database: the
 token with id ID (of any owner, or only of --owner O), or every token of
-agent A of owner O issued before TIME (RFC 3339, default now; tokens carry
-their issue time in whole seconds, so those issued in TIME's second count
-as before it). Every server on the database refuses them (401
-token_revoked) within a second. It prints the revocation as a JSON line.
+agent A (of owner O, or of every owner without --owner) issued before TIME
+(RFC 3339, default now; tokens carry their issue time to the microsecond;
+older tokens in whole seconds, which count as issued at the second's
+start). Every server on the database refuses them (401 token_revoked)
+within a second. It prints the revocation as a JSON line.
 Revocations cannot be undone: mint new tokens instead.
 'ctxkit token revocations' prints every revocation as a JSON line, oldest
 first. A curator can also revoke its own owner's tokens with POST
@@ -141,11 +142,9 @@ func runRevoke(ctx context.Context, e *env, args []string) error {
 	r := store.Revocation{OwnerID: *owner, TokenID: *id, AgentID: *agent, RevokedBy: "cli"}
 	switch {
 	case *id == "" && *agent == "":
-		return usagef("revoke: give --id, or --owner and --agent")
+		return usagef("revoke: give --id, or --agent (with --owner, or in every owner)")
 	case *id != "" && *agent != "":
 		return usagef("revoke: give --id or --agent, not both")
-	case *agent != "" && *owner == "":
-		return usagef("revoke: --agent needs --owner: tokens belong to an agent of an owner")
 	case *before != "" && *agent == "":
 		return usagef("revoke: --before applies to --agent")
 	case *before != "":

@@ -119,8 +119,10 @@ func (set *revocationSet) revoked(v verified) (store.Revocation, bool) {
 			}
 		}
 	}
-	if r, ok := set.byAgent[[2]string{v.p.OwnerID, v.p.AgentID}]; ok && r.Names(v.p.OwnerID, v.p.AgentID, v.id, v.issued) {
-		return r, true
+	for _, owner := range [...]string{v.p.OwnerID, ""} { // "": the operator's, of every owner
+		if r, ok := set.byAgent[[2]string{owner, v.p.AgentID}]; ok && r.Names(v.p.OwnerID, v.p.AgentID, v.id, v.issued) {
+			return r, true
+		}
 	}
 	return store.Revocation{}, false
 }
