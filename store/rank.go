@@ -76,82 +76,115 @@ type RankedCandidate struct {
 
 // Rank scores cands, which must be every match of e the caller may list
 // up to the rank bound (the statistics are theirs), and returns the best
-// limit of them, best first: the ones whose title holds every group of e
-// first, then by relevance, ties broken by the newer id. It reads each
-// document once per term with a substring search, so its cost is bounded
-// by the rank bound, MaxQueryTerms and MaxSearchBytes.
+// limit of them, best first (see Ranker.Best).
 func (e *SearchExpr) Rank(cands []SearchCandidate, limit int) []RankedCandidate {
-	type term struct {
-		pat    string // its words, space-separated, as in a document
-		prefix bool
-		group  int
+	r := e.Ranker()
+	for _, c := range cands {
+		r.Add(c.ID, c.Doc)
 	}
-	var terms []term
+	return r.Best(limit)
+}
+
+// A Ranker scores a search's candidates as they are read, one document at
+// a time: it keeps only each candidate's term counts and field lengths, so
+// a search holds one document at once, not every candidate's.
+type Ranker struct {
+	terms    []rankTerm
+	ids      []string
+	tf       []uint16 // tf[(c*len(terms)+t)*numFields+f]: occurrences of term t in field f of candidate c (at most MaxSearchWords: they fit)
+	lens     [][numFields]int
+	sumLen   [numFields]int
+	df       []int
+	inTitle  []bool
+	groupHit []bool
+}
+
+type rankTerm struct {
+	pat    string // its words, space-separated, as in a document
+	prefix bool
+	group  int
+}
+
+// Ranker returns an empty Ranker for e.
+func (e *SearchExpr) Ranker() *Ranker {
+	r := &Ranker{groupHit: make([]bool, len(e.All))}
 	for g, alts := range e.All {
 		for _, t := range alts {
-			terms = append(terms, term{strings.Join(t.Words, " "), t.Prefix, g})
+			r.terms = append(r.terms, rankTerm{strings.Join(t.Words, " "), t.Prefix, g})
 		}
 	}
-	nt := len(terms)
-	// tf[(c*nt+t)*numFields+f]: occurrences of term t in field f of
-	// candidate c (at most MaxSearchWords: they fit).
-	tf := make([]uint16, len(cands)*nt*numFields)
-	lens := make([][numFields]int, len(cands))
-	var sumLen [numFields]int
-	df := make([]int, nt)
-	inTitle := make([]bool, len(cands))
-	groupHit := make([]bool, len(e.All))
-	for c := range cands {
-		fields := splitFields(cands[c].Doc)
+	r.df = make([]int, len(r.terms))
+	return r
+}
+
+// Add counts the next candidate: its breadcrumb's id and search document
+// (EncodeDocument). Its index in Best's result is the number added before.
+// It reads the document once per term with a substring search, so a
+// search's cost is bounded by the rank bound, MaxQueryTerms and
+// MaxSearchBytes.
+func (r *Ranker) Add(id, doc string) {
+	c := len(r.ids)
+	r.ids = append(r.ids, id)
+	nt := len(r.terms)
+	r.tf = append(r.tf, make([]uint16, nt*numFields)...)
+	r.lens = append(r.lens, [numFields]int{})
+	fields := splitFields(doc)
+	for f, text := range fields {
+		if text != "" {
+			r.lens[c][f] = strings.Count(text, " ") + 1
+		}
+		r.sumLen[f] += r.lens[c][f]
+	}
+	clear(r.groupHit)
+	for t, tm := range r.terms {
+		base := (c*nt + t) * numFields
+		held := false
 		for f, text := range fields {
-			if text != "" {
-				lens[c][f] = strings.Count(text, " ") + 1
-			}
-			sumLen[f] += lens[c][f]
+			n := countTerm(text, tm.pat, tm.prefix)
+			r.tf[base+f] = uint16(min(n, math.MaxUint16))
+			held = held || n > 0
 		}
-		clear(groupHit)
-		for t, tm := range terms {
-			base := (c*nt + t) * numFields
-			held := false
-			for f, text := range fields {
-				n := countTerm(text, tm.pat, tm.prefix)
-				tf[base+f] = uint16(min(n, math.MaxUint16))
-				held = held || n > 0
-			}
-			if held {
-				df[t]++
-			}
-			if tf[base] > 0 {
-				groupHit[tm.group] = true
-			}
+		if held {
+			r.df[t]++
 		}
-		inTitle[c] = !slices.Contains(groupHit, false)
+		if r.tf[base] > 0 {
+			r.groupHit[tm.group] = true
+		}
 	}
-	n := float64(len(cands))
+	r.inTitle = append(r.inTitle, !slices.Contains(r.groupHit, false))
+}
+
+// Best returns the best limit of the candidates added, best first: the
+// ones whose title holds every group of the query first, then by
+// relevance, ties broken by the newer id. The statistics (document
+// frequencies, average field lengths) are those of the candidates added.
+func (r *Ranker) Best(limit int) []RankedCandidate {
+	nt := len(r.terms)
+	n := float64(len(r.ids))
 	idf := make([]float64, nt)
-	for t := range terms {
+	for t := range r.terms {
 		// At least 1, so a term every match holds still counts; more for
 		// a term fewer of the matches hold (one side of an OR, a prefix).
-		idf[t] = 1 + math.Log((n+1)/(float64(df[t])+1))
+		idf[t] = 1 + math.Log((n+1)/(float64(r.df[t])+1))
 	}
 	var avg [numFields]float64
 	for f := range avg {
-		avg[f] = float64(sumLen[f]) / n
+		avg[f] = float64(r.sumLen[f]) / n
 	}
-	out := make([]RankedCandidate, len(cands))
-	for c := range cands {
+	out := make([]RankedCandidate, len(r.ids))
+	for c := range r.ids {
 		rank := 0.0
-		for t := range terms {
+		for t := range r.terms {
 			base := (c*nt + t) * numFields
 			w := 0.0
 			for f := range numFields {
-				if k := tf[base+f]; k > 0 {
-					w += fieldWeights[f] * float64(k) / (1 - rankB + rankB*float64(lens[c][f])/avg[f])
+				if k := r.tf[base+f]; k > 0 {
+					w += fieldWeights[f] * float64(k) / (1 - rankB + rankB*float64(r.lens[c][f])/avg[f])
 				}
 			}
 			rank += idf[t] * w * (rankK1 + 1) / (w + rankK1)
 		}
-		out[c] = RankedCandidate{Index: c, Score: Score(rank, inTitle[c])}
+		out[c] = RankedCandidate{Index: c, Score: Score(rank, r.inTitle[c])}
 	}
 	slices.SortFunc(out, func(x, y RankedCandidate) int {
 		if x.Score != y.Score {
@@ -160,7 +193,7 @@ func (e *SearchExpr) Rank(cands []SearchCandidate, limit int) []RankedCandidate 
 			}
 			return 1
 		}
-		return strings.Compare(cands[y.Index].ID, cands[x.Index].ID)
+		return strings.Compare(r.ids[y.Index], r.ids[x.Index])
 	})
 	return out[:min(limit, len(out))]
 }

@@ -233,21 +233,30 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 	sql := fmt.Sprintf(`WITH cand AS MATERIALIZED (`+cand+`)
 		SELECT c.id::text, coalesce(d.doc, ''), (SELECT count(*) FROM cand)
 		FROM (SELECT id FROM cand ORDER BY id DESC LIMIT $%d - 1) c LEFT JOIN search_docs d ON d.breadcrumb_id = c.id AND d.owner_id = $1`, kn)
-	var cands []store.SearchCandidate
+	// Each document is counted as it is read and dropped: a search holds
+	// one at a time, not every candidate's.
+	var (
+		cands  []store.SearchCandidate // ids only
+		ranker = e.Ranker()
+	)
 	err = d.query(ctx, scope{owner: a.OwnerID}, sql, args, func(rows pgx.Rows) error {
 		var (
 			c     store.SearchCandidate
+			doc   string
 			total int64
 		)
-		err := rows.Scan(&c.ID, &c.Doc, &total)
+		if err := rows.Scan(&c.ID, &doc, &total); err != nil {
+			return err
+		}
+		ranker.Add(c.ID, doc)
 		cands = append(cands, c)
 		res.Bounded = res.Bounded || total > int64(bound)
-		return err
+		return nil
 	})
 	if err != nil {
 		return store.SearchResult{}, err
 	}
-	ranked := e.Rank(cands, limit)
+	ranked := ranker.Best(limit)
 	if len(ranked) == 0 {
 		return res, nil
 	}

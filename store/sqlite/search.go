@@ -187,16 +187,23 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 	if err != nil {
 		return res, d.fail(fmt.Errorf("search: %w", err))
 	}
-	var cands []store.SearchCandidate
+	// Each document is counted as it is read and dropped: a search holds
+	// one at a time, not every candidate's.
+	var (
+		cands  []store.SearchCandidate // ids only
+		ranker = e.Ranker()
+	)
 	for rows.Next() {
 		var (
 			c     store.SearchCandidate
+			doc   string
 			total int
 		)
-		if err := rows.Scan(&c.ID, &c.Doc, &total); err != nil {
+		if err := rows.Scan(&c.ID, &doc, &total); err != nil {
 			rows.Close()
 			return res, d.fail(err)
 		}
+		ranker.Add(c.ID, doc)
 		cands = append(cands, c)
 		res.Bounded = res.Bounded || total > bound
 	}
@@ -204,7 +211,7 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 	if err := rows.Err(); err != nil {
 		return res, d.fail(fmt.Errorf("search: %w", err))
 	}
-	ranked := e.Rank(cands, limit)
+	ranked := ranker.Best(limit)
 	if len(ranked) == 0 {
 		return res, nil
 	}
