@@ -109,10 +109,13 @@ type Feed struct {
 type feedStream struct {
 	a      Actor
 	filter EventFilter
-	ch     chan *Event   // shared with the other streams: read only
-	lost   atomic.Bool   // a change was dropped: read the database before going on
-	end    chan struct{} // closed by the feed, with err, to end the stream
-	err    error
+	ch     chan *Event // shared with the other streams: read only
+	lost   atomic.Bool // a change was dropped: read the database before going on
+	// lostKick wakes a consumer that emptied ch before lost was set, so a
+	// dropped change never waits for the next one to be found.
+	lostKick chan struct{}
+	end      chan struct{} // closed by the feed, with err, to end the stream
+	err      error
 }
 
 // NewFeed starts a feed's reader; Close stops it.
@@ -255,6 +258,10 @@ func (f *Feed) read() {
 					case s.ch <- e:
 					default:
 						s.lost.Store(true)
+						select {
+						case s.lostKick <- struct{}{}:
+						default:
+						}
 					}
 				}
 			}
@@ -290,7 +297,8 @@ func (f *Feed) subscribe(ctx context.Context, a Actor, filter EventFilter) (*fee
 	if !f.known {
 		f.cursor, f.known = latest, true
 	}
-	s := &feedStream{a: a, filter: filter, ch: make(chan *Event, f.opts.Buffer), end: make(chan struct{})}
+	s := &feedStream{a: a, filter: filter, ch: make(chan *Event, f.opts.Buffer), end: make(chan struct{}),
+		lostKick: make(chan struct{}, 1)}
 	set := f.owners[a.OwnerID]
 	if set == nil {
 		set = map[*feedStream]struct{}{}
@@ -378,6 +386,12 @@ func (f *Feed) Events(ctx context.Context, a Actor, after int64, filter EventFil
 			case <-s.end:
 				yield(Event{}, s.err)
 				return
+			case <-s.lostKick:
+				if s.lost.Swap(false) {
+					if !catchUp() {
+						return
+					}
+				}
 			case e := <-s.ch:
 				// A change was dropped while this one waited, or before it
 				// was handed over: the database has both (the flag is
