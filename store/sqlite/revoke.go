@@ -36,7 +36,7 @@ func (d *DB) Revocations(ctx context.Context, after int64) ([]store.Revocation, 
 	rows, err := d.r.QueryContext(ctx, `SELECT seq, owner_id, token_id, agent_id, issued_before, revoked_at, revoked_by
 		FROM revocations WHERE seq > ? ORDER BY seq`, after)
 	if err != nil {
-		return nil, err
+		return nil, d.fail(err)
 	}
 	defer rows.Close()
 	var out []store.Revocation
@@ -47,7 +47,7 @@ func (d *DB) Revocations(ctx context.Context, after int64) ([]store.Revocation, 
 			at     int64
 		)
 		if err := rows.Scan(&r.Seq, &r.OwnerID, &r.TokenID, &r.AgentID, &before, &at, &r.RevokedBy); err != nil {
-			return nil, err
+			return nil, d.fail(err)
 		}
 		if before.Valid {
 			r.Before = time.UnixMicro(before.Int64).UTC()
@@ -55,5 +55,5 @@ func (d *DB) Revocations(ctx context.Context, after int64) ([]store.Revocation, 
 		r.RevokedAt = time.UnixMicro(at).UTC()
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	return out, d.fail(rows.Err())
 }

@@ -670,7 +670,7 @@ func (d *DB) readEvents(ctx context.Context, query string, args []any, who bool,
 			dest = append(dest, &c.OwnerID, &vis, &c.CreatedBy)
 		}
 		if err := rows.Scan(dest...); err != nil {
-			return err
+			return d.fail(err)
 		}
 		c.Kind, c.At, c.Visibility = store.EventKind(kind), time.UnixMicro(at).UTC(), store.Visibility(vis)
 		if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
@@ -678,7 +678,7 @@ func (d *DB) readEvents(ctx context.Context, query string, args []any, who bool,
 		}
 		each(&c)
 	}
-	return rows.Err()
+	return d.fail(rows.Err())
 }
 
 // LatestSeq implements store.Store.
