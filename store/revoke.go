@@ -58,6 +58,23 @@ func ValidateRevocation(r *Revocation) error {
 	return nil
 }
 
+// ParseRevocationBefore reads the time an agent revocation names (RFC
+// 3339): tokens issued before it are revoked. A time before 1970 (which
+// would read as no time at all) or after now (tokens minted later would be
+// born revoked, with no way to undo it) is CodeInvalid naming "before".
+func ParseRevocationBefore(s string, now time.Time) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	switch {
+	case err != nil:
+		return time.Time{}, invalid("before", "%q is not an RFC 3339 time such as \"2026-01-02T15:04:05Z\"", s)
+	case t.Before(time.Unix(0, 0)):
+		return time.Time{}, invalid("before", "%s is before 1970: no token was issued then", s)
+	case t.After(now):
+		return time.Time{}, invalid("before", "%s is in the future", s)
+	}
+	return t, nil
+}
+
 // PlainID reports whether an id is one every backend stores and a token
 // carries: at most 256 bytes of UTF-8 without control characters.
 func PlainID(s string) bool {

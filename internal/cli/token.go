@@ -148,12 +148,9 @@ func runRevoke(ctx context.Context, e *env, args []string) error {
 	case *before != "" && *agent == "":
 		return usagef("revoke: --before applies to --agent")
 	case *before != "":
-		t, err := time.Parse(time.RFC3339Nano, *before)
+		t, err := store.ParseRevocationBefore(*before, now)
 		if err != nil {
-			return usagef("revoke: --before: %q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", *before)
-		}
-		if t.After(now) {
-			return usagef("revoke: --before: %s is in the future", *before)
+			return usagef("revoke: --%v", err)
 		}
 		r.Before = t
 	case *agent != "":

@@ -164,18 +164,9 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, p Principal) err
 	case req.Before != "" && req.Agent == "":
 		return errorf(http.StatusBadRequest, store.CodeInvalid, "before: applies to an agent's tokens; give agent too")
 	case req.Before != "":
-		t, err := time.Parse(time.RFC3339Nano, req.Before)
+		t, err := store.ParseRevocationBefore(req.Before, now)
 		if err != nil {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "before: %q is not an RFC 3339 time such as \"2026-01-02T15:04:05Z\"", req.Before)
-		}
-		if t.Before(time.Unix(0, 0)) {
-			// The zero time would read as no time given at all.
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "before: %s is before 1970: no token was issued then", req.Before)
-		}
-		if t.After(now) {
-			// Tokens minted later would be born revoked, with no way
-			// to undo it.
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "before: %s is in the future", req.Before)
+			return err
 		}
 		rv.Before = t
 	case req.Agent != "":
