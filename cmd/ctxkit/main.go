@@ -5,7 +5,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/ctxkit/ctxkit/internal/cli"
+	"github.com/ctxkit/ctxkit/internal/app/cli"
 )
 
 func main() { os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }

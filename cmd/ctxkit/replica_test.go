@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxkit/ctxkit/internal/pgtest"
+	"github.com/ctxkit/ctxkit/internal/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) {

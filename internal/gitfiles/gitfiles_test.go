@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/internal/gitfiles"
-	"github.com/ctxkit/ctxkit/internal/gitfiles/gitfilestest"
+	"github.com/ctxkit/ctxkit/internal/testkit/gitfilestest"
 )
 
 // TestPromisorRepoRunsItsCommand: the fixture does run its command when

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ctxkit/ctxkit/internal/pgtest"
+	"github.com/ctxkit/ctxkit/internal/testkit/pgtest"
 	"github.com/ctxkit/ctxkit/store/postgres"
 	"github.com/ctxkit/ctxkit/store/storetest"
 )

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/ctxkit/ctxkit/internal/pgtest"
+	"github.com/ctxkit/ctxkit/internal/testkit/pgtest"
 	"github.com/ctxkit/ctxkit/store"
 )
 

@@ -1,0 +1,535 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/view"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	m.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openAPI)
+	})
+	m.Handle("POST /breadcrumbs", s.authed(RoleEmitter, s.create))
+	m.Handle("GET /breadcrumbs", s.authed("", s.list))
+	m.Handle("GET /breadcrumbs/{id}", s.authed("", s.getView))
+	m.Handle("GET /breadcrumbs/{id}/full", s.authed("", s.getFull))
+	m.Handle("PATCH /breadcrumbs/{id}", s.authed(RoleEmitter, s.patch))
+	m.Handle("DELETE /breadcrumbs/{id}", s.authed(RoleCurator, s.delete))
+	m.Handle("GET /breadcrumbs/{id}/history", s.authed("", s.history))
+	m.Handle("POST /breadcrumbs/{id}/tags/add", s.authed(RoleEmitter, s.tags(true)))
+	m.Handle("POST /breadcrumbs/{id}/tags/remove", s.authed(RoleEmitter, s.tags(false)))
+	m.Handle("POST /breadcrumbs/{id}/context/merge", s.authed(RoleEmitter, s.merge))
+	m.Handle("POST /views/preview", s.authed("", s.preview))
+	m.Handle("POST /tokens/revoke", s.authed(RoleCurator, s.revoke))
+	s.searchRoutes(m)
+	m.Handle("GET /events/stream", s.authed(RoleSubscriber, s.stream))
+	m.Handle("GET /metrics", s.authed(RoleCurator, func(w http.ResponseWriter, r *http.Request, _ Principal) error {
+		s.metrics.handler().ServeHTTP(w, r)
+		return nil
+	}))
+	s.relayRoutes(m)
+	if g := s.opts.Gateway; g != nil {
+		m.Handle("POST /v1/messages", s.gatewayAuthed(gateway.Anthropic, g.Messages))
+		m.Handle("POST /v1/chat/completions", s.gatewayAuthed(gateway.OpenAI, g.ChatCompletions))
+		m.Handle("GET /v1/models", s.gatewayAuthed(gateway.OpenAI, g.Models))
+	}
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// The path may exist with other methods: that is a 405 with Allow.
+		var allow []string
+		for _, method := range []string{"GET", "POST", "PATCH", "DELETE"} {
+			probe := r.Clone(r.Context())
+			probe.Method = method
+			if _, pattern := m.Handler(probe); pattern != "/" && pattern != "" {
+				allow = append(allow, method)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
+		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// createRequest is a create body, in the shape RCRT accepts.
+type createRequest struct {
+	Title           string          `json:"title"`
+	Description     string          `json:"description"`
+	SemanticVersion string          `json:"semantic_version"`
+	Context         json.RawMessage `json:"context"`
+	Tags            []string        `json:"tags"`
+	SchemaName      string          `json:"schema_name"`
+	LLMHints        json.RawMessage `json:"llm_hints"`
+	Visibility      string          `json:"visibility"`
+	Sensitivity     string          `json:"sensitivity"`
+	TTL             string          `json:"ttl"`
+	TTLType         string          `json:"ttl_type"`
+	TTLConfig       *ttlConfig      `json:"ttl_config"`
+}
+
+type ttlConfig struct {
+	Duration  string `json:"duration"`
+	MaxReads  int64  `json:"max_reads"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+// expiry turns ttl, ttl_type and ttl_config into an expiry time and a read budget.
+func expiry(ttl, typ string, cfg *ttlConfig, now time.Time) (*time.Time, int64, error) {
+	if cfg == nil {
+		cfg = &ttlConfig{}
+	}
+	at := func(field, s string) (*time.Time, error) {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return &t, nil
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return nil, errorf(http.StatusBadRequest, store.CodeInvalid, "%s: %q is neither an RFC 3339 time nor a positive duration such as \"2h\"", field, s)
+		}
+		t := now.Add(d)
+		return &t, nil
+	}
+	notPast := func(t *time.Time, err error) (*time.Time, error) {
+		if err == nil && t != nil && !t.After(now) {
+			return nil, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl: %s is already past", t.Format(time.RFC3339))
+		}
+		return t, err
+	}
+	needReads := func() (int64, error) {
+		if cfg.MaxReads <= 0 {
+			return 0, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl_config.max_reads: a %s TTL needs a positive number of reads", typ)
+		}
+		return cfg.MaxReads, nil
+	}
+	when := func() (*time.Time, error) {
+		switch {
+		case cfg.Duration != "":
+			return at("ttl_config.duration", cfg.Duration)
+		case cfg.ExpiresAt != "":
+			return at("ttl_config.expires_at", cfg.ExpiresAt)
+		case ttl != "":
+			return at("ttl", ttl)
+		}
+		return nil, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl_config: a %s TTL needs a duration, an expires_at or a ttl", typ)
+	}
+	switch typ {
+	case "":
+		if ttl == "" {
+			return nil, 0, nil
+		}
+		t, err := notPast(at("ttl", ttl))
+		return t, 0, err
+	case "never":
+		return nil, 0, nil
+	case "datetime", "duration":
+		t, err := notPast(when())
+		return t, 0, err
+	case "usage":
+		n, err := needReads()
+		return nil, n, err
+	case "hybrid":
+		t, err := notPast(when())
+		if err != nil {
+			return nil, 0, err
+		}
+		n, err := needReads()
+		return t, n, err
+	}
+	return nil, 0, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl_type: %q is not one of never, datetime, duration, usage, hybrid", typ)
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, p Principal) error {
+	body, err := readBody(w, r, s.opts.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	var req createRequest
+	if err := s.parse(body, &req); err != nil {
+		return err
+	}
+	exp, reads, err := expiry(req.TTL, req.TTLType, req.TTLConfig, s.opts.Now())
+	if err != nil {
+		return err
+	}
+	in := store.Breadcrumb{
+		Title: req.Title, Description: req.Description, SemanticVersion: req.SemanticVersion,
+		Context: req.Context, Tags: req.Tags, SchemaName: req.SchemaName, LLMHints: req.LLMHints,
+		Visibility: store.Visibility(req.Visibility), Sensitivity: store.Sensitivity(req.Sensitivity),
+		ExpiresAt: exp, MaxReads: reads,
+	}
+	in.SearchText = s.searchText(r.Context(), &in, 1)
+	idem := store.Idempotency{Key: r.Header.Get("Idempotency-Key")}
+	if idem.Key != "" {
+		if len(idem.Key) > 256 {
+			return errorf(http.StatusBadRequest, store.CodeInvalid, "Idempotency-Key: longer than 256 bytes")
+		}
+		if !plainID(idem.Key) {
+			return errorf(http.StatusBadRequest, store.CodeInvalid, "Idempotency-Key: must be UTF-8 without control characters")
+		}
+		sum := sha256.Sum256(body)
+		idem.RequestHash = hex.EncodeToString(sum[:])
+	}
+	b, replayed, err := s.opts.Store.Create(r.Context(), actor(p), in, idem)
+	if err != nil {
+		return err
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Location", "/breadcrumbs/"+b.ID)
+	writeJSON(w, http.StatusCreated, map[string]any{"id": b.ID, "version": b.Version})
+	return nil
+}
+
+// summary is a breadcrumb in a list, without its context unless asked.
+type summary struct {
+	ID          string            `json:"id"`
+	Title       string            `json:"title"`
+	Description string            `json:"description,omitempty"`
+	Tags        []string          `json:"tags"`
+	SchemaName  string            `json:"schema_name,omitempty"`
+	Version     int64             `json:"version"`
+	Visibility  store.Visibility  `json:"visibility"`
+	Sensitivity store.Sensitivity `json:"sensitivity"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+	Context     json.RawMessage   `json:"context,omitempty"`
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, p Principal) error {
+	q := r.URL.Query()
+	query := store.Query{Tags: q["tag"], SchemaName: q.Get("schema_name"), Cursor: q.Get("cursor")}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > store.MaxLimit {
+			return errorf(http.StatusBadRequest, store.CodeInvalid, "limit: must be an integer from 1 to %d", store.MaxLimit)
+		}
+		query.Limit = n
+	}
+	withContext := q.Get("include_context") == "true"
+	page, err := s.opts.Store.List(r.Context(), actor(p), query)
+	if err != nil {
+		return err
+	}
+	items := make([]summary, 0, len(page.Items))
+	for _, b := range page.Items {
+		sm := summary{ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags, SchemaName: b.SchemaName,
+			Version: b.Version, Visibility: b.Visibility, Sensitivity: b.Sensitivity, UpdatedAt: b.UpdatedAt}
+		if withContext {
+			sm.Context = b.Context
+		}
+		items = append(items, sm)
+	}
+	resp := map[string]any{"items": items}
+	if page.NextCursor != "" {
+		resp["next_cursor"] = page.NextCursor
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// viewMeta says whether a view is what its hints asked for.
+type viewMeta struct {
+	Status         view.Status `json:"status"`
+	ErrorCode      string      `json:"error_code,omitempty"` // why a view fell back: a view error code
+	Message        string      `json:"message,omitempty"`
+	Source         string      `json:"source"`
+	FreshnessState string      `json:"freshness_state"`
+}
+
+func (s *Server) getView(w http.ResponseWriter, r *http.Request, p Principal) error {
+	b, err := s.read(r, p)
+	if err != nil {
+		return err
+	}
+	v, err := s.applyView(r.Context(), &b)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": b.ID, "title": b.Title, "description": b.Description, "tags": b.Tags, "schema_name": b.SchemaName,
+		"version": b.Version, "updated_at": b.UpdatedAt, "context": v.value,
+		"meta": viewMeta{Status: v.status, ErrorCode: v.code, Message: v.reason, Source: "store", FreshnessState: "current"},
+	})
+	return nil
+}
+
+// read loads the breadcrumb a GET of /breadcrumbs/{id} or its /full
+// names. ServeMux answers HEAD with the GET handler; a HEAD delivers no
+// content, so it spends no read budget (a Get, not a Read).
+func (s *Server) read(r *http.Request, p Principal) (store.Breadcrumb, error) {
+	if r.Method == http.MethodHead {
+		return s.opts.Store.Get(r.Context(), actor(p), r.PathValue("id"))
+	}
+	return s.opts.Store.Read(r.Context(), actor(p), r.PathValue("id"))
+}
+
+// applyView returns the record's view, from the cache when the same version
+// was seen through the same hints.
+func (s *Server) applyView(ctx context.Context, b *store.Breadcrumb) (cachedView, error) {
+	if b.LLMHints == nil {
+		return cachedView{value: b.Context, status: view.StatusOK}, nil
+	}
+	v, err := s.views.Compile(b.LLMHints)
+	if err != nil {
+		// Hints are validated on every write; this is stored data gone bad.
+		return cachedView{}, fmt.Errorf("breadcrumb %s: stored hints do not compile: %w", b.ID, err)
+	}
+	key := view.ResultKey{RecordID: b.ID, Version: b.Version, HintsHash: v.Hash()}
+	if c, ok := s.results.Get(key); ok {
+		s.metrics.viewCache.WithLabelValues("hit").Inc()
+		return c, nil
+	}
+	s.metrics.viewCache.WithLabelValues("miss").Inc()
+	release, err := s.viewSlot(ctx)
+	if err != nil {
+		return cachedView{}, err
+	}
+	defer release()
+	out, res, err := v.ApplyJSON(ctx, b.Context, view.Record{ID: b.ID, Title: b.Title, Description: b.Description,
+		Tags: b.Tags, SchemaName: b.SchemaName, Version: b.Version})
+	if err != nil {
+		return cachedView{}, err
+	}
+	s.metrics.views.WithLabelValues(string(res.Status)).Inc()
+	c := cachedView{value: out, status: res.Status}
+	if res.Err != nil {
+		c.code, c.reason = res.Err.Code, res.Err.Error()
+	}
+	// A rule that ran out of time, or a view stopped because the heap was
+	// full, may succeed when the server is less busy, so only a view that
+	// is final for this version is cached.
+	if res.Err == nil || (res.Err.Code != view.CodeRuleTimeout && !errors.Is(res.Err, view.ErrHeapLimit)) {
+		s.results.Add(key, c)
+	}
+	return c, nil
+}
+
+func (s *Server) getFull(w http.ResponseWriter, r *http.Request, p Principal) error {
+	// The raw record is a read of the content too: it counts against a read budget.
+	b, err := s.read(r, p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
+
+// patchRequest holds the fields a PATCH may change; absent fields stay.
+type patchRequest struct {
+	Title           *string         `json:"title"`
+	Description     *string         `json:"description"`
+	SemanticVersion *string         `json:"semantic_version"`
+	Context         json.RawMessage `json:"context"`
+	Tags            *[]string       `json:"tags"`
+	SchemaName      *string         `json:"schema_name"`
+	LLMHints        json.RawMessage `json:"llm_hints"` // null clears
+	Visibility      *string         `json:"visibility"`
+	Sensitivity     *string         `json:"sensitivity"`
+}
+
+// expectedVersion reads If-Match: a version number, optionally quoted.
+func expectedVersion(r *http.Request) (int64, error) {
+	h := strings.TrimSpace(r.Header.Get("If-Match"))
+	if h == "" || h == "*" { // "*": any current version, and the record must exist (it must anyway)
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(h, "W/"), `"`), 10, 64)
+	if err != nil || n < 1 {
+		return 0, errorf(http.StatusBadRequest, store.CodeInvalid, "If-Match: %q is not a version number", h)
+	}
+	return n, nil
+}
+
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, p Principal) error {
+	want, err := expectedVersion(r)
+	if err != nil {
+		return err
+	}
+	var req patchRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	return s.update(w, r, p, want, func(b *store.Breadcrumb) error {
+		set := func(dst *string, src *string) {
+			if src != nil {
+				*dst = *src
+			}
+		}
+		set(&b.Title, req.Title)
+		set(&b.Description, req.Description)
+		set(&b.SemanticVersion, req.SemanticVersion)
+		set(&b.SchemaName, req.SchemaName)
+		if req.Context != nil {
+			b.Context = req.Context
+		}
+		if req.Tags != nil {
+			b.Tags = *req.Tags
+		}
+		if req.LLMHints != nil {
+			b.LLMHints = req.LLMHints // "null" clears; store.Prepare normalises
+		}
+		if req.Visibility != nil {
+			b.Visibility = store.Visibility(*req.Visibility)
+		}
+		if req.Sensitivity != nil {
+			b.Sensitivity = store.Sensitivity(*req.Sensitivity)
+		}
+		return nil
+	})
+}
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request, p Principal, want int64, m store.Mutation) error {
+	b, err := s.updateWithSearchText(r.Context(), actor(p), r.PathValue("id"), want, m)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(b.Version, 10)))
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
+
+func (s *Server) tags(add bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p Principal) error {
+		want, err := expectedVersion(r)
+		if err != nil {
+			return err
+		}
+		var req struct {
+			Tags []string `json:"tags"`
+		}
+		if err := s.decode(w, r, &req); err != nil {
+			return err
+		}
+		if len(req.Tags) == 0 {
+			return errorf(http.StatusBadRequest, store.CodeInvalid, "tags: give at least one tag")
+		}
+		return s.update(w, r, p, want, func(b *store.Breadcrumb) error {
+			if add {
+				b.Tags = append(b.Tags, req.Tags...)
+			} else {
+				b.Tags = slices.DeleteFunc(b.Tags, func(t string) bool { return slices.Contains(req.Tags, t) })
+			}
+			return nil
+		})
+	}
+}
+
+func (s *Server) merge(w http.ResponseWriter, r *http.Request, p Principal) error {
+	want, err := expectedVersion(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Context json.RawMessage `json:"context"`
+	}
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	if req.Context == nil {
+		return errorf(http.StatusBadRequest, store.CodeInvalid, "context: required, a JSON object to merge")
+	}
+	return s.update(w, r, p, want, func(b *store.Breadcrumb) error {
+		merged, err := store.MergeContext(b.Context, req.Context)
+		if err != nil {
+			return err
+		}
+		b.Context = merged
+		return nil
+	})
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, p Principal) error {
+	if err := s.opts.Store.Delete(r.Context(), actor(p), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request, p Principal) error {
+	h, err := s.opts.Store.History(r.Context(), actor(p), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": h})
+	return nil
+}
+
+// previewRequest is a hints document and a context to try it on.
+type previewRequest struct {
+	LLMHints    json.RawMessage `json:"llm_hints"`
+	Context     json.RawMessage `json:"context"`
+	ID          string          `json:"id"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	Tags        []string        `json:"tags"`
+	SchemaName  string          `json:"schema_name"`
+	Version     int64           `json:"version"`
+}
+
+func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var req previewRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	if req.Context == nil {
+		return errorf(http.StatusBadRequest, store.CodeInvalid, "context: required")
+	}
+	if req.LLMHints == nil {
+		return errorf(http.StatusBadRequest, store.CodeInvalid, "llm_hints: required")
+	}
+	// A draft's hints are compiled for this request only: previews must not
+	// crowd the stored records' views out of the shared cache.
+	v, err := s.views.CompileUncached(req.LLMHints)
+	if err != nil {
+		var ve *view.Error
+		if errors.As(err, &ve) && ve.Path != "" {
+			return errorf(http.StatusBadRequest, store.CodeInvalid, "llm_hints.%s", ve.Error())
+		}
+		return errorf(http.StatusBadRequest, store.CodeInvalid, "llm_hints: %v", err)
+	}
+	release, err := s.viewSlot(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+	out, res, err := v.ApplyJSON(r.Context(), req.Context, view.Record{ID: req.ID, Title: req.Title,
+		Description: req.Description, Tags: req.Tags, SchemaName: req.SchemaName, Version: req.Version})
+	if err != nil {
+		return errorf(http.StatusBadRequest, store.CodeInvalid, "context: %v", err)
+	}
+	if res.Err != nil && res.Err.Code == view.CodeTooCostly {
+		// Authoring a view that cannot be afforded is an error to fix, not
+		// a view to show.
+		return errorf(http.StatusUnprocessableEntity, view.CodeTooCostly, "llm_hints.%s", res.Err.Error())
+	}
+	meta := viewMeta{Status: res.Status, Source: "preview", FreshnessState: "current"}
+	if res.Err != nil {
+		meta.ErrorCode, meta.Message = res.Err.Code, res.Err.Error()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"context": json.RawMessage(out), "meta": meta})
+	return nil
+}

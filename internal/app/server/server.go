@@ -1,0 +1,443 @@
+// Package server is ctxkit's HTTP API over a store.Store: breadcrumbs, their
+// LLM views, and authoring previews. Handlers return errors; one adapter maps
+// them to JSON errors with fitting status codes.
+package server
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/view"
+)
+
+// Options configure a Server; the zero values of the limits are defaults.
+type Options struct {
+	Store        store.Store
+	Key          ed25519.PrivateKey // verifies bearer tokens
+	Logger       *slog.Logger       // nil: discard
+	MaxBodyBytes int64              // default 1 MiB
+	MaxDepth     int                // JSON nesting depth of a request body; default 64
+	RuleTimeout  time.Duration      // view rules' deadline; default 100ms
+	PingEvery    time.Duration      // event-stream keep-alive; default 15s
+	RelayTimeout time.Duration      // POST /relay's deadline, waiting for a slot included; default 5s
+	// MaxConcurrentViews bounds how many views are computed at once (cache
+	// hits are free): a hints author cannot make the server run more rule
+	// engines than this in parallel. Default: 2 × GOMAXPROCS.
+	MaxConcurrentViews int
+	// ViewCacheBytes bounds the bytes of computed views kept for reuse (as
+	// well as their number, 4096): a view is as large as its record, so
+	// a count alone would let any reader hold gigabytes. Default 64 MiB.
+	ViewCacheBytes int64
+	// ViewMemory bounds the heap while views are computed, in bytes: when
+	// the heap passes it, the views that have run longest are stopped
+	// (view_too_costly). Each view computation gets a budget of its own,
+	// ViewMemory / (4 × MaxConcurrentViews) up to 64 MiB, that its costly
+	// steps are priced against before they run. Default 1 GiB.
+	ViewMemory int64
+	Now        func() time.Time // default time.Now
+	// MaxRevocations bounds the revocations recorded for one owner that its
+	// curators may add to through POST /tokens/revoke (409
+	// too_many_revocations past it; the command line is not bounded).
+	// Revocations are kept for good and every replica holds them all in
+	// memory, so without a bound one curator could fill it. Default
+	// 100,000.
+	MaxRevocations int
+	// Gateway, when set, serves POST /v1/messages, POST
+	// /v1/chat/completions and GET /v1/models for any valid token, which
+	// these routes also accept in the x-api-key header.
+	Gateway *gateway.Gateway
+	// Workspaces are the directories GET /workspace/search (and the MCP
+	// tool workspace_search) may read, each named by its index status's
+	// repo or else its base name. Nothing outside them is read. A workspace
+	// is what the operator shares with every agent of the server: any valid
+	// token, of any owner, may search it. That is why only its tracked text
+	// files are ever read (git ls-files, or the manifest ctxkit index
+	// wrote), never .git, .ctxkit, untracked or ignored files.
+	Workspaces []string
+	// MaxWorkspaceScans bounds the disk scans of workspaces running at
+	// once; a search that would start one more is answered 503 busy.
+	// Default 2.
+	MaxWorkspaceScans int
+	// SearchMaxRanked bounds how many of the newest matching breadcrumbs
+	// of the caller's owner a search ranks (store.SearchQuery.MaxRanked);
+	// 0 means store.DefaultMaxRanked.
+	SearchMaxRanked int
+	// WorkspaceScanTimeout bounds one workspace search's reading of files
+	// (a disk scan, or verifying index hits); one that runs out of time
+	// answers with what it found so far and says so. Default 10s.
+	WorkspaceScanTimeout time.Duration
+	// WorkspaceVerifyBytes bounds the bytes one workspace search reads to
+	// verify index hits against the files on disk; hits past it are
+	// reported as not verified. Default 64 MiB.
+	WorkspaceVerifyBytes int64
+	// MCPOrigins are browser origins ("https://app.example.com") besides
+	// the server's own that may call /mcp; see Server.mcpOrigin.
+	MCPOrigins []string
+}
+
+// DefaultViewMemory is Options.ViewMemory's default.
+const DefaultViewMemory = 1 << 30
+
+// Server serves the API.
+type Server struct {
+	opts    Options
+	pub     ed25519.PublicKey
+	views   *view.Cache
+	results *view.LRU[view.ResultKey, cachedView]
+	tokens  *view.LRU[[32]byte, verified] // tokens verified, by SHA-256
+	frames  *view.LRU[int64, []byte]      // event-stream frames of recent changes, by seq
+	revoked revocations
+	mux     *router
+	metrics *metrics
+
+	corruptLogged atomic.Bool // the store said it is damaged, and it was logged
+
+	viewSlots   chan struct{}   // a token per view computation in progress
+	streams     context.Context // cancelled by StopStreams
+	stopStreams context.CancelFunc
+}
+
+type cachedView struct {
+	value  json.RawMessage
+	status view.Status
+	code   string // the view error code when status is FALLBACK
+	reason string
+}
+
+// size is what a cached view holds in memory, its key included, roughly.
+func (c cachedView) size() int64 { return int64(len(c.value)+len(c.reason)) + 256 }
+
+// New returns a server.
+func New(opts Options) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 1 << 20
+	}
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = 64
+	}
+	if opts.PingEvery <= 0 {
+		opts.PingEvery = 15 * time.Second
+	}
+	if opts.MaxConcurrentViews <= 0 {
+		opts.MaxConcurrentViews = 2 * runtime.GOMAXPROCS(0)
+	}
+	if opts.ViewCacheBytes <= 0 {
+		opts.ViewCacheBytes = 64 << 20
+	}
+	if opts.ViewMemory <= 0 {
+		opts.ViewMemory = DefaultViewMemory
+	}
+	if opts.MaxRevocations <= 0 {
+		opts.MaxRevocations = 100_000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	// The computations that may run at once together take at most a
+	// quarter of the bound by their budgets; the rest is the heap's room
+	// for everything else, and for the watchdog's reaction time.
+	perView := min(64<<20, opts.ViewMemory/int64(4*opts.MaxConcurrentViews))
+	viewOpts := view.Options{RuleTimeout: opts.RuleTimeout, MaxMemory: perView, Budget: view.NewBudget(opts.ViewMemory)}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		opts:    opts,
+		pub:     opts.Key.Public().(ed25519.PublicKey),
+		views:   view.NewCache(1024, viewOpts),
+		results: view.NewLRUBytes[view.ResultKey, cachedView](4096, opts.ViewCacheBytes, cachedView.size),
+		tokens:  view.NewLRU[[32]byte, verified](4096),
+		frames:  view.NewLRU[int64, []byte](1024),
+		mux:     newRouter(),
+		metrics: newMetrics(),
+	}
+	s.revoked.store = opts.Store
+	s.viewSlots = make(chan struct{}, opts.MaxConcurrentViews)
+	s.streams, s.stopStreams = context.WithCancel(context.Background())
+	s.routes()
+	return s
+}
+
+// viewSlot waits for a free view computation slot; release it when done.
+func (s *Server) viewSlot(ctx context.Context) (release func(), err error) {
+	select {
+	case s.viewSlots <- struct{}{}:
+		return func() { <-s.viewSlots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// StopStreams ends every open event stream. Call it when shutting down:
+// http.Server.Shutdown waits for requests to finish, and a stream never does
+// on its own (register it with http.Server.RegisterOnShutdown).
+func (s *Server) StopStreams() { s.stopStreams() }
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.metrics.instrument(s.mux) }
+
+// apiError is an error with its HTTP status and stable code.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// handlerFunc is a handler that returns its error; p is the verified caller.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, p Principal) error
+
+// authed wraps h with authentication and a role check ("" = any role).
+func (s *Server) authed(role string, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.authenticate(r)
+		if err == nil && role != "" && !p.Has(role) {
+			err = errorf(http.StatusForbidden, "forbidden", "this needs the %s role", role)
+		}
+		if err == nil {
+			err = h(w, r, p)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// gatewayAuthed wraps a gateway route: any valid token, as a bearer token
+// or in x-api-key (where Anthropic-dialect clients send their key);
+// failures are answered in the route's dialect.
+func (s *Server) gatewayAuthed(d gateway.Dialect, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if key := strings.TrimSpace(r.Header.Get("x-api-key")); key != "" && r.Header.Get("Authorization") == "" {
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer "+key)
+		}
+		if _, err := s.authenticate(r); err != nil {
+			var ae *apiError
+			msg := "invalid token"
+			if errors.As(err, &ae) {
+				msg = ae.msg
+			}
+			if store.IsCode(err, store.CodeUnavailable) {
+				// The token may be fine: revocations could not be checked.
+				w.Header().Set("Retry-After", "1")
+				gateway.WriteError(w, d, http.StatusServiceUnavailable, "overloaded_error", err.Error())
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ctxkit"`)
+			gateway.WriteError(w, d, http.StatusUnauthorized, "authentication_error", msg)
+			return
+		}
+		h(w, r)
+	})
+}
+
+func (s *Server) authenticate(r *http.Request) (Principal, error) {
+	h := r.Header.Get("Authorization")
+	scheme, token, _ := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "missing bearer token")
+	}
+	// A token verified before is not verified again (an EdDSA check costs
+	// tens of microseconds) while it is valid: tokens cannot change.
+	now := s.opts.Now()
+	key := sha256.Sum256([]byte(token))
+	if v, ok := s.tokens.Get(key); ok && !now.Before(v.notBefore) && now.Before(v.expires) {
+		return s.unlessRevoked(r.Context(), v)
+	}
+	_, v, err := verifyClaims(s.pub, token, now)
+	if err != nil {
+		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "invalid token: %v", err)
+	}
+	s.tokens.Add(key, v)
+	return s.unlessRevoked(r.Context(), v)
+}
+
+func actor(p Principal) store.Actor {
+	return store.Actor{OwnerID: p.OwnerID, AgentID: p.AgentID, Curator: p.Has(RoleCurator)}
+}
+
+// statusClientClosed answers a request whose client went away before the
+// reply (nginx's 499): it is counted among the client's errors, not the
+// server's.
+const statusClientClosed = 499
+
+// writeError maps an error to a JSON error response.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		ae *apiError
+		se *store.Error
+	)
+	// The client went away (or the server is closing its connection):
+	// whatever failed because of it is nobody's fault, and nobody reads the
+	// reply. Neither a store failure nor an unavailability; only damage
+	// to the store is still reported (and refuses writes).
+	gone := r.Context().Err() != nil && errors.Is(context.Cause(r.Context()), context.Canceled) && !store.IsCode(err, store.CodeCorrupt)
+	switch {
+	case errors.As(err, &ae):
+	case gone:
+		ae = errorf(statusClientClosed, "cancelled", "the client closed the request")
+	case errors.As(err, &se):
+		ae = &apiError{code: se.Code, msg: se.Error()}
+		switch se.Code {
+		case store.CodeInvalid:
+			ae.status = http.StatusBadRequest
+		case store.CodeNotFound:
+			ae.status = http.StatusNotFound
+		case store.CodeVersionMismatch:
+			ae.status = http.StatusPreconditionFailed
+		case store.CodeIdempotencyConflict:
+			ae.status = http.StatusConflict
+		case store.CodeTooLarge:
+			ae.status = http.StatusRequestEntityTooLarge
+		case store.CodeUnavailable:
+			ae.status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "1")
+		case store.CodeInsufficientStorage:
+			ae.status = http.StatusInsufficientStorage
+		case store.CodeCorrupt:
+			ae.status = http.StatusInternalServerError
+			s.metrics.storeFails.Inc()
+			// The store refuses writes from now on; one log line tells the
+			// operator, not one per request.
+			if s.corruptLogged.CompareAndSwap(false, true) {
+				s.opts.Logger.Error("the store is damaged; writes are refused until it is restored", "method", r.Method, "path", r.URL.Path, "err", cmp.Or(se.Err, error(se)))
+			}
+		default:
+			ae.status = http.StatusInternalServerError
+		}
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		ae = errorf(http.StatusServiceUnavailable, "unavailable", "the request was cancelled or timed out")
+	default:
+		s.metrics.storeFails.Inc()
+		s.opts.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = errorf(http.StatusInternalServerError, "internal", "internal error")
+	}
+	if ae.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ctxkit"`)
+	}
+	writeJSON(w, ae.status, map[string]any{"error": map[string]string{"code": ae.code, "message": ae.msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := view.Encode(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":{"code":"internal","message":"encoding the response failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+// decode reads a JSON request body into v: bounded in size and depth, valid
+// UTF-8, and with no fields v does not define.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readBody(w, r, s.opts.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	return s.parse(body, v)
+}
+
+// parse is decode for a body already read.
+func (s *Server) parse(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		return errorf(http.StatusBadRequest, "invalid_utf8", "the request body is not valid UTF-8")
+	}
+	if d := depth(body); d > s.opts.MaxDepth {
+		return errorf(http.StatusBadRequest, "too_deep", "the request body nests %d levels; the limit is %d", d, s.opts.MaxDepth)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te):
+			return errorf(http.StatusBadRequest, store.CodeInvalid, "%s: must be %s, not a JSON %s", te.Field, typeName(te.Type.String()), te.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return errorf(http.StatusBadRequest, "unknown_field", "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return errorf(http.StatusBadRequest, "invalid_json", "the request body is not valid JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errorf(http.StatusBadRequest, "invalid_json", "the request body holds more than one JSON value")
+	}
+	return nil
+}
+
+func typeName(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case goType == "string":
+		return "a string"
+	case strings.HasPrefix(goType, "map"), strings.HasPrefix(goType, "struct"), strings.HasPrefix(goType, "server."):
+		return "an object"
+	case strings.HasPrefix(goType, "int"):
+		return "an integer"
+	}
+	return goType
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is over %d bytes", limit)
+	}
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "bad_body", "reading the request body: %v", err)
+	}
+	return b.Bytes(), nil
+}
+
+// depth returns the deepest nesting of arrays and objects in a JSON text.
+func depth(data []byte) int {
+	d, max, inString := 0, 0, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			d++
+			if d > max {
+				max = d
+			}
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return max
+}
