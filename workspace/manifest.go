@@ -1,4 +1,4 @@
-package envelope
+package workspace
 
 import (
 	"crypto/rand"
