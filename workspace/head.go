@@ -11,11 +11,11 @@ import (
 	"strings"
 )
 
-// Head returns the commit the repository's HEAD names, reading .git under
+// readHead returns the commit the repository's HEAD names, reading .git under
 // root without running git: a detached HEAD, or a symbolic ref followed
 // through loose refs and packed-refs. A .git file (a linked worktree or a
 // submodule) points outside root and is reported as unknown.
-func Head(root *os.Root) (string, error) {
+func readHead(root *os.Root) (string, error) {
 	st, err := root.Stat(".git")
 	if err != nil {
 		return "", errors.New("not a git repository")

@@ -76,7 +76,7 @@ func Index(ctx context.Context, target Target, o Options) (envelope.IndexStatus,
 	}
 	r := &run{ctx: ctx, target: target, root: root, name: name, maxBytes: o.MaxBytes}
 	started := o.Now().UTC()
-	head, _ := Head(root)
+	head, _ := readHead(root)
 	if err := r.begin(); err != nil {
 		return r.status, r.stats, err
 	}
@@ -148,7 +148,7 @@ func (r *run) begin() error {
 	if err := WriteStatus(r.root, r.status); err != nil {
 		return fmt.Errorf("--repo: writing the index status: %w", err)
 	}
-	instance, err := Instance(r.root)
+	instance, err := instanceID(r.root)
 	if err != nil {
 		r.status.IndexState, r.status.LastError = envelope.IndexError, err.Error()
 		WriteStatus(r.root, r.status)

@@ -48,7 +48,7 @@ func RouteIn(root *os.Root) Decision {
 		d.Freshness, d.Reason = envelope.Stale, fmt.Sprintf("index state is %q", st.IndexState)
 		return d
 	}
-	head, err := Head(root)
+	head, err := readHead(root)
 	d.Head = head
 	switch {
 	case err != nil:
