@@ -45,14 +45,10 @@ type replyError struct {
 
 func (e *replyError) Error() string { return fmt.Sprintf("%s (%d %s)", e.msg, e.status, e.code) }
 
-func (t *httpTarget) do(ctx context.Context, method, p string, q url.Values, body any, hdr map[string]string, out any) error {
-	_, err := t.doHeader(ctx, method, p, q, body, hdr, out)
-	return err
-}
-
-// doHeader is do that also returns the reply's header.
-func (t *httpTarget) doHeader(ctx context.Context, method, p string, q url.Values, body any, hdr map[string]string, out any) (http.Header, error) {
-	req := apiclient.Request{Method: method, Path: p, Query: q, Header: http.Header{}}
+// call sends req with body encoded as JSON (none when nil) and decodes
+// the reply into out (unless nil). A reply of status 300 or more is a
+// *replyError. It returns the reply's header.
+func (t *httpTarget) call(ctx context.Context, req apiclient.Request, body, out any) (http.Header, error) {
 	if body != nil {
 		data, err := json.Marshal(body)
 		if err != nil {
@@ -60,15 +56,12 @@ func (t *httpTarget) doHeader(ctx context.Context, method, p string, q url.Value
 		}
 		req.Body = data
 	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
 	resp, err := t.api.Do(ctx, req, maxReplyBytes)
 	if err != nil && resp.Status == 0 {
 		return nil, fmt.Errorf("--server: %w", err)
 	}
-	// A body cut short by a read error fails to decode below, or is an
-	// error reply without its message: either way the reply says enough.
+	// A read error cutting the body short is not reported as such: a cut
+	// reply fails to decode below, a cut error reply keeps its status.
 	if resp.Status >= 300 {
 		var e struct {
 			Error struct{ Code, Message string } `json:"error"`
@@ -92,11 +85,13 @@ func (t *httpTarget) create(ctx context.Context, b store.Breadcrumb, key string)
 	}
 	body := map[string]any{"title": b.Title, "description": b.Description,
 		"schema_name": b.SchemaName, "tags": b.Tags, "context": b.Context}
-	hdr, err := t.doHeader(ctx, "POST", "/breadcrumbs", nil, body, map[string]string{"Idempotency-Key": key}, &out)
+	post := apiclient.Request{Method: "POST", Path: "/breadcrumbs", Header: http.Header{"Idempotency-Key": {key}}}
+	hdr, err := t.call(ctx, post, body, &out)
 	if err == nil && hdr.Get("Idempotent-Replayed") == "true" {
 		// The first create's breadcrumb may have been removed since.
 		if _, _, gerr := t.record(ctx, out.ID); isNotFound(gerr) {
-			err = t.do(ctx, "POST", "/breadcrumbs", nil, body, map[string]string{"Idempotency-Key": key + ":" + newNonce()}, &out)
+			post.Header = http.Header{"Idempotency-Key": {key + ":" + newNonce()}}
+			_, err = t.call(ctx, post, body, &out)
 		}
 	}
 	return out.ID, out.Version, err
@@ -105,7 +100,7 @@ func (t *httpTarget) create(ctx context.Context, b store.Breadcrumb, key string)
 func (t *httpTarget) record(ctx context.Context, id string) (string, FileContext, error) {
 	var fc FileContext
 	var b store.Breadcrumb
-	if err := t.do(ctx, "GET", "/breadcrumbs/"+url.PathEscape(id)+"/full", nil, nil, nil, &b); err != nil {
+	if _, err := t.call(ctx, apiclient.Request{Method: "GET", Path: "/breadcrumbs/" + url.PathEscape(id) + "/full"}, nil, &b); err != nil {
 		return "", fc, err
 	}
 	if b.SchemaName != FileSchema || json.Unmarshal(b.Context, &fc) != nil {
@@ -139,13 +134,14 @@ func (t *httpTarget) update(ctx context.Context, id string, version int64, b sto
 	var out struct {
 		Version int64 `json:"version"`
 	}
-	err := t.do(ctx, "PATCH", "/breadcrumbs/"+id, nil, map[string]any{"title": b.Title, "description": b.Description, "context": b.Context},
-		map[string]string{"If-Match": strconv.FormatInt(version, 10)}, &out)
+	patch := apiclient.Request{Method: "PATCH", Path: "/breadcrumbs/" + id, Header: http.Header{"If-Match": {strconv.FormatInt(version, 10)}}}
+	_, err := t.call(ctx, patch, map[string]any{"title": b.Title, "description": b.Description, "context": b.Context}, &out)
 	return out.Version, err
 }
 
 func (t *httpTarget) delete(ctx context.Context, id string) error {
-	return t.do(ctx, "DELETE", "/breadcrumbs/"+id, nil, nil, nil, nil)
+	_, err := t.call(ctx, apiclient.Request{Method: "DELETE", Path: "/breadcrumbs/" + id}, nil, nil)
+	return err
 }
 
 func (t *httpTarget) files(ctx context.Context, tag string) ([]fileRef, error) {
@@ -160,7 +156,7 @@ func (t *httpTarget) files(ctx context.Context, tag string) ([]fileRef, error) {
 			} `json:"items"`
 			NextCursor string `json:"next_cursor"`
 		}
-		if err := t.do(ctx, "GET", "/breadcrumbs", q, nil, nil, &page); err != nil {
+		if _, err := t.call(ctx, apiclient.Request{Method: "GET", Path: "/breadcrumbs", Query: q}, nil, &page); err != nil {
 			return nil, err
 		}
 		for _, b := range page.Items {
