@@ -11,8 +11,9 @@
 //	envelope.Fallback(items)                // FALLBACK, LOCAL_FALLBACK, STALE
 //	envelope.Error[T]("not_found", "...")   // ERROR, NONE, no items
 //
-// Route decides whether a repository's index may answer a question, and
-// CheckFile guards a single file against changes made after indexing.
+// IndexStatus is what a result says about the repository index it
+// consulted; package workspace keeps that index and decides when it may
+// answer.
 package envelope
 
 import (

@@ -16,16 +16,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ctxkit/ctxkit/envelope"
+	"github.com/ctxkit/ctxkit/internal/apiclient"
 )
 
 // Call is one request to the ctxkit HTTP API.
@@ -185,34 +184,10 @@ type Remote struct {
 
 // Do implements API.
 func (r *Remote) Do(ctx context.Context, c Call, _ http.Header) (int, []byte, error) {
-	u := strings.TrimRight(r.BaseURL, "/") + c.Path
-	if len(c.Query) > 0 {
-		u += "?" + c.Query.Encode()
-	}
-	var body io.Reader
-	if c.Body != nil {
-		body = bytes.NewReader(c.Body)
-	}
-	req, err := http.NewRequestWithContext(ctx, c.Method, u, body)
-	if err != nil {
-		return 0, nil, err
-	}
-	for k, v := range c.Header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Authorization", "Bearer "+r.Token)
-	if c.Body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	client := r.Client
-	if client == nil {
-		client = &http.Client{Timeout: time.Minute}
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	return resp.StatusCode, data, err
+	client := apiclient.Client{BaseURL: r.BaseURL, Token: r.Token, HTTP: r.Client}
+	resp, err := client.Do(ctx, apiclient.Request{Method: c.Method, Path: c.Path, Query: c.Query, Body: c.Body, Header: c.Header}, maxReplyBytes)
+	return resp.Status, resp.Body, err
 }
+
+// maxReplyBytes bounds a reply of a remote server that a tool result relays.
+const maxReplyBytes = 16 << 20

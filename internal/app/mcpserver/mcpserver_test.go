@@ -20,6 +20,7 @@ import (
 	"github.com/ctxkit/ctxkit/internal/app/cli"
 	"github.com/ctxkit/ctxkit/internal/app/server"
 	"github.com/ctxkit/ctxkit/store/sqlite"
+	"github.com/ctxkit/ctxkit/workspace"
 )
 
 type fixture struct {
@@ -44,7 +45,7 @@ func start(t *testing.T) *fixture {
 	}
 	defer root.Close()
 	// The manifest lists the files a disk scan may read.
-	if err := envelope.WriteManifest(root, envelope.Manifest{Files: map[string]envelope.ManifestEntry{"main.go": {}}}); err != nil {
+	if err := workspace.WriteManifest(root, workspace.Manifest{Files: map[string]workspace.ManifestEntry{"main.go": {}}}); err != nil {
 		t.Fatal(err)
 	}
 	api := server.New(server.Options{Store: db, Key: key, Workspaces: []string{ws}})

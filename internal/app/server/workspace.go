@@ -24,6 +24,7 @@ import (
 	"github.com/ctxkit/ctxkit/envelope"
 	"github.com/ctxkit/ctxkit/internal/gitfiles"
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/workspace"
 )
 
 // Workspace search.
@@ -53,24 +54,6 @@ const (
 	// so there is no list of tracked files to scan.
 	CodeNotIndexed = "not_indexed"
 )
-
-// FileSchema is the schema of the breadcrumbs ctxkit index writes: one per
-// tracked text file of a repository, tagged RepoTag(name).
-const FileSchema = "file.v1"
-
-// RepoTag is the tag of a repository's file breadcrumbs.
-func RepoTag(name string) string { return "repo:" + name }
-
-// FileContext is the context of a file.v1 breadcrumb.
-type FileContext struct {
-	Path      string `json:"path"`
-	Language  string `json:"language,omitempty"`
-	Size      int64  `json:"size"`
-	SHA256    string `json:"sha256"`
-	Content   string `json:"content"`
-	Truncated bool   `json:"truncated,omitempty"`
-	Index     string `json:"index,omitempty"` // the instance id of the index that wrote it (envelope.InstanceFile)
-}
 
 // WorkspaceHit is one file found by a workspace search.
 type WorkspaceHit struct {
@@ -114,7 +97,7 @@ func (s *Server) workspace(name string) (string, error) {
 func workspaceName(dir string) string {
 	if root, err := os.OpenRoot(dir); err == nil {
 		defer root.Close()
-		if st, err := envelope.ReadStatus(root); err == nil && st.Repo != "" {
+		if st, err := workspace.ReadStatus(root); err == nil && st.Repo != "" {
 			return st.Repo
 		}
 	}
@@ -135,7 +118,7 @@ type workspaceSearcher struct {
 
 type cachedManifest struct {
 	size, mtime int64
-	man         *envelope.Manifest
+	man         *workspace.Manifest
 }
 
 func newWorkspaceSearcher(s *Server) *workspaceSearcher {
@@ -179,7 +162,7 @@ func (ws *workspaceSearcher) search(w http.ResponseWriter, r *http.Request, p Pr
 	return nil
 }
 
-// run answers from the index when envelope.Route says it is fresh and the
+// run answers from the index when workspace.Route says it is fresh and the
 // index is the caller's (re-reading any file changed since), else by
 // scanning the tracked files on disk.
 func (ws *workspaceSearcher) run(ctx context.Context, p Principal, repo, text string, limit int) (envelope.Result[WorkspaceHit], error) {
@@ -198,7 +181,7 @@ func (ws *workspaceSearcher) run(ctx context.Context, p Principal, repo, text st
 		return envelope.Error[WorkspaceHit]("workspace_unreadable", fmt.Sprintf("repo %s: %v", repo, err)), nil
 	}
 	defer root.Close()
-	d := envelope.RouteIn(root)
+	d := workspace.RouteIn(root)
 	man, manErr := ws.manifest(root, dir)
 	// Answering from the index reads files too (to verify its hits): both
 	// ways share the bound on searches at once and the time limit.
@@ -243,10 +226,10 @@ func (ws *workspaceSearcher) run(ctx context.Context, p Principal, repo, text st
 
 // manifest reads the workspace's index manifest, cached while the file's
 // size and modification time stay.
-func (ws *workspaceSearcher) manifest(root *os.Root, dir string) (*envelope.Manifest, error) {
-	st, err := root.Stat(envelope.ManifestFile)
+func (ws *workspaceSearcher) manifest(root *os.Root, dir string) (*workspace.Manifest, error) {
+	st, err := root.Stat(workspace.ManifestFile)
 	if err != nil {
-		return envelope.ReadManifest(root) // its error says what is wrong
+		return workspace.ReadManifest(root) // its error says what is wrong
 	}
 	ws.mu.Lock()
 	c, ok := ws.manifests[dir]
@@ -254,7 +237,7 @@ func (ws *workspaceSearcher) manifest(root *os.Root, dir string) (*envelope.Mani
 	if ok && c.size == st.Size() && c.mtime == st.ModTime().UnixNano() {
 		return c.man, nil
 	}
-	man, err := envelope.ReadManifest(root)
+	man, err := workspace.ReadManifest(root)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +249,7 @@ func (ws *workspaceSearcher) manifest(root *os.Root, dir string) (*envelope.Mani
 
 // ownsIndex reports whether the workspace's index is the caller's: a file
 // breadcrumb its manifest names belongs to the caller's owner and repo.
-func (ws *workspaceSearcher) ownsIndex(ctx context.Context, p Principal, repo string, man *envelope.Manifest) bool {
+func (ws *workspaceSearcher) ownsIndex(ctx context.Context, p Principal, repo string, man *workspace.Manifest) bool {
 	paths := make([]string, 0, len(man.Files))
 	for path := range man.Files {
 		paths = append(paths, path)
@@ -274,7 +257,7 @@ func (ws *workspaceSearcher) ownsIndex(ctx context.Context, p Principal, repo st
 	sort.Strings(paths)
 	for _, path := range paths[:min(3, len(paths))] {
 		b, err := ws.s.opts.Store.Get(ctx, actor(p), man.Files[path].ID)
-		if err == nil && b.OwnerID == p.OwnerID && b.SchemaName == FileSchema && slices.Contains(b.Tags, RepoTag(repo)) {
+		if err == nil && b.OwnerID == p.OwnerID && b.SchemaName == workspace.FileSchema && slices.Contains(b.Tags, workspace.RepoTag(repo)) {
 			return true
 		}
 	}
@@ -291,8 +274,8 @@ func (ws *workspaceSearcher) ownsIndex(ctx context.Context, p Principal, repo st
 // Verifying reads files: it stops when rctx ends or the searcher's byte
 // budget is spent, and the hits left are reported as not verified.
 func (ws *workspaceSearcher) fromIndex(ctx, rctx context.Context, p Principal, root *os.Root, repo string, e *store.SearchExpr, text string, limit int,
-	st *envelope.IndexStatus, man *envelope.Manifest) (res envelope.Result[WorkspaceHit], notAuthoritative string, err error) {
-	sq := store.SearchQuery{Text: text, Tags: []string{RepoTag(repo)}, SchemaName: FileSchema, Limit: min(store.MaxSearchLimit, 2*limit),
+	st *envelope.IndexStatus, man *workspace.Manifest) (res envelope.Result[WorkspaceHit], notAuthoritative string, err error) {
+	sq := store.SearchQuery{Text: text, Tags: []string{workspace.RepoTag(repo)}, SchemaName: workspace.FileSchema, Limit: min(store.MaxSearchLimit, 2*limit),
 		MaxRanked: ws.s.opts.SearchMaxRanked}
 	found, err := ws.s.opts.Store.Search(ctx, actor(p), sq)
 	if err != nil {
@@ -310,7 +293,7 @@ func (ws *workspaceSearcher) fromIndex(ctx, rctx context.Context, p Principal, r
 		if len(items) == limit {
 			break
 		}
-		var fc FileContext
+		var fc workspace.FileContext
 		if err := json.Unmarshal(h.Context, &fc); err != nil {
 			untrusted++
 			continue
@@ -328,7 +311,7 @@ func (ws *workspaceSearcher) fromIndex(ctx, rctx context.Context, p Principal, r
 			unverified, why = unverified+1, fmt.Sprintf("past the %d bytes a search reads to verify them", ws.budget)
 			continue
 		}
-		stale, err := envelope.CheckFile(root, fc.Path, st.LastIndexedAt)
+		stale, err := workspace.CheckFile(root, fc.Path, st.LastIndexedAt)
 		if err != nil {
 			changed = append(changed, fc.Path+" (gone)")
 			continue
@@ -378,7 +361,7 @@ func (ws *workspaceSearcher) fromIndex(ctx, rctx context.Context, p Principal, r
 // sameAsIndexed reports whether the file at fc.Path is still what was
 // indexed: a tracked regular file of the manifest's size and hash whose
 // beginning is the indexed content.
-func sameAsIndexed(root *os.Root, fc FileContext, entry envelope.ManifestEntry, dirs map[string]bool) bool {
+func sameAsIndexed(root *os.Root, fc workspace.FileContext, entry workspace.ManifestEntry, dirs map[string]bool) bool {
 	f, info, err := openTracked(root, fc.Path, dirs)
 	if err != nil {
 		return false
@@ -402,14 +385,14 @@ func sameAsIndexed(root *os.Root, fc FileContext, entry envelope.ManifestEntry, 
 // trackedFiles lists the files a disk scan may read: git ls-files when dir
 // is a git repository, else the paths of its manifest. With neither, an
 // error says what to do. how says which list it is.
-func trackedFiles(ctx context.Context, dir string, man *envelope.Manifest) (files []string, how string, err error) {
+func trackedFiles(ctx context.Context, dir string, man *workspace.Manifest) (files []string, how string, err error) {
 	if files, err := gitFiles(ctx, dir); err == nil {
 		return files, "git tracks", nil
 	}
 	if man != nil {
 		files := make([]string, 0, len(man.Files))
 		for p := range man.Files {
-			if !envelope.Withheld(p) { // as a walk of the tree would
+			if !workspace.Withheld(p) { // as a walk of the tree would
 				files = append(files, p)
 			}
 		}

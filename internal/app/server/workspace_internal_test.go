@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/envelope"
+	"github.com/ctxkit/ctxkit/workspace"
 )
 
 func scanFixture(t *testing.T, opts Options) *workspaceSearcher {
@@ -25,7 +26,7 @@ func scanFixture(t *testing.T, opts Options) *workspaceSearcher {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	if err := envelope.WriteManifest(root, envelope.Manifest{Files: map[string]envelope.ManifestEntry{"a.txt": {}}}); err != nil {
+	if err := workspace.WriteManifest(root, workspace.Manifest{Files: map[string]workspace.ManifestEntry{"a.txt": {}}}); err != nil {
 		t.Fatal(err)
 	}
 	_, key, _ := ed25519.GenerateKey(nil)

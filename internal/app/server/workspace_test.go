@@ -15,6 +15,7 @@ import (
 	"github.com/ctxkit/ctxkit/envelope"
 	"github.com/ctxkit/ctxkit/internal/app/server"
 	"github.com/ctxkit/ctxkit/internal/testkit/gitfilestest"
+	"github.com/ctxkit/ctxkit/workspace"
 )
 
 const headA = "1111111111111111111111111111111111111111"
@@ -38,8 +39,8 @@ func repoFixture(t *testing.T, name string, files map[string]string, indexedAt t
 	if !indexedAt.IsZero() {
 		root, _ := os.OpenRoot(dir)
 		defer root.Close()
-		if err := envelope.WriteStatus(root, envelope.IndexStatus{Repo: name, IndexState: envelope.IndexFresh, LastIndexedAt: indexedAt,
-			LastIndexedCommit: headA, SchemaVersion: envelope.SchemaVersion}); err != nil {
+		if err := workspace.WriteStatus(root, envelope.IndexStatus{Repo: name, IndexState: envelope.IndexFresh, LastIndexedAt: indexedAt,
+			LastIndexedCommit: headA, SchemaVersion: workspace.SchemaVersion}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,11 +57,11 @@ func sum(c string) string {
 func (e *env) indexFiles(tok, repo, dir string, files map[string]string) map[string]string {
 	e.t.Helper()
 	ids := map[string]string{}
-	man := envelope.Manifest{Repo: repo, Files: map[string]envelope.ManifestEntry{}}
+	man := workspace.Manifest{Repo: repo, Files: map[string]workspace.ManifestEntry{}}
 	for p, c := range files {
-		ids[p] = e.create(tok, map[string]any{"title": p, "schema_name": server.FileSchema, "tags": []string{server.RepoTag(repo)},
-			"context": server.FileContext{Path: p, Size: int64(len(c)), SHA256: sum(c), Content: c}})
-		man.Files[p] = envelope.ManifestEntry{ID: ids[p], Version: 1, SHA256: sum(c), Size: int64(len(c))}
+		ids[p] = e.create(tok, map[string]any{"title": p, "schema_name": workspace.FileSchema, "tags": []string{workspace.RepoTag(repo)},
+			"context": workspace.FileContext{Path: p, Size: int64(len(c)), SHA256: sum(c), Content: c}})
+		man.Files[p] = workspace.ManifestEntry{ID: ids[p], Version: 1, SHA256: sum(c), Size: int64(len(c))}
 	}
 	if dir != "" {
 		writeManifest(e.t, dir, man)
@@ -68,14 +69,14 @@ func (e *env) indexFiles(tok, repo, dir string, files map[string]string) map[str
 	return ids
 }
 
-func writeManifest(t testing.TB, dir string, man envelope.Manifest) {
+func writeManifest(t testing.TB, dir string, man workspace.Manifest) {
 	t.Helper()
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	if err := envelope.WriteManifest(root, man); err != nil {
+	if err := workspace.WriteManifest(root, man); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -84,9 +85,9 @@ func writeManifest(t testing.TB, dir string, man envelope.Manifest) {
 // disk scan of a directory that is not a git repository reads.
 func manifestOf(t testing.TB, dir string, paths ...string) {
 	t.Helper()
-	man := envelope.Manifest{Files: map[string]envelope.ManifestEntry{}}
+	man := workspace.Manifest{Files: map[string]workspace.ManifestEntry{}}
 	for _, p := range paths {
-		man.Files[p] = envelope.ManifestEntry{ID: "none"}
+		man.Files[p] = workspace.ManifestEntry{ID: "none"}
 	}
 	writeManifest(t, dir, man)
 }
@@ -211,11 +212,11 @@ func TestWorkspaceIndexHitsAreVerified(t *testing.T) {
 	ids := e.indexFiles(tok, "shop", dir, files)
 	// Another emitter of the owner writes file breadcrumbs of its own...
 	for _, p := range []string{".git/config", ".ctxkit/ctxkit.db", "blob.bin", ".env", "../outside"} {
-		e.create(tok, map[string]any{"title": p, "schema_name": server.FileSchema, "tags": []string{server.RepoTag("shop")},
-			"context": server.FileContext{Path: p, SHA256: "x", Content: "servehttp"}})
+		e.create(tok, map[string]any{"title": p, "schema_name": workspace.FileSchema, "tags": []string{workspace.RepoTag("shop")},
+			"context": workspace.FileContext{Path: p, SHA256: "x", Content: "servehttp"}})
 	}
 	// ... and repoints an indexed one at another path.
-	want(t, e.do("PATCH", "/breadcrumbs/"+ids["doc.md"], tok, map[string]any{"context": server.FileContext{Path: ".env", SHA256: sum(files["doc.md"]), Content: "servehttp"}}), 200, "")
+	want(t, e.do("PATCH", "/breadcrumbs/"+ids["doc.md"], tok, map[string]any{"context": workspace.FileContext{Path: ".env", SHA256: sum(files["doc.md"]), Content: "servehttp"}}), 200, "")
 
 	r, sr := e.workspaceSearch(tok, "shop", "servehttp")
 	if r.status != 200 || sr.Meta.Status != "OK" || sr.Meta.FreshnessState != "FRESH" || len(sr.Items) != 1 || sr.Items[0].Path != "main.go" {
@@ -235,8 +236,8 @@ func TestWorkspaceIndexHitsAreVerified(t *testing.T) {
 	// Another owner that indexed a different repository under the same name
 	// does not get this workspace's index: its answer is not OK/FRESH.
 	other := e.token("evil", "m", server.RoleEmitter)
-	e.create(other, map[string]any{"title": "x.go", "schema_name": server.FileSchema, "tags": []string{server.RepoTag("shop")},
-		"context": server.FileContext{Path: "x.go", SHA256: sum("servehttp"), Content: "servehttp"}})
+	e.create(other, map[string]any{"title": "x.go", "schema_name": workspace.FileSchema, "tags": []string{workspace.RepoTag("shop")},
+		"context": workspace.FileContext{Path: "x.go", SHA256: sum("servehttp"), Content: "servehttp"}})
 	r, sr = e.workspaceSearch(other, "shop", "servehttp")
 	if sr.Meta.Status == "OK" || sr.Meta.FreshnessState == "FRESH" || strings.Contains(string(r.body), "x.go") || strings.Contains(string(r.body), "secret") {
 		t.Fatalf("other owner: %s", r.body)

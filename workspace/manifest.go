@@ -1,4 +1,4 @@
-package envelope
+package workspace
 
 import (
 	"crypto/rand"
@@ -41,9 +41,9 @@ const SourceWalk = "walk"
 // other repository (of the same name or not).
 const InstanceFile = ".ctxkit/instance"
 
-// Instance returns the id InstanceFile holds under root, creating the
+// instanceID returns the id InstanceFile holds under root, creating the
 // file with a new random id when there is none.
-func Instance(root *os.Root) (string, error) {
+func instanceID(root *os.Root) (string, error) {
 	data, err := root.ReadFile(InstanceFile)
 	switch {
 	case err == nil:
@@ -64,7 +64,7 @@ func Instance(root *os.Root) (string, error) {
 	f, err := root.OpenFile(InstanceFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) { // another run created it first
-			return Instance(root)
+			return instanceID(root)
 		}
 		return "", fmt.Errorf("%s: %w", InstanceFile, err)
 	}
