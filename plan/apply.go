@@ -55,6 +55,10 @@ type Options struct {
 	// hook, in tests, runs before each write step and fails it with its
 	// error.
 	hook func(step, name string) error
+	// noSync leaves out every sync of the write, in benchmarks only, to
+	// tell what durability costs from the rest. Unexported: a write
+	// without its syncs is not something a user may ask for.
+	noSync bool
 }
 
 // Status is a diff's outcome.

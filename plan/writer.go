@@ -98,16 +98,7 @@ func (w *writer) commitAll(changes []*change) error {
 			}
 		}
 	}()
-	n := 0
-	for _, c := range changes {
-		if c.changes && c.backup != "" {
-			n++
-		}
-		if c.changes && !c.delete {
-			n++
-		}
-	}
-	batch := testNoSync != "1" && batched(n)
+	batch := !w.opts.noSync && batched(stagedCount(changes))
 	var syncers []staged
 	defer func() {
 		for _, s := range syncers {
@@ -120,12 +111,72 @@ func (w *writer) commitAll(changes []*change) error {
 			return err
 		}
 	}
-	temps := map[*change]string{}
 	changed := map[string]bool{} // directories whose entries change
-	// First what each file needs (its directories created, its steps
-	// run), in the plan's order; then every backup and temporary file is
-	// created (each is a file of its own, in a directory that exists by
-	// then).
+	jobs, err := w.createJobs(changes, changed)
+	if err != nil {
+		return err
+	}
+	if batch {
+		// A directory missing when the files were read may have appeared
+		// since, on a file system of its own.
+		if syncers, err = w.openSyncers(syncers); err != nil {
+			return err
+		}
+	}
+	w.createAll(jobs, !batch && !w.opts.noSync)
+	temps := map[*change]string{}
+	files, err = w.created(jobs, temps)
+	if err != nil {
+		return err
+	}
+	if w.opts.noSync {
+		return w.renameAll(changes, temps)
+	}
+	if batch {
+		if err := w.syncAll(syncers); err != nil {
+			return err
+		}
+		if err := w.renameAll(changes, temps); err != nil {
+			return err
+		}
+		return w.syncAll(syncers)
+	}
+	for _, s := range files {
+		if err := w.step("fsync", s.name); err != nil {
+			return &Error{Code: CodeIO, Path: s.name, Msg: "syncing " + s.name, Err: err}
+		}
+	}
+	if err := syncEach(files); err != nil {
+		return err
+	}
+	if err := w.renameAll(changes, temps); err != nil {
+		return err
+	}
+	return w.syncDirs(changed)
+}
+
+// stagedCount is the number of files commitAll creates for changes: a
+// backup and a temporary file for each changed file (no temporary file
+// for a deletion).
+func stagedCount(changes []*change) int {
+	n := 0
+	for _, c := range changes {
+		if c.changes && c.backup != "" {
+			n++
+		}
+		if c.changes && !c.delete {
+			n++
+		}
+	}
+	return n
+}
+
+// createJobs is every backup and temporary file commitAll creates, in the
+// plan's order, once what each file needs is done: its steps run and its
+// directories created (adding to changed each directory whose entries
+// change). Each job is then a file of its own, in a directory that
+// exists.
+func (w *writer) createJobs(changes []*change, changed map[string]bool) ([]createJob, error) {
 	var jobs []createJob
 	for _, c := range changes {
 		if !c.changes {
@@ -133,7 +184,7 @@ func (w *writer) commitAll(changes []*change) error {
 		}
 		if c.backup != "" {
 			if err := w.step("backup", c.backup); err != nil {
-				return fileErr(c, err, "writing the backup")
+				return nil, fileErr(c, err, "writing the backup")
 			}
 			jobs = append(jobs, createJob{c: c, name: c.backup, data: c.before, backup: true})
 		}
@@ -142,25 +193,24 @@ func (w *writer) commitAll(changes []*change) error {
 			continue
 		}
 		if err := w.step("write", c.path); err != nil {
-			return fileErr(c, err, "writing the file")
+			return nil, fileErr(c, err, "writing the file")
 		}
 		if err := w.mkdirs(path.Dir(c.path), changed); err != nil {
-			return fileErr(c, err, "creating the file's directory")
+			return nil, fileErr(c, err, "creating the file's directory")
 		}
 		jobs = append(jobs, createJob{c: c, name: tempName(c.path), data: c.after})
 	}
-	if batch {
-		// A directory missing when the files were read may have appeared
-		// since, on a file system of its own.
-		var err error
-		if syncers, err = w.openSyncers(syncers); err != nil {
-			return err
-		}
-	}
-	w.createAll(jobs, !batch && testNoSync != "1")
-	// Every file created is removed by a rollback (through the handle it
-	// was created with: it is this run's own file, in the directory it
-	// was created in), also when another failed.
+	return jobs, nil
+}
+
+// created takes the outcome of jobs, once createAll ran them: every file
+// created is registered to be removed by a rollback (through the handle
+// it was created with: it is this run's own file, in the directory it
+// was created in), also when another failed, and returned to be synced
+// and closed; temps gets each change's temporary file. The error is the
+// first job's in the plan's order that failed.
+func (w *writer) created(jobs []createJob, temps map[*change]string) ([]staged, error) {
+	var files []staged
 	var first error
 	for _, j := range jobs {
 		if j.err != nil {
@@ -190,34 +240,13 @@ func (w *writer) commitAll(changes []*change) error {
 			return nil
 		})
 	}
-	if first != nil {
-		return first
-	}
-	if testNoSync == "1" {
-		return w.renameAll(changes, temps)
-	}
-	if batch {
-		if err := w.syncAll(syncers); err != nil {
-			return err
-		}
-	} else {
-		for _, s := range files {
-			if err := w.step("fsync", s.name); err != nil {
-				return &Error{Code: CodeIO, Path: s.name, Msg: "syncing " + s.name, Err: err}
-			}
-		}
-		if err := syncEach(files); err != nil {
-			return err
-		}
-	}
-	if err := w.renameAll(changes, temps); err != nil {
-		return err
-	}
-	if batch {
-		return w.syncAll(syncers)
-	}
+	return files, first
+}
+
+// syncDirs fsyncs each of dirs, the directories whose entries changed.
+func (w *writer) syncDirs(dirs map[string]bool) error {
 	var ds []staged
-	for d := range changed {
+	for d := range dirs {
 		f, err := w.openDir(d)
 		if err != nil {
 			return &Error{Code: CodeIO, Path: d, Msg: "syncing the directory " + d, Err: err}
@@ -336,11 +365,6 @@ func fileErr(c *change, err error, what string) error {
 	}
 	return &Error{Code: CodeIO, Field: field, Path: c.path, Msg: what, Err: err}
 }
-
-// testNoSync, set to "1" at link time by a benchmark only (never by a
-// flag), leaves out the syncs of commitAll, to measure what durability
-// costs.
-var testNoSync string
 
 // renameAll checks each changed file once more and renames its temporary
 // file over it (or deletes it).
