@@ -115,7 +115,7 @@ func Apply(src []byte, f *File) (*Result, error) {
 	for i := range f.Hunks {
 		for _, l := range f.Hunks[i].Lines {
 			if !utf8.ValidString(l.Text) {
-				return nil, &Error{Code: CodeBinary, Hunk: i + 1, Line: f.Hunks[i].Pos, Msg: "the hunk holds invalid UTF-8"}
+				return nil, &Error{Code: CodeBinary, Hunk: i + 1, Path: hunkPath(i), Line: f.Hunks[i].Pos, Msg: "the hunk holds invalid UTF-8"}
 			}
 		}
 	}
@@ -126,7 +126,7 @@ func Apply(src []byte, f *File) (*Result, error) {
 		// exactly what it creates.
 		out, err := a.newContent()
 		if err != nil || !bytes.Equal(out, src) {
-			e := &Error{Code: CodeNotFound, Hunk: 1, Line: f.Hunks[0].Pos, Msg: "the diff creates the file, but it exists with other content"}
+			e := &Error{Code: CodeNotFound, Hunk: 1, Path: hunkPath(0), Line: f.Hunks[0].Pos, Msg: "the diff creates the file, but it exists with other content"}
 			res.Hunks[0].Err = e
 			return res, e
 		}
@@ -172,7 +172,7 @@ func Apply(src []byte, f *File) (*Result, error) {
 	for i := range errs {
 		e := errs[i]
 		if e == nil && locs[i].reverse {
-			e = &Error{Code: CodePartial, Hunk: i + 1, Line: f.Hunks[i].Pos, FileLine: locs[i].match.Line,
+			e = &Error{Code: CodePartial, Hunk: i + 1, Path: hunkPath(i), Line: f.Hunks[i].Pos, FileLine: locs[i].match.Line,
 				Msg: fmt.Sprintf("already applied (its new lines are at line %d) while other hunks are not: the file is partly changed", locs[i].match.Line)}
 			if partial == nil {
 				partial = e
@@ -724,7 +724,7 @@ func (a *applier) candidates(s *side, step, hint int) ([]cand, *Error) {
 // where the hunk goes, nor show that it is already there.
 func (a *applier) placeInsertion(s *side, delta int) (loc, *Error) {
 	if a.t.n > 0 {
-		return loc{}, &Error{Code: CodeNeedsContext, Hunk: s.index + 1, Line: s.pos,
+		return loc{}, &Error{Code: CodeNeedsContext, Hunk: s.index + 1, Path: hunkPath(s.index), Line: s.pos,
 			Msg: "the hunk has no context lines and deletes nothing: nothing in the file confirms where it goes; add the lines around it as context"}
 	}
 	m := Match{Pass: PassExact, Line: 1}
@@ -810,7 +810,7 @@ func (a *applier) scan(s *side, level, lead, trail, hint int, found []cand, limi
 			ok = eqLine(level, t.line(start+j), old[j])
 		}
 		if a.work > hunkBudget {
-			return nil, &Error{Code: CodeTooLarge, Hunk: s.index + 1, Line: s.pos,
+			return nil, &Error{Code: CodeTooLarge, Hunk: s.index + 1, Path: hunkPath(s.index), Line: s.pos,
 				Msg: fmt.Sprintf("the search gave up after %d line comparisons: the file holds each of the hunk's lines in too many places (its rarest, %q, in %d); add context lines found in fewer places", hunkBudget, clip(old[anchor], 60), cnt)}
 		}
 		if ok && !slices.ContainsFunc(found, func(c cand) bool { return c.region == region }) {
@@ -856,13 +856,13 @@ func (a *applier) ambiguous(s *side, cands []cand, why string) *Error {
 		lines[i] = c.region + c.lead + 1
 		strs[i] = strconv.Itoa(lines[i])
 	}
-	return &Error{Code: CodeAmbiguous, Hunk: s.index + 1, Line: s.pos, Candidates: lines,
+	return &Error{Code: CodeAmbiguous, Hunk: s.index + 1, Path: hunkPath(s.index), Line: s.pos, Candidates: lines,
 		Msg: fmt.Sprintf("matches at lines %s %s: add context lines that make it unique", andList(strs), why)}
 }
 
 // notFound describes the region of the target most like s's old lines.
 func (a *applier) notFound(s *side, hint int) *Error {
-	e := &Error{Code: CodeNotFound, Hunk: s.index + 1, Line: s.pos}
+	e := &Error{Code: CodeNotFound, Hunk: s.index + 1, Path: hunkPath(s.index), Line: s.pos}
 	t := &a.t
 	if t.n == 0 {
 		e.Msg = fmt.Sprintf("the file is empty or missing, but the hunk expects %s in it", plural(len(s.old), "line"))
@@ -1029,7 +1029,7 @@ func (a *applier) build(locs []loc) ([]byte, error) {
 }
 
 func (a *applier) overlap(h1, h2, at int) *Error {
-	return &Error{Code: CodeOverlap, Hunk: h1 + 1, Line: a.f.Hunks[h1].Pos, FileLine: at + 1,
+	return &Error{Code: CodeOverlap, Hunk: h1 + 1, Path: hunkPath(h1), Line: a.f.Hunks[h1].Pos, FileLine: at + 1,
 		Msg: fmt.Sprintf("changes line %d, which hunk %d also changes or needs as context: merge the two hunks", at+1, h2+1)}
 }
 

@@ -89,12 +89,15 @@ const (
 	CodeTooLarge     Code = "too_large"          // the input is past a bound
 )
 
-// Error is a failure to parse or apply a diff. Line is the 1-based line of
-// the diff text at fault, Hunk the 1-based hunk (0 when the error is not
-// about one hunk), FileLine the 1-based line of the target the message
-// points at (the closest region of a hunk not found).
+// Error is a failure to parse or apply a diff. Path is the hunk at fault
+// in the parsed diff ("hunks[0]" for File.Hunks[0]; "" when the error is
+// not about one hunk), Hunk the same hunk counted from 1 (0 for none),
+// Line the 1-based line of the diff text at fault, FileLine the 1-based
+// line of the target the message points at (the closest region of a hunk
+// not found).
 type Error struct {
 	Code     Code
+	Path     string
 	Hunk     int
 	Line     int
 	FileLine int
@@ -105,6 +108,10 @@ type Error struct {
 	// matches (CodeAmbiguous only).
 	Candidates []int
 	Msg        string
+	// Err is an underlying cause. Parse and Apply read only the texts
+	// given, so their errors have none; it is here for errors.Is and
+	// errors.As through wrappers of this type.
+	Err error
 }
 
 func (e *Error) Error() string {
@@ -121,6 +128,11 @@ func (e *Error) Error() string {
 	b.WriteString(e.Msg)
 	return b.String()
 }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// hunkPath is the Path of the error of File.Hunks[i].
+func hunkPath(i int) string { return "hunks[" + strconv.Itoa(i) + "]" }
 
 // Parse reads a single-file unified diff. Text before the first header
 // (a "diff --git" line, "index" lines, prose) is skipped; a second file's
@@ -160,9 +172,9 @@ func Parse(diff string) (*File, error) {
 		}
 		if !changes {
 			if len(h.Lines) == 0 {
-				return &Error{Code: CodeSyntax, Hunk: len(f.Hunks), Line: h.Pos, Msg: "the hunk is empty"}
+				return &Error{Code: CodeSyntax, Hunk: len(f.Hunks), Path: hunkPath(len(f.Hunks) - 1), Line: h.Pos, Msg: "the hunk is empty"}
 			}
-			return &Error{Code: CodeSyntax, Hunk: len(f.Hunks), Line: h.Pos, Msg: "the hunk has no + or - lines"}
+			return &Error{Code: CodeSyntax, Hunk: len(f.Hunks), Path: hunkPath(len(f.Hunks) - 1), Line: h.Pos, Msg: "the hunk has no + or - lines"}
 		}
 		h = nil
 		return nil

@@ -171,7 +171,7 @@ func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, 
 	}
 	if wb, ok := strategy.(WriteBackup); ok {
 		if wb.Suffix == "" || strings.ContainsAny(wb.Suffix, "/\\\x00") {
-			return nil, &Error{Code: CodeField, Field: "backup suffix", Msg: fmt.Sprintf("%q must be non-empty and hold no slash", wb.Suffix)}
+			return nil, &Error{Code: CodeField, Path: "backup suffix", Msg: fmt.Sprintf("%q must be non-empty and hold no slash", wb.Suffix)}
 		}
 	}
 	rep := &Report{Strategy: strategy.strategy(), Diffs: make([]Outcome, len(p.Diffs))}
@@ -201,11 +201,11 @@ func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, 
 			}
 			c.backup = c.path + wb.Suffix
 			if err := CheckPath(c.backup); err != nil {
-				err.Field = fmt.Sprintf("diffs[%d]", c.index)
+				err.Path = fmt.Sprintf("diffs[%d]", c.index)
 				return rep, err
 			}
 			if _, err := w.dirs.lstat(c.backup); err == nil || !errors.Is(err, fs.ErrNotExist) {
-				return rep, &Error{Code: CodeBackupExists, Field: fmt.Sprintf("diffs[%d]", c.index), Path: c.path,
+				return rep, &Error{Code: CodeBackupExists, Path: fmt.Sprintf("diffs[%d]", c.index), File: c.path,
 					Msg: fmt.Sprintf("the backup %s already exists: move it away or choose another suffix", c.backup)}
 			}
 		}
@@ -218,7 +218,7 @@ func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, 
 				rep.Unrestored = append(rep.Unrestored, f.path)
 				errs = append(errs, fmt.Errorf("restoring %s: %w", f.path, f.err))
 			}
-			err = &Error{Code: CodeRollbackIncomplete, Path: rep.Unrestored[0],
+			err = &Error{Code: CodeRollbackIncomplete, File: rep.Unrestored[0],
 				Msg: fmt.Sprintf("the write failed and restoring failed for %s: check them (they may hold new content or be missing)", strings.Join(rep.Unrestored, ", ")),
 				Err: errors.Join(errs...)}
 		}
@@ -293,14 +293,14 @@ func prepare(dirs *dirs, i int, d Diff, out *Outcome, keep bool) (c *change, err
 	field := fmt.Sprintf("diffs[%d]", i)
 	*out = Outcome{Index: i, Path: d.Path}
 	fail := func(code Code, err error, format string, args ...any) error {
-		return &Error{Code: code, Field: field, Path: d.Path, Msg: fmt.Sprintf(format, args...), Err: err}
+		return &Error{Code: code, Path: field, File: d.Path, Msg: fmt.Sprintf(format, args...), Err: err}
 	}
 	c = &change{index: i, path: d.Path, perm: 0o644}
 	cur, err := dirs.readFile(d.Path, keep)
 	if err != nil {
 		var pe *Error
 		if errors.As(err, &pe) {
-			pe.Field = field
+			pe.Path = field
 			return nil, pe
 		}
 		return nil, fail(CodeIO, err, "")
@@ -331,7 +331,7 @@ func prepare(dirs *dirs, i int, d Diff, out *Outcome, keep bool) (c *change, err
 		return nil, fail(codeOfPatch(err), err, "unified_diff")
 	}
 	if err := CheckHeaders(f, d.Path); err != nil {
-		err.Field = field + ".unified_diff"
+		err.Path = field + ".unified_diff"
 		return nil, err
 	}
 	res, err := patch.Apply(before, f)

@@ -100,14 +100,14 @@ func openDir(parent *os.Root, dir, base string) (*os.Root, fs.FileInfo, error) {
 	r, err := parent.OpenRoot(base)
 	if err != nil {
 		if strings.Contains(err.Error(), "escapes") {
-			return nil, nil, &Error{Code: CodePathRejected, Path: dir, Msg: "leads outside the root through a symbolic link"}
+			return nil, nil, &Error{Code: CodePathRejected, File: dir, Msg: "leads outside the root through a symbolic link"}
 		}
 		return nil, nil, err
 	}
 	ofi, err := r.Stat(".")
 	if err != nil || !os.SameFile(fi, ofi) {
 		r.Close()
-		return nil, nil, &Error{Code: CodePathRejected, Path: dir, Msg: "the directory was replaced while it was opened"}
+		return nil, nil, &Error{Code: CodePathRejected, File: dir, Msg: "the directory was replaced while it was opened"}
 	}
 	return r, ofi, nil
 }
@@ -118,11 +118,11 @@ func realDir(parent *os.Root, dir string, fi fs.FileInfo) error {
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		if _, err := parent.Stat(path.Base(dir)); err != nil && strings.Contains(err.Error(), "escapes") {
-			return &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s leads outside the root through a symbolic link", dir)}
+			return &Error{Code: CodePathRejected, File: dir, Msg: fmt.Sprintf("%s leads outside the root through a symbolic link", dir)}
 		}
-		return &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s is a symbolic link: a plan changes files through real directories only", dir)}
+		return &Error{Code: CodePathRejected, File: dir, Msg: fmt.Sprintf("%s is a symbolic link: a plan changes files through real directories only", dir)}
 	case !fi.IsDir():
-		return &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s is not a directory", dir)}
+		return &Error{Code: CodePathRejected, File: dir, Msg: fmt.Sprintf("%s is not a directory", dir)}
 	}
 	return nil
 }
@@ -144,13 +144,13 @@ func (d *dirs) verify(dir string) error {
 		}
 		d.mu.Unlock()
 		if e == nil || e.err != nil || pr == nil {
-			return &Error{Code: CodePathRejected, Path: dir, Msg: "the directory was not opened"}
+			return &Error{Code: CodePathRejected, File: dir, Msg: "the directory was not opened"}
 		}
 		fi, err := pr.Lstat(path.Base(dir))
 		if errors.Is(err, fs.ErrNotExist) {
 			// Not fs.ErrNotExist: this directory was there, it is not
 			// one to create again.
-			return &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s was moved or removed while the plan was being applied", dir)}
+			return &Error{Code: CodePathRejected, File: dir, Msg: fmt.Sprintf("%s was moved or removed while the plan was being applied", dir)}
 		}
 		if err != nil {
 			return err
@@ -159,7 +159,7 @@ func (d *dirs) verify(dir string) error {
 			return err
 		}
 		if !os.SameFile(fi, e.fi) {
-			return &Error{Code: CodePathRejected, Path: dir, Msg: fmt.Sprintf("%s was moved or replaced while the plan was being applied", dir)}
+			return &Error{Code: CodePathRejected, File: dir, Msg: fmt.Sprintf("%s was moved or replaced while the plan was being applied", dir)}
 		}
 		dir = path.Dir(dir)
 	}
@@ -247,7 +247,7 @@ type current struct {
 // escapes the root and a file past MaxFileBytes are refused.
 func (d *dirs) readFile(name string, keep bool) (current, error) {
 	rejected := func(format string, args ...any) error {
-		return &Error{Code: CodePathRejected, Path: name, Msg: fmt.Sprintf(format, args...)}
+		return &Error{Code: CodePathRejected, File: name, Msg: fmt.Sprintf(format, args...)}
 	}
 	r, base, err := d.split(name)
 	var fi fs.FileInfo
@@ -266,7 +266,7 @@ func (d *dirs) readFile(name string, keep bool) (current, error) {
 	case !fi.Mode().IsRegular():
 		return current{}, rejected("is not a regular file")
 	case fi.Size() > MaxFileBytes:
-		return current{}, &Error{Code: CodeTooLarge, Path: name, Msg: fmt.Sprintf("the file is %d bytes, more than %d", fi.Size(), MaxFileBytes)}
+		return current{}, &Error{Code: CodeTooLarge, File: name, Msg: fmt.Sprintf("the file is %d bytes, more than %d", fi.Size(), MaxFileBytes)}
 	}
 	f, err := r.Open(base)
 	if err != nil {
@@ -303,7 +303,7 @@ func readAll(f *os.File, size int64, name string) ([]byte, error) {
 			return nil, err
 		}
 		if len(b) > MaxFileBytes {
-			return nil, &Error{Code: CodeTooLarge, Path: name, Msg: fmt.Sprintf("the file is more than %d bytes", MaxFileBytes)}
+			return nil, &Error{Code: CodeTooLarge, File: name, Msg: fmt.Sprintf("the file is more than %d bytes", MaxFileBytes)}
 		}
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]

@@ -143,7 +143,7 @@ func (w *writer) commitAll(changes []*change) error {
 	}
 	for _, s := range files {
 		if err := w.step("fsync", s.name); err != nil {
-			return &Error{Code: CodeIO, Path: s.name, Msg: "syncing " + s.name, Err: err}
+			return &Error{Code: CodeIO, File: s.name, Msg: "syncing " + s.name, Err: err}
 		}
 	}
 	if err := syncEach(files); err != nil {
@@ -217,7 +217,7 @@ func (w *writer) created(jobs []createJob, temps map[*change]string) ([]staged, 
 			if first == nil {
 				switch {
 				case j.backup && errors.Is(j.err, fs.ErrExist):
-					first = &Error{Code: CodeBackupExists, Field: fmt.Sprintf("diffs[%d]", j.c.index), Path: j.c.path, Msg: fmt.Sprintf("the backup %s already exists", j.name)}
+					first = &Error{Code: CodeBackupExists, Path: fmt.Sprintf("diffs[%d]", j.c.index), File: j.c.path, Msg: fmt.Sprintf("the backup %s already exists", j.name)}
 				case j.backup:
 					first = fileErr(j.c, j.err, "writing the backup")
 				default:
@@ -249,7 +249,7 @@ func (w *writer) syncDirs(dirs map[string]bool) error {
 	for d := range dirs {
 		f, err := w.openDir(d)
 		if err != nil {
-			return &Error{Code: CodeIO, Path: d, Msg: "syncing the directory " + d, Err: err}
+			return &Error{Code: CodeIO, File: d, Msg: "syncing the directory " + d, Err: err}
 		}
 		ds = append(ds, staged{f: f, name: d})
 	}
@@ -299,7 +299,7 @@ func (w *writer) openSyncers(have []staged) ([]staged, error) {
 		seen[dev] = ok
 		f, err := d.r.Open(".")
 		if err != nil {
-			return out, &Error{Code: CodeIO, Path: d.name, Msg: "opening " + d.name + " to sync its file system", Err: err}
+			return out, &Error{Code: CodeIO, File: d.name, Msg: "opening " + d.name + " to sync its file system", Err: err}
 		}
 		out = append(out, staged{f: f, name: d.name})
 	}
@@ -314,7 +314,7 @@ func (w *writer) syncAll(files []staged) error {
 			err = syncfs(s.f)
 		}
 		if err != nil {
-			return &Error{Code: CodeIO, Path: s.name, Msg: "syncing the file system of " + s.name, Err: err}
+			return &Error{Code: CodeIO, File: s.name, Msg: "syncing the file system of " + s.name, Err: err}
 		}
 	}
 	return nil
@@ -360,10 +360,10 @@ func fileErr(c *change, err error, what string) error {
 	field := fmt.Sprintf("diffs[%d]", c.index)
 	var pe *Error
 	if errors.As(err, &pe) && pe.Code == CodePathRejected {
-		pe.Field, pe.Path = field, c.path
+		pe.Path, pe.File = field, c.path
 		return pe
 	}
-	return &Error{Code: CodeIO, Field: field, Path: c.path, Msg: what, Err: err}
+	return &Error{Code: CodeIO, Path: field, File: c.path, Msg: what, Err: err}
 }
 
 // renameAll checks each changed file once more and renames its temporary
@@ -418,7 +418,7 @@ func (w *writer) rename(c *change, temp string) error {
 		return ioErr(err, "reading the file again")
 	}
 	if !same {
-		return &Error{Code: CodeChecksumMismatch, Field: field, Path: c.path, Msg: "the file changed while the plan was being applied"}
+		return &Error{Code: CodeChecksumMismatch, Path: field, File: c.path, Msg: "the file changed while the plan was being applied"}
 	}
 	if c.delete {
 		err = dir.Remove(base)
@@ -484,7 +484,7 @@ func syncEach(files []staged) error {
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return &Error{Code: CodeIO, Path: files[i].name, Msg: "syncing " + files[i].name, Err: err}
+			return &Error{Code: CodeIO, File: files[i].name, Msg: "syncing " + files[i].name, Err: err}
 		}
 	}
 	return nil
