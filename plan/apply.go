@@ -330,7 +330,7 @@ func prepare(dirs *dirs, i int, d Diff, out *Outcome, keep bool) (c *change, err
 	if err != nil {
 		return nil, fail(codeOfPatch(err), err, "unified_diff")
 	}
-	if err := CheckHeaders(f, d.Path); err != nil {
+	if err := checkHeaders(f, d.Path); err != nil {
 		err.Path = field + ".unified_diff"
 		return nil, err
 	}

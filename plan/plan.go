@@ -331,10 +331,10 @@ func isChecksum(s string) bool {
 	return true
 }
 
-// CheckHeaders compares the names in a diff's "---"/"+++" headers with the
+// checkHeaders compares the names in a diff's "---"/"+++" headers with the
 // diff's path: each name that is not /dev/null must be the path, with or
 // without git's a/ or b/ prefix.
-func CheckHeaders(f *patch.File, p string) *Error {
+func checkHeaders(f *patch.File, p string) *Error {
 	for _, h := range []struct{ name, prefix, which string }{{f.OldName, "a/", "---"}, {f.NewName, "b/", "+++"}} {
 		if h.name == "" || h.name == patch.DevNull {
 			continue
