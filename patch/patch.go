@@ -158,26 +158,9 @@ func Parse(diff string) (*File, error) {
 		if h == nil {
 			return nil
 		}
-		// Empty lines at the end of a hunk are the blank lines between
-		// sections of text, not blank context.
-		for ; empties > 0 && !h.Lines[len(h.Lines)-1].NoEOL; empties-- {
-			h.Lines = h.Lines[:len(h.Lines)-1]
-		}
-		changes := false
-		for _, l := range h.Lines {
-			if l.Op != Context {
-				changes = true
-				break
-			}
-		}
-		if !changes {
-			if len(h.Lines) == 0 {
-				return &Error{Code: CodeSyntax, Hunk: len(f.Hunks), Path: hunkPath(len(f.Hunks) - 1), Line: h.Pos, Msg: "the hunk is empty"}
-			}
-			return &Error{Code: CodeSyntax, Hunk: len(f.Hunks), Path: hunkPath(len(f.Hunks) - 1), Line: h.Pos, Msg: "the hunk has no + or - lines"}
-		}
+		err := finishHunk(h, empties, len(f.Hunks))
 		h = nil
-		return nil
+		return err
 	}
 	for i := 0; i < len(lines); i++ {
 		raw := lines[i]
@@ -263,6 +246,24 @@ func Parse(diff string) (*File, error) {
 		return nil, &Error{Code: CodeSyntax, Line: len(lines), Msg: `no hunks: a diff needs at least one "@@" section`}
 	}
 	return f, nil
+}
+
+// finishHunk checks h, the n-th hunk of a diff (from 1), once its last line
+// is read, after dropping the empties empty lines at its end: they are
+// the blank lines between sections of text, not blank context.
+func finishHunk(h *Hunk, empties, n int) error {
+	for ; empties > 0 && !h.Lines[len(h.Lines)-1].NoEOL; empties-- {
+		h.Lines = h.Lines[:len(h.Lines)-1]
+	}
+	for _, l := range h.Lines {
+		if l.Op != Context {
+			return nil
+		}
+	}
+	if len(h.Lines) == 0 {
+		return &Error{Code: CodeSyntax, Hunk: n, Path: hunkPath(n - 1), Line: h.Pos, Msg: "the hunk is empty"}
+	}
+	return &Error{Code: CodeSyntax, Hunk: n, Path: hunkPath(n - 1), Line: h.Pos, Msg: "the hunk has no + or - lines"}
 }
 
 // splitLines splits s at newlines; a final newline does not start another
