@@ -933,7 +933,7 @@ func (a *applier) build(locs []loc) ([]byte, error) {
 // they apply.
 func (a *applier) edits(locs []loc) editSet {
 	t := &a.t
-	var es editSet
+	es := editSet{regions: make([][3]int, 0, len(locs))} // one per hunk
 	for i, l := range locs {
 		h := &a.f.Hunks[i]
 		lines := h.Lines[l.lead : len(h.Lines)-l.trail]
