@@ -213,15 +213,12 @@ func Parse(diff string) (*File, error) {
 		switch {
 		case strings.HasPrefix(l, "@@"):
 			afterHunk = false
-			f.Hunks = append(f.Hunks, Hunk{Pos: n, Header: l})
+			f.Hunks = append(f.Hunks, newHunk(l, n, len(lines)-i-1))
 			h = &f.Hunks[len(f.Hunks)-1]
 			oldN, newN, empties = 0, 0, 0
 			wantO, wantN = -1, -1
-			if o1, ol, n1, nl, ok := parseRange(l); ok {
-				h.Numbered, h.OldStart, h.NewStart, h.OldLines, h.NewLines = true, o1, n1, ol, nl
-				wantO, wantN = ol, nl
-				// The counts are a hint for the capacity only.
-				h.Lines = make([]Line, 0, min(ol+nl, len(lines)-i-1))
+			if h.Numbered {
+				wantO, wantN = h.OldLines, h.NewLines
 			}
 		case isFileHeader:
 			if headers || len(f.Hunks) > 0 {
@@ -246,6 +243,18 @@ func Parse(diff string) (*File, error) {
 		return nil, &Error{Code: CodeSyntax, Line: len(lines), Msg: `no hunks: a diff needs at least one "@@" section`}
 	}
 	return f, nil
+}
+
+// newHunk is the hunk whose header is line n of a diff, followed by
+// rest lines.
+func newHunk(header string, n, rest int) Hunk {
+	h := Hunk{Pos: n, Header: header}
+	if o1, ol, n1, nl, ok := parseRange(header); ok {
+		h.Numbered, h.OldStart, h.NewStart, h.OldLines, h.NewLines = true, o1, n1, ol, nl
+		// The counts are a hint for the capacity only.
+		h.Lines = make([]Line, 0, min(ol+nl, rest))
+	}
+	return h
 }
 
 // finishHunk checks h, the n-th hunk of a diff (from 1), once its last line
