@@ -115,7 +115,7 @@ func Apply(src []byte, f *File) (*Result, error) {
 	for i := range f.Hunks {
 		for _, l := range f.Hunks[i].Lines {
 			if !utf8.ValidString(l.Text) {
-				return nil, &Error{Code: CodeBinary, Hunk: i + 1, Line: f.Hunks[i].Pos, Msg: "the hunk holds invalid UTF-8"}
+				return nil, &Error{Code: CodeBinary, Hunk: i + 1, Path: hunkPath(i), Line: f.Hunks[i].Pos, Msg: "the hunk holds invalid UTF-8"}
 			}
 		}
 	}
@@ -126,7 +126,7 @@ func Apply(src []byte, f *File) (*Result, error) {
 		// exactly what it creates.
 		out, err := a.newContent()
 		if err != nil || !bytes.Equal(out, src) {
-			e := &Error{Code: CodeNotFound, Hunk: 1, Line: f.Hunks[0].Pos, Msg: "the diff creates the file, but it exists with other content"}
+			e := &Error{Code: CodeNotFound, Hunk: 1, Path: hunkPath(0), Line: f.Hunks[0].Pos, Msg: "the diff creates the file, but it exists with other content"}
 			res.Hunks[0].Err = e
 			return res, e
 		}
@@ -172,7 +172,7 @@ func Apply(src []byte, f *File) (*Result, error) {
 	for i := range errs {
 		e := errs[i]
 		if e == nil && locs[i].reverse {
-			e = &Error{Code: CodePartial, Hunk: i + 1, Line: f.Hunks[i].Pos, FileLine: locs[i].match.Line,
+			e = &Error{Code: CodePartial, Hunk: i + 1, Path: hunkPath(i), Line: f.Hunks[i].Pos, FileLine: locs[i].match.Line,
 				Msg: fmt.Sprintf("already applied (its new lines are at line %d) while other hunks are not: the file is partly changed", locs[i].match.Line)}
 			if partial == nil {
 				partial = e
@@ -724,7 +724,7 @@ func (a *applier) candidates(s *side, step, hint int) ([]cand, *Error) {
 // where the hunk goes, nor show that it is already there.
 func (a *applier) placeInsertion(s *side, delta int) (loc, *Error) {
 	if a.t.n > 0 {
-		return loc{}, &Error{Code: CodeNeedsContext, Hunk: s.index + 1, Line: s.pos,
+		return loc{}, &Error{Code: CodeNeedsContext, Hunk: s.index + 1, Path: hunkPath(s.index), Line: s.pos,
 			Msg: "the hunk has no context lines and deletes nothing: nothing in the file confirms where it goes; add the lines around it as context"}
 	}
 	m := Match{Pass: PassExact, Line: 1}
@@ -810,7 +810,7 @@ func (a *applier) scan(s *side, level, lead, trail, hint int, found []cand, limi
 			ok = eqLine(level, t.line(start+j), old[j])
 		}
 		if a.work > hunkBudget {
-			return nil, &Error{Code: CodeTooLarge, Hunk: s.index + 1, Line: s.pos,
+			return nil, &Error{Code: CodeTooLarge, Hunk: s.index + 1, Path: hunkPath(s.index), Line: s.pos,
 				Msg: fmt.Sprintf("the search gave up after %d line comparisons: the file holds each of the hunk's lines in too many places (its rarest, %q, in %d); add context lines found in fewer places", hunkBudget, clip(old[anchor], 60), cnt)}
 		}
 		if ok && !slices.ContainsFunc(found, func(c cand) bool { return c.region == region }) {
@@ -856,13 +856,13 @@ func (a *applier) ambiguous(s *side, cands []cand, why string) *Error {
 		lines[i] = c.region + c.lead + 1
 		strs[i] = strconv.Itoa(lines[i])
 	}
-	return &Error{Code: CodeAmbiguous, Hunk: s.index + 1, Line: s.pos, Candidates: lines,
+	return &Error{Code: CodeAmbiguous, Hunk: s.index + 1, Path: hunkPath(s.index), Line: s.pos, Candidates: lines,
 		Msg: fmt.Sprintf("matches at lines %s %s: add context lines that make it unique", andList(strs), why)}
 }
 
 // notFound describes the region of the target most like s's old lines.
 func (a *applier) notFound(s *side, hint int) *Error {
-	e := &Error{Code: CodeNotFound, Hunk: s.index + 1, Line: s.pos}
+	e := &Error{Code: CodeNotFound, Hunk: s.index + 1, Path: hunkPath(s.index), Line: s.pos}
 	t := &a.t
 	if t.n == 0 {
 		e.Msg = fmt.Sprintf("the file is empty or missing, but the hunk expects %s in it", plural(len(s.old), "line"))
@@ -910,16 +910,30 @@ type edit struct {
 	hunk    int
 }
 
+// editSet is what the placed hunks do to the target: each hunk's edits and
+// the region of the target it covers, with what the output needs to know.
+type editSet struct {
+	list     []edit   // in the target's order
+	regions  [][3]int // start, end, hunk
+	insBytes int      // inserted bytes, line endings counted as 2
+	newNo    bool     // a "\ No newline" marker on the new side at the end of the file
+	oldNo    bool
+}
+
 // build applies the placed hunks to the target.
 func (a *applier) build(locs []loc) ([]byte, error) {
+	es := a.edits(locs)
+	if err := a.checkOverlaps(es); err != nil {
+		return nil, err
+	}
+	return a.render(es), nil
+}
+
+// edits collects the edits of the hunks placed at locs, sorted by where
+// they apply.
+func (a *applier) edits(locs []loc) editSet {
 	t := &a.t
-	var (
-		edits   []edit
-		regions [][3]int // start, end, hunk
-		newNo   bool     // a "\ No newline" marker on the new side at the end of the file
-		oldNo   bool
-	)
-	insBytes := 0
+	es := editSet{regions: make([][3]int, 0, len(locs))} // one per hunk
 	for i, l := range locs {
 		h := &a.f.Hunks[i]
 		lines := h.Lines[l.lead : len(h.Lines)-l.trail]
@@ -933,39 +947,46 @@ func (a *applier) build(locs []loc) ([]byte, error) {
 				e = nil
 			case Delete, Insert:
 				if e == nil {
-					edits = append(edits, edit{at: cur, hunk: i})
-					e = &edits[len(edits)-1]
+					es.list = append(es.list, edit{at: cur, hunk: i})
+					e = &es.list[len(es.list)-1]
 				}
 				if ln.Op == Delete {
 					e.del++
 					cur++
 				} else {
 					e.ins = append(e.ins, ln)
-					insBytes += len(ln.Text) + 2
+					es.insBytes += len(ln.Text) + 2
 				}
 			}
 		}
-		regions = append(regions, [3]int{start, cur, i})
+		es.regions = append(es.regions, [3]int{start, cur, i})
 		if cur == t.n {
 			for _, ln := range lines {
 				switch {
 				case ln.NoEOL && ln.Op == Insert:
-					newNo = true
+					es.newNo = true
 				case ln.NoEOL && ln.Op == Delete:
-					oldNo = true
+					es.oldNo = true
 				}
 			}
 		}
 	}
-	slices.SortStableFunc(edits, func(x, y edit) int { return cmp.Compare(x.at, y.at) })
+	slices.SortStableFunc(es.list, func(x, y edit) int { return cmp.Compare(x.at, y.at) })
+	return es
+}
+
+// checkOverlaps fails when two hunks change the same lines, or one
+// changes lines another needs as context.
+func (a *applier) checkOverlaps(es editSet) error {
+	edits := es.list
 	for i := 1; i < len(edits); i++ {
 		p, c := edits[i-1], edits[i]
 		if p.at+p.del > c.at || (p.at == c.at && p.del == 0 && c.del == 0 && p.hunk != c.hunk) {
-			return nil, a.overlap(c.hunk, p.hunk, c.at)
+			return a.overlap(c.hunk, p.hunk, c.at)
 		}
 	}
 	// A hunk's context must not be changed by another hunk.
-	for _, r := range regions {
+	for _, r := range es.regions {
 		k, _ := slices.BinarySearchFunc(edits, r[0], func(e edit, v int) int { return cmp.Compare(e.at+max(e.del, 1), v+1) })
 		for ; k < len(edits) && edits[k].at < r[1]; k++ {
 			e := edits[k]
@@ -973,10 +994,16 @@ func (a *applier) build(locs []loc) ([]byte, error) {
 				continue
 			}
 			if (e.del > 0 && e.at+e.del > r[0]) || (e.del == 0 && e.at > r[0]) {
-				return nil, a.overlap(max(e.hunk, r[2]), min(e.hunk, r[2]), e.at)
+				return a.overlap(max(e.hunk, r[2]), min(e.hunk, r[2]), e.at)
 			}
 		}
 	}
+	return nil
+}
+
+// render is the target with es applied.
+func (a *applier) render(es editSet) []byte {
+	t := &a.t
 	// Inserted lines take the target's line ending, unless the target
 	// has none or mixes them and the diff mixes them too: then each line
 	// keeps the ending it has in the diff.
@@ -985,7 +1012,7 @@ func (a *applier) build(locs []loc) ([]byte, error) {
 	if eol == "" {
 		eol = "\n"
 	}
-	out := make([]byte, 0, len(t.src)+insBytes+2)
+	out := make([]byte, 0, len(t.src)+es.insBytes+2)
 	cur := 0
 	copyLines := func(from, to int) {
 		if from >= to {
@@ -996,7 +1023,7 @@ func (a *applier) build(locs []loc) ([]byte, error) {
 			out = append(out, eol...)
 		}
 	}
-	for _, e := range edits {
+	for _, e := range es.list {
 		copyLines(cur, e.at)
 		for _, l := range e.ins {
 			out = append(out, l.Text...)
@@ -1014,9 +1041,9 @@ func (a *applier) build(locs []loc) ([]byte, error) {
 	copyLines(cur, t.n)
 	finalNL := len(t.src) == 0 || t.src[len(t.src)-1] == '\n'
 	switch {
-	case newNo:
+	case es.newNo:
 		finalNL = false
-	case oldNo:
+	case es.oldNo:
 		finalNL = true
 	}
 	if !finalNL && len(out) > 0 {
@@ -1025,11 +1052,11 @@ func (a *applier) build(locs []loc) ([]byte, error) {
 			out = out[:len(out)-1]
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (a *applier) overlap(h1, h2, at int) *Error {
-	return &Error{Code: CodeOverlap, Hunk: h1 + 1, Line: a.f.Hunks[h1].Pos, FileLine: at + 1,
+	return &Error{Code: CodeOverlap, Hunk: h1 + 1, Path: hunkPath(h1), Line: a.f.Hunks[h1].Pos, FileLine: at + 1,
 		Msg: fmt.Sprintf("changes line %d, which hunk %d also changes or needs as context: merge the two hunks", at+1, h2+1)}
 }
 

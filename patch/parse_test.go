@@ -99,3 +99,26 @@ func TestApplyBoundsRepetitiveTargets(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestErrorPath: an error about one hunk names it by its place in the
+// parsed diff as well as by its number; one about the whole diff has no
+// Path.
+func TestErrorPath(t *testing.T) {
+	_, err := Parse("@@ -1 +1 @@\n-a\n+b\n@@ -3 +3 @@\n c\n")
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Hunk != 2 || pe.Path != "hunks[1]" {
+		t.Fatalf("parse: got %#v, want hunk 2 at hunks[1]", err)
+	}
+	f, err := Parse("@@ -1,2 +1,2 @@\n x\n-a\n+b\n@@ -5,2 +5,2 @@\n y\n-c\n+d\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply([]byte("x\na\nq\nq\ny\nz\n"), f)
+	if !errors.As(err, &pe) || pe.Code != CodeNotFound || pe.Hunk != 2 || pe.Path != "hunks[1]" {
+		t.Fatalf("apply: got %#v, want hunk 2 not found at hunks[1]", err)
+	}
+	_, err = Parse("--- a/x\n+++ b/x\n")
+	if !errors.As(err, &pe) || pe.Hunk != 0 || pe.Path != "" {
+		t.Fatalf("parse: got %#v, want no hunk and no Path", err)
+	}
+}

@@ -89,12 +89,15 @@ const (
 	CodeTooLarge     Code = "too_large"          // the input is past a bound
 )
 
-// Error is a failure to parse or apply a diff. Line is the 1-based line of
-// the diff text at fault, Hunk the 1-based hunk (0 when the error is not
-// about one hunk), FileLine the 1-based line of the target the message
-// points at (the closest region of a hunk not found).
+// Error is a failure to parse or apply a diff. Path is the hunk at fault
+// in the parsed diff ("hunks[0]" for File.Hunks[0]; "" when the error is
+// not about one hunk), Hunk the same hunk counted from 1 (0 for none),
+// Line the 1-based line of the diff text at fault, FileLine the 1-based
+// line of the target the message points at (the closest region of a hunk
+// not found).
 type Error struct {
 	Code     Code
+	Path     string
 	Hunk     int
 	Line     int
 	FileLine int
@@ -105,6 +108,10 @@ type Error struct {
 	// matches (CodeAmbiguous only).
 	Candidates []int
 	Msg        string
+	// Err is an underlying cause. Parse and Apply read only the texts
+	// given, so their errors have none; it is here for errors.Is and
+	// errors.As through wrappers of this type.
+	Err error
 }
 
 func (e *Error) Error() string {
@@ -121,6 +128,11 @@ func (e *Error) Error() string {
 	b.WriteString(e.Msg)
 	return b.String()
 }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// hunkPath is the Path of the error of File.Hunks[i].
+func hunkPath(i int) string { return "hunks[" + strconv.Itoa(i) + "]" }
 
 // Parse reads a single-file unified diff. Text before the first header
 // (a "diff --git" line, "index" lines, prose) is skipped; a second file's
@@ -146,26 +158,9 @@ func Parse(diff string) (*File, error) {
 		if h == nil {
 			return nil
 		}
-		// Empty lines at the end of a hunk are the blank lines between
-		// sections of text, not blank context.
-		for ; empties > 0 && !h.Lines[len(h.Lines)-1].NoEOL; empties-- {
-			h.Lines = h.Lines[:len(h.Lines)-1]
-		}
-		changes := false
-		for _, l := range h.Lines {
-			if l.Op != Context {
-				changes = true
-				break
-			}
-		}
-		if !changes {
-			if len(h.Lines) == 0 {
-				return &Error{Code: CodeSyntax, Hunk: len(f.Hunks), Line: h.Pos, Msg: "the hunk is empty"}
-			}
-			return &Error{Code: CodeSyntax, Hunk: len(f.Hunks), Line: h.Pos, Msg: "the hunk has no + or - lines"}
-		}
+		err := finishHunk(h, empties, len(f.Hunks))
 		h = nil
-		return nil
+		return err
 	}
 	for i := 0; i < len(lines); i++ {
 		raw := lines[i]
@@ -218,15 +213,12 @@ func Parse(diff string) (*File, error) {
 		switch {
 		case strings.HasPrefix(l, "@@"):
 			afterHunk = false
-			f.Hunks = append(f.Hunks, Hunk{Pos: n, Header: l})
+			f.Hunks = append(f.Hunks, newHunk(l, n, len(lines)-i-1))
 			h = &f.Hunks[len(f.Hunks)-1]
 			oldN, newN, empties = 0, 0, 0
 			wantO, wantN = -1, -1
-			if o1, ol, n1, nl, ok := parseRange(l); ok {
-				h.Numbered, h.OldStart, h.NewStart, h.OldLines, h.NewLines = true, o1, n1, ol, nl
-				wantO, wantN = ol, nl
-				// The counts are a hint for the capacity only.
-				h.Lines = make([]Line, 0, min(ol+nl, len(lines)-i-1))
+			if h.Numbered {
+				wantO, wantN = h.OldLines, h.NewLines
 			}
 		case isFileHeader:
 			if headers || len(f.Hunks) > 0 {
@@ -251,6 +243,36 @@ func Parse(diff string) (*File, error) {
 		return nil, &Error{Code: CodeSyntax, Line: len(lines), Msg: `no hunks: a diff needs at least one "@@" section`}
 	}
 	return f, nil
+}
+
+// newHunk is the hunk whose header is line n of a diff, followed by
+// rest lines.
+func newHunk(header string, n, rest int) Hunk {
+	h := Hunk{Pos: n, Header: header}
+	if o1, ol, n1, nl, ok := parseRange(header); ok {
+		h.Numbered, h.OldStart, h.NewStart, h.OldLines, h.NewLines = true, o1, n1, ol, nl
+		// The counts are a hint for the capacity only.
+		h.Lines = make([]Line, 0, min(ol+nl, rest))
+	}
+	return h
+}
+
+// finishHunk checks h, the n-th hunk of a diff (from 1), once its last line
+// is read, after dropping the empties empty lines at its end: they are
+// the blank lines between sections of text, not blank context.
+func finishHunk(h *Hunk, empties, n int) error {
+	for ; empties > 0 && !h.Lines[len(h.Lines)-1].NoEOL; empties-- {
+		h.Lines = h.Lines[:len(h.Lines)-1]
+	}
+	for _, l := range h.Lines {
+		if l.Op != Context {
+			return nil
+		}
+	}
+	if len(h.Lines) == 0 {
+		return &Error{Code: CodeSyntax, Hunk: n, Path: hunkPath(n - 1), Line: h.Pos, Msg: "the hunk is empty"}
+	}
+	return &Error{Code: CodeSyntax, Hunk: n, Path: hunkPath(n - 1), Line: h.Pos, Msg: "the hunk has no + or - lines"}
 }
 
 // splitLines splits s at newlines; a final newline does not start another

@@ -3,12 +3,14 @@ package plan
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,12 +124,68 @@ func syntheticFiles(b *testing.B, n int) []benchFile {
 	return files
 }
 
+// noSyncApplyEnv, set in its environment, has this test binary apply a
+// plan without syncs instead of running tests: arguments PLAN.json and
+// ROOT; none to start and do nothing.
+const noSyncApplyEnv = "CTXKIT_PLAN_BENCH_NOSYNC"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(noSyncApplyEnv) != "" {
+		os.Exit(noSyncApply(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// noSyncApply does what ctxkit apply PLAN.json --root ROOT does (the
+// plan's hash taken alongside, the same collector setting, a line of
+// output), with Options.noSync: the same work as ctxkit's apply without
+// the syncs, in a process that starts in its own time (nosync-start-ms).
+func noSyncApply(args []string) int {
+	if len(args) == 0 {
+		return 0
+	}
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: PLAN.json ROOT")
+		return 2
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	raw, err := os.ReadFile(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	sum := make(chan string, 1)
+	go func() { sum <- Checksum(raw) }()
+	p, err := Parse(raw)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	root, err := os.OpenRoot(args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer root.Close()
+	rep, err := Apply(context.Background(), root, p, Options{Strategy: Write{}, noSync: true})
+	<-sum
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("%d diffs, %d failed, written %v\n", len(rep.Diffs), rep.Failed(), rep.Written)
+	return 0
+}
+
 // BenchmarkApplyVsGitApply runs the ctxkit binary (built once) and git
 // apply as whole processes on the same N diffs of this repository's
 // history (generated files without history), side by side, and reports
-// both times and their ratio; also the same binary without its syncs
-// (what durability costs: git apply does not sync) and the time each
-// process takes to start and do nothing (ctxkit version, git --version).
+// both times and their ratio; also the same apply without its syncs, run
+// by this test binary (what durability costs: git apply does not sync),
+// and the time each process takes to start and do nothing (ctxkit
+// version, git --version, the test binary without arguments).
 // Where the temporary directory is can be chosen with TMPDIR: the ratio
 // depends on the file system (creating files is costly on ext4 without a
 // journal after many files were removed, and costs both tools alike).
@@ -153,13 +211,11 @@ func BenchmarkApplyVsGitApply(b *testing.B) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	// The same binary without its syncs, to tell the cost of durability
-	// from the rest.
-	binNoSync := filepath.Join(tmp, "ctxkit-nosync")
-	build = exec.Command("go", "build", "-ldflags", "-X github.com/ctxkit/ctxkit/plan.testNoSync=1", "-o", binNoSync, "./cmd/ctxkit")
-	build.Dir = moduleRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+	// This test binary, run as an apply without syncs (TestMain), tells
+	// the cost of durability from the rest.
+	binNoSync, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
 	}
 	p := &Plan{}
 	var all strings.Builder
@@ -196,6 +252,9 @@ func BenchmarkApplyVsGitApply(b *testing.B) {
 	run := func(dir string, name string, args ...string) time.Duration {
 		cmd := exec.Command(name, args...)
 		cmd.Dir = dir
+		if name == binNoSync {
+			cmd.Env = append(os.Environ(), noSyncApplyEnv+"=1")
+		}
 		start := time.Now()
 		out, err := cmd.CombinedOutput()
 		d := time.Since(start)
@@ -205,7 +264,7 @@ func BenchmarkApplyVsGitApply(b *testing.B) {
 		return d
 	}
 	var treeA, treeB, treeC string
-	var ctxkitTime, gitTime, noSyncTime, ctxkitStart, gitStart time.Duration
+	var ctxkitTime, gitTime, noSyncTime, ctxkitStart, gitStart, noSyncStart time.Duration
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
@@ -225,10 +284,11 @@ func BenchmarkApplyVsGitApply(b *testing.B) {
 			gitTime += run(treeB, "git", "apply", "--whitespace=nowarn", diffFile)
 			ctxkitTime += run(treeA, bin, "apply", planFile, "--root", ".")
 		}
-		noSyncTime += run(treeC, binNoSync, "apply", planFile, "--root", ".")
+		noSyncTime += run(treeC, binNoSync, planFile, ".")
 		// The floor: starting the process and doing nothing.
 		ctxkitStart += run(tmp, bin, "version")
 		gitStart += run(tmp, "git", "--version")
+		noSyncStart += run(tmp, binNoSync)
 		n++
 	}
 	b.StopTimer()
@@ -248,6 +308,7 @@ func BenchmarkApplyVsGitApply(b *testing.B) {
 	b.ReportMetric(float64(noSyncTime)/float64(gitTime), "ctxkit-nosync/git")
 	b.ReportMetric(float64(ctxkitStart.Microseconds())/float64(n)/1000, "ctxkit-start-ms")
 	b.ReportMetric(float64(gitStart.Microseconds())/float64(n)/1000, "git-start-ms")
+	b.ReportMetric(float64(noSyncStart.Microseconds())/float64(n)/1000, "nosync-start-ms")
 	b.Logf("%d %s diffs", len(files), source)
 }
 

@@ -136,7 +136,7 @@ func Validate(p *Plan, s *Schema) error {
 			field = location(strings.Split(loc, "/"))
 		}
 	}
-	return &Error{Code: CodeSchema, Field: field, Msg: "schema: " + msg}
+	return &Error{Code: CodeSchema, Path: field, Msg: "schema: " + msg}
 }
 
 // location writes ["diffs","0","path"] as diffs[0].path.

@@ -94,22 +94,23 @@ const (
 	CodeRollbackIncomplete Code = "rollback_incomplete"
 )
 
-// Error is a failure the plan caused. Field names the place in the plan
-// ("diffs[2].path"), Path the file when there is one.
+// Error is a failure the plan caused. Path names the place in the plan
+// ("diffs[2].path", "" for the whole plan), File the file under the root
+// when there is one.
 type Error struct {
-	Code  Code
-	Field string
-	Path  string
-	Msg   string
-	Err   error
+	Code Code
+	Path string
+	File string
+	Msg  string
+	Err  error
 }
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		if e.Path != "" {
-			fmt.Fprintf(&b, " (%s)", e.Path)
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		if e.File != "" {
+			fmt.Fprintf(&b, " (%s)", e.File)
 		}
 		b.WriteString(": ")
 	}
@@ -144,7 +145,7 @@ func CodeOf(err error) Code {
 }
 
 func fieldErr(field, format string, args ...any) *Error {
-	return &Error{Code: CodeField, Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &Error{Code: CodeField, Path: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Checksum is the lowercase hex SHA-256 of b: what a Diff's Checksum holds.
@@ -229,28 +230,28 @@ func (p *Plan) Check() error {
 		return fieldErr("diffs", "a plan needs at least one diff")
 	}
 	if len(p.Diffs) > MaxDiffs {
-		return &Error{Code: CodeTooLarge, Field: "diffs", Msg: fmt.Sprintf("%d diffs, more than %d", len(p.Diffs), MaxDiffs)}
+		return &Error{Code: CodeTooLarge, Path: "diffs", Msg: fmt.Sprintf("%d diffs, more than %d", len(p.Diffs), MaxDiffs)}
 	}
 	seen := map[string]int{}
 	for i, d := range p.Diffs {
 		f := fmt.Sprintf("diffs[%d]", i)
 		if err := CheckPath(d.Path); err != nil {
-			err.Field = f + ".path"
+			err.Path = f + ".path"
 			return err
 		}
 		key := strings.ToLower(path.Clean(d.Path))
 		if j, ok := seen[key]; ok {
-			return &Error{Code: CodePathRejected, Field: f + ".path", Path: d.Path, Msg: fmt.Sprintf("the same file as diffs[%d]: put all of a file's hunks in one diff", j)}
+			return &Error{Code: CodePathRejected, Path: f + ".path", File: d.Path, Msg: fmt.Sprintf("the same file as diffs[%d]: put all of a file's hunks in one diff", j)}
 		}
 		seen[key] = i
 		if !isChecksum(d.Checksum) {
 			return fieldErr(f+".checksum", "must be the 64 lowercase hex digits of the SHA-256 of the file before the diff (of empty input for a new file)")
 		}
 		if len(d.UnifiedDiff) > MaxDiffBytes {
-			return &Error{Code: CodeTooLarge, Field: f + ".unified_diff", Msg: fmt.Sprintf("%d bytes, more than %d", len(d.UnifiedDiff), MaxDiffBytes)}
+			return &Error{Code: CodeTooLarge, Path: f + ".unified_diff", Msg: fmt.Sprintf("%d bytes, more than %d", len(d.UnifiedDiff), MaxDiffBytes)}
 		}
 		if strings.IndexByte(d.UnifiedDiff, 0) >= 0 || !utf8.ValidString(d.UnifiedDiff) {
-			return &Error{Code: CodeNotText, Field: f + ".unified_diff", Msg: "holds a NUL byte or invalid UTF-8: only text diffs can be applied"}
+			return &Error{Code: CodeNotText, Path: f + ".unified_diff", Msg: "holds a NUL byte or invalid UTF-8: only text diffs can be applied"}
 		}
 		if strings.TrimSpace(d.UnifiedDiff) == "" {
 			return fieldErr(f+".unified_diff", "is empty")
@@ -258,7 +259,7 @@ func (p *Plan) Check() error {
 	}
 	cmds := p.Commands()
 	if len(cmds) > MaxCommands {
-		return &Error{Code: CodeTooLarge, Field: "post.commands", Msg: fmt.Sprintf("%d commands, more than %d", len(cmds), MaxCommands)}
+		return &Error{Code: CodeTooLarge, Path: "post.commands", Msg: fmt.Sprintf("%d commands, more than %d", len(cmds), MaxCommands)}
 	}
 	for i, c := range cmds {
 		f := fmt.Sprintf("post.commands[%d]", i)
@@ -269,7 +270,7 @@ func (p *Plan) Check() error {
 			return fieldErr(f+".program", "holds a NUL byte")
 		}
 		if len(c.Args) > MaxArgs {
-			return &Error{Code: CodeTooLarge, Field: f + ".args", Msg: fmt.Sprintf("%d arguments, more than %d", len(c.Args), MaxArgs)}
+			return &Error{Code: CodeTooLarge, Path: f + ".args", Msg: fmt.Sprintf("%d arguments, more than %d", len(c.Args), MaxArgs)}
 		}
 		for j, a := range c.Args {
 			if strings.ContainsRune(a, 0) {
@@ -285,12 +286,13 @@ func (p *Plan) Check() error {
 
 // CheckPath accepts a path that is relative, local (no "..", no volume),
 // written with forward slashes in clean form, and not inside a .git
-// directory. The error's Field is left for the caller. Apply checks the
-// rest against the file system: the file and each of its directories
-// must not be a symbolic link (a link could lead into .git).
+// directory. The error's Path (its place in a plan) is left for the
+// caller. Apply checks the rest against the file system: the file and
+// each of its directories must not be a symbolic link (a link could lead
+// into .git).
 func CheckPath(p string) *Error {
 	bad := func(format string, args ...any) *Error {
-		return &Error{Code: CodePathRejected, Path: p, Msg: fmt.Sprintf(format, args...)}
+		return &Error{Code: CodePathRejected, File: p, Msg: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case p == "":
@@ -329,17 +331,17 @@ func isChecksum(s string) bool {
 	return true
 }
 
-// CheckHeaders compares the names in a diff's "---"/"+++" headers with the
+// checkHeaders compares the names in a diff's "---"/"+++" headers with the
 // diff's path: each name that is not /dev/null must be the path, with or
 // without git's a/ or b/ prefix.
-func CheckHeaders(f *patch.File, p string) *Error {
+func checkHeaders(f *patch.File, p string) *Error {
 	for _, h := range []struct{ name, prefix, which string }{{f.OldName, "a/", "---"}, {f.NewName, "b/", "+++"}} {
 		if h.name == "" || h.name == patch.DevNull {
 			continue
 		}
 		n := path.Clean(filepath.ToSlash(h.name))
 		if n != p && strings.TrimPrefix(n, h.prefix) != p {
-			return &Error{Code: CodePathRejected, Path: p, Msg: fmt.Sprintf("the diff's %s header names %q, not the diff's path", h.which, h.name)}
+			return &Error{Code: CodePathRejected, File: p, Msg: fmt.Sprintf("the diff's %s header names %q, not the diff's path", h.which, h.name)}
 		}
 	}
 	return nil
@@ -356,7 +358,7 @@ func (d *decoder) syntax(field string, err error) error {
 	} else if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		msg = "the JSON ends early"
 	}
-	e := &Error{Code: CodeSyntax, Field: field, Msg: "not valid JSON: " + msg}
+	e := &Error{Code: CodeSyntax, Path: field, Msg: "not valid JSON: " + msg}
 	if field == "" {
 		e.Msg = "the plan is not valid JSON: " + msg
 	}
@@ -438,7 +440,7 @@ func (d *decoder) array(field string, max int, elem func(string) error) error {
 	}
 	for i := 0; d.dec.More(); i++ {
 		if i == max {
-			return &Error{Code: CodeTooLarge, Field: field, Msg: fmt.Sprintf("more than %d entries", max)}
+			return &Error{Code: CodeTooLarge, Path: field, Msg: fmt.Sprintf("more than %d entries", max)}
 		}
 		if err := elem(fmt.Sprintf("%s[%d]", field, i)); err != nil {
 			return err
@@ -460,7 +462,7 @@ func (d *decoder) str(field string, into *string, max int) error {
 		return d.kindErr(field, "a string", tok)
 	}
 	if len(s) > max {
-		return &Error{Code: CodeTooLarge, Field: field, Msg: fmt.Sprintf("%d bytes, more than %d", len(s), max)}
+		return &Error{Code: CodeTooLarge, Path: field, Msg: fmt.Sprintf("%d bytes, more than %d", len(s), max)}
 	}
 	*into = s
 	return nil

@@ -90,7 +90,7 @@ func Verify(ctx context.Context, dir string, cmds []Command, opts VerifyOptions)
 		}
 		run(ctx, dir, c, opts, o)
 		if o.Status != CommandOK && first == nil {
-			first = &Error{Code: CodeCommand, Field: fmt.Sprintf("post.commands[%d]", i), Msg: describe(c, o)}
+			first = &Error{Code: CodeCommand, Path: fmt.Sprintf("post.commands[%d]", i), Msg: describe(c, o)}
 			if o.Status == CommandNotStarted {
 				first.(*Error).Code = CodeCommandStart
 			}
