@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/internal/secret"
+	"github.com/ctxkit/ctxkit/wire"
+	"github.com/ctxkit/ctxkit/wire/providers"
 )
 
-// Provider types: the upstream's wire format.
+// Provider types: the upstream's wire format, the name of its row in the
+// provider table (wire/providers).
 const (
 	TypeOpenAI    = "openai"
 	TypeAnthropic = "anthropic"
@@ -22,7 +24,8 @@ const (
 	TypeDeepSeek  = "deepseek"
 )
 
-var types = []string{TypeOpenAI, TypeAnthropic, TypeGemini, TypeBedrock, TypeMistral, TypeDeepSeek}
+// types are the formats of the provider table that ctxkit can call.
+var types = providers.Upstreams()
 
 // Provider is one upstream.
 type Provider struct {
@@ -45,6 +48,7 @@ type Provider struct {
 
 	key      string
 	redactor *secret.Redactor // of key
+	row      wire.Provider    // the type's row of the provider table
 }
 
 // Config is the gateway's configuration file.
@@ -94,9 +98,11 @@ func (c *Config) check(getenv func(string) string) error {
 			return fmt.Errorf("%s.name: %q is used twice", at, p.Name)
 		}
 		names[p.Name] = true
-		if !slices.Contains(types, p.Type) {
+		row, ok := providers.Lookup(p.Type)
+		if !ok || row.Upstream == nil {
 			return fmt.Errorf("%s.type: %q is not one of %s", at, p.Type, strings.Join(types, ", "))
 		}
+		p.row = row
 		u, err := url.Parse(p.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%s.base_url: %q is not an http(s) URL", at, p.BaseURL)
