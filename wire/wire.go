@@ -113,8 +113,10 @@ func (e *Error) Unwrap() error { return e.Err }
 // a CodeOptions error), and absent or null options are O's zero value.
 func Stateless[O any, R any](enc func(chat.Request, O) (R, []chat.Warning, error)) func(chat.Request, json.RawMessage, []byte) (any, []byte, []chat.Warning, error) {
 	return func(req chat.Request, options json.RawMessage, _ []byte) (any, []byte, []chat.Warning, error) {
-		var opts O
-		if err := DecodeOptions(options, &opts); err != nil {
+		// The options are decoded in a function of their own: the
+		// defaults (the gateway's case) then stay off the heap.
+		opts, err := decodeOptions[O](options)
+		if err != nil {
 			return nil, nil, nil, err
 		}
 		out, warns, err := enc(req, opts)
@@ -123,6 +125,15 @@ func Stateless[O any, R any](enc func(chat.Request, O) (R, []chat.Warning, error
 		}
 		return out, nil, warns, nil
 	}
+}
+
+func decodeOptions[O any](options json.RawMessage) (O, error) {
+	var opts O
+	if len(options) == 0 {
+		return opts, nil
+	}
+	err := DecodeOptions(options, &opts)
+	return opts, err
 }
 
 // DecodeOptions decodes options JSON strictly into opts (an unknown field

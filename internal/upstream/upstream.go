@@ -108,8 +108,11 @@ func Proxy(r *http.Request) (*url.URL, error) {
 type Request struct {
 	Method string
 	URL    string
-	Header http.Header // the key's header among them
-	Body   []byte      // sent as application/json; nil: no body
+	// Header is added to the request's headers (the key's among them).
+	// Its values are shared, not copied: a caller may build it once and
+	// send it with every request, and must not change it meanwhile.
+	Header http.Header
+	Body   []byte // sent as application/json; nil: no body
 	// Redact takes the key out of the text of a failure (nil: nothing
 	// to take out).
 	Redact func(string) string
@@ -119,7 +122,7 @@ type Request struct {
 type Response struct {
 	StatusCode int
 	Header     http.Header
-	Body       *Body // the caller closes it
+	Body       Body // the caller closes it
 }
 
 // Do sends r. An answer with another status than 2xx is a *StatusError
@@ -137,14 +140,15 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	for k, v := range r.Header {
 		req.Header[k] = v
 	}
-	if r.Body != nil {
+	if r.Body != nil && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, transportError(err, r.Redact)
 	}
-	b := &Body{rc: resp.Body, idle: c.idle}
+	out := &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: Body{rc: resp.Body, idle: c.idle}}
+	b := &out.Body
 	if c.idle > 0 {
 		b.timer = time.AfterFunc(c.idle, func() {
 			b.idled.Store(true)
@@ -156,7 +160,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		data, _ := io.ReadAll(io.LimitReader(b, c.maxErrorBody))
 		return nil, &StatusError{StatusCode: resp.StatusCode, Status: resp.Status, Header: resp.Header, Body: data}
 	}
-	return &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: b}, nil
+	return out, nil
 }
 
 // StatusError is an answer with another status than 2xx.
@@ -200,7 +204,7 @@ func (e *TransportError) Error() string { return e.msg }
 
 func (e *TransportError) Unwrap() error { return e.Err }
 
-// Body is a response body that ends when it goes quiet for longer than
+// Body is a response body (not to be copied) that ends when it goes quiet for longer than
 // the idle timeout, and that is drained (up to a bound) before it is
 // closed, so that its connection goes back to the pool: decoders stop at
 // the stream's end marker, before EOF.

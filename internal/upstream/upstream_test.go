@@ -115,7 +115,7 @@ func TestIdleBodyEnds(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	start := time.Now()
-	data, err := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(&resp.Body)
 	if err == nil || !resp.Body.Idled() || string(data) != "first" || time.Since(start) > 5*time.Second {
 		t.Errorf("read %q, %v, idled %v", data, err, resp.Body.Idled())
 	}

@@ -121,7 +121,7 @@ func (u *modelServer) models(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelsBytes+1))
+	body, err := io.ReadAll(io.LimitReader(&resp.Body, maxModelsBytes+1))
 	if err != nil {
 		return nil, coded(codeUpstream, "GET %s/models: %v", u.base, err)
 	}
@@ -184,7 +184,7 @@ func (s *scaffolder) ask(ctx context.Context, u *modelServer) (string, chat.Stop
 		return "", "", err
 	}
 	defer resp.Body.Close()
-	r := &cappedReader{r: resp.Body, n: maxStreamBytes}
+	r := &cappedReader{r: &resp.Body, n: maxStreamBytes}
 	var chunks iter.Seq2[chat.Chunk, error]
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
 		// The upstream did not stream: one completion object.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -46,9 +47,10 @@ type Provider struct {
 	// Models are the model names routed to this provider.
 	Models []string `json:"models"`
 
-	key      string
-	redactor *secret.Redactor // of key
-	row      wire.Provider    // the type's row of the provider table
+	key    string
+	redact func(string) string // takes key out of text
+	row    wire.Provider       // the type's row of the provider table
+	header http.Header         // of every request: the key's, Accept, Content-Type
 }
 
 // Config is the gateway's configuration file.
@@ -132,11 +134,9 @@ func (c *Config) check(getenv func(string) string) error {
 		if strings.ContainsFunc(p.key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			return fmt.Errorf("%s.api_key_env: %s holds control characters (a stray newline?)", at, p.APIKeyEnv)
 		}
-		p.redactor = secret.New(p.key)
+		p.redact = secret.New(p.key).Redact
+		p.header = http.Header{"Content-Type": {"application/json"}}
+		row.Upstream.SetHeader(p.header, p.key)
 	}
 	return nil
 }
-
-// redact is s, text that came from p's upstream, with p's key taken out
-// (a provider or a proxy may quote the credentials it was sent).
-func (p *Provider) redact(s string) string { return p.redactor.Redact(s) }

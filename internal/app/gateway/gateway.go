@@ -258,7 +258,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	if err != nil {
 		return err
 	}
-	upBody := resp.Body
+	upBody := &resp.Body
 	defer upBody.Close()
 	var src io.Reader = upBody
 	if !streaming {
@@ -314,14 +314,13 @@ func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if len(warns) > 0 {
 		w.Header().Set("X-Ctxkit-Warnings", fmt.Sprint(len(warns)))
 	}
-	h := make(http.Header, 4)
-	up.SetHeader(h, p.key)
-	resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + up.Path(req.Model), Header: h, Body: data, Redact: p.redact})
+	resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + up.Path(req.Model), Header: p.header, Body: data, Redact: p.redact})
+	if err == nil {
+		return resp, nil
+	}
 	var se *upstream.StatusError
 	var te *upstream.TransportError
 	switch {
-	case err == nil:
-		return resp, nil
 	case errors.As(err, &se):
 		return nil, g.upstreamError(p, se)
 	case errors.As(err, &te):
