@@ -125,9 +125,9 @@ type Response struct {
 	Body       Body // the caller closes it
 }
 
-// Do sends r. An answer with another status than 2xx is a *StatusError
-// (its body read up to MaxErrorBody and closed); no answer is a
-// *TransportError.
+// Do sends r. An answer with another status than 2xx is an *Error of
+// CodeStatus (its body read up to MaxErrorBody and closed); no answer is
+// an *Error of CodeTransport.
 func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	var body io.Reader
 	if r.Body != nil {
@@ -158,34 +158,48 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	if resp.StatusCode/100 != 2 {
 		defer b.Close()
 		data, _ := io.ReadAll(io.LimitReader(b, c.maxErrorBody))
-		return nil, &StatusError{StatusCode: resp.StatusCode, Status: resp.Status, Header: resp.Header, Body: data}
+		return nil, &Error{Code: CodeStatus, Msg: "the upstream answered " + resp.Status,
+			StatusCode: resp.StatusCode, Status: resp.Status, Header: resp.Header, Body: data}
 	}
 	return out, nil
 }
 
-// StatusError is an answer with another status than 2xx.
-type StatusError struct {
-	StatusCode int
-	Status     string // "429 Too Many Requests"
-	Header     http.Header
-	// Body is the start of the body as sent: the provider's parser reads
-	// it, and whoever shows any of it redacts it first.
-	Body []byte
-}
+// Code is the kind of an Error.
+type Code string
 
-func (e *StatusError) Error() string { return "the upstream answered " + e.Status }
+// Codes of Error.
+const (
+	// CodeStatus: the upstream answered with another status than 2xx.
+	CodeStatus Code = "UPSTREAM_STATUS"
+	// CodeTransport: no answer (the connection failed, the context
+	// ended, a redirect was refused).
+	CodeTransport Code = "UPSTREAM_TRANSPORT"
+)
 
-// TransportError is a request that got no answer: the connection failed,
-// the context ended, a redirect was refused.
-type TransportError struct {
-	// Err is the cause (a *url.Error's Err): a network error, the
-	// context's error, the error of Options.Redirect. Its text is not
-	// redacted.
+// Error is a failed exchange with an upstream.
+type Error struct {
+	Code Code
+	Path string // always "": the fault is the exchange's, not a place in the request
+	// Msg is the failure as said to a log: for CodeTransport the
+	// transport's error (method, URL and cause) after the caller's
+	// redaction; for CodeStatus "the upstream answered " and the status.
+	Msg string
+	// Err is the cause of a CodeTransport error (a *url.Error's Err): a
+	// network error, the context's error, the error of Options.Redirect.
+	// Its text is not redacted.
 	Err error
-	msg string
+
+	// Of a CodeStatus error: the status, its text ("429 Too Many
+	// Requests"), the headers and the start of the body as sent (the
+	// provider's parser reads it; whoever shows any of it redacts it
+	// first).
+	StatusCode int
+	Status     string
+	Header     http.Header
+	Body       []byte
 }
 
-func transportError(err error, redact func(string) string) *TransportError {
+func transportError(err error, redact func(string) string) *Error {
 	msg := err.Error()
 	if redact != nil {
 		msg = redact(msg)
@@ -195,14 +209,12 @@ func transportError(err error, redact func(string) string) *TransportError {
 	if errors.As(err, &ue) {
 		cause = ue.Err
 	}
-	return &TransportError{Err: cause, msg: msg}
+	return &Error{Code: CodeTransport, Msg: msg, Err: cause}
 }
 
-// Error is the failure as the transport says it (method, URL and cause),
-// redacted.
-func (e *TransportError) Error() string { return e.msg }
+func (e *Error) Error() string { return e.Msg }
 
-func (e *TransportError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // Body is a response body (not to be copied) that ends when it goes quiet for longer than
 // the idle timeout, and that is drained (up to a bound) before it is

@@ -45,16 +45,16 @@ func TestRedirects(t *testing.T) {
 	req := upstream.Request{Method: http.MethodPost, URL: srv.URL, Header: http.Header{"Authorization": {"Bearer KEY"}}, Body: []byte(`{}`), Redact: redact}
 
 	_, err := upstream.New(upstream.Options{}).Do(context.Background(), req)
-	var se *upstream.StatusError
-	if !errors.As(err, &se) || se.StatusCode != http.StatusTemporaryRedirect {
+	var se *upstream.Error
+	if !errors.As(err, &se) || se.Code != upstream.CodeStatus || se.StatusCode != http.StatusTemporaryRedirect {
 		t.Errorf("no Redirect option: %v, want a 307 status error", err)
 	}
 
 	refused := errors.New("refused")
 	c := upstream.New(upstream.Options{Redirect: func(to *url.URL) error { return refused }})
 	_, err = c.Do(context.Background(), req)
-	var te *upstream.TransportError
-	if !errors.As(err, &te) || !errors.Is(err, refused) || strings.Contains(err.Error(), "KEY") {
+	var te *upstream.Error
+	if !errors.As(err, &te) || te.Code != upstream.CodeTransport || !errors.Is(err, refused) || strings.Contains(err.Error(), "KEY") {
 		t.Errorf("Redirect option: %v, want a redacted transport error wrapping the Redirect error", err)
 	}
 	select {
@@ -74,8 +74,8 @@ func TestErrorBodyCapped(t *testing.T) {
 	}))
 	defer srv.Close()
 	_, err := upstream.New(upstream.Options{MaxErrorBody: 100}).Do(context.Background(), upstream.Request{Method: http.MethodGet, URL: srv.URL})
-	var se *upstream.StatusError
-	if !errors.As(err, &se) {
+	var se *upstream.Error
+	if !errors.As(err, &se) || se.Code != upstream.CodeStatus {
 		t.Fatalf("%v, want a status error", err)
 	}
 	if se.StatusCode != 429 || se.Status != "429 Too Many Requests" || len(se.Body) != 100 || se.Header.Get("Retry-After") != "7" {
@@ -89,8 +89,8 @@ func TestTransportErrorRedacted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := upstream.New(upstream.Options{}).Do(ctx, upstream.Request{Method: http.MethodGet, URL: "http://127.0.0.1:1/KEY", Redact: redact})
-	var te *upstream.TransportError
-	if !errors.As(err, &te) || !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "KEY") || !strings.Contains(err.Error(), "[redacted]") {
+	var te *upstream.Error
+	if !errors.As(err, &te) || te.Code != upstream.CodeTransport || !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "KEY") || !strings.Contains(err.Error(), "[redacted]") {
 		t.Errorf("%v", err)
 	}
 }

@@ -50,13 +50,14 @@ func (u *modelServer) do(ctx context.Context, method, path string, body []byte, 
 		h.Set("Authorization", "Bearer "+u.key)
 	}
 	resp, err := u.client.Do(ctx, upstream.Request{Method: method, URL: u.base + path, Header: h, Body: body, Redact: u.text.redact})
-	var te *upstream.TransportError
-	var se *upstream.StatusError
+	var ue *upstream.Error
 	switch {
 	case err == nil:
 		return resp, nil
-	case errors.As(err, &te):
-		cause := te.Err
+	case !errors.As(err, &ue):
+		return nil, err
+	case ue.Code == upstream.CodeTransport:
+		cause := ue.Err
 		if ctx.Err() != nil {
 			cause = ctx.Err()
 		}
@@ -65,18 +66,17 @@ func (u *modelServer) do(ctx context.Context, method, path string, body []byte, 
 		}
 		// A redirect's error names the Location the upstream sent.
 		return nil, coded(codeUpstream, "%s %s: %s", method, u.base+path, u.text.clean(cause.Error()))
-	case errors.As(err, &se):
-		msg := errorMessage(se.Body, u.text)
+	default:
+		msg := errorMessage(ue.Body, u.text)
 		hint := ""
-		switch se.StatusCode {
+		switch ue.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:
 			hint = ": check the API key in the variable --api-key-env names"
 		case http.StatusNotFound:
 			hint = ": is --upstream the API's base URL (ending in /v1)?"
 		}
-		return nil, coded(codeUpstream, "%s %s: the upstream answered %s%s%s", method, u.base+path, se.Status, msg, hint)
+		return nil, coded(codeUpstream, "%s %s: the upstream answered %s%s%s", method, u.base+path, ue.Status, msg, hint)
 	}
-	return nil, err
 }
 
 // errorMessage is the message of an error response: the OpenAI-shaped

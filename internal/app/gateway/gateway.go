@@ -184,32 +184,56 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, d Dialect) {
 	if err == nil || errors.Is(err, errClientGone) {
 		return
 	}
-	var e *apiError
+	var e *Error
 	if !errors.As(err, &e) {
 		g.opts.Logger.Error("gateway", "err", err.Error())
-		e = &apiError{status: http.StatusInternalServerError, typ: "api_error", msg: "the gateway failed to serve the request"}
+		e = &Error{Code: CodeAPI, Status: http.StatusInternalServerError, Msg: "the gateway failed to serve the request", Err: err}
 	}
-	if e.retryAfter != "" {
-		w.Header().Set("Retry-After", e.retryAfter)
+	if e.RetryAfter != "" {
+		w.Header().Set("Retry-After", e.RetryAfter)
 	}
-	WriteError(w, d, e.status, e.typ, e.msg)
+	WriteError(w, d, e.Status, string(e.Code), e.Msg)
 }
 
-// apiError is a failure the client gets as an error response: its
-// status, type (in both dialects' vocabulary: invalid_request_error,
-// not_found_error, rate_limit_error, overloaded_error, api_error ...) and
-// message.
-type apiError struct {
-	status     int
-	typ        string
-	msg        string
-	retryAfter string // the Retry-After header, "" for none
+// Code is the type of an error response, in the vocabulary both
+// dialects share.
+type Code string
+
+// Codes of Error.
+const (
+	CodeInvalidRequest Code = "invalid_request_error"
+	CodeNotFound       Code = "not_found_error"
+	CodeTooLarge       Code = "request_too_large"
+	CodeRateLimit      Code = "rate_limit_error"
+	CodeOverloaded     Code = "overloaded_error"
+	CodeAPI            Code = "api_error"
+	CodeAuthentication Code = "authentication_error"
+)
+
+// Error is a failure a client gets as an error response: its type
+// (Code), HTTP status and message.
+type Error struct {
+	Code Code
+	Path string // where in the request the fault is ("messages[2].role"); "" = the whole request or none
+	Msg  string
+	Err  error
+
+	Status     int
+	RetryAfter string // the Retry-After header, "" for none
 }
 
-func (e *apiError) Error() string { return e.msg }
+func (e *Error) Error() string { return e.Msg }
 
-func badRequest(msg string) *apiError {
-	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", msg: msg}
+func (e *Error) Unwrap() error { return e.Err }
+
+// badRequest is err, a fault of the request, as an Error.
+func badRequest(err error) *Error {
+	e := &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Msg: err.Error(), Err: err}
+	var ce *chat.Error
+	if errors.As(err, &ce) {
+		e.Path = ce.Path
+	}
+	return e
 }
 
 // errClientGone ends a request whose client went away (or whose response
@@ -223,8 +247,8 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 		weight = r.ContentLength
 	}
 	if !g.admit(weight) {
-		return &apiError{status: http.StatusServiceUnavailable, typ: "overloaded_error", retryAfter: "1",
-			msg: "the gateway is serving as many requests as it may: retry shortly"}
+		return &Error{Code: CodeOverloaded, Status: http.StatusServiceUnavailable, RetryAfter: "1",
+			Msg: "the gateway is serving as many requests as it may: retry shortly"}
 	}
 	defer func() { g.leave(weight) }()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes))
@@ -235,9 +259,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &apiError{status: http.StatusRequestEntityTooLarge, typ: "request_too_large", msg: fmt.Sprintf("request body larger than %d bytes", mbe.Limit)}
+			return &Error{Code: CodeTooLarge, Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("request body larger than %d bytes", mbe.Limit), Err: err}
 		}
-		return badRequest("reading the request: " + err.Error())
+		return badRequest(fmt.Errorf("reading the request: %w", err))
 	}
 	req, p, err := g.route(body, d)
 	if err != nil {
@@ -284,14 +308,14 @@ func (g *Gateway) route(body []byte, d Dialect) (chat.Request, *Provider, error)
 		req, err = chat.DecodeRequest(body)
 	}
 	if err != nil {
-		return req, nil, badRequest(err.Error())
+		return req, nil, badRequest(err)
 	}
 	if req.Model == "" {
-		return req, nil, badRequest("model: required")
+		return req, nil, &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: "model", Msg: "model: required"}
 	}
 	p, ok := g.byModel[req.Model]
 	if !ok {
-		return req, nil, &apiError{status: http.StatusNotFound, typ: "not_found_error", msg: fmt.Sprintf("model: %q is not configured on this gateway", req.Model)}
+		return req, nil, &Error{Code: CodeNotFound, Status: http.StatusNotFound, Path: "model", Msg: fmt.Sprintf("model: %q is not configured on this gateway", req.Model)}
 	}
 	return req, p, nil
 }
@@ -302,11 +326,11 @@ func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	up := p.row.Upstream
 	body, _, warns, err := p.row.Encode(req, nil, nil)
 	if err != nil {
-		return nil, badRequest(err.Error())
+		return nil, badRequest(err)
 	}
 	data, err := json.Marshal(body)
 	if err != nil {
-		return nil, badRequest(err.Error())
+		return nil, badRequest(err)
 	}
 	for _, wn := range warns {
 		g.opts.Logger.Debug("gateway conversion", "provider", p.Name, "warning", wn.String())
@@ -318,19 +342,17 @@ func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if err == nil {
 		return resp, nil
 	}
-	var se *upstream.StatusError
-	var te *upstream.TransportError
+	var ue *upstream.Error
 	switch {
-	case errors.As(err, &se):
-		return nil, g.upstreamError(p, se)
-	case errors.As(err, &te):
-		if r.Context().Err() != nil {
-			return nil, errClientGone // the upstream request is cancelled with it
-		}
-		g.opts.Logger.Warn("gateway upstream", "provider", p.Name, "err", te.Error())
-		return nil, &apiError{status: http.StatusBadGateway, typ: "api_error", msg: fmt.Sprintf("upstream %s unreachable", p.Name)}
+	case !errors.As(err, &ue):
+		return nil, badRequest(err)
+	case ue.Code == upstream.CodeStatus:
+		return nil, g.upstreamError(p, ue)
+	case r.Context().Err() != nil:
+		return nil, errClientGone // the upstream request is cancelled with it
 	}
-	return nil, badRequest(err.Error())
+	g.opts.Logger.Warn("gateway upstream", "provider", p.Name, "err", ue.Error())
+	return nil, &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s unreachable", p.Name), Err: err}
 }
 
 // stream writes chunks to a streaming client in its dialect, each event
@@ -370,20 +392,21 @@ func (g *Gateway) collect(w http.ResponseWriter, r *http.Request, d Dialect, p *
 			return errClientGone
 		}
 		// clean has made err a message of the gateway's own.
-		return &apiError{status: http.StatusBadGateway, typ: "api_error", msg: err.Error()}
+		return &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: err.Error(), Err: err}
 	}
 	if res.Error != nil {
 		// The upstream failed: the client gets the failure (whatever
 		// came before it is incomplete), with a status it can act on.
-		status, typ := http.StatusBadGateway, "api_error"
+		e := &Error{Code: CodeAPI, Status: http.StatusBadGateway, Err: res.Error,
+			// clean took the key out of the error.
+			Msg: fmt.Sprintf("upstream %s: %s: %s", p.Name, res.Error.Type, res.Error.Message)}
 		switch {
 		case p.row.Upstream.RateLimit(res.Error.Type):
-			status, typ = http.StatusTooManyRequests, "rate_limit_error"
+			e.Code, e.Status = CodeRateLimit, http.StatusTooManyRequests
 		case res.Error.Retryable:
-			status, typ = http.StatusServiceUnavailable, "overloaded_error"
+			e.Code, e.Status = CodeOverloaded, http.StatusServiceUnavailable
 		}
-		// clean took the key out of the error.
-		return &apiError{status: status, typ: typ, msg: fmt.Sprintf("upstream %s: %s: %s", p.Name, res.Error.Type, res.Error.Message)}
+		return e
 	}
 	var out []byte
 	if d == OpenAI {
@@ -392,7 +415,7 @@ func (g *Gateway) collect(w http.ResponseWriter, r *http.Request, d Dialect, p *
 		out, err = anthropic.EncodeResponse(res, model, id)
 	}
 	if err != nil {
-		return &apiError{status: http.StatusInternalServerError, typ: "api_error", msg: "encoding the response: " + err.Error()}
+		return &Error{Code: CodeAPI, Status: http.StatusInternalServerError, Msg: "encoding the response: " + err.Error(), Err: err}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	cw := g.clientWriter(w)
@@ -505,36 +528,36 @@ func (g *Gateway) clean(ctx context.Context, p *Provider, body *upstream.Body, c
 // upstreamError is the failure for the client of an upstream's error
 // response: read by the provider's parser, its status mapped for the
 // client, its message kept when it has one.
-func (g *Gateway) upstreamError(p *Provider, se *upstream.StatusError) *apiError {
-	e := p.row.Upstream.ParseError(se.StatusCode, se.Header, se.Body)
+func (g *Gateway) upstreamError(p *Provider, ue *upstream.Error) *Error {
+	e := p.row.Upstream.ParseError(ue.StatusCode, ue.Header, ue.Body)
 	msg := p.redact(e.Message)
 	if msg == "" {
 		// Not a provider's JSON error (a proxy's page, say): the client
 		// gets the status, the log the start of the body.
-		g.opts.Logger.Warn("gateway upstream error", "provider", p.Name, "status", se.StatusCode, "body", p.redact(string(se.Body[:min(len(se.Body), 200)])))
-		msg = http.StatusText(se.StatusCode)
+		g.opts.Logger.Warn("gateway upstream error", "provider", p.Name, "status", ue.StatusCode, "body", p.redact(string(ue.Body[:min(len(ue.Body), 200)])))
+		msg = http.StatusText(ue.StatusCode)
 	}
 	msg = fmt.Sprintf("upstream %s: %s", p.Name, msg)
-	g.opts.Logger.Warn("gateway upstream error", "provider", p.Name, "status", se.StatusCode, "message", msg)
-	out := &apiError{status: se.StatusCode, typ: "api_error", msg: msg}
-	switch se.StatusCode {
+	g.opts.Logger.Warn("gateway upstream error", "provider", p.Name, "status", ue.StatusCode, "message", msg)
+	out := &Error{Code: CodeAPI, Status: ue.StatusCode, Msg: msg, Err: ue}
+	switch ue.StatusCode {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		out.status, out.typ = http.StatusBadRequest, "invalid_request_error"
+		out.Code, out.Status = CodeInvalidRequest, http.StatusBadRequest
 	case http.StatusNotFound:
-		out.typ = "not_found_error"
+		out.Code = CodeNotFound
 	case http.StatusRequestEntityTooLarge:
-		out.typ = "request_too_large"
+		out.Code = CodeTooLarge
 	case http.StatusTooManyRequests:
-		out.typ, out.retryAfter = "rate_limit_error", e.RetryAfter
+		out.Code, out.RetryAfter = CodeRateLimit, e.RetryAfter
 	case http.StatusUnauthorized, http.StatusForbidden:
 		// The gateway's key for the upstream was refused: not the client's
 		// credentials, so not a 401 to the client.
-		out.status = http.StatusBadGateway
-		out.msg = fmt.Sprintf("upstream %s refused the gateway's credentials", p.Name)
+		out.Status = http.StatusBadGateway
+		out.Msg = fmt.Sprintf("upstream %s refused the gateway's credentials", p.Name)
 	case 529, http.StatusServiceUnavailable:
-		out.status, out.typ = http.StatusServiceUnavailable, "overloaded_error"
+		out.Code, out.Status = CodeOverloaded, http.StatusServiceUnavailable
 	default:
-		out.status = http.StatusBadGateway
+		out.Status = http.StatusBadGateway
 	}
 	return out
 }
