@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/upstream"
+	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/openai"
 )
 
@@ -22,6 +23,7 @@ import (
 
 // modelServer is the OpenAI-compatible server scaffold asks.
 type modelServer struct {
+	row    wire.Provider // OpenAI Chat Completions' row of the provider table
 	base   string
 	key    string
 	text   *upstreamText
@@ -33,7 +35,7 @@ type modelServer struct {
 // environment is used only for https, where the proxy tunnels the
 // connection and sees no header (internal/upstream).
 func newModelServer(base, key string, text *upstreamText) *modelServer {
-	return &modelServer{base: base, key: key, text: text, client: upstream.New(upstream.Options{
+	return &modelServer{row: openai.Provider(), base: base, key: key, text: text, client: upstream.New(upstream.Options{
 		HTTP2:        true,
 		MaxErrorBody: maxErrorBodySize,
 		Redirect: func(to *url.URL) error {
@@ -167,7 +169,7 @@ func (s *scaffolder) ask(ctx context.Context, u *modelServer) (string, chat.Stop
 		}
 		return "", "", coded(codeModelNotFound, "the upstream %s does not list the model %q; it lists: %s", s.base, s.f.model, avail)
 	}
-	wreq, warns, err := openai.EncodeRequest(s.prompt(), openai.Options{})
+	wreq, _, warns, err := u.row.Encode(s.prompt(), nil, nil)
 	if err != nil {
 		return "", "", err
 	}
@@ -179,7 +181,7 @@ func (s *scaffolder) ask(ctx context.Context, u *modelServer) (string, chat.Stop
 		return "", "", err
 	}
 	s.progress("asking %s at %s (a prompt of %d bytes; context files: %d)", s.f.model, s.base, len(body), len(s.files))
-	resp, err := u.do(ctx, http.MethodPost, "/chat/completions", body, "text/event-stream")
+	resp, err := u.do(ctx, http.MethodPost, u.row.Upstream.Path(s.f.model), body, "text/event-stream")
 	if err != nil {
 		return "", "", err
 	}
@@ -190,7 +192,7 @@ func (s *scaffolder) ask(ctx context.Context, u *modelServer) (string, chat.Stop
 		// The upstream did not stream: one completion object.
 		chunks = completionChunks(r)
 	} else {
-		chunks = openai.DecodeStream(r)
+		chunks = u.row.Upstream.Decode(r)
 	}
 	// The echo goes to the operator's terminal: no control sequence of
 	// the upstream's, no key.
