@@ -135,7 +135,13 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 		options["model"] = *model
 	}
 	if *stateFile != "" && !conv.Stateful {
-		return usagef("--cache-state goes with --to bedrock")
+		var stateful []string
+		for _, p := range providers.All() {
+			if p.Stateful {
+				stateful = append(stateful, p.Name)
+			}
+		}
+		return usagef("--cache-state goes with --to %s", strings.Join(stateful, " or "))
 	}
 	var optRaw json.RawMessage
 	if len(options) > 0 {
