@@ -13,97 +13,34 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
-	"github.com/ctxkit/ctxkit/wire/anthropic"
-	"github.com/ctxkit/ctxkit/wire/bedrock"
-	"github.com/ctxkit/ctxkit/wire/deepseek"
-	"github.com/ctxkit/ctxkit/wire/gemini"
-	"github.com/ctxkit/ctxkit/wire/mistral"
-	"github.com/ctxkit/ctxkit/wire/openai"
-	"github.com/ctxkit/ctxkit/wire/simple"
-	"github.com/ctxkit/ctxkit/wire/vscodelm"
+	"github.com/ctxkit/ctxkit/wire"
+	"github.com/ctxkit/ctxkit/wire/providers"
 )
 
-// converter turns a canonical request into one wire format. options is
-// the package's Options as JSON; state is the cache state file's content
-// (nil when none) and the returned state is written back to it.
-type converter struct {
-	encode func(req chat.Request, options json.RawMessage, state []byte) (out any, newState []byte, warns []chat.Warning, err error)
-	// caches are the --cache strategies this format takes.
-	caches []string
-	// stateful formats take --cache-state.
-	stateful bool
-}
-
-// converters is every --to format.
-var converters = map[string]converter{
-	"openai":    {encode: plain(openai.EncodeRequest), caches: []string{openai.CacheOpenRouter, openai.CacheGeminiEvery}},
-	"deepseek":  {encode: plain(deepseek.EncodeRequest)},
-	"mistral":   {encode: plain(mistral.EncodeRequest)},
-	"gemini":    {encode: plain(gemini.EncodeRequest)},
-	"anthropic": {encode: plain(anthropic.EncodeRequest), caches: []string{anthropic.CacheAnthropic}},
-	"bedrock":   {encode: encodeBedrock, caches: []string{bedrock.CacheBedrock}, stateful: true},
-	"vscodelm":  {encode: plain(vscodelm.EncodeRequest)},
-	"simple":    {encode: plain(simple.EncodeRequest)},
-}
-
-// encodeBedrock reads the previous turn's cache points from the state file
-// content and returns the new ones to write back.
-func encodeBedrock(req chat.Request, options json.RawMessage, state []byte) (any, []byte, []chat.Warning, error) {
-	var opts bedrock.Options
-	if err := decodeOptions(options, &opts); err != nil {
-		return nil, nil, nil, err
-	}
-	if len(bytes.TrimSpace(state)) > 0 {
-		var st bedrock.CacheState
-		dec := json.NewDecoder(bytes.NewReader(state))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&st); err != nil {
-			return nil, nil, nil, fmt.Errorf("--cache-state: not a cache state file: %v", err)
-		}
-		opts.State = &st
-	}
-	out, warns, err := bedrock.EncodeRequest(req, opts)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	newState, err := json.MarshalIndent(out.CacheState, "", "  ")
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return out, append(newState, '\n'), warns, nil
-}
-
-// plain adapts a package's EncodeRequest that keeps no cache state.
-func plain[O any, R any](enc func(chat.Request, O) (R, []chat.Warning, error)) func(chat.Request, json.RawMessage, []byte) (any, []byte, []chat.Warning, error) {
-	return func(req chat.Request, options json.RawMessage, _ []byte) (any, []byte, []chat.Warning, error) {
-		var opts O
-		if err := decodeOptions(options, &opts); err != nil {
-			return nil, nil, nil, err
-		}
-		out, warns, err := enc(req, opts)
-		return out, nil, warns, err
-	}
-}
-
-func decodeOptions(options json.RawMessage, into any) error {
-	if len(options) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(options))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(into); err != nil {
-		return usagef("--options: %v", err)
-	}
-	return nil
-}
-
+// formats is every --to format: the rows of the provider table.
 func formats() []string {
 	var out []string
-	for k := range converters {
-		out = append(out, k)
+	for _, p := range providers.All() {
+		out = append(out, p.Name)
 	}
 	sort.Strings(out)
 	return out
+}
+
+// encode runs row's encoder, with its failures said in the flags' terms:
+// bad --options are a usage error, a bad --cache-state file the input's.
+func encode(row wire.Provider, req chat.Request, options json.RawMessage, state []byte) (any, []byte, []chat.Warning, error) {
+	out, newState, warns, err := row.Encode(req, options, state)
+	var we *wire.Error
+	if errors.As(err, &we) {
+		switch we.Code {
+		case wire.CodeOptions:
+			return nil, nil, nil, usagef("--options: %s", we.Error())
+		case wire.CodeState:
+			return nil, nil, nil, fmt.Errorf("--cache-state: %w", we)
+		}
+	}
+	return out, newState, warns, err
 }
 
 func init() {
@@ -161,7 +98,7 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q: the request is read from standard input", fs.Arg(0))
 	}
-	conv, ok := converters[*to]
+	conv, ok := providers.Lookup(*to)
 	if !ok {
 		if *to == "" {
 			return usagef("--to is required: one of %s", strings.Join(formats(), ", "))
@@ -177,11 +114,11 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if *cache != "" {
-		if !slices.Contains(conv.caches, *cache) {
-			if len(conv.caches) == 0 {
+		if !slices.Contains(conv.Caches, *cache) {
+			if len(conv.Caches) == 0 {
 				return usagef("--cache: --to %s has no caching strategy", *to)
 			}
-			return usagef("--cache %q does not go with --to %s: use %s", *cache, *to, strings.Join(conv.caches, " or "))
+			return usagef("--cache %q does not go with --to %s: use %s", *cache, *to, strings.Join(conv.Caches, " or "))
 		}
 		options["cache"] = *cache
 	}
@@ -197,8 +134,14 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 	if *model != "" {
 		options["model"] = *model
 	}
-	if *stateFile != "" && !conv.stateful {
-		return usagef("--cache-state goes with --to bedrock")
+	if *stateFile != "" && !conv.Stateful {
+		var stateful []string
+		for _, p := range providers.All() {
+			if p.Stateful {
+				stateful = append(stateful, p.Name)
+			}
+		}
+		return usagef("--cache-state goes with --to %s", strings.Join(stateful, " or "))
 	}
 	var optRaw json.RawMessage
 	if len(options) > 0 {
@@ -231,7 +174,7 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("--cache-state: %w", err)
 		}
 	}
-	out, newState, w, err := conv.encode(req, optRaw, state)
+	out, newState, w, err := encode(conv, req, optRaw, state)
 	if err != nil {
 		return err
 	}

@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/internal/secret"
+	"github.com/ctxkit/ctxkit/wire"
+	"github.com/ctxkit/ctxkit/wire/providers"
 )
 
-// Provider types: the upstream's wire format.
+// Provider types: the upstream's wire format, the name of its row in the
+// provider table (wire/providers).
 const (
 	TypeOpenAI    = "openai"
 	TypeAnthropic = "anthropic"
@@ -22,7 +25,8 @@ const (
 	TypeDeepSeek  = "deepseek"
 )
 
-var types = []string{TypeOpenAI, TypeAnthropic, TypeGemini, TypeBedrock, TypeMistral, TypeDeepSeek}
+// types are the formats of the provider table that ctxkit can call.
+var types = providers.Upstreams()
 
 // Provider is one upstream.
 type Provider struct {
@@ -43,8 +47,10 @@ type Provider struct {
 	// Models are the model names routed to this provider.
 	Models []string `json:"models"`
 
-	key      string
-	redactor *secret.Redactor // of key
+	key    string
+	redact func(string) string // takes key out of text
+	row    wire.Provider       // the type's row of the provider table
+	header http.Header         // of every request: the key's, Accept, Content-Type
 }
 
 // Config is the gateway's configuration file.
@@ -94,9 +100,11 @@ func (c *Config) check(getenv func(string) string) error {
 			return fmt.Errorf("%s.name: %q is used twice", at, p.Name)
 		}
 		names[p.Name] = true
-		if !slices.Contains(types, p.Type) {
+		row, ok := providers.Lookup(p.Type)
+		if !ok || row.Upstream == nil {
 			return fmt.Errorf("%s.type: %q is not one of %s", at, p.Type, strings.Join(types, ", "))
 		}
+		p.row = row
 		u, err := url.Parse(p.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%s.base_url: %q is not an http(s) URL", at, p.BaseURL)
@@ -126,11 +134,9 @@ func (c *Config) check(getenv func(string) string) error {
 		if strings.ContainsFunc(p.key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			return fmt.Errorf("%s.api_key_env: %s holds control characters (a stray newline?)", at, p.APIKeyEnv)
 		}
-		p.redactor = secret.New(p.key)
+		p.redact = secret.New(p.key).Redact
+		p.header = http.Header{"Content-Type": {"application/json"}}
+		row.Upstream.SetHeader(p.header, p.key)
 	}
 	return nil
 }
-
-// redact is s, text that came from p's upstream, with p's key taken out
-// (a provider or a proxy may quote the credentials it was sent).
-func (p *Provider) redact(s string) string { return p.redactor.Redact(s) }

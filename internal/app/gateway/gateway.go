@@ -16,7 +16,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -26,21 +25,14 @@ import (
 	"io"
 	"iter"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"sort"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/upstream"
 	"github.com/ctxkit/ctxkit/wire/anthropic"
-	"github.com/ctxkit/ctxkit/wire/bedrock"
-	"github.com/ctxkit/ctxkit/wire/deepseek"
-	"github.com/ctxkit/ctxkit/wire/gemini"
-	"github.com/ctxkit/ctxkit/wire/mistral"
 	"github.com/ctxkit/ctxkit/wire/openai"
 )
 
@@ -55,7 +47,10 @@ const (
 
 // Options tune a gateway.
 type Options struct {
-	Client       *http.Client // default: one with a 60 s response-header timeout and no overall timeout
+	// Client sends the upstream requests; default: one of
+	// internal/upstream with a 60 s response-header timeout and no
+	// overall timeout, that follows no redirect.
+	Client       *http.Client
 	Logger       *slog.Logger
 	MaxBodyBytes int64 // request body limit, default 32 MiB (images make requests large)
 	MaxErrorBody int64 // how much of an upstream error body is read, default 64 KiB
@@ -85,10 +80,11 @@ type Options struct {
 
 // Gateway serves the gateway routes.
 type Gateway struct {
-	cfg    *Config
-	route  map[string]*Provider
-	opts   Options
-	models []Model
+	cfg     *Config
+	byModel map[string]*Provider
+	up      *upstream.Client
+	opts    Options
+	models  []Model
 
 	mu       sync.Mutex
 	inFlight int   // requests being served
@@ -108,22 +104,6 @@ type Model struct {
 
 // New returns a gateway for cfg (checked by LoadConfig).
 func New(cfg *Config, opts Options) *Gateway {
-	if opts.Client == nil {
-		opts.Client = &http.Client{
-			Transport: &http.Transport{
-				Proxy:                 httpsProxy,
-				DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-				TLSHandshakeTimeout:   10 * time.Second,
-				ResponseHeaderTimeout: 60 * time.Second,
-				MaxIdleConnsPerHost:   64,
-				IdleConnTimeout:       90 * time.Second,
-			},
-			// A redirect is answered as the upstream's error: following it
-			// would send the provider's key (x-api-key, x-goog-api-key) to
-			// another host, and turn the POST into a GET.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -154,12 +134,25 @@ func New(cfg *Config, opts Options) *Gateway {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	g := &Gateway{cfg: cfg, route: map[string]*Provider{}, opts: opts}
+	g := &Gateway{cfg: cfg, byModel: map[string]*Provider{}, opts: opts}
+	// A redirect is answered as the upstream's error: following it
+	// would send the provider's key (x-api-key, x-goog-api-key) to
+	// another host, and turn the POST into a GET.
+	g.up = upstream.New(upstream.Options{
+		DialTimeout:           10 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		MaxErrorBody:          opts.MaxErrorBody,
+		IdleTimeout:           opts.IdleTimeout,
+		HTTP:                  opts.Client,
+	})
 	start := opts.Now().UTC()
 	for i := range cfg.Providers {
 		p := &cfg.Providers[i]
 		for _, m := range p.Models {
-			g.route[m] = p
+			g.byModel[m] = p
 			g.models = append(g.models, Model{ID: m, Object: "model", Type: "model", DisplayName: m, OwnedBy: p.Name,
 				CreatedAt: start.Format(time.RFC3339), Created: start.Unix()})
 		}
@@ -179,20 +172,83 @@ func (g *Gateway) Models(w http.ResponseWriter, r *http.Request) {
 }
 
 // Messages serves POST /v1/messages (the Anthropic dialect).
-func (g *Gateway) Messages(w http.ResponseWriter, r *http.Request) { g.serve(w, r, Anthropic) }
+func (g *Gateway) Messages(w http.ResponseWriter, r *http.Request) { g.answer(w, r, Anthropic) }
 
 // ChatCompletions serves POST /v1/chat/completions (the OpenAI dialect).
-func (g *Gateway) ChatCompletions(w http.ResponseWriter, r *http.Request) { g.serve(w, r, OpenAI) }
+func (g *Gateway) ChatCompletions(w http.ResponseWriter, r *http.Request) { g.answer(w, r, OpenAI) }
 
-func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
+// answer serves one request in dialect d: the one place a failure
+// becomes the dialect's error response.
+func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, d Dialect) {
+	err := g.serve(w, r, d)
+	if err == nil || errors.Is(err, errClientGone) {
+		return
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		g.opts.Logger.Error("gateway", "err", err.Error())
+		e = &Error{Code: CodeAPI, Status: http.StatusInternalServerError, Msg: "the gateway failed to serve the request", Err: err}
+	}
+	if e.RetryAfter != "" {
+		w.Header().Set("Retry-After", e.RetryAfter)
+	}
+	WriteError(w, d, e.Status, string(e.Code), e.Msg)
+}
+
+// Code is the type of an error response, in the vocabulary both
+// dialects share.
+type Code string
+
+// Codes of Error.
+const (
+	CodeInvalidRequest Code = "invalid_request_error"
+	CodeNotFound       Code = "not_found_error"
+	CodeTooLarge       Code = "request_too_large"
+	CodeRateLimit      Code = "rate_limit_error"
+	CodeOverloaded     Code = "overloaded_error"
+	CodeAPI            Code = "api_error"
+	CodeAuthentication Code = "authentication_error"
+)
+
+// Error is a failure a client gets as an error response: its type
+// (Code), HTTP status and message.
+type Error struct {
+	Code Code
+	Path string // where in the request the fault is ("messages[2].role"); "" = the whole request or none
+	Msg  string
+	Err  error
+
+	Status     int
+	RetryAfter string // the Retry-After header, "" for none
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// badRequest is err, a fault of the request, as an Error.
+func badRequest(err error) *Error {
+	e := &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Msg: err.Error(), Err: err}
+	var ce *chat.Error
+	if errors.As(err, &ce) {
+		e.Path = ce.Path
+	}
+	return e
+}
+
+// errClientGone ends a request whose client went away (or whose response
+// has begun): there is no one to write an error to.
+var errClientGone = errors.New("the client went away")
+
+// serve answers one request; what it returns is written by answer.
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error {
 	weight := g.opts.MaxBodyBytes
 	if r.ContentLength >= 0 && r.ContentLength < weight {
 		weight = r.ContentLength
 	}
 	if !g.admit(weight) {
-		w.Header().Set("Retry-After", "1")
-		WriteError(w, d, http.StatusServiceUnavailable, "overloaded_error", "the gateway is serving as many requests as it may: retry shortly")
-		return
+		return &Error{Code: CodeOverloaded, Status: http.StatusServiceUnavailable, RetryAfter: "1",
+			Msg: "the gateway is serving as many requests as it may: retry shortly"}
 	}
 	defer func() { g.leave(weight) }()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes))
@@ -203,30 +259,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			WriteError(w, d, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("request body larger than %d bytes", mbe.Limit))
-			return
+			return &Error{Code: CodeTooLarge, Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("request body larger than %d bytes", mbe.Limit), Err: err}
 		}
-		WriteError(w, d, http.StatusBadRequest, "invalid_request_error", "reading the request: "+err.Error())
-		return
+		return badRequest(fmt.Errorf("reading the request: %w", err))
 	}
-	var req chat.Request
-	if d == OpenAI {
-		req, err = openai.DecodeRequest(body)
-	} else {
-		req, err = chat.DecodeRequest(body)
-	}
+	req, p, err := g.route(body, d)
 	if err != nil {
-		WriteError(w, d, http.StatusBadRequest, "invalid_request_error", err.Error())
-		return
-	}
-	if req.Model == "" {
-		WriteError(w, d, http.StatusBadRequest, "invalid_request_error", "model: required")
-		return
-	}
-	p, ok := g.route[req.Model]
-	if !ok {
-		WriteError(w, d, http.StatusNotFound, "not_found_error", fmt.Sprintf("model: %q is not configured on this gateway", req.Model))
-		return
+		return err
 	}
 	streaming := req.Stream
 	req.Stream = true
@@ -239,10 +278,59 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 
 	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
 	defer cancel()
-	up, warns, err := g.upstreamRequest(ctx, p, req)
+	resp, err := g.call(ctx, w, r, p, req)
 	if err != nil {
-		WriteError(w, d, http.StatusBadRequest, "invalid_request_error", err.Error())
-		return
+		return err
+	}
+	upBody := &resp.Body
+	defer upBody.Close()
+	var src io.Reader = upBody
+	if !streaming {
+		src = &capped{r: upBody, left: g.opts.MaxResponseBytes}
+	}
+	chunks := g.clean(ctx, p, upBody, untilStop(p.row.Upstream.Decode(src), p.Name))
+	id, created := newID(d), g.opts.Now().Unix()
+	if streaming {
+		g.stream(w, r, d, p, upBody, req.Model, id, created, chunks)
+		return nil
+	}
+	return g.collect(w, r, d, p, req.Model, id, created, chunks)
+}
+
+// route decodes a request of dialect d and finds the provider of its
+// model.
+func (g *Gateway) route(body []byte, d Dialect) (chat.Request, *Provider, error) {
+	var req chat.Request
+	var err error
+	if d == OpenAI {
+		req, err = openai.DecodeRequest(body)
+	} else {
+		req, err = chat.DecodeRequest(body)
+	}
+	if err != nil {
+		return req, nil, badRequest(err)
+	}
+	if req.Model == "" {
+		return req, nil, &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: "model", Msg: "model: required"}
+	}
+	p, ok := g.byModel[req.Model]
+	if !ok {
+		return req, nil, &Error{Code: CodeNotFound, Status: http.StatusNotFound, Path: "model", Msg: fmt.Sprintf("model: %q is not configured on this gateway", req.Model)}
+	}
+	return req, p, nil
+}
+
+// call encodes req for p and sends it: the upstream's stream, or the
+// failure for the client.
+func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Request, p *Provider, req chat.Request) (*upstream.Response, error) {
+	up := p.row.Upstream
+	body, _, warns, err := p.row.Encode(req, nil, nil)
+	if err != nil {
+		return nil, badRequest(err)
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, badRequest(err)
 	}
 	for _, wn := range warns {
 		g.opts.Logger.Debug("gateway conversion", "provider", p.Name, "warning", wn.String())
@@ -250,88 +338,84 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 	if len(warns) > 0 {
 		w.Header().Set("X-Ctxkit-Warnings", fmt.Sprint(len(warns)))
 	}
-	resp, err := g.opts.Client.Do(up)
-	if err != nil {
-		if r.Context().Err() != nil {
-			return // the client went away; the upstream request is cancelled with it
-		}
-		g.opts.Logger.Warn("gateway upstream", "provider", p.Name, "err", p.redact(err.Error()))
-		WriteError(w, d, http.StatusBadGateway, "api_error", fmt.Sprintf("upstream %s unreachable", p.Name))
-		return
+	resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + up.Path(req.Model), Header: p.header, Body: data, Redact: p.redact})
+	if err == nil {
+		return resp, nil
 	}
-	upBody := &drainCloser{rc: resp.Body, idle: g.opts.IdleTimeout}
-	upBody.timer = time.AfterFunc(g.opts.IdleTimeout, func() {
-		upBody.idled.Store(true)
-		resp.Body.Close()
-	})
-	defer upBody.Close()
-	if resp.StatusCode/100 != 2 {
-		g.upstreamError(w, d, p, resp)
-		return
+	var ue *upstream.Error
+	switch {
+	case !errors.As(err, &ue):
+		return nil, badRequest(err)
+	case ue.Code == upstream.CodeStatus:
+		return nil, g.upstreamError(p, ue)
+	case r.Context().Err() != nil:
+		return nil, errClientGone // the upstream request is cancelled with it
 	}
-	var src io.Reader = upBody
-	if !streaming {
-		src = &capped{r: upBody, left: g.opts.MaxResponseBytes}
+	g.opts.Logger.Warn("gateway upstream", "provider", p.Name, "err", ue.Error())
+	return nil, &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s unreachable", p.Name), Err: err}
+}
+
+// stream writes chunks to a streaming client in its dialect, each event
+// as it is decoded.
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, upBody *upstream.Body, model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	cw := g.clientWriter(w)
+	defer cw.done()
+	w.WriteHeader(http.StatusOK)
+	flush := cw.flush
+	flush() // the client learns at once that the stream has begun
+	// What the encoder writes goes out whenever the gateway is about to
+	// wait for the upstream: the events decoded from one upstream read
+	// leave in one write, and none waits behind a slow upstream.
+	upBody.BeforeRead(flush)
+	noFlush := func() {}
+	var err error
+	if d == OpenAI {
+		err = openai.EncodeStream(cw, noFlush, model, id, created, chunks)
+	} else {
+		err = anthropic.EncodeStream(cw, noFlush, model, id, chunks)
 	}
-	chunks := g.clean(ctx, p, upBody, untilStop(decoder(p.Type)(src), p.Name))
-	id, created := newID(d), g.opts.Now().Unix()
-	if streaming {
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		cw := g.clientWriter(w)
-		defer cw.done()
-		w.WriteHeader(http.StatusOK)
-		flush := cw.flush
-		flush() // the client learns at once that the stream has begun
-		// What the encoder writes goes out whenever the gateway is about to
-		// wait for the upstream: the events decoded from one upstream read
-		// leave in one write, and none waits behind a slow upstream.
-		upBody.beforeRead = flush
-		noFlush := func() {}
-		if d == OpenAI {
-			err = openai.EncodeStream(cw, noFlush, req.Model, id, created, chunks)
-		} else {
-			err = anthropic.EncodeStream(cw, noFlush, req.Model, id, chunks)
-		}
-		if err != nil && r.Context().Err() == nil {
-			g.opts.Logger.Warn("gateway stream", "provider", p.Name, "err", p.redact(err.Error()))
-		}
-		return
+	if err != nil && r.Context().Err() == nil {
+		g.opts.Logger.Warn("gateway stream", "provider", p.Name, "err", p.redact(err.Error()))
 	}
+}
+
+// collect writes chunks to a non-streaming client as one response in its
+// dialect, or returns the failure.
+func (g *Gateway) collect(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
 	res, err := chat.Collect(chunks)
 	if err != nil {
 		if r.Context().Err() != nil {
-			return
+			return errClientGone
 		}
 		// clean has made err a message of the gateway's own.
-		WriteError(w, d, http.StatusBadGateway, "api_error", err.Error())
-		return
+		return &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: err.Error(), Err: err}
 	}
 	if res.Error != nil {
 		// The upstream failed: the client gets the failure (whatever
 		// came before it is incomplete), with a status it can act on.
-		status, typ := http.StatusBadGateway, "api_error"
+		e := &Error{Code: CodeAPI, Status: http.StatusBadGateway, Err: res.Error,
+			// clean took the key out of the error.
+			Msg: fmt.Sprintf("upstream %s: %s: %s", p.Name, res.Error.Type, res.Error.Message)}
 		switch {
-		case strings.Contains(strings.ToLower(res.Error.Type), "rate") || strings.Contains(strings.ToLower(res.Error.Type), "throttl") || res.Error.Type == "RESOURCE_EXHAUSTED":
-			status, typ = http.StatusTooManyRequests, "rate_limit_error"
+		case p.row.Upstream.RateLimit(res.Error.Type):
+			e.Code, e.Status = CodeRateLimit, http.StatusTooManyRequests
 		case res.Error.Retryable:
-			status, typ = http.StatusServiceUnavailable, "overloaded_error"
+			e.Code, e.Status = CodeOverloaded, http.StatusServiceUnavailable
 		}
-		// clean took the key out of the error.
-		WriteError(w, d, status, typ, fmt.Sprintf("upstream %s: %s: %s", p.Name, res.Error.Type, res.Error.Message))
-		return
+		return e
 	}
 	var out []byte
 	if d == OpenAI {
-		out, err = openai.EncodeResponse(res, req.Model, id, created)
+		out, err = openai.EncodeResponse(res, model, id, created)
 	} else {
-		out, err = anthropic.EncodeResponse(res, req.Model, id)
+		out, err = anthropic.EncodeResponse(res, model, id)
 	}
 	if err != nil {
-		WriteError(w, d, http.StatusInternalServerError, "api_error", "encoding the response: "+err.Error())
-		return
+		return &Error{Code: CodeAPI, Status: http.StatusInternalServerError, Msg: "encoding the response: " + err.Error(), Err: err}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	cw := g.clientWriter(w)
@@ -342,10 +426,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) {
 	for len(out) > 0 {
 		n := min(len(out), 1<<20)
 		if _, err := cw.Write(out[:n]); err != nil {
-			return
+			return nil
 		}
 		out = out[n:]
 	}
+	return nil
 }
 
 // admit counts a request of weight body bytes in, unless that would pass
@@ -409,7 +494,7 @@ var errTooLong = errors.New("the request lasted longer than the gateway allows")
 // error the upstream put in the stream, and replaces a decode error by a
 // message of the gateway's own (logged in full): an error of the
 // transport or the decoder may quote the upstream's address or output.
-func (g *Gateway) clean(ctx context.Context, p *Provider, body *drainCloser, chunks iter.Seq2[chat.Chunk, error]) iter.Seq2[chat.Chunk, error] {
+func (g *Gateway) clean(ctx context.Context, p *Provider, body *upstream.Body, chunks iter.Seq2[chat.Chunk, error]) iter.Seq2[chat.Chunk, error] {
 	return func(yield func(chat.Chunk, error) bool) {
 		for c, err := range chunks {
 			if err != nil {
@@ -417,7 +502,7 @@ func (g *Gateway) clean(ctx context.Context, p *Provider, body *drainCloser, chu
 				var large errTooLarge
 				switch {
 				case errors.As(err, &cut), errors.As(err, &large):
-				case body.idled.Load():
+				case body.Idled():
 					err = fmt.Errorf("upstream %s sent nothing for %v", p.Name, g.opts.IdleTimeout)
 				case errors.Is(context.Cause(ctx), errTooLong):
 					err = fmt.Errorf("upstream %s: %w (%v)", p.Name, errTooLong, g.opts.MaxDuration)
@@ -440,160 +525,41 @@ func (g *Gateway) clean(ctx context.Context, p *Provider, body *drainCloser, chu
 	}
 }
 
-// httpsProxy is the proxy from the environment for an https upstream, and
-// none for a plain http one: the provider's key would travel to the proxy
-// in clear text.
-func httpsProxy(r *http.Request) (*url.URL, error) {
-	if r.URL.Scheme != "https" {
-		return nil, nil
-	}
-	return http.ProxyFromEnvironment(r)
-}
-
-// upstreamRequest encodes req for p and builds the HTTP request.
-func (g *Gateway) upstreamRequest(ctx context.Context, p *Provider, req chat.Request) (*http.Request, []chat.Warning, error) {
-	var (
-		body  any
-		warns []chat.Warning
-		err   error
-		path  string
-	)
-	switch p.Type {
-	case TypeOpenAI:
-		body, warns, err = openai.EncodeRequest(req, openai.Options{})
-		path = "/chat/completions"
-	case TypeDeepSeek:
-		body, warns, err = deepseek.EncodeRequest(req, deepseek.Options{})
-		path = "/chat/completions"
-	case TypeMistral:
-		body, warns, err = mistral.EncodeRequest(req, mistral.Options{})
-		path = "/chat/completions"
-	case TypeAnthropic:
-		body, warns, err = anthropic.EncodeRequest(req, anthropic.Options{})
-		path = "/v1/messages"
-	case TypeGemini:
-		body, warns, err = gemini.EncodeRequest(req, gemini.Options{})
-		path = "/v1beta/models/" + url.PathEscape(req.Model) + ":streamGenerateContent?alt=sse"
-	case TypeBedrock:
-		body, warns, err = bedrock.EncodeRequest(req, bedrock.Options{})
-		path = "/model/" + url.PathEscape(req.Model) + "/converse-stream"
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	data, err := json.Marshal(body)
-	if err != nil {
-		return nil, nil, err
-	}
-	up, err := http.NewRequestWithContext(ctx, http.MethodPost, p.BaseURL+path, bytes.NewReader(data))
-	if err != nil {
-		return nil, nil, err
-	}
-	up.Header.Set("Content-Type", "application/json")
-	switch p.Type {
-	case TypeAnthropic:
-		up.Header.Set("x-api-key", p.key)
-		up.Header.Set("anthropic-version", "2023-06-01")
-		up.Header.Set("Accept", "text/event-stream")
-	case TypeGemini:
-		up.Header.Set("x-goog-api-key", p.key)
-		up.Header.Set("Accept", "text/event-stream")
-	case TypeBedrock:
-		up.Header.Set("Authorization", "Bearer "+p.key)
-		up.Header.Set("Accept", "application/vnd.amazon.eventstream")
-	default:
-		up.Header.Set("Authorization", "Bearer "+p.key)
-		up.Header.Set("Accept", "text/event-stream")
-	}
-	return up, warns, nil
-}
-
-func decoder(typ string) func(io.Reader) iter.Seq2[chat.Chunk, error] {
-	switch typ {
-	case TypeAnthropic:
-		return anthropic.DecodeStream
-	case TypeGemini:
-		return gemini.DecodeStream
-	case TypeBedrock:
-		return bedrock.DecodeStream
-	case TypeMistral:
-		return mistral.DecodeStream
-	default:
-		return openai.DecodeStream
-	}
-}
-
-// upstreamError answers for an upstream's error response: its status
-// mapped for the client, its message kept when it has one.
-func (g *Gateway) upstreamError(w http.ResponseWriter, d Dialect, p *Provider, resp *http.Response) {
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, g.opts.MaxErrorBody))
-	msg := p.redact(upstreamMessage(data))
+// upstreamError is the failure for the client of an upstream's error
+// response: read by the provider's parser, its status mapped for the
+// client, its message kept when it has one.
+func (g *Gateway) upstreamError(p *Provider, ue *upstream.Error) *Error {
+	e := p.row.Upstream.ParseError(ue.StatusCode, ue.Header, ue.Body)
+	msg := p.redact(e.Message)
 	if msg == "" {
 		// Not a provider's JSON error (a proxy's page, say): the client
 		// gets the status, the log the start of the body.
-		g.opts.Logger.Warn("gateway upstream error", "provider", p.Name, "status", resp.StatusCode, "body", p.redact(string(data[:min(len(data), 200)])))
-		msg = http.StatusText(resp.StatusCode)
+		g.opts.Logger.Warn("gateway upstream error", "provider", p.Name, "status", ue.StatusCode, "body", p.redact(string(ue.Body[:min(len(ue.Body), 200)])))
+		msg = http.StatusText(ue.StatusCode)
 	}
 	msg = fmt.Sprintf("upstream %s: %s", p.Name, msg)
-	g.opts.Logger.Warn("gateway upstream error", "provider", p.Name, "status", resp.StatusCode, "message", msg)
-	status, typ := resp.StatusCode, "api_error"
-	switch {
-	case resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnprocessableEntity:
-		status, typ = http.StatusBadRequest, "invalid_request_error"
-	case resp.StatusCode == http.StatusNotFound:
-		status, typ = http.StatusNotFound, "not_found_error"
-	case resp.StatusCode == http.StatusRequestEntityTooLarge:
-		typ = "request_too_large"
-	case resp.StatusCode == http.StatusTooManyRequests:
-		typ = "rate_limit_error"
-		if ra := resp.Header.Get("Retry-After"); ra != "" {
-			w.Header().Set("Retry-After", ra)
-		}
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+	g.opts.Logger.Warn("gateway upstream error", "provider", p.Name, "status", ue.StatusCode, "message", msg)
+	out := &Error{Code: CodeAPI, Status: ue.StatusCode, Msg: msg, Err: ue}
+	switch ue.StatusCode {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		out.Code, out.Status = CodeInvalidRequest, http.StatusBadRequest
+	case http.StatusNotFound:
+		out.Code = CodeNotFound
+	case http.StatusRequestEntityTooLarge:
+		out.Code = CodeTooLarge
+	case http.StatusTooManyRequests:
+		out.Code, out.RetryAfter = CodeRateLimit, e.RetryAfter
+	case http.StatusUnauthorized, http.StatusForbidden:
 		// The gateway's key for the upstream was refused: not the client's
 		// credentials, so not a 401 to the client.
-		status, typ = http.StatusBadGateway, "api_error"
-		msg = fmt.Sprintf("upstream %s refused the gateway's credentials", p.Name)
-	case resp.StatusCode == 529 || resp.StatusCode == http.StatusServiceUnavailable:
-		status, typ = http.StatusServiceUnavailable, "overloaded_error"
+		out.Status = http.StatusBadGateway
+		out.Msg = fmt.Sprintf("upstream %s refused the gateway's credentials", p.Name)
+	case 529, http.StatusServiceUnavailable:
+		out.Code, out.Status = CodeOverloaded, http.StatusServiceUnavailable
 	default:
-		status = http.StatusBadGateway
+		out.Status = http.StatusBadGateway
 	}
-	WriteError(w, d, status, typ, msg)
-}
-
-// upstreamMessage finds the message in a provider's error body: Anthropic
-// {"error":{"message"}}, OpenAI {"error":{"message"}}, Gemini
-// {"error":{"message"}} (or an array of them), Bedrock {"message"}.
-func upstreamMessage(data []byte) string {
-	data = bytes.TrimSpace(data)
-	if len(data) > 0 && data[0] == '[' {
-		var arr []json.RawMessage
-		if json.Unmarshal(data, &arr) == nil && len(arr) > 0 {
-			data = arr[0]
-		}
-	}
-	var v struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-	}
-	if json.Unmarshal(data, &v) != nil {
-		return ""
-	}
-	if v.Message != "" {
-		return v.Message
-	}
-	var inner struct {
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(v.Error, &inner) == nil && inner.Message != "" {
-		return inner.Message
-	}
-	var s string
-	if json.Unmarshal(v.Error, &s) == nil {
-		return s
-	}
-	return ""
+	return out
 }
 
 // WriteError writes an error in the dialect's shape: Anthropic
@@ -640,57 +606,6 @@ func (c *capped) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
 	return n, err
-}
-
-// drainCloser reads what is left of an upstream body (up to a bound)
-// before closing it, so the connection goes back to the pool instead of
-// being torn down; decoders stop at the stream's end marker, before EOF.
-//
-// It also ends a stream that goes quiet for longer than idle: its timer
-// closes the body, which fails the read the decoder is blocked in.
-type drainCloser struct {
-	rc     io.ReadCloser
-	idled  atomic.Bool // the idle timer closed the body
-	closed bool
-	eof    bool // the body was read to its end: nothing to drain
-	idle   time.Duration
-	timer  *time.Timer
-	// beforeRead, when set, runs before every read of the body (a read may
-	// wait for the upstream).
-	beforeRead func()
-}
-
-func (d *drainCloser) Read(p []byte) (int, error) {
-	if d.beforeRead != nil {
-		d.beforeRead()
-	}
-	n, err := d.rc.Read(p)
-	if n > 0 && d.timer != nil {
-		d.timer.Reset(d.idle)
-	}
-	if err == io.EOF {
-		d.eof = true
-	}
-	return n, err
-}
-
-func (d *drainCloser) Close() error {
-	if d.closed {
-		return nil
-	}
-	d.closed = true
-	if d.timer != nil {
-		d.timer.Stop()
-	}
-	// An upstream that keeps the connection open after the stream's end
-	// (or after an error) must not hold the request: the drain gets a
-	// moment, then the body is closed (and the connection dropped).
-	if !d.eof {
-		stop := time.AfterFunc(50*time.Millisecond, func() { d.rc.Close() }) // unblocks the read
-		io.CopyN(io.Discard, d.rc, 64<<10)
-		stop.Stop()
-	}
-	return d.rc.Close()
 }
 
 // errCut is what a client learns of an upstream stream that ended with

@@ -12,10 +12,8 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/wire/anthropic"
-	"github.com/ctxkit/ctxkit/wire/bedrock"
-	"github.com/ctxkit/ctxkit/wire/gemini"
-	"github.com/ctxkit/ctxkit/wire/mistral"
 	"github.com/ctxkit/ctxkit/wire/openai"
+	"github.com/ctxkit/ctxkit/wire/providers"
 )
 
 // TestEveryFixtureThroughEveryDialect: every provider's stream fixture that
@@ -25,9 +23,13 @@ import (
 // the same stop reason and the same error. This is what the gateway does
 // to every upstream stream.
 func TestEveryFixtureThroughEveryDialect(t *testing.T) {
-	decoders := map[string]func(io.Reader) iter.Seq2[chat.Chunk, error]{
-		"anthropic": anthropic.DecodeStream, "openai": openai.DecodeStream, "mistral": mistral.DecodeStream,
-		"gemini": gemini.DecodeStream, "bedrock": bedrock.DecodeStream,
+	// Every row of the provider table ctxkit calls, with its package's
+	// stream fixtures.
+	decoders := map[string]func(io.Reader) iter.Seq2[chat.Chunk, error]{}
+	for _, p := range providers.All() {
+		if p.Upstream != nil {
+			decoders[p.Name] = p.Upstream.Decode
+		}
 	}
 	dialects := map[string]struct {
 		encode func(w io.Writer, chunks iter.Seq2[chat.Chunk, error]) error
@@ -42,7 +44,7 @@ func TestEveryFixtureThroughEveryDialect(t *testing.T) {
 	}
 	n := 0
 	for pkg, decode := range decoders {
-		files, _ := filepath.Glob(filepath.Join("..", "..", "wire", pkg, "testdata", "stream", "*"))
+		files, _ := filepath.Glob(filepath.Join("..", "..", "..", "wire", pkg, "testdata", "stream", "*"))
 		for _, f := range files {
 			if strings.HasSuffix(f, ".chunks.json") {
 				continue
