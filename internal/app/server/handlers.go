@@ -3,76 +3,20 @@ package server
 import (
 	"context"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/envelope"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/view"
 )
-
-//go:embed openapi.json
-var openAPI []byte
-
-func (s *Server) routes() {
-	m := s.mux
-	m.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	m.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(openAPI)
-	})
-	m.Handle("POST /breadcrumbs", s.authed(RoleEmitter, s.create))
-	m.Handle("GET /breadcrumbs", s.authed("", s.list))
-	m.Handle("GET /breadcrumbs/{id}", s.authed("", s.getView))
-	m.Handle("GET /breadcrumbs/{id}/full", s.authed("", s.getFull))
-	m.Handle("PATCH /breadcrumbs/{id}", s.authed(RoleEmitter, s.patch))
-	m.Handle("DELETE /breadcrumbs/{id}", s.authed(RoleCurator, s.delete))
-	m.Handle("GET /breadcrumbs/{id}/history", s.authed("", s.history))
-	m.Handle("POST /breadcrumbs/{id}/tags/add", s.authed(RoleEmitter, s.tags(true)))
-	m.Handle("POST /breadcrumbs/{id}/tags/remove", s.authed(RoleEmitter, s.tags(false)))
-	m.Handle("POST /breadcrumbs/{id}/context/merge", s.authed(RoleEmitter, s.merge))
-	m.Handle("POST /views/preview", s.authed("", s.preview))
-	m.Handle("POST /tokens/revoke", s.authed(RoleCurator, s.revoke))
-	s.searchRoutes(m)
-	m.Handle("GET /events/stream", s.authed(RoleSubscriber, s.stream))
-	m.Handle("GET /metrics", s.authed(RoleCurator, func(w http.ResponseWriter, r *http.Request, _ Principal) error {
-		s.metrics.handler().ServeHTTP(w, r)
-		return nil
-	}))
-	s.relayRoutes(m)
-	if g := s.opts.Gateway; g != nil {
-		m.Handle("POST /v1/messages", s.gatewayAuthed(gateway.Anthropic, g.Messages))
-		m.Handle("POST /v1/chat/completions", s.gatewayAuthed(gateway.OpenAI, g.ChatCompletions))
-		m.Handle("GET /v1/models", s.gatewayAuthed(gateway.OpenAI, g.Models))
-	}
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		// The path may exist with other methods: that is a 405 with Allow.
-		var allow []string
-		for _, method := range []string{"GET", "POST", "PATCH", "DELETE"} {
-			probe := r.Clone(r.Context())
-			probe.Method = method
-			if _, pattern := m.Handler(probe); pattern != "/" && pattern != "" {
-				allow = append(allow, method)
-			}
-		}
-		if len(allow) > 0 {
-			w.Header().Set("Allow", strings.Join(allow, ", "))
-			s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
-			return
-		}
-		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
-	})
-}
 
 // createRequest is a create body, in the shape RCRT accepts.
 type createRequest struct {
@@ -200,8 +144,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, p Principal) err
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.Header().Set("Location", "/breadcrumbs/"+b.ID)
-	writeJSON(w, http.StatusCreated, map[string]any{"id": b.ID, "version": b.Version})
+	writeJSON(w, http.StatusCreated, created{ID: b.ID, Version: b.Version})
 	return nil
+}
+
+// created answers a create: the new breadcrumb's id and version.
+type created struct {
+	ID      string `json:"id"`
+	Version int64  `json:"version"`
 }
 
 // summary is a breadcrumb in a list, without its context unless asked.
@@ -216,6 +166,12 @@ type summary struct {
 	Sensitivity store.Sensitivity `json:"sensitivity"`
 	UpdatedAt   time.Time         `json:"updated_at"`
 	Context     json.RawMessage   `json:"context,omitempty"`
+}
+
+// listPage is a page of a list; next_cursor reads the next one.
+type listPage struct {
+	Items      []summary `json:"items"`
+	NextCursor string    `json:"next_cursor,omitempty"`
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, p Principal) error {
@@ -242,21 +198,43 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, p Principal) error
 		}
 		items = append(items, sm)
 	}
-	resp := map[string]any{"items": items}
-	if page.NextCursor != "" {
-		resp["next_cursor"] = page.NextCursor
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, listPage{Items: items, NextCursor: page.NextCursor})
 	return nil
 }
 
-// viewMeta says whether a view is what its hints asked for.
+// viewMeta says whether a view is what its hints asked for, in the
+// envelope's vocabulary: status OK or FALLBACK; source STORE for a stored
+// breadcrumb's view, VIEW for a preview of hints on a posted context;
+// freshness FRESH, as a view is computed from the version it shows.
 type viewMeta struct {
-	Status         view.Status `json:"status"`
-	ErrorCode      string      `json:"error_code,omitempty"` // why a view fell back: a view error code
-	Message        string      `json:"message,omitempty"`
-	Source         string      `json:"source"`
-	FreshnessState string      `json:"freshness_state"`
+	Status         envelope.Status    `json:"status"`
+	ErrorCode      string             `json:"error_code,omitempty"` // why a view fell back: a view error code
+	Message        string             `json:"message,omitempty"`
+	Source         envelope.Source    `json:"source"`
+	FreshnessState envelope.Freshness `json:"freshness_state"`
+}
+
+// viewStatus is a view's status in the envelope's vocabulary: OK when
+// every rule ran, FALLBACK when the value is the filtered context.
+func viewStatus(st view.Status) envelope.Status {
+	if st == view.StatusOK {
+		return envelope.StatusOK
+	}
+	return envelope.StatusFallback
+}
+
+// viewReply is GET /breadcrumbs/{id}: the record's fields and its view.
+// The fields are in name order, the order the API has always written them.
+type viewReply struct {
+	Context     json.RawMessage `json:"context"` // the view
+	Description string          `json:"description"`
+	ID          string          `json:"id"`
+	Meta        viewMeta        `json:"meta"`
+	SchemaName  string          `json:"schema_name"`
+	Tags        []string        `json:"tags"`
+	Title       string          `json:"title"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	Version     int64           `json:"version"`
 }
 
 func (s *Server) getView(w http.ResponseWriter, r *http.Request, p Principal) error {
@@ -268,10 +246,10 @@ func (s *Server) getView(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": b.ID, "title": b.Title, "description": b.Description, "tags": b.Tags, "schema_name": b.SchemaName,
-		"version": b.Version, "updated_at": b.UpdatedAt, "context": v.value,
-		"meta": viewMeta{Status: v.status, ErrorCode: v.code, Message: v.reason, Source: "store", FreshnessState: "current"},
+	writeJSON(w, http.StatusOK, viewReply{
+		ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags, SchemaName: b.SchemaName,
+		Version: b.Version, UpdatedAt: b.UpdatedAt, Context: v.value,
+		Meta: viewMeta{Status: viewStatus(v.status), ErrorCode: v.code, Message: v.reason, Source: envelope.SourceStore, FreshnessState: envelope.Fresh},
 	})
 	return nil
 }
@@ -469,12 +447,17 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, p Principal) err
 	return nil
 }
 
+// historyPage is every version of a breadcrumb, newest first.
+type historyPage struct {
+	Items []store.Breadcrumb `json:"items"`
+}
+
 func (s *Server) history(w http.ResponseWriter, r *http.Request, p Principal) error {
 	h, err := s.opts.Store.History(r.Context(), actor(p), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": h})
+	writeJSON(w, http.StatusOK, historyPage{Items: h})
 	return nil
 }
 
@@ -488,6 +471,12 @@ type previewRequest struct {
 	Tags        []string        `json:"tags"`
 	SchemaName  string          `json:"schema_name"`
 	Version     int64           `json:"version"`
+}
+
+// previewReply is a preview's view and whether it is what the hints asked for.
+type previewReply struct {
+	Context json.RawMessage `json:"context"`
+	Meta    viewMeta        `json:"meta"`
 }
 
 func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) error {
@@ -526,10 +515,10 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 		// a view to show.
 		return errorf(http.StatusUnprocessableEntity, view.CodeTooCostly, "llm_hints.%s", res.Err.Error())
 	}
-	meta := viewMeta{Status: res.Status, Source: "preview", FreshnessState: "current"}
+	meta := viewMeta{Status: viewStatus(res.Status), Source: envelope.SourceView, FreshnessState: envelope.Fresh}
 	if res.Err != nil {
 		meta.ErrorCode, meta.Message = res.Err.Code, res.Err.Error()
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"context": json.RawMessage(out), "meta": meta})
+	writeJSON(w, http.StatusOK, previewReply{Context: out, Meta: meta})
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/relay"
 )
 
@@ -19,6 +20,15 @@ type relayRequest struct {
 	Pipeline json.RawMessage `json:"pipeline"`
 	Context  json.RawMessage `json:"context"`
 	Assemble bool            `json:"assemble"`
+}
+
+// relayReply is a relay's answer: the relayed prompts, what each
+// transformer did and, when asked, the canonical request they make. The
+// fields are in name order, the order the API has always written them.
+type relayReply struct {
+	Prompts []relay.Prompt `json:"prompts"`
+	Request *chat.Request  `json:"request,omitempty"`
+	Trace   *relay.Trace   `json:"trace"`
 }
 
 // Bounds on POST /relay besides the body's size, depth and the relay
@@ -32,18 +42,14 @@ const (
 	defaultRelayTimeout = 5 * time.Second
 )
 
-// relayRoutes registers POST /relay: the prompt relay for agents not
-// written in Go. It reads and writes no stored data, so any role may call it.
+// relay serves POST /relay: the prompt relay for agents not written in
+// Go. It reads and writes no stored data, so any role may call it.
 //
 // A relay is computation on what the caller sent, so it is bounded like a
 // view: it takes one of the server's computation slots (the view slots,
 // Options.MaxConcurrentViews) and runs under a deadline. A request that
 // finds no free slot before its deadline is answered 503 RELAY_BUSY with
 // Retry-After; one whose relay runs past it, 503 RELAY_TIMEOUT.
-func (s *Server) relayRoutes(m *router) {
-	m.Handle("POST /relay", s.authed("", s.relay))
-}
-
 func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	timeout := s.opts.RelayTimeout
 	if timeout <= 0 {
@@ -90,11 +96,13 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ Principal) erro
 	if err != nil {
 		return relayError(err, "", timeout)
 	}
-	resp := map[string]any{"prompts": prompts, "trace": trace}
+	resp := relayReply{Prompts: prompts, Trace: trace}
 	if req.Assemble {
-		if resp["request"], err = relay.AssembleChecked(prompts, lim); err != nil {
+		cr, err := relay.AssembleChecked(prompts, lim)
+		if err != nil {
 			return relayError(err, "", timeout)
 		}
+		resp.Request = &cr
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil

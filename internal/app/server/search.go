@@ -15,14 +15,6 @@ import (
 	"github.com/ctxkit/ctxkit/view"
 )
 
-// searchRoutes adds search, workspace search and MCP.
-func (s *Server) searchRoutes(m *router) {
-	m.Handle("GET /breadcrumbs/search", s.authed("", s.search))
-	// Any valid token may search a workspace: see workspaceSearcher.
-	m.Handle("GET /workspace/search", s.authed("", newWorkspaceSearcher(s).search))
-	s.mcpRoutes(m)
-}
-
 // SearchItem is one search result: the breadcrumb's LLM view and its score.
 type SearchItem struct {
 	ID          string          `json:"id"`
@@ -32,8 +24,8 @@ type SearchItem struct {
 	SchemaName  string          `json:"schema_name,omitempty"`
 	Version     int64           `json:"version"`
 	UpdatedAt   time.Time       `json:"updated_at"`
-	Context     json.RawMessage `json:"context"` // the view
-	ViewStatus  view.Status     `json:"view_status"`
+	Context     json.RawMessage `json:"context"`     // the view
+	ViewStatus  envelope.Status `json:"view_status"` // OK or FALLBACK
 	ViewMessage string          `json:"view_message,omitempty"`
 	Score       float64         `json:"score"`
 }
@@ -77,7 +69,7 @@ func (s *Server) runSearch(ctx context.Context, p Principal, sq store.SearchQuer
 		}
 		items = append(items, SearchItem{ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags,
 			SchemaName: b.SchemaName, Version: b.Version, UpdatedAt: b.UpdatedAt, Context: v.value,
-			ViewStatus: v.status, ViewMessage: v.reason, Score: hits[i].Score})
+			ViewStatus: viewStatus(v.status), ViewMessage: v.reason, Score: hits[i].Score})
 		if v.status != view.StatusOK {
 			fellBack = append(fellBack, b.ID)
 		}

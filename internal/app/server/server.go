@@ -104,6 +104,7 @@ type Server struct {
 	frames  *view.LRU[int64, []byte]      // event-stream frames of recent changes, by seq
 	revoked revocations
 	mux     *router
+	openAPI []byte // the document GET /openapi.json serves, built from the route table
 	metrics *metrics
 
 	corruptLogged atomic.Bool // the store said it is damaged, and it was logged
@@ -338,7 +339,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ctxkit"`)
 	}
-	writeJSON(w, ae.status, map[string]any{"error": map[string]string{"code": ae.code, "message": ae.msg}})
+	writeJSON(w, ae.status, errorReply{Error: errorBody{Code: ae.code, Message: ae.msg}})
+}
+
+// errorReply is every error the API answers: {"error": {"code", "message"}}.
+type errorReply struct {
+	Error errorBody `json:"error"`
+}
+
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
