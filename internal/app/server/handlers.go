@@ -51,20 +51,20 @@ func expiry(ttl, typ string, cfg *ttlConfig, now time.Time) (*time.Time, int64, 
 		}
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
-			return nil, errorf(http.StatusBadRequest, store.CodeInvalid, "%s: %q is neither an RFC 3339 time nor a positive duration such as \"2h\"", field, s)
+			return nil, errorAt(http.StatusBadRequest, store.CodeInvalid, field, "%q is neither an RFC 3339 time nor a positive duration such as \"2h\"", s)
 		}
 		t := now.Add(d)
 		return &t, nil
 	}
 	notPast := func(t *time.Time, err error) (*time.Time, error) {
 		if err == nil && t != nil && !t.After(now) {
-			return nil, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl: %s is already past", t.Format(time.RFC3339))
+			return nil, errorAt(http.StatusBadRequest, store.CodeInvalid, "ttl", "%s is already past", t.Format(time.RFC3339))
 		}
 		return t, err
 	}
 	needReads := func() (int64, error) {
 		if cfg.MaxReads <= 0 {
-			return 0, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl_config.max_reads: a %s TTL needs a positive number of reads", typ)
+			return 0, errorAt(http.StatusBadRequest, store.CodeInvalid, "ttl_config.max_reads", "a %s TTL needs a positive number of reads", typ)
 		}
 		return cfg.MaxReads, nil
 	}
@@ -77,7 +77,7 @@ func expiry(ttl, typ string, cfg *ttlConfig, now time.Time) (*time.Time, int64, 
 		case ttl != "":
 			return at("ttl", ttl)
 		}
-		return nil, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl_config: a %s TTL needs a duration, an expires_at or a ttl", typ)
+		return nil, errorAt(http.StatusBadRequest, store.CodeInvalid, "ttl_config", "a %s TTL needs a duration, an expires_at or a ttl", typ)
 	}
 	switch typ {
 	case "":
@@ -102,7 +102,7 @@ func expiry(ttl, typ string, cfg *ttlConfig, now time.Time) (*time.Time, int64, 
 		n, err := needReads()
 		return t, n, err
 	}
-	return nil, 0, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl_type: %q is not one of never, datetime, duration, usage, hybrid", typ)
+	return nil, 0, errorAt(http.StatusBadRequest, store.CodeInvalid, "ttl_type", "%q is not one of never, datetime, duration, usage, hybrid", typ)
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, p Principal) error {
@@ -128,10 +128,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, p Principal) err
 	idem := store.Idempotency{Key: r.Header.Get("Idempotency-Key")}
 	if idem.Key != "" {
 		if len(idem.Key) > 256 {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "Idempotency-Key: longer than 256 bytes")
+			return errorAt(http.StatusBadRequest, store.CodeInvalid, "Idempotency-Key", "longer than 256 bytes")
 		}
 		if !plainID(idem.Key) {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "Idempotency-Key: must be UTF-8 without control characters")
+			return errorAt(http.StatusBadRequest, store.CodeInvalid, "Idempotency-Key", "must be UTF-8 without control characters")
 		}
 		sum := sha256.Sum256(body)
 		idem.RequestHash = hex.EncodeToString(sum[:])
@@ -180,7 +180,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, p Principal) error
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > store.MaxLimit {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "limit: must be an integer from 1 to %d", store.MaxLimit)
+			return errorAt(http.StatusBadRequest, store.CodeInvalid, "limit", "must be an integer from 1 to %d", store.MaxLimit)
 		}
 		query.Limit = n
 	}
@@ -336,7 +336,7 @@ func expectedVersion(r *http.Request) (int64, error) {
 	}
 	n, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(h, "W/"), `"`), 10, 64)
 	if err != nil || n < 1 {
-		return 0, errorf(http.StatusBadRequest, store.CodeInvalid, "If-Match: %q is not a version number", h)
+		return 0, errorAt(http.StatusBadRequest, store.CodeInvalid, "If-Match", "%q is not a version number", h)
 	}
 	return n, nil
 }
@@ -402,7 +402,7 @@ func (s *Server) tags(add bool) handlerFunc {
 			return err
 		}
 		if len(req.Tags) == 0 {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "tags: give at least one tag")
+			return errorAt(http.StatusBadRequest, store.CodeInvalid, "tags", "give at least one tag")
 		}
 		return s.update(w, r, p, want, func(b *store.Breadcrumb) error {
 			if add {
@@ -427,7 +427,7 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request, p Principal) erro
 		return err
 	}
 	if req.Context == nil {
-		return errorf(http.StatusBadRequest, store.CodeInvalid, "context: required, a JSON object to merge")
+		return errorAt(http.StatusBadRequest, store.CodeInvalid, "context", "required, a JSON object to merge")
 	}
 	return s.update(w, r, p, want, func(b *store.Breadcrumb) error {
 		merged, err := store.MergeContext(b.Context, req.Context)
@@ -485,10 +485,10 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 		return err
 	}
 	if req.Context == nil {
-		return errorf(http.StatusBadRequest, store.CodeInvalid, "context: required")
+		return errorAt(http.StatusBadRequest, store.CodeInvalid, "context", "required")
 	}
 	if req.LLMHints == nil {
-		return errorf(http.StatusBadRequest, store.CodeInvalid, "llm_hints: required")
+		return errorAt(http.StatusBadRequest, store.CodeInvalid, "llm_hints", "required")
 	}
 	// A draft's hints are compiled for this request only: previews must not
 	// crowd the stored records' views out of the shared cache.
@@ -496,9 +496,11 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err != nil {
 		var ve *view.Error
 		if errors.As(err, &ve) && ve.Path != "" {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "llm_hints.%s", ve.Error())
+			return &Error{Status: http.StatusBadRequest, Code: store.CodeInvalid, Path: "llm_hints." + ve.Path, Msg: "llm_hints." + ve.Error(), Err: err}
 		}
-		return errorf(http.StatusBadRequest, store.CodeInvalid, "llm_hints: %v", err)
+		ae := errorAt(http.StatusBadRequest, store.CodeInvalid, "llm_hints", "%v", err)
+		ae.Err = err
+		return ae
 	}
 	release, err := s.viewSlot(r.Context())
 	if err != nil {
@@ -508,12 +510,14 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	out, res, err := v.ApplyJSON(r.Context(), req.Context, view.Record{ID: req.ID, Title: req.Title,
 		Description: req.Description, Tags: req.Tags, SchemaName: req.SchemaName, Version: req.Version})
 	if err != nil {
-		return errorf(http.StatusBadRequest, store.CodeInvalid, "context: %v", err)
+		ae := errorAt(http.StatusBadRequest, store.CodeInvalid, "context", "%v", err)
+		ae.Err = err
+		return ae
 	}
 	if res.Err != nil && res.Err.Code == view.CodeTooCostly {
 		// Authoring a view that cannot be afforded is an error to fix, not
 		// a view to show.
-		return errorf(http.StatusUnprocessableEntity, view.CodeTooCostly, "llm_hints.%s", res.Err.Error())
+		return &Error{Status: http.StatusUnprocessableEntity, Code: view.CodeTooCostly, Path: "llm_hints", Msg: "llm_hints." + res.Err.Error(), Err: res.Err}
 	}
 	meta := viewMeta{Status: viewStatus(res.Status), Source: envelope.SourceView, FreshnessState: envelope.Fresh}
 	if res.Err != nil {

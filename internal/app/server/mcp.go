@@ -90,7 +90,9 @@ func (s *Server) mcpOrigin(r *http.Request) error {
 		return nil
 	}
 	refuse := func(why string) error {
-		return errorf(http.StatusForbidden, "forbidden_origin", "Origin %q %s: a web page of another site may not call /mcp", truncate(origin, 200), why)
+		e := errorf(http.StatusForbidden, CodeForbiddenOrigin, "Origin %q %s: a web page of another site may not call /mcp", truncate(origin, 200), why)
+		e.Path = "Origin"
+		return e
 	}
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {

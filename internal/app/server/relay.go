@@ -62,10 +62,10 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ Principal) erro
 		return err
 	}
 	if req.Pipeline == nil || string(req.Pipeline) == "null" {
-		return errorf(http.StatusBadRequest, relay.CodeInvalidPipeline, "pipeline: required (an object with transformers, or a pipeline file's text)")
+		return errorAt(http.StatusBadRequest, relay.CodeInvalidPipeline, "pipeline", "required (an object with transformers, or a pipeline file's text)")
 	}
 	if req.Context == nil || string(req.Context) == "null" {
-		return errorf(http.StatusBadRequest, relay.CodeInvalidContext, "context: required (source_agent, target_agent, task, prompts, memory, constraints)")
+		return errorAt(http.StatusBadRequest, relay.CodeInvalidContext, "context", "required (source_agent, target_agent, task, prompts, memory, constraints)")
 	}
 	text := []byte(req.Pipeline)
 	var file string
@@ -77,7 +77,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ Principal) erro
 		return relayError(err, "pipeline", timeout)
 	}
 	if n := len(p.Transformers()); n > maxHTTPTransformers {
-		return errorf(http.StatusRequestEntityTooLarge, relay.CodeTooLarge, "pipeline.transformers: %d transformers; POST /relay takes at most %d", n, maxHTTPTransformers)
+		return errorAt(http.StatusRequestEntityTooLarge, relay.CodeTooLarge, "pipeline.transformers", "%d transformers; POST /relay takes at most %d", n, maxHTTPTransformers)
 	}
 	lim := relay.Limits{MaxBytes: int(s.opts.MaxBodyBytes)}
 	rc, err := relay.DecodeContext(req.Context, lim)
@@ -124,7 +124,7 @@ func (s *Server) relaySlot(ctx context.Context, r *http.Request) (release func()
 		if err := r.Context().Err(); err != nil {
 			return nil, err
 		}
-		return nil, errorf(http.StatusServiceUnavailable, "RELAY_BUSY", "the server is running as many relays and views as it may; try again shortly")
+		return nil, errorf(http.StatusServiceUnavailable, CodeRelayBusy, "the server is running as many relays and views as it may; try again shortly")
 	}
 }
 
@@ -140,7 +140,9 @@ func relayError(err error, field string, timeout time.Duration) error {
 		if re, ok := err.(*relay.Error); ok && re.Transformer != "" {
 			w = "transformers[" + strconv.Itoa(re.Step) + "] (" + re.Transformer + ")"
 		}
-		return errorf(http.StatusServiceUnavailable, "RELAY_TIMEOUT", "%s ran past the relay's deadline of %s: send fewer or smaller prompts, or a smaller pipeline", w, timeout)
+		e := errorf(http.StatusServiceUnavailable, CodeRelayTimeout, "%s ran past the relay's deadline of %s: send fewer or smaller prompts, or a smaller pipeline", w, timeout)
+		e.Err = err
+		return e
 	}
 	if errors.Is(err, context.Canceled) || !errors.As(err, &re) {
 		return err
@@ -153,13 +155,13 @@ func relayError(err error, field string, timeout time.Duration) error {
 	case re.Code == relay.CodeTransformFailed:
 		status = http.StatusUnprocessableEntity
 	}
-	msg := re.Error()
+	msg, path := re.Error(), re.Path
 	if field != "" {
 		if re.Path != "" {
-			msg = field + "." + msg
+			msg, path = field+"."+msg, field+"."+re.Path
 		} else {
-			msg = field + ": " + msg
+			msg, path = field+": "+msg, field
 		}
 	}
-	return errorf(status, re.Code, "%s", msg)
+	return &Error{Status: status, Code: Code(re.Code), Path: path, Msg: msg, Err: re}
 }

@@ -36,7 +36,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, p Principal) err
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > store.MaxSearchLimit {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "limit: must be an integer from 1 to %d", store.MaxSearchLimit)
+			return errorAt(http.StatusBadRequest, store.CodeInvalid, "limit", "must be an integer from 1 to %d", store.MaxSearchLimit)
 		}
 		sq.Limit = n
 	}
@@ -51,7 +51,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, p Principal) err
 // runSearch searches the store and computes each hit's view.
 func (s *Server) runSearch(ctx context.Context, p Principal, sq store.SearchQuery) (envelope.Result[SearchItem], error) {
 	if len(sq.Text) > store.MaxQueryBytes {
-		return envelope.Result[SearchItem]{}, errorf(http.StatusBadRequest, store.CodeInvalid, "q: %d bytes; the limit is %d", len(sq.Text), store.MaxQueryBytes)
+		return envelope.Result[SearchItem]{}, errorAt(http.StatusBadRequest, store.CodeInvalid, "q", "%d bytes; the limit is %d", len(sq.Text), store.MaxQueryBytes)
 	}
 	sq.MaxRanked = s.opts.SearchMaxRanked
 	found, err := s.opts.Store.Search(ctx, actor(p), sq)
