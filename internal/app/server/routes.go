@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -93,8 +94,8 @@ type reply struct {
 	Record bool   // the shared record response (components/responses/Record)
 }
 
-// fail is the shared error response for each status.
-func fail(statuses ...int) []reply {
+// failures is the shared error response for each status.
+func failures(statuses ...int) []reply {
 	r := make([]reply, len(statuses))
 	for i, st := range statuses {
 		r[i] = reply{Status: st}
@@ -102,14 +103,15 @@ func fail(statuses ...int) []reply {
 	return r
 }
 
-// ok is a 2xx reply with a body of schema.
-func ok(status int, desc, schema string, errs ...int) []reply {
-	return append([]reply{{Status: status, Desc: desc, Schema: schema}}, fail(errs...)...)
+// answer is a success with a body of schema, then the failures errs.
+func answer(status int, desc, schema string, errs ...int) []reply {
+	return append([]reply{{Status: status, Desc: desc, Schema: schema}}, failures(errs...)...)
 }
 
-// record is the whole breadcrumb as the reply of a change.
-func record(errs ...int) []reply {
-	return append([]reply{{Status: http.StatusOK, Record: true}}, fail(errs...)...)
+// whole is 200 with the whole breadcrumb (the answer of a change, and of
+// /full), then the failures errs.
+func whole(errs ...int) []reply {
+	return append([]reply{{Status: http.StatusOK, Record: true}}, failures(errs...)...)
 }
 
 // routeTable is every route the server serves.
@@ -124,49 +126,49 @@ func (s *Server) routeTable() []route {
 			s.metrics.handler().ServeHTTP(w, r)
 			return nil
 		}, doc: operation{Summary: "Prometheus metrics",
-			Responses: append([]reply{{Status: 200, Desc: "text exposition format"}}, fail(401)...)}},
+			Responses: append([]reply{{Status: 200, Desc: "text exposition format"}}, failures(401)...)}},
 
 		{method: "POST", path: "/breadcrumbs", role: RoleEmitter, serve: s.create, doc: operation{
 			Summary: "Create a breadcrumb (emitter)", Params: []string{"idempotencyKey"}, Body: "CreateRequest",
-			Responses: ok(201, "created (or replayed, with Idempotent-Replayed: true)", "Created", 400, 401, 403, 409, 413)}},
+			Responses: answer(201, "created (or replayed, with Idempotent-Replayed: true)", "Created", 400, 401, 403, 409, 413)}},
 		{method: "GET", path: "/breadcrumbs", serve: s.list, doc: operation{
 			Summary:   "List the caller's breadcrumbs, newest first",
 			Params:    []string{"tag", "schemaName", "listLimit", "cursor", "includeContext"},
-			Responses: ok(200, "a page", "Page", 400)}},
+			Responses: answer(200, "a page", "Page", 400)}},
 		{method: "GET", path: "/breadcrumbs/{id}", serve: s.getView, doc: operation{
-			Summary: "The LLM view (counts a read for usage TTLs)", Responses: ok(200, "the view", "View", 404)}},
+			Summary: "The LLM view (counts a read for usage TTLs)", Responses: answer(200, "the view", "View", 404)}},
 		{method: "PATCH", path: "/breadcrumbs/{id}", role: RoleEmitter, serve: s.patch, doc: operation{
 			Summary: "Change fields (emitter)", Params: []string{"ifMatch"}, Body: "PatchRequest",
-			Responses: record(400, 404, 412)}},
+			Responses: whole(400, 404, 412)}},
 		{method: "DELETE", path: "/breadcrumbs/{id}", role: RoleCurator, serve: s.delete, doc: operation{
-			Summary: "Delete (curator); the history stays", Responses: ok(204, "deleted", "", 403, 404)}},
+			Summary: "Delete (curator); the history stays", Responses: answer(204, "deleted", "", 403, 404)}},
 		{method: "GET", path: "/breadcrumbs/{id}/full", serve: s.getFull, doc: operation{
-			Summary: "The whole record", Responses: record(404)}},
+			Summary: "The whole record", Responses: whole(404)}},
 		{method: "GET", path: "/breadcrumbs/{id}/history", serve: s.history, doc: operation{
-			Summary: "Every version, newest first", Responses: ok(200, "versions", "History", 404)}},
+			Summary: "Every version, newest first", Responses: answer(200, "versions", "History", 404)}},
 		{method: "POST", path: "/breadcrumbs/{id}/tags/add", role: RoleEmitter, serve: s.tags(true), doc: operation{
-			Summary: "Add tags (emitter)", Params: []string{"ifMatch"}, Body: "Tags", Responses: record(400, 404)}},
+			Summary: "Add tags (emitter)", Params: []string{"ifMatch"}, Body: "Tags", Responses: whole(400, 404)}},
 		{method: "POST", path: "/breadcrumbs/{id}/tags/remove", role: RoleEmitter, serve: s.tags(false), doc: operation{
-			Summary: "Remove tags (emitter)", Params: []string{"ifMatch"}, Body: "Tags", Responses: record(400, 404)}},
+			Summary: "Remove tags (emitter)", Params: []string{"ifMatch"}, Body: "Tags", Responses: whole(400, 404)}},
 		{method: "POST", path: "/breadcrumbs/{id}/context/merge", role: RoleEmitter, serve: s.merge, doc: operation{
 			Summary: "Deep-merge an object into context (emitter)", Params: []string{"ifMatch"}, Body: "MergeRequest",
-			Responses: record(400, 404)}},
+			Responses: whole(400, 404)}},
 		{method: "POST", path: "/views/preview", serve: s.preview, doc: operation{
 			Summary: "Apply hints to a posted context without storing anything", Body: "PreviewRequest",
-			Responses: append(ok(200, "the view", "Preview", 400),
+			Responses: append(answer(200, "the view", "Preview", 400),
 				reply{Status: 422, Desc: "view_too_costly: the view needs more memory than a view may take", Schema: "Error"})}},
 		{method: "POST", path: "/tokens/revoke", role: RoleCurator, serve: s.revoke, doc: operation{
 			Summary: "Revoke tokens of the caller's own owner (curator): one token by its id (jti), or an agent's tokens " +
 				"issued before a time (default now; token issue times are whole seconds, so tokens issued in that second " +
 				"count as before it). Every replica refuses them with 401 token_revoked within a second",
 			Body: "RevokeRequest",
-			Responses: append(ok(201, "the revocation recorded", "Revocation", 400, 401, 403),
+			Responses: append(answer(201, "the revocation recorded", "Revocation", 400, 401, 403),
 				reply{Status: 409, Desc: "too_many_revocations: the owner's curators have recorded as many revocations as they may", Schema: "Error"})}},
 		{method: "GET", path: "/events/stream", role: RoleSubscriber, serve: s.stream, doc: operation{
 			Summary: "Server-Sent Events of changes the caller may see (subscriber)",
 			Params:  []string{"streamTag", "schemaName", "lastEventID"},
 			Responses: append([]reply{{Status: 200, Media: "text/event-stream", Schema: "Event",
-				Desc: "text/event-stream: events created, updated, deleted (data: Event) and ping every 15 s"}}, fail(400, 403)...)}},
+				Desc: "text/event-stream: events created, updated, deleted (data: Event) and ping every 15 s"}}, failures(400, 403)...)}},
 
 		{method: "GET", path: "/breadcrumbs/search", serve: s.search, doc: operation{
 			Summary: "Full-text search over the breadcrumbs the caller may list (title, tags, description and the text " +
@@ -174,7 +176,7 @@ func (s *Server) routeTable() []route {
 				"are views with scores. It ranks at most the 5,000 newest matching breadcrumbs of the caller's owner, " +
 				"and the message says when more matched; it also names the items whose view fell back",
 			Params:    []string{"q", "tag", "schemaName", "searchLimit"},
-			Responses: ok(200, "an envelope: meta (status OK, source STORE) and items", "SearchResult", 400)}},
+			Responses: answer(200, "an envelope: meta (status OK, source STORE) and items", "SearchResult", 400)}},
 		// Any valid token may search a workspace: see workspaceSearcher.
 		{method: "GET", path: "/workspace/search", serve: newWorkspaceSearcher(s).search, doc: operation{
 			Summary: "Search the tracked text files of a workspace (ctxkit serve --workspace), which every valid token " +
@@ -184,13 +186,13 @@ func (s *Server) routeTable() []route {
 				"10 s, partial results say so); with neither list an ERROR envelope not_indexed. 503 busy (with " +
 				"Retry-After) while the server runs its maximum of disk scans",
 			Params:    []string{"repo", "workspaceQ", "searchLimit"},
-			Responses: ok(200, "an envelope of matching files", "WorkspaceResult", 400, 404, 503)}},
+			Responses: answer(200, "an envelope of matching files", "WorkspaceResult", 400, 404, 503)}},
 		{method: "POST", path: "/mcp", anyMethod: true, serve: s.mcpHandler(), guard: s.mcpOrigin, doc: operation{
 			Summary: "MCP over streamable HTTP (stateless, JSON responses): tools breadcrumb_get, breadcrumb_search, " +
 				"breadcrumb_list, breadcrumb_create, breadcrumb_update, workspace_search; each result's " +
 				"structuredContent is an envelope",
 			Body: "JSONRPCMessage",
-			Responses: append(ok(200, "a JSON-RPC 2.0 response", "JSONRPCResponse"),
+			Responses: append(answer(200, "a JSON-RPC 2.0 response", "JSONRPCResponse"),
 				reply{Status: 202, Desc: "a notification, accepted; one the server has no use for is ignored"},
 				reply{Status: 401},
 				reply{Status: 403, Schema: "Error", Desc: "forbidden_origin: the Origin header is present and is not a " +
@@ -199,13 +201,14 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/relay", serve: s.relay, doc: operation{
 			Summary:   "Relay a parent agent's prompts through a transformer pipeline for a sub-agent (stores nothing; any role)",
 			Body:      "RelayRequest",
-			Responses: ok(200, "the relayed prompts and what each transformer did", "RelayResponse", 400, 401, 413, 422)}},
+			Responses: answer(200, "the relayed prompts and what each transformer did", "RelayResponse", 400, 401, 413, 422)}},
 	}
 	if g := s.opts.Gateway; g != nil {
-		// The gateway's errors are its dialect's, not the API's.
+		// The gateway's errors are its dialect's, not the API's; an
+		// upstream's own error is answered with a status of these too.
 		dialectErrors := func(desc string) []reply {
 			var r []reply
-			for _, st := range []int{400, 401, 404, 413, 502, 503} {
+			for _, st := range []int{400, 401, 404, 413, 429, 500, 502, 503} {
 				r = append(r, reply{Status: st, Desc: desc, Schema: "DialectError"})
 			}
 			return r
@@ -213,13 +216,13 @@ func (s *Server) routeTable() []route {
 		rows = append(rows,
 			route{method: "POST", path: "/v1/messages", auth: authGateway, dialect: gateway.Anthropic, plain: g.Messages, doc: operation{
 				Summary: "The Anthropic Messages dialect, served by the upstream the model names (any valid token)", Body: "ChatRequest",
-				Responses: append(ok(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the Anthropic dialect")...)}},
+				Responses: append(answer(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the Anthropic dialect")...)}},
 			route{method: "POST", path: "/v1/chat/completions", auth: authGateway, dialect: gateway.OpenAI, plain: g.ChatCompletions, doc: operation{
 				Summary: "The OpenAI Chat Completions dialect, served by the upstream the model names (any valid token)", Body: "ChatRequest",
-				Responses: append(ok(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
+				Responses: append(answer(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
 			route{method: "GET", path: "/v1/models", auth: authGateway, dialect: gateway.OpenAI, plain: g.Models, doc: operation{
 				Summary:   "The models the gateway serves (any valid token)",
-				Responses: append(ok(200, "the model list", "ModelList"), reply{Status: 401, Desc: "an error in the OpenAI dialect", Schema: "DialectError"})}},
+				Responses: append(answer(200, "the model list", "ModelList"), reply{Status: 401, Desc: "an error in the OpenAI dialect", Schema: "DialectError"})}},
 		)
 	}
 	return rows
@@ -368,13 +371,18 @@ func openAPIDocument(rows []route) ([]byte, error) {
 		}
 		item[method] = op
 	}
-	return json.MarshalIndent(struct {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // summaries are prose, not HTML
+	enc.SetIndent("", "  ")
+	err := enc.Encode(struct {
 		OpenAPI    string                    `json:"openapi"`
 		Info       json.RawMessage           `json:"info"`
 		Security   json.RawMessage           `json:"security"`
 		Components json.RawMessage           `json:"components"`
 		Paths      map[string]map[string]any `json:"paths"`
-	}{base.OpenAPI, base.Info, base.Security, base.Components, paths}, "", "  ")
+	}{base.OpenAPI, base.Info, base.Security, base.Components, paths})
+	return out.Bytes(), err
 }
 
 type openAPIOperation struct {
