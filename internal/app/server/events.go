@@ -29,7 +29,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 	if last != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(last), 10, 64)
 		if err != nil || n < 0 {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "Last-Event-ID: %q is not an event id", last)
+			return errorAt(http.StatusBadRequest, store.CodeInvalid, "Last-Event-ID", "%q is not an event id", last)
 		}
 		after = n
 	}
@@ -97,8 +97,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 		case <-s.streams.Done():
 			return nil
 		case <-recheck.C:
-			var ae *apiError
-			if _, err := s.authenticate(r); errors.As(err, &ae) && ae.status == http.StatusUnauthorized {
+			var ae *Error
+			if _, err := s.authenticate(r); errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
 				return nil
 			}
 		case <-ping.C:

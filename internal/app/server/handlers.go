@@ -3,76 +3,20 @@ package server
 import (
 	"context"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/envelope"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/view"
 )
-
-//go:embed openapi.json
-var openAPI []byte
-
-func (s *Server) routes() {
-	m := s.mux
-	m.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	m.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(openAPI)
-	})
-	m.Handle("POST /breadcrumbs", s.authed(RoleEmitter, s.create))
-	m.Handle("GET /breadcrumbs", s.authed("", s.list))
-	m.Handle("GET /breadcrumbs/{id}", s.authed("", s.getView))
-	m.Handle("GET /breadcrumbs/{id}/full", s.authed("", s.getFull))
-	m.Handle("PATCH /breadcrumbs/{id}", s.authed(RoleEmitter, s.patch))
-	m.Handle("DELETE /breadcrumbs/{id}", s.authed(RoleCurator, s.delete))
-	m.Handle("GET /breadcrumbs/{id}/history", s.authed("", s.history))
-	m.Handle("POST /breadcrumbs/{id}/tags/add", s.authed(RoleEmitter, s.tags(true)))
-	m.Handle("POST /breadcrumbs/{id}/tags/remove", s.authed(RoleEmitter, s.tags(false)))
-	m.Handle("POST /breadcrumbs/{id}/context/merge", s.authed(RoleEmitter, s.merge))
-	m.Handle("POST /views/preview", s.authed("", s.preview))
-	m.Handle("POST /tokens/revoke", s.authed(RoleCurator, s.revoke))
-	s.searchRoutes(m)
-	m.Handle("GET /events/stream", s.authed(RoleSubscriber, s.stream))
-	m.Handle("GET /metrics", s.authed(RoleCurator, func(w http.ResponseWriter, r *http.Request, _ Principal) error {
-		s.metrics.handler().ServeHTTP(w, r)
-		return nil
-	}))
-	s.relayRoutes(m)
-	if g := s.opts.Gateway; g != nil {
-		m.Handle("POST /v1/messages", s.gatewayAuthed(gateway.Anthropic, g.Messages))
-		m.Handle("POST /v1/chat/completions", s.gatewayAuthed(gateway.OpenAI, g.ChatCompletions))
-		m.Handle("GET /v1/models", s.gatewayAuthed(gateway.OpenAI, g.Models))
-	}
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		// The path may exist with other methods: that is a 405 with Allow.
-		var allow []string
-		for _, method := range []string{"GET", "POST", "PATCH", "DELETE"} {
-			probe := r.Clone(r.Context())
-			probe.Method = method
-			if _, pattern := m.Handler(probe); pattern != "/" && pattern != "" {
-				allow = append(allow, method)
-			}
-		}
-		if len(allow) > 0 {
-			w.Header().Set("Allow", strings.Join(allow, ", "))
-			s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
-			return
-		}
-		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
-	})
-}
 
 // createRequest is a create body, in the shape RCRT accepts.
 type createRequest struct {
@@ -107,20 +51,20 @@ func expiry(ttl, typ string, cfg *ttlConfig, now time.Time) (*time.Time, int64, 
 		}
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
-			return nil, errorf(http.StatusBadRequest, store.CodeInvalid, "%s: %q is neither an RFC 3339 time nor a positive duration such as \"2h\"", field, s)
+			return nil, errorAt(http.StatusBadRequest, store.CodeInvalid, field, "%q is neither an RFC 3339 time nor a positive duration such as \"2h\"", s)
 		}
 		t := now.Add(d)
 		return &t, nil
 	}
 	notPast := func(t *time.Time, err error) (*time.Time, error) {
 		if err == nil && t != nil && !t.After(now) {
-			return nil, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl: %s is already past", t.Format(time.RFC3339))
+			return nil, errorAt(http.StatusBadRequest, store.CodeInvalid, "ttl", "%s is already past", t.Format(time.RFC3339))
 		}
 		return t, err
 	}
 	needReads := func() (int64, error) {
 		if cfg.MaxReads <= 0 {
-			return 0, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl_config.max_reads: a %s TTL needs a positive number of reads", typ)
+			return 0, errorAt(http.StatusBadRequest, store.CodeInvalid, "ttl_config.max_reads", "a %s TTL needs a positive number of reads", typ)
 		}
 		return cfg.MaxReads, nil
 	}
@@ -133,7 +77,7 @@ func expiry(ttl, typ string, cfg *ttlConfig, now time.Time) (*time.Time, int64, 
 		case ttl != "":
 			return at("ttl", ttl)
 		}
-		return nil, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl_config: a %s TTL needs a duration, an expires_at or a ttl", typ)
+		return nil, errorAt(http.StatusBadRequest, store.CodeInvalid, "ttl_config", "a %s TTL needs a duration, an expires_at or a ttl", typ)
 	}
 	switch typ {
 	case "":
@@ -158,7 +102,7 @@ func expiry(ttl, typ string, cfg *ttlConfig, now time.Time) (*time.Time, int64, 
 		n, err := needReads()
 		return t, n, err
 	}
-	return nil, 0, errorf(http.StatusBadRequest, store.CodeInvalid, "ttl_type: %q is not one of never, datetime, duration, usage, hybrid", typ)
+	return nil, 0, errorAt(http.StatusBadRequest, store.CodeInvalid, "ttl_type", "%q is not one of never, datetime, duration, usage, hybrid", typ)
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, p Principal) error {
@@ -184,10 +128,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, p Principal) err
 	idem := store.Idempotency{Key: r.Header.Get("Idempotency-Key")}
 	if idem.Key != "" {
 		if len(idem.Key) > 256 {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "Idempotency-Key: longer than 256 bytes")
+			return errorAt(http.StatusBadRequest, store.CodeInvalid, "Idempotency-Key", "longer than 256 bytes")
 		}
 		if !plainID(idem.Key) {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "Idempotency-Key: must be UTF-8 without control characters")
+			return errorAt(http.StatusBadRequest, store.CodeInvalid, "Idempotency-Key", "must be UTF-8 without control characters")
 		}
 		sum := sha256.Sum256(body)
 		idem.RequestHash = hex.EncodeToString(sum[:])
@@ -200,8 +144,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, p Principal) err
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.Header().Set("Location", "/breadcrumbs/"+b.ID)
-	writeJSON(w, http.StatusCreated, map[string]any{"id": b.ID, "version": b.Version})
+	writeJSON(w, http.StatusCreated, created{ID: b.ID, Version: b.Version})
 	return nil
+}
+
+// created answers a create: the new breadcrumb's id and version.
+type created struct {
+	ID      string `json:"id"`
+	Version int64  `json:"version"`
 }
 
 // summary is a breadcrumb in a list, without its context unless asked.
@@ -218,13 +168,19 @@ type summary struct {
 	Context     json.RawMessage   `json:"context,omitempty"`
 }
 
+// listPage is a page of a list; next_cursor reads the next one.
+type listPage struct {
+	Items      []summary `json:"items"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
 func (s *Server) list(w http.ResponseWriter, r *http.Request, p Principal) error {
 	q := r.URL.Query()
 	query := store.Query{Tags: q["tag"], SchemaName: q.Get("schema_name"), Cursor: q.Get("cursor")}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > store.MaxLimit {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "limit: must be an integer from 1 to %d", store.MaxLimit)
+			return errorAt(http.StatusBadRequest, store.CodeInvalid, "limit", "must be an integer from 1 to %d", store.MaxLimit)
 		}
 		query.Limit = n
 	}
@@ -242,21 +198,43 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, p Principal) error
 		}
 		items = append(items, sm)
 	}
-	resp := map[string]any{"items": items}
-	if page.NextCursor != "" {
-		resp["next_cursor"] = page.NextCursor
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, listPage{Items: items, NextCursor: page.NextCursor})
 	return nil
 }
 
-// viewMeta says whether a view is what its hints asked for.
+// viewMeta says whether a view is what its hints asked for, in the
+// envelope's vocabulary: status OK or FALLBACK; source STORE for a stored
+// breadcrumb's view, VIEW for a preview of hints on a posted context;
+// freshness FRESH, as a view is computed from the version it shows.
 type viewMeta struct {
-	Status         view.Status `json:"status"`
-	ErrorCode      string      `json:"error_code,omitempty"` // why a view fell back: a view error code
-	Message        string      `json:"message,omitempty"`
-	Source         string      `json:"source"`
-	FreshnessState string      `json:"freshness_state"`
+	Status         envelope.Status    `json:"status"`
+	ErrorCode      string             `json:"error_code,omitempty"` // why a view fell back: a view error code
+	Message        string             `json:"message,omitempty"`
+	Source         envelope.Source    `json:"source"`
+	FreshnessState envelope.Freshness `json:"freshness_state"`
+}
+
+// viewStatus is a view's status in the envelope's vocabulary: OK when
+// every rule ran, FALLBACK when the value is the filtered context.
+func viewStatus(st view.Status) envelope.Status {
+	if st == view.StatusOK {
+		return envelope.StatusOK
+	}
+	return envelope.StatusFallback
+}
+
+// viewReply is GET /breadcrumbs/{id}: the record's fields and its view.
+// The fields are in name order, the order the API has always written them.
+type viewReply struct {
+	Context     json.RawMessage `json:"context"` // the view
+	Description string          `json:"description"`
+	ID          string          `json:"id"`
+	Meta        viewMeta        `json:"meta"`
+	SchemaName  string          `json:"schema_name"`
+	Tags        []string        `json:"tags"`
+	Title       string          `json:"title"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	Version     int64           `json:"version"`
 }
 
 func (s *Server) getView(w http.ResponseWriter, r *http.Request, p Principal) error {
@@ -268,10 +246,10 @@ func (s *Server) getView(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": b.ID, "title": b.Title, "description": b.Description, "tags": b.Tags, "schema_name": b.SchemaName,
-		"version": b.Version, "updated_at": b.UpdatedAt, "context": v.value,
-		"meta": viewMeta{Status: v.status, ErrorCode: v.code, Message: v.reason, Source: "store", FreshnessState: "current"},
+	writeJSON(w, http.StatusOK, viewReply{
+		ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags, SchemaName: b.SchemaName,
+		Version: b.Version, UpdatedAt: b.UpdatedAt, Context: v.value,
+		Meta: viewMeta{Status: viewStatus(v.status), ErrorCode: v.code, Message: v.reason, Source: envelope.SourceStore, FreshnessState: envelope.Fresh},
 	})
 	return nil
 }
@@ -358,7 +336,7 @@ func expectedVersion(r *http.Request) (int64, error) {
 	}
 	n, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(h, "W/"), `"`), 10, 64)
 	if err != nil || n < 1 {
-		return 0, errorf(http.StatusBadRequest, store.CodeInvalid, "If-Match: %q is not a version number", h)
+		return 0, errorAt(http.StatusBadRequest, store.CodeInvalid, "If-Match", "%q is not a version number", h)
 	}
 	return n, nil
 }
@@ -424,7 +402,7 @@ func (s *Server) tags(add bool) handlerFunc {
 			return err
 		}
 		if len(req.Tags) == 0 {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "tags: give at least one tag")
+			return errorAt(http.StatusBadRequest, store.CodeInvalid, "tags", "give at least one tag")
 		}
 		return s.update(w, r, p, want, func(b *store.Breadcrumb) error {
 			if add {
@@ -449,7 +427,7 @@ func (s *Server) merge(w http.ResponseWriter, r *http.Request, p Principal) erro
 		return err
 	}
 	if req.Context == nil {
-		return errorf(http.StatusBadRequest, store.CodeInvalid, "context: required, a JSON object to merge")
+		return errorAt(http.StatusBadRequest, store.CodeInvalid, "context", "required, a JSON object to merge")
 	}
 	return s.update(w, r, p, want, func(b *store.Breadcrumb) error {
 		merged, err := store.MergeContext(b.Context, req.Context)
@@ -469,12 +447,17 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, p Principal) err
 	return nil
 }
 
+// historyPage is every version of a breadcrumb, newest first.
+type historyPage struct {
+	Items []store.Breadcrumb `json:"items"`
+}
+
 func (s *Server) history(w http.ResponseWriter, r *http.Request, p Principal) error {
 	h, err := s.opts.Store.History(r.Context(), actor(p), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": h})
+	writeJSON(w, http.StatusOK, historyPage{Items: h})
 	return nil
 }
 
@@ -490,16 +473,22 @@ type previewRequest struct {
 	Version     int64           `json:"version"`
 }
 
+// previewReply is a preview's view and whether it is what the hints asked for.
+type previewReply struct {
+	Context json.RawMessage `json:"context"`
+	Meta    viewMeta        `json:"meta"`
+}
+
 func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var req previewRequest
 	if err := s.decode(w, r, &req); err != nil {
 		return err
 	}
 	if req.Context == nil {
-		return errorf(http.StatusBadRequest, store.CodeInvalid, "context: required")
+		return errorAt(http.StatusBadRequest, store.CodeInvalid, "context", "required")
 	}
 	if req.LLMHints == nil {
-		return errorf(http.StatusBadRequest, store.CodeInvalid, "llm_hints: required")
+		return errorAt(http.StatusBadRequest, store.CodeInvalid, "llm_hints", "required")
 	}
 	// A draft's hints are compiled for this request only: previews must not
 	// crowd the stored records' views out of the shared cache.
@@ -507,9 +496,11 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err != nil {
 		var ve *view.Error
 		if errors.As(err, &ve) && ve.Path != "" {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "llm_hints.%s", ve.Error())
+			return &Error{Status: http.StatusBadRequest, Code: store.CodeInvalid, Path: "llm_hints." + ve.Path, Msg: "llm_hints." + ve.Error(), Err: err}
 		}
-		return errorf(http.StatusBadRequest, store.CodeInvalid, "llm_hints: %v", err)
+		ae := errorAt(http.StatusBadRequest, store.CodeInvalid, "llm_hints", "%v", err)
+		ae.Err = err
+		return ae
 	}
 	release, err := s.viewSlot(r.Context())
 	if err != nil {
@@ -519,17 +510,19 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	out, res, err := v.ApplyJSON(r.Context(), req.Context, view.Record{ID: req.ID, Title: req.Title,
 		Description: req.Description, Tags: req.Tags, SchemaName: req.SchemaName, Version: req.Version})
 	if err != nil {
-		return errorf(http.StatusBadRequest, store.CodeInvalid, "context: %v", err)
+		ae := errorAt(http.StatusBadRequest, store.CodeInvalid, "context", "%v", err)
+		ae.Err = err
+		return ae
 	}
 	if res.Err != nil && res.Err.Code == view.CodeTooCostly {
 		// Authoring a view that cannot be afforded is an error to fix, not
 		// a view to show.
-		return errorf(http.StatusUnprocessableEntity, view.CodeTooCostly, "llm_hints.%s", res.Err.Error())
+		return &Error{Status: http.StatusUnprocessableEntity, Code: view.CodeTooCostly, Path: "llm_hints", Msg: "llm_hints." + res.Err.Error(), Err: res.Err}
 	}
-	meta := viewMeta{Status: res.Status, Source: "preview", FreshnessState: "current"}
+	meta := viewMeta{Status: viewStatus(res.Status), Source: envelope.SourceView, FreshnessState: envelope.Fresh}
 	if res.Err != nil {
 		meta.ErrorCode, meta.Message = res.Err.Code, res.Err.Error()
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"context": json.RawMessage(out), "meta": meta})
+	writeJSON(w, http.StatusOK, previewReply{Context: out, Meta: meta})
 	return nil
 }

@@ -16,17 +16,18 @@ import (
 	"github.com/ctxkit/ctxkit/internal/app/mcpserver"
 )
 
-// mcpRoutes serves MCP (streamable HTTP, stateless) at /mcp, behind the
+// mcpHandler serves MCP (streamable HTTP, stateless) at /mcp, behind the
 // same bearer authentication as the rest of the API. The tools call the
 // API's own handlers in-process with the caller's token, so they see what
 // the caller may see and nothing more. A foreign Origin is refused before
-// anything else (mcpOrigin), and a notification the tools have no use for
-// is accepted and ignored, as JSON-RPC has a server do.
-func (s *Server) mcpRoutes(m *router) {
+// anything else (mcpOrigin, the route's guard), and a notification the
+// tools have no use for is accepted and ignored, as JSON-RPC has a server
+// do.
+func (s *Server) mcpHandler() handlerFunc {
 	tools := mcpserver.New(inProcess{s}, mcpserver.Options{})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return tools },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: s.opts.MaxBodyBytes})
-	authed := s.authed("", func(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	return func(w http.ResponseWriter, r *http.Request, _ Principal) error {
 		if r.Method != http.MethodPost {
 			h.ServeHTTP(w, r)
 			return nil
@@ -56,14 +57,7 @@ func (s *Server) mcpRoutes(m *router) {
 		w.WriteHeader(rec.status)
 		w.Write(rec.body.Bytes())
 		return nil
-	})
-	m.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.mcpOrigin(r); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		authed.ServeHTTP(w, r)
-	}))
+	}
 }
 
 // isNotification reports whether body is one well-formed JSON-RPC 2.0
@@ -96,7 +90,9 @@ func (s *Server) mcpOrigin(r *http.Request) error {
 		return nil
 	}
 	refuse := func(why string) error {
-		return errorf(http.StatusForbidden, "forbidden_origin", "Origin %q %s: a web page of another site may not call /mcp", truncate(origin, 200), why)
+		e := errorf(http.StatusForbidden, CodeForbiddenOrigin, "Origin %q %s: a web page of another site may not call /mcp", truncate(origin, 200), why)
+		e.Path = "Origin"
+		return e
 	}
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {

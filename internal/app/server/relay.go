@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/relay"
 )
 
@@ -19,6 +20,15 @@ type relayRequest struct {
 	Pipeline json.RawMessage `json:"pipeline"`
 	Context  json.RawMessage `json:"context"`
 	Assemble bool            `json:"assemble"`
+}
+
+// relayReply is a relay's answer: the relayed prompts, what each
+// transformer did and, when asked, the canonical request they make. The
+// fields are in name order, the order the API has always written them.
+type relayReply struct {
+	Prompts []relay.Prompt `json:"prompts"`
+	Request *chat.Request  `json:"request,omitempty"`
+	Trace   *relay.Trace   `json:"trace"`
 }
 
 // Bounds on POST /relay besides the body's size, depth and the relay
@@ -32,18 +42,14 @@ const (
 	defaultRelayTimeout = 5 * time.Second
 )
 
-// relayRoutes registers POST /relay: the prompt relay for agents not
-// written in Go. It reads and writes no stored data, so any role may call it.
+// relay serves POST /relay: the prompt relay for agents not written in
+// Go. It reads and writes no stored data, so any role may call it.
 //
 // A relay is computation on what the caller sent, so it is bounded like a
 // view: it takes one of the server's computation slots (the view slots,
 // Options.MaxConcurrentViews) and runs under a deadline. A request that
 // finds no free slot before its deadline is answered 503 RELAY_BUSY with
 // Retry-After; one whose relay runs past it, 503 RELAY_TIMEOUT.
-func (s *Server) relayRoutes(m *router) {
-	m.Handle("POST /relay", s.authed("", s.relay))
-}
-
 func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	timeout := s.opts.RelayTimeout
 	if timeout <= 0 {
@@ -56,10 +62,10 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ Principal) erro
 		return err
 	}
 	if req.Pipeline == nil || string(req.Pipeline) == "null" {
-		return errorf(http.StatusBadRequest, relay.CodeInvalidPipeline, "pipeline: required (an object with transformers, or a pipeline file's text)")
+		return errorAt(http.StatusBadRequest, relay.CodeInvalidPipeline, "pipeline", "required (an object with transformers, or a pipeline file's text)")
 	}
 	if req.Context == nil || string(req.Context) == "null" {
-		return errorf(http.StatusBadRequest, relay.CodeInvalidContext, "context: required (source_agent, target_agent, task, prompts, memory, constraints)")
+		return errorAt(http.StatusBadRequest, relay.CodeInvalidContext, "context", "required (source_agent, target_agent, task, prompts, memory, constraints)")
 	}
 	text := []byte(req.Pipeline)
 	var file string
@@ -71,7 +77,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ Principal) erro
 		return relayError(err, "pipeline", timeout)
 	}
 	if n := len(p.Transformers()); n > maxHTTPTransformers {
-		return errorf(http.StatusRequestEntityTooLarge, relay.CodeTooLarge, "pipeline.transformers: %d transformers; POST /relay takes at most %d", n, maxHTTPTransformers)
+		return errorAt(http.StatusRequestEntityTooLarge, relay.CodeTooLarge, "pipeline.transformers", "%d transformers; POST /relay takes at most %d", n, maxHTTPTransformers)
 	}
 	lim := relay.Limits{MaxBytes: int(s.opts.MaxBodyBytes)}
 	rc, err := relay.DecodeContext(req.Context, lim)
@@ -90,11 +96,13 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, _ Principal) erro
 	if err != nil {
 		return relayError(err, "", timeout)
 	}
-	resp := map[string]any{"prompts": prompts, "trace": trace}
+	resp := relayReply{Prompts: prompts, Trace: trace}
 	if req.Assemble {
-		if resp["request"], err = relay.AssembleChecked(prompts, lim); err != nil {
+		cr, err := relay.AssembleChecked(prompts, lim)
+		if err != nil {
 			return relayError(err, "", timeout)
 		}
+		resp.Request = &cr
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
@@ -116,7 +124,7 @@ func (s *Server) relaySlot(ctx context.Context, r *http.Request) (release func()
 		if err := r.Context().Err(); err != nil {
 			return nil, err
 		}
-		return nil, errorf(http.StatusServiceUnavailable, "RELAY_BUSY", "the server is running as many relays and views as it may; try again shortly")
+		return nil, errorf(http.StatusServiceUnavailable, CodeRelayBusy, "the server is running as many relays and views as it may; try again shortly")
 	}
 }
 
@@ -132,7 +140,9 @@ func relayError(err error, field string, timeout time.Duration) error {
 		if re, ok := err.(*relay.Error); ok && re.Transformer != "" {
 			w = "transformers[" + strconv.Itoa(re.Step) + "] (" + re.Transformer + ")"
 		}
-		return errorf(http.StatusServiceUnavailable, "RELAY_TIMEOUT", "%s ran past the relay's deadline of %s: send fewer or smaller prompts, or a smaller pipeline", w, timeout)
+		e := errorf(http.StatusServiceUnavailable, CodeRelayTimeout, "%s ran past the relay's deadline of %s: send fewer or smaller prompts, or a smaller pipeline", w, timeout)
+		e.Err = err
+		return e
 	}
 	if errors.Is(err, context.Canceled) || !errors.As(err, &re) {
 		return err
@@ -145,13 +155,13 @@ func relayError(err error, field string, timeout time.Duration) error {
 	case re.Code == relay.CodeTransformFailed:
 		status = http.StatusUnprocessableEntity
 	}
-	msg := re.Error()
+	msg, path := re.Error(), re.Path
 	if field != "" {
 		if re.Path != "" {
-			msg = field + "." + msg
+			msg, path = field+"."+msg, field+"."+re.Path
 		} else {
-			msg = field + ": " + msg
+			msg, path = field+": "+msg, field
 		}
 	}
-	return errorf(status, re.Code, "%s", msg)
+	return &Error{Status: status, Code: Code(re.Code), Path: path, Msg: msg, Err: re}
 }

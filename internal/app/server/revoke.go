@@ -136,7 +136,7 @@ func (s *Server) unlessRevoked(ctx context.Context, v verified) (Principal, erro
 		return Principal{}, err
 	}
 	if r, ok := set.revoked(v); ok {
-		return Principal{}, errorf(http.StatusUnauthorized, "token_revoked", "this token was revoked at %s: ask for a new one", r.RevokedAt.Format(time.RFC3339))
+		return Principal{}, errorf(http.StatusUnauthorized, CodeTokenRevoked, "this token was revoked at %s: ask for a new one", r.RevokedAt.Format(time.RFC3339))
 	}
 	return v.p, nil
 }
@@ -162,7 +162,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, p Principal) err
 	now := s.opts.Now()
 	switch {
 	case req.Before != "" && req.Agent == "":
-		return errorf(http.StatusBadRequest, store.CodeInvalid, "before: applies to an agent's tokens; give agent too")
+		return errorAt(http.StatusBadRequest, store.CodeInvalid, "before", "applies to an agent's tokens; give agent too")
 	case req.Before != "":
 		t, err := store.ParseRevocationBefore(req.Before, now)
 		if err != nil {
@@ -177,7 +177,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, p Principal) err
 		return err
 	}
 	if n := set.recorded(p.OwnerID); n >= s.opts.MaxRevocations {
-		return errorf(http.StatusConflict, "too_many_revocations", "owner %q has %d revocations recorded, the most its curators may record: "+
+		return errorf(http.StatusConflict, CodeTooManyRevocations, "owner %q has %d revocations recorded, the most its curators may record: "+
 			"revoke an agent's tokens (agent) rather than tokens one by one, or ask the operator (ctxkit token revoke)", p.OwnerID, n)
 	}
 	out, err := s.opts.Store.Revoke(r.Context(), rv)

@@ -15,14 +15,6 @@ import (
 	"github.com/ctxkit/ctxkit/view"
 )
 
-// searchRoutes adds search, workspace search and MCP.
-func (s *Server) searchRoutes(m *router) {
-	m.Handle("GET /breadcrumbs/search", s.authed("", s.search))
-	// Any valid token may search a workspace: see workspaceSearcher.
-	m.Handle("GET /workspace/search", s.authed("", newWorkspaceSearcher(s).search))
-	s.mcpRoutes(m)
-}
-
 // SearchItem is one search result: the breadcrumb's LLM view and its score.
 type SearchItem struct {
 	ID          string          `json:"id"`
@@ -32,8 +24,8 @@ type SearchItem struct {
 	SchemaName  string          `json:"schema_name,omitempty"`
 	Version     int64           `json:"version"`
 	UpdatedAt   time.Time       `json:"updated_at"`
-	Context     json.RawMessage `json:"context"` // the view
-	ViewStatus  view.Status     `json:"view_status"`
+	Context     json.RawMessage `json:"context"`     // the view
+	ViewStatus  envelope.Status `json:"view_status"` // OK or FALLBACK
 	ViewMessage string          `json:"view_message,omitempty"`
 	Score       float64         `json:"score"`
 }
@@ -44,7 +36,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, p Principal) err
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > store.MaxSearchLimit {
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "limit: must be an integer from 1 to %d", store.MaxSearchLimit)
+			return errorAt(http.StatusBadRequest, store.CodeInvalid, "limit", "must be an integer from 1 to %d", store.MaxSearchLimit)
 		}
 		sq.Limit = n
 	}
@@ -59,7 +51,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, p Principal) err
 // runSearch searches the store and computes each hit's view.
 func (s *Server) runSearch(ctx context.Context, p Principal, sq store.SearchQuery) (envelope.Result[SearchItem], error) {
 	if len(sq.Text) > store.MaxQueryBytes {
-		return envelope.Result[SearchItem]{}, errorf(http.StatusBadRequest, store.CodeInvalid, "q: %d bytes; the limit is %d", len(sq.Text), store.MaxQueryBytes)
+		return envelope.Result[SearchItem]{}, errorAt(http.StatusBadRequest, store.CodeInvalid, "q", "%d bytes; the limit is %d", len(sq.Text), store.MaxQueryBytes)
 	}
 	sq.MaxRanked = s.opts.SearchMaxRanked
 	found, err := s.opts.Store.Search(ctx, actor(p), sq)
@@ -77,7 +69,7 @@ func (s *Server) runSearch(ctx context.Context, p Principal, sq store.SearchQuer
 		}
 		items = append(items, SearchItem{ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags,
 			SchemaName: b.SchemaName, Version: b.Version, UpdatedAt: b.UpdatedAt, Context: v.value,
-			ViewStatus: v.status, ViewMessage: v.reason, Score: hits[i].Score})
+			ViewStatus: viewStatus(v.status), ViewMessage: v.reason, Score: hits[i].Score})
 		if v.status != view.StatusOK {
 			fellBack = append(fellBack, b.ID)
 		}

@@ -104,6 +104,7 @@ type Server struct {
 	frames  *view.LRU[int64, []byte]      // event-stream frames of recent changes, by seq
 	revoked revocations
 	mux     *router
+	openAPI []byte // the document GET /openapi.json serves, built from the route table
 	metrics *metrics
 
 	corruptLogged atomic.Bool // the store said it is damaged, and it was logged
@@ -192,17 +193,60 @@ func (s *Server) StopStreams() { s.stopStreams() }
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.metrics.instrument(s.mux) }
 
-// apiError is an error with its HTTP status and stable code.
-type apiError struct {
-	status int
-	code   string
-	msg    string
+// Code is a stable, machine-readable error code: the "code" of an error
+// reply. The store's, view's and relay's codes pass through as they are.
+type Code string
+
+// The server's own codes.
+const (
+	CodeUnauthorized       Code = "unauthorized"  // no bearer token, or not a valid one
+	CodeTokenRevoked       Code = "token_revoked" // a valid token that was revoked
+	CodeForbidden          Code = "forbidden"     // the token lacks the route's role
+	CodeForbiddenOrigin    Code = "forbidden_origin"
+	CodeNotFound           Code = "not_found" // no such endpoint
+	CodeMethodNotAllowed   Code = "method_not_allowed"
+	CodeInvalidUTF8        Code = "invalid_utf8"
+	CodeInvalidJSON        Code = "invalid_json"
+	CodeUnknownField       Code = "unknown_field"
+	CodeTooDeep            Code = "too_deep"
+	CodeTooLarge           Code = "too_large" // a request body over Options.MaxBodyBytes
+	CodeBadBody            Code = "bad_body"  // the request body could not be read
+	CodeTooManyRevocations Code = "too_many_revocations"
+	CodeUnknownRepo        Code = "unknown_repo"
+	CodeBusy               Code = "busy" // every workspace scan slot is taken
+	CodeRelayBusy          Code = "RELAY_BUSY"
+	CodeRelayTimeout       Code = "RELAY_TIMEOUT"
+	CodeCancelled          Code = "cancelled" // the client went away (499)
+	CodeUnavailable        Code = "unavailable"
+	CodeInternal           Code = "internal"
+)
+
+// Error is an error the API answers with: its HTTP status, code and
+// message, and where in the request the fault is.
+type Error struct {
+	Status int
+	Code   Code
+	// Path is the request's field, query parameter or header at fault, in
+	// the style ttl_config.max_reads, limit or If-Match; "" is the request
+	// as a whole.
+	Path string
+	Msg  string
+	Err  error // the cause, when another package's error is behind it
 }
 
-func (e *apiError) Error() string { return e.msg }
+func (e *Error) Error() string { return e.Msg }
 
-func errorf(status int, code, format string, args ...any) *apiError {
-	return &apiError{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+func (e *Error) Unwrap() error { return e.Err }
+
+// errorf is an Error of the request as a whole. code is any package's
+// code type: the store's, view's and relay's codes are answered as they are.
+func errorf[C ~string](status int, code C, format string, args ...any) *Error {
+	return &Error{Status: status, Code: Code(code), Msg: fmt.Sprintf(format, args...)}
+}
+
+// errorAt is an Error at path, whose message begins with the path.
+func errorAt[C ~string](status int, code C, path, format string, args ...any) *Error {
+	return &Error{Status: status, Code: Code(code), Path: path, Msg: path + ": " + fmt.Sprintf(format, args...)}
 }
 
 // handlerFunc is a handler that returns its error; p is the verified caller.
@@ -213,7 +257,7 @@ func (s *Server) authed(role string, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.authenticate(r)
 		if err == nil && role != "" && !p.Has(role) {
-			err = errorf(http.StatusForbidden, "forbidden", "this needs the %s role", role)
+			err = errorf(http.StatusForbidden, CodeForbidden, "this needs the %s role", role)
 		}
 		if err == nil {
 			err = h(w, r, p)
@@ -234,10 +278,10 @@ func (s *Server) gatewayAuthed(d gateway.Dialect, h http.HandlerFunc) http.Handl
 			r.Header.Set("Authorization", "Bearer "+key)
 		}
 		if _, err := s.authenticate(r); err != nil {
-			var ae *apiError
+			var ae *Error
 			msg := "invalid token"
 			if errors.As(err, &ae) {
-				msg = ae.msg
+				msg = ae.Msg
 			}
 			if store.IsCode(err, store.CodeUnavailable) {
 				// The token may be fine: revocations could not be checked.
@@ -258,7 +302,7 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	scheme, token, _ := strings.Cut(h, " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "missing bearer token")
+		return Principal{}, errorf(http.StatusUnauthorized, CodeUnauthorized, "missing bearer token")
 	}
 	// A token verified before is not verified again (an EdDSA check costs
 	// tens of microseconds) while it is valid: tokens cannot change.
@@ -269,7 +313,9 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	}
 	_, v, err := verifyClaims(s.pub, token, now)
 	if err != nil {
-		return Principal{}, errorf(http.StatusUnauthorized, "unauthorized", "invalid token: %v", err)
+		ae := errorf(http.StatusUnauthorized, CodeUnauthorized, "invalid token: %v", err)
+		ae.Err = err
+		return Principal{}, ae
 	}
 	s.tokens.Add(key, v)
 	return s.unlessRevoked(r.Context(), v)
@@ -287,7 +333,7 @@ const statusClientClosed = 499
 // writeError maps an error to a JSON error response.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var (
-		ae *apiError
+		ae *Error
 		se *store.Error
 	)
 	// The client went away (or the server is closing its connection):
@@ -298,27 +344,27 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &ae):
 	case gone:
-		ae = errorf(statusClientClosed, "cancelled", "the client closed the request")
+		ae = errorf(statusClientClosed, CodeCancelled, "the client closed the request")
 	case errors.As(err, &se):
-		ae = &apiError{code: se.Code, msg: se.Error()}
+		ae = &Error{Code: Code(se.Code), Msg: se.Error(), Err: se}
 		switch se.Code {
 		case store.CodeInvalid:
-			ae.status = http.StatusBadRequest
+			ae.Status = http.StatusBadRequest
 		case store.CodeNotFound:
-			ae.status = http.StatusNotFound
+			ae.Status = http.StatusNotFound
 		case store.CodeVersionMismatch:
-			ae.status = http.StatusPreconditionFailed
+			ae.Status = http.StatusPreconditionFailed
 		case store.CodeIdempotencyConflict:
-			ae.status = http.StatusConflict
+			ae.Status = http.StatusConflict
 		case store.CodeTooLarge:
-			ae.status = http.StatusRequestEntityTooLarge
+			ae.Status = http.StatusRequestEntityTooLarge
 		case store.CodeUnavailable:
-			ae.status = http.StatusServiceUnavailable
+			ae.Status = http.StatusServiceUnavailable
 			w.Header().Set("Retry-After", "1")
 		case store.CodeInsufficientStorage:
-			ae.status = http.StatusInsufficientStorage
+			ae.Status = http.StatusInsufficientStorage
 		case store.CodeCorrupt:
-			ae.status = http.StatusInternalServerError
+			ae.Status = http.StatusInternalServerError
 			s.metrics.storeFails.Inc()
 			// The store refuses writes from now on; one log line tells the
 			// operator, not one per request.
@@ -326,19 +372,29 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 				s.opts.Logger.Error("the store is damaged; writes are refused until it is restored", "method", r.Method, "path", r.URL.Path, "err", cmp.Or(se.Err, error(se)))
 			}
 		default:
-			ae.status = http.StatusInternalServerError
+			ae.Status = http.StatusInternalServerError
 		}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		ae = errorf(http.StatusServiceUnavailable, "unavailable", "the request was cancelled or timed out")
+		ae = errorf(http.StatusServiceUnavailable, CodeUnavailable, "the request was cancelled or timed out")
 	default:
 		s.metrics.storeFails.Inc()
 		s.opts.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		ae = errorf(http.StatusInternalServerError, "internal", "internal error")
+		ae = errorf(http.StatusInternalServerError, CodeInternal, "internal error")
 	}
-	if ae.status == http.StatusUnauthorized {
+	if ae.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ctxkit"`)
 	}
-	writeJSON(w, ae.status, map[string]any{"error": map[string]string{"code": ae.code, "message": ae.msg}})
+	writeJSON(w, ae.Status, errorReply{Error: errorBody{Code: ae.Code, Message: ae.Msg}})
+}
+
+// errorReply is every error the API answers: {"error": {"code", "message"}}.
+type errorReply struct {
+	Error errorBody `json:"error"`
+}
+
+type errorBody struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

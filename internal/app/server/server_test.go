@@ -443,6 +443,23 @@ func TestPreview(t *testing.T) {
 	}
 }
 
+// TestViewMetaVocabulary: a view's meta speaks the envelope's vocabulary:
+// a stored breadcrumb's view is source STORE, a preview source VIEW, both
+// FRESH; status OK, or FALLBACK with the view error's code.
+func TestViewMetaVocabulary(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleEmitter)
+	plain := e.create(tok, map[string]any{"title": "t", "context": map[string]any{"n": 1}})
+	want(t, e.do("GET", "/breadcrumbs/"+plain, tok, nil), 200, `"meta":{"status":"OK","source":"STORE","freshness_state":"FRESH"}`)
+	failing := e.create(tok, map[string]any{"title": "t", "context": map[string]any{"n": 1},
+		"llm_hints": map[string]any{"transform": map[string]any{"h": map[string]any{"type": "jq", "query": "error(\"no\")"}}}})
+	r := e.do("GET", "/breadcrumbs/"+failing, tok, nil)
+	want(t, r, 200, `"meta":{"status":"FALLBACK","error_code":"rule_failed","message":`)
+	want(t, r, 200, `,"source":"STORE","freshness_state":"FRESH"}`)
+	want(t, e.do("POST", "/views/preview", tok, map[string]any{"llm_hints": map[string]any{"exclude": []string{"n"}}, "context": map[string]any{"n": 1, "m": 2}}),
+		200, `{"context":{"m":2},"meta":{"status":"OK","source":"VIEW","freshness_state":"FRESH"}}`)
+}
+
 func TestTTL(t *testing.T) {
 	e := newEnv(t)
 	tok := e.token("acme", "a", server.RoleEmitter)

@@ -152,8 +152,8 @@ func (ws *workspaceSearcher) search(w http.ResponseWriter, r *http.Request, p Pr
 	}
 	res, err := ws.run(r.Context(), p, q.Get("repo"), q.Get("q"), limit)
 	if err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) && ae.code == "busy" {
+		var ae *Error
+		if errors.As(err, &ae) && ae.Code == CodeBusy {
 			w.Header().Set("Retry-After", "1")
 		}
 		return err

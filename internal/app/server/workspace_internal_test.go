@@ -46,8 +46,8 @@ func TestWorkspaceScansAreBounded(t *testing.T) {
 	ws.scans <- struct{}{} // another scan is running
 	rec := httptest.NewRecorder()
 	err = ws.search(rec, httptest.NewRequest("GET", "/workspace/search?repo=ws&q=needle", nil), Principal{OwnerID: "o", AgentID: "a"})
-	var ae *apiError
-	if !errors.As(err, &ae) || ae.status != http.StatusServiceUnavailable || ae.code != "busy" || rec.Header().Get("Retry-After") == "" {
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || ae.Code != "busy" || rec.Header().Get("Retry-After") == "" {
 		t.Fatalf("busy: %v %v", err, rec.Header())
 	}
 	<-ws.scans

@@ -1,0 +1,408 @@
+package server
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/internal/app/gateway"
+)
+
+// route is one row of the API: what the mux serves at a pattern, who may
+// call it, and what /openapi.json says of it. The mux and the document are
+// both built from the same rows, so a route cannot be served undocumented
+// nor documented unserved.
+type route struct {
+	method, path string
+	// anyMethod registers the path without its method: the handler answers
+	// every method itself (MCP's transport), and the document describes
+	// method only.
+	anyMethod bool
+	auth      access
+	role      string      // authToken: the role the caller needs; "" any valid token
+	serve     handlerFunc // authToken
+	plain     http.HandlerFunc
+	dialect   gateway.Dialect // authGateway: the dialect failures are answered in
+	// guard runs before the token is looked at: a request it refuses is
+	// answered with its error whatever the token (MCP's Origin rule).
+	guard func(*http.Request) error
+	doc   operation
+}
+
+// access is how a route authenticates its caller.
+type access int
+
+const (
+	authToken   access = iota // a bearer token, with route.role when set
+	authNone                  // nobody: liveness and the API's description
+	authGateway               // any valid token, as a bearer or in x-api-key; failures in the route's dialect
+)
+
+// pattern is the route's http.ServeMux pattern, which is also its metric label.
+func (rt *route) pattern() string {
+	if rt.anyMethod {
+		return rt.path
+	}
+	return rt.method + " " + rt.path
+}
+
+// handler is the route's handler with its authentication.
+func (s *Server) handler(rt *route) http.Handler {
+	var h http.Handler
+	switch rt.auth {
+	case authNone:
+		h = rt.plain
+	case authGateway:
+		h = s.gatewayAuthed(rt.dialect, rt.plain)
+	default:
+		h = s.authed(rt.role, rt.serve)
+	}
+	if guard := rt.guard; guard != nil {
+		next := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := guard(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	return h
+}
+
+// operation is a route's OpenAPI entry. Schemas and parameters are named
+// in openapi_components.json, which holds everything of the document but
+// its paths.
+type operation struct {
+	Summary   string
+	Params    []string // components/parameters, after the path's own ({id})
+	Body      string   // the request body's schema in components/schemas; "" none
+	Responses []reply
+}
+
+// reply is one status of an operation. With neither Desc nor Schema it is
+// the shared error response (components/responses/Error).
+type reply struct {
+	Status int
+	Desc   string
+	Schema string // in components/schemas; "" no body
+	Media  string // default application/json
+	Record bool   // the shared record response (components/responses/Record)
+}
+
+// failures is the shared error response for each status.
+func failures(statuses ...int) []reply {
+	r := make([]reply, len(statuses))
+	for i, st := range statuses {
+		r[i] = reply{Status: st}
+	}
+	return r
+}
+
+// answer is a success with a body of schema, then the failures errs.
+func answer(status int, desc, schema string, errs ...int) []reply {
+	return append([]reply{{Status: status, Desc: desc, Schema: schema}}, failures(errs...)...)
+}
+
+// whole is 200 with the whole breadcrumb (the answer of a change, and of
+// /full), then the failures errs.
+func whole(errs ...int) []reply {
+	return append([]reply{{Status: http.StatusOK, Record: true}}, failures(errs...)...)
+}
+
+// routeTable is every route the server serves.
+func (s *Server) routeTable() []route {
+	rows := []route{
+		{method: "GET", path: "/health", auth: authNone, plain: func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, health{Status: "ok"})
+		}, doc: operation{Summary: "Liveness", Responses: []reply{{Status: 200, Desc: "ok"}}}},
+		{method: "GET", path: "/openapi.json", auth: authNone, plain: s.serveOpenAPI,
+			doc: operation{Summary: "This document", Responses: []reply{{Status: 200, Desc: "the OpenAPI document"}}}},
+		{method: "GET", path: "/metrics", role: RoleCurator, serve: func(w http.ResponseWriter, r *http.Request, _ Principal) error {
+			s.metrics.handler().ServeHTTP(w, r)
+			return nil
+		}, doc: operation{Summary: "Prometheus metrics",
+			Responses: append([]reply{{Status: 200, Desc: "text exposition format"}}, failures(401)...)}},
+
+		{method: "POST", path: "/breadcrumbs", role: RoleEmitter, serve: s.create, doc: operation{
+			Summary: "Create a breadcrumb (emitter)", Params: []string{"idempotencyKey"}, Body: "CreateRequest",
+			Responses: answer(201, "created (or replayed, with Idempotent-Replayed: true)", "Created", 400, 401, 403, 409, 413)}},
+		{method: "GET", path: "/breadcrumbs", serve: s.list, doc: operation{
+			Summary:   "List the caller's breadcrumbs, newest first",
+			Params:    []string{"tag", "schemaName", "listLimit", "cursor", "includeContext"},
+			Responses: answer(200, "a page", "Page", 400)}},
+		{method: "GET", path: "/breadcrumbs/{id}", serve: s.getView, doc: operation{
+			Summary: "The LLM view (counts a read for usage TTLs)", Responses: answer(200, "the view", "View", 404)}},
+		{method: "PATCH", path: "/breadcrumbs/{id}", role: RoleEmitter, serve: s.patch, doc: operation{
+			Summary: "Change fields (emitter)", Params: []string{"ifMatch"}, Body: "PatchRequest",
+			Responses: whole(400, 404, 412)}},
+		{method: "DELETE", path: "/breadcrumbs/{id}", role: RoleCurator, serve: s.delete, doc: operation{
+			Summary: "Delete (curator); the history stays", Responses: answer(204, "deleted", "", 403, 404)}},
+		{method: "GET", path: "/breadcrumbs/{id}/full", serve: s.getFull, doc: operation{
+			Summary: "The whole record", Responses: whole(404)}},
+		{method: "GET", path: "/breadcrumbs/{id}/history", serve: s.history, doc: operation{
+			Summary: "Every version, newest first", Responses: answer(200, "versions", "History", 404)}},
+		{method: "POST", path: "/breadcrumbs/{id}/tags/add", role: RoleEmitter, serve: s.tags(true), doc: operation{
+			Summary: "Add tags (emitter)", Params: []string{"ifMatch"}, Body: "Tags", Responses: whole(400, 404)}},
+		{method: "POST", path: "/breadcrumbs/{id}/tags/remove", role: RoleEmitter, serve: s.tags(false), doc: operation{
+			Summary: "Remove tags (emitter)", Params: []string{"ifMatch"}, Body: "Tags", Responses: whole(400, 404)}},
+		{method: "POST", path: "/breadcrumbs/{id}/context/merge", role: RoleEmitter, serve: s.merge, doc: operation{
+			Summary: "Deep-merge an object into context (emitter)", Params: []string{"ifMatch"}, Body: "MergeRequest",
+			Responses: whole(400, 404)}},
+		{method: "POST", path: "/views/preview", serve: s.preview, doc: operation{
+			Summary: "Apply hints to a posted context without storing anything", Body: "PreviewRequest",
+			Responses: append(answer(200, "the view", "Preview", 400),
+				reply{Status: 422, Desc: "view_too_costly: the view needs more memory than a view may take", Schema: "Error"})}},
+		{method: "POST", path: "/tokens/revoke", role: RoleCurator, serve: s.revoke, doc: operation{
+			Summary: "Revoke tokens of the caller's own owner (curator): one token by its id (jti), or an agent's tokens " +
+				"issued before a time (default now; token issue times are whole seconds, so tokens issued in that second " +
+				"count as before it). Every replica refuses them with 401 token_revoked within a second",
+			Body: "RevokeRequest",
+			Responses: append(answer(201, "the revocation recorded", "Revocation", 400, 401, 403),
+				reply{Status: 409, Desc: "too_many_revocations: the owner's curators have recorded as many revocations as they may", Schema: "Error"})}},
+		{method: "GET", path: "/events/stream", role: RoleSubscriber, serve: s.stream, doc: operation{
+			Summary: "Server-Sent Events of changes the caller may see (subscriber)",
+			Params:  []string{"streamTag", "schemaName", "lastEventID"},
+			Responses: append([]reply{{Status: 200, Media: "text/event-stream", Schema: "Event",
+				Desc: "text/event-stream: events created, updated, deleted (data: Event) and ping every 15 s"}}, failures(400, 403)...)}},
+
+		{method: "GET", path: "/breadcrumbs/search", serve: s.search, doc: operation{
+			Summary: "Full-text search over the breadcrumbs the caller may list (title, tags, description and the text " +
+				"of the view; never fields the view hides), best first (a title holding every term first); the items " +
+				"are views with scores. It ranks at most the 5,000 newest matching breadcrumbs of the caller's owner, " +
+				"and the message says when more matched; it also names the items whose view fell back",
+			Params:    []string{"q", "tag", "schemaName", "searchLimit"},
+			Responses: answer(200, "an envelope: meta (status OK, source STORE) and items", "SearchResult", 400)}},
+		// Any valid token may search a workspace: see workspaceSearcher.
+		{method: "GET", path: "/workspace/search", serve: newWorkspaceSearcher(s).search, doc: operation{
+			Summary: "Search the tracked text files of a workspace (ctxkit serve --workspace), which every valid token " +
+				"may search: from the index when it is fresh and the caller's owner wrote it, trusting only hits the " +
+				"workspace's own manifest names (OK, FRESH); a file changed since indexing re-read from disk (FALLBACK, " +
+				"STALE); else a scan of the files git tracks or the manifest lists (FALLBACK, STALE or UNKNOWN; at most " +
+				"10 s, partial results say so); with neither list an ERROR envelope not_indexed. 503 busy (with " +
+				"Retry-After) while the server runs its maximum of disk scans",
+			Params:    []string{"repo", "workspaceQ", "searchLimit"},
+			Responses: answer(200, "an envelope of matching files", "WorkspaceResult", 400, 404, 503)}},
+		{method: "POST", path: "/mcp", anyMethod: true, serve: s.mcpHandler(), guard: s.mcpOrigin, doc: operation{
+			Summary: "MCP over streamable HTTP (stateless, JSON responses): tools breadcrumb_get, breadcrumb_search, " +
+				"breadcrumb_list, breadcrumb_create, breadcrumb_update, workspace_search; each result's " +
+				"structuredContent is an envelope",
+			Body: "JSONRPCMessage",
+			Responses: append(answer(200, "a JSON-RPC 2.0 response", "JSONRPCResponse"),
+				reply{Status: 202, Desc: "a notification, accepted; one the server has no use for is ignored"},
+				reply{Status: 401},
+				reply{Status: 403, Schema: "Error", Desc: "forbidden_origin: the Origin header is present and is not a " +
+					"trusted origin (against DNS rebinding: without configuration, on a loopback listener any loopback " +
+					"origin, else the origin the request's Host names)"})}},
+		{method: "POST", path: "/relay", serve: s.relay, doc: operation{
+			Summary:   "Relay a parent agent's prompts through a transformer pipeline for a sub-agent (stores nothing; any role)",
+			Body:      "RelayRequest",
+			Responses: answer(200, "the relayed prompts and what each transformer did", "RelayResponse", 400, 401, 413, 422)}},
+	}
+	if g := s.opts.Gateway; g != nil {
+		// The gateway's errors are its dialect's, not the API's; an
+		// upstream's own error is answered with a status of these too.
+		dialectErrors := func(desc string) []reply {
+			var r []reply
+			for _, st := range []int{400, 401, 404, 413, 429, 500, 502, 503} {
+				r = append(r, reply{Status: st, Desc: desc, Schema: "DialectError"})
+			}
+			return r
+		}
+		rows = append(rows,
+			route{method: "POST", path: "/v1/messages", auth: authGateway, dialect: gateway.Anthropic, plain: g.Messages, doc: operation{
+				Summary: "The Anthropic Messages dialect, served by the upstream the model names (any valid token)", Body: "ChatRequest",
+				Responses: append(answer(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the Anthropic dialect")...)}},
+			route{method: "POST", path: "/v1/chat/completions", auth: authGateway, dialect: gateway.OpenAI, plain: g.ChatCompletions, doc: operation{
+				Summary: "The OpenAI Chat Completions dialect, served by the upstream the model names (any valid token)", Body: "ChatRequest",
+				Responses: append(answer(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
+			route{method: "GET", path: "/v1/models", auth: authGateway, dialect: gateway.OpenAI, plain: g.Models, doc: operation{
+				Summary:   "The models the gateway serves (any valid token)",
+				Responses: append(answer(200, "the model list", "ModelList"), reply{Status: 401, Desc: "an error in the OpenAI dialect", Schema: "DialectError"})}},
+		)
+	}
+	return rows
+}
+
+// routes builds the mux and the OpenAPI document from the route table.
+func (s *Server) routes() {
+	m := s.mux
+	rows := s.routeTable()
+	for i := range rows {
+		m.Handle(rows[i].pattern(), s.handler(&rows[i]))
+	}
+	doc, err := openAPIDocument(rows)
+	if err != nil {
+		// The table and the embedded components are both part of the
+		// binary: a fault here is a fault of the build, which the tests
+		// catch before any release.
+		panic(err)
+	}
+	s.openAPI = doc
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// The path may exist with other methods: that is a 405 with Allow.
+		var allow []string
+		for _, method := range []string{"GET", "POST", "PATCH", "DELETE"} {
+			probe := r.Clone(r.Context())
+			probe.Method = method
+			if _, pattern := m.Handler(probe); pattern != "/" && pattern != "" {
+				allow = append(allow, method)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.writeError(w, r, errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
+		s.writeError(w, r, errorf(http.StatusNotFound, CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// health is GET /health's answer.
+type health struct {
+	Status string `json:"status"` // always "ok": the process serves
+}
+
+func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(s.openAPI)
+}
+
+// openAPIComponents is the OpenAPI document without its paths: info,
+// security, and the schemas, parameters and responses operations name.
+//
+//go:embed openapi_components.json
+var openAPIComponents []byte
+
+// openAPIDocument is the OpenAPI 3.1 document of the routes: the embedded
+// components with a path item for each route. It fails when a route names
+// a schema or parameter the components lack, or has no summary or replies.
+func openAPIDocument(rows []route) ([]byte, error) {
+	var base struct {
+		OpenAPI    string          `json:"openapi"`
+		Info       json.RawMessage `json:"info"`
+		Security   json.RawMessage `json:"security"`
+		Components json.RawMessage `json:"components"`
+	}
+	var c struct {
+		Parameters map[string]json.RawMessage `json:"parameters"`
+		Schemas    map[string]json.RawMessage `json:"schemas"`
+	}
+	if err := json.Unmarshal(openAPIComponents, &base); err != nil {
+		return nil, fmt.Errorf("openapi_components.json: %w", err)
+	}
+	if err := json.Unmarshal(base.Components, &c); err != nil {
+		return nil, fmt.Errorf("openapi_components.json: components: %w", err)
+	}
+	schema := func(name string) (map[string]string, error) {
+		if _, ok := c.Schemas[name]; !ok {
+			return nil, fmt.Errorf("no schema %q in openapi_components.json", name)
+		}
+		return map[string]string{"$ref": "#/components/schemas/" + name}, nil
+	}
+	paths := map[string]map[string]any{}
+	for i := range rows {
+		rt := &rows[i]
+		d := &rt.doc
+		where := rt.method + " " + rt.path
+		if d.Summary == "" || len(d.Responses) == 0 {
+			return nil, fmt.Errorf("%s: the route's OpenAPI entry has no summary or no replies", where)
+		}
+		op := openAPIOperation{Summary: d.Summary, Responses: map[string]any{}}
+		switch rt.auth {
+		case authNone:
+			op.Security = &[]map[string][]string{}
+		case authGateway:
+			op.Security = &[]map[string][]string{{"bearer": {}}, {"apiKey": {}}}
+		}
+		params := d.Params
+		if strings.Contains(rt.path, "{id}") {
+			params = append([]string{"id"}, params...)
+		}
+		for _, p := range params {
+			if _, ok := c.Parameters[p]; !ok {
+				return nil, fmt.Errorf("%s: no parameter %q in openapi_components.json", where, p)
+			}
+			op.Parameters = append(op.Parameters, map[string]string{"$ref": "#/components/parameters/" + p})
+		}
+		if d.Body != "" {
+			sc, err := schema(d.Body)
+			if err != nil {
+				return nil, fmt.Errorf("%s: request body: %w", where, err)
+			}
+			op.RequestBody = &openAPIBody{Required: true, Content: map[string]openAPIMedia{"application/json": {Schema: sc}}}
+		}
+		for _, rp := range d.Responses {
+			code := strconv.Itoa(rp.Status)
+			if _, dup := op.Responses[code]; dup || http.StatusText(rp.Status) == "" {
+				return nil, fmt.Errorf("%s: status %s twice or not a status", where, code)
+			}
+			switch {
+			case rp.Record:
+				op.Responses[code] = map[string]string{"$ref": "#/components/responses/Record"}
+			case rp.Desc == "" && rp.Schema == "":
+				op.Responses[code] = map[string]string{"$ref": "#/components/responses/Error"}
+			case rp.Schema == "":
+				op.Responses[code] = openAPIResponse{Description: rp.Desc}
+			default:
+				sc, err := schema(rp.Schema)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %s: %w", where, code, err)
+				}
+				media := rp.Media
+				if media == "" {
+					media = "application/json"
+				}
+				op.Responses[code] = openAPIResponse{Description: rp.Desc, Content: map[string]openAPIMedia{media: {Schema: sc}}}
+			}
+		}
+		item := paths[rt.path]
+		if item == nil {
+			item = map[string]any{}
+			paths[rt.path] = item
+		}
+		method := strings.ToLower(rt.method)
+		if _, dup := item[method]; dup {
+			return nil, fmt.Errorf("%s: routed twice", where)
+		}
+		item[method] = op
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // summaries are prose, not HTML
+	enc.SetIndent("", "  ")
+	err := enc.Encode(struct {
+		OpenAPI    string                    `json:"openapi"`
+		Info       json.RawMessage           `json:"info"`
+		Security   json.RawMessage           `json:"security"`
+		Components json.RawMessage           `json:"components"`
+		Paths      map[string]map[string]any `json:"paths"`
+	}{base.OpenAPI, base.Info, base.Security, base.Components, paths})
+	return out.Bytes(), err
+}
+
+type openAPIOperation struct {
+	Summary     string                 `json:"summary"`
+	Security    *[]map[string][]string `json:"security,omitempty"` // nil: the document's; empty: none
+	Parameters  []map[string]string    `json:"parameters,omitempty"`
+	RequestBody *openAPIBody           `json:"requestBody,omitempty"`
+	Responses   map[string]any         `json:"responses"`
+}
+
+type openAPIBody struct {
+	Required bool                    `json:"required"`
+	Content  map[string]openAPIMedia `json:"content"`
+}
+
+type openAPIMedia struct {
+	Schema map[string]string `json:"schema"`
+}
+
+type openAPIResponse struct {
+	Description string                  `json:"description"`
+	Content     map[string]openAPIMedia `json:"content,omitempty"`
+}
