@@ -280,15 +280,15 @@ func viewReply(body []byte) ([]byte, error) {
 	var v struct {
 		ID   string `json:"id"`
 		Meta struct {
-			Status  string `json:"status"`
-			Message string `json:"message"`
+			Status  envelope.Status `json:"status"`
+			Message string          `json:"message"`
 		} `json:"meta"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return nil, err
 	}
 	items := []json.RawMessage{bytes.TrimSpace(body)}
-	if v.Meta.Status == "FALLBACK" {
+	if v.Meta.Status == envelope.StatusFallback {
 		return json.Marshal(envelope.Fallback(items, envelope.WithFreshness(envelope.Fresh),
 			envelope.WithMessage("the view of "+v.ID+" fell back to its filtered context: "+v.Meta.Message)))
 	}
