@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/ctxkit/ctxkit/chat"
-	"github.com/ctxkit/ctxkit/wire/sse"
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
 )
 
 // EncodeStream writes a canonical chunk stream to w as the body of a

@@ -9,12 +9,12 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
-	"github.com/ctxkit/ctxkit/wire/sse"
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
 )
 
 // MaxEvent bounds one event of a Messages stream (all its data lines
-// together). DecodeStream ends with an error at an event larger than this
-// instead of buffering it.
+// together): 8 MiB, the bound of the SSE reader. DecodeStream ends with an
+// error at an event larger than this instead of buffering it.
 const MaxEvent = sse.DefaultMaxEvent
 
 // MaxArguments bounds the arguments of one tool call, which DecodeStream

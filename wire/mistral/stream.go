@@ -10,11 +10,12 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
 	"github.com/ctxkit/ctxkit/wire/openai"
-	"github.com/ctxkit/ctxkit/wire/sse"
 )
 
-// MaxEvent bounds one SSE event of a stream.
+// MaxEvent bounds one SSE event of a stream: 8 MiB, the bound of the SSE
+// reader.
 const MaxEvent = sse.DefaultMaxEvent
 
 // DecodeStream reads a Mistral chat completions stream as canonical

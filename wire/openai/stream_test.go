@@ -15,8 +15,8 @@ import (
 	"testing/iotest"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
 	"github.com/ctxkit/ctxkit/wire/openai"
-	"github.com/ctxkit/ctxkit/wire/sse"
 	"github.com/ctxkit/ctxkit/wire/wiretest"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
-	"github.com/ctxkit/ctxkit/wire/sse"
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
 )
 
 // The pieces of stream decoding that the OpenAI-shaped formats share

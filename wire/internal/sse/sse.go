@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"strings"
 	"sync"
 )
 
@@ -187,9 +186,3 @@ func (w Writer) Event(name string, data []byte) error {
 	return err
 }
 
-// Comment writes a comment line (a keep-alive); line breaks in text become
-// spaces.
-func (w Writer) Comment(text string) error {
-	_, err := io.WriteString(w.W, ": "+strings.NewReplacer("\r", " ", "\n", " ").Replace(text)+"\n\n")
-	return err
-}
