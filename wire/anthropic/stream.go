@@ -25,7 +25,7 @@ const MaxArguments = 16 << 20
 // MaxToolCalls bounds the tool_use blocks of one stream; one more ends the
 // stream with an error. Models make a handful of calls in one response, a
 // few tens at most; the bound leaves room for far more, and keeps the
-// per-call state of what consumes the stream (the calls StreamWriter
+// per-call state of what consumes the stream (the calls EncodeStream
 // keeps, the blocks chat.Collect builds) small.
 const MaxToolCalls = 1000
 

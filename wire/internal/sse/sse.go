@@ -185,4 +185,3 @@ func (w Writer) Event(name string, data []byte) error {
 	_, err := w.W.Write(b)
 	return err
 }
-
