@@ -383,9 +383,9 @@ func finishReason(r chat.StopReason) string {
 }
 
 // appendUsage appends the usage object for canonical running totals, the
-// inverse of Usage.Chat: total_tokens is Input + Output; cached_tokens and
-// reasoning_tokens are always written, cache_write_tokens and cost when
-// set.
+// inverse of oaicompat.Usage.Chat: total_tokens is Input + Output;
+// cached_tokens and reasoning_tokens are always written,
+// cache_write_tokens and cost when set.
 func appendUsage(b []byte, u chat.Usage) []byte {
 	b = append(b, `{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, u.Input, 10)
