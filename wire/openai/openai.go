@@ -148,8 +148,8 @@ type (
 	// StreamOptions asks for the usage chunk at the end of a stream:
 	// {"include_usage":true}.
 	StreamOptions = oaicompat.StreamOptions
-	// Message is one message {"role","content","tool_calls",
-	// "tool_call_id"}: role system, user, assistant or tool.
+	// Message is one message: role system, user, assistant or tool;
+	// {"role","content","tool_calls","tool_call_id"}.
 	Message = oaicompat.Message
 	// Content is a message's content: Text or Parts.
 	Content = oaicompat.Content

@@ -58,7 +58,8 @@ type Reasoning struct {
 	Path, Text string
 }
 
-// Placeholders in a tool message for what follows in a user message.
+// Placeholders in a tool message: for what follows in a user message, for
+// an empty result, and before the text of an error result.
 const (
 	seeImage    = "(see following user message for image)"
 	seeDocument = "(see following user message for document)"
@@ -68,8 +69,8 @@ const (
 
 // Convert converts req's system prompt, messages and tools as the
 // documentation of wire/openai says, for dialect d. req is not changed.
-// An error means req is not a valid canonical request (a role other than user or
-// assistant, an unknown tool_choice type).
+// An error means req is not a valid canonical request (a role other than
+// user or assistant, an unknown tool_choice type).
 func Convert(req chat.Request, d Dialect) (Conversion, []chat.Warning, error) {
 	if d.AnyChoice == "" {
 		d.AnyChoice = "required"
