@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/ctxkit/ctxkit/chat"
-	"github.com/ctxkit/ctxkit/wire/sse"
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
 )
 
 // EncodeStream writes a canonical chunk stream to w as the body of a
@@ -20,38 +20,16 @@ import (
 // message_start.
 //
 // A decode error from chunks ends the response with an error event (see
-// StreamWriter.Fail) and is returned; an error chunk ends it too (the API
+// Errors below) and is returned; an error chunk ends it too (the API
 // sends nothing after an error event) and stops reading chunks. So does a
-// chunk past the writer's bounds (see StreamWriter), and the error naming
-// the bound is returned. Otherwise EncodeStream returns the first write
+// chunk past the bounds (see Bounds below), and the error naming the
+// bound is returned. Otherwise EncodeStream returns the first write
 // error, or nil.
-//
-// See StreamWriter for how chunks become events.
-func EncodeStream(w io.Writer, flush func(), model, id string, chunks iter.Seq2[chat.Chunk, error]) error {
-	s := NewStreamWriter(w, flush, model, id)
-	for c, err := range chunks {
-		if err != nil {
-			s.Fail(err)
-			return err
-		}
-		if err := s.Write(c); err != nil {
-			return err
-		}
-		if s.done {
-			return s.err
-		}
-	}
-	return s.Close()
-}
-
-// StreamWriter writes a canonical chunk stream as Anthropic Messages SSE
-// events, one chunk at a time: Write each chunk, then Close (or Fail). It is
-// not safe for concurrent use.
 //
 // # Events
 //
-// message_start is written with the first chunk (or by Close, for a stream
-// with none). Its message has the given id and model, empty content, a null
+// message_start is written with the first chunk (or at the end, for a
+// stream with none). Its message has the given id and model, empty content, a null
 // stop_reason and the usage of the usage chunk that came before any
 // content, if one did (zeros otherwise).
 //
@@ -82,7 +60,7 @@ func EncodeStream(w io.Writer, flush func(), model, id string, chunks iter.Seq2[
 // ends, and is then written whole up to where it has got. When a text or
 // reasoning chunk or a stop comes while tool calls are open or waiting,
 // they are closed in order with what they have (at the end of the stream,
-// see Close below); a fragment that comes later for a closed call cannot
+// see below); a fragment that comes later for a closed call cannot
 // be sent and is dropped. Deltas and ends for calls that never started are
 // ignored, and so is a second start for the same Index.
 //
@@ -116,8 +94,8 @@ func EncodeStream(w io.Writer, flush func(), model, id string, chunks iter.Seq2[
 // no such reason), which ends the stream.
 // stop_sequence is always null.
 //
-// Close ends the stream: it closes the open blocks, writes the pending stop
-// or usage (no message_delta when there is neither, as for a cut stream)
+// The end of chunks ends the stream: the open blocks are closed, the
+// pending stop or usage is written (no message_delta when there is neither, as for a cut stream)
 // and message_stop. A tool call left open with no tool_call_end (nor other
 // calls waiting behind it) is not closed: the stream was cut in it, its
 // arguments may be incomplete JSON, and content_block_stop would tell the
@@ -131,11 +109,12 @@ func EncodeStream(w io.Writer, flush func(), model, id string, chunks iter.Seq2[
 // API fails mid-block. An error of one of the API's types keeps it; another
 // provider's type becomes api_error when retryable and
 // invalid_request_error when not, and its message is prefixed with the
-// original type. Fail does the same for a Go error.
+// original type. A decode error from chunks is an api_error with the
+// error's text as the message (a *chat.StreamError keeps its type).
 //
 // # Bounds
 //
-// The writer keeps a record of every tool call that has started (to
+// EncodeStream keeps a record of every tool call that has started (to
 // ignore a second start and late fragments), and what it needs of the
 // calls not yet closed: the id and name of a waiting call, the fragments
 // of the open call and of those waiting (to complete them at their end),
@@ -143,9 +122,29 @@ func EncodeStream(w io.Writer, flush func(), model, id string, chunks iter.Seq2[
 // upstream cannot make it hold memory without limit, a stream with more
 // than MaxToolCalls tool calls, or whose calls not yet closed hold more
 // than MaxToolCallBytes of all that together, ends at the chunk past the
-// bound: the writer sends an api_error event naming the bound, writes
-// nothing more, and Write returns an error naming it too.
-type StreamWriter struct {
+// bound: an api_error event naming the bound is sent, nothing more is
+// written, and EncodeStream returns an error naming it too.
+func EncodeStream(w io.Writer, flush func(), model, id string, chunks iter.Seq2[chat.Chunk, error]) error {
+	s := newStreamWriter(w, flush, model, id)
+	for c, err := range chunks {
+		if err != nil {
+			s.Fail(err)
+			return err
+		}
+		if err := s.Write(c); err != nil {
+			return err
+		}
+		if s.done {
+			return s.err
+		}
+	}
+	return s.Close()
+}
+
+// streamWriter writes a canonical chunk stream as Anthropic Messages SSE
+// events, one chunk at a time, as EncodeStream documents: Write each
+// chunk, then Close (or Fail). It is not safe for concurrent use.
+type streamWriter struct {
 	w           sse.Writer
 	flush       func()
 	model, id   string
@@ -186,7 +185,7 @@ type toolCall struct {
 	final    string // tool_call_end's Arguments
 	ended    bool
 	state    callState
-	held     int // the bytes counted in StreamWriter.held for this call
+	held     int // the bytes counted in streamWriter.held for this call
 }
 
 type callState uint8
@@ -197,15 +196,15 @@ const (
 	callClosed
 )
 
-// NewStreamWriter returns a StreamWriter writing to w, calling flush (if
+// newStreamWriter returns a streamWriter writing to w, calling flush (if
 // not nil) after each chunk that wrote something.
-func NewStreamWriter(w io.Writer, flush func(), model, id string) *StreamWriter {
-	return &StreamWriter{w: sse.Writer{W: w}, flush: flush, model: model, id: id, calls: map[int]*toolCall{}}
+func newStreamWriter(w io.Writer, flush func(), model, id string) *streamWriter {
+	return &streamWriter{w: sse.Writer{W: w}, flush: flush, model: model, id: id, calls: map[int]*toolCall{}}
 }
 
 // Write writes the events for one chunk. It returns the first write error;
 // after an error chunk, or once the stream is closed, it writes nothing.
-func (s *StreamWriter) Write(c chat.Chunk) error {
+func (s *streamWriter) Write(c chat.Chunk) error {
 	if s.done || s.err != nil {
 		return s.err
 	}
@@ -279,11 +278,11 @@ func (s *StreamWriter) Write(c chat.Chunk) error {
 	return s.err
 }
 
-// Close ends the stream: it closes the open blocks (but see StreamWriter
+// Close ends the stream: it closes the open blocks (but see EncodeStream
 // on a tool call cut short), writes the pending stop and usage and
 // message_stop, and flushes. After an error event it writes nothing. It
 // returns the first write error.
-func (s *StreamWriter) Close() error {
+func (s *streamWriter) Close() error {
 	if s.done || s.err != nil {
 		return s.err
 	}
@@ -307,9 +306,9 @@ func (s *StreamWriter) Close() error {
 }
 
 // Fail ends the stream with an error event for err: a *chat.StreamError
-// keeps its type (see Errors above), any other error is an api_error with
+// keeps its type (see Errors in EncodeStream), any other error is an api_error with
 // err's text as the message. It returns the first write error.
-func (s *StreamWriter) Fail(err error) error {
+func (s *streamWriter) Fail(err error) error {
 	if s.done || s.err != nil {
 		return s.err
 	}
@@ -323,7 +322,7 @@ func (s *StreamWriter) Fail(err error) error {
 	return s.err
 }
 
-func (s *StreamWriter) doFlush() {
+func (s *streamWriter) doFlush() {
 	if s.wrote && s.err == nil && s.flush != nil {
 		s.flush()
 	}
@@ -331,7 +330,7 @@ func (s *StreamWriter) doFlush() {
 }
 
 // event writes one event whose data is the JSON in data.
-func (s *StreamWriter) event(name string, data []byte) {
+func (s *streamWriter) event(name string, data []byte) {
 	if s.err != nil {
 		return
 	}
@@ -341,7 +340,7 @@ func (s *StreamWriter) event(name string, data []byte) {
 }
 
 // start writes message_start, once, with the usage held if any.
-func (s *StreamWriter) start() {
+func (s *streamWriter) start() {
 	if s.started {
 		return
 	}
@@ -360,7 +359,7 @@ func (s *StreamWriter) start() {
 // content prepares for a content chunk (or a stop): message_start first,
 // a stop written before content that follows it, and any usage held
 // superseded by the next one rather than sent on its own.
-func (s *StreamWriter) content() {
+func (s *streamWriter) content() {
 	s.start()
 	if s.stop != nil {
 		s.closeBlock()
@@ -370,7 +369,7 @@ func (s *StreamWriter) content() {
 	s.fresh = false
 }
 
-func (s *StreamWriter) addUsage(u chat.Usage) {
+func (s *streamWriter) addUsage(u chat.Usage) {
 	switch {
 	case !s.started && !s.pending:
 		// The usage for message_start, written with the first content.
@@ -389,7 +388,7 @@ func (s *StreamWriter) addUsage(u chat.Usage) {
 
 // messageDelta writes a message_delta with stop's reason (nil: the last
 // one written, or null) and the latest usage.
-func (s *StreamWriter) messageDelta(stop *chat.Stop) {
+func (s *streamWriter) messageDelta(stop *chat.Stop) {
 	b := append(s.buf[:0], `{"type":"message_delta","delta":{"stop_reason":`...)
 	raw := s.lastStopRaw
 	if stop != nil {
@@ -411,7 +410,7 @@ func (s *StreamWriter) messageDelta(stop *chat.Stop) {
 	s.event("message_delta", b)
 }
 
-func (s *StreamWriter) blockStart(kind blockKind, block []byte) {
+func (s *streamWriter) blockStart(kind blockKind, block []byte) {
 	b := append(s.buf[:0], `{"type":"content_block_start","index":`...)
 	b = strconv.AppendInt(b, int64(s.next), 10)
 	b = append(b, `,"content_block":`...)
@@ -423,7 +422,7 @@ func (s *StreamWriter) blockStart(kind blockKind, block []byte) {
 
 // blockDelta writes a content_block_delta of type typ whose field key
 // holds value.
-func (s *StreamWriter) blockDelta(typ, key, value string) {
+func (s *streamWriter) blockDelta(typ, key, value string) {
 	b := append(s.buf[:0], `{"type":"content_block_delta","index":`...)
 	b = strconv.AppendInt(b, int64(s.next), 10)
 	b = append(b, `,"delta":{"type":"`...)
@@ -436,7 +435,7 @@ func (s *StreamWriter) blockDelta(typ, key, value string) {
 	s.event("content_block_delta", b)
 }
 
-func (s *StreamWriter) blockStop() {
+func (s *streamWriter) blockStop() {
 	b := append(s.buf[:0], `{"type":"content_block_stop","index":`...)
 	b = strconv.AppendInt(b, int64(s.next), 10)
 	b = append(b, '}')
@@ -447,7 +446,7 @@ func (s *StreamWriter) blockStop() {
 
 // closeBlock closes the open block; for a tool call, it also closes the
 // calls waiting behind it.
-func (s *StreamWriter) closeBlock() {
+func (s *streamWriter) closeBlock() {
 	switch s.open {
 	case noBlock:
 	case toolBlock:
@@ -458,7 +457,7 @@ func (s *StreamWriter) closeBlock() {
 	}
 }
 
-func (s *StreamWriter) text(t string) {
+func (s *streamWriter) text(t string) {
 	if s.open != textBlock {
 		s.closeBlock()
 		s.blockStart(textBlock, []byte(`{"type":"text","text":""}`))
@@ -466,7 +465,7 @@ func (s *StreamWriter) text(t string) {
 	s.blockDelta(deltaText, "text", t)
 }
 
-func (s *StreamWriter) reasoning(c chat.Chunk) {
+func (s *streamWriter) reasoning(c chat.Chunk) {
 	if c.Redacted != "" {
 		s.closeBlock()
 		b := chat.AppendString([]byte(`{"type":"redacted_thinking","data":`), c.Redacted)
@@ -488,7 +487,7 @@ func (s *StreamWriter) reasoning(c chat.Chunk) {
 	}
 }
 
-func (s *StreamWriter) toolStart(c chat.Chunk) {
+func (s *streamWriter) toolStart(c chat.Chunk) {
 	if s.calls[c.Index] != nil {
 		return // started already
 	}
@@ -509,7 +508,7 @@ func (s *StreamWriter) toolStart(c chat.Chunk) {
 	s.openTool(tc)
 }
 
-func (s *StreamWriter) openTool(tc *toolCall) {
+func (s *streamWriter) openTool(tc *toolCall) {
 	b := chat.AppendString([]byte(`{"type":"tool_use","id":`), tc.id)
 	b = append(b, `,"name":`...)
 	b = chat.AppendString(b, tc.name)
@@ -521,7 +520,7 @@ func (s *StreamWriter) openTool(tc *toolCall) {
 }
 
 // sendArgs sends the fragments of the open call not sent yet.
-func (s *StreamWriter) sendArgs(tc *toolCall) {
+func (s *streamWriter) sendArgs(tc *toolCall) {
 	if tc.sent < len(tc.args) {
 		s.blockDelta(deltaInputJSON, "partial_json", string(tc.args[tc.sent:]))
 		tc.sent = len(tc.args)
@@ -530,7 +529,7 @@ func (s *StreamWriter) sendArgs(tc *toolCall) {
 
 // endTool closes the open tool call's block, first sending what its
 // complete arguments add to the fragments.
-func (s *StreamWriter) endTool() {
+func (s *streamWriter) endTool() {
 	tc := s.cur
 	s.sendArgs(tc)
 	if tc.final != "" && tc.final != "{}" && len(tc.final) > len(tc.args) && tc.final[:len(tc.args)] == string(tc.args) {
@@ -544,7 +543,7 @@ func (s *StreamWriter) endTool() {
 
 // hold counts n more bytes kept for call tc against MaxToolCallBytes (see
 // Bounds). Past the bound it ends the stream (refuse) and reports false.
-func (s *StreamWriter) hold(tc *toolCall, n int) bool {
+func (s *streamWriter) hold(tc *toolCall, n int) bool {
 	if s.held+n > MaxToolCallBytes {
 		s.refuse(fmt.Errorf("anthropic: tool calls not yet written whole hold more than %d bytes together (ids, names and arguments)", MaxToolCallBytes))
 		return false
@@ -556,7 +555,7 @@ func (s *StreamWriter) hold(tc *toolCall, n int) bool {
 
 // refuse ends the stream at a chunk past a bound: an api_error event
 // naming it, and err kept for Write to return.
-func (s *StreamWriter) refuse(err error) {
+func (s *streamWriter) refuse(err error) {
 	s.fail(errTypeAPI, err.Error(), false)
 	s.bound = err
 }
@@ -565,7 +564,7 @@ func (s *StreamWriter) refuse(err error) {
 // closes those that have ended (all of them when force is set); it stops
 // at the first call that stays open. The open call, if any, has just
 // closed.
-func (s *StreamWriter) drain(force bool) {
+func (s *streamWriter) drain(force bool) {
 	for len(s.queue) > 0 && s.open == noBlock {
 		tc := s.queue[0]
 		s.queue = s.queue[1:]
@@ -577,7 +576,7 @@ func (s *StreamWriter) drain(force bool) {
 }
 
 // fail writes an error event and ends the stream.
-func (s *StreamWriter) fail(typ, msg string, retry bool) {
+func (s *streamWriter) fail(typ, msg string, retry bool) {
 	if !s.started && s.pending {
 		s.start() // the usage of a message that failed before any content
 	}

@@ -23,16 +23,17 @@ import (
 // no other type for a model's own output that ctxkit models, and dropping
 // it would lose content.
 //
-// Usage splits the input as StreamWriter does: input_tokens = Input −
+// Usage splits the input as EncodeStream does: input_tokens = Input −
 // CacheRead − CacheWrite (0 if negative), cache_creation_input_tokens =
 // CacheWrite, cache_read_input_tokens = CacheRead, output_tokens = Output.
-// stop_reason follows StreamWriter's mapping, null when r has no stop (a
+// stop_reason follows EncodeStream's mapping, null when r has no stop (a
 // cut stream); stop_sequence is null.
 //
 // A response that carries an error (r.Error) is not a message: the API
 // answers such a request with an error body and status. EncodeResponse
 // then returns r.Error (a *chat.StreamError) as its error, and the caller
-// writes EncodeError's body instead.
+// writes the API's error body ({"type":"error","error":{"type",
+// "message"}}) instead.
 func EncodeResponse(r chat.Response, model, id string) ([]byte, error) {
 	if r.Error != nil {
 		return nil, r.Error
@@ -62,13 +63,11 @@ func EncodeResponse(r chat.Response, model, id string) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// EncodeError is the API's error body for e, the data of an error event in
-// a stream and the body of an error response:
-// {"type":"error","error":{"type","message"}}. An error type of another
-// provider becomes api_error when e is retryable and invalid_request_error
-// when not, with the original type prefixed to the message.
-func EncodeError(e *chat.StreamError) []byte { return appendError(nil, e) }
-
+// appendError appends the API's error body for e, the data of an error
+// event in a stream: {"type":"error","error":{"type","message"}}. An error
+// type of another provider becomes api_error when e is retryable and
+// invalid_request_error when not, with the original type prefixed to the
+// message.
 func appendError(b []byte, e *chat.StreamError) []byte {
 	typ, msg := e.Type, e.Message
 	if !anthropicError(typ) {

@@ -9,12 +9,12 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
-	"github.com/ctxkit/ctxkit/wire/sse"
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
 )
 
 // MaxEvent bounds one event of a Messages stream (all its data lines
-// together). DecodeStream ends with an error at an event larger than this
-// instead of buffering it.
+// together): 8 MiB, the bound of the SSE reader. DecodeStream ends with an
+// error at an event larger than this instead of buffering it.
 const MaxEvent = sse.DefaultMaxEvent
 
 // MaxArguments bounds the arguments of one tool call, which DecodeStream
@@ -25,7 +25,7 @@ const MaxArguments = 16 << 20
 // MaxToolCalls bounds the tool_use blocks of one stream; one more ends the
 // stream with an error. Models make a handful of calls in one response, a
 // few tens at most; the bound leaves room for far more, and keeps the
-// per-call state of what consumes the stream (the calls StreamWriter
+// per-call state of what consumes the stream (the calls EncodeStream
 // keeps, the blocks chat.Collect builds) small.
 const MaxToolCalls = 1000
 

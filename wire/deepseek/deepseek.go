@@ -49,6 +49,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 	"github.com/ctxkit/ctxkit/wire/openai"
 )
 
@@ -92,11 +93,11 @@ const MaxStop = 16
 // EncodeRequest converts req to a DeepSeek request. req is not changed.
 // The warnings say what could not be carried and what was done instead.
 func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, error) {
-	ids, err := openai.NewIDMap(opts.ToolCallIDs)
+	ids, err := oaicompat.NewIDMap(opts.ToolCallIDs)
 	if err != nil {
 		return nil, nil, err
 	}
-	conv, warns, err := openai.Convert(req, openai.Dialect{
+	conv, warns, err := oaicompat.Convert(req, oaicompat.Dialect{
 		Name:                "deepseek",
 		IDs:                 ids,
 		NoImages:            true,
@@ -147,7 +148,7 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		Tools:      conv.Tools,
 		ToolChoice: conv.ToolChoice,
 	}
-	p, warns := openai.ResolveParams(req, chat.FormatDeepSeek, MaxStop, warns)
+	p, warns := oaicompat.ResolveParams(req, chat.FormatDeepSeek, MaxStop, warns)
 	out.MaxTokens, out.Temperature, out.TopP, out.Stop = p.MaxTokens, p.Temperature, p.TopP, p.Stop
 	if req.Stream {
 		out.Stream = true
@@ -157,7 +158,7 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 }
 
 // flatten is content as a string. With NoImages and no Document hook,
-// openai.Convert makes text parts only.
+// oaicompat.Convert makes text parts only.
 func flatten(c openai.Content) string {
 	switch c := c.(type) {
 	case openai.Text:

@@ -13,12 +13,13 @@ import (
 	"strconv"
 
 	"github.com/ctxkit/ctxkit/chat"
-	"github.com/ctxkit/ctxkit/wire/sse"
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
 )
 
 // MaxStreamChunk bounds one response chunk of a stream: an SSE event's
 // data, or one element of the JSON array. A larger one ends the stream
-// with a decode error; nothing larger is ever buffered.
+// with a decode error; nothing larger is ever buffered. It is 8 MiB, the
+// bound of the SSE reader.
 const MaxStreamChunk = sse.DefaultMaxEvent
 
 // MaxToolCalls bounds the function calls of one stream: one more ends the

@@ -41,6 +41,7 @@ package mistral
 
 import (
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 	"github.com/ctxkit/ctxkit/wire/openai"
 )
 
@@ -65,15 +66,15 @@ type Message struct {
 }
 
 // DocumentURLPart is {"type":"document_url","document_url",
-// "document_name"}; make one with NewDocumentURLPart.
+// "document_name"}, the part of a document in a message's content.
 type DocumentURLPart struct {
 	Type         string `json:"type"`
 	DocumentURL  string `json:"document_url"`
 	DocumentName string `json:"document_name,omitempty"`
 }
 
-// NewDocumentURLPart is a document_url part.
-func NewDocumentURLPart(url, name string) DocumentURLPart {
+// newDocumentURLPart is a document_url part.
+func newDocumentURLPart(url, name string) DocumentURLPart {
 	return DocumentURLPart{Type: "document_url", DocumentURL: url, DocumentName: name}
 }
 
@@ -90,11 +91,11 @@ type Options struct {
 // EncodeRequest converts req to a Mistral request. req is not changed.
 // The warnings say what could not be carried and what was done instead.
 func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, error) {
-	ids, err := openai.NewIDMap(openai.IDsAlnum9)
+	ids, err := oaicompat.NewIDMap(oaicompat.IDsAlnum9)
 	if err != nil {
 		return nil, nil, err
 	}
-	conv, warns, err := openai.Convert(req, openai.Dialect{
+	conv, warns, err := oaicompat.Convert(req, oaicompat.Dialect{
 		Name:                "mistral",
 		IDs:                 ids,
 		Document:            document,
@@ -118,7 +119,7 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		ToolChoice:        conv.ToolChoice,
 		ParallelToolCalls: conv.ParallelToolCalls,
 	}
-	p, warns := openai.ResolveParams(req, chat.FormatMistral, 0, warns)
+	p, warns := oaicompat.ResolveParams(req, chat.FormatMistral, 0, warns)
 	out.MaxTokens, out.Temperature, out.TopP, out.Stop = p.MaxTokens, p.Temperature, p.TopP, p.Stop
 	out.Stream = req.Stream
 	return out, warns, nil
@@ -129,9 +130,9 @@ func document(b *chat.Block) openai.Part {
 	s := b.Source
 	switch {
 	case s.Type == "base64" && s.MediaType == "application/pdf" && s.Data != "":
-		return NewDocumentURLPart(openai.DataURL(s.MediaType, s.Data), b.Title)
+		return newDocumentURLPart(oaicompat.DataURL(s.MediaType, s.Data), b.Title)
 	case s.Type == "url" && s.URL != "":
-		return NewDocumentURLPart(s.URL, b.Title)
+		return newDocumentURLPart(s.URL, b.Title)
 	}
 	return nil
 }

@@ -9,19 +9,21 @@ import (
 	"iter"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
 	"github.com/ctxkit/ctxkit/wire/openai"
-	"github.com/ctxkit/ctxkit/wire/sse"
 )
 
-// MaxEvent bounds one SSE event of a stream.
+// MaxEvent bounds one SSE event of a stream: 8 MiB, the bound of the SSE
+// reader.
 const MaxEvent = sse.DefaultMaxEvent
 
 // DecodeStream reads a Mistral chat completions stream as canonical
 // chunks. The stream is OpenAI-shaped ("data:" lines of
-// chat.completion.chunk objects ended by "data: [DONE]"; read by
-// openai.ReadEvents, so comments are skipped, a stream cut short ends
-// cleanly and data that is not JSON is an error naming the event), with
-// Mistral's differences:
+// chat.completion.chunk objects ended by "data: [DONE]"; read as
+// openai.DecodeStream reads them, so comments are skipped, a stream cut
+// short ends cleanly and data that is not JSON is an error naming the
+// event), with Mistral's differences:
 //
 //   - delta.content is a string (→ text) or an array of content chunks:
 //     {"type":"text","text"} → text; {"type":"thinking","thinking":[...]}
@@ -32,7 +34,7 @@ const MaxEvent = sse.DefaultMaxEvent
 //   - delta.tool_calls carry complete calls ({id, function {name,
 //     arguments}, index}); arguments may be JSON text or an object, and an
 //     id of "null" (the SDK's default) counts as none. They are assembled
-//     by index as openai.ToolCallAssembler says (a call under an index
+//     by index as openai.DecodeStream assembles them (a call under an index
 //     already taken by a call with another id is a new call), so each call
 //     is a start, one delta with its arguments ("{}" when it has none) and
 //     an end at the finish.
@@ -44,7 +46,7 @@ const MaxEvent = sse.DefaultMaxEvent
 //     has no cache or reasoning counts) → a usage chunk, usually in the
 //     same chunk as the finish_reason, after the stop.
 //   - an "error" key, or a chunk whose object is "error", → an error chunk
-//     (openai.StreamError).
+//     (read as openai.DecodeStream reads one).
 //
 // Only choice 0 is read. Tool calls past the assembler's bounds
 // (openai.MaxArguments, openai.MaxToolCalls, openai.MaxToolCallBytes) end
@@ -52,7 +54,7 @@ const MaxEvent = sse.DefaultMaxEvent
 func DecodeStream(r io.Reader) iter.Seq2[chat.Chunk, error] {
 	return chat.Stream(r, func(yield func(chat.Chunk) bool) error {
 		d := decoder{yield: yield, ok: true}
-		return openai.ReadEvents(r, MaxEvent, "mistral stream", d.event, d.end, func() bool { return d.ok })
+		return oaicompat.ReadEvents(r, MaxEvent, "mistral stream", d.event, d.end, func() bool { return d.ok })
 	})
 }
 
@@ -61,7 +63,7 @@ func DecodeStream(r io.Reader) iter.Seq2[chat.Chunk, error] {
 // array (each event is unmarshalled once, into the shape it has).
 type streamChunk[C any] struct {
 	Choices []streamChoice[C] `json:"choices"`
-	Usage   *openai.Usage     `json:"usage"`
+	Usage   *oaicompat.Usage  `json:"usage"`
 	Error   json.RawMessage   `json:"error"`
 }
 
@@ -106,7 +108,7 @@ var errorObject = []byte(`"object":"error"`)
 type decoder struct {
 	yield func(chat.Chunk) bool
 	ok    bool
-	calls openai.ToolCallAssembler
+	calls oaicompat.ToolCallAssembler
 }
 
 func (d *decoder) emit(c chat.Chunk) bool {
@@ -126,21 +128,21 @@ func (d *decoder) event(_ string, data []byte) error {
 		}
 		var te *json.UnmarshalTypeError
 		if !errors.As(err, &te) || te.Field != "choices.delta.content" {
-			return openai.DataError(data, err)
+			return oaicompat.DataError(data, err)
 		}
 	}
 	var c streamChunk[[]contentChunk]
 	if err := json.Unmarshal(data, &c); err != nil {
-		return openai.DataError(data, err)
+		return oaicompat.DataError(data, err)
 	}
 	handle(d, &c, data, func(cs []contentChunk) (string, []contentChunk) { return "", cs })
 	return d.argumentsErr()
 }
 
-// argumentsErr reports tool calls past the bounds of
-// openai.ToolCallAssembler: one call's arguments past openai.MaxArguments,
-// more than openai.MaxToolCalls calls, or more than
-// openai.MaxToolCallBytes of arguments, ids and names in all.
+// argumentsErr reports tool calls past the bounds of the assembler: one
+// call's arguments past openai.MaxArguments, more than openai.MaxToolCalls
+// calls, or more than openai.MaxToolCallBytes of arguments, ids and names
+// in all.
 func (d *decoder) argumentsErr() error {
 	if err := d.calls.Err(); err != nil {
 		return fmt.Errorf("mistral: %w", err)
@@ -166,13 +168,13 @@ func handle[C any](d *decoder, c *streamChunk[C], data []byte, content func(C) (
 	}
 	switch {
 	case len(c.Error) > 0 && string(c.Error) != "null":
-		d.emit(chat.Chunk{Type: chat.ChunkError, Error: openai.StreamError(c.Error)})
+		d.emit(chat.Chunk{Type: chat.ChunkError, Error: oaicompat.StreamError(c.Error)})
 	case len(c.Choices) == 0 && c.Usage == nil && bytes.Contains(data, errorObject):
-		d.emit(chat.Chunk{Type: chat.ChunkError, Error: openai.StreamError(data)})
+		d.emit(chat.Chunk{Type: chat.ChunkError, Error: oaicompat.StreamError(data)})
 	}
 	if finish != "" {
 		d.calls.Close(d.emit)
-		d.emit(chat.Chunk{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: StopReason(finish), Raw: finish}})
+		d.emit(chat.Chunk{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: stopReason(finish), Raw: finish}})
 	}
 	if c.Usage != nil {
 		d.emit(chat.Chunk{Type: chat.ChunkUsage, Usage: c.Usage.Chat()})
@@ -237,10 +239,10 @@ func arguments(raw json.RawMessage) string {
 
 func (d *decoder) end() { d.calls.Close(d.emit) }
 
-// StopReason is the canonical reason for a Mistral finish_reason: stop →
+// stopReason is the canonical reason for a Mistral finish_reason: stop →
 // end_turn, length and model_length → max_tokens, tool_calls → tool_use,
 // error → error, anything else as openai.StopReason.
-func StopReason(raw string) chat.StopReason {
+func stopReason(raw string) chat.StopReason {
 	if raw == "model_length" {
 		return chat.StopMaxTokens
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
 	"github.com/ctxkit/ctxkit/wire/mistral"
-	"github.com/ctxkit/ctxkit/wire/sse"
 	"github.com/ctxkit/ctxkit/wire/wiretest"
 )
 

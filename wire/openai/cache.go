@@ -1,14 +1,16 @@
 package openai
 
-// Placeholder is the text of the part a caching strategy appends to a user
-// message that has no text part to carry its marker.
-const Placeholder = "..."
+import "github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 
-// MarkLastUsers applies the openrouter strategy to msgs (which Convert
-// made and which are changed in place): the system message and the last n
-// user messages are marked, and every user message's content becomes
-// parts.
-func MarkLastUsers(msgs []Message, n int) {
+// placeholder is the text of the part a caching strategy appends to a user
+// message that has no text part to carry its marker.
+const placeholder = "..."
+
+// markLastUsers applies the openrouter strategy to msgs (which
+// oaicompat.Convert made and which are changed in place): the system
+// message and the last n user messages are marked, and every user
+// message's content becomes parts.
+func markLastUsers(msgs []Message, n int) {
 	prepare(msgs)
 	for i := len(msgs) - 1; i >= 0 && n > 0; i-- {
 		if msgs[i].Role == "user" {
@@ -18,11 +20,11 @@ func MarkLastUsers(msgs []Message, n int) {
 	}
 }
 
-// MarkEveryNthUser applies the gemini-every-n strategy to msgs (changed
+// markEveryNthUser applies the gemini-every-n strategy to msgs (changed
 // in place): the system message and every nth user message (the nth, the
 // 2nth, ...; none when n is 0) are marked, and every user message's content
 // becomes parts.
-func MarkEveryNthUser(msgs []Message, n int) {
+func markEveryNthUser(msgs []Message, n int) {
 	prepare(msgs)
 	count := 0
 	for i := range msgs {
@@ -54,7 +56,7 @@ func asParts(c Content) Parts {
 	case Parts:
 		return c
 	case Text:
-		return Parts{NewTextPart(string(c))}
+		return Parts{oaicompat.NewTextPart(string(c))}
 	}
 	return nil
 }
@@ -70,7 +72,7 @@ func mark(m *Message) {
 			return
 		}
 	}
-	t := NewTextPart(Placeholder)
+	t := oaicompat.NewTextPart(placeholder)
 	t.CacheControl = &CacheControl{Type: "ephemeral"}
 	m.Content = append(parts, t)
 }

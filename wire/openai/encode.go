@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
 // EncodeStream writes a canonical chunk stream to w as a Chat Completions
@@ -31,7 +32,7 @@ import (
 //     function {arguments}}]; tool_call_end writes the part of its
 //     arguments that no delta carried (all of them, or "{}", when there
 //     were no deltas; nothing when the deltas already add up to them);
-//   - stop → an empty delta with finish_reason (FinishReason: end_turn and
+//   - stop → an empty delta with finish_reason (finishReason: end_turn and
 //     stop_sequence → stop, max_tokens → length, tool_use → tool_calls,
 //     content_filter → content_filter, error → error as OpenRouter sends
 //     it);
@@ -208,7 +209,7 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 		if c.Stop != nil {
 			reason = c.Stop.Reason
 		}
-		return e.end(e.begin(), FinishReason(reason))
+		return e.end(e.begin(), finishReason(reason))
 	case chat.ChunkUsage:
 		if c.Usage != nil {
 			u := *c.Usage
@@ -294,7 +295,7 @@ type completionError struct {
 //     "data"}) in order, as the stream encoder writes them;
 //   - message.tool_calls: the tool_use blocks, {"id","type":"function",
 //     "function":{"name","arguments"}} with the input as compact JSON text;
-//   - finish_reason: FinishReason of the stop ("error" when there is no
+//   - finish_reason: finishReason of the stop ("error" when there is no
 //     stop but an error, "stop" when there is neither);
 //   - usage as the stream encoder writes it.
 //
@@ -330,7 +331,7 @@ func EncodeResponse(r chat.Response, model, id string, created int64) ([]byte, e
 				return nil, fmt.Errorf("content[%d].input: not valid JSON", i)
 			}
 			calls = append(calls, ToolCall{ID: b.ID, Type: "function",
-				Function: FunctionCall{Name: b.Name, Arguments: Arguments(b.Input)}})
+				Function: FunctionCall{Name: b.Name, Arguments: oaicompat.Arguments(b.Input)}})
 		}
 	}
 	msg := completionMessage{Role: "assistant", ReasoningContent: reasoning.String(), ToolCalls: calls}
@@ -341,7 +342,7 @@ func EncodeResponse(r chat.Response, model, id string, created int64) ([]byte, e
 	if special {
 		msg.ReasoningDetails = details
 	}
-	finish := FinishReason(r.Stop.Reason)
+	finish := finishReason(r.Stop.Reason)
 	if r.Stop.Reason == "" && r.Error != nil {
 		finish = "error"
 	}
@@ -360,4 +361,50 @@ func EncodeResponse(r chat.Response, model, id string, created int64) ([]byte, e
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// finishReason is the finish_reason written for a canonical reason:
+// end_turn and stop_sequence → stop, max_tokens → length, tool_use →
+// tool_calls, content_filter → content_filter, error → error (the value
+// OpenRouter sends when a stream fails; OpenAI has none), and stop for
+// anything else.
+func finishReason(r chat.StopReason) string {
+	switch r {
+	case chat.StopMaxTokens:
+		return "length"
+	case chat.StopToolUse:
+		return "tool_calls"
+	case chat.StopContentFilter:
+		return "content_filter"
+	case chat.StopError:
+		return "error"
+	}
+	return "stop"
+}
+
+// appendUsage appends the usage object for canonical running totals, the
+// inverse of oaicompat.Usage.Chat: total_tokens is Input + Output;
+// cached_tokens and reasoning_tokens are always written,
+// cache_write_tokens and cost when set.
+func appendUsage(b []byte, u chat.Usage) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, u.Input, 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, u.Output, 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, u.Input+u.Output, 10)
+	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, u.CacheRead, 10)
+	if u.CacheWrite != 0 {
+		b = append(b, `,"cache_write_tokens":`...)
+		b = strconv.AppendInt(b, u.CacheWrite, 10)
+	}
+	b = append(b, `},"completion_tokens_details":{"reasoning_tokens":`...)
+	b = strconv.AppendInt(b, u.Reasoning, 10)
+	b = append(b, '}')
+	if u.Cost != nil {
+		b = append(b, `,"cost":`...)
+		b = strconv.AppendFloat(b, *u.Cost, 'g', -1, 64)
+	}
+	return append(b, '}')
 }

@@ -1,8 +1,9 @@
 // Package openai converts a canonical request (package chat) to an OpenAI
-// Chat Completions request, and holds the conversion the other
-// OpenAI-shaped formats share (wire/deepseek, wire/mistral): Convert with a
-// Dialect, the tool-call id normalisers (IDMap) and the caching strategies
-// for OpenAI-compatible routers.
+// Chat Completions request and back, reads and writes Chat Completions
+// streams, and names the wire types the other OpenAI-shaped formats
+// (wire/deepseek, wire/mistral) build on. Its mapping is theirs too, with
+// the differences each of them documents; it also places the caching
+// strategies for OpenAI-compatible routers.
 //
 // # Mapping
 //
@@ -117,10 +118,10 @@
 package openai
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
 // Request is a Chat Completions request.
@@ -140,147 +141,76 @@ type Request struct {
 	StreamOptions       *StreamOptions `json:"stream_options,omitempty"`
 }
 
-// StreamOptions asks for the usage chunk at the end of a stream.
-type StreamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
+// The Chat Completions wire types. They are defined with the conversion
+// that wire/mistral and wire/deepseek share, and named here, where the
+// format is documented.
+type (
+	// StreamOptions asks for the usage chunk at the end of a stream:
+	// {"include_usage":true}.
+	StreamOptions = oaicompat.StreamOptions
+	// Message is one message: role system, user, assistant or tool;
+	// {"role","content","tool_calls","tool_call_id"}.
+	Message = oaicompat.Message
+	// Content is a message's content: Text or Parts.
+	Content = oaicompat.Content
+	// Text is string content.
+	Text = oaicompat.Text
+	// Parts is an array of content parts.
+	Parts = oaicompat.Parts
+	// Part is one content part: TextPart, ImagePart, FilePart, or a
+	// dialect's own part type; its PartType method says its "type".
+	Part = oaicompat.Part
+	// TextPart is {"type":"text","text","cache_control"}.
+	TextPart = oaicompat.TextPart
+	// ImagePart is {"type":"image_url","image_url":{"url"}}.
+	ImagePart = oaicompat.ImagePart
+	// ImageURL is an image's URL: an https URL or a data URL.
+	ImageURL = oaicompat.ImageURL
+	// FilePart is {"type":"file","file":{"filename","file_data"}}.
+	FilePart = oaicompat.FilePart
+	// FileData is a file sent inline: file_data is a data URL.
+	FileData = oaicompat.FileData
+	// CacheControl is {"type":"ephemeral"}, the marker of the caching
+	// strategies.
+	CacheControl = oaicompat.CacheControl
+	// ToolCall is one call in an assistant message's tool_calls:
+	// {"id","type":"function","function":{"name","arguments"}}.
+	ToolCall = oaicompat.ToolCall
+	// FunctionCall is a call's function name and arguments (JSON text).
+	FunctionCall = oaicompat.FunctionCall
+	// Tool is {"type":"function","function":{...}}.
+	Tool = oaicompat.Tool
+	// Function is a tool's name, description and JSON Schema parameters.
+	Function = oaicompat.Function
+	// ToolChoice is a mode ("auto", "required", "none"; Mistral's "any"),
+	// or, when Name is set, {"type":"function","function":{"name":Name}}.
+	ToolChoice = oaicompat.ToolChoice
+)
 
-// Message is one message: role system, user, assistant or tool.
-type Message struct {
-	Role       string     `json:"role"`
-	Content    Content    `json:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-}
+// IDMode names a tool-call id normaliser (Options.ToolCallIDs).
+type IDMode = oaicompat.IDMode
 
-// Content is a message's content: Text or Parts.
-type Content interface{ isContent() }
-
-// Text is string content.
-type Text string
-
-// Parts is an array of content parts.
-type Parts []Part
-
-func (Text) isContent()  {}
-func (Parts) isContent() {}
-
-// Part is one content part: TextPart, ImagePart, FilePart, or a dialect's
-// own part type.
-type Part interface {
-	// PartType is the part's "type".
-	PartType() string
-}
-
-// TextPart is {"type":"text","text":...}; make one with NewTextPart.
-type TextPart struct {
-	Type         string        `json:"type"`
-	Text         string        `json:"text"`
-	CacheControl *CacheControl `json:"cache_control,omitempty"`
-}
-
-// NewTextPart is a text part.
-func NewTextPart(text string) TextPart { return TextPart{Type: "text", Text: text} }
-
-// PartType is "text".
-func (TextPart) PartType() string { return "text" }
-
-// ImagePart is {"type":"image_url","image_url":{"url":...}}; make one with
-// NewImagePart.
-type ImagePart struct {
-	Type     string   `json:"type"`
-	ImageURL ImageURL `json:"image_url"`
-}
-
-// ImageURL is an image's URL: an https URL or a data URL.
-type ImageURL struct {
-	URL string `json:"url"`
-}
-
-// NewImagePart is an image_url part.
-func NewImagePart(url string) ImagePart {
-	return ImagePart{Type: "image_url", ImageURL: ImageURL{URL: url}}
-}
-
-// PartType is "image_url".
-func (ImagePart) PartType() string { return "image_url" }
-
-// FilePart is {"type":"file","file":{"filename","file_data"}}; make one
-// with NewFilePart.
-type FilePart struct {
-	Type string   `json:"type"`
-	File FileData `json:"file"`
-}
-
-// FileData is a file sent inline: file_data is a data URL.
-type FileData struct {
-	Filename string `json:"filename,omitempty"`
-	FileData string `json:"file_data"`
-}
-
-// NewFilePart is a file part.
-func NewFilePart(filename, dataURL string) FilePart {
-	return FilePart{Type: "file", File: FileData{Filename: filename, FileData: dataURL}}
-}
-
-// PartType is "file".
-func (FilePart) PartType() string { return "file" }
-
-// CacheControl is {"type":"ephemeral"}, the marker of the caching
-// strategies.
-type CacheControl struct {
-	Type string `json:"type"`
-}
-
-// ToolCall is one call in an assistant message's tool_calls.
-type ToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function FunctionCall `json:"function"`
-}
-
-// FunctionCall is a call's function name and arguments (JSON text).
-type FunctionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// Tool is {"type":"function","function":{...}}.
-type Tool struct {
-	Type     string   `json:"type"`
-	Function Function `json:"function"`
-}
-
-// Function is a tool's name, description and JSON Schema parameters.
-type Function struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-}
-
-// ToolChoice is a mode ("auto", "required", "none"; Mistral's "any"), or,
-// when Name is set, {"type":"function","function":{"name":Name}}.
-type ToolChoice struct {
-	Mode string
-	Name string
-}
-
-type namedToolChoice struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name string `json:"name"`
-	} `json:"function"`
-}
-
-// MarshalJSON writes the mode string or the named-function object.
-func (t ToolChoice) MarshalJSON() ([]byte, error) {
-	if t.Name == "" {
-		return json.Marshal(t.Mode)
-	}
-	n := namedToolChoice{Type: "function"}
-	n.Function.Name = t.Name
-	return json.Marshal(n)
-}
+// Tool-call id normalisers.
+//
+//   - IDsAsIs ("") keeps ids as they are.
+//   - IDsSanitize ("sanitize") makes ids OpenAI accepts everywhere: at most
+//     40 characters of [A-Za-z0-9_-]. A valid id is kept; otherwise every
+//     other byte becomes "_", and an id longer than 40 is cut to 31
+//     characters followed by "_" and 8 hex digits of the SHA-256 of the
+//     original.
+//   - IDsAlnum9 ("alnum9") makes ids of exactly 9 characters of
+//     [A-Za-z0-9], as Mistral wants: an id of that shape is kept, any
+//     other is the first 9 base-62 digits of its SHA-256.
+//
+// Different ids always map to different ids: when a new id maps to one an
+// earlier id already has, it is derived again from a hash of the id and a
+// counter until it is free. Ids are mapped in the order they occur in the
+// request, so the result is deterministic.
+const (
+	IDsAsIs     = oaicompat.IDsAsIs
+	IDsSanitize = oaicompat.IDsSanitize
+	IDsAlnum9   = oaicompat.IDsAlnum9
+)
 
 // Caching strategies (Options.Cache).
 const (
@@ -329,11 +259,11 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		}
 		every = *opts.CacheEvery
 	}
-	ids, err := NewIDMap(opts.ToolCallIDs)
+	ids, err := oaicompat.NewIDMap(opts.ToolCallIDs)
 	if err != nil {
 		return nil, nil, err
 	}
-	conv, warns, err := Convert(req, Dialect{
+	conv, warns, err := oaicompat.Convert(req, oaicompat.Dialect{
 		Name:                "openai",
 		IDs:                 ids,
 		Document:            fileDocument,
@@ -344,9 +274,9 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 	}
 	switch opts.Cache {
 	case CacheOpenRouter:
-		MarkLastUsers(conv.Messages, 2)
+		markLastUsers(conv.Messages, 2)
 	case CacheGeminiEvery:
-		MarkEveryNthUser(conv.Messages, every)
+		markEveryNthUser(conv.Messages, every)
 	}
 	out := &Request{
 		Model:             req.Model,
@@ -355,7 +285,7 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		ToolChoice:        conv.ToolChoice,
 		ParallelToolCalls: conv.ParallelToolCalls,
 	}
-	p, warns := ResolveParams(req, chat.FormatOpenAI, MaxStop, warns)
+	p, warns := oaicompat.ResolveParams(req, chat.FormatOpenAI, MaxStop, warns)
 	if opts.LegacyMaxTokens {
 		out.MaxTokens = p.MaxTokens
 	} else {
@@ -372,41 +302,6 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 	return out, warns, nil
 }
 
-// ResolveParams is chat.ResolveParams for the OpenAI-shaped format f, its
-// warnings appended to warns, with temperature and top_p copied and the
-// stop sequences limited to maxStop (LimitStop), so that the wire request
-// shares nothing mutable with the canonical one.
-func ResolveParams(req chat.Request, f chat.Format, maxStop int, warns []chat.Warning) (chat.Params, []chat.Warning) {
-	p, pw := chat.ResolveParams(req, f)
-	warns = append(warns, pw...)
-	p.Temperature, p.TopP = CopyFloat(p.Temperature), CopyFloat(p.TopP)
-	p.Stop, warns = LimitStop(p.Stop, maxStop, string(f), warns)
-	return p, warns
-}
-
-// LimitStop is a copy of the first max stop sequences (all of them when
-// max is 0), with a warning about the rest.
-func LimitStop(stop []string, max int, format string, warns []chat.Warning) ([]string, []chat.Warning) {
-	if len(stop) == 0 {
-		return nil, warns
-	}
-	if max > 0 && len(stop) > max {
-		warns = append(warns, chat.Warnf("stop_sequences", "%s takes at most %d stop sequences: the last %d dropped", format, max, len(stop)-max))
-		stop = stop[:max]
-	}
-	return append([]string(nil), stop...), warns
-}
-
-// CopyFloat is a copy of *f (nil for nil), so that the wire request shares
-// nothing mutable with the canonical one.
-func CopyFloat(f *float64) *float64 {
-	if f == nil {
-		return nil
-	}
-	v := *f
-	return &v
-}
-
 // fileDocument is OpenAI's part for a non-text document: a file part for a
 // base64 PDF; nothing (a text stub) for the rest.
 func fileDocument(b *chat.Block) Part {
@@ -418,10 +313,5 @@ func fileDocument(b *chat.Block) Part {
 	if name == "" {
 		name = "document.pdf"
 	}
-	return NewFilePart(name, DataURL(s.MediaType, s.Data))
-}
-
-// DataURL is "data:<media type>;base64,<data>".
-func DataURL(mediaType, data string) string {
-	return "data:" + mediaType + ";base64," + data
+	return oaicompat.NewFilePart(name, oaicompat.DataURL(s.MediaType, s.Data))
 }

@@ -1,21 +1,18 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
-	"strconv"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
-	"github.com/ctxkit/ctxkit/wire/sse"
+	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
-// DecodeOptions tune DecodeStreamWith.
-type DecodeOptions struct {
+// decodeOptions tune decodeStream; DecodeStream takes the zero value.
+type decodeOptions struct {
 	// MaxEvent bounds one SSE event (0: sse.DefaultMaxEvent); a larger
 	// event ends the stream with an error.
 	MaxEvent int
@@ -25,13 +22,7 @@ type DecodeOptions struct {
 }
 
 // DecodeStream reads a Chat Completions stream (OpenAI, DeepSeek,
-// OpenRouter and the other OpenAI-compatible servers) as canonical chunks,
-// with the default DecodeOptions.
-func DecodeStream(r io.Reader) iter.Seq2[chat.Chunk, error] {
-	return DecodeStreamWith(r, DecodeOptions{})
-}
-
-// DecodeStreamWith reads a Chat Completions stream as canonical chunks.
+// OpenRouter and the other OpenAI-compatible servers) as canonical chunks.
 //
 // The stream is SSE "data:" lines, each a chat.completion.chunk object,
 // ended by "data: [DONE]". Comment lines (": OPENROUTER PROCESSING") and
@@ -54,16 +45,27 @@ func DecodeStream(r io.Reader) iter.Seq2[chat.Chunk, error] {
 //     reasoning field, so a literal "<think>" later in an answer stays
 //     text. Text that might be the start of a tag is held back until it is
 //     clear; an unclosed <think> is reasoning to the end.
-//     DecodeOptions.KeepThinkTags turns this off.
 //   - delta.tool_calls (and the legacy delta.function_call) → tool call
-//     chunks, assembled by index as ToolCallAssembler says, even when the
-//     fragments of parallel calls interleave.
+//     chunks, assembled by index, even when the fragments of parallel calls
+//     interleave: a call starts (tool_call_start) once its name is known,
+//     with "call_<n>" for an id it never got; each argument fragment is a
+//     tool_call_delta; a fragment with another id under an index in use, or
+//     a name for a call already started, starts a new call (providers that
+//     send complete calls all under index 0 are read right); at the end
+//     each call gets a "{}" delta when it had no arguments, then its
+//     tool_call_end with the complete arguments.
 //   - finish_reason → the open tool calls end (in index order), then a
 //     stop chunk (StopReason; the raw reason is kept).
 //   - usage (the last chunk, "choices": [], or any chunk that carries a
-//     usage) → a usage chunk (Usage.Chat).
-//   - an "error" key → an error chunk (StreamError); decoding goes on, so
-//     what the provider sends after it (a finish_reason "error") is read.
+//     usage) → a usage chunk: prompt_tokens is Input, completion_tokens
+//     Output, prompt_tokens_details.cached_tokens (or DeepSeek's
+//     prompt_cache_hit_tokens) CacheRead, cache_write_tokens CacheWrite,
+//     reasoning_tokens Reasoning and OpenRouter's cost Cost.
+//   - an "error" key → an error chunk whose type is the error's type (or
+//     its code, or "error"), retryable when the type or code names a rate
+//     limit, an overload, a server error, an unavailable service or a
+//     timeout, or is the status 408, 429 or 5xx; decoding goes on, so what
+//     the provider sends after it (a finish_reason "error") is read.
 //
 // A stream that ends without [DONE], before or after its finish_reason or
 // usage, ends cleanly: held-back text is flushed and open tool calls end;
@@ -72,85 +74,41 @@ func DecodeStream(r io.Reader) iter.Seq2[chat.Chunk, error] {
 // event (data that is JSON cut short, with nothing after it) is such a
 // cut too: the partial event is dropped. Other data that is not JSON ends
 // the stream with an error naming the event and quoting its data; so does
-// an event larger than MaxEvent, and tool calls past the bounds of
-// ToolCallAssembler (MaxArguments for one call's arguments, MaxToolCalls
-// calls, MaxToolCallBytes for all of them together).
-func DecodeStreamWith(r io.Reader, o DecodeOptions) iter.Seq2[chat.Chunk, error] {
+// an event larger than 8 MiB, and tool calls past the bounds
+// (MaxArguments for one call's arguments, MaxToolCalls calls,
+// MaxToolCallBytes for all of them together).
+func DecodeStream(r io.Reader) iter.Seq2[chat.Chunk, error] {
+	return decodeStream(r, decodeOptions{})
+}
+
+// decodeStream is DecodeStream with options.
+func decodeStream(r io.Reader, o decodeOptions) iter.Seq2[chat.Chunk, error] {
 	return chat.Stream(r, func(yield func(chat.Chunk) bool) error {
 		d := streamDecoder{yield: yield, ok: true}
 		if o.KeepThinkTags {
 			d.think = thinkOff
 		}
-		return ReadEvents(r, o.MaxEvent, "openai stream", d.event, d.end, func() bool { return d.ok })
+		return oaicompat.ReadEvents(r, o.MaxEvent, "openai stream", d.event, d.end, func() bool { return d.ok })
 	})
 }
 
-// ReadEvents is the event loop of an OpenAI-shaped stream: it reads the
-// SSE events of r (maxEvent bounds one) and hands each non-empty data
-// payload and the event's name to event, up to "data: [DONE]" or the end
-// of r, then calls end. It stops, without calling end, as soon as ok
-// reports false (the consumer stopped). Errors are prefixed with what,
-// and an event's error with its number ("event 3: ...").
-//
-// A last event whose data is cut short (invalid JSON that ends too soon,
-// with nothing after it) is a stream cut in the middle of an event: it is
-// dropped and the stream ends cleanly. event must report invalid JSON
-// with an error wrapping the *json.SyntaxError (DataError does).
-func ReadEvents(r io.Reader, maxEvent int, what string, event func(name string, data []byte) error, end func(), ok func() bool) error {
-	n := 0
-	var cut error // a truncated event, an error unless it was the last
-	for ev, err := range sse.Read(r, maxEvent) {
-		if cut != nil {
-			return cut
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		n++
-		data := bytes.TrimSpace(ev.Data)
-		if len(data) == 0 {
-			continue
-		}
-		if string(data) == "[DONE]" {
-			break
-		}
-		if err := event(ev.Name, data); err != nil {
-			err = fmt.Errorf("%s: event %d: %w", what, n, err)
-			if !truncated(err) {
-				return err
-			}
-			cut = err
-			continue
-		}
-		if !ok() {
-			return nil
-		}
-	}
-	end()
-	return nil
-}
-
-// truncated reports whether err is JSON that ended too soon.
-func truncated(err error) bool {
-	var se *json.SyntaxError
-	return errors.As(err, &se) && se.Error() == "unexpected end of JSON input"
-}
-
-// DataError is the error for an event whose data is not valid: it quotes
-// the data (the first 120 bytes).
-func DataError(data []byte, err error) error {
-	q := data
-	if len(q) > 120 {
-		q = q[:120]
-	}
-	return fmt.Errorf("data line %s is not a valid chunk: %w", strconv.Quote(string(q)), err)
-}
+// The bounds on the tool calls of one stream: a stream that goes past one
+// ends with an error rather than growing without limit.
+const (
+	// MaxArguments bounds the arguments of one tool call.
+	MaxArguments = oaicompat.MaxArguments
+	// MaxToolCalls bounds the tool calls of one stream, started or not.
+	MaxToolCalls = oaicompat.MaxToolCalls
+	// MaxToolCallBytes bounds the arguments, ids and names of all the tool
+	// calls of one stream together.
+	MaxToolCallBytes = oaicompat.MaxToolCallBytes
+)
 
 // The wire shapes of a stream chunk, only the fields ctxkit reads.
 type streamChunk struct {
-	Choices []streamChoice  `json:"choices"`
-	Usage   *Usage          `json:"usage"`
-	Error   json.RawMessage `json:"error"`
+	Choices []streamChoice   `json:"choices"`
+	Usage   *oaicompat.Usage `json:"usage"`
+	Error   json.RawMessage  `json:"error"`
 }
 
 type streamChoice struct {
@@ -209,7 +167,7 @@ type streamDecoder struct {
 	ok    bool // false once the consumer stopped
 	think int
 	held  string // content held back: a possible tag (or leading whitespace)
-	calls ToolCallAssembler
+	calls oaicompat.ToolCallAssembler
 }
 
 func (d *streamDecoder) emit(c chat.Chunk) bool {
@@ -222,7 +180,7 @@ func (d *streamDecoder) emit(c chat.Chunk) bool {
 func (d *streamDecoder) event(name string, data []byte) error {
 	var c streamChunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return DataError(data, err)
+		return oaicompat.DataError(data, err)
 	}
 	if name == "error" && len(c.Error) == 0 {
 		c.Error = data
@@ -241,7 +199,7 @@ func (d *streamDecoder) event(name string, data []byte) error {
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		d.flush()
-		d.emit(chat.Chunk{Type: chat.ChunkError, Error: StreamError(c.Error)})
+		d.emit(chat.Chunk{Type: chat.ChunkError, Error: oaicompat.StreamError(c.Error)})
 	}
 	if finish != "" {
 		d.flush()
@@ -404,4 +362,27 @@ func (d *streamDecoder) flush() {
 func (d *streamDecoder) end() {
 	d.flush()
 	d.calls.Close(d.emit)
+}
+
+// StopReason is the canonical reason for a finish_reason: stop → end_turn,
+// length → max_tokens, tool_calls and function_call → tool_use,
+// content_filter → content_filter, error (OpenRouter) and DeepSeek's
+// insufficient_system_resource → error. The Anthropic names (end_turn,
+// max_tokens, tool_use, stop_sequence) that some proxies pass through map
+// to themselves; anything else is end_turn (the raw reason is kept in
+// chat.Stop.Raw by the decoders).
+func StopReason(raw string) chat.StopReason {
+	switch raw {
+	case "length", "max_tokens":
+		return chat.StopMaxTokens
+	case "tool_calls", "function_call", "tool_use":
+		return chat.StopToolUse
+	case "content_filter":
+		return chat.StopContentFilter
+	case "stop_sequence":
+		return chat.StopSequence
+	case "error", "insufficient_system_resource":
+		return chat.StopError
+	}
+	return chat.StopEndTurn
 }

@@ -3,10 +3,8 @@ package openai_test
 import (
 	"io"
 	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/wire/openai"
 	"github.com/ctxkit/ctxkit/wire/wiretest"
 )
@@ -44,25 +42,4 @@ func TestDecodeToolCallBounds(t *testing.T) {
 		TooMany:          "more than " + strconv.Itoa(openai.MaxToolCalls) + " tool calls",
 		TooLarge:         "tool calls larger than " + strconv.Itoa(openai.MaxToolCallBytes) + " bytes together",
 	})
-}
-
-// TestAssemblerBoundsNameAndID: the ids and names the assembler keeps
-// count against MaxToolCallBytes too, and once a bound is passed it
-// takes nothing more.
-func TestAssemblerBoundsNameAndID(t *testing.T) {
-	var a openai.ToolCallAssembler
-	emit := func(chat.Chunk) bool { return true }
-	name := strings.Repeat("n", 1<<20)
-	for i := range openai.MaxToolCallBytes >> 20 {
-		if !a.Fragment(i, "", name, "", emit) {
-			t.Fatalf("call %d: %v", i, a.Err())
-		}
-	}
-	if a.Fragment(openai.MaxToolCallBytes>>20, "", "f", "", emit) || a.Err() == nil {
-		t.Fatal("a name past MaxToolCallBytes was taken")
-	}
-	err := a.Err()
-	if a.Fragment(0, "", "", "{}", emit) || a.Err() != err {
-		t.Fatal("a fragment after the error was taken")
-	}
 }

@@ -15,8 +15,8 @@ import (
 	"testing/iotest"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
 	"github.com/ctxkit/ctxkit/wire/openai"
-	"github.com/ctxkit/ctxkit/wire/sse"
 	"github.com/ctxkit/ctxkit/wire/wiretest"
 )
 
@@ -306,28 +306,6 @@ func TestMisc(t *testing.T) {
 		{"type":"tool_call_end","index":0,"arguments":"{\"a\":1}"}]`
 	if d := wiretest.Diff([]byte(want), chunksJSON(got)); d != "" {
 		t.Errorf("%s\n%s", d, chunksJSON(got))
-	}
-}
-
-func TestStreamError(t *testing.T) {
-	cases := []struct {
-		in   string
-		want chat.StreamError
-	}{
-		{`{"message":"boom","type":"server_error"}`, chat.StreamError{Type: "server_error", Message: "boom", Retryable: true}},
-		{`{"message":"bad","type":"invalid_request_error","code":"context_length_exceeded"}`, chat.StreamError{Type: "invalid_request_error", Message: "bad"}},
-		{`{"message":"slow","type":"invalid_request_error","code":429}`, chat.StreamError{Type: "invalid_request_error", Message: "slow", Retryable: true}},
-		{`{"message":"x","code":"rate_limit_exceeded"}`, chat.StreamError{Type: "rate_limit_exceeded", Message: "x", Retryable: true}},
-		{`{"message":"gw","code":503}`, chat.StreamError{Type: "503", Message: "gw", Retryable: true}},
-		{`{"message":"no","code":400}`, chat.StreamError{Type: "400", Message: "no"}},
-		{`{"type":"overloaded_error","message":"Overloaded"}`, chat.StreamError{Type: "overloaded_error", Message: "Overloaded", Retryable: true}},
-		{`"plain text"`, chat.StreamError{Type: "error", Message: "plain text"}},
-		{`42`, chat.StreamError{Type: "error", Message: "42"}},
-	}
-	for _, c := range cases {
-		if got := openai.StreamError([]byte(c.in)); *got != c.want {
-			t.Errorf("%s: %+v, want %+v", c.in, *got, c.want)
-		}
 	}
 }
 

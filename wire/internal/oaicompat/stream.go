@@ -1,18 +1,82 @@
-package openai
+package oaicompat
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
 )
 
 // The pieces of stream decoding that the OpenAI-shaped formats share
-// (wire/mistral uses them too): tool-call assembly, the usage object,
-// finish reasons and in-stream errors.
+// (wire/openai and wire/mistral): the event loop, tool-call assembly, the
+// usage object and in-stream errors.
+
+// ReadEvents is the event loop of an OpenAI-shaped stream: it reads the
+// SSE events of r (maxEvent bounds one) and hands each non-empty data
+// payload and the event's name to event, up to "data: [DONE]" or the end
+// of r, then calls end. It stops, without calling end, as soon as ok
+// reports false (the consumer stopped). Errors are prefixed with what,
+// and an event's error with its number ("event 3: ...").
+//
+// A last event whose data is cut short (invalid JSON that ends too soon,
+// with nothing after it) is a stream cut in the middle of an event: it is
+// dropped and the stream ends cleanly. event must report invalid JSON
+// with an error wrapping the *json.SyntaxError (DataError does).
+func ReadEvents(r io.Reader, maxEvent int, what string, event func(name string, data []byte) error, end func(), ok func() bool) error {
+	n := 0
+	var cut error // a truncated event, an error unless it was the last
+	for ev, err := range sse.Read(r, maxEvent) {
+		if cut != nil {
+			return cut
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		n++
+		data := bytes.TrimSpace(ev.Data)
+		if len(data) == 0 {
+			continue
+		}
+		if string(data) == "[DONE]" {
+			break
+		}
+		if err := event(ev.Name, data); err != nil {
+			err = fmt.Errorf("%s: event %d: %w", what, n, err)
+			if !truncated(err) {
+				return err
+			}
+			cut = err
+			continue
+		}
+		if !ok() {
+			return nil
+		}
+	}
+	end()
+	return nil
+}
+
+// truncated reports whether err is JSON that ended too soon.
+func truncated(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se) && se.Error() == "unexpected end of JSON input"
+}
+
+// DataError is the error for an event whose data is not valid: it quotes
+// the data (the first 120 bytes).
+func DataError(data []byte, err error) error {
+	q := data
+	if len(q) > 120 {
+		q = q[:120]
+	}
+	return fmt.Errorf("data line %s is not a valid chunk: %w", strconv.Quote(string(q)), err)
+}
 
 // ToolCallAssembler turns the tool-call fragments of a stream into
 // canonical chunks. Fragments are keyed by the provider's index (the
@@ -245,75 +309,6 @@ func (u *Usage) Chat() *chat.Usage {
 	return out
 }
 
-// appendUsage appends the usage object for canonical running totals, the
-// inverse of Usage.Chat: total_tokens is Input + Output; cached_tokens and
-// reasoning_tokens are always written, cache_write_tokens and cost when
-// set.
-func appendUsage(b []byte, u chat.Usage) []byte {
-	b = append(b, `{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, u.Input, 10)
-	b = append(b, `,"completion_tokens":`...)
-	b = strconv.AppendInt(b, u.Output, 10)
-	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, u.Input+u.Output, 10)
-	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
-	b = strconv.AppendInt(b, u.CacheRead, 10)
-	if u.CacheWrite != 0 {
-		b = append(b, `,"cache_write_tokens":`...)
-		b = strconv.AppendInt(b, u.CacheWrite, 10)
-	}
-	b = append(b, `},"completion_tokens_details":{"reasoning_tokens":`...)
-	b = strconv.AppendInt(b, u.Reasoning, 10)
-	b = append(b, '}')
-	if u.Cost != nil {
-		b = append(b, `,"cost":`...)
-		b = strconv.AppendFloat(b, *u.Cost, 'g', -1, 64)
-	}
-	return append(b, '}')
-}
-
-// StopReason is the canonical reason for a finish_reason: stop → end_turn,
-// length → max_tokens, tool_calls and function_call → tool_use,
-// content_filter → content_filter, error (OpenRouter) and DeepSeek's
-// insufficient_system_resource → error. The Anthropic names (end_turn,
-// max_tokens, tool_use, stop_sequence) that some proxies pass through map
-// to themselves; anything else is end_turn (the raw reason is kept in
-// chat.Stop.Raw by the decoders).
-func StopReason(raw string) chat.StopReason {
-	switch raw {
-	case "length", "max_tokens":
-		return chat.StopMaxTokens
-	case "tool_calls", "function_call", "tool_use":
-		return chat.StopToolUse
-	case "content_filter":
-		return chat.StopContentFilter
-	case "stop_sequence":
-		return chat.StopSequence
-	case "error", "insufficient_system_resource":
-		return chat.StopError
-	}
-	return chat.StopEndTurn
-}
-
-// FinishReason is the finish_reason written for a canonical reason:
-// end_turn and stop_sequence → stop, max_tokens → length, tool_use →
-// tool_calls, content_filter → content_filter, error → error (the value
-// OpenRouter sends when a stream fails; OpenAI has none), and stop for
-// anything else.
-func FinishReason(r chat.StopReason) string {
-	switch r {
-	case chat.StopMaxTokens:
-		return "length"
-	case chat.StopToolUse:
-		return "tool_calls"
-	case chat.StopContentFilter:
-		return "content_filter"
-	case chat.StopError:
-		return "error"
-	}
-	return "stop"
-}
-
 type wireError struct {
 	Message string          `json:"message"`
 	Type    string          `json:"type"`
@@ -351,16 +346,16 @@ func StreamError(raw []byte) *chat.StreamError {
 	if out.Type == "" {
 		out.Type = "error"
 	}
-	out.Retryable = Retryable(e.Type) || Retryable(code)
+	out.Retryable = retryable(e.Type) || retryable(code)
 	return out
 }
 
-// Retryable reports whether an error type or code says that retrying may
+// retryable reports whether an error type or code says that retrying may
 // succeed: it names a rate limit, an overload, a server error, an
 // unavailable service or a timeout (server_error, rate_limit_exceeded,
 // overloaded_error, service_unavailable, ...), or is the status 408, 429
 // or 5xx.
-func Retryable(typ string) bool {
+func retryable(typ string) bool {
 	if typ == "" {
 		return false
 	}

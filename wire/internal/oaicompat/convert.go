@@ -1,4 +1,4 @@
-package openai
+package oaicompat
 
 import (
 	"bytes"
@@ -25,7 +25,9 @@ type Dialect struct {
 	// url source, ...), or returns nil when the format cannot carry it (a
 	// text stub with a warning). A nil Document carries none.
 	Document func(b *chat.Block) Part
-	// MergeToolResultText: see Options.MergeToolResultText.
+	// MergeToolResultText appends the text of a user message that has tool
+	// results to its last tool message instead of a separate user message
+	// (openai.Options.MergeToolResultText).
 	MergeToolResultText bool
 	// KeepReasoning: the text of an assistant message's thinking and
 	// reasoning blocks is returned in Conversion.Reasoning, for the dialect
@@ -56,18 +58,19 @@ type Reasoning struct {
 	Path, Text string
 }
 
-// Placeholders in a tool message for what follows in a user message.
+// Placeholders in a tool message: for what follows in a user message, for
+// an empty result, and before the text of an error result.
 const (
-	SeeImage    = "(see following user message for image)"
-	SeeDocument = "(see following user message for document)"
-	EmptyResult = "(empty)"
-	ErrorPrefix = "Error: "
+	seeImage    = "(see following user message for image)"
+	seeDocument = "(see following user message for document)"
+	emptyResult = "(empty)"
+	errorPrefix = "Error: "
 )
 
-// Convert converts req's system prompt, messages and tools as the package
-// documentation says, for dialect d. req is not changed. An error means
-// req is not a valid canonical request (a role other than user or
-// assistant, an unknown tool_choice type).
+// Convert converts req's system prompt, messages and tools as the
+// documentation of wire/openai says, for dialect d. req is not changed.
+// An error means req is not a valid canonical request (a role other than
+// user or assistant, an unknown tool_choice type).
 func Convert(req chat.Request, d Dialect) (Conversion, []chat.Warning, error) {
 	if d.AnyChoice == "" {
 		d.AnyChoice = "required"
@@ -232,7 +235,7 @@ func (c *converter) toolResult(p place, b *chat.Block, follow Parts) Parts {
 					lines = append(lines, t.Text)
 				} else {
 					follow = append(follow, part)
-					lines = append(lines, SeeImage)
+					lines = append(lines, seeImage)
 				}
 			case chat.TypeDocument:
 				for _, part := range c.document(np, nb, false, nil) {
@@ -240,7 +243,7 @@ func (c *converter) toolResult(p place, b *chat.Block, follow Parts) Parts {
 						lines = append(lines, t.Text)
 					} else {
 						follow = append(follow, part)
-						lines = append(lines, SeeDocument)
+						lines = append(lines, seeDocument)
 					}
 				}
 			case chat.TypeToolResult, chat.TypeToolUse:
@@ -252,10 +255,10 @@ func (c *converter) toolResult(p place, b *chat.Block, follow Parts) Parts {
 	}
 	text := strings.Join(lines, "\n")
 	if text == "" {
-		text = EmptyResult
+		text = emptyResult
 	}
 	if b.IsError {
-		text = ErrorPrefix + text
+		text = errorPrefix + text
 	}
 	c.emit(Message{Role: "tool", Content: Text(text), ToolCallID: c.d.IDs.Map(b.ToolUseID)}, nil)
 	return follow
@@ -359,13 +362,13 @@ func (c *converter) document(p place, b *chat.Block, textOnly bool, parts Parts)
 	switch {
 	case s == nil:
 	case s.Type == "text":
-		if t := DocumentText(b, s.Data); t != "" {
+		if t := documentText(b, s.Data); t != "" {
 			parts = append(parts, NewTextPart(t))
 		}
 		return parts
 	case s.Type == "base64" && strings.HasPrefix(s.MediaType, "text/"):
 		if body, err := base64.StdEncoding.DecodeString(s.Data); err == nil && utf8.Valid(body) {
-			if t := DocumentText(b, string(body)); t != "" {
+			if t := documentText(b, string(body)); t != "" {
 				parts = append(parts, NewTextPart(t))
 			}
 			return parts
@@ -400,9 +403,9 @@ func sourceKind(s *chat.Source) string {
 	return s.Type
 }
 
-// DocumentText is a text document's title, context and body, the
+// documentText is a text document's title, context and body, the
 // non-empty ones, separated by blank lines.
-func DocumentText(b *chat.Block, body string) string {
+func documentText(b *chat.Block, body string) string {
 	var parts []string
 	for _, s := range []string{b.Title, b.Context, body} {
 		if s != "" {
@@ -410,6 +413,11 @@ func DocumentText(b *chat.Block, body string) string {
 		}
 	}
 	return strings.Join(parts, "\n\n")
+}
+
+// DataURL is "data:<media type>;base64,<data>".
+func DataURL(mediaType, data string) string {
+	return "data:" + mediaType + ";base64," + data
 }
 
 // Arguments is a tool_use input as compact JSON text ("{}" when empty).

@@ -1,4 +1,4 @@
-package openai
+package oaicompat
 
 import (
 	"crypto/sha256"

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"strings"
 	"sync"
 )
 
@@ -184,12 +183,5 @@ func (w Writer) Event(name string, data []byte) error {
 	}
 	b = append(b, '\n')
 	_, err := w.W.Write(b)
-	return err
-}
-
-// Comment writes a comment line (a keep-alive); line breaks in text become
-// spaces.
-func (w Writer) Comment(text string) error {
-	_, err := io.WriteString(w.W, ": "+strings.NewReplacer("\r", " ", "\n", " ").Replace(text)+"\n\n")
 	return err
 }
