@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/wire"
+	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
 // Provider is OpenAI Chat Completions' row of the provider table: the
@@ -71,7 +72,7 @@ func parseError(status int, h http.Header, body []byte) wire.APIError {
 		}
 		e.Type = firstNonEmpty(inner.Type, code(inner.Code), v.Type, code(v.Code))
 	}
-	e.Retryable = wire.RetryableStatus(status) || Retryable(e.Type)
+	e.Retryable = wire.RetryableStatus(status) || oaicompat.Retryable(e.Type)
 	return e
 }
 

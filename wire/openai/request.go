@@ -41,7 +41,7 @@ import (
 //     content a string, or text parts as blocks) in one user message for
 //     each run of consecutive tool messages; a user message that directly
 //     follows the run joins that same user message after the results (the
-//     inverse of Convert, which splits such a message).
+//     inverse of EncodeRequest, which splits such a message).
 //   - assistant messages: reasoning_content (DeepSeek) or reasoning
 //     (OpenRouter) → a leading reasoning block; reasoning_details → the
 //     message's ReasoningDetails as it came; content (string, parts, or

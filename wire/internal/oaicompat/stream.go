@@ -346,16 +346,16 @@ func StreamError(raw []byte) *chat.StreamError {
 	if out.Type == "" {
 		out.Type = "error"
 	}
-	out.Retryable = retryable(e.Type) || retryable(code)
+	out.Retryable = Retryable(e.Type) || Retryable(code)
 	return out
 }
 
-// retryable reports whether an error type or code says that retrying may
+// Retryable reports whether an error type or code says that retrying may
 // succeed: it names a rate limit, an overload, a server error, an
 // unavailable service or a timeout (server_error, rate_limit_exceeded,
 // overloaded_error, service_unavailable, ...), or is the status 408, 429
 // or 5xx.
-func retryable(typ string) bool {
+func Retryable(typ string) bool {
 	if typ == "" {
 		return false
 	}
