@@ -7,7 +7,7 @@ import (
 )
 
 // TestImports guards the seam: relay builds on chat (and the shared token
-// counter, and the JSON splitter chat reads with) alone among ctxkit's
+// counter, and the strict JSON reader and splitter) alone among ctxkit's
 // packages, and reaches for no network, processes or database.
 func TestImports(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
@@ -16,7 +16,8 @@ func TestImports(t *testing.T) {
 	}
 	forbidden := []string{"github.com/ctxkit/ctxkit/", "net/http", "os/exec", "database/sql"}
 	for _, dep := range strings.Fields(string(out)) {
-		if dep == "github.com/ctxkit/ctxkit/relay" || dep == "github.com/ctxkit/ctxkit/chat" || dep == "github.com/ctxkit/ctxkit/internal/tokencount" || dep == "github.com/ctxkit/ctxkit/internal/jsonscan" {
+		if dep == "github.com/ctxkit/ctxkit/relay" || dep == "github.com/ctxkit/ctxkit/chat" || dep == "github.com/ctxkit/ctxkit/internal/tokencount" || dep == "github.com/ctxkit/ctxkit/internal/jsonscan" ||
+			dep == "github.com/ctxkit/ctxkit/internal/strictjson" {
 			continue
 		}
 		for _, f := range forbidden {
