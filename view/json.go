@@ -1,8 +1,6 @@
 package view
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,36 +16,20 @@ const maxDepth = 128
 // a view unchanged. Trailing data after the value is an error. Errors carry
 // the line and column at fault.
 func DecodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, positioned(data, err, dec.InputOffset())
+	v, err := strictjson.Value(data)
+	if err == nil {
+		return v, nil
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		line, col := strictjson.Position(data, dec.InputOffset())
-		return nil, fmt.Errorf("line %d, column %d: unexpected data after the JSON value", line, col)
+	e := err.(*strictjson.Error)
+	switch {
+	case e.Code == strictjson.CodeEmpty, e.Code == strictjson.CodeTrailing:
+		return nil, errors.New(e.Error())
+	case e.Err == io.ErrUnexpectedEOF:
+		return nil, fmt.Errorf("line %d, column %d: %w", e.Line, e.Column, errors.New(e.Msg))
 	}
-	return v, nil
-}
-
-// positioned rewrites an error of Decode to name the line and column. A
-// SyntaxError's offset is one byte past the bad character after Decode.
-func positioned(data []byte, err error, fallback int64) error {
-	if err == io.EOF {
-		return errors.New("empty input: expected a JSON value")
-	}
-	off := fallback
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		off = se.Offset - 1
-	}
-	if err == io.ErrUnexpectedEOF {
-		off = int64(len(data))
-		err = errors.New("unexpected end of JSON input")
-	}
-	line, col := strictjson.Position(data, off)
-	return fmt.Errorf("line %d, column %d: %w", line, col, err)
+	// The cause stays in the chain: a caller may look for its
+	// *json.SyntaxError.
+	return nil, fmt.Errorf("line %d, column %d: %w", e.Line, e.Column, e.Err)
 }
 
 // decodeStrict decodes a hints document: like DecodeJSON, but it also

@@ -151,6 +151,31 @@ func (d *treeDecoder) value(path string, depth int) (any, error) {
 	return tok, nil
 }
 
+// Value decodes one JSON value as encoding/json does into an any, numbers
+// as json.Number (so large integers and exact decimals are kept), and
+// checks that nothing follows it. It is lenient where Decode is strict:
+// a key given twice keeps its last value and invalid UTF-8 becomes
+// U+FFFD, as in encoding/json. Errors are CodeEmpty, CodeSyntax (placed)
+// and CodeTrailing.
+func Value(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		if err == io.EOF {
+			return nil, &Error{Code: CodeEmpty, Offset: -1, Msg: "empty input: expected a JSON value", Err: err}
+		}
+		// After Decode the offset is just past the byte at fault.
+		return nil, syntaxError(data, err, dec.InputOffset(), true)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		off := dec.InputOffset()
+		line, col := Position(data, off)
+		return nil, &Error{Code: CodeTrailing, Line: line, Column: col, Offset: off, Msg: "unexpected data after the JSON value"}
+	}
+	return v, nil
+}
+
 // Unmarshal decodes one JSON value into v as encoding/json does, numbers
 // as json.Number, strictly: a document of more than lim.Bytes
 // (CodeTooLarge), invalid UTF-8 (CodeUTF8), nesting past lim.Depth

@@ -105,6 +105,32 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+func TestValue(t *testing.T) {
+	v, err := Value([]byte("{\"a\":1,\"a\":12345678901234567890,\"s\":\"\xff\"}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Lenient as encoding/json: the last key wins, invalid UTF-8 is
+	// replaced; numbers are kept as written.
+	if want := map[string]any{"a": json.Number("12345678901234567890"), "s": "\uFFFD"}; !reflect.DeepEqual(v, want) {
+		t.Fatalf("got %#v", v)
+	}
+	for _, c := range []struct {
+		in   string
+		code Code
+		text string
+	}{
+		{" \n", CodeEmpty, "empty input: expected a JSON value"},
+		{"[1,2,]", CodeSyntax, "line 1, column 6: invalid character ']' looking for beginning of value"},
+		{"[\"é\",x]", CodeSyntax, "line 1, column 6: invalid character 'x' looking for beginning of value"},
+		{"{\"a\":", CodeSyntax, "line 1, column 6: unexpected end of JSON input"},
+		{"1 2", CodeTrailing, "line 1, column 4: unexpected data after the JSON value"},
+	} {
+		_, err := Value([]byte(c.in))
+		wantErr(t, err, c.code, "", c.text)
+	}
+}
+
 func TestDecoderErrs(t *testing.T) {
 	d := NewDecoder(nil)
 	_, err := d.Token()
