@@ -247,10 +247,26 @@ func MessagePath(i int) string { return "messages[" + strconv.Itoa(i) + "]" }
 // BlockPath is "messages[i].content[j]".
 func BlockPath(i, j int) string { return MessagePath(i) + ".content[" + strconv.Itoa(j) + "]" }
 
+// Code is a stable, machine-readable kind of Error.
+type Code string
+
+// The kinds of Error.
+const (
+	CodeInvalidJSON    Code = "invalid_json"    // the request, or a value in it, is not valid JSON
+	CodeDuplicateField Code = "duplicate_field" // one key given twice in an object
+	CodeMissingField   Code = "missing_field"   // a field the request needs is absent or empty
+	CodeInvalidValue   Code = "invalid_value"   // a value of the wrong kind or form
+	CodeTooLarge       Code = "too_large"       // past one of the Max bounds
+)
+
 // Error is a request ctxkit cannot read, with the place at fault.
 type Error struct {
+	// Code is the kind of fault; "" when a converter built the error
+	// without one.
+	Code Code
 	Path string // messages[3].content[1].source, or empty for the whole request
 	Msg  string
+	Err  error // the underlying cause, if any
 }
 
 func (e *Error) Error() string {
@@ -260,6 +276,14 @@ func (e *Error) Error() string {
 	return e.Path + ": " + e.Msg
 }
 
+func (e *Error) Unwrap() error { return e.Err }
+
+// errorf is an invalid value at path.
 func errorf(path, format string, args ...any) *Error {
-	return &Error{Path: path, Msg: fmt.Sprintf(format, args...)}
+	return &Error{Code: CodeInvalidValue, Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// codef is an Error of the given code at path.
+func codef(code Code, path, format string, args ...any) *Error {
+	return &Error{Code: code, Path: path, Msg: fmt.Sprintf(format, args...)}
 }

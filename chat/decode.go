@@ -3,14 +3,12 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/ctxkit/ctxkit/internal/jsonscan"
+	"github.com/ctxkit/ctxkit/internal/strictjson"
 )
 
 // MaxNesting bounds how deep tool results may nest content.
@@ -82,7 +80,7 @@ func (rd reader) request(data []byte) (Request, error) {
 			if c, err = rd.decodeContent(v, k, 0); err == nil {
 				for i, b := range c.Blocks {
 					if b.Type != TypeText {
-						err = errorf(fmt.Sprintf("system[%d]", i), "the system prompt takes text blocks, not %q", b.Type)
+						err = errorf(strictjson.Index("system", i), "the system prompt takes text blocks, not %q", b.Type)
 						break
 					}
 				}
@@ -91,8 +89,8 @@ func (rd reader) request(data []byte) (Request, error) {
 		case "messages":
 			var raw []json.RawMessage
 			if raw, err = rd.array(v, k, MaxMessages); err != nil {
-				if err == jsonscan.ErrTooMany {
-					err = errorf(k, "more than %d messages", MaxMessages)
+				if tooMany(err) {
+					err = codef(CodeTooLarge, k, "more than %d messages", MaxMessages)
 				}
 				break
 			}
@@ -105,14 +103,14 @@ func (rd reader) request(data []byte) (Request, error) {
 		case "tools":
 			var raw []json.RawMessage
 			if raw, err = rd.array(v, k, MaxTools); err != nil {
-				if err == jsonscan.ErrTooMany {
-					err = errorf(k, "more than %d tools", MaxTools)
+				if tooMany(err) {
+					err = codef(CodeTooLarge, k, "more than %d tools", MaxTools)
 				}
 				break
 			}
 			r.Tools = make([]Tool, len(raw))
 			for i, t := range raw {
-				if r.Tools[i], err = rd.decodeTool(t, fmt.Sprintf("tools[%d]", i)); err != nil {
+				if r.Tools[i], err = rd.decodeTool(t, strictjson.Index("tools", i)); err != nil {
 					break
 				}
 			}
@@ -126,10 +124,10 @@ func (rd reader) request(data []byte) (Request, error) {
 				case "auto", "any", "none":
 				case "tool":
 					if tc.Name == "" {
-						err = errorf(k+".name", "required when type is tool")
+						err = codef(CodeMissingField, strictjson.Join(k, "name"), "required when type is tool")
 					}
 				default:
-					err = errorf(k+".type", "%q is not one of auto, any, tool, none", tc.Type)
+					err = errorf(strictjson.Join(k, "type"), "%q is not one of auto, any, tool, none", tc.Type)
 				}
 				r.ToolChoice = &tc
 			}
@@ -156,8 +154,8 @@ func (rd reader) request(data []byte) (Request, error) {
 		case "stop_sequences":
 			// Counted before they are decoded.
 			if t := bytes.TrimSpace(v); len(t) > 0 && t[0] == '[' {
-				if _, err = rd.array(t, k, MaxStopSequences); err == jsonscan.ErrTooMany {
-					err = errorf(k, "more than %d stop sequences", MaxStopSequences)
+				if _, err = rd.array(t, k, MaxStopSequences); tooMany(err) {
+					err = codef(CodeTooLarge, k, "more than %d stop sequences", MaxStopSequences)
 					break
 				}
 			}
@@ -171,10 +169,10 @@ func (rd reader) request(data []byte) (Request, error) {
 				switch t.Type {
 				case "enabled", "disabled", "adaptive":
 				default:
-					err = errorf(k+".type", "%q is not one of enabled, disabled, adaptive", t.Type)
+					err = errorf(strictjson.Join(k, "type"), "%q is not one of enabled, disabled, adaptive", t.Type)
 				}
 				if t.BudgetTokens < 0 {
-					err = errorf(k+".budget_tokens", "must not be negative")
+					err = errorf(strictjson.Join(k, "budget_tokens"), "must not be negative")
 				}
 				r.Thinking = &t
 			}
@@ -199,7 +197,7 @@ func (rd reader) request(data []byte) (Request, error) {
 	}
 	if r.Messages == nil {
 		if !fields.Has("messages") {
-			return Request{}, errorf("messages", "required")
+			return Request{}, codef(CodeMissingField, "messages", "required")
 		}
 		r.Messages = []Message{}
 	}
@@ -214,19 +212,19 @@ func (rd reader) decodeMessage(data []byte, path string) (Message, error) {
 	}
 	role, ok := fields.Get("role")
 	if !ok {
-		return m, errorf(path+".role", "required")
+		return m, codef(CodeMissingField, strictjson.Join(path, "role"), "required")
 	}
-	if err := str(role, path+".role", &m.Role); err != nil {
+	if err := str(role, strictjson.Join(path, "role"), &m.Role); err != nil {
 		return m, err
 	}
 	if m.Role != User && m.Role != Assistant {
-		return m, errorf(path+".role", "%q is not user or assistant", m.Role)
+		return m, errorf(strictjson.Join(path, "role"), "%q is not user or assistant", m.Role)
 	}
 	content, ok := fields.Get("content")
 	if !ok {
-		return m, errorf(path+".content", "required")
+		return m, codef(CodeMissingField, strictjson.Join(path, "content"), "required")
 	}
-	if m.Content, err = rd.decodeContent(content, path+".content", 0); err != nil {
+	if m.Content, err = rd.decodeContent(content, strictjson.Join(path, "content"), 0); err != nil {
 		return m, err
 	}
 	for _, f := range fields {
@@ -237,7 +235,7 @@ func (rd reader) decodeMessage(data []byte, path string) (Message, error) {
 			if isNull(v) {
 				continue
 			}
-			if err := rd.isArray(v, path+"."+k); err != nil {
+			if err := rd.isArray(v, strictjson.Join(path, k)); err != nil {
 				return m, err
 			}
 			m.ReasoningDetails = CloneRaw(v)
@@ -263,8 +261,8 @@ func (rd reader) decodeContent(data []byte, path string, depth int) (Content, er
 	// rest of the array is not even split.
 	room := MaxBlocks - rd.used.blocks
 	raw, err := rd.array(data, path, room)
-	if err == jsonscan.ErrTooMany {
-		return Content{}, errorf(path+"["+strconv.Itoa(room)+"]", "more than %d content blocks in the request", MaxBlocks)
+	if tooMany(err) {
+		return Content{}, codef(CodeTooLarge, strictjson.Index(path, room), "more than %d content blocks in the request", MaxBlocks)
 	}
 	if err != nil {
 		return Content{}, errorf(path, "must be a string or an array of blocks")
@@ -273,7 +271,7 @@ func (rd reader) decodeContent(data []byte, path string, depth int) (Content, er
 	c := Content{Blocks: make([]Block, len(raw))}
 	for i, b := range raw {
 		var err error
-		if c.Blocks[i], err = rd.decodeBlock(b, path+"["+strconv.Itoa(i)+"]", depth); err != nil {
+		if c.Blocks[i], err = rd.decodeBlock(b, strictjson.Index(path, i), depth); err != nil {
 			return Content{}, err
 		}
 	}
@@ -288,13 +286,13 @@ func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error)
 	}
 	t, ok := fields.Get("type")
 	if !ok {
-		return b, errorf(path+".type", "required")
+		return b, codef(CodeMissingField, strictjson.Join(path, "type"), "required")
 	}
-	if err := str(t, path+".type", &b.Type); err != nil {
+	if err := str(t, strictjson.Join(path, "type"), &b.Type); err != nil {
 		return b, err
 	}
 	if b.Type == "" {
-		return b, errorf(path+".type", "empty")
+		return b, codef(CodeMissingField, strictjson.Join(path, "type"), "empty")
 	}
 	known := b.Known()
 	for _, f := range fields {
@@ -302,7 +300,7 @@ func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error)
 		if k == "type" {
 			continue
 		}
-		p := path + "." + k
+		p := strictjson.Join(path, k)
 		if k == "cache_control" {
 			if !isNull(v) {
 				b.CacheControl = CloneRaw(v)
@@ -342,7 +340,7 @@ func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error)
 				continue
 			}
 			if depth+1 >= MaxNesting {
-				return b, errorf(p, "tool results nested more than %d deep", MaxNesting)
+				return b, codef(CodeTooLarge, p, "tool results nested more than %d deep", MaxNesting)
 			}
 			var c Content
 			if c, err = rd.decodeContent(v, p, depth+1); err == nil {
@@ -375,37 +373,37 @@ func (rd reader) decodeBlock(data []byte, path string, depth int) (Block, error)
 	switch b.Type {
 	case TypeToolUse:
 		if b.ID == "" {
-			return b, errorf(path+".id", "a tool_use needs an id")
+			return b, codef(CodeMissingField, strictjson.Join(path, "id"), "a tool_use needs an id")
 		}
 		if b.Name == "" {
-			return b, errorf(path+".name", "a tool_use needs a name")
+			return b, codef(CodeMissingField, strictjson.Join(path, "name"), "a tool_use needs a name")
 		}
 		if b.Input == nil {
-			return b, errorf(path+".input", "a tool_use needs an input object")
+			return b, codef(CodeMissingField, strictjson.Join(path, "input"), "a tool_use needs an input object")
 		}
 	case TypeToolResult:
 		if b.ToolUseID == "" {
-			return b, errorf(path+".tool_use_id", "a tool_result needs the id of its tool_use")
+			return b, codef(CodeMissingField, strictjson.Join(path, "tool_use_id"), "a tool_result needs the id of its tool_use")
 		}
 	case TypeImage, TypeDocument:
 		if b.Source == nil {
-			return b, errorf(path+".source", "an %s needs a source", b.Type)
+			return b, codef(CodeMissingField, strictjson.Join(path, "source"), "an %s needs a source", b.Type)
 		}
 		if b.Type == TypeImage {
 			switch b.Source.Type {
 			case "base64":
 				if b.Source.MediaType == "" || b.Source.Data == "" {
-					return b, errorf(path+".source", "a base64 image needs media_type and data")
+					return b, codef(CodeMissingField, strictjson.Join(path, "source"), "a base64 image needs media_type and data")
 				}
 			case "url":
 				if b.Source.URL == "" {
-					return b, errorf(path+".source.url", "required for a url source")
+					return b, codef(CodeMissingField, strictjson.Join(path, "source.url"), "required for a url source")
 				}
 			}
 		}
 	case TypeRedactedThinking:
 		if b.Data == "" {
-			return b, errorf(path+".data", "a redacted_thinking block needs its data")
+			return b, codef(CodeMissingField, strictjson.Join(path, "data"), "a redacted_thinking block needs its data")
 		}
 	}
 	return b, nil
@@ -419,7 +417,7 @@ func (rd reader) decodeSource(data []byte, path string) (*Source, error) {
 	s := &Source{}
 	for _, f := range fields {
 		k, v := f.Key, f.Value
-		p := path + "." + k
+		p := strictjson.Join(path, k)
 		switch k {
 		case "type":
 			err = str(v, p, &s.Type)
@@ -442,7 +440,7 @@ func (rd reader) decodeSource(data []byte, path string) (*Source, error) {
 		}
 	}
 	if s.Type == "" {
-		return nil, errorf(path+".type", "required")
+		return nil, codef(CodeMissingField, strictjson.Join(path, "type"), "required")
 	}
 	return s, nil
 }
@@ -455,7 +453,7 @@ func (rd reader) decodeTool(data []byte, path string) (Tool, error) {
 	}
 	for _, f := range fields {
 		k, v := f.Key, f.Value
-		p := path + "." + k
+		p := strictjson.Join(path, k)
 		switch k {
 		case "name":
 			err = str(v, p, &t.Name)
@@ -481,10 +479,10 @@ func (rd reader) decodeTool(data []byte, path string) (Tool, error) {
 		}
 	}
 	if t.Name == "" {
-		return t, errorf(path+".name", "required")
+		return t, codef(CodeMissingField, strictjson.Join(path, "name"), "required")
 	}
 	if t.Type == "" && t.InputSchema == nil {
-		return t, errorf(path+".input_schema", "required for a custom tool")
+		return t, codef(CodeMissingField, strictjson.Join(path, "input_schema"), "required for a custom tool")
 	}
 	return t, nil
 }
@@ -506,16 +504,16 @@ type used struct {
 // tooManyExtras is the error for the object at path whose unknown field
 // is past MaxExtraFields.
 func tooManyExtras(path string) error {
-	return errorf(path, "more than %d unknown fields in the request", MaxExtraFields)
+	return codef(CodeTooLarge, path, "more than %d unknown fields in the request", MaxExtraFields)
 }
 
 // fields reads the fields of an object whose unknown fields are kept
 // (the request, a message, a block, a source, a tool): an object of so
 // many that the unknown ones must run past MaxExtraFields is refused
 // before they are read.
-func (rd reader) fields(data []byte, path string) (jsonscan.Members, error) {
+func (rd reader) fields(data []byte, path string) (strictjson.Members, error) {
 	fields, err := rd.object(data, path, MaxExtraFields-rd.used.extras+maxModelled)
-	if err == jsonscan.ErrTooMany {
+	if tooMany(err) {
 		return nil, tooManyExtras(path)
 	}
 	return fields, err
@@ -536,67 +534,38 @@ func (rd reader) keep(m map[string]json.RawMessage, path, k string, v json.RawMe
 }
 
 // object reads a JSON object's fields; duplicate keys are refused, and so
-// is an object of more than max fields (jsonscan.ErrTooMany), before a
-// key given twice.
-func (rd reader) object(data []byte, path string, max int) (jsonscan.Members, error) {
+// is an object of more than max fields (tooMany), before a key given
+// twice.
+func (rd reader) object(data []byte, path string, max int) (strictjson.Members, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return nil, errorf(path, "must be a JSON object")
 	}
-	if rd.valid {
-		fields, err := jsonscan.SplitObject(data, max)
-		if err == jsonscan.ErrTooMany {
-			return nil, err
-		}
-		if err != nil {
-			if dup, ok := err.(*jsonscan.DuplicateKeyError); ok {
-				return nil, errorf(joinPath(path, dup.Key), "given twice")
-			}
-			return nil, errorf(path, "%v", err)
-		}
-		return fields, nil
+	fields, err := strictjson.Object(data, path, max, rd.valid)
+	if err != nil {
+		return nil, jsonErr(err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if _, err := dec.Token(); err != nil {
-		return nil, errorf(path, "%v", err)
-	}
-	var fields jsonscan.Members
-	seen := map[string]bool{}
-	dup, hasDup := "", false
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, errorf(path, "%v", err)
-		}
-		k, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, errorf(path, "%v", err)
-		}
-		if seen[k] && !hasDup {
-			dup, hasDup = k, true
-		}
-		seen[k] = true
-		fields = append(fields, jsonscan.Member{Key: k, Value: v})
-		// As with the scanner, too many fields are refused before a key
-		// given twice.
-		if len(fields) > max {
-			return nil, jsonscan.ErrTooMany
-		}
-	}
-	if hasDup {
-		return nil, errorf(joinPath(path, dup), "given twice")
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, errorf(path, "%v", err)
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, errorf(path, "more than one JSON value")
-	}
-	slices.SortFunc(fields, func(a, b jsonscan.Member) int { return strings.Compare(a.Key, b.Key) })
 	return fields, nil
 }
+
+// jsonErr is the *Error for an error of strictjson, but a too-many error
+// is kept: its caller names the bound.
+func jsonErr(err error) error {
+	e := err.(*strictjson.Error)
+	switch e.Code {
+	case strictjson.CodeTooMany:
+		return e
+	case strictjson.CodeDuplicateKey:
+		return codef(CodeDuplicateField, e.Path, "given twice")
+	case strictjson.CodeTrailing:
+		return codef(CodeInvalidJSON, e.Path, "more than one JSON value")
+	}
+	return &Error{Code: CodeInvalidJSON, Path: e.Path, Msg: e.Err.Error(), Err: e.Err}
+}
+
+// tooMany reports whether err says that an object or array has more
+// members than its caller allows.
+func tooMany(err error) bool { return strictjson.CodeOf(err) == strictjson.CodeTooMany }
 
 // SortedKeys is m's keys in ascending order (nil when m is empty): the
 // order in which the unmodelled fields of a request are read and warned
@@ -613,33 +582,17 @@ func SortedKeys(m map[string]json.RawMessage) []string {
 	return keys
 }
 
-func joinPath(path, k string) string {
-	if path == "" {
-		return k
-	}
-	return path + "." + k
-}
-
 // array reads a JSON array's elements; an array of more than max elements
-// is jsonscan.ErrTooMany, found before the elements past max are read.
+// is a too-many error (tooMany), found before the elements past max are
+// read.
 func (rd reader) array(data []byte, path string, max int) ([]json.RawMessage, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '[' {
 		return nil, errorf(path, "must be an array")
 	}
-	if rd.valid {
-		out, err := jsonscan.SplitArray(data, max)
-		if err != nil && err != jsonscan.ErrTooMany {
-			return nil, errorf(path, "%v", err)
-		}
-		return out, err
-	}
-	var out []json.RawMessage
-	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, errorf(path, "%v", err)
-	}
-	if len(out) > max {
-		return nil, jsonscan.ErrTooMany
+	out, err := strictjson.Array(data, path, max, rd.valid)
+	if err != nil {
+		return nil, jsonErr(err)
 	}
 	return out, nil
 }
@@ -671,7 +624,7 @@ func str(data []byte, path string, out *string) error {
 	// the struct holding *out (a Block, ...) stays off the heap.
 	var s string
 	if err := json.Unmarshal(data, &s); err != nil {
-		return errorf(path, "%v", err)
+		return &Error{Code: CodeInvalidJSON, Path: path, Msg: err.Error(), Err: err}
 	}
 	*out = s
 	return nil

@@ -318,7 +318,7 @@ func (o *obj) raw(k string, v json.RawMessage) error {
 	o.key(k)
 	buf := bytes.NewBuffer(o.b)
 	if err := json.Compact(buf, v); err != nil {
-		return errorf(k, "not valid JSON: %v", err)
+		return &Error{Code: CodeInvalidJSON, Path: k, Msg: "not valid JSON: " + err.Error(), Err: err}
 	}
 	o.b = buf.Bytes()
 	return nil

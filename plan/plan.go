@@ -5,7 +5,6 @@
 package plan
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxkit/ctxkit/internal/strictjson"
 	"github.com/ctxkit/ctxkit/patch"
 )
 
@@ -177,8 +177,7 @@ func Parse(data []byte) (*Plan, error) {
 // decodeStrict is Parse's decoding by JSON tokens: slower than parseFast,
 // but every error it returns names the field at fault.
 func decodeStrict(data []byte) (*Plan, error) {
-	d := &decoder{dec: json.NewDecoder(bytes.NewReader(data))}
-	d.dec.UseNumber()
+	d := &decoder{dec: strictjson.NewDecoder(data)}
 	var p Plan
 	err := d.object("", map[string]func(string) error{
 		"diffs": func(f string) error {
@@ -214,8 +213,9 @@ func decodeStrict(data []byte) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := d.dec.Token(); err != io.EOF {
-		return nil, &Error{Code: CodeSyntax, Msg: fmt.Sprintf("text after the plan object at byte %d: a plan is one JSON object", d.dec.InputOffset())}
+	if err := d.dec.End(); err != nil {
+		e := err.(*strictjson.Error)
+		return nil, &Error{Code: CodeSyntax, Msg: fmt.Sprintf("text after the plan object at byte %d: a plan is one JSON object", e.Offset)}
 	}
 	return &p, nil
 }
@@ -348,9 +348,14 @@ func checkHeaders(f *patch.File, p string) *Error {
 }
 
 // decoder walks JSON tokens so that every error names its field.
-type decoder struct{ dec *json.Decoder }
+type decoder struct{ dec *strictjson.Decoder }
 
+// syntax is the error for err, a *strictjson.Error of the decoder at
+// field, placed by byte offset as plan errors always were.
 func (d *decoder) syntax(field string, err error) error {
+	if e, ok := err.(*strictjson.Error); ok && e.Err != nil {
+		err = e.Err
+	}
 	var se *json.SyntaxError
 	msg := err.Error()
 	if errors.As(err, &se) {
@@ -383,13 +388,6 @@ func (d *decoder) kindErr(field, want string, tok json.Token) error {
 	return fieldErr(field, "must be %s, not %s", want, got)
 }
 
-func join(field, key string) string {
-	if field == "" {
-		return key
-	}
-	return field + "." + key
-}
-
 // object reads an object whose keys are all in fields, each once, with
 // every key in required present.
 func (d *decoder) object(field string, fields map[string]func(string) error, required ...string) error {
@@ -409,13 +407,13 @@ func (d *decoder) object(field string, fields map[string]func(string) error, req
 		key := tok.(string)
 		read, ok := fields[key]
 		if !ok {
-			return fieldErr(join(field, key), "unknown field %q", key)
+			return fieldErr(strictjson.Join(field, key), "unknown field %q", key)
 		}
 		if seen[key] {
-			return fieldErr(join(field, key), "repeated field %q", key)
+			return fieldErr(strictjson.Join(field, key), "repeated field %q", key)
 		}
 		seen[key] = true
-		if err := read(join(field, key)); err != nil {
+		if err := read(strictjson.Join(field, key)); err != nil {
 			return err
 		}
 	}
@@ -424,7 +422,7 @@ func (d *decoder) object(field string, fields map[string]func(string) error, req
 	}
 	for _, r := range required {
 		if !seen[r] {
-			return fieldErr(join(field, r), "is required")
+			return fieldErr(strictjson.Join(field, r), "is required")
 		}
 	}
 	return nil
@@ -442,7 +440,7 @@ func (d *decoder) array(field string, max int, elem func(string) error) error {
 		if i == max {
 			return &Error{Code: CodeTooLarge, Path: field, Msg: fmt.Sprintf("more than %d entries", max)}
 		}
-		if err := elem(fmt.Sprintf("%s[%d]", field, i)); err != nil {
+		if err := elem(strictjson.Index(field, i)); err != nil {
 			return err
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/internal/strictjson"
 )
 
 var contextKeys = []string{"source_agent", "target_agent", "task", "prompts", "memory", "constraints"}
@@ -55,7 +55,7 @@ func DecodeContext(data []byte, lim Limits) (*Context, error) {
 			}
 			rc.Prompts = make([]Prompt, len(raw))
 			for i, r := range raw {
-				if rc.Prompts[i], err = decodePrompt(r, "prompts["+strconv.Itoa(i)+"]"); err != nil {
+				if rc.Prompts[i], err = decodePrompt(r, strictjson.Index("prompts", i)); err != nil {
 					break
 				}
 			}
@@ -92,7 +92,7 @@ func decodePrompt(data []byte, at string) (Prompt, error) {
 	if p.Position == "" {
 		p.Position = DefaultPosition
 	}
-	return p, normaliseMap(p.Metadata, at+".metadata", CodeInvalidPrompt)
+	return p, normaliseMap(p.Metadata, strictjson.Join(at, "metadata"), CodeInvalidPrompt)
 }
 
 // decodeObject reads data as one JSON object, keeping the values raw.
@@ -122,45 +122,38 @@ func decodeObject(data []byte, at, code string) (map[string]json.RawMessage, err
 // decodeStrict decodes one JSON value into v: no unknown fields, numbers as
 // json.Number, nothing after the value. Errors name the place under at.
 func decodeStrict(data []byte, at, code string, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return jsonError(data, at, code, err)
+	err := strictjson.Unmarshal(data, v, strictjson.Limits{})
+	if err == nil {
+		return nil
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	e := err.(*strictjson.Error)
+	switch e.Code {
+	case strictjson.CodeTrailing:
 		return errorf(code, at, "more than one JSON value")
-	}
-	return nil
-}
-
-func jsonError(data []byte, at, code string, err error) error {
-	var (
-		se *json.SyntaxError
-		te *json.UnmarshalTypeError
-	)
-	switch {
-	case errors.As(err, &se):
-		line, col := lineCol(data, se.Offset)
-		return errorf(code, at, "line %d, column %d: %s", line, col, se.Error())
-	case errors.As(err, &te):
+	case strictjson.CodeType:
+		var te *json.UnmarshalTypeError
+		errors.As(e.Err, &te)
 		return errorf(code, join(at, te.Field), "must be %s, not a JSON %s", goKind(te.Type.String()), te.Value)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return errorf(code, at, "unexpected end of JSON input")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return errorf(code, at, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	case strictjson.CodeUnknownField:
+		return errorf(code, at, "unknown field %s", e.Msg)
+	case strictjson.CodeUTF8:
+		return errorf(code, at, "not valid UTF-8")
 	}
-	return errorf(code, at, "%s", strings.TrimPrefix(err.Error(), "json: "))
+	// A syntax error is placed by line and column, counted in characters;
+	// the message is encoding/json's.
+	if e.Line > 0 {
+		return errorf(code, at, "line %d, column %d: %s", e.Line, e.Column, e.Err.Error())
+	}
+	return errorf(code, at, "%s", e.Msg)
 }
 
+// join roots the path field (of a value under at) at at: at itself when
+// field is empty.
 func join(at, field string) string {
-	switch {
-	case at == "":
-		return field
-	case field == "":
+	if field == "" {
 		return at
 	}
-	return at + "." + field
+	return strictjson.Join(at, field)
 }
 
 func goKind(t string) string {
@@ -181,33 +174,13 @@ func goKind(t string) string {
 	return t
 }
 
-func lineCol(data []byte, offset int64) (line, col int) {
-	if offset > int64(len(data)) {
-		offset = int64(len(data))
-	}
-	line, col = 1, 1
-	for _, c := range data[:offset] {
-		if c == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
-		}
-	}
-	// The offset is just past the byte at fault.
-	if col > 1 {
-		col--
-	}
-	return line, col
-}
-
 func isNull(data []byte) bool { return string(bytes.TrimSpace(data)) == "null" }
 
 // normaliseMap turns the json.Number values of m (at any depth) into int64
 // when integral and in range, float64 otherwise.
 func normaliseMap(m map[string]any, at, code string) error {
 	for k, v := range m {
-		n, err := normalise(v, at+"."+k, code)
+		n, err := normalise(v, strictjson.Join(at, k), code)
 		if err != nil {
 			return err
 		}
@@ -231,7 +204,7 @@ func normalise(v any, at, code string) (any, error) {
 		return x, normaliseMap(x, at, code)
 	case []any:
 		for i, e := range x {
-			n, err := normalise(e, fmt.Sprintf("%s[%d]", at, i), code)
+			n, err := normalise(e, strictjson.Index(at, i), code)
 			if err != nil {
 				return nil, err
 			}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/itchyny/gojq"
 	"github.com/theory/jsonpath"
+
+	"github.com/ctxkit/ctxkit/internal/strictjson"
 )
 
 // literalRule yields its value as given.
@@ -120,7 +122,7 @@ func compileJQ(src, where string, opts Options) (rule, error) {
 		var pe *gojq.ParseError
 		if errors.As(err, &pe) {
 			// Offset counts the bytes read through the bad token.
-			line, col := position([]byte(src), int64(pe.Offset-len(pe.Token)))
+			line, col := strictjson.Position([]byte(src), int64(pe.Offset-len(pe.Token)))
 			msg = fmt.Sprintf("line %d, column %d: %s", line, col, msg)
 		}
 		return nil, &Error{Code: CodeInvalidJQ, Path: where, Msg: msg, Err: err}

@@ -9,8 +9,9 @@
 //
 // SplitObject and SplitArray split an object or array of a document
 // already checked with json.Valid into its members, without decoding
-// their values: the request decoders of chat and wire/openai read with
-// them, one level of nesting at a time.
+// their values: internal/strictjson builds its one-pass Object and Array
+// on them, through which the request decoders of chat and wire/openai
+// read one level of nesting at a time.
 package jsonscan
 
 import (

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
-	"github.com/ctxkit/ctxkit/internal/jsonscan"
+	"github.com/ctxkit/ctxkit/internal/strictjson"
 )
 
 // DecodeRequest reads a Chat Completions request body as a canonical
@@ -146,7 +146,7 @@ const maxModelled = 16
 // tooManyExtras is the error for the object at path whose unknown field
 // is past chat.MaxExtraFields.
 func tooManyExtras(path string) error {
-	return fail(path, "more than %d unknown fields in the request", chat.MaxExtraFields)
+	return failCode(chat.CodeTooLarge, path, "more than %d unknown fields in the request", chat.MaxExtraFields)
 }
 
 // room is the most members an object may have now: more, and its unknown
@@ -156,9 +156,9 @@ func (d *requestDecoder) room() int { return chat.MaxExtraFields - d.extras + ma
 // split reads the fields of the object at path: one of more than room
 // is refused before they are read. The caller counts the unknown ones
 // (unknown).
-func (d *requestDecoder) split(data []byte, path string) (jsonscan.Members, error) {
+func (d *requestDecoder) split(data []byte, path string) (strictjson.Members, error) {
 	f, err := fieldsAtMost(data, path, d.room())
-	if err == jsonscan.ErrTooMany {
+	if tooMany(err) {
 		return nil, tooManyExtras(path)
 	}
 	return f, err
@@ -166,7 +166,7 @@ func (d *requestDecoder) split(data []byte, path string) (jsonscan.Members, erro
 
 // unknown counts the fields of f, the object at path, that are not among
 // known against chat.MaxExtraFields.
-func (d *requestDecoder) unknown(f jsonscan.Members, path string, known ...string) error {
+func (d *requestDecoder) unknown(f strictjson.Members, path string, known ...string) error {
 	for _, m := range f {
 		if slices.Contains(known, m.Key) {
 			continue
@@ -181,7 +181,7 @@ func (d *requestDecoder) unknown(f jsonscan.Members, path string, known ...strin
 
 // object reads the fields of the object at path, those not among known
 // counted against chat.MaxExtraFields.
-func (d *requestDecoder) object(data []byte, path string, known ...string) (jsonscan.Members, error) {
+func (d *requestDecoder) object(data []byte, path string, known ...string) (strictjson.Members, error) {
 	f, err := d.split(data, path)
 	if err != nil {
 		return nil, err
@@ -191,7 +191,7 @@ func (d *requestDecoder) object(data []byte, path string, known ...string) (json
 
 // tooManyBlocks is the error for the block at path past chat.MaxBlocks.
 func tooManyBlocks(path string) error {
-	return fail(path, "more than %d content blocks in the request", chat.MaxBlocks)
+	return failCode(chat.CodeTooLarge, path, "more than %d content blocks in the request", chat.MaxBlocks)
 }
 
 // block counts one block, made from the value at path.
@@ -209,8 +209,8 @@ func (d *requestDecoder) block(path string) error {
 func (d *requestDecoder) blockArray(v json.RawMessage, path, notArray string) ([]json.RawMessage, error) {
 	room := chat.MaxBlocks - d.blocks
 	raw, err := arrayAtMost(v, path, room)
-	if err == jsonscan.ErrTooMany {
-		return nil, tooManyBlocks(index(path, room))
+	if tooMany(err) {
+		return nil, tooManyBlocks(strictjson.Index(path, room))
 	}
 	if err != nil {
 		return nil, fail(path, "%s", notArray)
@@ -219,49 +219,58 @@ func (d *requestDecoder) blockArray(v json.RawMessage, path, notArray string) ([
 	return raw, nil
 }
 
+// fail is an invalid value at path.
 func fail(path, format string, args ...any) error {
-	return &chat.Error{Path: path, Msg: fmt.Sprintf(format, args...)}
+	return failCode(chat.CodeInvalidValue, path, format, args...)
 }
 
-func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+// failCode is a *chat.Error of the given code at path.
+func failCode(code chat.Code, path, format string, args ...any) error {
+	return &chat.Error{Code: code, Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// index is the path of element i of the array at path.
+func index(path string, i int) string { return strictjson.Index(path, i) }
+
+// tooMany reports whether err says that an object or array has more
+// members than its caller allows (fieldsAtMost, arrayAtMost).
+func tooMany(err error) bool { return strictjson.CodeOf(err) == strictjson.CodeTooMany }
 
 // fieldsOf reads a JSON object's members, sorted by key. A key given
 // twice is an error, as in chat.DecodeRequest. The values are the
 // object's own bytes, not copies: what is kept of them is cloned.
-func fieldsOf(data []byte, path string) (jsonscan.Members, error) {
+func fieldsOf(data []byte, path string) (strictjson.Members, error) {
 	return fieldsAtMost(data, path, math.MaxInt)
 }
 
 // fieldsAtMost is fieldsOf for an object of at most max members: one of
-// more is jsonscan.ErrTooMany, found before they are read.
-func fieldsAtMost(data []byte, path string, max int) (jsonscan.Members, error) {
+// more is a too-many error (tooMany), found before they are read.
+func fieldsAtMost(data []byte, path string, max int) (strictjson.Members, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return nil, fail(path, "must be a JSON object")
 	}
 	if !json.Valid(data) {
 		var v any
-		return nil, fail(path, "not valid JSON: %v", json.Unmarshal(data, &v))
+		err := json.Unmarshal(data, &v)
+		return nil, &chat.Error{Code: chat.CodeInvalidJSON, Path: path, Msg: fmt.Sprintf("not valid JSON: %v", err), Err: err}
 	}
-	f, err := jsonscan.SplitObject(data, max)
-	if err == jsonscan.ErrTooMany {
+	f, err := strictjson.Object(data, path, max, true)
+	if err == nil {
+		return f, nil
+	}
+	switch e := err.(*strictjson.Error); e.Code {
+	case strictjson.CodeTooMany:
 		return nil, err
+	case strictjson.CodeDuplicateKey:
+		return nil, failCode(chat.CodeDuplicateField, e.Path, "given twice")
+	default:
+		return nil, &chat.Error{Code: chat.CodeInvalidJSON, Path: path, Msg: fmt.Sprintf("not valid JSON: %v", e.Err), Err: e.Err}
 	}
-	if err != nil {
-		if dup, ok := err.(*jsonscan.DuplicateKeyError); ok {
-			p := dup.Key
-			if path != "" {
-				p = path + "." + dup.Key
-			}
-			return nil, fail(p, "given twice")
-		}
-		return nil, fail(path, "not valid JSON: %v", err)
-	}
-	return f, nil
 }
 
 // get is the value of key k in f, nil when it is not given.
-func get(f jsonscan.Members, k string) json.RawMessage {
+func get(f strictjson.Members, k string) json.RawMessage {
 	v, _ := f.Get(k)
 	return v
 }
@@ -281,21 +290,16 @@ func stringOf(v json.RawMessage, path string) (string, error) {
 	return s, nil
 }
 
-// arrayOf reads a JSON array's elements (its own bytes, not copies).
-func arrayOf(v json.RawMessage, path string) ([]json.RawMessage, error) {
-	return arrayAtMost(v, path, math.MaxInt)
-}
-
-// arrayAtMost reads a JSON array's elements, or stops with
-// jsonscan.ErrTooMany at the element past the first max, before reading
-// the rest.
+// arrayAtMost reads a JSON array's elements (its own bytes, not copies),
+// or stops with a too-many error (tooMany) at the element past the first
+// max, before reading the rest.
 func arrayAtMost(v json.RawMessage, path string, max int) ([]json.RawMessage, error) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 || v[0] != '[' || !json.Valid(v) {
 		return nil, fail(path, "must be an array")
 	}
-	out, err := jsonscan.SplitArray(v, max)
-	if err != nil && err != jsonscan.ErrTooMany {
+	out, err := strictjson.Array(v, path, max, true)
+	if err != nil && !tooMany(err) {
 		return nil, fail(path, "must be an array")
 	}
 	return out, err
@@ -462,7 +466,7 @@ func stopOf(v json.RawMessage) ([]string, error) {
 		return []string{s}, nil
 	}
 	a, err := arrayAtMost(v, "stop", chat.MaxStopSequences)
-	if err == jsonscan.ErrTooMany {
+	if tooMany(err) {
 		return nil, fail("stop", "more than %d stop sequences", chat.MaxStopSequences)
 	}
 	if err != nil {
@@ -497,7 +501,7 @@ func (d *requestDecoder) system() {
 
 func (d *requestDecoder) messages(v json.RawMessage) error {
 	raw, err := arrayAtMost(v, "messages", chat.MaxMessages)
-	if err == jsonscan.ErrTooMany {
+	if tooMany(err) {
 		return fail("messages", "more than %d messages", chat.MaxMessages)
 	}
 	if err != nil {
@@ -555,7 +559,7 @@ func (d *requestDecoder) message(data []byte, path string) error {
 }
 
 // extras keeps the fields of a message that ctxkit does not model.
-func extras(m *chat.Message, f jsonscan.Members, known ...string) {
+func extras(m *chat.Message, f strictjson.Members, known ...string) {
 	for _, field := range f {
 		k, v := field.Key, field.Value
 		if isNull(v) || k == "annotations" || slices.Contains(known, k) {
@@ -568,7 +572,7 @@ func extras(m *chat.Message, f jsonscan.Members, known ...string) {
 	}
 }
 
-func (d *requestDecoder) systemMessage(f jsonscan.Members, path string) error {
+func (d *requestDecoder) systemMessage(f strictjson.Members, path string) error {
 	v, ok := f.Get("content")
 	p := path + ".content"
 	if !ok || isNull(v) {
@@ -606,7 +610,7 @@ func (d *requestDecoder) systemMessage(f jsonscan.Members, path string) error {
 }
 
 // content reads string or part content; null is allowed when nullable.
-func (d *requestDecoder) content(f jsonscan.Members, path string, nullable bool) (chat.Content, error) {
+func (d *requestDecoder) content(f strictjson.Members, path string, nullable bool) (chat.Content, error) {
 	v, ok := f.Get("content")
 	p := path + ".content"
 	if !ok || isNull(v) {
@@ -626,7 +630,7 @@ func (d *requestDecoder) content(f jsonscan.Members, path string, nullable bool)
 	return chat.Of(blocks...), nil
 }
 
-func (d *requestDecoder) userMessage(f jsonscan.Members, path string) error {
+func (d *requestDecoder) userMessage(f strictjson.Members, path string) error {
 	c, err := d.content(f, path, false)
 	if err != nil {
 		return err
@@ -650,7 +654,7 @@ func (d *requestDecoder) userMessage(f jsonscan.Members, path string) error {
 	return nil
 }
 
-func (d *requestDecoder) toolMessage(f jsonscan.Members, path string) error {
+func (d *requestDecoder) toolMessage(f strictjson.Members, path string) error {
 	v, ok := f.Get("tool_call_id")
 	if !ok || isNull(v) {
 		return fail(path+".tool_call_id", "required")
@@ -680,7 +684,7 @@ func (d *requestDecoder) toolMessage(f jsonscan.Members, path string) error {
 	return nil
 }
 
-func (d *requestDecoder) assistantMessage(f jsonscan.Members, path string) error {
+func (d *requestDecoder) assistantMessage(f strictjson.Members, path string) error {
 	if v, ok := f.Get("function_call"); ok && !isNull(v) {
 		return fail(path+".function_call", "legacy function calls are not supported: use tool_calls")
 	}
@@ -919,7 +923,7 @@ func (d *requestDecoder) imagePart(v json.RawMessage, path string) (chat.Block, 
 	if isString(v) {
 		url, err = stringOf(v, path)
 	} else {
-		var f jsonscan.Members
+		var f strictjson.Members
 		if f, err = d.object(v, path, imageURLKeys...); err == nil {
 			if u, ok := f.Get("url"); ok {
 				url, err = stringOf(u, path+".url")
@@ -1008,7 +1012,7 @@ func parseDataURL(u, path string) (mediaType, data string, err error) {
 
 func (d *requestDecoder) tools(v json.RawMessage) error {
 	raw, err := arrayAtMost(v, "tools", chat.MaxTools)
-	if err == jsonscan.ErrTooMany {
+	if tooMany(err) {
 		return fail("tools", "more than %d tools", chat.MaxTools)
 	}
 	if err != nil {
@@ -1079,7 +1083,7 @@ func (d *requestDecoder) toolChoice(v json.RawMessage) (*chat.ToolChoice, error)
 		return nil, fail("tool_choice", "%q is not one of auto, none, required", s)
 	}
 	f, err := fieldsAtMost(v, "tool_choice", d.room())
-	if err == jsonscan.ErrTooMany {
+	if tooMany(err) {
 		return nil, tooManyExtras("tool_choice")
 	}
 	if err != nil {

@@ -12,16 +12,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/strictjson"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/view"
 )
@@ -420,31 +419,30 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 
 // parse is decode for a body already read.
 func (s *Server) parse(body []byte, v any) error {
-	if !utf8.Valid(body) {
+	err := strictjson.Unmarshal(body, v, strictjson.Limits{Depth: s.opts.MaxDepth})
+	if err == nil {
+		return nil
+	}
+	e := err.(*strictjson.Error)
+	switch e.Code {
+	case strictjson.CodeUTF8:
 		return errorf(http.StatusBadRequest, "invalid_utf8", "the request body is not valid UTF-8")
-	}
-	if d := depth(body); d > s.opts.MaxDepth {
-		return errorf(http.StatusBadRequest, "too_deep", "the request body nests %d levels; the limit is %d", d, s.opts.MaxDepth)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
+	case strictjson.CodeTooDeep:
+		return errorf(http.StatusBadRequest, "too_deep", "the request body %s", e.Msg)
+	case strictjson.CodeType:
 		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &te):
-			return errorf(http.StatusBadRequest, store.CodeInvalid, "%s: must be %s, not a JSON %s", te.Field, typeName(te.Type.String()), te.Value)
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return errorf(http.StatusBadRequest, "unknown_field", "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
-		}
-		return errorf(http.StatusBadRequest, "invalid_json", "the request body is not valid JSON: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
+		errors.As(e.Err, &te)
+		return errorf(http.StatusBadRequest, store.CodeInvalid, "%s: must be %s, not a JSON %s", te.Field, typeName(te.Type.String()), te.Value)
+	case strictjson.CodeUnknownField:
+		return errorf(http.StatusBadRequest, "unknown_field", "unknown field %s", e.Msg)
+	case strictjson.CodeTrailing:
 		return errorf(http.StatusBadRequest, "invalid_json", "the request body holds more than one JSON value")
 	}
-	return nil
+	return errorf(http.StatusBadRequest, "invalid_json", "the request body is not valid JSON: %v", e.Err)
 }
 
+// typeName names a Go type by the JSON it takes, in the server's words
+// (they differ from relay's: a bool is "bool").
 func typeName(goType string) string {
 	switch {
 	case strings.HasPrefix(goType, "[]"):
@@ -470,30 +468,4 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, errorf(http.StatusBadRequest, "bad_body", "reading the request body: %v", err)
 	}
 	return b.Bytes(), nil
-}
-
-// depth returns the deepest nesting of arrays and objects in a JSON text.
-func depth(data []byte) int {
-	d, max, inString := 0, 0, false
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		switch {
-		case inString:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			d++
-			if d > max {
-				max = d
-			}
-		case c == '}' || c == ']':
-			d--
-		}
-	}
-	return max
 }
