@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/lru"
 	"github.com/ctxkit/ctxkit/view"
 )
 
@@ -226,7 +227,7 @@ func TestCacheCompilesOnce(t *testing.T) {
 }
 
 func TestResultCacheKey(t *testing.T) {
-	l := view.NewLRU[view.ResultKey, []byte](8)
+	l := lru.New[view.ResultKey, []byte](8)
 	k := view.ResultKey{RecordID: "r", Version: 1, HintsHash: "sha256:x"}
 	l.Add(k, []byte("v1"))
 	if _, ok := l.Get(view.ResultKey{RecordID: "r", Version: 2, HintsHash: "sha256:x"}); ok {
@@ -237,32 +238,6 @@ func TestResultCacheKey(t *testing.T) {
 	}
 	if got, ok := l.Get(k); !ok || string(got) != "v1" {
 		t.Fatal("miss on the same key")
-	}
-}
-
-// TestLRUBytes: an LRU made with a byte budget drops the least recently used
-// entries to stay under it, and keeps no entry heavier than all of it.
-func TestLRUBytes(t *testing.T) {
-	l := view.NewLRUBytes[int, []byte](100, 1000, func(v []byte) int64 { return int64(len(v)) })
-	for i := range 10 {
-		l.Add(i, make([]byte, 300))
-	}
-	if l.Len() != 3 || l.Bytes() != 900 {
-		t.Fatalf("%d entries of %d bytes; want 3 of 900", l.Len(), l.Bytes())
-	}
-	if _, ok := l.Get(9); !ok {
-		t.Fatal("the newest entry was dropped")
-	}
-	if _, ok := l.Get(6); ok {
-		t.Fatal("an old entry was kept past the budget")
-	}
-	l.Add(9, make([]byte, 100)) // replacing an entry re-weighs it
-	if l.Bytes() != 700 {
-		t.Fatalf("%d bytes after replacing an entry; want 700", l.Bytes())
-	}
-	l.Add(42, make([]byte, 1001))
-	if _, ok := l.Get(42); ok || l.Len() != 3 {
-		t.Fatal("an entry heavier than the budget was kept")
 	}
 }
 
