@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/view"
 )
 
@@ -72,7 +73,7 @@ func Prepare(b *Breadcrumb) error {
 	if hasNUL(doc) {
 		return invalid("context", "contains a NUL character (\\u0000), which no backend stores")
 	}
-	canon, err := view.Encode(doc)
+	canon, err := canonjson.Marshal(doc)
 	if err != nil {
 		return invalid("context", "%v", err)
 	}
@@ -103,7 +104,7 @@ func Prepare(b *Breadcrumb) error {
 		if hasNUL(hd) {
 			return invalid("llm_hints", "contains a NUL character (\\u0000), which no backend stores")
 		}
-		if b.LLMHints, err = view.Encode(hd); err != nil {
+		if b.LLMHints, err = canonjson.Marshal(hd); err != nil {
 			return invalid("llm_hints", "%v", err)
 		}
 	}
@@ -185,7 +186,7 @@ func MergeContext(context, patch json.RawMessage) (json.RawMessage, error) {
 	if !ok {
 		bm = map[string]any{}
 	}
-	return view.Encode(deepMerge(bm, pm))
+	return canonjson.Marshal(deepMerge(bm, pm))
 }
 
 func deepMerge(base, patch map[string]any) map[string]any {

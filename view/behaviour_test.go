@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/internal/lru"
 	"github.com/ctxkit/ctxkit/view"
 )
@@ -135,8 +136,8 @@ func TestApplyDoesNotModifyInput(t *testing.T) {
 		`{"transform":{"j":{"type":"jq","query":".a.b = 5 | .list[0].p = 9"}}}`,
 	} {
 		mustCompile(t, hints, view.Options{}).Apply(context.Background(), view.Record{Context: ctx})
-		got, _ := view.Encode(ctx)
-		want, _ := view.Encode(mustDecode(t, in))
+		got, _ := canonjson.Marshal(ctx)
+		want, _ := canonjson.Marshal(mustDecode(t, in))
 		if string(got) != string(want) {
 			t.Fatalf("%s modified the input: %s", hints, got)
 		}
@@ -153,7 +154,7 @@ func TestConcurrentApply(t *testing.T) {
 		"kind":{"type":"literal","literal":{"v":1}},
 		"line":{"type":"format","format":"{title} {context.items.0.name}"}}}`, view.Options{RuleTimeout: time.Minute})
 	shared := mustDecode(t, `{"secret":1,"items":[{"name":"a","n":1,"pw":"x"},{"name":"b","n":2,"pw":"y"}]}`)
-	want, _ := view.Encode(v.Apply(context.Background(), view.Record{Title: "T", Context: shared}).Value)
+	want, _ := canonjson.Marshal(v.Apply(context.Background(), view.Record{Title: "T", Context: shared}).Value)
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
 	for g := 0; g < 8; g++ {
@@ -162,7 +163,7 @@ func TestConcurrentApply(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
 				res := v.Apply(context.Background(), view.Record{Title: "T", Context: shared})
-				got, _ := view.Encode(res.Value)
+				got, _ := canonjson.Marshal(res.Value)
 				if res.Status != view.StatusOK || string(got) != string(want) {
 					errs <- fmt.Sprintf("run %d: %s %v %s", i, res.Status, res.Err, got)
 					return

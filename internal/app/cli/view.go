@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/view"
 )
 
@@ -108,7 +109,7 @@ func runView(ctx context.Context, e *env, args []string) error {
 	}
 
 	res := v.Apply(ctx, rec)
-	out, err := view.Encode(res.Value)
+	out, err := canonjson.Marshal(res.Value)
 	if err != nil {
 		return fmt.Errorf("encoding the view: %w", err)
 	}
@@ -124,7 +125,7 @@ func runView(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *stats {
-		before, err := view.Encode(rec.Context)
+		before, err := canonjson.Marshal(rec.Context)
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/internal/lru"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/view"
@@ -343,7 +344,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := view.Encode(v)
+	body, err := canonjson.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
 		body = []byte(`{"error":{"code":"internal","message":"encoding the response failed"}}`)
