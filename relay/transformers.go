@@ -284,12 +284,6 @@ func newKeyword(k string) keyword {
 	return kw
 }
 
-// containsLower reports whether strings.ToLower(s) contains kw, a
-// non-empty keyword that strings.ToLower made (see keyword.in).
-func containsLower(s, kw string) bool {
-	return newKeyword(kw).in(s)
-}
-
 // in reports whether strings.ToLower(s) contains the keyword, without
 // building the lower-cased s: the scan allocates nothing.
 //

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/internal/lru"
+	"github.com/ctxkit/ctxkit/internal/tokencount"
 	"github.com/ctxkit/ctxkit/view"
 )
 
@@ -251,7 +252,11 @@ func TestMeasure(t *testing.T) {
 	if s.Encoding != "o200k_base" || s.TokensBefore <= s.TokensAfter || s.TokensAfter == 0 || s.SavedPercent <= 0 || s.SavedPercent >= 100 {
 		t.Fatalf("%+v", s)
 	}
-	n, err := view.CountTokens("cl100k_base", []byte("hello world"))
+	c, err := tokencount.Codec("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Count("hello world")
 	if err != nil || n != 2 {
 		t.Fatalf("cl100k_base hello world: %d %v", n, err)
 	}
