@@ -25,7 +25,7 @@ type tableCase struct {
 	WantNotes   []string          `json:"want_notes"`   // the last step's notes
 	WantSystem  *string           `json:"want_system"`  // the assembled system prompt ("" for none)
 	WantUser    *string           `json:"want_user"`    // the assembled user message ("" for none)
-	ErrorCode   string            `json:"error_code"`   // the expected *relay.Error's code
+	ErrorCode   relay.Code        `json:"error_code"`   // the expected *relay.Error's code
 	Error       string            `json:"error"`        // a substring of the expected error
 }
 

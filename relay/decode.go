@@ -96,7 +96,7 @@ func decodePrompt(data []byte, at string) (Prompt, error) {
 }
 
 // decodeObject reads data as one JSON object, keeping the values raw.
-func decodeObject(data []byte, at, code string) (map[string]json.RawMessage, error) {
+func decodeObject(data []byte, at string, code Code) (map[string]json.RawMessage, error) {
 	if !utf8.Valid(data) {
 		return nil, errorf(code, at, "not valid UTF-8")
 	}
@@ -121,7 +121,7 @@ func decodeObject(data []byte, at, code string) (map[string]json.RawMessage, err
 
 // decodeStrict decodes one JSON value into v: no unknown fields, numbers as
 // json.Number, nothing after the value. Errors name the place under at.
-func decodeStrict(data []byte, at, code string, v any) error {
+func decodeStrict(data []byte, at string, code Code, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
@@ -134,7 +134,7 @@ func decodeStrict(data []byte, at, code string, v any) error {
 	return nil
 }
 
-func jsonError(data []byte, at, code string, err error) error {
+func jsonError(data []byte, at string, code Code, err error) error {
 	var (
 		se *json.SyntaxError
 		te *json.UnmarshalTypeError
@@ -205,7 +205,7 @@ func isNull(data []byte) bool { return string(bytes.TrimSpace(data)) == "null" }
 
 // normaliseMap turns the json.Number values of m (at any depth) into int64
 // when integral and in range, float64 otherwise.
-func normaliseMap(m map[string]any, at, code string) error {
+func normaliseMap(m map[string]any, at string, code Code) error {
 	for k, v := range m {
 		n, err := normalise(v, at+"."+k, code)
 		if err != nil {
@@ -216,7 +216,7 @@ func normaliseMap(m map[string]any, at, code string) error {
 	return nil
 }
 
-func normalise(v any, at, code string) (any, error) {
+func normalise(v any, at string, code Code) (any, error) {
 	switch x := v.(type) {
 	case json.Number:
 		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {

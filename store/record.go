@@ -61,7 +61,7 @@ func PageSize(q Query) (int, error) {
 	case q.Limit == 0:
 		return DefaultLimit, nil
 	case q.Limit < 0 || q.Limit > MaxLimit:
-		return 0, &Error{Code: CodeInvalid, Field: "limit", Msg: fmt.Sprintf("must be between 1 and %d", MaxLimit)}
+		return 0, &Error{Code: CodeInvalid, Path: "limit", Msg: fmt.Sprintf("must be between 1 and %d", MaxLimit)}
 	}
 	return q.Limit, nil
 }
@@ -93,7 +93,7 @@ func Distinct(ss []string) []string {
 // breadcrumb could match them all, and each costs the query work.
 func checkTagFilters(tags []string) error {
 	if n := len(Distinct(tags)); n > MaxTags {
-		return &Error{Code: CodeInvalid, Field: "tag", Msg: fmt.Sprintf("%d tag filters; the limit is %d", n, MaxTags)}
+		return &Error{Code: CodeInvalid, Path: "tag", Msg: fmt.Sprintf("%d tag filters; the limit is %d", n, MaxTags)}
 	}
 	return nil
 }

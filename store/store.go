@@ -188,33 +188,40 @@ type Store interface {
 	Close() error
 }
 
+// Code is a store error's code: stable and machine-readable, for API
+// clients and scripts to match on.
+type Code string
+
 // Error codes, stable for API clients.
 const (
-	CodeInvalid             = "invalid"              // bad input; Field names it
-	CodeNotFound            = "not_found"            // unknown or not visible
-	CodeVersionMismatch     = "version_mismatch"     // If-Match failed
-	CodeIdempotencyConflict = "idempotency_conflict" // key reused with another request
-	CodeTooLarge            = "too_large"
-	CodeUnavailable         = "unavailable" // the database is busy or gone for now: retry later
+	CodeInvalid             Code = "invalid"              // bad input; Path names it
+	CodeNotFound            Code = "not_found"            // unknown or not visible
+	CodeVersionMismatch     Code = "version_mismatch"     // If-Match failed
+	CodeIdempotencyConflict Code = "idempotency_conflict" // key reused with another request
+	CodeTooLarge            Code = "too_large"
+	CodeUnavailable         Code = "unavailable" // the database is busy or gone for now: retry later
 	// CodeInsufficientStorage: the server's storage is full; nothing of
 	// the write was kept. Writes succeed again once space is freed.
-	CodeInsufficientStorage = "insufficient_storage"
+	CodeInsufficientStorage Code = "insufficient_storage"
 	// CodeCorrupt: the database file is damaged. The store refuses every
 	// write from then on; the operator restores it (see the message).
-	CodeCorrupt = "store_corrupt"
+	CodeCorrupt Code = "store_corrupt"
 )
 
 // Error is a store error a caller can act on.
 type Error struct {
-	Code  string
-	Field string // the field at fault, for CodeInvalid
-	Msg   string
-	Err   error
+	Code Code
+	// Path is where in the input the fault is, for CodeInvalid: a field
+	// ("title", "tag") or a place inside one ("llm_hints.transform.s");
+	// empty for the input as a whole.
+	Path string
+	Msg  string // what is wrong, in words that say what to fix
+	Err  error  // the underlying cause, if any
 }
 
 func (e *Error) Error() string {
-	if e.Field != "" {
-		return e.Field + ": " + e.Msg
+	if e.Path != "" {
+		return e.Path + ": " + e.Msg
 	}
 	return e.Msg
 }
@@ -234,12 +241,12 @@ var (
 	ErrIdempotencyConflict = &Error{Code: CodeIdempotencyConflict, Msg: "idempotency key reused with a different request"}
 )
 
-func invalid(field, format string, args ...any) *Error {
-	return &Error{Code: CodeInvalid, Field: field, Msg: fmt.Sprintf(format, args...)}
+func invalid(path, format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Path: path, Msg: fmt.Sprintf(format, args...)}
 }
 
 // IsCode reports whether err is a store *Error with the code.
-func IsCode(err error, code string) bool {
+func IsCode(err error, code Code) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
 }

@@ -58,7 +58,7 @@ func Prepare(b *Breadcrumb) error {
 		return invalid("context", "required: a JSON object")
 	}
 	if len(b.Context) > MaxContextBytes {
-		return &Error{Code: CodeTooLarge, Field: "context", Msg: "larger than 1 MiB"}
+		return &Error{Code: CodeTooLarge, Path: "context", Msg: "larger than 1 MiB"}
 	}
 	if !utf8.Valid(b.Context) {
 		return invalid("context", "not valid UTF-8")
@@ -96,9 +96,9 @@ func Prepare(b *Breadcrumb) error {
 		if _, err := view.Compile(h); err != nil {
 			var ve *view.Error
 			if errors.As(err, &ve) && ve.Path != "" {
-				return &Error{Code: CodeInvalid, Field: "llm_hints." + ve.Path, Msg: ve.Msg, Err: err}
+				return &Error{Code: CodeInvalid, Path: "llm_hints." + ve.Path, Msg: ve.Msg, Err: err}
 			}
-			return &Error{Code: CodeInvalid, Field: "llm_hints", Msg: err.Error(), Err: err}
+			return &Error{Code: CodeInvalid, Path: "llm_hints", Msg: err.Error(), Err: err}
 		}
 		hd, _ := view.DecodeJSON(h)
 		if hasNUL(hd) {

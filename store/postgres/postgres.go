@@ -273,7 +273,7 @@ func (d *DB) fail(ctx context.Context, err error) error {
 		class := pe.Code[:2]
 		switch {
 		case class == "22":
-			return &store.Error{Code: store.CodeInvalid, Field: "context", Msg: "PostgreSQL cannot store it: " + pe.Message, Err: err}
+			return &store.Error{Code: store.CodeInvalid, Path: "context", Msg: "PostgreSQL cannot store it: " + pe.Message, Err: err}
 		case class == "54":
 			return &store.Error{Code: store.CodeTooLarge, Msg: "PostgreSQL cannot store it: " + pe.Message, Err: err}
 		case pe.Code == "53100": // disk_full
@@ -641,7 +641,7 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 	if q.Cursor != "" {
 		u, err := uuid.Parse(q.Cursor)
 		if err != nil {
-			return store.Page{}, &store.Error{Code: store.CodeInvalid, Field: "cursor", Msg: "not a cursor this server gave out"}
+			return store.Page{}, &store.Error{Code: store.CodeInvalid, Path: "cursor", Msg: "not a cursor this server gave out"}
 		}
 		args = append(args, u.String())
 		where = append(where, fmt.Sprintf(`id < $%d::uuid`, len(args)))

@@ -511,7 +511,7 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 	if q.Cursor != "" {
 		u, err := uuid.Parse(q.Cursor)
 		if err != nil {
-			return store.Page{}, &store.Error{Code: store.CodeInvalid, Field: "cursor", Msg: "not a cursor this server gave out"}
+			return store.Page{}, &store.Error{Code: store.CodeInvalid, Path: "cursor", Msg: "not a cursor this server gave out"}
 		}
 		where = append(where, `id < ?`)
 		args = append(args, u.String())

@@ -604,14 +604,14 @@ func (e *apiError) Error() string { return fmt.Sprintf("%s (%d %s)", e.msg, e.st
 // a store or a server.
 func isNotFound(err error) bool {
 	var ae *apiError
-	return store.IsCode(err, store.CodeNotFound) || errors.As(err, &ae) && ae.code == store.CodeNotFound
+	return store.IsCode(err, store.CodeNotFound) || errors.As(err, &ae) && ae.code == string(store.CodeNotFound)
 }
 
 // isVersionMismatch reports whether err says the breadcrumb is at another
 // version, from a store or a server.
 func isVersionMismatch(err error) bool {
 	var ae *apiError
-	return store.IsCode(err, store.CodeVersionMismatch) || errors.As(err, &ae) && ae.code == store.CodeVersionMismatch
+	return store.IsCode(err, store.CodeVersionMismatch) || errors.As(err, &ae) && ae.code == string(store.CodeVersionMismatch)
 }
 
 func isForbidden(err error) bool {

@@ -316,7 +316,7 @@ func (s *Server) applyView(ctx context.Context, b *store.Breadcrumb) (cachedView
 	s.metrics.views.WithLabelValues(string(res.Status)).Inc()
 	c := cachedView{value: out, status: res.Status}
 	if res.Err != nil {
-		c.code, c.reason = res.Err.Code, res.Err.Error()
+		c.code, c.reason = string(res.Err.Code), res.Err.Error()
 	}
 	// A rule that ran out of time, or a view stopped because the heap was
 	// full, may succeed when the server is less busy, so only a view that
@@ -528,7 +528,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	}
 	meta := viewMeta{Status: res.Status, Source: "preview", FreshnessState: "current"}
 	if res.Err != nil {
-		meta.ErrorCode, meta.Message = res.Err.Code, res.Err.Error()
+		meta.ErrorCode, meta.Message = string(res.Err.Code), res.Err.Error()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"context": json.RawMessage(out), "meta": meta})
 	return nil

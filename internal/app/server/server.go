@@ -203,8 +203,8 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 
-func errorf(status int, code, format string, args ...any) *apiError {
-	return &apiError{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+func errorf[C ~string](status int, code C, format string, args ...any) *apiError {
+	return &apiError{status: status, code: string(code), msg: fmt.Sprintf(format, args...)}
 }
 
 // handlerFunc is a handler that returns its error; p is the verified caller.
@@ -302,7 +302,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case gone:
 		ae = errorf(statusClientClosed, "cancelled", "the client closed the request")
 	case errors.As(err, &se):
-		ae = &apiError{code: se.Code, msg: se.Error()}
+		ae = &apiError{code: string(se.Code), msg: se.Error()}
 		switch se.Code {
 		case store.CodeInvalid:
 			ae.status = http.StatusBadRequest
