@@ -61,8 +61,9 @@ type Breadcrumb struct {
 
 	// SearchText is the text of the breadcrumb's LLM view, which search
 	// matches besides the title, tags and description. The writer supplies
-	// it on create and in an update's Mutation (the store cannot run a
-	// view's rules); when empty, the store uses FallbackSearchText. It is
+	// it on create and in an update's Mutation (Searchable computes it;
+	// the store cannot run a view's rules); when empty, the store derives
+	// the view's text where it can without running rules. It is
 	// never returned by reads and never part of the JSON form.
 	SearchText string `json:"-"`
 }

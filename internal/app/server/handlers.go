@@ -180,7 +180,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, p Principal) err
 		Visibility: store.Visibility(req.Visibility), Sensitivity: store.Sensitivity(req.Sensitivity),
 		ExpiresAt: exp, MaxReads: reads,
 	}
-	in.SearchText = s.searchText(r.Context(), &in, 1)
+	in.SearchText = s.searchable().Text(r.Context(), &in, 1)
 	idem := store.Idempotency{Key: r.Header.Get("Idempotency-Key")}
 	if idem.Key != "" {
 		if len(idem.Key) > 256 {
@@ -402,7 +402,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, p Principal) erro
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, p Principal, want int64, m store.Mutation) error {
-	b, err := s.updateWithSearchText(r.Context(), actor(p), r.PathValue("id"), want, m)
+	b, err := s.searchable().Update(r.Context(), s.opts.Store, actor(p), r.PathValue("id"), want, m)
 	if err != nil {
 		return err
 	}
