@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"slices"
 	"sync"
@@ -412,4 +413,17 @@ func (f *Feed) Events(ctx context.Context, a Actor, after int64, filter EventFil
 			}
 		}
 	}
+}
+
+// checkTagFilters refuses more distinct tag filters than MaxTags: no
+// breadcrumb could match them all, and each costs the query work.
+func checkTagFilters(tags []string) error {
+	distinct := make(map[string]bool, len(tags))
+	for _, t := range tags {
+		distinct[t] = true
+	}
+	if n := len(distinct); n > MaxTags {
+		return &Error{Code: CodeInvalid, Path: "tag", Msg: fmt.Sprintf("%d tag filters; the limit is %d", n, MaxTags)}
+	}
+	return nil
 }

@@ -184,7 +184,7 @@ func (r *Ranker) Best(limit int) []RankedCandidate {
 			}
 			rank += idf[t] * w * (rankK1 + 1) / (w + rankK1)
 		}
-		out[c] = RankedCandidate{Index: c, Score: Score(rank, r.inTitle[c])}
+		out[c] = RankedCandidate{Index: c, Score: score(rank, r.inTitle[c])}
 	}
 	slices.SortFunc(out, func(x, y RankedCandidate) int {
 		if x.Score != y.Score {

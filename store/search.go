@@ -86,30 +86,15 @@ type SearchHit struct {
 	Score float64
 }
 
-// Score is a hit's Score from its rank (0 or more, higher better) and
+// score is a hit's Score from its rank (0 or more, higher better) and
 // whether its title holds every required term: title matches first.
-func Score(rank float64, inTitle bool) float64 {
+func score(rank float64, inTitle bool) float64 {
 	rank = max(rank, 0)
 	s := rank / (1 + rank)
 	if inTitle {
 		s++
 	}
 	return s
-}
-
-// SearchLimit is q.Limit checked; it also refuses more than MaxTags tag
-// filters.
-func SearchLimit(q SearchQuery) (int, error) {
-	if err := checkTagFilters(q.Tags); err != nil {
-		return 0, err
-	}
-	switch {
-	case q.Limit == 0:
-		return DefaultSearchLimit, nil
-	case q.Limit < 0 || q.Limit > MaxSearchLimit:
-		return 0, invalid("limit", "must be between 1 and %d", MaxSearchLimit)
-	}
-	return q.Limit, nil
 }
 
 // SearchTerm is one word or phrase of a query, in normalized words.

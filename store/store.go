@@ -147,8 +147,8 @@ type Store interface {
 	Get(ctx context.Context, a Actor, id string) (Breadcrumb, error)
 	// Read is Get for a view read: it counts the read, and a breadcrumb
 	// whose read budget this read uses up is deleted after being returned.
-	// Only reads by the breadcrumb's own owner's agents count
-	// (SpendsBudget); another owner's read of a public one is a Get.
+	// Only reads by the breadcrumb's own owner's agents count; another
+	// owner's read of a public one is a Get.
 	Read(ctx context.Context, a Actor, id string) (Breadcrumb, error)
 	// List returns the actor's breadcrumbs, newest first.
 	List(ctx context.Context, a Actor, q Query) (Page, error)
@@ -179,8 +179,10 @@ type Store interface {
 	// Expire deletes the breadcrumbs whose expiry time is before now and
 	// returns how many.
 	Expire(ctx context.Context, now time.Time) (int, error)
-	// Revoke records a revocation (ValidateRevocation) and returns it with
-	// its Seq and RevokedAt.
+	// Revoke records a revocation and returns it with its Seq and
+	// RevokedAt. It refuses (CodeInvalid, naming the field) one that names
+	// both or neither of a token id and an agent, a before time with a
+	// token id or an agent without one, and ids that are not PlainID.
 	Revoke(ctx context.Context, r Revocation) (Revocation, error)
 	// Revocations returns the revocations with Seq > after, oldest first.
 	// A revocation is visible only after every one with a smaller Seq is,

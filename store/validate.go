@@ -216,19 +216,6 @@ func mayWrite(a Actor, owner string, v Visibility, createdBy string) bool {
 	return owner == a.OwnerID && (v != Private || createdBy == a.AgentID || a.Curator)
 }
 
-// SpendsBudget reports whether a's view read of b counts against b's read
-// budget: only reads by b's own owner's agents do. Another owner may read a
-// public breadcrumb, but must not be able to use up (and so delete) what
-// its owner shared.
-func SpendsBudget(a Actor, b *Breadcrumb) bool {
-	return b.MaxReads > 0 && b.OwnerID == a.OwnerID
-}
-
-// Expired reports whether b is past its expiry time or read budget at now.
-func Expired(b *Breadcrumb, now time.Time) bool {
-	return (b.ExpiresAt != nil && !now.Before(*b.ExpiresAt)) || (b.MaxReads > 0 && b.Reads >= b.MaxReads)
-}
-
 // hasNUL reports whether a decoded JSON value holds U+0000 in a string or a
 // key: PostgreSQL's text and jsonb cannot store it.
 func hasNUL(v any) bool {

@@ -37,6 +37,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/internal/access"
+	"github.com/ctxkit/ctxkit/store/internal/query"
 )
 
 //go:embed migrations/*.sql
@@ -561,7 +563,7 @@ func (d *DB) get(ctx context.Context, c *pgxpool.Conn, a store.Actor, id string,
 	if err != nil {
 		return store.Breadcrumb{}, err
 	}
-	if !found || store.Expired(&b, d.now()) {
+	if !found || access.Expired(&b, d.now()) {
 		return store.Breadcrumb{}, store.ErrNotFound
 	}
 	return b, nil
@@ -577,7 +579,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 	// Most breadcrumbs have no read budget, and another owner's read of a
 	// public one spends none: one round trip, no row lock.
 	b, err := d.get(ctx, nil, a, id, visibleTo)
-	if err != nil || !store.SpendsBudget(a, &b) {
+	if err != nil || !access.SpendsBudget(a, &b) {
 		return b, err
 	}
 	owner := b.OwnerID
@@ -587,7 +589,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 		if b, err = d.get(ctx, c, a, id, visibleTo); err != nil {
 			return nil, err
 		}
-		if !store.SpendsBudget(a, &b) {
+		if !access.SpendsBudget(a, &b) {
 			return nil, nil
 		}
 		b.Reads++
@@ -621,7 +623,7 @@ func queueDelete(batch *pgx.Batch, now time.Time, bs ...*store.Breadcrumb) {
 
 // List implements store.Store.
 func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page, error) {
-	limit, err := store.PageSize(q)
+	limit, err := query.PageSize(q)
 	if err != nil {
 		return store.Page{}, err
 	}
@@ -646,7 +648,7 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 		args = append(args, u.String())
 		where = append(where, fmt.Sprintf(`id < $%d::uuid`, len(args)))
 	}
-	if tags := store.Distinct(q.Tags); len(tags) > 0 {
+	if tags := query.Tags(q.Tags); len(tags) > 0 {
 		args = append(args, tags, len(tags))
 		where = append(where, fmt.Sprintf(`id IN (SELECT breadcrumb_id FROM breadcrumb_tags WHERE owner_id = $1 AND tag = ANY($%d::text[])
 			GROUP BY breadcrumb_id HAVING count(*) = $%d)`, len(args)-1, len(args)))

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/internal/query"
 )
 
 // searchVector renders b's search document as a tsvector literal: each
@@ -168,7 +169,7 @@ func driveWord(e *store.SearchExpr) (string, bool) {
 // best are read.
 func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (store.SearchResult, error) {
 	var res store.SearchResult
-	limit, err := store.SearchLimit(q)
+	limit, err := query.SearchLimit(q)
 	if err != nil {
 		return res, err
 	}
@@ -207,7 +208,7 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 		args = append(args, q.SchemaName)
 		filters = append(filters, fmt.Sprintf(`b.schema_name = $%d`, len(args)))
 	}
-	if tags := store.Distinct(q.Tags); len(tags) > 0 {
+	if tags := query.Tags(q.Tags); len(tags) > 0 {
 		args = append(args, tags, len(tags))
 		filters = append(filters, fmt.Sprintf(`(SELECT count(*) FROM breadcrumb_tags bt WHERE bt.owner_id = $1 AND bt.breadcrumb_id = b.id
 			AND bt.tag = ANY($%d::text[])) = $%d`, len(args)-1, len(args)))

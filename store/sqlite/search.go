@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/internal/query"
 )
 
 // ownerWord is the word the owner column of owner's search rows holds: one
@@ -135,7 +136,7 @@ func ftsTerm(t store.SearchTerm) string {
 // span every row of the index.
 func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (store.SearchResult, error) {
 	var res store.SearchResult
-	limit, err := store.SearchLimit(q)
+	limit, err := query.SearchLimit(q)
 	if err != nil {
 		return res, err
 	}
@@ -158,7 +159,7 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 		where = append(where, `b.schema_name = ?`)
 		args = append(args, q.SchemaName)
 	}
-	if tags := store.Distinct(q.Tags); len(tags) > 0 {
+	if tags := query.Tags(q.Tags); len(tags) > 0 {
 		where = append(where, `(SELECT count(*) FROM breadcrumb_tags t WHERE t.breadcrumb_id = b.id AND t.tag IN (`+
 			strings.TrimSuffix(strings.Repeat("?,", len(tags)), ",")+`)) = ?`)
 		for _, t := range tags {

@@ -29,6 +29,8 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/internal/access"
+	"github.com/ctxkit/ctxkit/store/internal/query"
 )
 
 //go:embed migrations/*.sql
@@ -448,7 +450,7 @@ func (d *DB) get(ctx context.Context, q interface {
 	if err != nil {
 		return b, d.fail(err)
 	}
-	if store.Expired(&b, d.now()) {
+	if access.Expired(&b, d.now()) {
 		return store.Breadcrumb{}, store.ErrNotFound
 	}
 	return b, nil
@@ -464,7 +466,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 	// Most breadcrumbs have no read budget, and another owner's read of a
 	// public one spends none: read them without taking the write lock.
 	b, err := d.get(ctx, d.r, a, id, visibleTo)
-	if err != nil || !store.SpendsBudget(a, &b) {
+	if err != nil || !access.SpendsBudget(a, &b) {
 		return b, err
 	}
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
@@ -472,7 +474,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 		if b, err = d.get(ctx, tx, a, id, visibleTo); err != nil {
 			return err
 		}
-		if !store.SpendsBudget(a, &b) {
+		if !access.SpendsBudget(a, &b) {
 			return nil
 		}
 		b.Reads++
@@ -498,7 +500,7 @@ func deleteRow(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, now time.Ti
 
 // List implements store.Store.
 func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page, error) {
-	limit, err := store.PageSize(q)
+	limit, err := query.PageSize(q)
 	if err != nil {
 		return store.Page{}, err
 	}
@@ -516,7 +518,7 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 		where = append(where, `id < ?`)
 		args = append(args, u.String())
 	}
-	if tags := store.Distinct(q.Tags); len(tags) > 0 {
+	if tags := query.Tags(q.Tags); len(tags) > 0 {
 		where = append(where, `id IN (SELECT breadcrumb_id FROM breadcrumb_tags WHERE tag IN (`+
 			strings.TrimSuffix(strings.Repeat("?,", len(tags)), ",")+`) GROUP BY breadcrumb_id HAVING COUNT(*) = ?)`)
 		for _, t := range tags {
