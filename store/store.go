@@ -163,7 +163,7 @@ type Store interface {
 	// Events yields the changes the actor may see that pass filter, with
 	// Seq > after: first the backlog, then live changes until ctx ends.
 	// after < 0 starts after the newest change, so only live changes
-	// arrive. Backends serve it with a Feed: one reader per store instance,
+	// arrive. Backends serve it with one reader per store instance,
 	// however many streams are open. Seq is one sequence across owners
 	// (a client resumes on any replica from the last Seq it got), so the
 	// gaps between the numbers a stream sees reveal how much others wrote.

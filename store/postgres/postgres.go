@@ -38,6 +38,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/internal/access"
+	"github.com/ctxkit/ctxkit/store/internal/feed"
 	"github.com/ctxkit/ctxkit/store/internal/query"
 )
 
@@ -70,7 +71,7 @@ const pollEvery = 15 * time.Second
 // DB is a store.Store on PostgreSQL.
 type DB struct {
 	pool   *pgxpool.Pool
-	feed   *store.Feed // serves Events; woken by every commit and notification
+	feed   *feed.Feed // serves Events; woken by every commit and notification
 	now    func() time.Time
 	stop   context.CancelFunc
 	listen sync.WaitGroup
@@ -118,7 +119,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	}
 	lctx, stop := context.WithCancel(context.Background())
 	d := &DB{pool: pool, now: time.Now, stop: stop}
-	d.feed = store.NewFeed(store.FeedSource{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, store.FeedOptions{Poll: pollEvery})
+	d.feed = feed.New(feed.Source{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, feed.Options{Poll: pollEvery})
 	if err := d.backfillSearch(ctx); err != nil {
 		stop()
 		d.feed.Close()

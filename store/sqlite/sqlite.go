@@ -30,6 +30,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/internal/access"
+	"github.com/ctxkit/ctxkit/store/internal/feed"
 	"github.com/ctxkit/ctxkit/store/internal/query"
 )
 
@@ -45,7 +46,7 @@ const IdempotencyWindow = 24 * time.Hour
 // DB is a store.Store on one SQLite file.
 type DB struct {
 	w, r *sql.DB
-	feed *store.Feed // serves Events; woken after every commit
+	feed *feed.Feed // serves Events; woken after every commit
 	now  func() time.Time
 	path string
 	// corrupt is set by the first SQLITE_CORRUPT or SQLITE_NOTADB: from
@@ -98,7 +99,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	d.r.SetMaxOpenConns(4)
 	d.r.SetMaxIdleConns(4)
-	d.feed = store.NewFeed(store.FeedSource{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, store.FeedOptions{})
+	d.feed = feed.New(feed.Source{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, feed.Options{})
 	return d, nil
 }
 
