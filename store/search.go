@@ -19,9 +19,9 @@ import (
 // list, so its cost does not grow with how many breadcrumbs a common word
 // matches: a query that matches more ranks the newest of them
 // (SearchResult.Bounded is then true), and a narrower query finds the
-// older ones. The ranking (SearchExpr.Rank) takes its statistics from
-// those ranked matches alone: what a search reports is a function of what
-// the caller may list.
+// older ones. The ranking, the same in every backend, takes its statistics
+// from those ranked matches alone: what a search reports is a function of
+// what the caller may list.
 
 // Search limits.
 const (
@@ -80,21 +80,12 @@ func RankBound(q SearchQuery) (int, error) {
 // SearchHit is a breadcrumb that matched, with its relevance: higher is
 // better; scores compare within one result only. A breadcrumb whose title
 // holds every term the query requires ranks above every one that does not
-// (its score is 1 or more; the others' are below 1). See Rank.
+// (its score is 1 or more; the others' are below 1). Every backend ranks
+// its matches the same way: BM25F over the fields of the search document
+// (Document), with statistics taken over the ranked matches alone.
 type SearchHit struct {
 	Breadcrumb
 	Score float64
-}
-
-// score is a hit's Score from its rank (0 or more, higher better) and
-// whether its title holds every required term: title matches first.
-func score(rank float64, inTitle bool) float64 {
-	rank = max(rank, 0)
-	s := rank / (1 + rank)
-	if inTitle {
-		s++
-	}
-	return s
 }
 
 // SearchTerm is one word or phrase of a query, in normalized words.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/internal/query"
+	"github.com/ctxkit/ctxkit/store/internal/rank"
 )
 
 // searchVector renders b's search document as a tsvector literal: each
@@ -21,7 +22,7 @@ import (
 // its distinct words and doc the document for ranking.
 func searchVector(b *store.Breadcrumb) (vector string, terms []string, doc string) {
 	d := store.Document(b)
-	doc = store.EncodeDocument(d)
+	doc = rank.Encode(d)
 	type occ struct{ pos []string }
 	words := map[string]*occ{}
 	pos := 0
@@ -165,7 +166,7 @@ func driveWord(e *store.SearchExpr) (string, bool) {
 // the newest MaxRanked of the owner's that match and that the caller may
 // list (visibility, expiry, read budget, tags and schema apply to each
 // candidate; id order: UUIDv7 ids are in creation order) are ranked
-// (store.SearchExpr.Rank, from their documents in search_docs), and the
+// (rank.Rank, from their documents in search_docs), and the
 // best are read.
 func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (store.SearchResult, error) {
 	var res store.SearchResult
@@ -237,12 +238,12 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 	// Each document is counted as it is read and dropped: a search holds
 	// one at a time, not every candidate's.
 	var (
-		cands  []store.SearchCandidate // ids only
-		ranker = e.Ranker()
+		cands  []rank.Candidate // ids only
+		ranker = rank.New(e)
 	)
 	err = d.query(ctx, scope{owner: a.OwnerID}, sql, args, func(rows pgx.Rows) error {
 		var (
-			c     store.SearchCandidate
+			c     rank.Candidate
 			doc   string
 			total int64
 		)
