@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/relay"
 )
 
@@ -88,7 +89,7 @@ func TestCases(t *testing.T) {
 				}
 			}
 			if c.WantPrompts != nil {
-				got, _ := relay.EncodeJSON(prompts)
+				got, _ := canonjson.Marshal(prompts)
 				var a, b any
 				json.Unmarshal(got, &a)
 				json.Unmarshal(c.WantPrompts, &b)

@@ -16,7 +16,7 @@ func TestImports(t *testing.T) {
 	}
 	forbidden := []string{"github.com/ctxkit/ctxkit/", "net/http", "os/exec", "database/sql"}
 	for _, dep := range strings.Fields(string(out)) {
-		if dep == "github.com/ctxkit/ctxkit/relay" || dep == "github.com/ctxkit/ctxkit/chat" || dep == "github.com/ctxkit/ctxkit/internal/tokencount" || dep == "github.com/ctxkit/ctxkit/internal/jsonscan" {
+		if dep == "github.com/ctxkit/ctxkit/relay" || dep == "github.com/ctxkit/ctxkit/chat" || dep == "github.com/ctxkit/ctxkit/internal/tokencount" || dep == "github.com/ctxkit/ctxkit/internal/jsonscan" || dep == "github.com/ctxkit/ctxkit/internal/canonjson" {
 			continue
 		}
 		for _, f := range forbidden {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 )
 
 // Transformer names, as Name returns them and pipeline files spell them.
@@ -84,7 +86,7 @@ func (c *ContextInjector) Text(rc *Context) (string, error) {
 	}
 	memory := ""
 	if c.IncludeMemoryValues && c.IncludeMemory && len(rc.Memory) > 0 {
-		b, err := EncodeJSON(rc.Memory)
+		b, err := canonjson.Marshal(rc.Memory)
 		if err != nil {
 			return "", fmt.Errorf("memory: %v", err)
 		}
