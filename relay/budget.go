@@ -10,20 +10,16 @@ import (
 )
 
 // DefaultEncoding is the token encoding TokenBudget counts with when none
-// is named; the view package counts with the same one.
+// is named; view.Measure counts with the same one. TokenBudget also
+// accepts cl100k_base, p50k_base and r50k_base, all offline.
 const DefaultEncoding = tokencount.Default
-
-// Encodings lists the encodings TokenBudget accepts. All work offline.
-func Encodings() []string { return tokencount.Encodings() }
-
-func codec(name string) (tokenizer.Codec, error) { return tokencount.Codec(name) }
 
 // CountTokens counts the tokens of a prompt as TokenBudget does: the text
 // Assemble makes of it (Render: its content and examples with the
 // {{variables}} expanded) in the named encoding ("" for DefaultEncoding);
 // 0 when its conditions fail, as Assemble leaves it out.
 func CountTokens(encoding string, p *Prompt) (int, error) {
-	c, err := codec(encoding)
+	c, err := tokencount.Codec(encoding)
 	if err != nil {
 		return 0, err
 	}
@@ -60,7 +56,7 @@ func (t *TokenBudget) Transform(ctx context.Context, rc *Context, prompts []Prom
 	if t.MaxTokens <= 0 {
 		return nil, fmt.Errorf("max_tokens must be positive, not %d", t.MaxTokens)
 	}
-	c, err := codec(t.Encoding)
+	c, err := tokencount.Codec(t.Encoding)
 	if err != nil {
 		return nil, err
 	}

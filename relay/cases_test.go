@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/relay"
 )
 
@@ -25,7 +26,7 @@ type tableCase struct {
 	WantNotes   []string          `json:"want_notes"`   // the last step's notes
 	WantSystem  *string           `json:"want_system"`  // the assembled system prompt ("" for none)
 	WantUser    *string           `json:"want_user"`    // the assembled user message ("" for none)
-	ErrorCode   string            `json:"error_code"`   // the expected *relay.Error's code
+	ErrorCode   relay.Code        `json:"error_code"`   // the expected *relay.Error's code
 	Error       string            `json:"error"`        // a substring of the expected error
 }
 
@@ -88,7 +89,7 @@ func TestCases(t *testing.T) {
 				}
 			}
 			if c.WantPrompts != nil {
-				got, _ := relay.EncodeJSON(prompts)
+				got, _ := canonjson.Marshal(prompts)
 				var a, b any
 				json.Unmarshal(got, &a)
 				json.Unmarshal(c.WantPrompts, &b)

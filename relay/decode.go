@@ -96,7 +96,7 @@ func decodePrompt(data []byte, at string) (Prompt, error) {
 }
 
 // decodeObject reads data as one JSON object, keeping the values raw.
-func decodeObject(data []byte, at, code string) (map[string]json.RawMessage, error) {
+func decodeObject(data []byte, at string, code Code) (map[string]json.RawMessage, error) {
 	if !utf8.Valid(data) {
 		return nil, errorf(code, at, "not valid UTF-8")
 	}
@@ -121,7 +121,7 @@ func decodeObject(data []byte, at, code string) (map[string]json.RawMessage, err
 
 // decodeStrict decodes one JSON value into v: no unknown fields, numbers as
 // json.Number, nothing after the value. Errors name the place under at.
-func decodeStrict(data []byte, at, code string, v any) error {
+func decodeStrict(data []byte, at string, code Code, v any) error {
 	err := strictjson.Unmarshal(data, v, strictjson.Limits{})
 	if err == nil {
 		return nil
@@ -178,7 +178,7 @@ func isNull(data []byte) bool { return string(bytes.TrimSpace(data)) == "null" }
 
 // normaliseMap turns the json.Number values of m (at any depth) into int64
 // when integral and in range, float64 otherwise.
-func normaliseMap(m map[string]any, at, code string) error {
+func normaliseMap(m map[string]any, at string, code Code) error {
 	for k, v := range m {
 		n, err := normalise(v, strictjson.Join(at, k), code)
 		if err != nil {
@@ -189,7 +189,7 @@ func normaliseMap(m map[string]any, at, code string) error {
 	return nil
 }
 
-func normalise(v any, at, code string) (any, error) {
+func normalise(v any, at string, code Code) (any, error) {
 	switch x := v.(type) {
 	case json.Number:
 		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
@@ -221,16 +221,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// EncodeJSON writes v as compact JSON without HTML escaping (a model reads
-// "<", not "\u003c"); map keys come out sorted.
-func EncodeJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }

@@ -6,28 +6,32 @@ import (
 	"strings"
 )
 
+// Code is a relay error's code, one of the constants below. Its values
+// (RELAY_*) are documented wire values.
+type Code string
+
 // Error codes are stable and machine-readable: the server puts them in API
 // errors and scripts match on them.
 const (
 	// CodeTransformFailed: a transformer returned an error, panicked, or
 	// returned invalid prompts.
-	CodeTransformFailed = "RELAY_TRANSFORM_FAILED"
+	CodeTransformFailed Code = "RELAY_TRANSFORM_FAILED"
 	// CodeInvalidPrompt: a prompt is not valid (missing ID or content,
 	// unknown position, duplicate ID, malformed condition, ...).
-	CodeInvalidPrompt = "RELAY_INVALID_PROMPT"
+	CodeInvalidPrompt Code = "RELAY_INVALID_PROMPT"
 	// CodeInvalidContext: a relay context that is not valid JSON or has a
 	// field of the wrong type or an unknown field.
-	CodeInvalidContext = "RELAY_INVALID_CONTEXT"
+	CodeInvalidContext Code = "RELAY_INVALID_CONTEXT"
 	// CodeInvalidPipeline: a pipeline file that does not parse, names an
 	// unknown transformer type or setting, or has a setting out of range.
-	CodeInvalidPipeline = "RELAY_INVALID_PIPELINE"
+	CodeInvalidPipeline Code = "RELAY_INVALID_PIPELINE"
 	// CodeTooLarge: an input past one of the Limits, or text that would
 	// grow past them (expanded {{variables}}, an injector's template).
-	CodeTooLarge = "RELAY_TOO_LARGE"
+	CodeTooLarge Code = "RELAY_TOO_LARGE"
 	// CodeCancelled: the relay's context ended (cancelled, or past its
 	// deadline) before the relay was done. errors.Is(err,
 	// context.Canceled) or context.DeadlineExceeded says which.
-	CodeCancelled = "RELAY_CANCELLED"
+	CodeCancelled Code = "RELAY_CANCELLED"
 )
 
 // ErrTransformFailed matches (with errors.Is) every error of code
@@ -36,7 +40,7 @@ var ErrTransformFailed error = &Error{Code: CodeTransformFailed}
 
 // Error is a relay error with the place at fault.
 type Error struct {
-	Code string // one of the Code constants
+	Code Code // one of the Code constants
 	// Transformer names the transformer that failed (CodeTransformFailed,
 	// or CodeCancelled when it was stopped), as its Name says; Targets are
 	// the target agents it applies to under ForTargets; Step is its index
@@ -76,6 +80,6 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code != "" && t.Code == e.Code && (t.Transformer == "" || t.Transformer == e.Transformer)
 }
 
-func errorf(code, path, format string, args ...any) *Error {
+func errorf(code Code, path, format string, args ...any) *Error {
 	return &Error{Code: code, Path: path, Msg: fmt.Sprintf(format, args...)}
 }

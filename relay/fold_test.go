@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// containsLower must agree with lower-casing the text and searching it.
-func FuzzContainsLower(f *testing.F) {
+// A keyword's scan (keyword.in) must agree with lower-casing the text and searching it.
+func FuzzKeywordIn(f *testing.F) {
 	for _, c := range [][2]string{
 		{"The KEY is here", "key"}, {"a \u212Aey point", "key"}, {"ÉTÉ chaud", "été"},
 		{"nothing \u00e9 to see", "key"}, {"ke", "key"}, {"\xff\xfe bad", "\ufffd"},
@@ -20,8 +20,8 @@ func FuzzContainsLower(f *testing.F) {
 			return
 		}
 		want := strings.Contains(strings.ToLower(s), kw)
-		if got := containsLower(s, kw); got != want {
-			t.Fatalf("containsLower(%q, %q) = %v, want %v", s, kw, got, want)
+		if got := newKeyword(kw).in(s); got != want {
+			t.Fatalf("keyword %q in %q = %v, want %v", kw, s, got, want)
 		}
 		// Each scan, when it finishes within its budget, is right too.
 		if isASCII(s) && isASCII(kw) {
@@ -37,7 +37,7 @@ func FuzzContainsLower(f *testing.F) {
 
 // Text built to make a scan compare at every place gives up on the
 // byte-wise scans and still gets the right answer.
-func TestContainsLowerGivesUp(t *testing.T) {
+func TestKeywordInGivesUp(t *testing.T) {
 	// The scan looks for the keyword's rarest letter, a: everywhere.
 	s := strings.Repeat("a", 4096)
 	kw := strings.Repeat("a", 512) + "e"
@@ -47,10 +47,10 @@ func TestContainsLowerGivesUp(t *testing.T) {
 	if _, done := containsFoldUnicode(s+"é", kw, 4*len(s)+64); done {
 		t.Error("the Unicode scan did not give up")
 	}
-	if containsLower(s, kw) || containsLower(s+"é", kw) {
+	if newKeyword(kw).in(s) || newKeyword(kw).in(s+"é") {
 		t.Error("found a keyword that is not there")
 	}
-	if !containsLower(s+"E", kw) || !containsLower(s+"Eé", kw) {
+	if !newKeyword(kw).in(s+"E") || !newKeyword(kw).in(s+"Eé") {
 		t.Error("missed a keyword that is there")
 	}
 }

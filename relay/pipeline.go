@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ctxkit/ctxkit/internal/tokencount"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -180,7 +181,7 @@ func parseTransformer(data []byte, at string) (Transformer, error) {
 		}
 		b.MaxTokens = int(v)
 		if err == nil {
-			if _, cerr := codec(b.Encoding); cerr != nil {
+			if _, cerr := tokencount.Codec(b.Encoding); cerr != nil {
 				err = errorf(CodeInvalidPipeline, at+".encoding", "%v", cerr)
 			}
 		}

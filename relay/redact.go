@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 )
 
 // Pattern is a kind of secret and the regular expression (RE2 syntax) that
@@ -520,7 +522,7 @@ func (d *redaction) raw(x json.RawMessage) json.RawMessage {
 	if v = d.value(v); d.n == before {
 		return x
 	}
-	out, err := EncodeJSON(v)
+	out, err := canonjson.Marshal(v)
 	if err != nil {
 		return json.RawMessage(`null`)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 )
 
 // Transformer names, as Name returns them and pipeline files spell them.
@@ -84,7 +86,7 @@ func (c *ContextInjector) Text(rc *Context) (string, error) {
 	}
 	memory := ""
 	if c.IncludeMemoryValues && c.IncludeMemory && len(rc.Memory) > 0 {
-		b, err := EncodeJSON(rc.Memory)
+		b, err := canonjson.Marshal(rc.Memory)
 		if err != nil {
 			return "", fmt.Errorf("memory: %v", err)
 		}
@@ -282,12 +284,6 @@ func newKeyword(k string) keyword {
 		kw.pivot = rarestByte(kw.lower)
 	}
 	return kw
-}
-
-// containsLower reports whether strings.ToLower(s) contains kw, a
-// non-empty keyword that strings.ToLower made (see keyword.in).
-func containsLower(s, kw string) bool {
-	return newKeyword(kw).in(s)
 }
 
 // in reports whether strings.ToLower(s) contains the keyword, without

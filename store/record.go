@@ -8,7 +8,7 @@ import (
 )
 
 // What every backend does the same way around its own storage: building a
-// new record, the next version of one, and reading a page size.
+// new record and the next version of one.
 
 // NewRecord is version 1 of a breadcrumb made by a from the content fields
 // of in, validated and in canonical form, with a new UUIDv7 id. now should
@@ -50,22 +50,6 @@ func Revise(a Actor, cur Breadcrumb, expectedVersion int64, m Mutation, now time
 	return b, nil
 }
 
-// PageSize is q.Limit checked: DefaultLimit for 0, an error outside
-// 1..MaxLimit. It also refuses more tag filters than a breadcrumb can
-// have tags (MaxTags).
-func PageSize(q Query) (int, error) {
-	if err := checkTagFilters(q.Tags); err != nil {
-		return 0, err
-	}
-	switch {
-	case q.Limit == 0:
-		return DefaultLimit, nil
-	case q.Limit < 0 || q.Limit > MaxLimit:
-		return 0, &Error{Code: CodeInvalid, Field: "limit", Msg: fmt.Sprintf("must be between 1 and %d", MaxLimit)}
-	}
-	return q.Limit, nil
-}
-
 // content copies the fields a caller may set.
 func content(in Breadcrumb) Breadcrumb {
 	return Breadcrumb{
@@ -74,26 +58,4 @@ func content(in Breadcrumb) Breadcrumb {
 		LLMHints: in.LLMHints, Visibility: in.Visibility, Sensitivity: in.Sensitivity,
 		ExpiresAt: in.ExpiresAt, MaxReads: in.MaxReads, SearchText: in.SearchText,
 	}
-}
-
-// Distinct is ss without repeats, in first-seen order: the tags of a filter.
-func Distinct(ss []string) []string {
-	seen := make(map[string]bool, len(ss))
-	var out []string
-	for _, s := range ss {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// checkTagFilters refuses more distinct tag filters than MaxTags: no
-// breadcrumb could match them all, and each costs the query work.
-func checkTagFilters(tags []string) error {
-	if n := len(Distinct(tags)); n > MaxTags {
-		return &Error{Code: CodeInvalid, Field: "tag", Msg: fmt.Sprintf("%d tag filters; the limit is %d", n, MaxTags)}
-	}
-	return nil
 }

@@ -36,28 +36,6 @@ func (r *Revocation) Names(owner, agent, jti string, issued time.Time) bool {
 	return (r.OwnerID == "" || r.OwnerID == owner) && r.AgentID == agent && issued.Before(r.Before)
 }
 
-// ValidateRevocation checks a revocation to record; a bad one is
-// CodeInvalid naming the field at fault (the names of POST /tokens/revoke's
-// body and of the command line's flags).
-func ValidateRevocation(r *Revocation) error {
-	for _, f := range []struct{ name, v string }{{"owner_id", r.OwnerID}, {"id", r.TokenID}, {"agent", r.AgentID}, {"revoked_by", r.RevokedBy}} {
-		if !PlainID(f.v) {
-			return invalid(f.name, "at most 256 bytes of UTF-8 without control characters")
-		}
-	}
-	switch {
-	case r.TokenID != "" && r.AgentID != "":
-		return invalid("id", "name one token (id) or one agent's tokens (agent), not both")
-	case r.TokenID == "" && r.AgentID == "":
-		return invalid("id", "required: the token's id, or else an agent whose tokens to revoke")
-	case r.TokenID != "" && !r.Before.IsZero():
-		return invalid("before", "applies to an agent's tokens, not to one token's id")
-	case r.AgentID != "" && r.Before.IsZero():
-		return invalid("before", "required with agent")
-	}
-	return nil
-}
-
 // ParseRevocationBefore reads the time an agent revocation names (RFC
 // 3339): tokens issued before it are revoked. A time before 1970 (which
 // would read as no time at all) or after now (tokens minted later would be

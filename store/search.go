@@ -1,21 +1,16 @@
 package store
 
 import (
-	"encoding/json"
-	"fmt"
-	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/ctxkit/ctxkit/view"
 )
 
 // Full-text search over breadcrumbs.
 //
 // A breadcrumb is searched on four fields, weighted in this order: title,
 // tags, description, and the text of its LLM view (SearchText), so a field
-// the view hides is never searchable. Text is split into words the same way
+// the view hides is never searchable (see Searchable). Text is split into words the same way
 // for every backend and for queries: runs of letters and digits, lowercased;
 // everything else separates words.
 //
@@ -24,9 +19,9 @@ import (
 // list, so its cost does not grow with how many breadcrumbs a common word
 // matches: a query that matches more ranks the newest of them
 // (SearchResult.Bounded is then true), and a narrower query finds the
-// older ones. The ranking (SearchExpr.Rank) takes its statistics from
-// those ranked matches alone: what a search reports is a function of what
-// the caller may list.
+// older ones. The ranking, the same in every backend, takes its statistics
+// from those ranked matches alone: what a search reports is a function of
+// what the caller may list.
 
 // Search limits.
 const (
@@ -85,36 +80,12 @@ func RankBound(q SearchQuery) (int, error) {
 // SearchHit is a breadcrumb that matched, with its relevance: higher is
 // better; scores compare within one result only. A breadcrumb whose title
 // holds every term the query requires ranks above every one that does not
-// (its score is 1 or more; the others' are below 1). See Rank.
+// (its score is 1 or more; the others' are below 1). Every backend ranks
+// its matches the same way: BM25F over the fields of the search document
+// (Document), with statistics taken over the ranked matches alone.
 type SearchHit struct {
 	Breadcrumb
 	Score float64
-}
-
-// Score is a hit's Score from its rank (0 or more, higher better) and
-// whether its title holds every required term: title matches first.
-func Score(rank float64, inTitle bool) float64 {
-	rank = max(rank, 0)
-	s := rank / (1 + rank)
-	if inTitle {
-		s++
-	}
-	return s
-}
-
-// SearchLimit is q.Limit checked; it also refuses more than MaxTags tag
-// filters.
-func SearchLimit(q SearchQuery) (int, error) {
-	if err := checkTagFilters(q.Tags); err != nil {
-		return 0, err
-	}
-	switch {
-	case q.Limit == 0:
-		return DefaultSearchLimit, nil
-	case q.Limit < 0 || q.Limit > MaxSearchLimit:
-		return 0, invalid("limit", "must be between 1 and %d", MaxSearchLimit)
-	}
-	return q.Limit, nil
 }
 
 // SearchTerm is one word or phrase of a query, in normalized words.
@@ -352,13 +323,13 @@ const (
 )
 
 // Document is the search document of b: its title, tags and description,
-// and SearchText, or when that is empty FallbackSearchText: the view's
-// text when it can be known without running rules, else nothing, so a
-// field the view hides is never searchable either way.
+// and the text of its view (see Searchable): SearchText, or when that is
+// empty the view's text when it can be known without running rules, else
+// nothing, so a field the view hides is never searchable either way.
 func Document(b *Breadcrumb) SearchDocument {
 	body := b.SearchText
 	if body == "" {
-		body = FallbackSearchText(b)
+		body = fallbackSearchText(b)
 	}
 	limit := func(ws []string, n int) []string {
 		if len(ws) > n {
@@ -382,87 +353,4 @@ func Document(b *Breadcrumb) SearchDocument {
 	}
 	d.Body = ws
 	return d
-}
-
-// FallbackSearchText is the text of b's view when it can be known without
-// running rules: the whole context without hints, the context filtered by
-// include and exclude when the hints have no transform rules (the view is
-// then exactly that). With transform rules it is empty: the filtered
-// context is not the view, and a field the rules drop (a template that
-// leaves out "card") must not become searchable. Title, description and
-// tags stay searchable.
-func FallbackSearchText(b *Breadcrumb) string {
-	doc, err := view.DecodeJSON(b.Context)
-	if err != nil {
-		return ""
-	}
-	if len(b.LLMHints) > 0 && string(b.LLMHints) != "null" {
-		if HasTransform(b.LLMHints) {
-			return ""
-		}
-		v, err := view.Compile(b.LLMHints)
-		if err != nil {
-			return ""
-		}
-		doc = v.Filter(doc)
-	}
-	return ViewText(doc)
-}
-
-// HasTransform reports whether hints have transform rules (or cannot be
-// read, which counts as having them): a view that only a rule engine can
-// compute.
-func HasTransform(hints []byte) bool {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(hints, &top); err != nil {
-		return true
-	}
-	t, ok := top["transform"]
-	if !ok || string(t) == "null" {
-		return false
-	}
-	var rules map[string]json.RawMessage
-	if err := json.Unmarshal(t, &rules); err != nil {
-		return true
-	}
-	return len(rules) > 0
-}
-
-// ViewText is the searchable text of a decoded JSON value (a view): object
-// keys and scalar values, in key order, one per line.
-func ViewText(v any) string {
-	var sb strings.Builder
-	var walk func(v any)
-	walk = func(v any) {
-		if sb.Len() > 2*MaxSearchBytes {
-			return
-		}
-		switch x := v.(type) {
-		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				sb.WriteString(k)
-				sb.WriteByte('\n')
-				walk(x[k])
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case string:
-			sb.WriteString(x)
-			sb.WriteByte('\n')
-		case nil:
-		case json.Number, bool, float64:
-			fmt.Fprintf(&sb, "%v\n", x)
-		default:
-			fmt.Fprintf(&sb, "%v\n", x)
-		}
-	}
-	walk(v)
-	return sb.String()
 }

@@ -46,7 +46,7 @@ func TestParseSearch(t *testing.T) {
 	for _, bad := range []string{"", "  \t", "-a", "-a -b", "!!!", `""`, "\xff\xfe", strings.Repeat("a", 1025), strings.Repeat("a ", 33)} {
 		_, err := store.ParseSearch(bad)
 		var se *store.Error
-		if !errors.As(err, &se) || se.Code != store.CodeInvalid || se.Field != "q" {
+		if !errors.As(err, &se) || se.Code != store.CodeInvalid || se.Path != "q" {
 			t.Errorf("%.30q: %v, want invalid q", bad, err)
 		}
 	}

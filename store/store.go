@@ -61,8 +61,9 @@ type Breadcrumb struct {
 
 	// SearchText is the text of the breadcrumb's LLM view, which search
 	// matches besides the title, tags and description. The writer supplies
-	// it on create and in an update's Mutation (the store cannot run a
-	// view's rules); when empty, the store uses FallbackSearchText. It is
+	// it on create and in an update's Mutation (Searchable computes it;
+	// the store cannot run a view's rules); when empty, the store derives
+	// the view's text where it can without running rules. It is
 	// never returned by reads and never part of the JSON form.
 	SearchText string `json:"-"`
 }
@@ -146,8 +147,8 @@ type Store interface {
 	Get(ctx context.Context, a Actor, id string) (Breadcrumb, error)
 	// Read is Get for a view read: it counts the read, and a breadcrumb
 	// whose read budget this read uses up is deleted after being returned.
-	// Only reads by the breadcrumb's own owner's agents count
-	// (SpendsBudget); another owner's read of a public one is a Get.
+	// Only reads by the breadcrumb's own owner's agents count; another
+	// owner's read of a public one is a Get.
 	Read(ctx context.Context, a Actor, id string) (Breadcrumb, error)
 	// List returns the actor's breadcrumbs, newest first.
 	List(ctx context.Context, a Actor, q Query) (Page, error)
@@ -162,7 +163,7 @@ type Store interface {
 	// Events yields the changes the actor may see that pass filter, with
 	// Seq > after: first the backlog, then live changes until ctx ends.
 	// after < 0 starts after the newest change, so only live changes
-	// arrive. Backends serve it with a Feed: one reader per store instance,
+	// arrive. Backends serve it with one reader per store instance,
 	// however many streams are open. Seq is one sequence across owners
 	// (a client resumes on any replica from the last Seq it got), so the
 	// gaps between the numbers a stream sees reveal how much others wrote.
@@ -178,8 +179,10 @@ type Store interface {
 	// Expire deletes the breadcrumbs whose expiry time is before now and
 	// returns how many.
 	Expire(ctx context.Context, now time.Time) (int, error)
-	// Revoke records a revocation (ValidateRevocation) and returns it with
-	// its Seq and RevokedAt.
+	// Revoke records a revocation and returns it with its Seq and
+	// RevokedAt. It refuses (CodeInvalid, naming the field) one that names
+	// both or neither of a token id and an agent, a before time with a
+	// token id or an agent without one, and ids that are not PlainID.
 	Revoke(ctx context.Context, r Revocation) (Revocation, error)
 	// Revocations returns the revocations with Seq > after, oldest first.
 	// A revocation is visible only after every one with a smaller Seq is,
@@ -188,33 +191,40 @@ type Store interface {
 	Close() error
 }
 
+// Code is a store error's code: stable and machine-readable, for API
+// clients and scripts to match on.
+type Code string
+
 // Error codes, stable for API clients.
 const (
-	CodeInvalid             = "invalid"              // bad input; Field names it
-	CodeNotFound            = "not_found"            // unknown or not visible
-	CodeVersionMismatch     = "version_mismatch"     // If-Match failed
-	CodeIdempotencyConflict = "idempotency_conflict" // key reused with another request
-	CodeTooLarge            = "too_large"
-	CodeUnavailable         = "unavailable" // the database is busy or gone for now: retry later
+	CodeInvalid             Code = "invalid"              // bad input; Path names it
+	CodeNotFound            Code = "not_found"            // unknown or not visible
+	CodeVersionMismatch     Code = "version_mismatch"     // If-Match failed
+	CodeIdempotencyConflict Code = "idempotency_conflict" // key reused with another request
+	CodeTooLarge            Code = "too_large"
+	CodeUnavailable         Code = "unavailable" // the database is busy or gone for now: retry later
 	// CodeInsufficientStorage: the server's storage is full; nothing of
 	// the write was kept. Writes succeed again once space is freed.
-	CodeInsufficientStorage = "insufficient_storage"
+	CodeInsufficientStorage Code = "insufficient_storage"
 	// CodeCorrupt: the database file is damaged. The store refuses every
 	// write from then on; the operator restores it (see the message).
-	CodeCorrupt = "store_corrupt"
+	CodeCorrupt Code = "store_corrupt"
 )
 
 // Error is a store error a caller can act on.
 type Error struct {
-	Code  string
-	Field string // the field at fault, for CodeInvalid
-	Msg   string
-	Err   error
+	Code Code
+	// Path is where in the input the fault is, for CodeInvalid: a field
+	// ("title", "tag") or a place inside one ("llm_hints.transform.s");
+	// empty for the input as a whole.
+	Path string
+	Msg  string // what is wrong, in words that say what to fix
+	Err  error  // the underlying cause, if any
 }
 
 func (e *Error) Error() string {
-	if e.Field != "" {
-		return e.Field + ": " + e.Msg
+	if e.Path != "" {
+		return e.Path + ": " + e.Msg
 	}
 	return e.Msg
 }
@@ -234,12 +244,12 @@ var (
 	ErrIdempotencyConflict = &Error{Code: CodeIdempotencyConflict, Msg: "idempotency key reused with a different request"}
 )
 
-func invalid(field, format string, args ...any) *Error {
-	return &Error{Code: CodeInvalid, Field: field, Msg: fmt.Sprintf(format, args...)}
+func invalid(path, format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Path: path, Msg: fmt.Sprintf(format, args...)}
 }
 
 // IsCode reports whether err is a store *Error with the code.
-func IsCode(err error, code string) bool {
+func IsCode(err error, code Code) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
 }

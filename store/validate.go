@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/view"
 )
 
@@ -57,7 +58,7 @@ func Prepare(b *Breadcrumb) error {
 		return invalid("context", "required: a JSON object")
 	}
 	if len(b.Context) > MaxContextBytes {
-		return &Error{Code: CodeTooLarge, Field: "context", Msg: "larger than 1 MiB"}
+		return &Error{Code: CodeTooLarge, Path: "context", Msg: "larger than 1 MiB"}
 	}
 	if !utf8.Valid(b.Context) {
 		return invalid("context", "not valid UTF-8")
@@ -72,7 +73,7 @@ func Prepare(b *Breadcrumb) error {
 	if hasNUL(doc) {
 		return invalid("context", "contains a NUL character (\\u0000), which no backend stores")
 	}
-	canon, err := view.Encode(doc)
+	canon, err := canonjson.Marshal(doc)
 	if err != nil {
 		return invalid("context", "%v", err)
 	}
@@ -95,15 +96,15 @@ func Prepare(b *Breadcrumb) error {
 		if _, err := view.Compile(h); err != nil {
 			var ve *view.Error
 			if errors.As(err, &ve) && ve.Path != "" {
-				return &Error{Code: CodeInvalid, Field: "llm_hints." + ve.Path, Msg: ve.Msg, Err: err}
+				return &Error{Code: CodeInvalid, Path: "llm_hints." + ve.Path, Msg: ve.Msg, Err: err}
 			}
-			return &Error{Code: CodeInvalid, Field: "llm_hints", Msg: err.Error(), Err: err}
+			return &Error{Code: CodeInvalid, Path: "llm_hints", Msg: err.Error(), Err: err}
 		}
 		hd, _ := view.DecodeJSON(h)
 		if hasNUL(hd) {
 			return invalid("llm_hints", "contains a NUL character (\\u0000), which no backend stores")
 		}
-		if b.LLMHints, err = view.Encode(hd); err != nil {
+		if b.LLMHints, err = canonjson.Marshal(hd); err != nil {
 			return invalid("llm_hints", "%v", err)
 		}
 	}
@@ -185,7 +186,7 @@ func MergeContext(context, patch json.RawMessage) (json.RawMessage, error) {
 	if !ok {
 		bm = map[string]any{}
 	}
-	return view.Encode(deepMerge(bm, pm))
+	return canonjson.Marshal(deepMerge(bm, pm))
 }
 
 func deepMerge(base, patch map[string]any) map[string]any {
@@ -213,19 +214,6 @@ func Writable(a Actor, b *Breadcrumb) bool { return mayWrite(a, b.OwnerID, b.Vis
 // on a breadcrumb's owner, visibility and creator.
 func mayWrite(a Actor, owner string, v Visibility, createdBy string) bool {
 	return owner == a.OwnerID && (v != Private || createdBy == a.AgentID || a.Curator)
-}
-
-// SpendsBudget reports whether a's view read of b counts against b's read
-// budget: only reads by b's own owner's agents do. Another owner may read a
-// public breadcrumb, but must not be able to use up (and so delete) what
-// its owner shared.
-func SpendsBudget(a Actor, b *Breadcrumb) bool {
-	return b.MaxReads > 0 && b.OwnerID == a.OwnerID
-}
-
-// Expired reports whether b is past its expiry time or read budget at now.
-func Expired(b *Breadcrumb, now time.Time) bool {
-	return (b.ExpiresAt != nil && !now.Before(*b.ExpiresAt)) || (b.MaxReads > 0 && b.Reads >= b.MaxReads)
 }
 
 // hasNUL reports whether a decoded JSON value holds U+0000 in a string or a

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/canonjson"
+	"github.com/ctxkit/ctxkit/internal/lru"
+	"github.com/ctxkit/ctxkit/internal/tokencount"
 	"github.com/ctxkit/ctxkit/view"
 )
 
@@ -134,8 +137,8 @@ func TestApplyDoesNotModifyInput(t *testing.T) {
 		`{"transform":{"j":{"type":"jq","query":".a.b = 5 | .list[0].p = 9"}}}`,
 	} {
 		mustCompile(t, hints, view.Options{}).Apply(context.Background(), view.Record{Context: ctx})
-		got, _ := view.Encode(ctx)
-		want, _ := view.Encode(mustDecode(t, in))
+		got, _ := canonjson.Marshal(ctx)
+		want, _ := canonjson.Marshal(mustDecode(t, in))
 		if string(got) != string(want) {
 			t.Fatalf("%s modified the input: %s", hints, got)
 		}
@@ -152,7 +155,7 @@ func TestConcurrentApply(t *testing.T) {
 		"kind":{"type":"literal","literal":{"v":1}},
 		"line":{"type":"format","format":"{title} {context.items.0.name}"}}}`, view.Options{RuleTimeout: time.Minute})
 	shared := mustDecode(t, `{"secret":1,"items":[{"name":"a","n":1,"pw":"x"},{"name":"b","n":2,"pw":"y"}]}`)
-	want, _ := view.Encode(v.Apply(context.Background(), view.Record{Title: "T", Context: shared}).Value)
+	want, _ := canonjson.Marshal(v.Apply(context.Background(), view.Record{Title: "T", Context: shared}).Value)
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
 	for g := 0; g < 8; g++ {
@@ -161,7 +164,7 @@ func TestConcurrentApply(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
 				res := v.Apply(context.Background(), view.Record{Title: "T", Context: shared})
-				got, _ := view.Encode(res.Value)
+				got, _ := canonjson.Marshal(res.Value)
 				if res.Status != view.StatusOK || string(got) != string(want) {
 					errs <- fmt.Sprintf("run %d: %s %v %s", i, res.Status, res.Err, got)
 					return
@@ -226,7 +229,7 @@ func TestCacheCompilesOnce(t *testing.T) {
 }
 
 func TestResultCacheKey(t *testing.T) {
-	l := view.NewLRU[view.ResultKey, []byte](8)
+	l := lru.New[view.ResultKey, []byte](8)
 	k := view.ResultKey{RecordID: "r", Version: 1, HintsHash: "sha256:x"}
 	l.Add(k, []byte("v1"))
 	if _, ok := l.Get(view.ResultKey{RecordID: "r", Version: 2, HintsHash: "sha256:x"}); ok {
@@ -240,32 +243,6 @@ func TestResultCacheKey(t *testing.T) {
 	}
 }
 
-// TestLRUBytes: an LRU made with a byte budget drops the least recently used
-// entries to stay under it, and keeps no entry heavier than all of it.
-func TestLRUBytes(t *testing.T) {
-	l := view.NewLRUBytes[int, []byte](100, 1000, func(v []byte) int64 { return int64(len(v)) })
-	for i := range 10 {
-		l.Add(i, make([]byte, 300))
-	}
-	if l.Len() != 3 || l.Bytes() != 900 {
-		t.Fatalf("%d entries of %d bytes; want 3 of 900", l.Len(), l.Bytes())
-	}
-	if _, ok := l.Get(9); !ok {
-		t.Fatal("the newest entry was dropped")
-	}
-	if _, ok := l.Get(6); ok {
-		t.Fatal("an old entry was kept past the budget")
-	}
-	l.Add(9, make([]byte, 100)) // replacing an entry re-weighs it
-	if l.Bytes() != 700 {
-		t.Fatalf("%d bytes after replacing an entry; want 700", l.Bytes())
-	}
-	l.Add(42, make([]byte, 1001))
-	if _, ok := l.Get(42); ok || l.Len() != 3 {
-		t.Fatal("an entry heavier than the budget was kept")
-	}
-}
-
 func TestMeasure(t *testing.T) {
 	before := []byte(`{"items":[{"name":"ann","id":1,"bio":"a long biography of ann that nobody reads"},{"name":"bob","id":2,"bio":"another long biography"}]}`)
 	s, err := view.Measure("", before, []byte(`{"names":["ann","bob"]}`))
@@ -275,7 +252,11 @@ func TestMeasure(t *testing.T) {
 	if s.Encoding != "o200k_base" || s.TokensBefore <= s.TokensAfter || s.TokensAfter == 0 || s.SavedPercent <= 0 || s.SavedPercent >= 100 {
 		t.Fatalf("%+v", s)
 	}
-	n, err := view.CountTokens("cl100k_base", []byte("hello world"))
+	c, err := tokencount.Codec("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Count("hello world")
 	if err != nil || n != 2 {
 		t.Fatalf("cl100k_base hello world: %d %v", n, err)
 	}

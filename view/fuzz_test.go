@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/view"
 )
 
@@ -60,7 +61,7 @@ func FuzzApply(f *testing.F) {
 			return
 		}
 		res := v.Apply(context.Background(), view.Record{Title: "t", Tags: []string{"x"}, Version: 1, Context: doc})
-		out, err := view.Encode(res.Value)
+		out, err := canonjson.Marshal(res.Value)
 		if err != nil {
 			t.Fatalf("result does not encode: %v", err)
 		}
@@ -73,7 +74,7 @@ func FuzzApply(f *testing.F) {
 			if res.Err == nil {
 				t.Fatal("FALLBACK without error")
 			}
-			want, _ := view.Encode(v.Filter(doc))
+			want, _ := canonjson.Marshal(v.Filter(doc))
 			if string(out) != string(want) {
 				t.Fatalf("fallback %s is not the filtered context %s", out, want)
 			}

@@ -3,6 +3,8 @@ package view
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 )
 
 // DecodeRecord reads a whole breadcrumb as JSON ({"title": …, "context": …,
@@ -68,7 +70,7 @@ func DecodeRecord(data []byte) (Record, []byte, error) {
 	rec.Context = c
 	var hints []byte
 	if h, ok := m["llm_hints"]; ok && h != nil {
-		if hints, err = Encode(h); err != nil {
+		if hints, err = canonjson.Marshal(h); err != nil {
 			return Record{}, nil, fmt.Errorf("record.llm_hints: %w", err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/itchyny/gojq"
 	"github.com/theory/jsonpath"
 
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/internal/strictjson"
 )
 
@@ -387,7 +388,7 @@ func (r formatRule) apply(_ context.Context, e *env) (any, error) {
 				if size, _ := measure(v, r.maxOut); size > r.maxOut {
 					return nil, tooLarge(r.maxOut)
 				}
-				enc, err := Encode(v)
+				enc, err := canonjson.Marshal(v)
 				if err != nil {
 					return nil, err
 				}

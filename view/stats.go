@@ -4,11 +4,7 @@ import (
 	"math"
 
 	"github.com/ctxkit/ctxkit/internal/tokencount"
-	"github.com/tiktoken-go/tokenizer"
 )
-
-// DefaultEncoding is the token encoding Stats uses when none is named.
-const DefaultEncoding = tokencount.Default
 
 // Stats compares the token cost of a context with that of its view.
 type Stats struct {
@@ -18,31 +14,23 @@ type Stats struct {
 	SavedPercent float64 `json:"saved_percent"` // negative when the view is larger
 }
 
-// Encodings lists the encodings Stats accepts. All work offline.
-func Encodings() []string { return tokencount.Encodings() }
-
-func codec(name string) (tokenizer.Codec, error) { return tokencount.Codec(name) }
-
-// CountTokens counts the tokens of text in the named encoding ("" for the default).
-func CountTokens(encoding string, text []byte) (int, error) {
-	c, err := codec(encoding)
-	if err != nil {
-		return 0, err
-	}
-	return c.Count(string(text))
-}
-
 // Measure counts the tokens of a context and of its view, both as encoded
-// JSON, and the share of tokens the view saves.
+// JSON, and the share of tokens the view saves. encoding names a tiktoken
+// encoding (o200k_base, cl100k_base, p50k_base or r50k_base, all offline);
+// "" is o200k_base. Stats.Encoding reports the one used.
 func Measure(encoding string, before, after []byte) (Stats, error) {
 	if encoding == "" {
-		encoding = DefaultEncoding
+		encoding = tokencount.Default
 	}
-	b, err := CountTokens(encoding, before)
+	c, err := tokencount.Codec(encoding)
 	if err != nil {
 		return Stats{}, err
 	}
-	a, err := CountTokens(encoding, after)
+	b, err := c.Count(string(before))
+	if err != nil {
+		return Stats{}, err
+	}
+	a, err := c.Count(string(after))
 	if err != nil {
 		return Stats{}, err
 	}

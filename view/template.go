@@ -11,6 +11,8 @@ import (
 
 	"github.com/mailgun/raymond/v2/ast"
 	"github.com/mailgun/raymond/v2/parser"
+
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 )
 
 // Templates are Handlebars. They are parsed by mailgun/raymond's parser
@@ -394,7 +396,7 @@ func (r *tplRun) encode(v any) (string, error) {
 	if err := r.meter.spend(int64(size), "the json helper"); err != nil {
 		return "", err
 	}
-	out, err := Encode(v)
+	out, err := canonjson.Marshal(v)
 	if err != nil {
 		return "", &Error{Code: CodeRuleFailed, Msg: "template: " + err.Error(), Err: err}
 	}

@@ -18,7 +18,6 @@
 package view
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -27,6 +26,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 )
 
 // Mode says how transformed keys combine with the filtered context.
@@ -349,7 +350,7 @@ func Hash(hints []byte) (string, error) {
 }
 
 func hashValue(doc any) (string, error) {
-	canon, err := Encode(doc)
+	canon, err := canonjson.Marshal(doc)
 	if err != nil {
 		return "", err
 	}
@@ -472,23 +473,11 @@ func (v *View) ApplyJSON(ctx context.Context, contextJSON []byte, rec Record) ([
 			res = Result{Value: v.Filter(c), Status: StatusFallback, Err: err}
 		}
 	}
-	out, err := Encode(res.Value)
+	out, err := canonjson.Marshal(res.Value)
 	if err != nil {
 		return nil, res, err
 	}
 	return out, res, nil
-}
-
-// Encode writes v as compact JSON without HTML escaping (a model reads "<",
-// not "\u003c"). Object keys come out sorted.
-func Encode(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }
 
 func sortedKeys(m map[string]any) []string {

@@ -51,7 +51,7 @@ type tableCase struct {
 	Record      *recordFields   `json:"record"`     // optional record fields
 	Want        json.RawMessage `json:"want"`       // the expected view (compared as JSON)
 	Status      string          `json:"status"`     // expected status; default OK
-	ErrorCode   string          `json:"error_code"` // expected run-time or compile-time error code
+	ErrorCode   view.Code       `json:"error_code"` // expected run-time or compile-time error code
 	ErrorPath   string          `json:"error_path"` // expected error path
 	Error       string          `json:"error"`      // substring of the expected error message
 	CompileFail bool            `json:"compile_fail"`

@@ -139,14 +139,14 @@ func (t *storeTarget) files(ctx context.Context, tag string) ([]fileRef, error) 
 // a store or a server.
 func isNotFound(err error) bool {
 	var re *replyError
-	return store.IsCode(err, store.CodeNotFound) || errors.As(err, &re) && re.code == store.CodeNotFound
+	return store.IsCode(err, store.CodeNotFound) || errors.As(err, &re) && re.code == string(store.CodeNotFound)
 }
 
 // isVersionMismatch reports whether err says the breadcrumb is at another
 // version, from a store or a server.
 func isVersionMismatch(err error) bool {
 	var re *replyError
-	return store.IsCode(err, store.CodeVersionMismatch) || errors.As(err, &re) && re.code == store.CodeVersionMismatch
+	return store.IsCode(err, store.CodeVersionMismatch) || errors.As(err, &re) && re.code == string(store.CodeVersionMismatch)
 }
 
 // isForbidden reports whether a server refused for want of a role.

@@ -37,6 +37,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/internal/access"
+	"github.com/ctxkit/ctxkit/store/internal/feed"
+	"github.com/ctxkit/ctxkit/store/internal/query"
 )
 
 //go:embed migrations/*.sql
@@ -68,7 +71,7 @@ const pollEvery = 15 * time.Second
 // DB is a store.Store on PostgreSQL.
 type DB struct {
 	pool   *pgxpool.Pool
-	feed   *store.Feed // serves Events; woken by every commit and notification
+	feed   *feed.Feed // serves Events; woken by every commit and notification
 	now    func() time.Time
 	stop   context.CancelFunc
 	listen sync.WaitGroup
@@ -116,7 +119,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	}
 	lctx, stop := context.WithCancel(context.Background())
 	d := &DB{pool: pool, now: time.Now, stop: stop}
-	d.feed = store.NewFeed(store.FeedSource{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, store.FeedOptions{Poll: pollEvery})
+	d.feed = feed.New(feed.Source{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, feed.Options{Poll: pollEvery})
 	if err := d.backfillSearch(ctx); err != nil {
 		stop()
 		d.feed.Close()
@@ -273,7 +276,7 @@ func (d *DB) fail(ctx context.Context, err error) error {
 		class := pe.Code[:2]
 		switch {
 		case class == "22":
-			return &store.Error{Code: store.CodeInvalid, Field: "context", Msg: "PostgreSQL cannot store it: " + pe.Message, Err: err}
+			return &store.Error{Code: store.CodeInvalid, Path: "context", Msg: "PostgreSQL cannot store it: " + pe.Message, Err: err}
 		case class == "54":
 			return &store.Error{Code: store.CodeTooLarge, Msg: "PostgreSQL cannot store it: " + pe.Message, Err: err}
 		case pe.Code == "53100": // disk_full
@@ -561,7 +564,7 @@ func (d *DB) get(ctx context.Context, c *pgxpool.Conn, a store.Actor, id string,
 	if err != nil {
 		return store.Breadcrumb{}, err
 	}
-	if !found || store.Expired(&b, d.now()) {
+	if !found || access.Expired(&b, d.now()) {
 		return store.Breadcrumb{}, store.ErrNotFound
 	}
 	return b, nil
@@ -577,7 +580,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 	// Most breadcrumbs have no read budget, and another owner's read of a
 	// public one spends none: one round trip, no row lock.
 	b, err := d.get(ctx, nil, a, id, visibleTo)
-	if err != nil || !store.SpendsBudget(a, &b) {
+	if err != nil || !access.SpendsBudget(a, &b) {
 		return b, err
 	}
 	owner := b.OwnerID
@@ -587,7 +590,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 		if b, err = d.get(ctx, c, a, id, visibleTo); err != nil {
 			return nil, err
 		}
-		if !store.SpendsBudget(a, &b) {
+		if !access.SpendsBudget(a, &b) {
 			return nil, nil
 		}
 		b.Reads++
@@ -621,7 +624,7 @@ func queueDelete(batch *pgx.Batch, now time.Time, bs ...*store.Breadcrumb) {
 
 // List implements store.Store.
 func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page, error) {
-	limit, err := store.PageSize(q)
+	limit, err := query.PageSize(q)
 	if err != nil {
 		return store.Page{}, err
 	}
@@ -641,12 +644,12 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 	if q.Cursor != "" {
 		u, err := uuid.Parse(q.Cursor)
 		if err != nil {
-			return store.Page{}, &store.Error{Code: store.CodeInvalid, Field: "cursor", Msg: "not a cursor this server gave out"}
+			return store.Page{}, &store.Error{Code: store.CodeInvalid, Path: "cursor", Msg: "not a cursor this server gave out"}
 		}
 		args = append(args, u.String())
 		where = append(where, fmt.Sprintf(`id < $%d::uuid`, len(args)))
 	}
-	if tags := store.Distinct(q.Tags); len(tags) > 0 {
+	if tags := query.Tags(q.Tags); len(tags) > 0 {
 		args = append(args, tags, len(tags))
 		where = append(where, fmt.Sprintf(`id IN (SELECT breadcrumb_id FROM breadcrumb_tags WHERE owner_id = $1 AND tag = ANY($%d::text[])
 			GROUP BY breadcrumb_id HAVING count(*) = $%d)`, len(args)-1, len(args)))

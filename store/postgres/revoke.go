@@ -8,13 +8,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/internal/access"
 )
 
 // Revoke implements store.Store. A revocation of an owner's tokens is
 // written under that owner's row-level security scope; one that names a
 // token of any owner (the operator's) as maintenance.
 func (d *DB) Revoke(ctx context.Context, r store.Revocation) (store.Revocation, error) {
-	if err := store.ValidateRevocation(&r); err != nil {
+	if err := access.ValidateRevocation(&r); err != nil {
 		return store.Revocation{}, err
 	}
 	r.RevokedAt = d.stamp()

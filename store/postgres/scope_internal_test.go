@@ -111,7 +111,7 @@ func TestListenerPings(t *testing.T) {
 func TestFailMapsDatabaseErrors(t *testing.T) {
 	d := &DB{}
 	ctx := context.Background()
-	for code, want := range map[string]string{
+	for code, want := range map[string]store.Code{
 		"22003": store.CodeInvalid,             // numeric out of range (a context number)
 		"22P05": store.CodeInvalid,             // untranslatable character
 		"54000": store.CodeTooLarge,            // index row too large

@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/internal/query"
+	"github.com/ctxkit/ctxkit/store/internal/rank"
 )
 
 // searchVector renders b's search document as a tsvector literal: each
@@ -20,7 +22,7 @@ import (
 // its distinct words and doc the document for ranking.
 func searchVector(b *store.Breadcrumb) (vector string, terms []string, doc string) {
 	d := store.Document(b)
-	doc = store.EncodeDocument(d)
+	doc = rank.Encode(d)
 	type occ struct{ pos []string }
 	words := map[string]*occ{}
 	pos := 0
@@ -164,11 +166,11 @@ func driveWord(e *store.SearchExpr) (string, bool) {
 // the newest MaxRanked of the owner's that match and that the caller may
 // list (visibility, expiry, read budget, tags and schema apply to each
 // candidate; id order: UUIDv7 ids are in creation order) are ranked
-// (store.SearchExpr.Rank, from their documents in search_docs), and the
+// (rank.Rank, from their documents in search_docs), and the
 // best are read.
 func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (store.SearchResult, error) {
 	var res store.SearchResult
-	limit, err := store.SearchLimit(q)
+	limit, err := query.SearchLimit(q)
 	if err != nil {
 		return res, err
 	}
@@ -207,7 +209,7 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 		args = append(args, q.SchemaName)
 		filters = append(filters, fmt.Sprintf(`b.schema_name = $%d`, len(args)))
 	}
-	if tags := store.Distinct(q.Tags); len(tags) > 0 {
+	if tags := query.Tags(q.Tags); len(tags) > 0 {
 		args = append(args, tags, len(tags))
 		filters = append(filters, fmt.Sprintf(`(SELECT count(*) FROM breadcrumb_tags bt WHERE bt.owner_id = $1 AND bt.breadcrumb_id = b.id
 			AND bt.tag = ANY($%d::text[])) = $%d`, len(args)-1, len(args)))
@@ -236,12 +238,12 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 	// Each document is counted as it is read and dropped: a search holds
 	// one at a time, not every candidate's.
 	var (
-		cands  []store.SearchCandidate // ids only
-		ranker = e.Ranker()
+		cands  []rank.Candidate // ids only
+		ranker = rank.New(e)
 	)
 	err = d.query(ctx, scope{owner: a.OwnerID}, sql, args, func(rows pgx.Rows) error {
 		var (
-			c     store.SearchCandidate
+			c     rank.Candidate
 			doc   string
 			total int64
 		)

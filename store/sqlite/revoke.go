@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/internal/access"
 )
 
 // Revoke implements store.Store.
 func (d *DB) Revoke(ctx context.Context, r store.Revocation) (store.Revocation, error) {
-	if err := store.ValidateRevocation(&r); err != nil {
+	if err := access.ValidateRevocation(&r); err != nil {
 		return store.Revocation{}, err
 	}
 	r.RevokedAt = d.stamp()

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/internal/query"
+	"github.com/ctxkit/ctxkit/store/internal/rank"
 )
 
 // ownerWord is the word the owner column of owner's search rows holds: one
@@ -29,7 +31,7 @@ func indexSearch(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, rowid int
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO search_docs (rowid, doc) VALUES (?, ?)`, rowid, store.EncodeDocument(d))
+	_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO search_docs (rowid, doc) VALUES (?, ?)`, rowid, rank.Encode(d))
 	return err
 }
 
@@ -130,12 +132,12 @@ func ftsTerm(t store.SearchTerm) string {
 // filtering (the owner column) and yields matches newest first (rowid
 // order); the visibility, expiry, read budget and filters apply to each
 // as it comes, so only the newest MaxRanked the caller may list are
-// ranked (store.SearchExpr.Rank, from their documents in search_docs),
+// ranked (rank.Rank, from their documents in search_docs),
 // and the best are read. FTS5's own ranking is not used: its statistics
 // span every row of the index.
 func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (store.SearchResult, error) {
 	var res store.SearchResult
-	limit, err := store.SearchLimit(q)
+	limit, err := query.SearchLimit(q)
 	if err != nil {
 		return res, err
 	}
@@ -158,7 +160,7 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 		where = append(where, `b.schema_name = ?`)
 		args = append(args, q.SchemaName)
 	}
-	if tags := store.Distinct(q.Tags); len(tags) > 0 {
+	if tags := query.Tags(q.Tags); len(tags) > 0 {
 		where = append(where, `(SELECT count(*) FROM breadcrumb_tags t WHERE t.breadcrumb_id = b.id AND t.tag IN (`+
 			strings.TrimSuffix(strings.Repeat("?,", len(tags)), ",")+`)) = ?`)
 		for _, t := range tags {
@@ -190,12 +192,12 @@ func (d *DB) Search(ctx context.Context, a store.Actor, q store.SearchQuery) (st
 	// Each document is counted as it is read and dropped: a search holds
 	// one at a time, not every candidate's.
 	var (
-		cands  []store.SearchCandidate // ids only
-		ranker = e.Ranker()
+		cands  []rank.Candidate // ids only
+		ranker = rank.New(e)
 	)
 	for rows.Next() {
 		var (
-			c     store.SearchCandidate
+			c     rank.Candidate
 			doc   string
 			total int
 		)

@@ -29,6 +29,9 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/internal/access"
+	"github.com/ctxkit/ctxkit/store/internal/feed"
+	"github.com/ctxkit/ctxkit/store/internal/query"
 )
 
 //go:embed migrations/*.sql
@@ -43,7 +46,7 @@ const IdempotencyWindow = 24 * time.Hour
 // DB is a store.Store on one SQLite file.
 type DB struct {
 	w, r *sql.DB
-	feed *store.Feed // serves Events; woken after every commit
+	feed *feed.Feed // serves Events; woken after every commit
 	now  func() time.Time
 	path string
 	// corrupt is set by the first SQLITE_CORRUPT or SQLITE_NOTADB: from
@@ -96,7 +99,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	d.r.SetMaxOpenConns(4)
 	d.r.SetMaxIdleConns(4)
-	d.feed = store.NewFeed(store.FeedSource{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, store.FeedOptions{})
+	d.feed = feed.New(feed.Source{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, feed.Options{})
 	return d, nil
 }
 
@@ -448,7 +451,7 @@ func (d *DB) get(ctx context.Context, q interface {
 	if err != nil {
 		return b, d.fail(err)
 	}
-	if store.Expired(&b, d.now()) {
+	if access.Expired(&b, d.now()) {
 		return store.Breadcrumb{}, store.ErrNotFound
 	}
 	return b, nil
@@ -464,7 +467,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 	// Most breadcrumbs have no read budget, and another owner's read of a
 	// public one spends none: read them without taking the write lock.
 	b, err := d.get(ctx, d.r, a, id, visibleTo)
-	if err != nil || !store.SpendsBudget(a, &b) {
+	if err != nil || !access.SpendsBudget(a, &b) {
 		return b, err
 	}
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
@@ -472,7 +475,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 		if b, err = d.get(ctx, tx, a, id, visibleTo); err != nil {
 			return err
 		}
-		if !store.SpendsBudget(a, &b) {
+		if !access.SpendsBudget(a, &b) {
 			return nil
 		}
 		b.Reads++
@@ -498,7 +501,7 @@ func deleteRow(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, now time.Ti
 
 // List implements store.Store.
 func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page, error) {
-	limit, err := store.PageSize(q)
+	limit, err := query.PageSize(q)
 	if err != nil {
 		return store.Page{}, err
 	}
@@ -511,12 +514,12 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 	if q.Cursor != "" {
 		u, err := uuid.Parse(q.Cursor)
 		if err != nil {
-			return store.Page{}, &store.Error{Code: store.CodeInvalid, Field: "cursor", Msg: "not a cursor this server gave out"}
+			return store.Page{}, &store.Error{Code: store.CodeInvalid, Path: "cursor", Msg: "not a cursor this server gave out"}
 		}
 		where = append(where, `id < ?`)
 		args = append(args, u.String())
 	}
-	if tags := store.Distinct(q.Tags); len(tags) > 0 {
+	if tags := query.Tags(q.Tags); len(tags) > 0 {
 		where = append(where, `id IN (SELECT breadcrumb_id FROM breadcrumb_tags WHERE tag IN (`+
 			strings.TrimSuffix(strings.Repeat("?,", len(tags)), ",")+`) GROUP BY breadcrumb_id HAVING COUNT(*) = ?)`)
 		for _, t := range tags {

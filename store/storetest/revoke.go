@@ -80,7 +80,7 @@ func testRevocations(t *testing.T, s store.Store) {
 	} {
 		_, err := s.Revoke(ctx, tc.r)
 		var se *store.Error
-		if !errors.As(err, &se) || se.Code != store.CodeInvalid || se.Field != tc.field {
+		if !errors.As(err, &se) || se.Code != store.CodeInvalid || se.Path != tc.field {
 			t.Errorf("%+v: %v, want invalid %s", tc.r, err, tc.field)
 		}
 	}

@@ -367,7 +367,7 @@ func testSearchBadQueries(t *testing.T, s store.Store) {
 	for _, text := range []string{"", "   ", strings.Repeat("a", store.MaxQueryBytes+1), "-target", "!!! ???", "\xff", strings.Repeat("w ", 40)} {
 		_, err := s.Search(ctx, alice, store.SearchQuery{Text: text})
 		var se *store.Error
-		if !errors.As(err, &se) || se.Code != store.CodeInvalid || se.Field != "q" {
+		if !errors.As(err, &se) || se.Code != store.CodeInvalid || se.Path != "q" {
 			t.Errorf("query %.20q: %v, want invalid q", text, err)
 		}
 	}

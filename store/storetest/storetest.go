@@ -99,7 +99,7 @@ func create(t *testing.T, s store.Store, a store.Actor, b store.Breadcrumb) stor
 	return out
 }
 
-func wantCode(t *testing.T, err error, code string) {
+func wantCode(t *testing.T, err error, code store.Code) {
 	t.Helper()
 	if !store.IsCode(err, code) {
 		t.Fatalf("error %v, want code %s", err, code)
@@ -196,7 +196,7 @@ func testValidation(t *testing.T, s store.Store) {
 	for _, c := range cases {
 		_, _, err := s.Create(ctx, alice, c.b, store.Idempotency{})
 		var se *store.Error
-		if !errors.As(err, &se) || se.Code != store.CodeInvalid || se.Field != c.field {
+		if !errors.As(err, &se) || se.Code != store.CodeInvalid || se.Path != c.field {
 			t.Errorf("%+v: got %v, want an invalid %s", c.b, err, c.field)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/relay"
 )
 
@@ -89,7 +90,7 @@ func runRelay(ctx context.Context, e *env, args []string) error {
 		}
 		out, err = json.Marshal(req)
 	} else {
-		out, err = relay.EncodeJSON(prompts)
+		out, err = canonjson.Marshal(prompts)
 	}
 	if err != nil {
 		return fmt.Errorf("encoding the output: %w", err)

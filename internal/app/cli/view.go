@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/canonjson"
+	"github.com/ctxkit/ctxkit/internal/tokencount"
 	"github.com/ctxkit/ctxkit/view"
 )
 
@@ -34,8 +36,8 @@ Flags:
   --record          the input is a whole breadcrumb ({"title": …, "context": …,
                     "tags": […], …}); templates and format rules see its fields
   --stats           print token counts before and after to standard error
-  --encoding NAME   token encoding for --stats: ` + strings.Join(view.Encodings(), ", ") + `
-                    (default ` + view.DefaultEncoding + `)
+  --encoding NAME   token encoding for --stats: ` + strings.Join(tokencount.Encodings(), ", ") + `
+                    (default ` + tokencount.Default + `)
   --compact         print the view on one line instead of indented
   --timeout D       deadline for each jq and template rule (default 100ms)
   --memory SIZE     memory the view may take beyond its input, as in 256MiB
@@ -56,7 +58,7 @@ func runView(ctx context.Context, e *env, args []string) error {
 	hintsFile := fs.String("hints", "", "")
 	record := fs.Bool("record", false, "")
 	stats := fs.Bool("stats", false, "")
-	encoding := fs.String("encoding", view.DefaultEncoding, "")
+	encoding := fs.String("encoding", tokencount.Default, "")
 	compact := fs.Bool("compact", false, "")
 	timeout := fs.Duration("timeout", 100*time.Millisecond, "")
 	memory := byteSize(1 << 30)
@@ -64,8 +66,8 @@ func runView(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if !slices.Contains(view.Encodings(), *encoding) {
-		return usagef("unknown --encoding %q: use one of %s", *encoding, strings.Join(view.Encodings(), ", "))
+	if !slices.Contains(tokencount.Encodings(), *encoding) {
+		return usagef("unknown --encoding %q: use one of %s", *encoding, strings.Join(tokencount.Encodings(), ", "))
 	}
 	if *timeout <= 0 {
 		return usagef("--timeout must be positive, not %v", *timeout)
@@ -108,7 +110,7 @@ func runView(ctx context.Context, e *env, args []string) error {
 	}
 
 	res := v.Apply(ctx, rec)
-	out, err := view.Encode(res.Value)
+	out, err := canonjson.Marshal(res.Value)
 	if err != nil {
 		return fmt.Errorf("encoding the view: %w", err)
 	}
@@ -124,7 +126,7 @@ func runView(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *stats {
-		before, err := view.Encode(rec.Context)
+		before, err := canonjson.Marshal(rec.Context)
 		if err != nil {
 			return err
 		}

@@ -124,7 +124,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, p Principal) err
 		Visibility: store.Visibility(req.Visibility), Sensitivity: store.Sensitivity(req.Sensitivity),
 		ExpiresAt: exp, MaxReads: reads,
 	}
-	in.SearchText = s.searchText(r.Context(), &in, 1)
+	in.SearchText = s.searchable().Text(r.Context(), &in, 1)
 	idem := store.Idempotency{Key: r.Header.Get("Idempotency-Key")}
 	if idem.Key != "" {
 		if len(idem.Key) > 256 {
@@ -294,7 +294,7 @@ func (s *Server) applyView(ctx context.Context, b *store.Breadcrumb) (cachedView
 	s.metrics.views.WithLabelValues(string(res.Status)).Inc()
 	c := cachedView{value: out, status: res.Status}
 	if res.Err != nil {
-		c.code, c.reason = res.Err.Code, res.Err.Error()
+		c.code, c.reason = string(res.Err.Code), res.Err.Error()
 	}
 	// A rule that ran out of time, or a view stopped because the heap was
 	// full, may succeed when the server is less busy, so only a view that
@@ -380,7 +380,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, p Principal) erro
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, p Principal, want int64, m store.Mutation) error {
-	b, err := s.updateWithSearchText(r.Context(), actor(p), r.PathValue("id"), want, m)
+	b, err := s.searchable().Update(r.Context(), s.opts.Store, actor(p), r.PathValue("id"), want, m)
 	if err != nil {
 		return err
 	}
@@ -496,7 +496,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err != nil {
 		var ve *view.Error
 		if errors.As(err, &ve) && ve.Path != "" {
-			return &Error{Status: http.StatusBadRequest, Code: store.CodeInvalid, Path: "llm_hints." + ve.Path, Msg: "llm_hints." + ve.Error(), Err: err}
+			return &Error{Status: http.StatusBadRequest, Code: Code(store.CodeInvalid), Path: "llm_hints." + ve.Path, Msg: "llm_hints." + ve.Error(), Err: err}
 		}
 		ae := errorAt(http.StatusBadRequest, store.CodeInvalid, "llm_hints", "%v", err)
 		ae.Err = err
@@ -517,11 +517,11 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	if res.Err != nil && res.Err.Code == view.CodeTooCostly {
 		// Authoring a view that cannot be afforded is an error to fix, not
 		// a view to show.
-		return &Error{Status: http.StatusUnprocessableEntity, Code: view.CodeTooCostly, Path: "llm_hints", Msg: "llm_hints." + res.Err.Error(), Err: res.Err}
+		return &Error{Status: http.StatusUnprocessableEntity, Code: Code(view.CodeTooCostly), Path: "llm_hints", Msg: "llm_hints." + res.Err.Error(), Err: res.Err}
 	}
 	meta := viewMeta{Status: viewStatus(res.Status), Source: envelope.SourceView, FreshnessState: envelope.Fresh}
 	if res.Err != nil {
-		meta.ErrorCode, meta.Message = res.Err.Code, res.Err.Error()
+		meta.ErrorCode, meta.Message = string(res.Err.Code), res.Err.Error()
 	}
 	writeJSON(w, http.StatusOK, previewReply{Context: out, Meta: meta})
 	return nil

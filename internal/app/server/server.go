@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/canonjson"
+	"github.com/ctxkit/ctxkit/internal/lru"
 	"github.com/ctxkit/ctxkit/internal/strictjson"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/view"
@@ -98,9 +100,9 @@ type Server struct {
 	opts    Options
 	pub     ed25519.PublicKey
 	views   *view.Cache
-	results *view.LRU[view.ResultKey, cachedView]
-	tokens  *view.LRU[[32]byte, verified] // tokens verified, by SHA-256
-	frames  *view.LRU[int64, []byte]      // event-stream frames of recent changes, by seq
+	results *lru.Cache[view.ResultKey, cachedView]
+	tokens  *lru.Cache[[32]byte, verified] // tokens verified, by SHA-256
+	frames  *lru.Cache[int64, []byte]      // event-stream frames of recent changes, by seq
 	revoked revocations
 	mux     *router
 	openAPI []byte // the document GET /openapi.json serves, built from the route table
@@ -161,9 +163,9 @@ func New(opts Options) *Server {
 		opts:    opts,
 		pub:     opts.Key.Public().(ed25519.PublicKey),
 		views:   view.NewCache(1024, viewOpts),
-		results: view.NewLRUBytes[view.ResultKey, cachedView](4096, opts.ViewCacheBytes, cachedView.size),
-		tokens:  view.NewLRU[[32]byte, verified](4096),
-		frames:  view.NewLRU[int64, []byte](1024),
+		results: lru.NewBytes[view.ResultKey, cachedView](4096, opts.ViewCacheBytes, cachedView.size),
+		tokens:  lru.New[[32]byte, verified](4096),
+		frames:  lru.New[int64, []byte](1024),
 		mux:     newRouter(),
 		metrics: newMetrics(),
 	}
@@ -397,7 +399,7 @@ type errorBody struct {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := view.Encode(v)
+	body, err := canonjson.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
 		body = []byte(`{"error":{"code":"internal","message":"encoding the response failed"}}`)

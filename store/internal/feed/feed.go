@@ -1,68 +1,34 @@
-package store
+// Package feed serves a store backend's event streams: one reader of the
+// backend's events table hands each change to every stream allowed to see
+// it. Both backends (store/sqlite, store/postgres) serve Store.Events
+// with it.
+package feed
 
 import (
 	"context"
 	"iter"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ctxkit/ctxkit/store"
 )
 
-// EventFilter narrows an event stream to the changes of breadcrumbs that
-// carry every tag in Tags and, when SchemaName is set, have that schema.
-// The zero value lets every change through.
-type EventFilter struct {
-	Tags       []string
-	SchemaName string
-}
-
-// Check refuses a filter no change could pass for a reason the caller
-// should hear about: more distinct tags than a breadcrumb may carry.
-func (f EventFilter) Check() error { return checkTagFilters(f.Tags) }
-
-// Match reports whether e passes the filter.
-func (f EventFilter) Match(e *Event) bool {
-	if f.SchemaName != "" && e.SchemaName != f.SchemaName {
-		return false
-	}
-	for _, t := range f.Tags {
-		if !slices.Contains(e.Tags, t) {
-			return false
-		}
-	}
-	return true
-}
-
-// Change is an event with what decides who may see it: the breadcrumb's
-// owner, and its visibility and creator at the time of the change.
-type Change struct {
-	Event
-	OwnerID    string
-	Visibility Visibility
-	CreatedBy  string
-}
-
-// VisibleTo reports whether a may receive the change: the rule of List and
-// of every backend's event query (the owner's agents; a private
-// breadcrumb's changes only its creator and the owner's curators).
-func (c *Change) VisibleTo(a Actor) bool { return mayWrite(a, c.OwnerID, c.Visibility, c.CreatedBy) }
-
-// FeedSource is how a Feed reads a backend's events table.
-type FeedSource struct {
+// Source is how a Feed reads a backend's events table.
+type Source struct {
 	// Load returns up to limit changes of every owner with Seq > after, in
 	// Seq order. Backends commit changes in Seq order, so once Load has
 	// returned seq N, no change numbered N or less is still to come.
-	Load func(ctx context.Context, after int64, limit int) ([]Change, error)
+	Load func(ctx context.Context, after int64, limit int) ([]store.Change, error)
 	// Backlog returns up to limit events a may see with Seq > after, in
 	// Seq order (the backend's own query, scoped to the actor's owner).
-	Backlog func(ctx context.Context, a Actor, after int64, limit int) ([]Event, error)
+	Backlog func(ctx context.Context, a store.Actor, after int64, limit int) ([]store.Event, error)
 	// Latest is the backend's LatestSeq.
 	Latest func(ctx context.Context) (int64, error)
 }
 
-// FeedOptions tune a Feed; the zero value is a sensible default.
-type FeedOptions struct {
+// Options tune a Feed; the zero value is a sensible default.
+type Options struct {
 	// Buffer is how many changes each stream holds for its consumer
 	// (default 256). A stream whose consumer falls further behind stops
 	// being handed changes and catches up from the database by itself.
@@ -89,8 +55,8 @@ type FeedOptions struct {
 // from the last change it delivered) before going on. Each stream thus
 // still sees every change it may see exactly once, in Seq order.
 type Feed struct {
-	src  FeedSource
-	opts FeedOptions
+	src  Source
+	opts Options
 
 	wake chan struct{} // capacity 1: wake-ups while the reader reads merge
 	ctx  context.Context
@@ -107,10 +73,10 @@ type Feed struct {
 
 // feedStream is one open stream, as the reader sees it.
 type feedStream struct {
-	a      Actor
-	filter EventFilter
-	ch     chan *Event // shared with the other streams: read only
-	lost   atomic.Bool // a change was dropped: read the database before going on
+	a      store.Actor
+	filter store.EventFilter
+	ch     chan *store.Event // shared with the other streams: read only
+	lost   atomic.Bool       // a change was dropped: read the database before going on
 	// lostKick wakes a consumer that emptied ch before lost was set, so a
 	// dropped change never waits for the next one to be found.
 	lostKick chan struct{}
@@ -118,8 +84,8 @@ type feedStream struct {
 	err      error
 }
 
-// NewFeed starts a feed's reader; Close stops it.
-func NewFeed(src FeedSource, opts FeedOptions) *Feed {
+// New starts a feed's reader; Close stops it.
+func New(src Source, opts Options) *Feed {
 	if opts.Buffer <= 0 {
 		opts.Buffer = 256
 	}
@@ -167,7 +133,7 @@ func (f *Feed) Streams() int {
 }
 
 // errFeedClosed ends the streams of a closed store.
-var errFeedClosed = &Error{Code: CodeUnavailable, Msg: "the store is closed"}
+var errFeedClosed = &store.Error{Code: store.CodeUnavailable, Msg: "the store is closed"}
 
 // Close stops the reader and ends every open stream with an error.
 func (f *Feed) Close() {
@@ -247,11 +213,11 @@ func (f *Feed) read() {
 			f.cursor = c.Seq
 			// One copy per change, shared by its streams: a pointer into
 			// changes would keep the whole page alive while a stream holds it.
-			var e *Event
+			var e *store.Event
 			for s := range f.owners[c.OwnerID] {
 				if c.VisibleTo(s.a) && s.filter.Match(&c.Event) {
 					if e == nil {
-						e = new(Event)
+						e = new(store.Event)
 						*e = c.Event
 					}
 					select {
@@ -275,7 +241,7 @@ func (f *Feed) read() {
 
 // subscribe opens a stream for a: from now on the reader hands it every
 // change after the cursor that it may see.
-func (f *Feed) subscribe(ctx context.Context, a Actor, filter EventFilter) (*feedStream, error) {
+func (f *Feed) subscribe(ctx context.Context, a store.Actor, filter store.EventFilter) (*feedStream, error) {
 	f.mu.Lock()
 	known, closed := f.known, f.closed
 	f.mu.Unlock()
@@ -297,7 +263,7 @@ func (f *Feed) subscribe(ctx context.Context, a Actor, filter EventFilter) (*fee
 	if !f.known {
 		f.cursor, f.known = latest, true
 	}
-	s := &feedStream{a: a, filter: filter, ch: make(chan *Event, f.opts.Buffer), end: make(chan struct{}),
+	s := &feedStream{a: a, filter: filter, ch: make(chan *store.Event, f.opts.Buffer), end: make(chan struct{}),
 		lostKick: make(chan struct{}, 1)}
 	set := f.owners[a.OwnerID]
 	if set == nil {
@@ -332,12 +298,12 @@ func (f *Feed) unsubscribe(s *feedStream) {
 // first the backlog, then live changes until ctx ends; after < 0 starts
 // after the newest change. It implements store.Store's Events for a
 // backend.
-func (f *Feed) Events(ctx context.Context, a Actor, after int64, filter EventFilter) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
+func (f *Feed) Events(ctx context.Context, a store.Actor, after int64, filter store.EventFilter) iter.Seq2[store.Event, error] {
+	return func(yield func(store.Event, error) bool) {
 		if after < 0 {
 			var err error
 			if after, err = f.src.Latest(ctx); err != nil {
-				yield(Event{}, err)
+				yield(store.Event{}, err)
 				return
 			}
 		}
@@ -347,7 +313,7 @@ func (f *Feed) Events(ctx context.Context, a Actor, after int64, filter EventFil
 		s, err := f.subscribe(ctx, a, filter)
 		if err != nil {
 			if ctx.Err() == nil {
-				yield(Event{}, err)
+				yield(store.Event{}, err)
 			}
 			return
 		}
@@ -360,7 +326,7 @@ func (f *Feed) Events(ctx context.Context, a Actor, after int64, filter EventFil
 				events, err := f.src.Backlog(ctx, a, last, f.opts.Page)
 				if err != nil {
 					if ctx.Err() == nil {
-						yield(Event{}, err)
+						yield(store.Event{}, err)
 					}
 					return false
 				}
@@ -384,7 +350,7 @@ func (f *Feed) Events(ctx context.Context, a Actor, after int64, filter EventFil
 			case <-ctx.Done():
 				return
 			case <-s.end:
-				yield(Event{}, s.err)
+				yield(store.Event{}, s.err)
 				return
 			case <-s.lostKick:
 				if s.lost.Swap(false) {

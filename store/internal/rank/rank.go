@@ -1,14 +1,17 @@
-package store
+// Package rank ranks the matches of a store search. A backend's full-text
+// index only decides which breadcrumbs match; every backend ranks its
+// matches here, the same way, from their search documents.
+package rank
 
 import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/ctxkit/ctxkit/store"
 )
 
-// Ranking. A backend's full-text index only decides which breadcrumbs
-// match; every backend ranks its matches here, the same way, from their
-// search documents. The ranking is BM25F: a term's occurrences in each
+// The ranking is BM25F: a term's occurrences in each
 // field, weighted (title 10, tags 5, description 2, view text 1) and
 // normalised by the field's length against its average, saturate, and
 // count for more when fewer of the matches hold the term. Every statistic
@@ -19,11 +22,11 @@ import (
 // an order, as corpus-wide statistics would (a tenant could read another
 // owner's words from its own scores).
 
-// numFields is the fields of a SearchDocument: title, tags, description,
+// numFields is the fields of a store.SearchDocument: title, tags, description,
 // body (the view's text).
 const numFields = 4
 
-// fieldWeights weigh the fields, in SearchDocument order.
+// fieldWeights weigh the fields, in store.SearchDocument order.
 var fieldWeights = [numFields]float64{10, 5, 2, 1}
 
 // BM25's parameters: how fast repeated occurrences stop adding (k1) and
@@ -33,11 +36,11 @@ const (
 	rankB  = 0.75
 )
 
-// EncodeDocument is d as backends store it for ranking: each field's words
+// Encode is d as backends store it for ranking: each field's words
 // separated by spaces, the fields (title, tags, description, body) by
 // newlines. Words hold only letters and digits, so the form is
 // unambiguous, and a term is found in it with one substring search.
-func EncodeDocument(d SearchDocument) string {
+func Encode(d store.SearchDocument) string {
 	var sb strings.Builder
 	n := 3
 	for _, f := range [...][]string{d.Title, d.Tags, d.Description, d.Body} {
@@ -60,16 +63,16 @@ func EncodeDocument(d SearchDocument) string {
 	return sb.String()
 }
 
-// SearchCandidate is a match of a search that the caller may list: its
-// breadcrumb's id and search document (EncodeDocument).
-type SearchCandidate struct {
+// Candidate is a match of a search that the caller may list: its
+// breadcrumb's id and search document (Encode).
+type Candidate struct {
 	ID  string
 	Doc string
 }
 
-// RankedCandidate is a candidate's place in a search's result: its index
-// among the candidates and its SearchHit.Score.
-type RankedCandidate struct {
+// Ranked is a candidate's place in a search's result: its index among the
+// candidates and its store.SearchHit.Score.
+type Ranked struct {
 	Index int
 	Score float64
 }
@@ -77,8 +80,8 @@ type RankedCandidate struct {
 // Rank scores cands, which must be every match of e the caller may list
 // up to the rank bound (the statistics are theirs), and returns the best
 // limit of them, best first (see Ranker.Best).
-func (e *SearchExpr) Rank(cands []SearchCandidate, limit int) []RankedCandidate {
-	r := e.Ranker()
+func Rank(e *store.SearchExpr, cands []Candidate, limit int) []Ranked {
+	r := New(e)
 	for _, c := range cands {
 		r.Add(c.ID, c.Doc)
 	}
@@ -91,7 +94,7 @@ func (e *SearchExpr) Rank(cands []SearchCandidate, limit int) []RankedCandidate 
 type Ranker struct {
 	terms    []rankTerm
 	ids      []string
-	tf       []uint16 // tf[(c*len(terms)+t)*numFields+f]: occurrences of term t in field f of candidate c (at most MaxSearchWords: they fit)
+	tf       []uint16 // tf[(c*len(terms)+t)*numFields+f]: occurrences of term t in field f of candidate c (at most store.MaxSearchWords: they fit)
 	lens     [][numFields]int
 	sumLen   [numFields]int
 	df       []int
@@ -105,8 +108,8 @@ type rankTerm struct {
 	group  int
 }
 
-// Ranker returns an empty Ranker for e.
-func (e *SearchExpr) Ranker() *Ranker {
+// New returns an empty Ranker for e.
+func New(e *store.SearchExpr) *Ranker {
 	r := &Ranker{groupHit: make([]bool, len(e.All))}
 	for g, alts := range e.All {
 		for _, t := range alts {
@@ -118,10 +121,10 @@ func (e *SearchExpr) Ranker() *Ranker {
 }
 
 // Add counts the next candidate: its breadcrumb's id and search document
-// (EncodeDocument). Its index in Best's result is the number added before.
+// (Encode). Its index in Best's result is the number added before.
 // It reads the document once per term with a substring search, so a
-// search's cost is bounded by the rank bound, MaxQueryTerms and
-// MaxSearchBytes.
+// search's cost is bounded by the rank bound, store.MaxQueryTerms and
+// store.MaxSearchBytes.
 func (r *Ranker) Add(id, doc string) {
 	c := len(r.ids)
 	r.ids = append(r.ids, id)
@@ -158,7 +161,7 @@ func (r *Ranker) Add(id, doc string) {
 // ones whose title holds every group of the query first, then by
 // relevance, ties broken by the newer id. The statistics (document
 // frequencies, average field lengths) are those of the candidates added.
-func (r *Ranker) Best(limit int) []RankedCandidate {
+func (r *Ranker) Best(limit int) []Ranked {
 	nt := len(r.terms)
 	n := float64(len(r.ids))
 	idf := make([]float64, nt)
@@ -171,7 +174,7 @@ func (r *Ranker) Best(limit int) []RankedCandidate {
 	for f := range avg {
 		avg[f] = float64(r.sumLen[f]) / n
 	}
-	out := make([]RankedCandidate, len(r.ids))
+	out := make([]Ranked, len(r.ids))
 	for c := range r.ids {
 		rank := 0.0
 		for t := range r.terms {
@@ -184,9 +187,9 @@ func (r *Ranker) Best(limit int) []RankedCandidate {
 			}
 			rank += idf[t] * w * (rankK1 + 1) / (w + rankK1)
 		}
-		out[c] = RankedCandidate{Index: c, Score: Score(rank, r.inTitle[c])}
+		out[c] = Ranked{Index: c, Score: score(rank, r.inTitle[c])}
 	}
-	slices.SortFunc(out, func(x, y RankedCandidate) int {
+	slices.SortFunc(out, func(x, y Ranked) int {
 		if x.Score != y.Score {
 			if x.Score > y.Score {
 				return -1
@@ -232,4 +235,15 @@ func countTerm(text, pat string, prefix bool) int {
 		off = i + 1
 	}
 	return n
+}
+
+// score is a hit's store.SearchHit.Score from its rank (0 or more, higher better) and
+// whether its title holds every required term: title matches first.
+func score(rank float64, inTitle bool) float64 {
+	rank = max(rank, 0)
+	s := rank / (1 + rank)
+	if inTitle {
+		s++
+	}
+	return s
 }

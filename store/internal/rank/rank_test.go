@@ -1,4 +1,4 @@
-package store
+package rank
 
 import (
 	"fmt"
@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ctxkit/ctxkit/store"
 )
 
-func mustParse(t testing.TB, q string) *SearchExpr {
+func mustParse(t testing.TB, q string) *store.SearchExpr {
 	t.Helper()
-	e, err := ParseSearch(q)
+	e, err := store.ParseSearch(q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,12 +20,12 @@ func mustParse(t testing.TB, q string) *SearchExpr {
 }
 
 func doc(title, tags, desc, body string) string {
-	return EncodeDocument(SearchDocument{Title: Words(title), Tags: Words(tags), Description: Words(desc), Body: Words(body)})
+	return Encode(store.SearchDocument{Title: store.Words(title), Tags: store.Words(tags), Description: store.Words(desc), Body: store.Words(body)})
 }
 
 func TestEncodeDocument(t *testing.T) {
-	d := SearchDocument{Title: []string{"a", "b"}, Description: []string{"c"}, Body: []string{"d", "e"}}
-	enc := EncodeDocument(d)
+	d := store.SearchDocument{Title: []string{"a", "b"}, Description: []string{"c"}, Body: []string{"d", "e"}}
+	enc := Encode(d)
 	if enc != "a b\n\nc\nd e" {
 		t.Fatalf("%q", enc)
 	}
@@ -67,11 +69,11 @@ func FuzzCountTerm(f *testing.F) {
 	f.Add("a a a", `"a a"`)
 	f.Add("Zoë zoë ZOË", "zo*")
 	f.Fuzz(func(t *testing.T, text, q string) {
-		e, err := ParseSearch(q)
+		e, err := store.ParseSearch(q)
 		if err != nil || len(e.All) != 1 || len(e.All[0]) != 1 || len(e.None) > 0 {
 			return
 		}
-		words := Words(text)
+		words := store.Words(text)
 		_, want := e.Match(words)
 		term := e.All[0][0]
 		if got := countTerm(strings.Join(words, " "), strings.Join(term.Words, " "), term.Prefix); got != want {
@@ -81,14 +83,14 @@ func FuzzCountTerm(f *testing.F) {
 }
 
 func TestRank(t *testing.T) {
-	cands := []SearchCandidate{
+	cands := []Candidate{
 		{"01", doc("notes", "", "", "zebra zebra zebra crossing")},
 		{"02", doc("a very long title about many things and a zebra", "", "", "")},
 		{"03", doc("other", "", "zebra", "")},
 		{"04", doc("other", "", "zebra", "")}, // the same as 03: the newer id first
 		{"05", doc("other", "zebra", "", "")},
 	}
-	got := mustParse(t, "zebra").Rank(cands, 10)
+	got := Rank(mustParse(t, "zebra"), cands, 10)
 	var order []string
 	for i, r := range got {
 		order = append(order, cands[r.Index].ID)
@@ -104,15 +106,15 @@ func TestRank(t *testing.T) {
 	if got[0].Score < 1 || got[1].Score >= 1 || got[4].Score <= 0 {
 		t.Fatalf("scores %+v", got)
 	}
-	if got := mustParse(t, "zebra").Rank(cands, 2); len(got) != 2 {
+	if got := Rank(mustParse(t, "zebra"), cands, 2); len(got) != 2 {
 		t.Fatalf("limit: %+v", got)
 	}
 	// One side of an OR that fewer matches hold weighs more.
-	or := []SearchCandidate{
+	or := []Candidate{
 		{"1", doc("x", "", "", "common")}, {"2", doc("x", "", "", "common")}, {"3", doc("x", "", "", "common")},
 		{"4", doc("x", "", "", "rare")},
 	}
-	if got := mustParse(t, "common OR rare").Rank(or, 10); or[got[0].Index].ID != "4" {
+	if got := Rank(mustParse(t, "common OR rare"), or, 10); or[got[0].Index].ID != "4" {
 		t.Fatalf("rare term not first: %+v", got)
 	}
 }
@@ -130,14 +132,14 @@ func TestRankIsAFunctionOfTheCandidates(t *testing.T) {
 		}
 		return strings.Join(ws, " ")
 	}
-	var cands []SearchCandidate
+	var cands []Candidate
 	for i := range 50 {
-		cands = append(cands, SearchCandidate{fmt.Sprintf("%03d", i), doc(words(r.IntN(4)), words(r.IntN(2)), words(r.IntN(5)), words(r.IntN(40)))})
+		cands = append(cands, Candidate{fmt.Sprintf("%03d", i), doc(words(r.IntN(4)), words(r.IntN(2)), words(r.IntN(5)), words(r.IntN(40)))})
 	}
 	for _, q := range []string{"alpha", "alph*", `"alpha beta"`, "alpha OR gamma", "beta delta*"} {
 		e := mustParse(t, q)
-		want := e.Rank(cands, len(cands))
-		key := func(rs []RankedCandidate, cs []SearchCandidate) []string {
+		want := Rank(e, cands, len(cands))
+		key := func(rs []Ranked, cs []Candidate) []string {
 			var out []string
 			for _, r := range rs {
 				out = append(out, fmt.Sprintf("%s %v", cs[r.Index].ID, r.Score))
@@ -146,27 +148,27 @@ func TestRankIsAFunctionOfTheCandidates(t *testing.T) {
 		}
 		shuffled := slices.Clone(cands)
 		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		if a, b := key(want, cands), key(e.Rank(shuffled, len(shuffled)), shuffled); !slices.Equal(a, b) {
+		if a, b := key(want, cands), key(Rank(e, shuffled, len(shuffled)), shuffled); !slices.Equal(a, b) {
 			t.Errorf("%q: order of candidates matters:\n%q\n%q", q, a, b)
 		}
 	}
 }
 
 // BenchmarkRankWorstCase: the most a search ranks at the default bound:
-// 1,000 candidates of MaxSearchWords words of view text each, and a query
-// of MaxQueryTerms words, phrases and prefixes.
+// 1,000 candidates of store.MaxSearchWords words of view text each, and a query
+// of store.MaxQueryTerms words, phrases and prefixes.
 func BenchmarkRankWorstCase(b *testing.B) {
 	r := rand.New(rand.NewPCG(3, 4))
-	body := make([]string, MaxSearchWords)
-	cands := make([]SearchCandidate, DefaultMaxRanked)
+	body := make([]string, store.MaxSearchWords)
+	cands := make([]Candidate, store.DefaultMaxRanked)
 	for i := range cands {
 		for j := range body {
 			body[j] = fmt.Sprintf("w%d", r.IntN(5000))
 		}
-		cands[i] = SearchCandidate{fmt.Sprintf("%04d", i), EncodeDocument(SearchDocument{Title: []string{"t", "w1"}, Body: body})}
+		cands[i] = Candidate{fmt.Sprintf("%04d", i), Encode(store.SearchDocument{Title: []string{"t", "w1"}, Body: body})}
 	}
 	var terms []string
-	for i := range MaxQueryTerms {
+	for i := range store.MaxQueryTerms {
 		switch i % 3 {
 		case 0:
 			terms = append(terms, fmt.Sprintf("w%d", i))
@@ -178,6 +180,6 @@ func BenchmarkRankWorstCase(b *testing.B) {
 	}
 	e := mustParse(b, strings.Join(terms, " OR "))
 	for b.Loop() {
-		e.Rank(cands, MaxSearchLimit)
+		Rank(e, cands, store.MaxSearchLimit)
 	}
 }

@@ -1,4 +1,4 @@
-package store_test
+package feed_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/internal/feed"
 )
 
 // memLog is an events table in memory, with the reads a Feed makes
@@ -28,8 +29,8 @@ type memLog struct {
 	pad      int // Load adds a fresh tag of this many bytes to each change
 }
 
-func (l *memLog) source() store.FeedSource {
-	return store.FeedSource{Load: l.load, Backlog: l.backlog, Latest: l.latest}
+func (l *memLog) source() feed.Source {
+	return feed.Source{Load: l.load, Backlog: l.backlog, Latest: l.latest}
 }
 
 func (l *memLog) load(ctx context.Context, after int64, limit int) ([]store.Change, error) {
@@ -81,7 +82,7 @@ func (l *memLog) latest(context.Context) (int64, error) {
 
 // add commits a change (numbered with a gap now and then, as a sequence
 // whose numbers a rollback used up) and wakes the feed.
-func (l *memLog) add(f *store.Feed, c store.Change) store.Change {
+func (l *memLog) add(f *feed.Feed, c store.Change) store.Change {
 	l.mu.Lock()
 	c.Seq = 1
 	if n := len(l.changes); n > 0 {
@@ -137,7 +138,7 @@ type feedSub struct {
 }
 
 // open starts a stream that records what it receives until ctx ends.
-func open(ctx context.Context, f *store.Feed, a store.Actor, filter store.EventFilter, after int64, gate <-chan struct{}) *feedSub {
+func open(ctx context.Context, f *feed.Feed, a store.Actor, filter store.EventFilter, after int64, gate <-chan struct{}) *feedSub {
 	s := &feedSub{a: a, filter: filter, after: after, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
@@ -217,7 +218,7 @@ func actorsAndFilters() (as []store.Actor, fs []store.EventFilter) {
 // stream.
 func TestFeedFanOut(t *testing.T) {
 	log := &memLog{}
-	f := store.NewFeed(log.source(), store.FeedOptions{})
+	f := feed.New(log.source(), feed.Options{})
 	defer f.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -277,7 +278,7 @@ func TestFeedFanOut(t *testing.T) {
 // from the database.
 func TestFeedSlowConsumer(t *testing.T) {
 	log := &memLog{}
-	f := store.NewFeed(log.source(), store.FeedOptions{Buffer: 4, Page: 16})
+	f := feed.New(log.source(), feed.Options{Buffer: 4, Page: 16})
 	defer f.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -316,7 +317,7 @@ func TestFeedStalledStreamsHoldLittle(t *testing.T) {
 	log := &memLog{pad: pad}
 	// Pages of 64 changes: the reader holds at most a page or two at a
 	// time besides what the streams' buffers hold (256 changes each).
-	f := store.NewFeed(log.source(), store.FeedOptions{Page: 64})
+	f := feed.New(log.source(), feed.Options{Page: 64})
 	defer f.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -375,7 +376,7 @@ func TestFeedStalledStreamsHoldLittle(t *testing.T) {
 // along in the same read.
 func TestFeedWakeFor(t *testing.T) {
 	log := &memLog{}
-	f := store.NewFeed(log.source(), store.FeedOptions{})
+	f := feed.New(log.source(), feed.Options{})
 	defer f.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -410,7 +411,7 @@ func TestFeedWakeFor(t *testing.T) {
 // open.
 func TestFeedEndsCleanly(t *testing.T) {
 	log := &memLog{}
-	f := store.NewFeed(log.source(), store.FeedOptions{})
+	f := feed.New(log.source(), feed.Options{})
 	defer f.Close()
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -452,7 +453,7 @@ func TestFeedEndsCleanly(t *testing.T) {
 // it got); streams opened once the database is back work.
 func TestFeedReaderFailure(t *testing.T) {
 	log := &memLog{}
-	f := store.NewFeed(log.source(), store.FeedOptions{})
+	f := feed.New(log.source(), feed.Options{})
 	defer f.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -478,7 +479,7 @@ func TestFeedReaderFailure(t *testing.T) {
 // client can retry on, and refuses new ones.
 func TestFeedClose(t *testing.T) {
 	log := &memLog{}
-	f := store.NewFeed(log.source(), store.FeedOptions{})
+	f := feed.New(log.source(), feed.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
@@ -504,7 +505,7 @@ func TestFeedClose(t *testing.T) {
 // hands them.
 func TestFeedHandOver(t *testing.T) {
 	log := &memLog{slowLoad: 2 * time.Millisecond}
-	f := store.NewFeed(log.source(), store.FeedOptions{Page: 3})
+	f := feed.New(log.source(), feed.Options{Page: 3})
 	defer f.Close()
 	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
 	stop := make(chan struct{})

@@ -1,0 +1,62 @@
+// Package query holds the checks every store backend makes of a list or
+// search query the same way, so that each refuses the same input with the
+// same error: its page size and its tag filters.
+package query
+
+import (
+	"fmt"
+
+	"github.com/ctxkit/ctxkit/store"
+)
+
+// PageSize is q.Limit checked: store.DefaultLimit for 0, an error outside
+// 1..store.MaxLimit. It also refuses more tag filters than a breadcrumb
+// can have tags (store.MaxTags).
+func PageSize(q store.Query) (int, error) {
+	if err := checkTagFilters(q.Tags); err != nil {
+		return 0, err
+	}
+	switch {
+	case q.Limit == 0:
+		return store.DefaultLimit, nil
+	case q.Limit < 0 || q.Limit > store.MaxLimit:
+		return 0, &store.Error{Code: store.CodeInvalid, Path: "limit", Msg: fmt.Sprintf("must be between 1 and %d", store.MaxLimit)}
+	}
+	return q.Limit, nil
+}
+
+// SearchLimit is q.Limit checked: store.DefaultSearchLimit for 0, an
+// error outside 1..store.MaxSearchLimit. It also refuses more than
+// store.MaxTags tag filters.
+func SearchLimit(q store.SearchQuery) (int, error) {
+	if err := checkTagFilters(q.Tags); err != nil {
+		return 0, err
+	}
+	switch {
+	case q.Limit == 0:
+		return store.DefaultSearchLimit, nil
+	case q.Limit < 0 || q.Limit > store.MaxSearchLimit:
+		return 0, &store.Error{Code: store.CodeInvalid, Path: "limit", Msg: fmt.Sprintf("must be between 1 and %d", store.MaxSearchLimit)}
+	}
+	return q.Limit, nil
+}
+
+// Tags is a filter's tags without repeats, in first-seen order.
+func Tags(tags []string) []string {
+	seen := make(map[string]bool, len(tags))
+	var out []string
+	for _, s := range tags {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkTagFilters refuses more distinct tag filters than store.MaxTags,
+// as an event stream's filter does: no breadcrumb could match them all,
+// and each costs the query work.
+func checkTagFilters(tags []string) error {
+	return store.EventFilter{Tags: tags}.Check()
+}
