@@ -13,32 +13,29 @@ import (
 // 1..store.MaxLimit. It also refuses more tag filters than a breadcrumb
 // can have tags (store.MaxTags).
 func PageSize(q store.Query) (int, error) {
-	if err := checkTagFilters(q.Tags); err != nil {
-		return 0, err
-	}
-	switch {
-	case q.Limit == 0:
-		return store.DefaultLimit, nil
-	case q.Limit < 0 || q.Limit > store.MaxLimit:
-		return 0, &store.Error{Code: store.CodeInvalid, Path: "limit", Msg: fmt.Sprintf("must be between 1 and %d", store.MaxLimit)}
-	}
-	return q.Limit, nil
+	return limit(q.Tags, q.Limit, store.DefaultLimit, store.MaxLimit)
 }
 
 // SearchLimit is q.Limit checked: store.DefaultSearchLimit for 0, an
 // error outside 1..store.MaxSearchLimit. It also refuses more than
 // store.MaxTags tag filters.
 func SearchLimit(q store.SearchQuery) (int, error) {
-	if err := checkTagFilters(q.Tags); err != nil {
+	return limit(q.Tags, q.Limit, store.DefaultSearchLimit, store.MaxSearchLimit)
+}
+
+// limit checks a query's tag filters, then its limit n against 1..most
+// (0 is def): a list and a search differ only in their bounds.
+func limit(tags []string, n, def, most int) (int, error) {
+	if err := checkTagFilters(tags); err != nil {
 		return 0, err
 	}
 	switch {
-	case q.Limit == 0:
-		return store.DefaultSearchLimit, nil
-	case q.Limit < 0 || q.Limit > store.MaxSearchLimit:
-		return 0, &store.Error{Code: store.CodeInvalid, Path: "limit", Msg: fmt.Sprintf("must be between 1 and %d", store.MaxSearchLimit)}
+	case n == 0:
+		return def, nil
+	case n < 0 || n > most:
+		return 0, &store.Error{Code: store.CodeInvalid, Path: "limit", Msg: fmt.Sprintf("must be between 1 and %d", most)}
 	}
-	return q.Limit, nil
+	return n, nil
 }
 
 // Tags is a filter's tags without repeats, in first-seen order.
