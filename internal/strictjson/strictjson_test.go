@@ -54,6 +54,31 @@ func TestNesting(t *testing.T) {
 	}
 }
 
+// readCase is an input read under lim and the error it gives: its code,
+// path and Error() text (code "": no error).
+type readCase struct {
+	in   string
+	lim  Limits
+	code Code
+	path string
+	text string
+}
+
+// readCases reads each case's input with read and checks its error.
+func readCases(t *testing.T, read func(in []byte, lim Limits) error, cases []readCase) {
+	t.Helper()
+	for _, c := range cases {
+		err := read([]byte(c.in), c.lim)
+		if c.code == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.in, err)
+			}
+			continue
+		}
+		wantErr(t, err, c.code, c.path, c.text)
+	}
+}
+
 // wantErr checks that err is an *Error with the given code, path and
 // Error() text.
 func wantErr(t *testing.T, err error, code Code, path, text string) {
@@ -76,13 +101,7 @@ func TestDecode(t *testing.T) {
 	if !reflect.DeepEqual(v, want) {
 		t.Fatalf("got %#v", v)
 	}
-	for _, c := range []struct {
-		in   string
-		lim  Limits
-		code Code
-		path string
-		text string
-	}{
+	readCases(t, func(in []byte, lim Limits) error { _, err := Decode(in, lim); return err }, []readCase{
 		{``, Limits{}, CodeEmpty, "", "empty input: expected a JSON value"},
 		{"{\"é\": ,}", Limits{}, CodeSyntax, "", "line 1, column 7: invalid character ',' looking for beginning of value"},
 		{"[1,\n 2,]", Limits{}, CodeSyntax, "", "line 2, column 4: invalid character ']' looking for beginning of value"},
@@ -93,16 +112,7 @@ func TestDecode(t *testing.T) {
 		{`[[[]]]`, Limits{Depth: 2}, "", "", ""},
 		{`{"a":[1,2,3]}`, Limits{Members: 2}, CodeTooMany, "a", "a: more than 2 members"},
 		{`[1]`, Limits{Bytes: 2}, CodeTooLarge, "", "3 bytes; the limit is 2"},
-	} {
-		_, err := Decode([]byte(c.in), c.lim)
-		if c.code == "" {
-			if err != nil {
-				t.Errorf("%s: %v", c.in, err)
-			}
-			continue
-		}
-		wantErr(t, err, c.code, c.path, c.text)
-	}
+	})
 }
 
 func TestValue(t *testing.T) {
@@ -167,13 +177,10 @@ func TestUnmarshal(t *testing.T) {
 	if d.S != "x" || d.I.N != 2 || len(d.L) != 1 || string(d.R) != `{"k":1}` {
 		t.Fatalf("got %+v", d)
 	}
-	for _, c := range []struct {
-		in   string
-		lim  Limits
-		code Code
-		path string
-		text string
-	}{
+	readCases(t, func(in []byte, lim Limits) error {
+		var d doc
+		return Unmarshal(in, &d, lim)
+	}, []readCase{
 		{"{\"s\":\"\xff\"}", Limits{}, CodeUTF8, "", "not valid UTF-8"},
 		{`[[[]]]`, Limits{Depth: 2}, CodeTooDeep, "", "nests 3 levels; the limit is 2"},
 		{`{"s":"x"}`, Limits{Bytes: 3}, CodeTooLarge, "", "9 bytes; the limit is 3"},
@@ -182,10 +189,7 @@ func TestUnmarshal(t *testing.T) {
 		{"{\"s\":\n \"é\" 1}", Limits{}, CodeSyntax, "", "line 2, column 6: invalid character '1' after object key:value pair"},
 		{`{"s":`, Limits{}, CodeSyntax, "", "unexpected end of JSON input"},
 		{`{} {}`, Limits{}, CodeTrailing, "", "line 1, column 5: more than one JSON value"},
-	} {
-		var d doc
-		wantErr(t, Unmarshal([]byte(c.in), &d, c.lim), c.code, c.path, c.text)
-	}
+	})
 }
 
 func TestObjectArray(t *testing.T) {
