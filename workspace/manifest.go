@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -89,17 +88,9 @@ type ManifestEntry struct {
 
 // ReadManifest reads ManifestFile under root.
 func ReadManifest(root *os.Root) (*Manifest, error) {
-	f, err := root.Open(ManifestFile)
+	data, err := readIndexFile(root, ManifestFile, "index manifest", maxManifestBytes+1)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, errors.New("the repository has no index manifest (run ctxkit index)")
-		}
-		return nil, fmt.Errorf("index manifest: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("index manifest: %w", err)
+		return nil, err
 	}
 	if len(data) > maxManifestBytes {
 		return nil, fmt.Errorf("index manifest %s: larger than %d bytes", ManifestFile, maxManifestBytes)
@@ -124,11 +115,7 @@ func WriteManifest(root *os.Root, m Manifest) error {
 	if err != nil {
 		return err
 	}
-	tmp := ManifestFile + ".tmp"
-	if err := root.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return root.Rename(tmp, ManifestFile)
+	return writeIndexFile(root, ManifestFile, data)
 }
 
 // secretNames are file names (path.Match patterns) that usually hold

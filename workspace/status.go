@@ -23,17 +23,9 @@ const SchemaVersion = 1
 
 // ReadStatus reads StatusFile under root.
 func ReadStatus(root *os.Root) (*envelope.IndexStatus, error) {
-	f, err := root.Open(StatusFile)
+	data, err := readIndexFile(root, StatusFile, "index status", 1<<20)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, errors.New("the repository has no index status (run ctxkit index)")
-		}
-		return nil, fmt.Errorf("index status: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("index status: %w", err)
+		return nil, err
 	}
 	var st envelope.IndexStatus
 	if err := json.Unmarshal(data, &st); err != nil {
@@ -52,11 +44,7 @@ func WriteStatus(root *os.Root, st envelope.IndexStatus) error {
 	if err != nil {
 		return err
 	}
-	tmp := StatusFile + ".tmp"
-	if err := root.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	return root.Rename(tmp, StatusFile)
+	return writeIndexFile(root, StatusFile, append(data, '\n'))
 }
 
 // ensureDir creates the directory of StatusFile and ManifestFile, with a
@@ -73,4 +61,33 @@ func ensureDir(root *os.Root) error {
 		}
 	}
 	return nil
+}
+
+// readIndexFile reads at most n bytes of name (StatusFile or
+// ManifestFile) under root; what names the file in the errors, and a
+// missing one says how to make it.
+func readIndexFile(root *os.Root, name, what string, n int64) ([]byte, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errors.New("the repository has no " + what + " (run ctxkit index)")
+		}
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, n))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return data, nil
+}
+
+// writeIndexFile writes data to name under root atomically: a temporary
+// file renamed into place, so a reader never sees half of one.
+func writeIndexFile(root *os.Root, name string, data []byte) error {
+	tmp := name + ".tmp"
+	if err := root.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return root.Rename(tmp, name)
 }

@@ -68,6 +68,15 @@ func writeStatus(t *testing.T, dir string, st envelope.IndexStatus) {
 func TestRoute(t *testing.T) {
 	now := time.Now().UTC()
 	fresh := envelope.IndexStatus{Repo: "r", IndexState: envelope.IndexFresh, LastIndexedAt: now, LastIndexedCommit: commitA, SchemaVersion: 1}
+	// onBranch: an index of commitA, and HEAD on branch main, a loose
+	// ref at commit.
+	onBranch := func(commit string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			writeStatus(t, dir, fresh)
+			write(t, dir, ".git/HEAD", "ref: refs/heads/main\n")
+			write(t, dir, ".git/refs/heads/main", commit+"\n")
+		}
+	}
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, dir string)
@@ -93,21 +102,13 @@ func TestRoute(t *testing.T) {
 			writeStatus(t, dir, fresh)
 			write(t, dir, ".git/HEAD", strings.ToUpper(commitA)+"\n")
 		}, true, envelope.Fresh},
-		{"loose ref equal", func(t *testing.T, dir string) {
-			writeStatus(t, dir, fresh)
-			write(t, dir, ".git/HEAD", "ref: refs/heads/main\n")
-			write(t, dir, ".git/refs/heads/main", commitA+"\n")
-		}, true, envelope.Fresh},
+		{"loose ref equal", onBranch(commitA), true, envelope.Fresh},
 		{"packed ref equal", func(t *testing.T, dir string) {
 			writeStatus(t, dir, fresh)
 			write(t, dir, ".git/HEAD", "ref: refs/heads/main\n")
 			write(t, dir, ".git/packed-refs", "# pack-refs with: peeled fully-peeled sorted\n"+commitB+" refs/heads/other\n"+commitA+" refs/heads/main\n^"+commitB+"\n")
 		}, true, envelope.Fresh},
-		{"head moved", func(t *testing.T, dir string) {
-			writeStatus(t, dir, fresh)
-			write(t, dir, ".git/HEAD", "ref: refs/heads/main\n")
-			write(t, dir, ".git/refs/heads/main", commitB+"\n")
-		}, false, envelope.Stale},
+		{"head moved", onBranch(commitB), false, envelope.Stale},
 		{"unborn branch", func(t *testing.T, dir string) {
 			writeStatus(t, dir, fresh)
 			write(t, dir, ".git/HEAD", "ref: refs/heads/main\n")
