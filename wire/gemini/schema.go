@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ctxkit/ctxkit/internal/strictjson"
 )
 
 // openAPIKeywords are the JSON Schema keywords Gemini's Schema (its OpenAPI
@@ -57,7 +59,7 @@ func convertSchema(v any, at string, dropped *[]string) map[string]any {
 	out := make(map[string]any, len(m))
 	drop := func(p string) { *dropped = append(*dropped, p) }
 	for k, val := range m {
-		p := join(at, k)
+		p := strictjson.Join(at, k)
 		switch {
 		case openAPIKeywords[k]:
 			out[k] = val
@@ -148,13 +150,6 @@ func convertType(val any, in, out map[string]any, p string, drop func(string)) {
 	default:
 		drop(p)
 	}
-}
-
-func join(at, k string) string {
-	if at == "" {
-		return k
-	}
-	return at + "." + k
 }
 
 func orRoot(at string) string {
