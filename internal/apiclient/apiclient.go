@@ -5,7 +5,11 @@
 // clients need a proxy rule, redirect refusal and key redaction.
 //
 // The client moves bytes only: what a reply means (an envelope, a
-// breadcrumb, an {"error": ...} body) is for the caller to decode.
+// breadcrumb, an {"error": ...} body) is for the caller to decode. It
+// follows no redirect: the API never answers with one, and following it
+// would send the bearer token and the body to wherever Location points
+// (Go drops Authorization only when the host name changes, not the port
+// or the scheme). A 3xx reply is returned as it is.
 package apiclient
 
 import (
@@ -68,10 +72,11 @@ func (c *Client) Do(ctx context.Context, r Request, maxBody int64) (Response, er
 	if r.Body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	client := c.HTTP
-	if client == nil {
-		client = &http.Client{Timeout: defaultTimeout}
+	client := http.Client{Timeout: defaultTimeout}
+	if c.HTTP != nil {
+		client = *c.HTTP
 	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := client.Do(req)
 	if err != nil {
 		return Response{}, err

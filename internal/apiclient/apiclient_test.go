@@ -68,3 +68,33 @@ func TestDoUnanswered(t *testing.T) {
 		t.Fatal("a request that cannot be built was sent")
 	}
 }
+
+// TestDoFollowsNoRedirect: a server that answers with a redirect to another
+// port of the same host gets its 307 back as the reply; the token and the
+// body never reach the other address, with the default client or the
+// caller's own.
+func TestDoFollowsNoRedirect(t *testing.T) {
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		leaked = append(leaked, r.Header.Get("Authorization")+" "+string(body))
+	}))
+	defer other.Close()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer ts.Close()
+	for _, hc := range []*http.Client{nil, {}} {
+		c := apiclient.Client{BaseURL: ts.URL, Token: "secret-token", HTTP: hc}
+		resp, err := c.Do(context.Background(), apiclient.Request{Method: "POST", Path: "/breadcrumbs", Body: []byte(`{"title":"x"}`)}, 1<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Status != http.StatusTemporaryRedirect {
+			t.Errorf("status %d, want the 307 itself", resp.Status)
+		}
+	}
+	if len(leaked) > 0 {
+		t.Errorf("the redirect was followed: the other server got %q", leaked)
+	}
+}
