@@ -65,13 +65,16 @@ func (d *Decoder) End() error {
 
 // Decode decodes one JSON value into maps, slices, strings, json.Number,
 // bools and nils, strictly: a key given twice (CodeDuplicateKey, at its
-// path), a value deeper than lim.Depth (CodeTooDeep, at its path), an
+// path), a value deeper than lim.Depth or MaxDepth (CodeTooDeep, at its path), an
 // object or array of more than lim.Members (CodeTooMany), a document of
 // more than lim.Bytes (CodeTooLarge) and data after the value
 // (CodeTrailing) are errors.
 func Decode(data []byte, lim Limits) (any, error) {
 	if lim.Bytes > 0 && len(data) > lim.Bytes {
 		return nil, &Error{Code: CodeTooLarge, Offset: -1, Msg: fmt.Sprintf("%d bytes; the limit is %d", len(data), lim.Bytes)}
+	}
+	if lim.Depth <= 0 || lim.Depth > MaxDepth {
+		lim.Depth = MaxDepth
 	}
 	d := treeDecoder{Decoder: NewDecoder(data), lim: lim}
 	v, err := d.value("", 0)
@@ -94,7 +97,7 @@ func (d *treeDecoder) tooMany(path string, n int) error {
 }
 
 func (d *treeDecoder) value(path string, depth int) (any, error) {
-	if d.lim.Depth > 0 && depth > d.lim.Depth {
+	if depth > d.lim.Depth {
 		return nil, &Error{Code: CodeTooDeep, Path: path, Offset: -1, Msg: fmt.Sprintf("nested deeper than %d levels", d.lim.Depth)}
 	}
 	tok, err := d.Token()

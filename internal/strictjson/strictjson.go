@@ -29,12 +29,21 @@ import (
 	"github.com/ctxkit/ctxkit/internal/jsonscan"
 )
 
-// Limits bound a document. A zero field is no bound.
+// MaxDepth is the nesting Decode never goes past, whatever its Limits say.
+// It carries each value's path down as it recurses, so its cost grows with
+// the square of the depth; a thousand levels is past any document a person
+// or a model writes. (Unmarshal and Value stop where encoding/json does, at
+// 10000.)
+const MaxDepth = 1000
+
+// Limits bound a document. A zero field is no bound (but see Depth).
 type Limits struct {
 	// Bytes bounds the size of the document.
 	Bytes int
 	// Depth bounds how many arrays and objects a value may sit inside: a
 	// document's top value is at depth 0, the values in it at depth 1.
+	// Zero is no bound of the caller's, but never unbounded: Decode stops
+	// at MaxDepth.
 	Depth int
 	// Members bounds the members of one object or the elements of one
 	// array.

@@ -283,3 +283,20 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeNeverUnbounded: with no depth of the caller's, Decode still
+// stops at MaxDepth, at once and with the path of the value too deep,
+// instead of recursing (and building paths) as deep as the input goes.
+func TestDecodeNeverUnbounded(t *testing.T) {
+	deep := strings.Repeat("[", MaxDepth+2) + strings.Repeat("]", MaxDepth+2)
+	for _, lim := range []Limits{{}, {Depth: MaxDepth * 2}} {
+		_, err := Decode([]byte(deep), lim)
+		if CodeOf(err) != CodeTooDeep {
+			t.Errorf("%+v: %v, want %s", lim, err, CodeTooDeep)
+		}
+	}
+	ok := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
+	if _, err := Decode([]byte(ok), Limits{}); err != nil {
+		t.Errorf("%d levels: %v", MaxDepth+1, err)
+	}
+}
