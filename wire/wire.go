@@ -63,13 +63,51 @@ type APIError struct {
 	// "RESOURCE_EXHAUSTED", "ThrottlingException"); "" when the body
 	// names none.
 	Type string
-	// Message is the provider's message; "" when the body is not in the
-	// provider's error shape (a proxy's page, say).
+	// Message is the provider's message, or when the provider's own
+	// shape has none the one Message finds in the common shapes; "" when
+	// the body has none (a proxy's page, say).
 	Message string
 	// Retryable reports whether the same request may succeed later.
 	Retryable bool
 	// RetryAfter is the Retry-After header as sent, "" when absent.
 	RetryAfter string
+}
+
+// Message finds the message of an error body in the shapes providers and
+// the proxies before them answer with, whatever the provider: {"message"},
+// {"error":{"message"}} or {"error":"text"}, alone or first in an array.
+// A row's error parser falls back on it, so that a body in another
+// provider's shape still reaches the client with its text; "" when the
+// body has none.
+func Message(body []byte) string {
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		var arr []json.RawMessage
+		if json.Unmarshal(body, &arr) == nil && len(arr) > 0 {
+			body = arr[0]
+		}
+	}
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	if v.Message != "" {
+		return v.Message
+	}
+	var inner struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(v.Error, &inner) == nil && inner.Message != "" {
+		return inner.Message
+	}
+	var s string
+	if json.Unmarshal(v.Error, &s) == nil {
+		return s
+	}
+	return ""
 }
 
 // RetryableStatus reports whether an HTTP status says that the same

@@ -51,6 +51,10 @@ func parseError(status int, h http.Header, body []byte) wire.APIError {
 			e.Message = v.Error.Message
 		}
 	}
+	if e.Message == "" {
+		// A body in another shape (a proxy's, another provider's).
+		e.Message = wire.Message(body)
+	}
 	e.Retryable = wire.RetryableStatus(status) || retryable(e.Type)
 	return e
 }

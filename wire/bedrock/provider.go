@@ -85,6 +85,10 @@ func parseError(status int, h http.Header, body []byte) wire.APIError {
 	if i := strings.IndexByte(e.Type, ':'); i >= 0 {
 		e.Type = e.Type[:i]
 	}
+	if e.Message == "" {
+		// A body in another shape (a proxy's, another provider's).
+		e.Message = wire.Message(body)
+	}
 	e.Retryable = wire.RetryableStatus(status) || retryable(e.Type)
 	return e
 }

@@ -37,18 +37,18 @@ func Provider() wire.Provider {
 // {"message"} a proxy before the API may answer.
 func parseError(status int, h http.Header, body []byte) wire.APIError {
 	e := wire.APIError{Status: status, RetryAfter: h.Get("Retry-After")}
-	body = bytes.TrimSpace(body)
-	if len(body) > 0 && body[0] == '[' {
+	first := bytes.TrimSpace(body)
+	if len(first) > 0 && first[0] == '[' {
 		var arr []json.RawMessage
-		if json.Unmarshal(body, &arr) == nil && len(arr) > 0 {
-			body = arr[0]
+		if json.Unmarshal(first, &arr) == nil && len(arr) > 0 {
+			first = arr[0]
 		}
 	}
 	var v struct {
 		Error   apiError `json:"error"`
 		Message string   `json:"message"`
 	}
-	if json.Unmarshal(body, &v) == nil {
+	if json.Unmarshal(first, &v) == nil {
 		e.Message = v.Message
 		if e.Message == "" {
 			e.Message = v.Error.Message
@@ -57,6 +57,10 @@ func parseError(status int, h http.Header, body []byte) wire.APIError {
 			se := streamError(&v.Error)
 			e.Type, e.Retryable = se.Type, se.Retryable
 		}
+	}
+	if e.Message == "" {
+		// A body in another shape (a proxy's, another provider's).
+		e.Message = wire.Message(body)
 	}
 	e.Retryable = e.Retryable || wire.RetryableStatus(status)
 	return e

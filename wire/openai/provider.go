@@ -72,6 +72,10 @@ func parseError(status int, h http.Header, body []byte) wire.APIError {
 		}
 		e.Type = firstNonEmpty(inner.Type, code(inner.Code), v.Type, code(v.Code))
 	}
+	if e.Message == "" {
+		// A body in another shape (a proxy's, another provider's).
+		e.Message = wire.Message(body)
+	}
 	e.Retryable = wire.RetryableStatus(status) || oaicompat.Retryable(e.Type)
 	return e
 }

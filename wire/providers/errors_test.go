@@ -78,6 +78,33 @@ func TestParseError(t *testing.T) {
 		// Mistral's own shape.
 		{"mistral", "own shape", 400, nil, `{"object":"error","message":"Invalid model: x","type":"invalid_model","param":null,"code":"1500"}`,
 			wire.APIError{Status: 400, Type: "invalid_model", Message: "Invalid model: x"}},
+
+		// Bodies in another provider's or a proxy's shape: the row's
+		// parser finds no message of its own, wire.Message finds it.
+		{"anthropic", "string error", 400, nil, `{"error":"quota used up for this key"}`,
+			wire.APIError{Status: 400, Message: "quota used up for this key"}},
+		{"anthropic", "array", 400, nil, `[{"error":{"message":"wrapped anthropic"}}]`,
+			wire.APIError{Status: 400, Message: "wrapped anthropic"}},
+		{"bedrock", "error object", 400, nil, `{"error":{"message":"proxy says no"}}`,
+			wire.APIError{Status: 400, Message: "proxy says no"}},
+		{"bedrock", "string error", 429, nil, `{"error":"slow down"}`,
+			wire.APIError{Status: 429, Message: "slow down", Retryable: true}},
+		{"openai", "array", 400, nil, `[{"error":{"message":"wrapped openai","type":"invalid_request_error"}}]`,
+			wire.APIError{Status: 400, Message: "wrapped openai"}},
+		{"deepseek", "array", 400, nil, `[{"error":{"message":"wrapped deepseek"}}]`,
+			wire.APIError{Status: 400, Message: "wrapped deepseek"}},
+		{"mistral", "array", 400, nil, `[{"error":{"message":"wrapped mistral"}}]`,
+			wire.APIError{Status: 400, Message: "wrapped mistral"}},
+		{"gemini", "string error", 400, nil, `{"error":"gemini string error"}`,
+			wire.APIError{Status: 400, Message: "gemini string error"}},
+		{"gemini", "string code", 400, nil, `{"error":{"code":"400","message":"gemini string code"}}`,
+			wire.APIError{Status: 400, Message: "gemini string code"}},
+		{"gemini", "array string error", 503, nil, `[{"error":"gemini busy"}]`,
+			wire.APIError{Status: 503, Message: "gemini busy", Retryable: true}},
+		// Only the first element of an array is read, and only one
+		// array deep, as the gateway always has.
+		{"gemini", "nested array", 400, nil, `[[{"error":{"message":"too deep"}}]]`, wire.APIError{Status: 400}},
+		{"openai", "second element", 400, nil, `[{},{"error":{"message":"second"}}]`, wire.APIError{Status: 400}},
 	} {
 		h := c.header
 		if h == nil {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/ctxkit/ctxkit/internal/app/gateway"
 )
 
 // TestUpstreamFailureStatuses: what the provider's row reads in an
@@ -49,5 +51,40 @@ func TestUpstreamFailureStatuses(t *testing.T) {
 				t.Errorf("Retry-After %q", ra)
 			}
 		})
+	}
+}
+
+// TestUpstreamErrorMessageAnyShape: an upstream's error body in another
+// provider's shape or a proxy's ({"error":"text"}, an array around
+// {"error":{...}}, a string code) still gets its message to the client,
+// whatever the provider's type.
+func TestUpstreamErrorMessageAnyShape(t *testing.T) {
+	srv, ups := setup(t)
+	for _, c := range []struct {
+		typ, body, want string
+	}{
+		{gateway.TypeAnthropic, `{"error":"quota used up for this key"}`, "quota used up for this key"},
+		{gateway.TypeAnthropic, `[{"error":{"message":"wrapped anthropic"}}]`, "wrapped anthropic"},
+		{gateway.TypeBedrock, `{"error":{"message":"proxy says no"}}`, "proxy says no"},
+		{gateway.TypeOpenAI, `[{"error":{"message":"wrapped openai"}}]`, "wrapped openai"},
+		{gateway.TypeDeepSeek, `[{"error":{"message":"wrapped deepseek"}}]`, "wrapped deepseek"},
+		{gateway.TypeMistral, `[{"error":{"message":"wrapped mistral"}}]`, "wrapped mistral"},
+		{gateway.TypeGemini, `{"error":"gemini string error"}`, "gemini string error"},
+		{gateway.TypeGemini, `{"error":{"code":"400","message":"gemini string code"}}`, "gemini string code"},
+	} {
+		u := ups[c.typ]
+		u.mu.Lock()
+		u.status, u.errBody = http.StatusBadRequest, c.body
+		u.mu.Unlock()
+		resp, body := post(t, srv.URL+"/v1/messages", `{"model":"`+c.typ+`-model","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
+		var e struct {
+			Type  string
+			Error struct{ Type, Message string }
+		}
+		json.Unmarshal(body, &e)
+		want := "upstream " + c.typ + "-up: " + c.want
+		if resp.StatusCode != http.StatusBadRequest || e.Error.Type != "invalid_request_error" || e.Error.Message != want {
+			t.Errorf("%s %s: %d %s, want the message %q", c.typ, c.body, resp.StatusCode, body, want)
+		}
 	}
 }
