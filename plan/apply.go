@@ -160,7 +160,9 @@ func closeFiles(changes []*change) {
 // synced before it is renamed over the file, and only after the file's
 // content is checked once more. If a write fails midway, the files
 // already written are restored. The report holds every diff's outcome;
-// the error is the first failure. commitAll says what is synced when.
+// the error is the first failure. Syncs are batched: the new contents are
+// made durable together (one syncfs per file system where Linux has it,
+// else an fsync per file) before any rename.
 func Apply(ctx context.Context, root *os.Root, p *Plan, opts Options) (*Report, error) {
 	if err := p.Check(); err != nil {
 		return nil, err

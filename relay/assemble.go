@@ -128,8 +128,9 @@ func (p *Prompt) Holds() bool {
 
 // Render is p's text for the model: its content, then each example as
 // "Example input: …" and "Example output: …" lines, paragraphs apart,
-// with {{variables}} replaced. Its length is known before it is built
-// (renderedSize): check that first for input from outside.
+// with {{variables}} replaced. For input from outside use
+// AssembleChecked, which checks the size against Limits.MaxRenderedBytes
+// before any text is built.
 func (p *Prompt) Render() string {
 	return RenderVariables(p.raw(), p.Variables)
 }

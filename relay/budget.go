@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultEncoding is the token encoding TokenBudget counts with when none
-// is named; view.Measure counts with the same one. TokenBudget also
+// is named (o200k_base); view.Measure counts with the same one. TokenBudget also
 // accepts cl100k_base, p50k_base and r50k_base, all offline.
 const DefaultEncoding = tokencount.Default
 

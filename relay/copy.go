@@ -33,8 +33,8 @@ func (p *Prompt) Clone() Prompt {
 	return c.prompt(p)
 }
 
-// CloneMap is a deep copy of a map of JSON-compatible values.
-func CloneMap(m map[string]any) map[string]any {
+// cloneMap is a deep copy of a map of JSON-compatible values.
+func cloneMap(m map[string]any) map[string]any {
 	var c cloner
 	return c.object(m)
 }

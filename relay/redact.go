@@ -537,7 +537,7 @@ func (r *Redactor) redactContext(rc *Context) (*Context, map[string]int) {
 		SourceAgent: rc.SourceAgent,
 		TargetAgent: rc.TargetAgent,
 		Task:        d.str(rc.Task),
-		Memory:      CloneMap(rc.Memory),
+		Memory:      cloneMap(rc.Memory),
 		Constraints: slices.Clone(rc.Constraints),
 	}
 	for i, c := range out.Constraints {

@@ -27,7 +27,7 @@
 //     and patterns of one's own) with [REDACTED:<kind>], in the prompts as
 //     Assemble will render them and in the relay context: it is the one
 //     transformer whose changes to the context reach the steps after it.
-//   - ForTarget applies a transformer only when delegating to one agent, so
+//   - ForTargets applies a transformer only when delegating to one of the named agents, so
 //     one pipeline can fan out to specialists with different scopes.
 //
 // ParsePipeline reads a declarative pipeline (JSON or YAML) and compiles it
@@ -386,7 +386,7 @@ func cloneStepContext(rc *Context) *Context {
 		SourceAgent: rc.SourceAgent,
 		TargetAgent: rc.TargetAgent,
 		Task:        rc.Task,
-		Memory:      CloneMap(rc.Memory),
+		Memory:      cloneMap(rc.Memory),
 		Constraints: slices.Clone(rc.Constraints),
 	}
 }

@@ -1,7 +1,7 @@
 // Package store defines the breadcrumb store: the records agents share, the
 // Store interface every backend implements, and the rules all backends apply
 // the same way (validation, versions, visibility). Backends live in
-// sub-packages (store/sqlite); store/storetest is the conformance suite they
+// sub-packages (store/sqlite, store/postgres); store/storetest is the conformance suite they
 // must pass.
 package store
 

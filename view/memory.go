@@ -147,7 +147,7 @@ func mulCost(a, b int64) int64 {
 // room the running evaluations' steps in progress may still allocate
 // (their MaxMemory together, at least an eighth and at most half of the
 // limit), it
-// stops every evaluation that has run for at least stopAge and for at least
+// stops every evaluation that has run for at least 10 ms and for at least
 // half as long as the oldest one (growing a heap by hundreds of megabytes
 // takes far longer than a typical view, which is done in well under a
 // millisecond, so views that just started are spared), or else the one

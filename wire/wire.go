@@ -3,7 +3,8 @@
 // (wire/providers). A row says how a canonical request is encoded, and,
 // for a provider ctxkit calls over HTTP, the endpoint path, the headers
 // that carry the key, how its stream is decoded and how its error
-// responses read. The gateway and `ctxkit convert` use the rows, never a
+// responses read. The gateway, `ctxkit convert` and `ctxkit scaffold` use
+// the rows, never a
 // switch on the provider's name: adding a provider is one package and one
 // row of the table.
 package wire

@@ -13,7 +13,8 @@
 //
 // Some libraries promise more: view, chat, envelope and relay reach no
 // storage, network, HTTP or processes, even through what they import; wire
-// packages never reach the store. A new package must be given its layer in
-// the test's table before the test passes, which is the point: placing a
-// package is a decision, not an accident.
+// packages never reach the store. A package in a new top-level directory
+// must be given its layer in the test's table before the test passes (one
+// under an existing tree takes that tree's layer), which is the point:
+// placing a package is a decision, not an accident.
 package layers

@@ -825,7 +825,7 @@ func (d *DB) LatestSeq(ctx context.Context) (int64, error) {
 const expireBatch = 500
 
 // Expire implements store.Store: expired breadcrumbs go in transactions of
-// at most expireBatch, each row locked with SKIP LOCKED so replicas expiring
+// at most 500 rows, each row locked with SKIP LOCKED so replicas expiring
 // at once share the work instead of waiting on (or deadlocking with) each
 // other. Then, in a transaction of its own, it forgets idempotency keys
 // older than a day and trims the event backlog.

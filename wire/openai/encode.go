@@ -295,7 +295,9 @@ type completionError struct {
 //     "data"}) in order, as the stream encoder writes them;
 //   - message.tool_calls: the tool_use blocks, {"id","type":"function",
 //     "function":{"name","arguments"}} with the input as compact JSON text;
-//   - finish_reason: finishReason of the stop ("error" when there is no
+//   - finish_reason: the stop as EncodeStream maps it (end_turn and
+//     stop_sequence → stop, max_tokens → length, tool_use → tool_calls;
+//     "error" when there is no
 //     stop but an error, "stop" when there is neither);
 //   - usage as the stream encoder writes it.
 //

@@ -15,7 +15,7 @@ import (
 // image, assistant turns with text, thinking and tool calls, and tool
 // results (some with an image).
 func Conversation(n int) chat.Request {
-	img := B64(strings.Repeat("\x89PNG image bytes ", 2048)) // ~45 KB of base64
+	img := b64(strings.Repeat("\x89PNG image bytes ", 2048)) // ~45 KB of base64
 	var b strings.Builder
 	b.WriteString(`{"model":"m","max_tokens":8192,"system":"You are a careful coding agent. Follow the repository's conventions.",
 		"tools":[{"name":"read_file","description":"Read a file","input_schema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}},

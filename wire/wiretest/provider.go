@@ -11,8 +11,8 @@ import (
 	"github.com/ctxkit/ctxkit/wire"
 )
 
-// EncoderOf is the Encoder of a provider table row (with no cache state).
-func EncoderOf(p wire.Provider) Encoder {
+// encoderOf is the Encoder of a provider table row (with no cache state).
+func encoderOf(p wire.Provider) Encoder {
 	return func(req chat.Request, options json.RawMessage) (any, []chat.Warning, error) {
 		out, _, warns, err := p.Encode(req, options, nil)
 		return out, warns, err
@@ -33,7 +33,7 @@ func RunProvider(t *testing.T, p wire.Provider) {
 	if p.Name == "" || p.Encode == nil {
 		t.Fatalf("row %q: a name and an encoder are required", p.Name)
 	}
-	enc := EncoderOf(p)
+	enc := encoderOf(p)
 	t.Run("conformance", func(t *testing.T) { Run(t, enc) })
 	req, err := chat.DecodeRequest([]byte(corpus()[0].json))
 	if err != nil {

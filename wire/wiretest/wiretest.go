@@ -1,8 +1,9 @@
 // Package wiretest is the suite every wire converter runs: the
 // conformance checks (Run) on a built-in corpus, the data-driven cases of
 // the converter's own case file (RunCases), stream fixtures
-// (RunStreamFixtures) and the checks of a stream decoder's bounds on tool
-// calls (CheckToolCallBounds).
+// (RunStreamFixtures), the checks of a stream decoder's bounds on tool
+// calls (CheckToolCallBounds) and the checks of a provider-table row
+// (RunProvider).
 package wiretest
 
 import (
@@ -310,11 +311,11 @@ type corpusCase struct {
 	markers []marker
 }
 
-// B64 is the base64 of s: an image or document payload that is its own marker.
-func B64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+// b64 is the base64 of s: an image or document payload that is its own marker.
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 func corpus() []corpusCase {
-	img1, img2, img3, doc1 := B64("mkimg1-bytes"), B64("mkimg2-bytes"), B64("mkimg3-bytes"), B64("mkdoc1-bytes")
+	img1, img2, img3, doc1 := b64("mkimg1-bytes"), b64("mkimg2-bytes"), b64("mkimg3-bytes"), b64("mkdoc1-bytes")
 	return []corpusCase{
 		{
 			name: "strings",

@@ -1,4 +1,5 @@
-// Package cli implements the ctxkit command line: one file per subcommand.
+// Package cli implements the ctxkit command line: one file per subcommand
+// (token.go also holds revoke and revocations).
 package cli
 
 import (
