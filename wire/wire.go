@@ -4,9 +4,8 @@
 // for a provider ctxkit calls over HTTP, the endpoint path, the headers
 // that carry the key, how its stream is decoded and how its error
 // responses read. The gateway, `ctxkit convert` and `ctxkit scaffold` use
-// the rows, never a
-// switch on the provider's name: adding a provider is one package and one
-// row of the table.
+// the rows, never a switch on the provider's name: adding a provider is
+// one package and one row of the table.
 package wire
 
 import (
