@@ -1,0 +1,49 @@
+package openai
+
+import (
+	"encoding/json"
+	"io"
+	"iter"
+
+	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
+)
+
+// Dialect is the Chat Completions client dialect's row: requests read by
+// DecodeRequest, answered by EncodeResponse and EncodeStream, errors in
+// OpenAI's {"error":{"message","type","param","code"}}.
+func Dialect() wire.Dialect {
+	return wire.Dialect{
+		Name:     "openai",
+		Decode:   func(body []byte, _ wire.Incoming) (chat.Request, error) { return DecodeRequest(body) },
+		Response: func(res chat.Response, out wire.Outgoing) ([]byte, error) { return EncodeResponse(res, out.Model, out.ID, out.Created) },
+		Stream: func(w io.Writer, out wire.Outgoing, chunks iter.Seq2[chat.Chunk, error]) error {
+			return EncodeStream(w, func() {}, out.Model, out.ID, out.Created, chunks)
+		},
+		Error:    ErrorBody,
+		IDPrefix: "chatcmpl-",
+	}
+}
+
+// ErrorBody is an error response in OpenAI's shape, which the Responses
+// API shares: {"error":{"message","type","param","code"}}, param and code
+// null when the reply has none.
+func ErrorBody(e wire.ErrorReply) []byte {
+	type body struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+	}
+	b := body{Message: e.Message, Type: e.Type}
+	if e.Param != "" {
+		b.Param = &e.Param
+	}
+	if e.Code != "" {
+		b.Code = &e.Code
+	}
+	data, _ := json.Marshal(struct {
+		Error body `json:"error"`
+	}{b})
+	return append(data, '\n')
+}
