@@ -15,9 +15,11 @@ import (
 // {"type":"error","error":{"type","message"}}.
 func Dialect() wire.Dialect {
 	return wire.Dialect{
-		Name:     "anthropic",
-		Decode:   func(body []byte, _ wire.Incoming) (chat.Request, error) { return chat.DecodeRequest(body) },
-		Response: func(res chat.Response, out wire.Outgoing) ([]byte, error) { return EncodeResponse(res, out.Model, out.ID) },
+		Name:   "anthropic",
+		Decode: func(body []byte, _ wire.Incoming) (chat.Request, error) { return chat.DecodeRequest(body) },
+		Response: func(res chat.Response, out wire.Outgoing) ([]byte, error) {
+			return EncodeResponse(res, out.Model, out.ID)
+		},
 		Stream: func(w io.Writer, out wire.Outgoing, chunks iter.Seq2[chat.Chunk, error]) error {
 			return EncodeStream(w, func() {}, out.Model, out.ID, chunks)
 		},

@@ -14,9 +14,11 @@ import (
 // OpenAI's {"error":{"message","type","param","code"}}.
 func Dialect() wire.Dialect {
 	return wire.Dialect{
-		Name:     "openai",
-		Decode:   func(body []byte, _ wire.Incoming) (chat.Request, error) { return DecodeRequest(body) },
-		Response: func(res chat.Response, out wire.Outgoing) ([]byte, error) { return EncodeResponse(res, out.Model, out.ID, out.Created) },
+		Name:   "openai",
+		Decode: func(body []byte, _ wire.Incoming) (chat.Request, error) { return DecodeRequest(body) },
+		Response: func(res chat.Response, out wire.Outgoing) ([]byte, error) {
+			return EncodeResponse(res, out.Model, out.ID, out.Created)
+		},
 		Stream: func(w io.Writer, out wire.Outgoing, chunks iter.Seq2[chat.Chunk, error]) error {
 			return EncodeStream(w, func() {}, out.Model, out.ID, out.Created, chunks)
 		},
