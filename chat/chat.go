@@ -81,10 +81,26 @@ type Request struct {
 	// ReasoningEffort (low, medium, high) is the effort-style control of
 	// formats that have one; ctxkit's extension field "reasoning_effort".
 	ReasoningEffort string
-	Stream          bool
-	Metadata        json.RawMessage
+	// Format asks for structured output: the response's text is JSON
+	// (of Format.Schema when one is given). nil: free text.
+	Format   *OutputFormat
+	Stream   bool
+	Metadata json.RawMessage
 	// Extra holds top-level fields ctxkit does not model, kept for a round trip.
 	Extra map[string]json.RawMessage
+}
+
+// OutputFormat is a request for structured output, in the terms every
+// dialect's form maps to: OpenAI's response_format and text.format,
+// Anthropic's output_config.format, Gemini's responseSchema.
+type OutputFormat struct {
+	// Type is "json_schema" (the text is JSON matching Schema) or
+	// "json_object" (the text is a JSON object).
+	Type        string          `json:"type"`
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"` // a JSON Schema object
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // Thinking is {"type":"enabled","budget_tokens":N} (or "disabled").
