@@ -32,18 +32,30 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/upstream"
+	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/anthropic"
 	"github.com/ctxkit/ctxkit/wire/openai"
 )
 
-// Dialect is the client's API shape.
+// Dialect is a client's API shape: an index into the dialect table,
+// whose rows the wire packages declare (wire.Dialect).
 type Dialect int
 
 // Dialects.
 const (
-	Anthropic Dialect = iota
-	OpenAI
+	Anthropic Dialect = iota // Messages, POST /v1/messages
+	OpenAI                   // Chat Completions, POST /v1/chat/completions
 )
+
+// dialects is the dialect table: how each client dialect's requests are
+// read and answered.
+var dialects = [...]wire.Dialect{
+	Anthropic: anthropic.Dialect(),
+	OpenAI:    openai.Dialect(),
+}
+
+// row is the dialect's row of the table.
+func (d Dialect) row() *wire.Dialect { return &dialects[d] }
 
 // Options tune a gateway.
 type Options struct {
@@ -192,7 +204,7 @@ func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, d Dialect) {
 	if e.RetryAfter != "" {
 		w.Header().Set("Retry-After", e.RetryAfter)
 	}
-	WriteError(w, d, e.Status, string(e.Code), e.Msg)
+	writeError(w, d, wire.ErrorReply{Status: e.Status, Type: string(e.Code), Code: e.Reason, Param: e.Path, Message: e.Msg})
 }
 
 // Code is the type of an error response, in the vocabulary both
@@ -220,6 +232,9 @@ type Error struct {
 
 	Status     int
 	RetryAfter string // the Retry-After header, "" for none
+	// Reason is a finer code than Code ("unsupported_field") for the
+	// dialects whose error shape has one; "" for none.
+	Reason string
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -263,11 +278,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 		}
 		return badRequest(fmt.Errorf("reading the request: %w", err))
 	}
-	req, p, err := g.route(body, d)
+	in := incoming(r)
+	req, p, err := g.route(body, d, in)
 	if err != nil {
 		return err
 	}
-	streaming := req.Stream
+	asked := req // as the client sent it, for the answer's encoder
+	streaming := req.Stream || in.Stream
 	req.Stream = true
 	if d == OpenAI && len(req.Extra) > 0 {
 		// OpenAI-only fields (seed, user, response_format, ...) have no
@@ -289,24 +306,24 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 		src = &capped{r: upBody, left: g.opts.MaxResponseBytes}
 	}
 	chunks := g.clean(ctx, p, upBody, untilStop(p.row.Upstream.Decode(src), p.Name))
-	id, created := newID(d), g.opts.Now().Unix()
+	out := wire.Outgoing{Incoming: in, Request: &asked, Model: req.Model, ID: newID(d), Created: g.opts.Now().Unix()}
 	if streaming {
-		g.stream(w, r, d, p, upBody, req.Model, id, created, chunks)
+		g.stream(w, r, d, p, upBody, out, chunks)
 		return nil
 	}
-	return g.collect(w, r, d, p, req.Model, id, created, chunks)
+	return g.collect(w, r, d, p, out, chunks)
+}
+
+// incoming is what r says outside its body: the model and stream mode
+// of a path that names them, and the query.
+func incoming(r *http.Request) wire.Incoming {
+	return wire.Incoming{Query: r.URL.Query()}
 }
 
 // route decodes a request of dialect d and finds the provider of its
 // model.
-func (g *Gateway) route(body []byte, d Dialect) (chat.Request, *Provider, error) {
-	var req chat.Request
-	var err error
-	if d == OpenAI {
-		req, err = openai.DecodeRequest(body)
-	} else {
-		req, err = chat.DecodeRequest(body)
-	}
+func (g *Gateway) route(body []byte, d Dialect, in wire.Incoming) (chat.Request, *Provider, error) {
+	req, err := d.row().Decode(body, in)
 	if err != nil {
 		return req, nil, badRequest(err)
 	}
@@ -357,9 +374,13 @@ func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 
 // stream writes chunks to a streaming client in its dialect, each event
 // as it is decoded.
-func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, upBody *upstream.Body, model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) {
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, upBody *upstream.Body, out wire.Outgoing, chunks iter.Seq2[chat.Chunk, error]) {
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
+	ct := "text/event-stream"
+	if t := d.row().StreamType; t != nil {
+		ct = t(out.Incoming)
+	}
+	h.Set("Content-Type", ct)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	cw := g.clientWriter(w)
@@ -371,13 +392,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, d Dialect, p *P
 	// wait for the upstream: the events decoded from one upstream read
 	// leave in one write, and none waits behind a slow upstream.
 	upBody.BeforeRead(flush)
-	noFlush := func() {}
-	var err error
-	if d == OpenAI {
-		err = openai.EncodeStream(cw, noFlush, model, id, created, chunks)
-	} else {
-		err = anthropic.EncodeStream(cw, noFlush, model, id, chunks)
-	}
+	err := d.row().Stream(cw, out, chunks)
 	if err != nil && r.Context().Err() == nil {
 		g.opts.Logger.Warn("gateway stream", "provider", p.Name, "err", p.redact(err.Error()))
 	}
@@ -385,7 +400,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, d Dialect, p *P
 
 // collect writes chunks to a non-streaming client as one response in its
 // dialect, or returns the failure.
-func (g *Gateway) collect(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
+func (g *Gateway) collect(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, out wire.Outgoing, chunks iter.Seq2[chat.Chunk, error]) error {
 	res, err := chat.Collect(chunks)
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -408,12 +423,7 @@ func (g *Gateway) collect(w http.ResponseWriter, r *http.Request, d Dialect, p *
 		}
 		return e
 	}
-	var out []byte
-	if d == OpenAI {
-		out, err = openai.EncodeResponse(res, model, id, created)
-	} else {
-		out, err = anthropic.EncodeResponse(res, model, id)
-	}
+	body, err := d.row().Response(res, out)
 	if err != nil {
 		return &Error{Code: CodeAPI, Status: http.StatusInternalServerError, Msg: "encoding the response: " + err.Error(), Err: err}
 	}
@@ -423,12 +433,12 @@ func (g *Gateway) collect(w http.ResponseWriter, r *http.Request, d Dialect, p *
 	w.WriteHeader(http.StatusOK)
 	// In pieces, each with its own deadline: a response of megabytes
 	// needs only a client that keeps reading.
-	for len(out) > 0 {
-		n := min(len(out), 1<<20)
-		if _, err := cw.Write(out[:n]); err != nil {
+	for len(body) > 0 {
+		n := min(len(body), 1<<20)
+		if _, err := cw.Write(body[:n]); err != nil {
 			return nil
 		}
-		out = out[n:]
+		body = body[n:]
 	}
 	return nil
 }
@@ -564,15 +574,15 @@ func (g *Gateway) upstreamError(p *Provider, ue *upstream.Error) *Error {
 
 // WriteError writes an error in the dialect's shape: Anthropic
 // {"type":"error","error":{"type","message"}}, OpenAI
-// {"error":{"message","type","code"}}.
+// {"error":{"message","type","param","code"}}.
 func WriteError(w http.ResponseWriter, d Dialect, status int, typ, msg string) {
-	var body any
-	if d == OpenAI {
-		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}}
-	} else {
-		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
-	}
-	writeJSON(w, status, body)
+	writeError(w, d, wire.ErrorReply{Status: status, Type: typ, Message: msg})
+}
+
+func writeError(w http.ResponseWriter, d Dialect, e wire.ErrorReply) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	w.Write(d.row().Error(e))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -646,8 +656,5 @@ func untilStop(chunks iter.Seq2[chat.Chunk, error], provider string) iter.Seq2[c
 func newID(d Dialect) string {
 	var b [12]byte
 	rand.Read(b[:])
-	if d == OpenAI {
-		return "chatcmpl-" + hex.EncodeToString(b[:])
-	}
-	return "msg_" + hex.EncodeToString(b[:])
+	return d.row().IDPrefix + hex.EncodeToString(b[:])
 }
