@@ -45,6 +45,7 @@ type Dialect int
 const (
 	Anthropic Dialect = iota // Messages, POST /v1/messages
 	OpenAI                   // Chat Completions, POST /v1/chat/completions
+	Responses                // Responses, POST /v1/responses
 )
 
 // dialects is the dialect table: how each client dialect's requests are
@@ -93,6 +94,7 @@ type Options struct {
 // Gateway serves the gateway routes.
 type Gateway struct {
 	cfg     *Config
+	keeper  Keeper // of the Responses dialect's stored responses; nil: none
 	byModel map[string]*Provider
 	up      *upstream.Client
 	opts    Options
@@ -192,7 +194,12 @@ func (g *Gateway) ChatCompletions(w http.ResponseWriter, r *http.Request) { g.an
 // answer serves one request in dialect d: the one place a failure
 // becomes the dialect's error response.
 func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, d Dialect) {
-	err := g.serve(w, r, d)
+	g.fail(w, d, g.serve(w, r, d))
+}
+
+// fail writes err, unless it is nil or there is no one to write it to, as
+// the dialect's error response.
+func (g *Gateway) fail(w http.ResponseWriter, d Dialect, err error) {
 	if err == nil || errors.Is(err, errClientGone) {
 		return
 	}
@@ -285,6 +292,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	}
 	asked := req // as the client sent it, for the answer's encoder
 	streaming := req.Stream || in.Stream
+	keep := false
+	if d == Responses {
+		if keep, err = g.continuation(r.Context(), &req); err != nil {
+			return err
+		}
+	}
 	req.Stream = true
 	if d == OpenAI && len(req.Extra) > 0 {
 		// OpenAI-only fields (seed, user, response_format, ...) have no
@@ -307,11 +320,28 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	}
 	chunks := g.clean(ctx, p, upBody, untilStop(p.row.Upstream.Decode(src), p.Name))
 	out := wire.Outgoing{Incoming: in, Request: &asked, Model: req.Model, ID: newID(d), Created: g.opts.Now().Unix()}
-	if streaming {
-		g.stream(w, r, d, p, upBody, out, chunks)
-		return nil
+	var kept func(chat.Response, []byte) error
+	if keep {
+		kept = func(res chat.Response, body []byte) error {
+			return g.keepResponse(r.Context(), &req, res, out.ID, body)
+		}
 	}
-	return g.collect(w, r, d, p, out, chunks)
+	if !streaming {
+		return g.collect(w, r, d, p, out, chunks, kept)
+	}
+	if kept != nil {
+		chunks = tee(chunks, g.opts.MaxResponseBytes, func(res chat.Response) {
+			body, err := d.row().Response(res, out)
+			if err == nil {
+				err = kept(res, body)
+			}
+			if err != nil && r.Context().Err() == nil {
+				g.opts.Logger.Warn("gateway: the response was not kept", "id", out.ID, "err", err.Error())
+			}
+		})
+	}
+	g.stream(w, r, d, p, upBody, out, chunks)
+	return nil
 }
 
 // incoming is what r says outside its body: the model and stream mode
@@ -400,7 +430,8 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, d Dialect, p *P
 
 // collect writes chunks to a non-streaming client as one response in its
 // dialect, or returns the failure.
-func (g *Gateway) collect(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, out wire.Outgoing, chunks iter.Seq2[chat.Chunk, error]) error {
+// kept, when not nil, keeps the response before it is written.
+func (g *Gateway) collect(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, out wire.Outgoing, chunks iter.Seq2[chat.Chunk, error], kept func(chat.Response, []byte) error) error {
 	res, err := chat.Collect(chunks)
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -426,6 +457,15 @@ func (g *Gateway) collect(w http.ResponseWriter, r *http.Request, d Dialect, p *
 	body, err := d.row().Response(res, out)
 	if err != nil {
 		return &Error{Code: CodeAPI, Status: http.StatusInternalServerError, Msg: "encoding the response: " + err.Error(), Err: err}
+	}
+	if kept != nil {
+		if err := kept(res, body); err != nil {
+			// The answer is delivered all the same (the upstream has
+			// done the work); the client learns it cannot continue from
+			// it.
+			g.opts.Logger.Warn("gateway: the response was not kept", "id", out.ID, "err", err.Error())
+			w.Header().Add("X-Ctxkit-Warnings", "store: the response was not kept")
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	cw := g.clientWriter(w)

@@ -172,6 +172,9 @@ func New(opts Options) *Server {
 	s.revoked.store = opts.Store
 	s.viewSlots = make(chan struct{}, opts.MaxConcurrentViews)
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
+	if opts.Gateway != nil {
+		opts.Gateway.SetKeeper(keeper{s})
+	}
 	s.routes()
 	return s
 }
@@ -278,7 +281,8 @@ func (s *Server) gatewayAuthed(d gateway.Dialect, h http.HandlerFunc) http.Handl
 			r = r.Clone(r.Context())
 			r.Header.Set("Authorization", "Bearer "+key)
 		}
-		if _, err := s.authenticate(r); err != nil {
+		p, err := s.authenticate(r)
+		if err != nil {
 			var ae *Error
 			msg := "invalid token"
 			if errors.As(err, &ae) {
@@ -294,7 +298,7 @@ func (s *Server) gatewayAuthed(d gateway.Dialect, h http.HandlerFunc) http.Handl
 			gateway.WriteError(w, d, http.StatusUnauthorized, "authentication_error", msg)
 			return
 		}
-		h(w, r)
+		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, p)))
 	})
 }
 
