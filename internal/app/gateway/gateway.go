@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +47,7 @@ const (
 	Anthropic Dialect = iota // Messages, POST /v1/messages
 	OpenAI                   // Chat Completions, POST /v1/chat/completions
 	Responses                // Responses, POST /v1/responses
+	Gemini                   // generateContent, POST /v1beta/models/{model}:generateContent
 )
 
 // dialects is the dialect table: how each client dialect's requests are
@@ -187,6 +189,23 @@ func (g *Gateway) Models(w http.ResponseWriter, r *http.Request) {
 
 // Messages serves POST /v1/messages (the Anthropic dialect).
 func (g *Gateway) Messages(w http.ResponseWriter, r *http.Request) { g.answer(w, r, Anthropic) }
+
+// Responses serves POST /v1/responses (the OpenAI Responses dialect).
+func (g *Gateway) Responses(w http.ResponseWriter, r *http.Request) { g.answer(w, r, Responses) }
+
+// GenerateContent serves POST /v1beta/models/{call}, where call is
+// "{model}:generateContent" or "{model}:streamGenerateContent" (the
+// Gemini dialect).
+func (g *Gateway) GenerateContent(w http.ResponseWriter, r *http.Request) {
+	call := r.PathValue("call")
+	i := strings.LastIndexByte(call, ':')
+	if i <= 0 || (call[i+1:] != "generateContent" && call[i+1:] != "streamGenerateContent") {
+		g.fail(w, Gemini, &Error{Code: CodeNotFound, Status: http.StatusNotFound,
+			Msg: fmt.Sprintf("%s: not a method ctxkit serves (generateContent, streamGenerateContent)", r.URL.Path)})
+		return
+	}
+	g.answer(w, r, Gemini)
+}
 
 // ChatCompletions serves POST /v1/chat/completions (the OpenAI dialect).
 func (g *Gateway) ChatCompletions(w http.ResponseWriter, r *http.Request) { g.answer(w, r, OpenAI) }
@@ -345,9 +364,23 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 }
 
 // incoming is what r says outside its body: the model and stream mode
-// of a path that names them, and the query.
+// of a path that names them (Gemini's), and the query.
 func incoming(r *http.Request) wire.Incoming {
-	return wire.Incoming{Query: r.URL.Query()}
+	in := wire.Incoming{Query: r.URL.Query()}
+	if call := r.PathValue("call"); call != "" {
+		in.Model, in.Stream = geminiCall(call)
+	}
+	return in
+}
+
+// geminiCall splits the last segment of a Gemini path,
+// "{model}:generateContent" or "{model}:streamGenerateContent".
+func geminiCall(call string) (model string, stream bool) {
+	i := strings.LastIndexByte(call, ':')
+	if i < 0 {
+		return call, false
+	}
+	return call[:i], call[i+1:] == "streamGenerateContent"
 }
 
 // route decodes a request of dialect d and finds the provider of its

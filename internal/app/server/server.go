@@ -272,14 +272,22 @@ func (s *Server) authed(role string, h handlerFunc) http.Handler {
 	})
 }
 
-// gatewayAuthed wraps a gateway route: any valid token, as a bearer token
-// or in x-api-key (where Anthropic-dialect clients send their key);
+// gatewayAuthed wraps a gateway route: any valid token, as a bearer token,
+// in x-api-key (where Anthropic-dialect clients send their key) or in
+// x-goog-api-key (Gemini-dialect clients);
 // failures are answered in the route's dialect.
 func (s *Server) gatewayAuthed(d gateway.Dialect, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if key := strings.TrimSpace(r.Header.Get("x-api-key")); key != "" && r.Header.Get("Authorization") == "" {
-			r = r.Clone(r.Context())
-			r.Header.Set("Authorization", "Bearer "+key)
+		if r.Header.Get("Authorization") == "" {
+			// Anthropic's SDKs send their key in x-api-key, Google's in
+			// x-goog-api-key.
+			for _, name := range []string{"x-api-key", "x-goog-api-key"} {
+				if key := strings.TrimSpace(r.Header.Get(name)); key != "" {
+					r = r.Clone(r.Context())
+					r.Header.Set("Authorization", "Bearer "+key)
+					break
+				}
+			}
 		}
 		p, err := s.authenticate(r)
 		if err != nil {
