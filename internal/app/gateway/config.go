@@ -44,6 +44,10 @@ type Provider struct {
 	// Authorization: Bearer for openai, deepseek, mistral and bedrock API
 	// keys; x-api-key for anthropic; x-goog-api-key for gemini).
 	APIKeyEnv string `json:"api_key_env"`
+	// API chooses, for type openai, the API ctxkit calls: "chat" (the
+	// default; POST {base}/chat/completions) or "responses" (POST
+	// {base}/responses).
+	API string `json:"api,omitempty"`
 	// Models are the model names routed to this provider.
 	Models []string `json:"models"`
 
@@ -103,6 +107,19 @@ func (c *Config) check(getenv func(string) string) error {
 		row, ok := providers.Lookup(p.Type)
 		if !ok || row.Upstream == nil {
 			return fmt.Errorf("%s.type: %q is not one of %s", at, p.Type, strings.Join(types, ", "))
+		}
+		switch {
+		case p.API == "" || p.API == "chat" && p.Type == TypeOpenAI:
+		case p.API == "responses" && p.Type == TypeOpenAI:
+			// Newer OpenAI models are offered through the Responses API
+			// only: the same provider, another row of the table.
+			if row, ok = providers.Lookup("responses"); !ok {
+				return fmt.Errorf("%s.api: the Responses API is not available in this build", at)
+			}
+		case p.Type != TypeOpenAI:
+			return fmt.Errorf("%s.api: only a provider of type openai chooses its API", at)
+		default:
+			return fmt.Errorf("%s.api: %q is not one of chat, responses", at, p.API)
 		}
 		p.row = row
 		u, err := url.Parse(p.BaseURL)

@@ -448,6 +448,8 @@ func TestLoadConfig(t *testing.T) {
 		{`{"providers":[{"name":"a","type":"openai","base_url":"http://x","api_key_env":"CTXKIT_NO_SUCH_VAR","models":["m"]}]}`, "CTXKIT_NO_SUCH_VAR is not set"},
 		{`{"providers":[{"name":"a","type":"openai","base_url":"http://x","api_key_env":"CTXKIT_TEST_KEY","models":["m"]},{"name":"b","type":"gemini","base_url":"http://y","api_key_env":"CTXKIT_TEST_KEY","models":["m"]}]}`, `"m" is already routed to a`},
 		{`{"providers":[{"name":"a","type":"openai","base_url":"http://x","api_key_env":"CTXKIT_TEST_KEY","models":["m"],"extra":1}]}`, `unknown field "extra"`},
+		{`{"providers":[{"name":"a","type":"anthropic","api":"responses","base_url":"http://x","api_key_env":"CTXKIT_TEST_KEY","models":["m"]}]}`, `providers[0].api: only a provider of type openai chooses its API`},
+		{`{"providers":[{"name":"a","type":"openai","api":"assistants","base_url":"http://x","api_key_env":"CTXKIT_TEST_KEY","models":["m"]}]}`, `providers[0].api: "assistants" is not one of chat, responses`},
 	} {
 		_, err := gateway.LoadConfig(write("c.json", c.body))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
