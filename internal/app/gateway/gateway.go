@@ -1,18 +1,20 @@
-// Package gateway lets a client speaking the Anthropic Messages dialect or
-// the OpenAI Chat Completions dialect use any configured upstream: the
-// request is decoded to ctxkit's canonical conversation (chat), routed by
-// model name to a provider, encoded in the provider's format, and the
-// provider's stream is decoded to chat chunks and written back in the
-// client's dialect, streamed or as one response.
+// Package gateway lets a client speaking any client dialect of the
+// dialect table (Anthropic Messages, OpenAI Chat Completions, OpenAI
+// Responses, Gemini generateContent) use any configured upstream: the
+// request is decoded by the dialect's row (wire.Dialect) to ctxkit's
+// canonical conversation (chat), routed by model name to a provider,
+// encoded by the provider's row (wire.Provider), and the provider's
+// stream is decoded to chat chunks and written back in the client's
+// dialect, streamed or as one response.
 //
-// The gateway always streams from the upstream; a non-streaming client gets
-// the collected response. Usage is translated into the client dialect's
-// meaning: Anthropic's input_tokens exclude cache reads and writes (reported
-// beside it), OpenAI's prompt_tokens include cached tokens
+// Usage is translated into the client dialect's meaning: Anthropic's
+// input_tokens exclude cache reads and writes (reported beside it),
+// OpenAI's prompt_tokens include cached tokens
 // (prompt_tokens_details.cached_tokens says how many). Nothing is retried
 // behind the client's back; a client that goes away cancels the upstream
 // request. The provider's API key is sent only to that provider, never the
-// caller's ctxkit token.
+// caller's ctxkit token. The Responses dialect's stored responses are
+// kept by a Keeper (the server's: private breadcrumbs of the caller).
 package gateway
 
 import (
