@@ -69,7 +69,7 @@ var ErrStreamTooLarge = errors.New("responses: the response is larger than " + s
 // returns the error; likewise with ErrStreamTooLarge past MaxStreamOutput.
 // A write error ends the encoding and is returned.
 func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
-	e := streamEncoder{w: w, id: id, resp: echo(req, model, id, created), calls: map[int]*openCall{}}
+	e := streamEncoder{w: w, id: id, resp: echo(req, model, id, created), calls: map[int]*openCall{}, output: []json.RawMessage{}}
 	start := marshal(e.resp)
 	if err := e.event("response.created", func(b []byte) []byte { return appendRaw(b, "response", start) }); err != nil {
 		return err
@@ -100,6 +100,11 @@ func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int6
 	}
 	r := e.resp
 	r.Output = e.output
+	if e.usage == nil {
+		// The API always reports usage at the end: none came, none was
+		// counted.
+		e.usage = &chat.Usage{}
+	}
 	finish(&r, e.stop, e.err, e.usage)
 	typ := "response.completed"
 	switch r.Status {
