@@ -12,6 +12,7 @@ import (
 	"github.com/ctxkit/ctxkit/wire/gemini"
 	"github.com/ctxkit/ctxkit/wire/mistral"
 	"github.com/ctxkit/ctxkit/wire/openai"
+	"github.com/ctxkit/ctxkit/wire/responses"
 	"github.com/ctxkit/ctxkit/wire/simple"
 	"github.com/ctxkit/ctxkit/wire/vscodelm"
 )
@@ -20,6 +21,7 @@ import (
 // upstream types.
 var table = []wire.Provider{
 	openai.Provider(),
+	responses.Provider(),
 	anthropic.Provider(),
 	gemini.Provider(),
 	bedrock.Provider(),

@@ -13,6 +13,7 @@ import (
 // its package's directory and the fixtures' extension.
 var streams = map[string]string{
 	"openai":    ".sse",
+	"responses": ".sse",
 	"anthropic": ".sse",
 	"gemini":    ".sse",
 	"bedrock":   ".eventstream",
@@ -55,7 +56,7 @@ func TestLookup(t *testing.T) {
 // TestUpstreams: the formats ctxkit calls, in the order the gateway's
 // configuration errors list them.
 func TestUpstreams(t *testing.T) {
-	want := []string{"openai", "anthropic", "gemini", "bedrock", "mistral", "deepseek"}
+	want := []string{"openai", "responses", "anthropic", "gemini", "bedrock", "mistral", "deepseek"}
 	if got := providers.Upstreams(); !slices.Equal(got, want) {
 		t.Errorf("Upstreams: %v, want %v", got, want)
 	}

@@ -1,0 +1,376 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/chat"
+)
+
+// redactedMarker starts the encrypted_content of a reasoning item that
+// stands for a redacted_thinking block (Anthropic's encrypted reasoning):
+// a client hands the item back as it got it, and DecodeRequest makes the
+// redacted_thinking block again, so a conversation with an Anthropic
+// upstream keeps its reasoning across turns. The content of every other
+// reasoning item is a signature as the upstream sent it.
+const redactedMarker = "ctxkit.redacted_thinking:"
+
+// Item kinds and their id prefixes, as the API names them.
+const (
+	prefixMessage   = "msg_"
+	prefixReasoning = "rs_"
+	prefixCall      = "fc_"
+)
+
+// itemID is the id of the output item at position i of response id: ids
+// are derived, not random, so a response read again has the same ones.
+func itemID(prefix, id string, i int) string {
+	return prefix + strings.TrimPrefix(id, "resp_") + "_" + strconv.Itoa(i)
+}
+
+// The output items, as the API writes them.
+
+type outputText struct {
+	Type        string     `json:"type"`
+	Annotations []struct{} `json:"annotations"`
+	Logprobs    []struct{} `json:"logprobs"`
+	Text        string     `json:"text"`
+}
+
+func newOutputText(text string) outputText {
+	return outputText{Type: "output_text", Annotations: []struct{}{}, Logprobs: []struct{}{}, Text: text}
+}
+
+type messageItem struct {
+	ID      string       `json:"id"`
+	Type    string       `json:"type"`
+	Status  string       `json:"status"`
+	Content []outputText `json:"content"`
+	Role    string       `json:"role"`
+}
+
+type summaryText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type reasoningItem struct {
+	ID               string        `json:"id"`
+	Type             string        `json:"type"`
+	Summary          []summaryText `json:"summary"`
+	EncryptedContent *string       `json:"encrypted_content,omitempty"`
+}
+
+type callItem struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	Status    string `json:"status"`
+	Arguments string `json:"arguments"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+}
+
+// marshal is v as JSON without HTML escaping (as the API writes it).
+func marshal(v any) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Every value marshalled here is made of strings, numbers and
+		// raw JSON this package checked.
+		panic(fmt.Sprintf("responses: marshal: %v", err))
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+func newMessage(id, status, text string, done bool) messageItem {
+	m := messageItem{ID: id, Type: "message", Status: status, Content: []outputText{}, Role: "assistant"}
+	if done {
+		m.Content = []outputText{newOutputText(text)}
+	}
+	return m
+}
+
+func newReasoning(id string, summary []string, signature, redacted string) reasoningItem {
+	r := reasoningItem{ID: id, Type: "reasoning", Summary: []summaryText{}}
+	for _, s := range summary {
+		r.Summary = append(r.Summary, summaryText{Type: "summary_text", Text: s})
+	}
+	switch {
+	case redacted != "":
+		enc := redactedMarker + redacted
+		r.EncryptedContent = &enc
+	case signature != "":
+		r.EncryptedContent = &signature
+	}
+	return r
+}
+
+// usageObject is the API's usage.
+type usageObject struct {
+	InputTokens        int64        `json:"input_tokens"`
+	InputTokensDetails inputDetails `json:"input_tokens_details"`
+	OutputTokens       int64        `json:"output_tokens"`
+	OutputDetails      struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int64 `json:"total_tokens"`
+}
+
+type inputDetails struct {
+	CachedTokens     int64 `json:"cached_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+}
+
+func newUsage(u chat.Usage) *usageObject {
+	out := &usageObject{InputTokens: u.Input, OutputTokens: u.Output, TotalTokens: u.Input + u.Output,
+		InputTokensDetails: inputDetails{CachedTokens: u.CacheRead, CacheWriteTokens: u.CacheWrite}}
+	out.OutputDetails.ReasoningTokens = u.Reasoning
+	return out
+}
+
+// responseObject is the API's Response. The fields after Usage echo the
+// request, as the API does.
+type responseObject struct {
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	CreatedAt          int64             `json:"created_at"`
+	Status             string            `json:"status"`
+	Error              *responseError    `json:"error"`
+	IncompleteDetails  *incomplete       `json:"incomplete_details"`
+	Instructions       *string           `json:"instructions"`
+	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	Model              string            `json:"model"`
+	Output             []json.RawMessage `json:"output"`
+	ParallelToolCalls  bool              `json:"parallel_tool_calls"`
+	PreviousResponseID json.RawMessage   `json:"previous_response_id"`
+	Reasoning          reasoningEcho     `json:"reasoning"`
+	Store              bool              `json:"store"`
+	Temperature        *float64          `json:"temperature"`
+	Text               json.RawMessage   `json:"text"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	Tools              []Tool            `json:"tools"`
+	TopP               *float64          `json:"top_p"`
+	Truncation         string            `json:"truncation"`
+	Usage              *usageObject      `json:"usage"`
+	User               json.RawMessage   `json:"user"`
+	Metadata           json.RawMessage   `json:"metadata"`
+}
+
+type responseError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type incomplete struct {
+	Reason string `json:"reason"`
+}
+
+type reasoningEcho struct {
+	Effort  *string `json:"effort"`
+	Summary *string `json:"summary"`
+}
+
+// echo is a response object for the client's request with no output yet:
+// the request's settings as the API echoes them.
+func echo(req *chat.Request, model, id string, created int64) responseObject {
+	null := json.RawMessage("null")
+	r := responseObject{ID: id, Object: "response", CreatedAt: created, Status: "in_progress", Model: model,
+		Output: []json.RawMessage{}, ParallelToolCalls: true, PreviousResponseID: null, Store: true,
+		Text: json.RawMessage(`{"format":{"type":"text"}}`), ToolChoice: json.RawMessage(`"auto"`), Tools: []Tool{},
+		Truncation: "disabled", User: null, Metadata: json.RawMessage("{}")}
+	if req == nil {
+		return r
+	}
+	if req.System != nil {
+		s := req.System.PlainText("\n")
+		r.Instructions = &s
+	}
+	if req.MaxTokens > 0 {
+		n := req.MaxTokens
+		r.MaxOutputTokens = &n
+	}
+	r.Temperature, r.TopP = req.Temperature, req.TopP
+	r.Tools, _ = tools(req.Tools, nil)
+	if r.Tools == nil {
+		r.Tools = []Tool{}
+	}
+	if tc := req.ToolChoice; tc != nil {
+		if c := toolChoice(tc); c != nil {
+			r.ToolChoice = c
+		}
+		if tc.DisableParallelToolUse != nil && *tc.DisableParallelToolUse {
+			r.ParallelToolCalls = false
+		}
+	}
+	if f := textFormat(req.Format); f != nil {
+		r.Text = marshal(map[string]any{"format": f})
+	}
+	x := req.Extra
+	if v, ok := x["previous_response_id"]; ok {
+		r.PreviousResponseID = v
+	}
+	if v, ok := x["store"]; ok {
+		r.Store = string(v) == "true"
+	}
+	if v, ok := x["truncation"]; ok {
+		_ = json.Unmarshal(v, &r.Truncation)
+	}
+	if v, ok := x["user"]; ok {
+		r.User = v
+	}
+	if v, ok := x["metadata"]; ok {
+		r.Metadata = v
+	}
+	if req.ReasoningRequested() {
+		e := req.ReasoningEffort
+		r.Reasoning.Effort = &e
+	}
+	var kept struct {
+		Effort  string `json:"effort"`
+		Summary string `json:"summary"`
+	}
+	if v, ok := x["reasoning"]; ok && json.Unmarshal(v, &kept) == nil {
+		if kept.Effort != "" {
+			r.Reasoning.Effort = &kept.Effort
+		}
+		if kept.Summary != "" {
+			r.Reasoning.Summary = &kept.Summary
+		}
+	}
+	return r
+}
+
+// finish sets the outcome of r: its status, error or incomplete details,
+// from the stop and the error of a response.
+func finish(r *responseObject, stop chat.Stop, serr *chat.StreamError, usage *chat.Usage) {
+	if usage != nil {
+		r.Usage = newUsage(*usage)
+	}
+	switch {
+	case serr != nil:
+		r.Status = "failed"
+		r.Error = &responseError{Code: errorCode(serr), Message: errorMessage(serr)}
+	case stop.Reason == chat.StopMaxTokens:
+		r.Status, r.IncompleteDetails = "incomplete", &incomplete{Reason: "max_output_tokens"}
+	case stop.Reason == chat.StopContentFilter:
+		r.Status, r.IncompleteDetails = "incomplete", &incomplete{Reason: "content_filter"}
+	case stop.Reason == "" || stop.Reason == chat.StopError:
+		// The upstream's stream ended before its answer did.
+		r.Status = "failed"
+		r.Error = &responseError{Code: "server_error", Message: "the upstream's response ended before it was complete"}
+	default:
+		r.Status = "completed"
+	}
+}
+
+// The codes of the API's ResponseError that a gateway's errors map to.
+var errorCodes = []string{"server_error", "rate_limit_exceeded", "invalid_prompt", "vector_store_timeout",
+	"invalid_image", "invalid_image_format", "invalid_base64_image", "invalid_image_url", "image_too_large",
+	"image_too_small", "image_parse_error", "image_content_policy_violation", "invalid_image_mode",
+	"image_file_too_large", "unsupported_image_media_type", "empty_image_file", "failed_to_download_image",
+	"image_file_not_found"}
+
+// errorCode is the ResponseError code for a stream error: the provider's
+// type when it is one of the API's codes, rate_limit_exceeded for a rate
+// limit, server_error for the rest.
+func errorCode(e *chat.StreamError) string {
+	for _, c := range errorCodes {
+		if e.Type == c {
+			return c
+		}
+	}
+	t := strings.ToLower(e.Type)
+	if strings.Contains(t, "rate_limit") || strings.Contains(t, "ratelimit") || strings.Contains(t, "throttl") || t == "429" {
+		return "rate_limit_exceeded"
+	}
+	return "server_error"
+}
+
+// errorMessage is the message of a stream error, after the provider's
+// own type when the code does not say it.
+func errorMessage(e *chat.StreamError) string {
+	if e.Type == "" || e.Type == errorCode(e) {
+		return e.Message
+	}
+	return e.Type + ": " + e.Message
+}
+
+// EncodeResponse writes r (a collected stream, see chat.Collect) as the
+// body of a non-streaming Responses API answer: a Response object
+// ("object":"response") with the id, created_at and model given, the
+// request's settings echoed (req may be nil: the API's defaults), and:
+//
+//   - output: one item per block, in order: thinking → a reasoning item
+//     (summary: one summary_text of the thinking, none when it is empty;
+//     encrypted_content: the signature, when there is one),
+//     redacted_thinking → a reasoning item with no summary whose
+//     encrypted_content is the data behind a marker DecodeRequest knows,
+//     text → a message item (one output_text part), tool_use → a
+//     function_call item (call_id the block's id, arguments the input as
+//     compact JSON). Item ids are msg_, rs_ and fc_ followed by the
+//     response id's and the item's position. output_text (the SDKs'
+//     convenience) is not on the wire.
+//   - status: completed; incomplete with incomplete_details.reason
+//     max_output_tokens or content_filter for those stops; failed with
+//     error {code, message} when r has an error (code server_error,
+//     rate_limit_exceeded, or the provider's own when it is one of the
+//     API's codes) or no stop (the upstream's stream was cut).
+//   - usage: input_tokens (Input, cached included),
+//     input_tokens_details.cached_tokens (CacheRead; cache_write_tokens
+//     when set), output_tokens (Output, reasoning included),
+//     output_tokens_details.reasoning_tokens, total_tokens.
+//
+// A failed response is still a Response: the gateway chooses the HTTP
+// status (and may answer an error body instead). An input that is not
+// valid JSON is an error.
+func EncodeResponse(res chat.Response, req *chat.Request, model, id string, created int64) ([]byte, error) {
+	r := echo(req, model, id, created)
+	for i := range res.Content {
+		b := &res.Content[i]
+		var item any
+		switch b.Type {
+		case chat.TypeText:
+			item = newMessage(itemID(prefixMessage, id, len(r.Output)), "completed", b.Text, true)
+		case chat.TypeThinking, chat.TypeReasoning:
+			text := b.Thinking
+			if b.Type == chat.TypeReasoning {
+				text = b.Text
+			}
+			var summary []string
+			if text != "" {
+				summary = []string{text}
+			}
+			item = newReasoning(itemID(prefixReasoning, id, len(r.Output)), summary, b.Signature, "")
+		case chat.TypeRedactedThinking:
+			item = newReasoning(itemID(prefixReasoning, id, len(r.Output)), nil, "", b.Data)
+		case chat.TypeToolUse:
+			if len(b.Input) > 0 && !json.Valid(b.Input) {
+				return nil, fmt.Errorf("responses: content[%d].input: not valid JSON", i)
+			}
+			item = callItem{ID: itemID(prefixCall, id, len(r.Output)), Type: "function_call", Status: "completed",
+				Arguments: compact(string(b.Input)), CallID: b.ID, Name: b.Name}
+		default:
+			return nil, fmt.Errorf("responses: content[%d]: a %q block is not part of a model's output", i, b.Type)
+		}
+		r.Output = append(r.Output, marshal(item))
+	}
+	u := res.Usage
+	finish(&r, res.Stop, res.Error, &u)
+	return marshal(r), nil
+}
+
+// compact is JSON text compacted ("{}" for none).
+func compact(s string) string {
+	if s == "" {
+		return "{}"
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, []byte(s)) != nil {
+		return s
+	}
+	return buf.String()
+}

@@ -1,0 +1,467 @@
+package responses
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/chat"
+)
+
+// MaxStreamOutput bounds the text, reasoning and arguments EncodeStream
+// keeps for the events that repeat them (output_text.done,
+// output_item.done, response.completed): a stream that goes past it ends
+// with response.failed. It is as much as the gateway reads of a whole
+// upstream answer for a client that does not stream.
+const MaxStreamOutput = 64 << 20
+
+// ErrStreamTooLarge is what EncodeStream returns for a stream past
+// MaxStreamOutput.
+var ErrStreamTooLarge = errors.New("responses: the response is larger than " + strconv.Itoa(MaxStreamOutput) + " bytes")
+
+// EncodeStream writes a canonical chunk stream to w as a Responses API
+// stream: typed server-sent events, each an "event:" line naming its type
+// and a "data:" line whose JSON has that type and a sequence_number
+// counting from 0, in the order the API sends them:
+//
+//   - response.created, then response.in_progress, each with the Response
+//     object (status in_progress, no output, usage null; the request's
+//     settings echoed as EncodeResponse does).
+//   - text → a message item: response.output_item.added (status
+//     in_progress, no content), response.content_part.added (an empty
+//     output_text), one response.output_text.delta per chunk; when
+//     another item begins or the stream ends, response.output_text.done,
+//     response.content_part.done and response.output_item.done (the
+//     item, completed, with its whole text).
+//   - reasoning text → a reasoning item: output_item.added (no summary),
+//     response.reasoning_summary_part.added, one
+//     response.reasoning_summary_text.delta per chunk, then
+//     reasoning_summary_text.done, reasoning_summary_part.done and
+//     output_item.done; a signature ends the item, and the done item
+//     carries it as encrypted_content (a signature alone is an item with
+//     no summary). Redacted reasoning is an item of its own, added and
+//     done at once, its encrypted_content marked as EncodeResponse marks
+//     it.
+//   - tool calls → function_call items: output_item.added (status
+//     in_progress, call_id, name, arguments ""), one
+//     response.function_call_arguments.delta per fragment,
+//     response.function_call_arguments.done (arguments, name) and
+//     output_item.done at the call's end. Calls end when their
+//     tool_call_end comes: from an upstream that ends them all at its
+//     stop (the Chat Completions shape), their done events follow each
+//     other at the end.
+//   - at the end: response.completed (status completed),
+//     response.incomplete (incomplete_details.reason max_output_tokens or
+//     content_filter) or response.failed (an error chunk, a decode error
+//     or a stream cut before its stop: error {code, message}, as
+//     EncodeResponse writes it), with the whole output and the last
+//     usage; then "data: [DONE]", which the SDKs stop at.
+//
+// Output items are numbered (output_index) in the order they begin; their
+// ids are those EncodeResponse gives, so a stored response read back has
+// the same ones. Deltas carry no obfuscation padding.
+//
+// When chunks yields an error, EncodeStream ends with response.failed and
+// returns the error; likewise with ErrStreamTooLarge past MaxStreamOutput.
+// A write error ends the encoding and is returned.
+func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
+	e := streamEncoder{w: w, id: id, resp: echo(req, model, id, created), calls: map[int]*openCall{}, output: []json.RawMessage{}}
+	start := marshal(e.resp)
+	if err := e.event("response.created", func(b []byte) []byte { return appendRaw(b, "response", start) }); err != nil {
+		return err
+	}
+	if err := e.event("response.in_progress", func(b []byte) []byte { return appendRaw(b, "response", start) }); err != nil {
+		return err
+	}
+	var failure error
+	for c, err := range chunks {
+		if err != nil {
+			failure = err
+			if e.err == nil {
+				e.err = &chat.StreamError{Type: "server_error", Message: err.Error(), Retryable: true}
+			}
+			break
+		}
+		if err := e.chunk(&c); err != nil {
+			return err
+		}
+		if e.size > MaxStreamOutput {
+			failure = ErrStreamTooLarge
+			e.err = &chat.StreamError{Type: "server_error", Message: ErrStreamTooLarge.Error()}
+			break
+		}
+	}
+	if err := e.closeAll(); err != nil {
+		return err
+	}
+	r := e.resp
+	r.Output = e.output
+	if e.usage == nil {
+		// The API always reports usage at the end: none came, none was
+		// counted.
+		e.usage = &chat.Usage{}
+	}
+	finish(&r, e.stop, e.err, e.usage)
+	typ := "response.completed"
+	switch r.Status {
+	case "incomplete":
+		typ = "response.incomplete"
+	case "failed":
+		typ = "response.failed"
+	}
+	end := marshal(r)
+	if err := e.event(typ, func(b []byte) []byte { return appendRaw(b, "response", end) }); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, "data: [DONE]\n\n"); err != nil {
+		return err
+	}
+	return failure
+}
+
+type streamEncoder struct {
+	w      io.Writer
+	buf    []byte
+	seq    int64
+	id     string
+	resp   responseObject
+	output []json.RawMessage // the done items, by output index
+	text   *openText
+	reason *openReasoning
+	calls  map[int]*openCall // by the chunks' tool call index
+	size   int               // the bytes of text, reasoning and arguments kept
+	usage  *chat.Usage
+	stop   chat.Stop
+	err    *chat.StreamError
+}
+
+type openText struct {
+	id    string
+	index int
+	text  strings.Builder
+}
+
+type openReasoning struct {
+	id    string
+	index int
+	text  strings.Builder
+	part  bool // a summary part was added
+}
+
+type openCall struct {
+	id, callID, name string
+	index            int
+	args             strings.Builder
+}
+
+// event writes one event: its type, sequence number and the fields
+// fields appends (each starting with a comma).
+func (e *streamEncoder) event(typ string, fields func([]byte) []byte) error {
+	b := append(e.buf[:0], "event: "...)
+	b = append(b, typ...)
+	b = append(b, "\ndata: {\"type\":\""...)
+	b = append(b, typ...)
+	b = append(b, `","sequence_number":`...)
+	b = strconv.AppendInt(b, e.seq, 10)
+	e.seq++
+	b = fields(b)
+	b = append(b, "}\n\n"...)
+	e.buf = b
+	_, err := e.w.Write(b)
+	return err
+}
+
+func appendKey(b []byte, k string) []byte {
+	b = append(b, ",\""...)
+	b = append(b, k...)
+	return append(b, "\":"...)
+}
+
+func appendRaw(b []byte, k string, v []byte) []byte { return append(appendKey(b, k), v...) }
+
+func appendStr(b []byte, k, v string) []byte { return chat.AppendString(appendKey(b, k), v) }
+
+func appendInt(b []byte, k string, n int) []byte {
+	return strconv.AppendInt(appendKey(b, k), int64(n), 10)
+}
+
+// at appends the item_id and output_index of an item's event.
+func at(b []byte, id string, index int) []byte {
+	return appendInt(appendStr(b, "item_id", id), "output_index", index)
+}
+
+// next is the output index of a new item.
+func (e *streamEncoder) next() int {
+	e.output = append(e.output, nil)
+	return len(e.output) - 1
+}
+
+func (e *streamEncoder) added(index int, item any) error {
+	raw := marshal(item)
+	return e.event("response.output_item.added", func(b []byte) []byte {
+		return appendRaw(appendInt(b, "output_index", index), "item", raw)
+	})
+}
+
+func (e *streamEncoder) done(index int, item any) error {
+	raw := marshal(item)
+	e.output[index] = raw
+	return e.event("response.output_item.done", func(b []byte) []byte {
+		return appendRaw(appendInt(b, "output_index", index), "item", raw)
+	})
+}
+
+func (e *streamEncoder) chunk(c *chat.Chunk) error {
+	switch c.Type {
+	case chat.ChunkText:
+		if c.Text == "" {
+			return nil
+		}
+		return e.textDelta(c.Text)
+	case chat.ChunkReasoning:
+		if c.Text != "" {
+			if err := e.reasoningDelta(c.Text); err != nil {
+				return err
+			}
+		}
+		if c.Signature != "" {
+			if e.reason == nil {
+				if err := e.openReasoning(); err != nil {
+					return err
+				}
+			}
+			e.size += len(c.Signature)
+			if err := e.closeReasoning(c.Signature); err != nil {
+				return err
+			}
+		}
+		if c.Redacted != "" {
+			if err := e.closeText(); err != nil {
+				return err
+			}
+			if err := e.closeReasoning(""); err != nil {
+				return err
+			}
+			e.size += len(c.Redacted)
+			i := e.next()
+			id := itemID(prefixReasoning, e.id, i)
+			if err := e.added(i, newReasoning(id, nil, "", "")); err != nil {
+				return err
+			}
+			return e.done(i, newReasoning(id, nil, "", c.Redacted))
+		}
+		return nil
+	case chat.ChunkToolCallStart:
+		if err := e.closeText(); err != nil {
+			return err
+		}
+		if err := e.closeReasoning(""); err != nil {
+			return err
+		}
+		if old, ok := e.calls[c.Index]; ok {
+			// A start under an index in use: the earlier call is over.
+			if err := e.closeCall(c.Index, old, ""); err != nil {
+				return err
+			}
+		}
+		i := e.next()
+		call := &openCall{id: itemID(prefixCall, e.id, i), callID: c.ID, name: c.Name, index: i}
+		e.calls[c.Index] = call
+		e.size += len(c.ID) + len(c.Name)
+		return e.added(i, callItem{ID: call.id, Type: "function_call", Status: "in_progress", CallID: c.ID, Name: c.Name})
+	case chat.ChunkToolCallDelta:
+		call, ok := e.calls[c.Index]
+		if !ok || c.Arguments == "" {
+			return nil
+		}
+		return e.argsDelta(call, c.Arguments)
+	case chat.ChunkToolCallEnd:
+		call, ok := e.calls[c.Index]
+		if !ok {
+			return nil
+		}
+		return e.closeCall(c.Index, call, c.Arguments)
+	case chat.ChunkUsage:
+		if c.Usage != nil {
+			u := *c.Usage
+			e.usage = &u
+		}
+	case chat.ChunkStop:
+		if c.Stop != nil {
+			e.stop = *c.Stop
+		}
+	case chat.ChunkError:
+		if c.Error != nil && e.err == nil {
+			se := *c.Error
+			e.err = &se
+		}
+	}
+	return nil
+}
+
+func (e *streamEncoder) textDelta(s string) error {
+	if e.text == nil {
+		if err := e.closeReasoning(""); err != nil {
+			return err
+		}
+		i := e.next()
+		t := &openText{id: itemID(prefixMessage, e.id, i), index: i}
+		e.text = t
+		if err := e.added(i, newMessage(t.id, "in_progress", "", false)); err != nil {
+			return err
+		}
+		part := marshal(newOutputText(""))
+		if err := e.event("response.content_part.added", func(b []byte) []byte {
+			return appendRaw(appendInt(at(b, t.id, t.index), "content_index", 0), "part", part)
+		}); err != nil {
+			return err
+		}
+	}
+	t := e.text
+	t.text.WriteString(s)
+	e.size += len(s)
+	return e.event("response.output_text.delta", func(b []byte) []byte {
+		b = appendStr(appendInt(at(b, t.id, t.index), "content_index", 0), "delta", s)
+		return appendRaw(b, "logprobs", []byte("[]"))
+	})
+}
+
+func (e *streamEncoder) closeText() error {
+	t := e.text
+	if t == nil {
+		return nil
+	}
+	e.text = nil
+	text := t.text.String()
+	if err := e.event("response.output_text.done", func(b []byte) []byte {
+		b = appendStr(appendInt(at(b, t.id, t.index), "content_index", 0), "text", text)
+		return appendRaw(b, "logprobs", []byte("[]"))
+	}); err != nil {
+		return err
+	}
+	part := marshal(newOutputText(text))
+	if err := e.event("response.content_part.done", func(b []byte) []byte {
+		return appendRaw(appendInt(at(b, t.id, t.index), "content_index", 0), "part", part)
+	}); err != nil {
+		return err
+	}
+	return e.done(t.index, newMessage(t.id, "completed", text, true))
+}
+
+func (e *streamEncoder) openReasoning() error {
+	if err := e.closeText(); err != nil {
+		return err
+	}
+	i := e.next()
+	r := &openReasoning{id: itemID(prefixReasoning, e.id, i), index: i}
+	e.reason = r
+	return e.added(i, newReasoning(r.id, nil, "", ""))
+}
+
+func (e *streamEncoder) reasoningDelta(s string) error {
+	if e.reason == nil {
+		if err := e.openReasoning(); err != nil {
+			return err
+		}
+	}
+	r := e.reason
+	if !r.part {
+		r.part = true
+		part := marshal(summaryText{Type: "summary_text"})
+		if err := e.event("response.reasoning_summary_part.added", func(b []byte) []byte {
+			return appendRaw(appendInt(at(b, r.id, r.index), "summary_index", 0), "part", part)
+		}); err != nil {
+			return err
+		}
+	}
+	r.text.WriteString(s)
+	e.size += len(s)
+	return e.event("response.reasoning_summary_text.delta", func(b []byte) []byte {
+		return appendStr(appendInt(at(b, r.id, r.index), "summary_index", 0), "delta", s)
+	})
+}
+
+// closeReasoning ends the reasoning item being written, with signature
+// as its encrypted content.
+func (e *streamEncoder) closeReasoning(signature string) error {
+	r := e.reason
+	if r == nil {
+		return nil
+	}
+	e.reason = nil
+	text := r.text.String()
+	var summary []string
+	if r.part {
+		summary = []string{text}
+		if err := e.event("response.reasoning_summary_text.done", func(b []byte) []byte {
+			return appendStr(appendInt(at(b, r.id, r.index), "summary_index", 0), "text", text)
+		}); err != nil {
+			return err
+		}
+		part := marshal(summaryText{Type: "summary_text", Text: text})
+		if err := e.event("response.reasoning_summary_part.done", func(b []byte) []byte {
+			return appendRaw(appendInt(at(b, r.id, r.index), "summary_index", 0), "part", part)
+		}); err != nil {
+			return err
+		}
+	}
+	return e.done(r.index, newReasoning(r.id, summary, signature, ""))
+}
+
+func (e *streamEncoder) argsDelta(call *openCall, s string) error {
+	call.args.WriteString(s)
+	e.size += len(s)
+	return e.event("response.function_call_arguments.delta", func(b []byte) []byte {
+		return appendStr(at(b, call.id, call.index), "delta", s)
+	})
+}
+
+// closeCall ends call k, whose whole arguments are all ("": the deltas
+// sent): what no delta carried is sent first.
+func (e *streamEncoder) closeCall(k int, call *openCall, all string) error {
+	delete(e.calls, k)
+	sent := call.args.String()
+	if all == "" {
+		all = sent
+	}
+	if all == "" {
+		all = "{}"
+	}
+	if rest, ok := strings.CutPrefix(all, sent); ok && rest != "" {
+		if err := e.argsDelta(call, rest); err != nil {
+			return err
+		}
+	}
+	if err := e.event("response.function_call_arguments.done", func(b []byte) []byte {
+		return appendStr(appendStr(at(b, call.id, call.index), "arguments", all), "name", call.name)
+	}); err != nil {
+		return err
+	}
+	return e.done(call.index, callItem{ID: call.id, Type: "function_call", Status: "completed", Arguments: all,
+		CallID: call.callID, Name: call.name})
+}
+
+// closeAll ends the items still open, calls in the order they began.
+func (e *streamEncoder) closeAll() error {
+	if err := e.closeText(); err != nil {
+		return err
+	}
+	if err := e.closeReasoning(""); err != nil {
+		return err
+	}
+	keys := make([]int, 0, len(e.calls))
+	for k := range e.calls {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b int) int { return e.calls[a].index - e.calls[b].index })
+	for _, k := range keys {
+		if err := e.closeCall(k, e.calls[k], ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
