@@ -38,6 +38,7 @@ import (
 	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/anthropic"
 	"github.com/ctxkit/ctxkit/wire/openai"
+	"github.com/ctxkit/ctxkit/wire/responses"
 )
 
 // Dialect is a client's API shape: an index into the dialect table,
@@ -57,6 +58,7 @@ const (
 var dialects = [...]wire.Dialect{
 	Anthropic: anthropic.Dialect(),
 	OpenAI:    openai.Dialect(),
+	Responses: responses.Dialect(),
 }
 
 // row is the dialect's row of the table.

@@ -8,9 +8,9 @@ import (
 	"iter"
 	"maps"
 	"net/http"
-	"slices"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/responses"
 )
 
 // Keeper keeps the responses a client of the Responses dialect asked to
@@ -158,7 +158,7 @@ func (g *Gateway) keepResponse(ctx context.Context, req *chat.Request, res chat.
 	case res.Stop.Reason == chat.StopMaxTokens || res.Stop.Reason == chat.StopContentFilter:
 		status = "incomplete"
 	}
-	msgs := append(slices.Clip(req.Messages), chat.Message{Role: chat.Assistant, Content: chat.Of(res.Content...)})
+	msgs := responses.Continue(*req, res, chat.Request{}).Messages
 	rec := kept{ID: id, Model: req.Model, Status: status, Usage: res.Usage, Response: body}
 	var err error
 	if rec.Messages, err = json.Marshal(msgs); err != nil {

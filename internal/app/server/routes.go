@@ -220,6 +220,15 @@ func (s *Server) routeTable() []route {
 			route{method: "POST", path: "/v1/chat/completions", auth: authGateway, dialect: gateway.OpenAI, plain: g.ChatCompletions, doc: operation{
 				Summary: "The OpenAI Chat Completions dialect, served by the upstream the model names (any valid token)", Body: "ChatRequest",
 				Responses: append(answer(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
+			route{method: "POST", path: "/v1/responses", auth: authGateway, dialect: gateway.Responses, plain: g.Responses, doc: operation{
+				Summary: "The OpenAI Responses dialect, served by the upstream the model names; store (the default) keeps the response as a private breadcrumb of the caller (any valid token)", Body: "ChatRequest",
+				Responses: append(answer(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
+			route{method: "GET", path: "/v1/responses/{id}", auth: authGateway, dialect: gateway.Responses, plain: g.Response, doc: operation{
+				Summary:   "A stored response of the caller (any valid token)",
+				Responses: append(answer(200, "the response object", "ChatResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
+			route{method: "DELETE", path: "/v1/responses/{id}", auth: authGateway, dialect: gateway.Responses, plain: g.DeleteResponse, doc: operation{
+				Summary:   "Delete a stored response of the caller (any valid token)",
+				Responses: append(answer(200, "{id, object, deleted: true}", "ChatResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
 			route{method: "GET", path: "/v1/models", auth: authGateway, dialect: gateway.OpenAI, plain: g.Models, doc: operation{
 				Summary:   "The models the gateway serves (any valid token)",
 				Responses: append(answer(200, "the model list", "ModelList"), reply{Status: 401, Desc: "an error in the OpenAI dialect", Schema: "DialectError"})}},
