@@ -96,6 +96,14 @@
 // text (what a Gemini stream gives for a signed functionCall or answer) is
 // placed like a thought_signature block.
 //
+// Gemini 3 refuses a request whose current turn has a step (a model
+// content) whose first functionCall part has no signature, which is what
+// history from another model gives. For every model but Gemini 1.x, 2.x
+// and Gemma, such a part gets SignaturePlaceholder, the value Google
+// documents for this case; real signatures are kept. The current turn
+// begins after the last user content holding anything but function
+// responses.
+//
 // # Tools
 //
 // A custom tool (type empty or "custom") becomes a function declaration
@@ -192,6 +200,9 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 	out.Contents = e.messages(req.Messages)
 	if len(out.Contents) == 0 {
 		return nil, e.warns, &chat.Error{Path: "messages", Msg: "no message has content Gemini can carry, and a request needs at least one"}
+	}
+	if signatureRequired(req.Model) {
+		signCalls(out.Contents)
 	}
 	e.tools(out, req.Tools)
 	e.toolChoice(out, req.ToolChoice)
