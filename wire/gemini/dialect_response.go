@@ -13,10 +13,10 @@ import (
 
 // generateResponse is a GenerateContentResponse as the dialect writes it.
 type generateResponse struct {
-	Candidates    []candidate    `json:"candidates"`
-	UsageMetadata *usageOut `json:"usageMetadata,omitempty"`
-	ModelVersion  string         `json:"modelVersion,omitempty"`
-	ResponseID    string         `json:"responseId,omitempty"`
+	Candidates    []candidate `json:"candidates"`
+	UsageMetadata *usageOut   `json:"usageMetadata,omitempty"`
+	ModelVersion  string      `json:"modelVersion,omitempty"`
+	ResponseID    string      `json:"responseId,omitempty"`
 }
 
 type candidate struct {
