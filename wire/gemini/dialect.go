@@ -136,7 +136,12 @@ import (
 // one, the last with the finishReason. There is no end marker; the last
 // event ends with its blank line. Without alt=sse (alt=json): Content-Type
 // application/json, one JSON array written as it goes: "[" then the
-// responses separated by ",\r\n", then "]".
+// responses separated by ",\r\n", then "]". A usage chunk is written with
+// the next response, so usage that comes after the last part of a stream
+// that then fails is not written. Tool call fragments are put together
+// and written as one functionCall part when the call ends (Gemini sends
+// calls whole); at most MaxToolCalls calls may be open at once, holding
+// at most MaxToolCallBytes of arguments, or the stream fails (INTERNAL).
 //
 // An error in the stream (an error chunk, or a failure to read the
 // upstream) ends it with Google's error object {"error":{"code",
