@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"iter"
-	"net/http"
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/wire"
@@ -190,12 +189,14 @@ func sseMode(in wire.Incoming) bool { return in.Query.Get("alt") == "sse" }
 // PERMISSION_DENIED, 404 NOT_FOUND, 409 ABORTED, 413 INVALID_ARGUMENT, 429
 // RESOURCE_EXHAUSTED, 499 CANCELLED, 500 INTERNAL, 501 UNIMPLEMENTED, 503
 // and 529 UNAVAILABLE, 504 DEADLINE_EXCEEDED; other 4xx
-// FAILED_PRECONDITION, other 5xx INTERNAL); a status of 0 is taken for
-// 500.
+// FAILED_PRECONDITION, other 5xx INTERNAL). A reply without a status
+// takes the code of its Type (invalid_request_error 400,
+// authentication_error 401, permission_error 403, not_found_error 404,
+// rate_limit_error 429, overloaded_error 503, anything else 500).
 func ErrorBody(e wire.ErrorReply) []byte {
 	code := e.Status
 	if code == 0 {
-		code = http.StatusInternalServerError
+		code, _ = streamErrorCode(&chat.StreamError{Type: e.Type})
 	}
 	return append(errorObject(code, statusName(code), e.Message), '\n')
 }

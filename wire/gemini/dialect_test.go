@@ -229,6 +229,7 @@ func TestErrorBody(t *testing.T) {
 		{wire.ErrorReply{Status: 529, Type: "overloaded_error", Message: "busy"}, `{"error":{"code":529,"message":"busy","status":"UNAVAILABLE"}}`},
 		{wire.ErrorReply{Status: 502, Type: "api_error", Message: "bad gateway"}, `{"error":{"code":502,"message":"bad gateway","status":"INTERNAL"}}`},
 		{wire.ErrorReply{Type: "api_error", Message: "?"}, `{"error":{"code":500,"message":"?","status":"INTERNAL"}}`},
+		{wire.ErrorReply{Type: "rate_limit_error", Message: "later"}, `{"error":{"code":429,"message":"later","status":"RESOURCE_EXHAUSTED"}}`},
 		{wire.ErrorReply{Status: 422, Message: "x"}, `{"error":{"code":422,"message":"x","status":"FAILED_PRECONDITION"}}`},
 	} {
 		if got := strings.TrimSpace(string(gemini.Dialect().Error(c.reply))); got != c.want {

@@ -6,6 +6,11 @@
 // it cannot carry as it is. It returns an error only for a request Gemini
 // cannot take at all: one without a single part to send.
 //
+// The other way round, Dialect is the row of the gateway's client dialect
+// for Google's SDKs: it reads generateContent request bodies into the
+// canonical request and answers in Gemini's response, stream and error
+// shapes.
+//
 // # Request
 //
 //	model, stream    Request.Model and Request.Stream: not in the body; they
