@@ -3,6 +3,7 @@ package gemini
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/jsonscan"
 	"github.com/ctxkit/ctxkit/internal/strictjson"
 )
 
@@ -150,6 +152,20 @@ func array(v json.RawMessage, path string, max int, what string) ([]json.RawMess
 	return out, nil
 }
 
+// partArray reads an array of parts, which count against chat.MaxBlocks
+// across the whole request, and counts them.
+func (d *requestDecoder) partArray(v json.RawMessage, path string) ([]json.RawMessage, error) {
+	raw, err := array(v, path, chat.MaxBlocks-d.blocks, "parts")
+	var ce *chat.Error
+	if errors.As(err, &ce) && ce.Code == chat.CodeTooLarge {
+		ce.Msg = fmt.Sprintf("more than %d parts in the request", chat.MaxBlocks)
+	}
+	if err == nil {
+		d.blocks += len(raw)
+	}
+	return raw, err
+}
+
 func fail(path, format string, args ...any) error {
 	return failCode(chat.CodeInvalidValue, path, format, args...)
 }
@@ -163,9 +179,16 @@ func isNull(v json.RawMessage) bool {
 	return len(v) == 0 || string(v) == "null"
 }
 
+// stringOf reads a string value of the body (valid JSON: the body was
+// checked whole), without encoding/json for the usual string with no
+// escapes: base64 image data makes up most of a request.
 func stringOf(v json.RawMessage, path string) (string, error) {
-	var s string
-	if v = bytes.TrimSpace(v); len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+	v = bytes.TrimSpace(v)
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return "", fail(path, "must be a string")
+	}
+	s, err := jsonscan.Unquote(v)
+	if err != nil {
 		return "", fail(path, "must be a string")
 	}
 	return s, nil
@@ -351,14 +374,13 @@ var partKeys = []string{"text", "thought", "thoughtSignature", "inlineData", "fi
 // thought_signature block before the one of its data when it carries a
 // signature and is not a thought.
 func (d *requestDecoder) parts(v json.RawMessage, path string, msg int, role string) ([]chat.Block, error) {
-	raw, err := array(v, path, chat.MaxBlocks-d.blocks, "parts in the request")
+	raw, err := d.partArray(v, path)
 	if err != nil {
 		return nil, err
 	}
 	if len(raw) == 0 {
 		return nil, failCode(chat.CodeMissingField, path, "a content needs at least one part")
 	}
-	d.blocks += len(raw)
 	blocks := make([]chat.Block, 0, len(raw))
 	for j, pr := range raw {
 		p := strictjson.Index(path, j)
@@ -631,11 +653,10 @@ func (d *requestDecoder) functionResponse(v json.RawMessage, path string, msg, b
 	content := chat.Str(text)
 	if pv, pk, ok := f.get("parts"); ok {
 		pp := strictjson.Join(path, pk)
-		raw, err := array(pv, pp, chat.MaxBlocks-d.blocks, "parts in the request")
+		raw, err := d.partArray(pv, pp)
 		if err != nil {
 			return chat.Block{}, err
 		}
-		d.blocks += len(raw)
 		blocks := make([]chat.Block, 0, len(raw)+1)
 		if text != "" {
 			blocks = append(blocks, chat.Block{Type: chat.TypeText, Text: text})
@@ -756,11 +777,10 @@ func (d *requestDecoder) system(v json.RawMessage, path string) error {
 		return nil
 	}
 	pp := strictjson.Join(path, pk)
-	raw, err := array(pv, pp, chat.MaxBlocks-d.blocks, "parts in the request")
+	raw, err := d.partArray(pv, pp)
 	if err != nil {
 		return err
 	}
-	d.blocks += len(raw)
 	var blocks []chat.Block
 	for j, r := range raw {
 		p := strictjson.Index(pp, j)

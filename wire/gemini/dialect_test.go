@@ -199,6 +199,9 @@ func TestDialectLimits(t *testing.T) {
 			if !errors.As(err, &ce) || ce.Code != chat.CodeTooLarge {
 				t.Fatalf("got %v, want a too_large error", err)
 			}
+			if strings.Contains(ce.Msg, "more than 0 ") {
+				t.Fatalf("the message names no bound: %s", ce)
+			}
 			if c.path != "" && ce.Path != c.path {
 				t.Fatalf("got path %q, want %q", ce.Path, c.path)
 			}
@@ -248,5 +251,27 @@ func TestStreamType(t *testing.T) {
 	}
 	if d.Name != "gemini" || d.IDPrefix != "" {
 		t.Errorf("row %q %q", d.Name, d.IDPrefix)
+	}
+}
+
+// BenchmarkDialectDecode reads an agent's conversation (long strings,
+// images, tool calls) as a Gemini client sends it.
+func BenchmarkDialectDecode(b *testing.B) {
+	out, _, err := gemini.EncodeRequest(wiretest.Conversation(12), gemini.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := gemini.Dialect()
+	in := wire.Incoming{Model: "gemini-3-pro-preview"}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.Decode(body, in); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
