@@ -132,7 +132,10 @@ import (
 // GenerateContentResponse one event "data: <json>\r\n\r\n" (the framing
 // of the API), one for each text or reasoning chunk and each completed
 // function call, every one with the latest usageMetadata once there is
-// one, the last with the finishReason. There is no end marker; the last
+// one, the last with the finishReason: it is written when the chunks end
+// or a chunk other than usage follows the stop, so usage an upstream
+// reports after its finish reason (OpenAI's streams do) goes in it, and
+// nothing else after the stop is written. There is no end marker; the last
 // event ends with its blank line. Without alt=sse (alt=json): Content-Type
 // application/json, one JSON array written as it goes: "[" then the
 // responses separated by ",\r\n", then "]". A usage chunk is written with

@@ -183,6 +183,7 @@ type streamWriter struct {
 	usage     *usageOut
 	calls     map[int]*pendingCall
 	held      int
+	stop      *chat.Stop // held until no usage follows it
 	err       error
 }
 
@@ -210,6 +211,10 @@ func encodeStream(w io.Writer, sse bool, model, id string, chunks iter.Seq2[chat
 			return s.err
 		}
 	}
+	if s.stop != nil {
+		s.finish()
+		return s.err
+	}
 	// A stream that ends without a stop (the upstream's decoder reports a
 	// cut one as an error) still gets its last parts.
 	s.pw.end()
@@ -220,8 +225,23 @@ func encodeStream(w io.Writer, sse bool, model, id string, chunks iter.Seq2[chat
 	return s.err
 }
 
+// finish writes the last response, with the finish reason, and closes
+// the stream.
+func (s *streamWriter) finish() {
+	s.pw.end()
+	s.response(s.pw.take(), finishReason(*s.stop))
+	s.close()
+}
+
 // chunk writes what c gives; done reports the end of the stream.
 func (s *streamWriter) chunk(c chat.Chunk) (done bool, err error) {
+	if s.stop != nil && c.Type != chat.ChunkUsage {
+		// The stop is held until no usage follows it (OpenAI-style
+		// streams report usage after the finish reason); whatever
+		// else comes after it is not part of the response.
+		s.finish()
+		return true, nil
+	}
 	switch c.Type {
 	case chat.ChunkText:
 		if c.Text != "" {
@@ -282,10 +302,8 @@ func (s *streamWriter) chunk(c chat.Chunk) (done bool, err error) {
 		if c.Stop != nil {
 			stop = *c.Stop
 		}
-		s.pw.end()
-		s.response(s.pw.take(), finishReason(stop))
-		s.close()
-		return true, nil
+		s.stop = &stop
+		return false, nil
 	case chat.ChunkError:
 		e := c.Error
 		if e == nil {

@@ -397,3 +397,30 @@ func TestResponseFinishReasons(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamUsageAfterStop: an upstream that reports usage after its
+// finish reason (OpenAI does) still gets the usage into the last
+// response, and nothing after the stop is written.
+func TestStreamUsageAfterStop(t *testing.T) {
+	for _, sse := range []bool{true, false} {
+		got, err := writeStream(t, sse, []chat.Chunk{
+			{Type: chat.ChunkText, Text: "Hi"},
+			{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopEndTurn, Raw: "stop"}},
+			{Type: chat.ChunkUsage, Usage: &chat.Usage{Input: 8, Output: 2}},
+			{Type: chat.ChunkText, Text: "late"},
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(got, "late") {
+			t.Fatalf("sse=%v: wrote after the stop: %s", sse, got)
+		}
+		res, err := chat.Collect(gemini.DecodeStream(strings.NewReader(got)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Usage.Input != 8 || res.Usage.Output != 2 || res.Stop.Raw != "STOP" {
+			t.Fatalf("sse=%v: usage %+v stop %+v\n%s", sse, res.Usage, res.Stop, got)
+		}
+	}
+}
