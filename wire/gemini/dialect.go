@@ -38,7 +38,9 @@ import (
 //	                     image/*, a document block otherwise
 //	  fileData           {mimeType?, fileUri}: an image block (url) when
 //	                     the type, or the URI's extension, is an image, a
-//	                     document block otherwise
+//	                     document block otherwise; displayName (of either)
+//	                     is a document's title, and on an image, a label
+//	                     with no canonical place, is not carried
 //	  functionCall       {id?, name, args}: tool_use (model contents only)
 //	  functionResponse   {id?, name, response, parts?}: tool_result (user
 //	                     contents only) whose content is the text of
