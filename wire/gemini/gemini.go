@@ -6,6 +6,11 @@
 // it cannot carry as it is. It returns an error only for a request Gemini
 // cannot take at all: one without a single part to send.
 //
+// The other way round, Dialect is the row of the gateway's client dialect
+// for Google's SDKs: it reads generateContent request bodies into the
+// canonical request and answers in Gemini's response, stream and error
+// shapes.
+//
 // # Request
 //
 //	model, stream    Request.Model and Request.Stream: not in the body; they
@@ -95,6 +100,14 @@
 // signature on its thought part; a thinking block with a signature and no
 // text (what a Gemini stream gives for a signed functionCall or answer) is
 // placed like a thought_signature block.
+//
+// Gemini 3 refuses a request whose current turn has a step (a model
+// content) whose first functionCall part has no signature, which is what
+// history from another model gives. For every model but Gemini 1.x, 2.x
+// and Gemma, such a part gets SignaturePlaceholder, the value Google
+// documents for this case; real signatures are kept. The current turn
+// begins after the last user content holding anything but function
+// responses.
 //
 // # Tools
 //
@@ -192,6 +205,9 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 	out.Contents = e.messages(req.Messages)
 	if len(out.Contents) == 0 {
 		return nil, e.warns, &chat.Error{Path: "messages", Msg: "no message has content Gemini can carry, and a request needs at least one"}
+	}
+	if signatureRequired(req.Model) {
+		signCalls(out.Contents)
 	}
 	e.tools(out, req.Tools)
 	e.toolChoice(out, req.ToolChoice)
