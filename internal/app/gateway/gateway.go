@@ -37,6 +37,7 @@ import (
 	"github.com/ctxkit/ctxkit/internal/upstream"
 	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/anthropic"
+	"github.com/ctxkit/ctxkit/wire/gemini"
 	"github.com/ctxkit/ctxkit/wire/openai"
 	"github.com/ctxkit/ctxkit/wire/responses"
 )
@@ -59,6 +60,7 @@ var dialects = [...]wire.Dialect{
 	Anthropic: anthropic.Dialect(),
 	OpenAI:    openai.Dialect(),
 	Responses: responses.Dialect(),
+	Gemini:    gemini.Dialect(),
 }
 
 // row is the dialect's row of the table.

@@ -229,6 +229,9 @@ func (s *Server) routeTable() []route {
 			route{method: "DELETE", path: "/v1/responses/{id}", auth: authGateway, dialect: gateway.Responses, plain: g.DeleteResponse, doc: operation{
 				Summary:   "Delete a stored response of the caller (any valid token)",
 				Responses: append(answer(200, "{id, object, deleted: true}", "ChatResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
+			route{method: "POST", path: "/v1beta/models/{call}", auth: authGateway, dialect: gateway.Gemini, plain: g.GenerateContent, doc: operation{
+				Summary: "The Gemini dialect: {model}:generateContent, and {model}:streamGenerateContent (SSE with alt=sse, else a JSON array); the token in x-goog-api-key (any valid token)", Body: "ChatRequest",
+				Responses: append(answer(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the Gemini dialect")...)}},
 			route{method: "GET", path: "/v1/models", auth: authGateway, dialect: gateway.OpenAI, plain: g.Models, doc: operation{
 				Summary:   "The models the gateway serves (any valid token)",
 				Responses: append(answer(200, "the model list", "ModelList"), reply{Status: 401, Desc: "an error in the OpenAI dialect", Schema: "DialectError"})}},
