@@ -566,6 +566,10 @@ func (g *Gateway) upstreamError(p *Provider, ue *upstream.Error) *Error {
 // {"type":"error","error":{"type","message"}}, OpenAI
 // {"error":{"message","type","code"}}.
 func WriteError(w http.ResponseWriter, d Dialect, status int, typ, msg string) {
+	if d == Gemini {
+		writeGeminiError(w, status, typ, msg)
+		return
+	}
 	var body any
 	if d == OpenAI {
 		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}}

@@ -51,8 +51,8 @@ func TestRouteTable(t *testing.T) {
 					t.Errorf("%s: unauthenticated", name)
 				}
 			case authGateway:
-				if !strings.HasPrefix(rt.path, "/v1/") || rt.plain == nil || rt.role != "" {
-					t.Errorf("%s: a gateway route must be under /v1/ with a plain handler and no role", name)
+				if !strings.HasPrefix(rt.path, "/v1/") && !strings.HasPrefix(rt.path, "/v1beta/") || rt.plain == nil || rt.role != "" {
+					t.Errorf("%s: a gateway route must be under /v1/ or /v1beta/ with a plain handler and no role", name)
 				}
 			default:
 				if rt.serve == nil || rt.plain != nil {
