@@ -56,10 +56,20 @@ type fakeCall struct {
 	body   map[string]any
 }
 
-func (f *apiFake) record(r *http.Request, body map[string]any) {
+// record keeps a call and returns the status every call is to fail with.
+func (f *apiFake) record(r *http.Request, body map[string]any) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, fakeCall{r.URL.Path, r.Header.Clone(), body})
+	return f.fail
+}
+
+// failWith makes every call fail with status (0: none) until it is
+// called again.
+func (f *apiFake) failWith(status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail = status
 }
 
 func (f *apiFake) all() []fakeCall {
@@ -105,9 +115,8 @@ func newAPIFake(t *testing.T, typ string) *apiFake {
 			jsonReply(w, 400, map[string]any{"message": "not JSON"})
 			return
 		}
-		f.record(r, body)
-		if f.fail != 0 {
-			jsonReply(w, f.fail, map[string]any{"type": "error", "error": map[string]any{"type": "rate_limit_error", "message": "slow down"},
+		if status := f.record(r, body); status != 0 {
+			jsonReply(w, status, map[string]any{"type": "error", "error": map[string]any{"type": "rate_limit_error", "message": "slow down"},
 				"message": "slow down"})
 			return
 		}
@@ -192,7 +201,7 @@ func newAPIFake(t *testing.T, typ string) *apiFake {
 			switch {
 			case strings.Contains(model, "titan-embed-text-v2"):
 				d := intOf(body["dimensions"])
-				if only(body, "inputText", "dimensions", "normalize", "embeddingTypes") != "" || (d != 0 && d != 256 && d != 512 && d != 1024) {
+				if only(body, "inputText", "dimensions", "normalize", "embeddingTypes") != "" || (d != 0 && d != 256 && d != 512 && d != 1024) || body["inputText"] == "boom" {
 					w.Header().Set("X-Amzn-ErrorType", "ValidationException:http://internal")
 					jsonReply(w, 400, map[string]any{"message": "Malformed input request"})
 					return
@@ -577,9 +586,15 @@ func TestEmbeddingsRefused(t *testing.T) {
 			t.Fatalf("%d %s", resp.StatusCode, data)
 		}
 	})
+	t.Run("one call of many refused", func(t *testing.T) {
+		resp, data := send(t, "POST", srv.URL+"/v1/embeddings", `{"model":"amazon.titan-embed-text-v2:0","input":["a","b","boom","c","d","e"]}`)
+		if resp.StatusCode != 400 || !strings.Contains(string(data), "upstream bedrock-up: Malformed input request") {
+			t.Fatalf("%d %s", resp.StatusCode, data)
+		}
+	})
 	t.Run("upstream refuses", func(t *testing.T) {
-		fakes[gateway.TypeMistral].fail = 429
-		defer func() { fakes[gateway.TypeMistral].fail = 0 }()
+		fakes[gateway.TypeMistral].failWith(429)
+		defer fakes[gateway.TypeMistral].failWith(0)
 		resp, data := send(t, "POST", srv.URL+"/v1/embeddings", `{"model":"mistral-model","input":"x"}`)
 		if resp.StatusCode != 429 || !strings.Contains(string(data), "rate_limit_error") || !strings.Contains(string(data), "slow down") {
 			t.Fatalf("%d %s", resp.StatusCode, data)
@@ -609,8 +624,8 @@ func TestCountTokensAnthropicExact(t *testing.T) {
 		t.Fatalf("sent %v %v", c.header, c.body)
 	}
 	// The upstream's refusal reaches the client in Anthropic's shape.
-	fakes[gateway.TypeAnthropic].fail = 429
-	defer func() { fakes[gateway.TypeAnthropic].fail = 0 }()
+	fakes[gateway.TypeAnthropic].failWith(429)
+	defer fakes[gateway.TypeAnthropic].failWith(0)
 	resp, data = send(t, "POST", srv.URL+"/v1/messages/count_tokens", `{"model":"anthropic-model","messages":[{"role":"user","content":"hi"}]}`)
 	var e struct {
 		Type  string
