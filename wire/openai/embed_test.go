@@ -65,7 +65,8 @@ func TestDecodeEmbeddingRequest(t *testing.T) {
 		{`{"model":"m","input":"x","user":5}`, "user"},
 		{`{"model":"m","input":"x","task":"q"}`, "task"},
 		{`{"model":"m","model":"n","input":"x"}`, "model"},
-		{`{"model":"m","input":"x","a":1,"b":2,"c":3,"d":4}`, ""},
+		{`{"model":"m","input":"x","a":1,"b":2,"c":3,"d":4}`, "a"},
+		{`{"model":"m","input":"x"` + strings.Repeat(`,"k":1`, 70) + `}`, ""},
 	} {
 		_, err := openai.DecodeEmbeddingRequest([]byte(tc.body))
 		var ce *chat.Error
