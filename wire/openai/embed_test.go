@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -132,6 +133,8 @@ func TestDecodeEmbeddingsRefuses(t *testing.T) {
 		`{"data":[{"index":0,"embedding":"AAA"},{"index":1,"embedding":[2]}]}`,
 		`{"data":[{"index":0,"embedding":"` + nan + `"},{"index":1,"embedding":[2]}]}`,
 		`{"data":[{"index":0,"embedding":[1e39]},{"index":1,"embedding":[2]}]}`,
+		`{"data":[{"index":0,"embedding":[1,"2"]},{"index":1,"embedding":[2]}]}`,
+		`{"data":[{"index":0,"embedding":[[1]]},{"index":1,"embedding":[2]}]}`,
 		`{"data":[{"index":0,"embedding":{"x":1}},{"index":1,"embedding":[2]}]}`,
 		`{"data":[{"index":0,"embedding":[` + strings.Repeat("1,", wire.MaxEmbedDimensions) + `1]},{"index":1,"embedding":[2]}]}`,
 		`not json`,
@@ -172,6 +175,19 @@ func FuzzDecodeEmbeddingRequest(f *testing.F) {
 	})
 }
 
+// TestVectorRefusesWhatJSONHasNot: numbers JSON has not are refused even
+// where the text is not checked as JSON first.
+func TestVectorRefusesWhatJSONHasNot(t *testing.T) {
+	for _, raw := range []string{`[NaN]`, `[Inf]`, `[0x1p3]`, `[1_0]`, `[1,,2]`, `[1 2]`, `[]`, `["AAAA"]`} {
+		if v, err := openai.Vector(json.RawMessage(raw)); err == nil {
+			t.Errorf("%s: %v", raw, v)
+		}
+	}
+	if v, err := openai.Vector(json.RawMessage(` [ -1.5e-3 , 2 ] `)); err != nil || !slices.Equal(v, []float32{-1.5e-3, 2}) {
+		t.Fatalf("%v %v", v, err)
+	}
+}
+
 func FuzzDecodeEmbeddings(f *testing.F) {
 	f.Add([]byte(`{"data":[{"index":0,"embedding":[1,2]}],"usage":{"prompt_tokens":3}}`), 1)
 	f.Add([]byte(`{"data":[{"index":1,"embedding":"AACAPw=="},{"index":0,"embedding":[0.5]}]}`), 2)
@@ -191,6 +207,67 @@ func FuzzDecodeEmbeddings(f *testing.F) {
 			if _, err := openai.EncodeEmbeddingResponse("m", wire.Embeddings{Vectors: [][]float32{v}}, false); err != nil {
 				t.Fatalf("a vector read cannot be written: %v", err)
 			}
+		}
+	})
+}
+
+// BenchmarkEmbeddings encodes and reads back a full request's answer
+// (2048 vectors of 1536 values), as numbers and as base64.
+func BenchmarkEmbeddings(b *testing.B) {
+	res := wire.Embeddings{Vectors: make([][]float32, wire.MaxEmbedInputs)}
+	for i := range res.Vectors {
+		v := make([]float32, 1536)
+		for j := range v {
+			v[j] = float32(math.Sin(float64(i*1536 + j)))
+		}
+		res.Vectors[i] = v
+	}
+	for _, b64 := range []bool{false, true} {
+		name := "float"
+		if b64 {
+			name = "base64"
+		}
+		data, _ := openai.EncodeEmbeddingResponse("m", res, b64)
+		b.Run("encode/"+name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := openai.EncodeEmbeddingResponse("m", res, b64); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("decode/"+name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := openai.DecodeEmbeddings(data, len(res.Vectors)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzVectorAgreesWithJSON: an array of numbers is read as encoding/json
+// reads it into []float32, and refused where encoding/json refuses it.
+func FuzzVectorAgreesWithJSON(f *testing.F) {
+	for _, s := range []string{`[1,2.5,-3e-2]`, `[1e39]`, `[1e-50, -0]`, `[1,"a"]`, `[[1]]`, `[ 0.1 ]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) || len(bytes.TrimSpace(raw)) == 0 || bytes.TrimSpace(raw)[0] != '[' {
+			return
+		}
+		got, err := openai.Vector(raw)
+		var want []float32
+		jerr := json.Unmarshal(raw, &want)
+		if jerr != nil || len(want) == 0 || len(want) >= wire.MaxEmbedDimensions {
+			if err == nil {
+				t.Fatalf("%s: read as %v; encoding/json: %v", raw, got, jerr)
+			}
+			return
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("%s: %v %v, encoding/json %v", raw, got, err, want)
 		}
 	})
 }
