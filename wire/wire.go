@@ -54,6 +54,11 @@ type Upstream struct {
 	// RateLimit reports whether the type of an error inside the
 	// provider's stream (chat.StreamError.Type) names a rate limit.
 	RateLimit func(typ string) bool
+	// Embed is the provider's embedding call; nil when it has none.
+	Embed *EmbedCall
+	// CountTokens is the provider's own count of a request's input
+	// tokens; nil when it has none (ctxkit then estimates offline).
+	CountTokens *CountCall
 }
 
 // APIError is a provider's error response as its parser reads it.

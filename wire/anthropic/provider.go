@@ -27,9 +27,10 @@ func Provider() wire.Provider {
 				h.Set("anthropic-version", apiVersion)
 				h.Set("Accept", "text/event-stream")
 			},
-			Decode:     DecodeStream,
-			ParseError: parseError,
-			RateLimit:  func(typ string) bool { return typ == errTypeRateLimit },
+			Decode:      DecodeStream,
+			ParseError:  parseError,
+			RateLimit:   func(typ string) bool { return typ == errTypeRateLimit },
+			CountTokens: countCall(),
 		},
 	}
 }

@@ -19,7 +19,7 @@ func Provider() wire.Provider {
 		Name:     "openai",
 		Encode:   wire.Stateless(EncodeRequest),
 		Caches:   []string{CacheOpenRouter, CacheGeminiEvery},
-		Upstream: CompatibleUpstream(),
+		Upstream: withEmbed(CompatibleUpstream()),
 	}
 }
 

@@ -289,26 +289,10 @@ var errClientGone = errors.New("the client went away")
 
 // serve answers one request; what it returns is written by answer.
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error {
-	weight := g.opts.MaxBodyBytes
-	if r.ContentLength >= 0 && r.ContentLength < weight {
-		weight = r.ContentLength
-	}
-	if !g.admit(weight) {
-		return &Error{Code: CodeOverloaded, Status: http.StatusServiceUnavailable, RetryAfter: "1",
-			Msg: "the gateway is serving as many requests as it may: retry shortly"}
-	}
-	defer func() { g.leave(weight) }()
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes))
-	if n := int64(len(body)); n < weight {
-		g.release(weight - n)
-		weight = n
-	}
+	body, done, err := g.readBody(w, r)
+	defer done()
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &Error{Code: CodeTooLarge, Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("request body larger than %d bytes", mbe.Limit), Err: err}
-		}
-		return badRequest(fmt.Errorf("reading the request: %w", err))
+		return err
 	}
 	in := incoming(r)
 	req, p, err := g.route(body, d, in)
@@ -425,20 +409,10 @@ func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		w.Header().Set("X-Ctxkit-Warnings", fmt.Sprint(len(warns)))
 	}
 	resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + up.Path(req.Model), Header: p.header, Body: data, Redact: p.redact})
-	if err == nil {
-		return resp, nil
+	if err != nil {
+		return nil, g.upstreamFailure(r, p, err)
 	}
-	var ue *upstream.Error
-	switch {
-	case !errors.As(err, &ue):
-		return nil, badRequest(err)
-	case ue.Code == upstream.CodeStatus:
-		return nil, g.upstreamError(p, ue)
-	case r.Context().Err() != nil:
-		return nil, errClientGone // the upstream request is cancelled with it
-	}
-	g.opts.Logger.Warn("gateway upstream", "provider", p.Name, "err", ue.Error())
-	return nil, &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s unreachable", p.Name), Err: err}
+	return resp, nil
 }
 
 // stream writes chunks to a streaming client in its dialect, each event

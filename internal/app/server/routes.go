@@ -27,6 +27,9 @@ type route struct {
 	serve     handlerFunc // authToken
 	plain     http.HandlerFunc
 	dialect   gateway.Dialect // authGateway: the dialect failures are answered in
+	// dialectOf, when set, chooses the dialect of an authGateway route's
+	// failures request by request (a path served in several shapes).
+	dialectOf func(*http.Request) gateway.Dialect
 	// guard runs before the token is looked at: a request it refuses is
 	// answered with its error whatever the token (MCP's Origin rule).
 	guard func(*http.Request) error
@@ -58,6 +61,11 @@ func (s *Server) handler(rt *route) http.Handler {
 		h = rt.plain
 	case authGateway:
 		h = s.gatewayAuthed(rt.dialect, rt.plain)
+		if of, plain := rt.dialectOf, rt.plain; of != nil {
+			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				s.gatewayAuthed(of(r), plain).ServeHTTP(w, r)
+			})
+		}
 	default:
 		h = s.authed(rt.role, rt.serve)
 	}
@@ -235,6 +243,34 @@ func (s *Server) routeTable() []route {
 			route{method: "GET", path: "/v1/models", auth: authGateway, dialect: gateway.OpenAI, plain: g.Models, doc: operation{
 				Summary:   "The models the gateway serves (any valid token)",
 				Responses: append(answer(200, "the model list", "ModelList"), reply{Status: 401, Desc: "an error in the OpenAI dialect", Schema: "DialectError"})}},
+			route{method: "GET", path: "/v1/models/{model}", auth: authGateway, dialectOf: gateway.DialectOf, plain: g.Model, doc: operation{
+				Summary: "One model the gateway serves (any valid token): in Anthropic's shape when the request carries an " +
+					"anthropic-version or x-api-key header, else in OpenAI's; an id holding / is sent escaped (%2F)",
+				Params: []string{"model"},
+				Responses: append(answer(200, "the model", "Model"),
+					reply{Status: 401, Desc: "an error in the request's dialect", Schema: "DialectError"},
+					reply{Status: 404, Desc: "the model is not configured, in the request's dialect", Schema: "DialectError"})}},
+			route{method: "POST", path: "/v1/messages/count_tokens", auth: authGateway, dialect: gateway.Anthropic, plain: g.CountTokens, doc: operation{
+				Summary: "Count a Messages request's input tokens (any valid token): the upstream's own count where it has one " +
+					"(Anthropic), else ctxkit's offline estimate; the X-Ctxkit-Token-Count header says exact or estimate",
+				Body:      "ChatRequest",
+				Responses: append(answer(200, "the count", "TokenCount"), dialectErrors("an error in the Anthropic dialect")...)}},
+			route{method: "POST", path: "/v1/embeddings", auth: authGateway, dialect: gateway.OpenAI, plain: g.Embeddings, doc: operation{
+				Summary: "The OpenAI embeddings dialect, served by the embedding API of the upstream the model names " +
+					"(openai, mistral, gemini, bedrock; any valid token); usage estimated offline where the upstream " +
+					"reports none (X-Ctxkit-Token-Count: estimate)",
+				Body:      "EmbeddingRequest",
+				Responses: append(answer(200, "the embeddings", "EmbeddingResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
+			route{method: "GET", path: "/v1beta/models", auth: authGateway, dialect: gateway.Gemini, plain: g.GeminiModels, doc: operation{
+				Summary:   "The models the gateway serves, in the Gemini API's shape (any valid token)",
+				Params:    []string{"pageSize", "pageToken"},
+				Responses: append(answer(200, "a page of models", "GeminiModelList"), reply{Status: 400, Desc: "an error in the Gemini dialect", Schema: "DialectError"}, reply{Status: 401, Desc: "an error in the Gemini dialect", Schema: "DialectError"})}},
+			route{method: "GET", path: "/v1beta/models/{model}", auth: authGateway, dialect: gateway.Gemini, plain: g.GeminiModel, doc: operation{
+				Summary: "One model the gateway serves, in the Gemini API's shape (any valid token)",
+				Params:  []string{"model"},
+				Responses: append(answer(200, "the model", "GeminiModel"),
+					reply{Status: 401, Desc: "an error in the Gemini dialect", Schema: "DialectError"},
+					reply{Status: 404, Desc: "the model is not configured, in the Gemini dialect", Schema: "DialectError"})}},
 		)
 	}
 	return rows
@@ -264,6 +300,14 @@ func (s *Server) routes() {
 			if _, pattern := m.Handler(probe); pattern != "/" && pattern != "" {
 				allow = append(allow, method)
 			}
+		}
+		if g := s.opts.Gateway; g != nil && (strings.HasPrefix(r.URL.Path, "/v1/") || strings.HasPrefix(r.URL.Path, "/v1beta/")) {
+			// The gateway's paths answer in the caller's dialect, which
+			// its SDK reads, and only to a caller with a valid token.
+			s.gatewayAuthed(gateway.DialectOf(r), func(w http.ResponseWriter, r *http.Request) {
+				g.Unknown(w, r, allow)
+			}).ServeHTTP(w, r)
+			return
 		}
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))

@@ -1,0 +1,685 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/gif" // image sizes for token estimates
+	_ "image/jpeg"
+	_ "image/png"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/tokencount"
+	"github.com/ctxkit/ctxkit/internal/upstream"
+	"github.com/ctxkit/ctxkit/wire"
+	"github.com/ctxkit/ctxkit/wire/openai"
+)
+
+// TokenCountHeader says how the token count of a response was made:
+// "exact" (the upstream's own count) or "estimate" (ctxkit's offline
+// tokenizer, where the upstream has no count or reported none). POST
+// /v1/messages/count_tokens always sets it; POST /v1/embeddings sets it to
+// "estimate" when its usage is estimated.
+const TokenCountHeader = "X-Ctxkit-Token-Count"
+
+// WarningsHeader lists, comma-separated, the request fields the gateway
+// did not carry to the upstream because they are advisory (user) or have
+// no meaning there (temperature in a token count).
+const WarningsHeader = "X-Ctxkit-Warnings"
+
+// DialectOf is the dialect a request is taken to speak where a path does
+// not say it: the shape of GET /v1/models/{model} and of the errors of
+// paths the gateway does not serve. Gemini's under /v1beta/ or with an
+// x-goog-api-key header; Anthropic's under /v1/messages or with an
+// anthropic-version or x-api-key header (the Anthropic SDKs send both);
+// OpenAI's otherwise.
+func DialectOf(r *http.Request) Dialect {
+	p := r.URL.Path
+	switch {
+	case strings.HasPrefix(p, "/v1beta/") || r.Header.Get("x-goog-api-key") != "":
+		return Gemini
+	case p == "/v1/messages" || strings.HasPrefix(p, "/v1/messages/") ||
+		r.Header.Get("anthropic-version") != "" || r.Header.Get("x-api-key") != "":
+		return Anthropic
+	}
+	return OpenAI
+}
+
+// readBody reads a request's body within MaxBodyBytes, counted against
+// MaxInFlight and MaxInFlightBytes until done is called (also after an
+// error).
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) (body []byte, done func(), err error) {
+	weight := g.opts.MaxBodyBytes
+	if r.ContentLength >= 0 && r.ContentLength < weight {
+		weight = r.ContentLength
+	}
+	if !g.admit(weight) {
+		return nil, func() {}, &Error{Code: CodeOverloaded, Status: http.StatusServiceUnavailable, RetryAfter: "1",
+			Msg: "the gateway is serving as many requests as it may: retry shortly"}
+	}
+	body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes))
+	if n := int64(len(body)); n < weight {
+		g.release(weight - n)
+		weight = n
+	}
+	done = func() { g.leave(weight) }
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, done, &Error{Code: CodeTooLarge, Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("request body larger than %d bytes", mbe.Limit), Err: err}
+		}
+		return nil, done, badRequest(fmt.Errorf("reading the request: %w", err))
+	}
+	return body, done, nil
+}
+
+// upstreamFailure is the failure for the client of a call to p that
+// failed with err.
+func (g *Gateway) upstreamFailure(r *http.Request, p *Provider, err error) error {
+	var ue *upstream.Error
+	switch {
+	case !errors.As(err, &ue):
+		return badRequest(err)
+	case ue.Code == upstream.CodeStatus:
+		return g.upstreamError(p, ue)
+	case r.Context().Err() != nil:
+		return errClientGone
+	}
+	g.opts.Logger.Warn("gateway upstream", "provider", p.Name, "err", ue.Error())
+	return &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s unreachable", p.Name), Err: err}
+}
+
+// jsonHeader is p's header for a call answered with one JSON body (the
+// streaming calls' Accept asks for a stream).
+func jsonHeader(p *Provider) http.Header {
+	h := p.header.Clone()
+	h.Set("Accept", "application/json")
+	return h
+}
+
+// readAnswer reads a 2xx answer's body, at most max bytes.
+func readAnswer(resp *upstream.Response, max int64, p *Provider) ([]byte, error) {
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(&resp.Body, max+1))
+	if err != nil {
+		return nil, &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s: the answer was cut off", p.Name), Err: err}
+	}
+	if int64(len(data)) > max {
+		return nil, &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s: the answer is larger than %d bytes", p.Name, max)}
+	}
+	return data, nil
+}
+
+func warningsHeader(w http.ResponseWriter, warns []chat.Warning) {
+	if len(warns) == 0 {
+		return
+	}
+	paths := make([]string, len(warns))
+	for i, wn := range warns {
+		paths[i] = wn.Path
+	}
+	w.Header().Set(WarningsHeader, strings.Join(paths, ", "))
+}
+
+// maxCountAnswer bounds a count_tokens answer ({"input_tokens":N}).
+const maxCountAnswer = 64 << 10
+
+// CountTokens serves POST /v1/messages/count_tokens (the Anthropic
+// dialect): the request in the Messages shape (max_tokens not needed)
+// answered {"input_tokens":N}. For a model routed to an upstream with a
+// count of its own (Anthropic's), the upstream's count, the request
+// carried as its row encodes it (with the client's anthropic-beta
+// header), less the fields that only steer generation (named in
+// X-Ctxkit-Warnings when the client gave them); otherwise ctxkit's
+// offline estimate of what the upstream would be sent (see
+// EstimateTokens). X-Ctxkit-Token-Count says which. Errors are
+// Anthropic's.
+func (g *Gateway) CountTokens(w http.ResponseWriter, r *http.Request) {
+	if err := g.countTokens(w, r); err != nil {
+		g.fail(w, Anthropic, err)
+	}
+}
+
+func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request) error {
+	body, done, err := g.readBody(w, r)
+	defer done()
+	if err != nil {
+		return err
+	}
+	req, p, err := g.route(body, Anthropic, wire.Incoming{})
+	if err != nil {
+		return err
+	}
+	req.Stream = false
+	encoded, _, _, err := p.row.Encode(req, nil, nil)
+	if err != nil {
+		return badRequest(err)
+	}
+	cc := p.row.Upstream.CountTokens
+	if cc == nil {
+		n, err := EstimateTokens(req)
+		if err != nil {
+			return err
+		}
+		w.Header().Set(TokenCountHeader, "estimate")
+		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": n})
+		return nil
+	}
+	data, err := json.Marshal(encoded)
+	if err != nil {
+		return badRequest(err)
+	}
+	data, warns, err := cc.Body(data)
+	if err != nil {
+		return badRequest(err)
+	}
+	h := jsonHeader(p)
+	if beta := r.Header.Values("anthropic-beta"); len(beta) > 0 {
+		h["Anthropic-Beta"] = beta
+	}
+	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
+	defer cancel()
+	resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + cc.Path(req.Model), Header: h, Body: data, Redact: p.redact})
+	if err != nil {
+		return g.upstreamFailure(r, p, err)
+	}
+	answer, err := readAnswer(resp, maxCountAnswer, p)
+	if err != nil {
+		return err
+	}
+	n, err := cc.Decode(answer)
+	if err != nil {
+		g.opts.Logger.Warn("gateway count", "provider", p.Name, "err", p.redact(err.Error()))
+		return &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s sent a count ctxkit could not read", p.Name), Err: err}
+	}
+	warningsHeader(w, warns)
+	w.Header().Set(TokenCountHeader, "exact")
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": n})
+	return nil
+}
+
+// Token estimates of what a tokenizer cannot read.
+const (
+	// framingTokens are counted for each message and each tool (the
+	// role and separators a chat template wraps around them), and once
+	// for the request.
+	framingTokens = 3
+	// mediaTokens is the estimate of an image whose size cannot be read
+	// and the most an image counts (models scale larger ones down), and
+	// of each page of a PDF.
+	mediaTokens = 1600
+	// imagePixelsPerToken and maxImageEdge are how an image's size
+	// becomes tokens: width×height/750, after scaling the longer edge
+	// down to 1568 pixels.
+	imagePixelsPerToken = 750
+	maxImageEdge        = 1568
+)
+
+// EstimateTokens is ctxkit's offline count of a request's input tokens
+// with the o200k_base encoding: the text of the system prompt, of every
+// text, thinking and reasoning block, tool call (name and input JSON) and
+// tool result, the name, description and input schema of every tool,
+// framingTokens for each message, each tool and the request; an image
+// width×height/750 tokens (its longer edge scaled to 1568 pixels; at most
+// mediaTokens, and mediaTokens when its size cannot be read), a PDF
+// mediaTokens a page, a text document its text; the fields of a block of
+// a type ctxkit does not model as JSON text. Redacted thinking and
+// signatures count nothing.
+func EstimateTokens(req chat.Request) (int, error) {
+	c, err := tokencount.Codec("")
+	if err != nil {
+		return 0, err
+	}
+	e := estimator{count: c.Count}
+	n := framingTokens
+	if req.System != nil {
+		n += e.content(req.System, 0)
+	}
+	for i := range req.Messages {
+		n += framingTokens + e.content(&req.Messages[i].Content, 0)
+	}
+	for _, t := range req.Tools {
+		n += framingTokens + e.text(t.Name) + e.text(t.Description) + e.text(string(t.InputSchema)) + e.text(t.Type)
+	}
+	return n, e.err
+}
+
+type estimator struct {
+	count func(string) (int, error)
+	err   error
+}
+
+func (e *estimator) text(s string) int {
+	if s == "" || e.err != nil {
+		return 0
+	}
+	n, err := e.count(s)
+	if err != nil {
+		e.err = err
+	}
+	return n
+}
+
+func (e *estimator) content(c *chat.Content, depth int) int {
+	if c.IsString {
+		return e.text(c.Text)
+	}
+	n := 0
+	for i := range c.Blocks {
+		n += e.block(&c.Blocks[i], depth)
+	}
+	return n
+}
+
+func (e *estimator) block(b *chat.Block, depth int) int {
+	switch b.Type {
+	case chat.TypeText, chat.TypeReasoning:
+		return e.text(b.Text)
+	case chat.TypeThinking:
+		return e.text(b.Thinking)
+	case chat.TypeRedactedThinking, chat.TypeThoughtSignature:
+		return 0
+	case chat.TypeToolUse:
+		return e.text(b.Name) + e.text(string(b.Input))
+	case chat.TypeToolResult:
+		if b.Content == nil || depth > chat.MaxNesting {
+			return 0
+		}
+		return e.content(b.Content, depth+1)
+	case chat.TypeImage:
+		return imageTokens(b.Source)
+	case chat.TypeDocument:
+		return e.document(b.Source) + e.text(b.Title) + e.text(b.Context)
+	}
+	data, _ := json.Marshal(b.Extra)
+	return e.text(string(data))
+}
+
+func (e *estimator) document(s *chat.Source) int {
+	switch {
+	case s == nil:
+		return 0
+	case s.Type == "text":
+		return e.text(s.Data)
+	case s.Type == "base64" && s.MediaType == "application/pdf":
+		data, err := base64.StdEncoding.DecodeString(s.Data)
+		if err != nil {
+			return mediaTokens
+		}
+		return mediaTokens * pdfPages(data)
+	}
+	return mediaTokens
+}
+
+// pdfPages counts a PDF's page objects (/Type /Page, not /Pages); at
+// least 1, as pages in compressed object streams cannot be seen.
+func pdfPages(data []byte) int {
+	n := 0
+	for _, marker := range []string{"/Type/Page", "/Type /Page"} {
+		rest := data
+		for {
+			i := bytes.Index(rest, []byte(marker))
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(marker):]
+			if len(rest) == 0 || rest[0] != 's' {
+				n++
+			}
+		}
+	}
+	return max(n, 1)
+}
+
+// imageTokens estimates an image from its size, read from the start of
+// its data (PNG, JPEG and GIF; others count mediaTokens).
+func imageTokens(s *chat.Source) int {
+	if s == nil || s.Type != "base64" {
+		return mediaTokens
+	}
+	cfg, _, err := image.DecodeConfig(base64.NewDecoder(base64.StdEncoding, strings.NewReader(s.Data)))
+	if err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
+		return mediaTokens
+	}
+	w, h := float64(cfg.Width), float64(cfg.Height)
+	if long := max(w, h); long > maxImageEdge {
+		w, h = w*maxImageEdge/long, h*maxImageEdge/long
+	}
+	return min(max(int(w*h/imagePixelsPerToken), 1), mediaTokens)
+}
+
+// lookupModel is the entry of GET /v1/models for id.
+func (g *Gateway) lookupModel(id string) (Model, bool) {
+	if _, ok := g.byModel[id]; !ok {
+		return Model{}, false
+	}
+	i := sort.Search(len(g.models), func(i int) bool { return g.models[i].ID >= id })
+	return g.models[i], true
+}
+
+// Model serves GET /v1/models/{model}: the model in Anthropic's shape
+// ({type, id, display_name, created_at}) when DialectOf says the request
+// is Anthropic's, else in OpenAI's ({id, object, created, owned_by}); a
+// model the gateway does not route is a 404 in the same dialect. A model
+// id holding "/" must be sent escaped (%2F), as the SDKs do.
+func (g *Gateway) Model(w http.ResponseWriter, r *http.Request) {
+	g.model(w, r, r.PathValue("model"))
+}
+
+func (g *Gateway) model(w http.ResponseWriter, r *http.Request, id string) {
+	d := DialectOf(r)
+	m, ok := g.lookupModel(id)
+	if !ok {
+		rep := wire.ErrorReply{Status: http.StatusNotFound, Type: string(CodeNotFound),
+			Message: fmt.Sprintf("model: %q is not configured on this gateway", id)}
+		if d == OpenAI {
+			rep.Type, rep.Param, rep.Code = string(CodeInvalidRequest), "model", "model_not_found"
+			rep.Message = fmt.Sprintf("The model '%s' does not exist on this gateway", id)
+		}
+		writeError(w, d, rep)
+		return
+	}
+	if d == Anthropic {
+		writeJSON(w, http.StatusOK, struct {
+			Type        string `json:"type"`
+			ID          string `json:"id"`
+			DisplayName string `json:"display_name"`
+			CreatedAt   string `json:"created_at"`
+		}{"model", m.ID, m.DisplayName, m.CreatedAt})
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}{m.ID, "model", m.Created, m.OwnedBy})
+}
+
+// GeminiModel is a model in the Gemini API's shape.
+type GeminiModel struct {
+	Name                       string   `json:"name"` // "models/" and the id
+	BaseModelID                string   `json:"baseModelId"`
+	Version                    string   `json:"version"`
+	DisplayName                string   `json:"displayName"`
+	Description                string   `json:"description"`
+	SupportedGenerationMethods []string `json:"supportedGenerationMethods"`
+}
+
+// geminiMethods are what the gateway serves of a model in the Gemini
+// dialect.
+var geminiMethods = []string{"generateContent", "streamGenerateContent"}
+
+func geminiModel(m Model) GeminiModel {
+	return GeminiModel{Name: "models/" + m.ID, BaseModelID: m.ID, Version: "ctxkit", DisplayName: m.DisplayName,
+		Description: "served by ctxkit through upstream " + m.OwnedBy, SupportedGenerationMethods: geminiMethods}
+}
+
+// GeminiModel serves GET /v1beta/models/{model} in the Gemini API's shape;
+// an unknown model is a 404 NOT_FOUND in Google's error shape.
+func (g *Gateway) GeminiModel(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimPrefix(r.PathValue("model"), "models/")
+	m, ok := g.lookupModel(id)
+	if !ok {
+		writeError(w, Gemini, wire.ErrorReply{Status: http.StatusNotFound, Type: string(CodeNotFound),
+			Message: fmt.Sprintf("models/%s is not found: the model is not configured on this gateway", id)})
+		return
+	}
+	writeJSON(w, http.StatusOK, geminiModel(m))
+}
+
+// Page sizes of GET /v1beta/models.
+const (
+	defaultGeminiPage = 50
+	maxGeminiPage     = 1000
+)
+
+// GeminiModels serves GET /v1beta/models in the Gemini API's shape:
+// {"models":[…],"nextPageToken"}, pageSize models a page (default 50, at
+// most 1000); the page token is the name of the last model of the page
+// before, so pages need no server state.
+func (g *Gateway) GeminiModels(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	size := defaultGeminiPage
+	if v := q.Get("pageSize"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeError(w, Gemini, wire.ErrorReply{Status: http.StatusBadRequest, Type: string(CodeInvalidRequest), Param: "pageSize",
+				Message: fmt.Sprintf("pageSize: %q is not a non-negative integer", v)})
+			return
+		}
+		if n > 0 {
+			size = min(n, maxGeminiPage)
+		}
+	}
+	start := 0
+	if tok := q.Get("pageToken"); tok != "" {
+		after := strings.TrimPrefix(tok, "models/")
+		start = sort.Search(len(g.models), func(i int) bool { return g.models[i].ID > after })
+	}
+	end := min(start+size, len(g.models))
+	out := struct {
+		Models        []GeminiModel `json:"models"`
+		NextPageToken string        `json:"nextPageToken,omitempty"`
+	}{Models: []GeminiModel{}}
+	for _, m := range g.models[start:end] {
+		out.Models = append(out.Models, geminiModel(m))
+	}
+	if end < len(g.models) {
+		out.NextPageToken = "models/" + g.models[end-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// embedConcurrency is how many calls of one embeddings request are sent
+// at once (Bedrock's Titan takes one text a call).
+const embedConcurrency = 4
+
+// Embeddings serves POST /v1/embeddings (the OpenAI dialect; see
+// openai.DecodeEmbeddingRequest): the model's upstream embeds the inputs
+// with its row's embedding call (wire.EmbedCall), in as many calls as it
+// needs, and the client gets OpenAI's list, numbers or base64 as it asked,
+// with usage: the upstream's count, or ctxkit's estimate (the o200k_base
+// tokens of the texts, the ids given) marked by X-Ctxkit-Token-Count:
+// estimate where the upstream reports none. A model routed to an upstream
+// without an embedding call, token ids for an upstream that takes text,
+// and fields the upstream cannot carry are refused (400, naming the field
+// and the upstream); advisory fields it does not take are listed in
+// X-Ctxkit-Warnings.
+func (g *Gateway) Embeddings(w http.ResponseWriter, r *http.Request) {
+	if err := g.embeddings(w, r); err != nil {
+		g.fail(w, OpenAI, err)
+	}
+}
+
+func (g *Gateway) embeddings(w http.ResponseWriter, r *http.Request) error {
+	body, done, err := g.readBody(w, r)
+	defer done()
+	if err != nil {
+		return err
+	}
+	req, err := openai.DecodeEmbeddingRequest(body)
+	if err != nil {
+		return badRequest(err)
+	}
+	p, ok := g.byModel[req.Model]
+	if !ok {
+		return &Error{Code: CodeNotFound, Status: http.StatusNotFound, Path: "model", Msg: fmt.Sprintf("model: %q is not configured on this gateway", req.Model)}
+	}
+	call := p.row.Upstream.Embed
+	if call == nil {
+		return &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: "model",
+			Msg: fmt.Sprintf("model: %q is routed to upstream %s (type %s), which has no embedding API", req.Model, p.Name, p.Type)}
+	}
+	if req.Tokens != nil && !call.Tokens {
+		return &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: "input",
+			Msg: fmt.Sprintf("input: upstream %s (type %s) takes text, not token ids: send the text", p.Name, p.Type)}
+	}
+	parts, warns, err := call.Encode(req.EmbedRequest)
+	if err != nil {
+		e := badRequest(err)
+		e.Msg = fmt.Sprintf("upstream %s (type %s): %s", p.Name, p.Type, e.Msg)
+		return e
+	}
+	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
+	defer cancel()
+	results, err := g.embedParts(ctx, r, p, call, parts)
+	if err != nil {
+		return err
+	}
+	total := wire.Embeddings{Vectors: make([][]float32, 0, req.Inputs()), Counted: true}
+	for _, res := range results {
+		total.Vectors = append(total.Vectors, res.Vectors...)
+		total.InputTokens += res.InputTokens
+		total.Counted = total.Counted && res.Counted
+	}
+	if !total.Counted {
+		if total.InputTokens, err = estimateInputs(req.EmbedRequest); err != nil {
+			return err
+		}
+		w.Header().Set(TokenCountHeader, "estimate")
+	}
+	out, err := openai.EncodeEmbeddingResponse(req.Model, total, req.Base64)
+	if err != nil {
+		g.opts.Logger.Warn("gateway embeddings", "provider", p.Name, "err", err.Error())
+		return &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s sent embeddings ctxkit could not encode", p.Name), Err: err}
+	}
+	warningsHeader(w, warns)
+	w.Header().Set("Content-Type", "application/json")
+	cw := g.clientWriter(w)
+	defer cw.done()
+	w.WriteHeader(http.StatusOK)
+	for len(out) > 0 {
+		n := min(len(out), 1<<20)
+		if _, err := cw.Write(out[:n]); err != nil {
+			return nil
+		}
+		out = out[n:]
+	}
+	return nil
+}
+
+// embedParts sends the calls of an embedding request, embedConcurrency at
+// a time; the first failure ends the others.
+func (g *Gateway) embedParts(ctx context.Context, r *http.Request, p *Provider, call *wire.EmbedCall, parts []wire.EmbedPart) ([]wire.Embeddings, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h := jsonHeader(p)
+	results := make([]wire.Embeddings, len(parts))
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == nil {
+			first = err
+			cancel()
+		}
+	}
+	sem := make(chan struct{}, embedConcurrency)
+	for i := range parts {
+		sem <- struct{}{}
+		if ctx.Err() != nil {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			part := parts[i]
+			resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + part.Path, Header: h, Body: part.Body, Redact: p.redact})
+			if err != nil {
+				fail(g.upstreamFailure(r, p, err))
+				return
+			}
+			data, err := readAnswer(resp, g.opts.MaxResponseBytes, p)
+			if err != nil {
+				fail(err)
+				return
+			}
+			res, err := call.Decode(part, resp.Header, data)
+			if err != nil {
+				g.opts.Logger.Warn("gateway embeddings", "provider", p.Name, "err", p.redact(err.Error()))
+				fail(&Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s sent an embedding answer ctxkit could not read", p.Name), Err: err})
+				return
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	if err := ctx.Err(); err != nil {
+		// The request ended between two calls.
+		if r.Context().Err() != nil {
+			return nil, errClientGone
+		}
+		return nil, &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Msg: fmt.Sprintf("upstream %s: %v (%v)", p.Name, errTooLong, g.opts.MaxDuration), Err: err}
+	}
+	return results, nil
+}
+
+// estimateInputs is the o200k_base token count of the texts, or the
+// number of token ids given.
+func estimateInputs(req wire.EmbedRequest) (int, error) {
+	n := 0
+	for _, ids := range req.Tokens {
+		n += len(ids)
+	}
+	if len(req.Texts) == 0 {
+		return n, nil
+	}
+	c, err := tokencount.Codec("")
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range req.Texts {
+		k, err := c.Count(t)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// Unknown answers a request under /v1/ or /v1beta/ that no gateway route
+// serves, in the dialect DialectOf names: 405 with Allow when allow lists
+// the methods the path is served with, else 404. A GET of
+// /v1/models/<id> whose id holds an unescaped "/" is served as GET
+// /v1/models/{model}.
+func (g *Gateway) Unknown(w http.ResponseWriter, r *http.Request, allow []string) {
+	if len(allow) == 0 && r.Method == http.MethodGet {
+		if id, ok := strings.CutPrefix(r.URL.Path, "/v1/models/"); ok && id != "" {
+			g.model(w, r, id)
+			return
+		}
+	}
+	d := DialectOf(r)
+	rep := wire.ErrorReply{Status: http.StatusNotFound, Type: string(CodeNotFound),
+		Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		rep.Status = http.StatusMethodNotAllowed
+		rep.Type = string(CodeInvalidRequest)
+		rep.Message = fmt.Sprintf("%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, ", "))
+	}
+	if d == OpenAI && rep.Status == http.StatusNotFound {
+		rep.Type, rep.Code = string(CodeInvalidRequest), "unknown_url"
+	}
+	writeError(w, d, rep)
+}
