@@ -331,7 +331,7 @@ func EncodeResponse(res chat.Response, req *chat.Request, model, id string, crea
 	r := echo(req, model, id, created)
 	for i := range res.Content {
 		b := &res.Content[i]
-		var item any
+		var item appender
 		switch b.Type {
 		case chat.TypeText:
 			item = newMessage(itemID(prefixMessage, id, len(r.Output)), "completed", b.Text, true)
@@ -356,11 +356,11 @@ func EncodeResponse(res chat.Response, req *chat.Request, model, id string, crea
 		default:
 			return nil, fmt.Errorf("responses: content[%d]: a %q block is not part of a model's output", i, b.Type)
 		}
-		r.Output = append(r.Output, marshal(item))
+		r.Output = append(r.Output, itemJSON(item))
 	}
 	u := res.Usage
 	finish(&r, res.Stop, res.Error, &u)
-	return marshal(r), nil
+	return responseJSON(r), nil
 }
 
 // compact is JSON text compacted ("{}" for none).
@@ -373,4 +373,90 @@ func compact(s string) string {
 		return s
 	}
 	return buf.String()
+}
+
+// The output items are written by hand rather than by encoding/json: the
+// done events and the terminal event repeat the whole text, which may be
+// megabytes, and encoding/json would validate it again each time. The
+// fields are in the order encoding/json writes them.
+
+func (p outputText) appendJSON(b []byte) []byte {
+	b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
+	return append(chat.AppendString(b, p.Text), '}')
+}
+
+func (s summaryText) appendJSON(b []byte) []byte {
+	b = append(b, `{"type":"summary_text","text":`...)
+	return append(chat.AppendString(b, s.Text), '}')
+}
+
+func (m messageItem) appendJSON(b []byte) []byte {
+	b = chat.AppendString(append(b, `{"id":`...), m.ID)
+	b = chat.AppendString(append(b, `,"type":"message","status":`...), m.Status)
+	b = append(b, `,"content":[`...)
+	for i, p := range m.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = p.appendJSON(b)
+	}
+	return append(b, `],"role":"assistant"}`...)
+}
+
+func (r reasoningItem) appendJSON(b []byte) []byte {
+	b = chat.AppendString(append(b, `{"id":`...), r.ID)
+	b = append(b, `,"type":"reasoning","summary":[`...)
+	for i, s := range r.Summary {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = s.appendJSON(b)
+	}
+	b = append(b, ']')
+	if r.EncryptedContent != nil {
+		b = chat.AppendString(append(b, `,"encrypted_content":`...), *r.EncryptedContent)
+	}
+	return append(b, '}')
+}
+
+func (c callItem) appendJSON(b []byte) []byte {
+	b = chat.AppendString(append(b, `{"id":`...), c.ID)
+	b = chat.AppendString(append(b, `,"type":"function_call","status":`...), c.Status)
+	b = chat.AppendString(append(b, `,"arguments":`...), c.Arguments)
+	b = chat.AppendString(append(b, `,"call_id":`...), c.CallID)
+	b = chat.AppendString(append(b, `,"name":`...), c.Name)
+	return append(b, '}')
+}
+
+// appender is an output item or part that writes its own JSON.
+type appender interface{ appendJSON([]byte) []byte }
+
+func itemJSON(v appender) json.RawMessage { return v.appendJSON(nil) }
+
+// responseJSON is r as JSON, its output spliced in: the other fields go
+// through encoding/json, the output items are JSON already.
+func responseJSON(r responseObject) []byte {
+	items := r.Output
+	r.Output = []json.RawMessage{}
+	head := marshal(r)
+	// "output":[] is the first such text: the fields before it are
+	// strings, numbers and fixed objects, in which a quote is escaped.
+	at := bytes.Index(head, []byte(`"output":[]`))
+	if at < 0 || len(items) == 0 {
+		return head
+	}
+	at += len(`"output":[`)
+	n := len(head) + len(items)
+	for _, it := range items {
+		n += len(it)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, head[:at]...)
+	for i, it := range items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	return append(out, head[at:]...)
 }

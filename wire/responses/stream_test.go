@@ -52,3 +52,12 @@ func TestStreamFixtures(t *testing.T) {
 	}
 	wiretest.RunStreamFixtures(t, "testdata/stream", ".sse", 5, responses.DecodeStream)
 }
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
