@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -60,4 +61,24 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// BenchmarkDecodeStream decodes a long text answer (2,000 deltas) against
+// a bare json.Unmarshal of its events.
+func BenchmarkDecodeStream(b *testing.B) {
+	var sse bytes.Buffer
+	var payloads [][]byte
+	for i := range 2000 {
+		p := []byte(`{"type":"response.output_text.delta","sequence_number":` + strconv.Itoa(i+4) +
+			`,"item_id":"msg_67ccd3acc8d48190a77525dc6de64b4104becf8758f4a3d4","output_index":0,"content_index":0,"delta":" word","logprobs":[],"obfuscation":"Xk3p9q"}`)
+		payloads = append(payloads, p)
+		sse.WriteString("event: response.output_text.delta\ndata: ")
+		sse.Write(p)
+		sse.WriteString("\n\n")
+	}
+	path := filepath.Join(b.TempDir(), "long.sse")
+	if err := os.WriteFile(path, sse.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	wiretest.BenchDecode(b, path, responses.DecodeStream, payloads)
 }
