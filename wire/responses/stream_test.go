@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/wire/responses"
 	"github.com/ctxkit/ctxkit/wire/wiretest"
 )
@@ -81,4 +83,23 @@ func BenchmarkDecodeStream(b *testing.B) {
 		b.Fatal(err)
 	}
 	wiretest.BenchDecode(b, path, responses.DecodeStream, payloads)
+}
+
+// BenchmarkEncodeStream writes a long text answer (2,000 deltas) and its
+// usage as a Responses stream.
+func BenchmarkEncodeStream(b *testing.B) {
+	chunks := make([]chat.Chunk, 0, 2002)
+	for range 2000 {
+		chunks = append(chunks, chat.Chunk{Type: chat.ChunkText, Text: " word"})
+	}
+	chunks = append(chunks, chat.Chunk{Type: chat.ChunkUsage, Usage: &chat.Usage{Input: 10, Output: 2000}},
+		chat.Chunk{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopEndTurn}})
+	req := &chat.Request{Model: "gpt-5"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := responses.EncodeStream(io.Discard, req, "gpt-5", "resp_bench", 1, replay(chunks)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/2000, "ns/delta")
 }
