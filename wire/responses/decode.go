@@ -49,7 +49,9 @@ const (
 //     reasoning item's output_item.done (where the API says its
 //     encrypted_content is complete), the content comes as a reasoning
 //     chunk with that Signature: chat.Collect makes one thinking block of
-//     the item, which the encoders send back as this item.
+//     the item, which the encoders send back as this item. (Content behind
+//     the marker EncodeResponse gives redacted reasoning — ctxkit in front
+//     of ctxkit — is a Redacted chunk again.)
 //   - function_call items: output_item.added → tool_call_start (id the
 //     call_id, the item id when it has none); each
 //     response.function_call_arguments.delta → tool_call_delta; the
@@ -383,8 +385,13 @@ func (d *streamDecoder) itemDone(s *itemState, it *wireItem) error {
 				d.emit(chat.Chunk{Type: chat.ChunkReasoning, Text: strings.Join(texts, "\n\n")})
 			}
 		}
-		if it.EncryptedContent != "" {
-			d.emit(chat.Chunk{Type: chat.ChunkReasoning, Signature: it.EncryptedContent})
+		switch enc := it.EncryptedContent; {
+		case strings.HasPrefix(enc, redactedMarker):
+			// ctxkit's own answer to a Responses client: redacted
+			// reasoning of another provider.
+			d.emit(chat.Chunk{Type: chat.ChunkReasoning, Redacted: enc[len(redactedMarker):]})
+		case enc != "":
+			d.emit(chat.Chunk{Type: chat.ChunkReasoning, Signature: enc})
 		}
 	case "message":
 		s.ended = true

@@ -25,6 +25,11 @@ const (
 	prefixCall      = "fc_"
 )
 
+// callID is the call_id of a call that came without an id (a client
+// must name it in its function_call_output): "call_" and its item id's
+// own part.
+func callID(item string) string { return "call_" + strings.TrimPrefix(item, prefixCall) }
+
 // itemID is the id of the output item at position i of response id: ids
 // are derived, not random, so a response read again has the same ones.
 func itemID(prefix, id string, i int) string {
@@ -276,7 +281,10 @@ var errorCodes = []string{"server_error", "rate_limit_exceeded", "invalid_prompt
 
 // errorCode is the ResponseError code for a stream error: the provider's
 // type when it is one of the API's codes, rate_limit_exceeded for a rate
-// limit, server_error for the rest.
+// limit, server_error for another error that may pass on a retry, and
+// invalid_prompt, the API's code for a request it will not answer, for
+// the rest — so that a client tells the two apart as it would with the
+// API itself.
 func errorCode(e *chat.StreamError) string {
 	for _, c := range errorCodes {
 		if e.Type == c {
@@ -284,10 +292,13 @@ func errorCode(e *chat.StreamError) string {
 		}
 	}
 	t := strings.ToLower(e.Type)
-	if strings.Contains(t, "rate_limit") || strings.Contains(t, "ratelimit") || strings.Contains(t, "throttl") || t == "429" {
+	switch {
+	case strings.Contains(t, "rate_limit") || strings.Contains(t, "ratelimit") || strings.Contains(t, "throttl") || t == "429":
 		return "rate_limit_exceeded"
+	case e.Retryable:
+		return "server_error"
 	}
-	return "server_error"
+	return "invalid_prompt"
 }
 
 // errorMessage is the message of a stream error, after the provider's
@@ -310,15 +321,19 @@ func errorMessage(e *chat.StreamError) string {
 //     redacted_thinking → a reasoning item with no summary whose
 //     encrypted_content is the data behind a marker DecodeRequest knows,
 //     text → a message item (one output_text part), tool_use → a
-//     function_call item (call_id the block's id, arguments the input as
+//     function_call item (call_id the block's id — "call_" and the item
+//     id's own part for a call without one —, arguments the input as
 //     compact JSON). Item ids are msg_, rs_ and fc_ followed by the
 //     response id's and the item's position. output_text (the SDKs'
 //     convenience) is not on the wire.
 //   - status: completed; incomplete with incomplete_details.reason
 //     max_output_tokens or content_filter for those stops; failed with
-//     error {code, message} when r has an error (code server_error,
-//     rate_limit_exceeded, or the provider's own when it is one of the
-//     API's codes) or no stop (the upstream's stream was cut).
+//     error {code, message} when r has an error or no stop (the
+//     upstream's stream was cut): the code is the provider's own when it
+//     is one of the API's, rate_limit_exceeded for a rate limit,
+//     server_error for an error a retry may get past (and a cut stream),
+//     invalid_prompt for the others; the message is prefixed with the
+//     provider's own type when the code does not say it.
 //   - usage: input_tokens (Input, cached included),
 //     input_tokens_details.cached_tokens (CacheRead; cache_write_tokens
 //     when set), output_tokens (Output, reasoning included),
@@ -351,8 +366,13 @@ func EncodeResponse(res chat.Response, req *chat.Request, model, id string, crea
 			if len(b.Input) > 0 && !json.Valid(b.Input) {
 				return nil, fmt.Errorf("responses: content[%d].input: not valid JSON", i)
 			}
-			item = callItem{ID: itemID(prefixCall, id, len(r.Output)), Type: "function_call", Status: "completed",
+			item := callItem{ID: itemID(prefixCall, id, len(r.Output)), Type: "function_call", Status: "completed",
 				Arguments: compact(string(b.Input)), CallID: b.ID, Name: b.Name}
+			if item.CallID == "" {
+				item.CallID = callID(item.ID)
+			}
+			r.Output = append(r.Output, itemJSON(item))
+			continue
 		default:
 			return nil, fmt.Errorf("responses: content[%d]: a %q block is not part of a model's output", i, b.Type)
 		}

@@ -270,9 +270,12 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 		}
 		i := e.next()
 		call := &openCall{id: itemID(prefixCall, e.id, i), callID: c.ID, name: c.Name, index: i}
+		if call.callID == "" {
+			call.callID = callID(call.id)
+		}
 		e.calls[c.Index] = call
 		e.size += len(c.ID) + len(c.Name)
-		return e.added(i, callItem{ID: call.id, Type: "function_call", Status: "in_progress", CallID: c.ID, Name: c.Name})
+		return e.added(i, callItem{ID: call.id, Type: "function_call", Status: "in_progress", CallID: call.callID, Name: c.Name})
 	case chat.ChunkToolCallDelta:
 		call, ok := e.calls[c.Index]
 		if !ok || c.Arguments == "" {
