@@ -86,7 +86,7 @@ func readEvents(t *testing.T, stream []byte) []sseEvent {
 }
 
 // accumulate builds the response from the events as the openai SDK's
-// stream helper does, with its checks: an item, a content part or a
+// ResponseStream does, with its checks: an item, a content part or a
 // summary part is added at the index after the last one, and every other
 // event names an item, part and summary that exist and are of its kind.
 func accumulate(t *testing.T, events []sseEvent) {
