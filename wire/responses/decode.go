@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/jsonscan"
 	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
@@ -46,7 +49,9 @@ const (
 //     reasoning item's output_item.done (where the API says its
 //     encrypted_content is complete), the content comes as a reasoning
 //     chunk with that Signature: chat.Collect makes one thinking block of
-//     the item, which the encoders send back as this item.
+//     the item, which the encoders send back as this item. (Content behind
+//     the marker EncodeResponse gives redacted reasoning — ctxkit in front
+//     of ctxkit — is a Redacted chunk again.)
 //   - function_call items: output_item.added → tool_call_start (id the
 //     call_id, the item id when it has none); each
 //     response.function_call_arguments.delta → tool_call_delta; the
@@ -217,7 +222,7 @@ func (d *streamDecoder) add(ev *wireEvent) (*itemState, error) {
 
 func (d *streamDecoder) event(_ string, data []byte) error {
 	var ev wireEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
+	if err := parseEvent(data, &ev); err != nil {
 		return oaicompat.DataError(data, err)
 	}
 	switch ev.Type {
@@ -380,8 +385,13 @@ func (d *streamDecoder) itemDone(s *itemState, it *wireItem) error {
 				d.emit(chat.Chunk{Type: chat.ChunkReasoning, Text: strings.Join(texts, "\n\n")})
 			}
 		}
-		if it.EncryptedContent != "" {
-			d.emit(chat.Chunk{Type: chat.ChunkReasoning, Signature: it.EncryptedContent})
+		switch enc := it.EncryptedContent; {
+		case strings.HasPrefix(enc, redactedMarker):
+			// ctxkit's own answer to a Responses client: redacted
+			// reasoning of another provider.
+			d.emit(chat.Chunk{Type: chat.ChunkReasoning, Redacted: enc[len(redactedMarker):]})
+		case enc != "":
+			d.emit(chat.Chunk{Type: chat.ChunkReasoning, Signature: enc})
 		}
 	case "message":
 		s.ended = true
@@ -478,4 +488,72 @@ func eventError(ev *wireEvent) *chat.StreamError {
 		Code    json.RawMessage `json:"code,omitempty"`
 	}{ev.Message, ev.Code})
 	return oaicompat.StreamError(raw)
+}
+
+// parseEvent decodes data, an event's JSON, into ev (zeroed), as
+// json.Unmarshal would. Nearly all of a stream's events are deltas of one
+// small shape; parseFast reads those in one pass, and every other event
+// (or any doubt: another key, an escape jsonscan leaves to encoding/json,
+// invalid UTF-8 in the type) goes to encoding/json.
+func parseEvent(data []byte, ev *wireEvent) error {
+	if parseFast(data, ev) {
+		return nil
+	}
+	*ev = wireEvent{}
+	return json.Unmarshal(data, ev)
+}
+
+// parseFast reads an event made only of type, sequence_number, item_id,
+// output_index, content_index, summary_index, delta, an empty logprobs
+// and obfuscation; it reports false, leaving ev in any state, for
+// anything else.
+func parseFast(data []byte, ev *wireEvent) bool {
+	r := jsonscan.New(data)
+	return r.Object(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "type":
+			var s []byte
+			if s, ok = r.RawString(); ok && utf8.Valid(s) {
+				ev.Type = eventType(s)
+			}
+			return ok && utf8.Valid(s)
+		case "sequence_number", "content_index":
+			_, ok = r.Int()
+		case "output_index", "summary_index":
+			var v int64
+			if v, ok = r.Int(); !ok || v < 0 || v >= 1e9 {
+				return false
+			}
+			if key[0] == 'o' {
+				n := int(v)
+				ev.OutputIndex = &n
+			} else {
+				ev.SummaryIndex = int(v)
+			}
+		case "item_id":
+			ev.ItemID, ok = r.String(math.MaxInt)
+		case "delta":
+			ev.Delta, ok = r.String(math.MaxInt)
+		case "obfuscation":
+			_, ok = r.RawString()
+		case "logprobs":
+			ok = r.Array(0, func() bool { return false })
+		}
+		return ok
+	}) && r.End()
+}
+
+// deltaTypes are the delta events' types, shared rather than allocated
+// for each event.
+var deltaTypes = []string{"response.output_text.delta", "response.reasoning_summary_text.delta",
+	"response.function_call_arguments.delta", "response.reasoning_text.delta", "response.refusal.delta"}
+
+func eventType(s []byte) string {
+	for _, t := range deltaTypes {
+		if string(s) == t {
+			return t
+		}
+	}
+	return string(s)
 }

@@ -71,9 +71,13 @@ func Advisory(name string) bool { return advisory[name] }
 // output as one assistant turn (its thinking, redacted thinking, text and
 // tool calls, in order; nothing when it has none), then next's messages.
 // Everything else — model, instructions, tools, parameters, Extra — is
-// next's: as the API says, instructions do not carry over. next's Extra
-// keeps previous_response_id for the gateway to drop. The messages are
-// copies: changing the result changes neither request.
+// next's: as the API says, instructions do not carry over. (DecodeRequest
+// joins the system and developer messages of an input with instructions
+// in the system prompt, so those of the earlier input do not carry over
+// either: a client that continues a conversation sends its system
+// messages again, as it sends instructions.) next's Extra keeps
+// previous_response_id for the gateway to drop. The messages are copies:
+// changing the result changes neither request.
 func Continue(prev chat.Request, prevOut chat.Response, next chat.Request) chat.Request {
 	out := next.Clone()
 	msgs := make([]chat.Message, 0, len(prev.Messages)+1+len(next.Messages))

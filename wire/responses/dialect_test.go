@@ -81,7 +81,74 @@ func readEvents(t *testing.T, stream []byte) []sseEvent {
 	default:
 		t.Errorf("the last event is %s", out[len(out)-1].name)
 	}
+	accumulate(t, out)
 	return out
+}
+
+// accumulate builds the response from the events as the openai SDK's
+// ResponseStream does, with its checks: an item, a content part or a
+// summary part is added at the index after the last one, and every other
+// event names an item, part and summary that exist and are of its kind.
+func accumulate(t *testing.T, events []sseEvent) {
+	t.Helper()
+	type item struct {
+		typ            string
+		parts, summary int
+	}
+	var items []*item
+	num := func(ev sseEvent, k string) int {
+		n, ok := ev.data[k].(float64)
+		if !ok {
+			t.Fatalf("%s: no %s", ev.name, k)
+		}
+		return int(n)
+	}
+	get := func(ev sseEvent, typ string) *item {
+		i := num(ev, "output_index")
+		if i >= len(items) {
+			t.Fatalf("%s: missing output at index %d", ev.name, i)
+		}
+		if items[i].typ != typ {
+			t.Fatalf("%s: output %d is a %s", ev.name, i, items[i].typ)
+		}
+		return items[i]
+	}
+	for _, ev := range events {
+		switch ev.name {
+		case "response.output_item.added":
+			if i := num(ev, "output_index"); i != len(items) {
+				t.Fatalf("item added at %d, after %d items", i, len(items))
+			}
+			items = append(items, &item{typ: ev.data["item"].(map[string]any)["type"].(string)})
+		case "response.output_item.done":
+			it := items[num(ev, "output_index")]
+			if typ := ev.data["item"].(map[string]any)["type"]; typ != it.typ {
+				t.Fatalf("item %s done as a %s", it.typ, typ)
+			}
+		case "response.content_part.added":
+			it := get(ev, "message")
+			if num(ev, "content_index") != it.parts {
+				t.Fatalf("part added at %d after %d", num(ev, "content_index"), it.parts)
+			}
+			it.parts++
+		case "response.content_part.done", "response.output_text.delta", "response.output_text.done":
+			if it := get(ev, "message"); num(ev, "content_index") >= it.parts {
+				t.Fatalf("%s: missing content at index %d", ev.name, num(ev, "content_index"))
+			}
+		case "response.reasoning_summary_part.added":
+			it := get(ev, "reasoning")
+			if num(ev, "summary_index") != it.summary {
+				t.Fatalf("summary part added at %d after %d", num(ev, "summary_index"), it.summary)
+			}
+			it.summary++
+		case "response.reasoning_summary_part.done", "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done":
+			if it := get(ev, "reasoning"); num(ev, "summary_index") >= it.summary {
+				t.Fatalf("%s: missing summary at index %d", ev.name, num(ev, "summary_index"))
+			}
+		case "response.function_call_arguments.delta", "response.function_call_arguments.done":
+			get(ev, "function_call")
+		}
+	}
 }
 
 // TestDialectFixtures answers every upstream stream fixture in the

@@ -54,11 +54,12 @@ type Item struct {
 	Name             string          `json:"name,omitempty"`
 	Arguments        *string         `json:"arguments,omitempty"`
 	Output           json.RawMessage `json:"output,omitempty"`
-	Summary          *[]summaryText  `json:"summary,omitempty"`
+	Summary          *[]Part         `json:"summary,omitempty"`
 	EncryptedContent string          `json:"encrypted_content,omitempty"`
 }
 
-// Part is one content part: input_text or output_text (Text),
+// Part is one content part: input_text, output_text or a reasoning
+// item's summary_text (Text),
 // input_image (ImageURL or FileID, Detail), input_file (FileData, FileURL
 // or FileID, Filename).
 type Part struct {
@@ -98,8 +99,8 @@ type Options struct {
 	ReasoningSummary string `json:"reasoning_summary,omitempty"`
 }
 
-// The texts put in place of what a function_call_output cannot be
-// without, as the Chat Completions encoder writes them.
+// errorPrefix starts the output of a tool result that is an error: the
+// API has no flag for it (the Chat Completions encoder writes the same).
 const errorPrefix = "Error: "
 
 // EncodeRequest converts req to a Responses API request (POST
@@ -127,7 +128,11 @@ const errorPrefix = "Error: "
 //     signature → a reasoning item {summary (the thinking as one
 //     summary_text, none when empty), encrypted_content (the
 //     signature)}, which is how a Responses model's reasoning comes back
-//     to it. Item ids are not sent: the API takes items back without
+//     to it; so does a signed {"type":"reasoning.text","text",
+//     "signature"} of the message's reasoning_details (what the Chat
+//     Completions dialect gives its clients), placed first — the plain
+//     reasoning block that dialect reads beside it is then not warned
+//     about. Item ids are not sent: the API takes items back without
 //     them.
 //
 // Tools are function tools, flat, with strict false unless the tool's
@@ -156,8 +161,8 @@ const errorPrefix = "Error: "
 //
 // Each returns a warning naming the place: thinking without a signature,
 // reasoning, redacted_thinking and thought_signature blocks (the API
-// takes back only its own encrypted reasoning), a message's
-// reasoning_details, unknown blocks, a tool_use in a user message or a
+// takes back only its own encrypted reasoning), reasoning_details other
+// than signed reasoning.text, unknown blocks, a tool_use in a user message or a
 // tool_result in an assistant message: dropped. An image or document the
 // API cannot take (another source, a base64 document that is neither PDF
 // nor text; any in an assistant message) becomes a text stub. Citations
@@ -185,9 +190,6 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		default:
 			return nil, e.warns, &chat.Error{Code: chat.CodeInvalidValue, Path: chat.MessagePath(i) + ".role",
 				Msg: "must be user or assistant"}
-		}
-		if len(m.ReasoningDetails) > 0 {
-			e.warn(chat.MessagePath(i)+".reasoning_details", "the Responses API takes no reasoning_details: dropped")
 		}
 		for _, k := range chat.SortedKeys(m.Extra) {
 			e.warn(chat.MessagePath(i)+"."+k, "not part of the Responses API: dropped")
@@ -424,7 +426,46 @@ func (e *encoder) toolResult(p string, b *chat.Block) {
 	e.item(Item{Type: "function_call_output", CallID: b.ToolUseID, Output: out})
 }
 
+// reasoning adds a reasoning item: the model's encrypted reasoning, with
+// its summary.
+func (e *encoder) reasoning(summary, encrypted string) {
+	parts := []Part{}
+	if summary != "" {
+		parts = append(parts, Part{Type: "summary_text", Text: summary})
+	}
+	e.item(Item{Type: "reasoning", Summary: &parts, EncryptedContent: encrypted})
+}
+
+// reasoningDetails adds the reasoning items of a message's
+// reasoning_details (as the Chat Completions dialect writes a signed
+// thinking block for its clients: {"type":"reasoning.text","text",
+// "signature"}) and reports whether it added any; the other details are
+// dropped with a warning.
+func (e *encoder) reasoningDetails(i int, raw json.RawMessage) bool {
+	path := chat.MessagePath(i) + ".reasoning_details"
+	var details []struct {
+		Type      string `json:"type"`
+		Text      string `json:"text"`
+		Signature string `json:"signature"`
+	}
+	if json.Unmarshal(raw, &details) != nil {
+		e.warn(path, "not an array of reasoning details: dropped")
+		return false
+	}
+	added := false
+	for k, d := range details {
+		if d.Type == "reasoning.text" && d.Signature != "" {
+			e.reasoning(d.Text, d.Signature)
+			added = true
+			continue
+		}
+		e.warn(path+"["+itoa(k)+"]", "the Responses API takes back only its own encrypted reasoning (a signed reasoning.text): dropped")
+	}
+	return added
+}
+
 func (e *encoder) assistant(i int, m *chat.Message) {
+	signed := len(m.ReasoningDetails) > 0 && e.reasoningDetails(i, m.ReasoningDetails)
 	if m.Content.IsString {
 		if m.Content.Text != "" {
 			e.item(message("assistant", []Part{{Type: "output_text", Text: m.Content.Text}}))
@@ -451,17 +492,17 @@ func (e *encoder) assistant(i int, m *chat.Message) {
 			flush()
 			args := oaicompat.Arguments(b.Input)
 			e.item(Item{Type: "function_call", CallID: b.ID, Name: b.Name, Arguments: &args})
+		case chat.TypeReasoning:
+			if !signed { // else its text came with its details, signed
+				e.other(p, b)
+			}
 		case chat.TypeThinking:
 			if b.Signature == "" {
 				e.other(p, b)
 				continue
 			}
 			flush()
-			summary := []summaryText{}
-			if b.Thinking != "" {
-				summary = append(summary, summaryText{Type: "summary_text", Text: b.Thinking})
-			}
-			e.item(Item{Type: "reasoning", Summary: &summary, EncryptedContent: b.Signature})
+			e.reasoning(b.Thinking, b.Signature)
 		case chat.TypeImage:
 			e.warn(p, "assistant messages of the Responses API take only text: image replaced by a text stub")
 			texts = append(texts, Part{Type: "output_text", Text: chat.ImageStub(b.Source)})

@@ -298,8 +298,9 @@ func (d *requestDecoder) request(body []byte) error {
 		case "stream":
 			d.r.Stream, err = boolOf(v, k)
 		case "stream_options":
-			if !d.r.Stream && isNull(get(f, "stream")) {
-				// As the API: stream options only with a stream.
+			if !d.r.Stream {
+				// As the API: stream options only with a stream (read
+				// before them: the members are in key order).
 				err = fail(k, "only allowed when stream is true")
 				break
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/wire/responses"
+	"github.com/ctxkit/ctxkit/wire/wiretest"
 )
 
 type requestCase struct {
@@ -79,8 +80,10 @@ func TestDecodeRequest(t *testing.T) {
 				t.Fatal(err)
 			}
 			got[c.Name] = out
-			if !*update && string(want[c.Name]) != string(out) {
-				t.Errorf("canonical request differs:\n got: %s\nwant: %s", out, want[c.Name])
+			if !*update {
+				if d := wiretest.Diff(want[c.Name], out); d != "" {
+					t.Errorf("canonical request differs: %s\n got: %s", d, out)
+				}
 			}
 		})
 	}

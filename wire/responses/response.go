@@ -25,6 +25,11 @@ const (
 	prefixCall      = "fc_"
 )
 
+// callID is the call_id of a call that came without an id (a client
+// must name it in its function_call_output): "call_" and its item id's
+// own part.
+func callID(item string) string { return "call_" + strings.TrimPrefix(item, prefixCall) }
+
 // itemID is the id of the output item at position i of response id: ids
 // are derived, not random, so a response read again has the same ones.
 func itemID(prefix, id string, i int) string {
@@ -276,7 +281,10 @@ var errorCodes = []string{"server_error", "rate_limit_exceeded", "invalid_prompt
 
 // errorCode is the ResponseError code for a stream error: the provider's
 // type when it is one of the API's codes, rate_limit_exceeded for a rate
-// limit, server_error for the rest.
+// limit, server_error for another error that may pass on a retry, and
+// invalid_prompt, the API's code for a request it will not answer, for
+// the rest — so that a client tells the two apart as it would with the
+// API itself.
 func errorCode(e *chat.StreamError) string {
 	for _, c := range errorCodes {
 		if e.Type == c {
@@ -284,10 +292,13 @@ func errorCode(e *chat.StreamError) string {
 		}
 	}
 	t := strings.ToLower(e.Type)
-	if strings.Contains(t, "rate_limit") || strings.Contains(t, "ratelimit") || strings.Contains(t, "throttl") || t == "429" {
+	switch {
+	case strings.Contains(t, "rate_limit") || strings.Contains(t, "ratelimit") || strings.Contains(t, "throttl") || t == "429":
 		return "rate_limit_exceeded"
+	case e.Retryable:
+		return "server_error"
 	}
-	return "server_error"
+	return "invalid_prompt"
 }
 
 // errorMessage is the message of a stream error, after the provider's
@@ -310,15 +321,19 @@ func errorMessage(e *chat.StreamError) string {
 //     redacted_thinking → a reasoning item with no summary whose
 //     encrypted_content is the data behind a marker DecodeRequest knows,
 //     text → a message item (one output_text part), tool_use → a
-//     function_call item (call_id the block's id, arguments the input as
+//     function_call item (call_id the block's id — "call_" and the item
+//     id's own part for a call without one —, arguments the input as
 //     compact JSON). Item ids are msg_, rs_ and fc_ followed by the
 //     response id's and the item's position. output_text (the SDKs'
 //     convenience) is not on the wire.
 //   - status: completed; incomplete with incomplete_details.reason
 //     max_output_tokens or content_filter for those stops; failed with
-//     error {code, message} when r has an error (code server_error,
-//     rate_limit_exceeded, or the provider's own when it is one of the
-//     API's codes) or no stop (the upstream's stream was cut).
+//     error {code, message} when r has an error or no stop (the
+//     upstream's stream was cut): the code is the provider's own when it
+//     is one of the API's, rate_limit_exceeded for a rate limit,
+//     server_error for an error a retry may get past (and a cut stream),
+//     invalid_prompt for the others; the message is prefixed with the
+//     provider's own type when the code does not say it.
 //   - usage: input_tokens (Input, cached included),
 //     input_tokens_details.cached_tokens (CacheRead; cache_write_tokens
 //     when set), output_tokens (Output, reasoning included),
@@ -331,7 +346,7 @@ func EncodeResponse(res chat.Response, req *chat.Request, model, id string, crea
 	r := echo(req, model, id, created)
 	for i := range res.Content {
 		b := &res.Content[i]
-		var item any
+		var item appender
 		switch b.Type {
 		case chat.TypeText:
 			item = newMessage(itemID(prefixMessage, id, len(r.Output)), "completed", b.Text, true)
@@ -351,16 +366,21 @@ func EncodeResponse(res chat.Response, req *chat.Request, model, id string, crea
 			if len(b.Input) > 0 && !json.Valid(b.Input) {
 				return nil, fmt.Errorf("responses: content[%d].input: not valid JSON", i)
 			}
-			item = callItem{ID: itemID(prefixCall, id, len(r.Output)), Type: "function_call", Status: "completed",
+			item := callItem{ID: itemID(prefixCall, id, len(r.Output)), Type: "function_call", Status: "completed",
 				Arguments: compact(string(b.Input)), CallID: b.ID, Name: b.Name}
+			if item.CallID == "" {
+				item.CallID = callID(item.ID)
+			}
+			r.Output = append(r.Output, itemJSON(item))
+			continue
 		default:
 			return nil, fmt.Errorf("responses: content[%d]: a %q block is not part of a model's output", i, b.Type)
 		}
-		r.Output = append(r.Output, marshal(item))
+		r.Output = append(r.Output, itemJSON(item))
 	}
 	u := res.Usage
 	finish(&r, res.Stop, res.Error, &u)
-	return marshal(r), nil
+	return responseJSON(r), nil
 }
 
 // compact is JSON text compacted ("{}" for none).
@@ -373,4 +393,90 @@ func compact(s string) string {
 		return s
 	}
 	return buf.String()
+}
+
+// The output items are written by hand rather than by encoding/json: the
+// done events and the terminal event repeat the whole text, which may be
+// megabytes, and encoding/json would validate it again each time. The
+// fields are in the order encoding/json writes them.
+
+func (p outputText) appendJSON(b []byte) []byte {
+	b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
+	return append(chat.AppendString(b, p.Text), '}')
+}
+
+func (s summaryText) appendJSON(b []byte) []byte {
+	b = append(b, `{"type":"summary_text","text":`...)
+	return append(chat.AppendString(b, s.Text), '}')
+}
+
+func (m messageItem) appendJSON(b []byte) []byte {
+	b = chat.AppendString(append(b, `{"id":`...), m.ID)
+	b = chat.AppendString(append(b, `,"type":"message","status":`...), m.Status)
+	b = append(b, `,"content":[`...)
+	for i, p := range m.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = p.appendJSON(b)
+	}
+	return append(b, `],"role":"assistant"}`...)
+}
+
+func (r reasoningItem) appendJSON(b []byte) []byte {
+	b = chat.AppendString(append(b, `{"id":`...), r.ID)
+	b = append(b, `,"type":"reasoning","summary":[`...)
+	for i, s := range r.Summary {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = s.appendJSON(b)
+	}
+	b = append(b, ']')
+	if r.EncryptedContent != nil {
+		b = chat.AppendString(append(b, `,"encrypted_content":`...), *r.EncryptedContent)
+	}
+	return append(b, '}')
+}
+
+func (c callItem) appendJSON(b []byte) []byte {
+	b = chat.AppendString(append(b, `{"id":`...), c.ID)
+	b = chat.AppendString(append(b, `,"type":"function_call","status":`...), c.Status)
+	b = chat.AppendString(append(b, `,"arguments":`...), c.Arguments)
+	b = chat.AppendString(append(b, `,"call_id":`...), c.CallID)
+	b = chat.AppendString(append(b, `,"name":`...), c.Name)
+	return append(b, '}')
+}
+
+// appender is an output item or part that writes its own JSON.
+type appender interface{ appendJSON([]byte) []byte }
+
+func itemJSON(v appender) json.RawMessage { return v.appendJSON(nil) }
+
+// responseJSON is r as JSON, its output spliced in: the other fields go
+// through encoding/json, the output items are JSON already.
+func responseJSON(r responseObject) []byte {
+	items := r.Output
+	r.Output = []json.RawMessage{}
+	head := marshal(r)
+	// "output":[] is the first such text: the fields before it are
+	// strings, numbers and fixed objects, in which a quote is escaped.
+	at := bytes.Index(head, []byte(`"output":[]`))
+	if at < 0 || len(items) == 0 {
+		return head
+	}
+	at += len(`"output":[`)
+	n := len(head) + len(items)
+	for _, it := range items {
+		n += len(it)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, head[:at]...)
+	for i, it := range items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	return append(out, head[at:]...)
 }

@@ -70,7 +70,7 @@ var ErrStreamTooLarge = errors.New("responses: the response is larger than " + s
 // A write error ends the encoding and is returned.
 func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
 	e := streamEncoder{w: w, id: id, resp: echo(req, model, id, created), calls: map[int]*openCall{}, output: []json.RawMessage{}}
-	start := marshal(e.resp)
+	start := responseJSON(e.resp)
 	if err := e.event("response.created", func(b []byte) []byte { return appendRaw(b, "response", start) }); err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int6
 	case "failed":
 		typ = "response.failed"
 	}
-	end := marshal(r)
+	end := responseJSON(r)
 	if err := e.event(typ, func(b []byte) []byte { return appendRaw(b, "response", end) }); err != nil {
 		return err
 	}
@@ -200,15 +200,15 @@ func (e *streamEncoder) next() int {
 	return len(e.output) - 1
 }
 
-func (e *streamEncoder) added(index int, item any) error {
-	raw := marshal(item)
+func (e *streamEncoder) added(index int, item appender) error {
+	raw := itemJSON(item)
 	return e.event("response.output_item.added", func(b []byte) []byte {
 		return appendRaw(appendInt(b, "output_index", index), "item", raw)
 	})
 }
 
-func (e *streamEncoder) done(index int, item any) error {
-	raw := marshal(item)
+func (e *streamEncoder) done(index int, item appender) error {
+	raw := itemJSON(item)
 	e.output[index] = raw
 	return e.event("response.output_item.done", func(b []byte) []byte {
 		return appendRaw(appendInt(b, "output_index", index), "item", raw)
@@ -270,9 +270,12 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 		}
 		i := e.next()
 		call := &openCall{id: itemID(prefixCall, e.id, i), callID: c.ID, name: c.Name, index: i}
+		if call.callID == "" {
+			call.callID = callID(call.id)
+		}
 		e.calls[c.Index] = call
 		e.size += len(c.ID) + len(c.Name)
-		return e.added(i, callItem{ID: call.id, Type: "function_call", Status: "in_progress", CallID: c.ID, Name: c.Name})
+		return e.added(i, callItem{ID: call.id, Type: "function_call", Status: "in_progress", CallID: call.callID, Name: c.Name})
 	case chat.ChunkToolCallDelta:
 		call, ok := e.calls[c.Index]
 		if !ok || c.Arguments == "" {
@@ -314,7 +317,7 @@ func (e *streamEncoder) textDelta(s string) error {
 		if err := e.added(i, newMessage(t.id, "in_progress", "", false)); err != nil {
 			return err
 		}
-		part := marshal(newOutputText(""))
+		part := itemJSON(newOutputText(""))
 		if err := e.event("response.content_part.added", func(b []byte) []byte {
 			return appendRaw(appendInt(at(b, t.id, t.index), "content_index", 0), "part", part)
 		}); err != nil {
@@ -343,7 +346,7 @@ func (e *streamEncoder) closeText() error {
 	}); err != nil {
 		return err
 	}
-	part := marshal(newOutputText(text))
+	part := itemJSON(newOutputText(text))
 	if err := e.event("response.content_part.done", func(b []byte) []byte {
 		return appendRaw(appendInt(at(b, t.id, t.index), "content_index", 0), "part", part)
 	}); err != nil {
@@ -371,7 +374,7 @@ func (e *streamEncoder) reasoningDelta(s string) error {
 	r := e.reason
 	if !r.part {
 		r.part = true
-		part := marshal(summaryText{Type: "summary_text"})
+		part := itemJSON(summaryText{Type: "summary_text"})
 		if err := e.event("response.reasoning_summary_part.added", func(b []byte) []byte {
 			return appendRaw(appendInt(at(b, r.id, r.index), "summary_index", 0), "part", part)
 		}); err != nil {
@@ -402,7 +405,7 @@ func (e *streamEncoder) closeReasoning(signature string) error {
 		}); err != nil {
 			return err
 		}
-		part := marshal(summaryText{Type: "summary_text", Text: text})
+		part := itemJSON(summaryText{Type: "summary_text", Text: text})
 		if err := e.event("response.reasoning_summary_part.done", func(b []byte) []byte {
 			return appendRaw(appendInt(at(b, r.id, r.index), "summary_index", 0), "part", part)
 		}); err != nil {
