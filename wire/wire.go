@@ -54,6 +54,10 @@ type Upstream struct {
 	// RateLimit reports whether the type of an error inside the
 	// provider's stream (chat.StreamError.Type) names a rate limit.
 	RateLimit func(typ string) bool
+	// ToolIDs is the rule for the tool-call ids the provider accepts; the
+	// gateway rewrites the others (RewriteToolIDs). The zero rule accepts
+	// every id.
+	ToolIDs ToolIDRule
 }
 
 // APIError is a provider's error response as its parser reads it.

@@ -28,6 +28,9 @@ func Provider() wire.Provider {
 			Decode:     DecodeStream,
 			ParseError: parseError,
 			RateLimit:  func(typ string) bool { return typ == "RESOURCE_EXHAUSTED" },
+			// Gemini matches calls and results by name and order: it
+			// checks no ids, and the zero rule keeps them all.
+			ToolIDs: wire.ToolIDRule{},
 		},
 	}
 }
