@@ -23,24 +23,24 @@ const toolTurnEnd = "(tool results received)"
 // only after that assistant message, and after every tool result of the
 // turn when the client sent some of them later (a user message between
 // two runs of tool results). Tool messages that answer no call (after a
-// user message, say) are left where they are: there is no call to put
-// them after, and Mistral refuses them whatever ctxkit does.
+// user message, say) stay where they are, with the assistant message
+// after them too: there is no call to put them after, and Mistral
+// refuses them whatever ctxkit does.
 func sequence(msgs []Message) []Message {
 	need := false
-	for i := 1; i < len(msgs); i++ {
-		if prev := msgs[i-1].Role; (prev == "tool" && msgs[i].Role != "tool" && msgs[i].Role != "assistant") ||
-			(msgs[i].Role == "tool" && prev != "tool" && prev != "assistant") {
-			need = true
-			break
-		}
+	for i := 1; i < len(msgs) && !need; i++ {
+		prev, role := msgs[i-1].Role, msgs[i].Role
+		need = prev == "tool" && role != "tool" && role != "assistant" ||
+			role == "tool" && prev != "tool" && prev != "assistant"
 	}
 	if !need {
 		return msgs
 	}
-	out := make([]Message, 0, len(msgs)+4)
+	// The tool messages of each turn that answers calls first.
+	ordered := make([]Message, 0, len(msgs))
 	for i := 0; i < len(msgs); {
 		m := msgs[i]
-		out = append(out, m)
+		ordered = append(ordered, m)
 		i++
 		if m.Role != "assistant" || len(m.ToolCalls) == 0 {
 			continue
@@ -49,25 +49,26 @@ func sequence(msgs []Message) []Message {
 		for end < len(msgs) && msgs[end].Role != "assistant" {
 			end++
 		}
-		tools := false
 		for _, t := range msgs[i:end] {
 			if t.Role == "tool" {
-				out = append(out, t)
-				tools = true
+				ordered = append(ordered, t)
 			}
 		}
-		rest := false
 		for _, r := range msgs[i:end] {
-			if r.Role == "tool" {
-				continue
+			if r.Role != "tool" {
+				ordered = append(ordered, r)
 			}
-			if tools && !rest {
-				out = append(out, Message{Message: openai.Message{Role: "assistant", Content: openai.Text(toolTurnEnd)}})
-			}
-			rest = true
-			out = append(out, r)
 		}
 		i = end
+	}
+	// An assistant message wherever tool messages are followed by
+	// anything but an assistant or a tool message.
+	out := make([]Message, 0, len(ordered)+4)
+	for i, m := range ordered {
+		if i > 0 && ordered[i-1].Role == "tool" && m.Role != "tool" && m.Role != "assistant" {
+			out = append(out, Message{Message: openai.Message{Role: "assistant", Content: openai.Text(toolTurnEnd)}})
+		}
+		out = append(out, m)
 	}
 	return out
 }

@@ -166,3 +166,56 @@ func TestSequenceLeavesValidOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzSequence: whatever the order of user text, calls and tool results,
+// no message but an assistant's or a tool's follows a tool message, and
+// every text is sent.
+func FuzzSequence(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 0})
+	f.Add([]byte{0, 1, 3, 2, 1, 2})
+	f.Add([]byte{3, 0, 2})
+	f.Add([]byte{0, 1, 2, 3, 0, 1, 1, 3, 2})
+	f.Fuzz(func(t *testing.T, plan []byte) {
+		if len(plan) > 64 {
+			plan = plan[:64]
+		}
+		var msgs []chat.Message
+		var keep []string
+		last := "none"
+		for i, op := range plan {
+			mark := fmt.Sprintf("m%02d", i)
+			switch op % 5 {
+			case 0:
+				msgs = append(msgs, chat.Message{Role: chat.User, Content: chat.Of(text(mark))})
+			case 1:
+				last = fmt.Sprintf("c%02d", i)
+				msgs = append(msgs, chat.Message{Role: chat.Assistant, Content: chat.Of(text(mark), call(last))})
+			case 2:
+				msgs = append(msgs, chat.Message{Role: chat.User, Content: chat.Of(result(last, text(mark+"r")), text(mark))})
+				keep = append(keep, mark+"r")
+			case 3:
+				msgs = append(msgs, chat.Message{Role: chat.User, Content: chat.Of(result(last, img("SU1H"+mark)))})
+				keep = append(keep, "SU1H"+mark)
+				continue
+			case 4:
+				msgs = append(msgs, chat.Message{Role: chat.Assistant, Content: chat.Str(mark)})
+			}
+			keep = append(keep, mark)
+		}
+		out, _, err := mistral.EncodeRequest(chat.Request{Model: "m", Messages: msgs}, mistral.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(out.Messages); i++ {
+			if prev, role := out.Messages[i-1].Role, out.Messages[i].Role; prev == "tool" && role != "tool" && role != "assistant" {
+				t.Fatalf("messages[%d]: %s after tool", i, role)
+			}
+		}
+		body, _ := json.Marshal(out)
+		for _, k := range keep {
+			if !strings.Contains(string(body), k) {
+				t.Fatalf("%q lost: %s", k, body)
+			}
+		}
+	})
+}
