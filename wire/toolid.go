@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"iter"
 	"strconv"
-	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
 )
@@ -44,14 +43,37 @@ type ToolIDRule struct {
 
 // Valid reports whether the provider accepts id.
 func (r ToolIDRule) Valid(id string) bool {
-	if len(id) < r.MinLen || r.MaxLen > 0 && len(id) > r.MaxLen {
+	c := r.checker()
+	return c.valid(id)
+}
+
+// idChecker is a rule made ready to check many ids: its alphabet as a
+// set of bytes.
+type idChecker struct {
+	min, max int
+	any      bool
+	set      [256 / 64]uint64
+}
+
+func (r ToolIDRule) checker() idChecker {
+	c := idChecker{min: r.MinLen, max: r.MaxLen, any: r.Alphabet == ""}
+	for i := 0; i < len(r.Alphabet); i++ {
+		b := r.Alphabet[i]
+		c.set[b/64] |= 1 << (b % 64)
+	}
+	return c
+}
+
+func (c *idChecker) valid(id string) bool {
+	if len(id) < c.min || c.max > 0 && len(id) > c.max {
 		return false
 	}
-	if r.Alphabet == "" {
+	if c.any {
 		return true
 	}
 	for i := 0; i < len(id); i++ {
-		if strings.IndexByte(r.Alphabet, id[i]) < 0 {
+		b := id[i]
+		if c.set[b/64]&(1<<(b%64)) == 0 {
 			return false
 		}
 	}
@@ -185,7 +207,8 @@ func (m *ToolIDMap) Response(r *chat.Response) {
 func RewriteToolIDs(req chat.Request, rule ToolIDRule) (chat.Request, *ToolIDMap) {
 	// Most requests hold only ids the upstream accepts: they are checked
 	// without allocating.
-	if allValid(req.Messages, rule) {
+	check := rule.checker()
+	if allValid(req.Messages, &check) {
 		return req, nil
 	}
 	kept := map[string]bool{}
@@ -193,7 +216,7 @@ func RewriteToolIDs(req chat.Request, rule ToolIDRule) (chat.Request, *ToolIDMap
 	seen := map[string]bool{}
 	eachID(req.Messages, func(id string) {
 		switch {
-		case rule.Valid(id):
+		case check.valid(id):
 			kept[id] = true
 		case !seen[id]:
 			seen[id] = true
@@ -251,8 +274,8 @@ func RewriteToolIDs(req chat.Request, rule ToolIDRule) (chat.Request, *ToolIDMap
 	return out, m
 }
 
-// allValid reports whether rule accepts every tool-call id of msgs.
-func allValid(msgs []chat.Message, rule ToolIDRule) bool {
+// allValid reports whether check accepts every tool-call id of msgs.
+func allValid(msgs []chat.Message, check *idChecker) bool {
 	for i := range msgs {
 		c := &msgs[i].Content
 		if c.IsString {
@@ -262,11 +285,11 @@ func allValid(msgs []chat.Message, rule ToolIDRule) bool {
 			b := &c.Blocks[j]
 			switch b.Type {
 			case chat.TypeToolUse:
-				if !rule.Valid(b.ID) {
+				if !check.valid(b.ID) {
 					return false
 				}
 			case chat.TypeToolResult:
-				if !rule.Valid(b.ToolUseID) {
+				if !check.valid(b.ToolUseID) {
 					return false
 				}
 			}

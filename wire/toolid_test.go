@@ -365,3 +365,25 @@ func FuzzRewriteToolIDs(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRewriteToolIDs: a 40-call conversation whose ids the upstream
+// accepts (the common case: a scan), and one whose ids it refuses.
+func BenchmarkRewriteToolIDs(b *testing.B) {
+	rule := upstreams(b)["anthropic"].Upstream.ToolIDs
+	var good, bad []string
+	for i := range 40 {
+		good = append(good, fmt.Sprintf("toolu_%024d", i))
+		bad = append(bad, fmt.Sprintf("functions.f:%d", i))
+	}
+	for _, c := range []struct {
+		name string
+		req  chat.Request
+	}{{"accepted", conversation(good...)}, {"refused", conversation(bad...)}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				wire.RewriteToolIDs(c.req, rule)
+			}
+		})
+	}
+}
