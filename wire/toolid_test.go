@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/wire"
+	"github.com/ctxkit/ctxkit/wire/openai"
 	"github.com/ctxkit/ctxkit/wire/providers"
 )
 
@@ -385,5 +387,52 @@ func BenchmarkRewriteToolIDs(b *testing.B) {
 				wire.RewriteToolIDs(c.req, rule)
 			}
 		})
+	}
+}
+
+// TestToolIDsThroughTheGateway follows an OpenAI-dialect client whose
+// history holds ids another provider made, through an Anthropic upstream,
+// as the gateway does: the body sent holds only ids Anthropic accepts,
+// and when the upstream's stream names one of them, the client reads its
+// own id.
+func TestToolIDsThroughTheGateway(t *testing.T) {
+	const kimi = "functions.get_weather:0"
+	body := `{"model":"m","stream":true,"messages":[
+		{"role":"user","content":"weather?"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"` + kimi + `","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"` + kimi + `","content":"sunny"}]}`
+	client := openai.Dialect()
+	req, err := client.Decode([]byte(body), wire.Incoming{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, _ := providers.Lookup("anthropic")
+	sent, ids := wire.RewriteToolIDs(req, up.Upstream.ToolIDs)
+	wireBody, _, _, err := up.Encode(sent, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(wireBody)
+	if strings.Contains(string(data), kimi) {
+		t.Fatalf("the upstream gets %q: %s", kimi, data)
+	}
+	uses, results := sentIDs(sent)
+	if !accepted["anthropic"](uses[0]) || results[0] != uses[0] || !strings.Contains(string(data), `"id":"`+uses[0]+`"`) {
+		t.Fatalf("sent %q / %q: %s", uses[0], results[0], data)
+	}
+	// The upstream answers with a call that carries the id it was sent.
+	stream := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"stop_reason\":null,\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"" + uses[0] + "\",\"name\":\"get_weather\",\"input\":{}}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":5}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	var out bytes.Buffer
+	chunks := ids.Chunks(up.Upstream.Decode(strings.NewReader(stream)))
+	if err := client.Stream(&out, wire.Outgoing{Request: &req, Model: "m", ID: "chatcmpl-1", Created: 1}, chunks); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"id":"`+kimi+`"`) || strings.Contains(out.String(), uses[0]) {
+		t.Fatalf("the client does not read its own id:\n%s", out.String())
 	}
 }
