@@ -83,9 +83,14 @@ type Request struct {
 	ReasoningEffort string
 	// Format asks for structured output: the response's text is JSON
 	// (of Format.Schema when one is given). nil: free text.
-	Format   *OutputFormat
-	Stream   bool
-	Metadata json.RawMessage
+	Format *OutputFormat
+	Stream bool
+	// StreamUsage: the client asked for a stream's usage in a chunk of its
+	// own (OpenAI's stream_options.include_usage). Only the streams of the
+	// dialects where usage is opt-in depend on it; it is not part of the
+	// JSON form.
+	StreamUsage bool
+	Metadata    json.RawMessage
 	// Extra holds top-level fields ctxkit does not model, kept for a round trip.
 	Extra map[string]json.RawMessage
 }

@@ -59,6 +59,10 @@ type Upstream struct {
 	// CountTokens is the provider's own count of a request's input
 	// tokens; nil when it has none (ctxkit then estimates offline).
 	CountTokens *CountCall
+	// ToolIDs is the rule for the tool-call ids the provider accepts; the
+	// gateway rewrites the others (RewriteToolIDs). The zero rule accepts
+	// every id.
+	ToolIDs ToolIDRule
 }
 
 // APIError is a provider's error response as its parser reads it.

@@ -437,12 +437,13 @@ func blockTokens(b *chat.Block) int {
 	case chat.TypeRedactedThinking:
 		return estimate(len(b.Data))
 	case chat.TypeImage:
-		return mediaTokens
-	case chat.TypeDocument:
-		if b.Source != nil && b.Source.Type == "text" {
-			return estimate(len(b.Source.Data))
+		if img, _ := image(b.Source); img == nil {
+			// Converse cannot carry it: the text stub is what is sent.
+			return textTokens(chat.ImageStub(b.Source))
 		}
 		return mediaTokens
+	case chat.TypeDocument:
+		return documentTokens(b)
 	case chat.TypeToolUse:
 		return estimate(len(b.Name) + jsonLen(b.Input))
 	case chat.TypeToolResult:
@@ -452,4 +453,27 @@ func blockTokens(b *chat.Block) int {
 		return contentTokens(b.Content)
 	}
 	return 0
+}
+
+// documentTokens estimates a document block as encoder.document sends it:
+// a text source as its text, bytes and S3 objects Converse takes as
+// media, one it cannot take as the text stub that replaces it, and an
+// empty one (omitted) as nothing.
+func documentTokens(b *chat.Block) int {
+	s := b.Source
+	switch {
+	case s == nil:
+	case s.Type == "base64" && docFormat(s.MediaType) != "":
+		if s.Data == "" {
+			return 0
+		}
+		return mediaTokens
+	case s.Type == "text":
+		return estimate(len(s.Data))
+	case s.Type == "url" && strings.HasPrefix(s.URL, "s3://"):
+		if docFormat(s.MediaType) != "" || docFormat(extType(s.URL)) != "" {
+			return mediaTokens
+		}
+	}
+	return textTokens(chat.DocumentStub(b))
 }

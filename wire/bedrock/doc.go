@@ -183,5 +183,7 @@
 // document, a tool call's name and input JSON, a tool's name, description
 // and schema JSON, tool result text) counts its length in bytes divided by
 // four, rounded up, JSON counted without its insignificant whitespace; an image or a binary document counts 1,600 (the cost
-// of a full-size image on Claude models); other blocks count nothing.
+// of a full-size image on Claude models); an image or a document Converse
+// cannot carry counts as the text stub sent in its place, and an empty
+// document, which is omitted, as nothing; other blocks count nothing.
 package bedrock

@@ -32,6 +32,9 @@ func Provider() wire.Provider {
 			ParseError: parseError,
 			RateLimit:  func(typ string) bool { return strings.EqualFold(typ, "throttlingException") },
 			Embed:      embedCall(),
+			// toolUseId is [a-zA-Z0-9_-]{1,64}; a made id looks like
+			// Bedrock's own.
+			ToolIDs: wire.ToolIDRule{Alphabet: wire.IDWord, MinLen: 1, MaxLen: 64, Prefix: "tooluse_", Len: 30},
 		},
 	}
 }

@@ -7,7 +7,8 @@ import (
 
 // Provider is DeepSeek's row of the provider table: its own request
 // encoder (reasoning content), and the Chat Completions upstream side
-// (POST {base}/chat/completions, bearer key, SSE, OpenAI-shaped errors).
+// (POST {base}/chat/completions, bearer key, SSE, OpenAI-shaped errors,
+// OpenAI's rule for tool-call ids).
 func Provider() wire.Provider {
 	return wire.Provider{
 		Name:     "deepseek",

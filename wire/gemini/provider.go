@@ -29,6 +29,9 @@ func Provider() wire.Provider {
 			ParseError: parseError,
 			RateLimit:  func(typ string) bool { return typ == "RESOURCE_EXHAUSTED" },
 			Embed:      embedCall(),
+			// Gemini matches calls and results by name and order: it
+			// checks no ids, and the zero rule keeps them all.
+			ToolIDs: wire.ToolIDRule{},
 		},
 	}
 }

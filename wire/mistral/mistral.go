@@ -17,6 +17,14 @@
 //     after the tool messages (Options.MergeToolResultText puts its text in
 //     the last tool message instead), and images in tool results follow in
 //     that user message as in wire/openai.
+//   - Mistral refuses a user message right after tool messages ("Unexpected
+//     role 'user' after role 'tool'"): after a tool message only an
+//     assistant or a tool message may come. So the tool messages that
+//     answer an assistant's calls come first, and a user message that
+//     follows them is preceded by an assistant message with the text
+//     "(tool results received)" (Mistral refuses an empty one). No text or
+//     image is dropped; a user message the client put between two runs of
+//     tool results moves after the last of them.
 //   - Documents: a text document becomes text as in wire/openai; a base64
 //     PDF becomes a document_url part {"type":"document_url",
 //     "document_url":"data:application/pdf;base64,...","document_name"}
@@ -109,6 +117,7 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 	for i := range conv.Messages {
 		msgs[i].Message = conv.Messages[i]
 	}
+	msgs = sequence(msgs)
 	if n := len(msgs); n > 0 && msgs[n-1].Role == "assistant" && len(msgs[n-1].ToolCalls) == 0 {
 		msgs[n-1].Prefix = true
 	}

@@ -13,6 +13,8 @@ func Provider() wire.Provider {
 	up := openai.CompatibleUpstream()
 	up.Decode = DecodeStream
 	up.Embed = embedCall()
+	// Mistral's ids are exactly nine characters of [a-zA-Z0-9].
+	up.ToolIDs = wire.ToolIDRule{Alphabet: wire.IDAlnum, MinLen: 9, MaxLen: 9, Len: 9}
 	return wire.Provider{
 		Name:     "mistral",
 		Encode:   wire.Stateless(EncodeRequest),

@@ -11,7 +11,10 @@ import (
 
 // Dialect is the Chat Completions client dialect's row: requests read by
 // DecodeRequest, answered by EncodeResponse and EncodeStream, errors in
-// OpenAI's {"error":{"message","type","param","code"}}.
+// OpenAI's {"error":{"message","type","param","code"}}. Its streams carry
+// usage only when the request asked for it
+// (stream_options.include_usage, kept in chat.Request.StreamUsage), as
+// the API's do.
 func Dialect() wire.Dialect {
 	return wire.Dialect{
 		Name:   "openai",
@@ -20,7 +23,8 @@ func Dialect() wire.Dialect {
 			return EncodeResponse(res, out.Model, out.ID, out.Created)
 		},
 		Stream: func(w io.Writer, out wire.Outgoing, chunks iter.Seq2[chat.Chunk, error]) error {
-			return EncodeStream(w, func() {}, out.Model, out.ID, out.Created, chunks)
+			withUsage := out.Request != nil && out.Request.StreamUsage
+			return encodeStream(w, nil, out.Model, out.ID, out.Created, withUsage, chunks)
 		},
 		Error:    ErrorBody,
 		IDPrefix: "chatcmpl-",
@@ -48,4 +52,18 @@ func ErrorBody(e wire.ErrorReply) []byte {
 		Error body `json:"error"`
 	}{b})
 	return append(data, '\n')
+}
+
+// streamOptions reads stream_options: include_usage → StreamUsage;
+// include_obfuscation (padding against length side channels) is the
+// transport's business and dropped.
+func (d *requestDecoder) streamOptions(v json.RawMessage) error {
+	f, err := d.object(v, "stream_options", streamOptionKeys...)
+	if err != nil {
+		return err
+	}
+	if u := get(f, "include_usage"); !isNull(u) {
+		d.r.StreamUsage, err = boolOf(u, "stream_options.include_usage")
+	}
+	return err
 }

@@ -39,13 +39,18 @@ import (
 //   - error → a data line {"error":{"message","type"}} (what OpenAI's
 //     SDKs read as a stream error); the chunks after it are still written.
 //
-// Usage chunks are running totals, so only the last one is written: at the
-// end, as a chunk with "choices":[] and usage {prompt_tokens (Input),
+// Usage is written as the API writes it for a client that asked for
+// stream_options.include_usage: every chunk object carries "usage":null,
+// and, usage chunks being running totals, the last one is written at the
+// end as a chunk with "choices":[] and usage {prompt_tokens (Input),
 // completion_tokens (Output), total_tokens, prompt_tokens_details
 // {cached_tokens (CacheRead), cache_write_tokens (CacheWrite, when set)},
-// completion_tokens_details {reasoning_tokens}, cost (when set)}; it is
-// written whether or not the client asked for stream_options.include_usage.
-// Then "data: [DONE]".
+// completion_tokens_details {reasoning_tokens}, cost (when set)} (no such
+// chunk when none came, as from a stream cut short). The dialect's row
+// (Dialect) writes it only for a request that asked (chat.Request.
+// StreamUsage); otherwise no chunk has a usage key, and none has an empty
+// choices array, which clients that read choices[0] of every chunk
+// would fail on. Then "data: [DONE]".
 //
 // When chunks yields an error, EncodeStream writes it as an error line
 // (type "server_error") and returns it, without [DONE]. A write error ends
@@ -57,7 +62,13 @@ import (
 // normalisations: only the last usage chunk survives, and a stop reason's
 // Raw becomes the finish_reason written.
 func EncodeStream(w io.Writer, flush func(), model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
-	e := streamEncoder{w: w, flush: flush}
+	return encodeStream(w, flush, model, id, created, true, chunks)
+}
+
+// encodeStream is EncodeStream, with the usage written only when
+// withUsage is set.
+func encodeStream(w io.Writer, flush func(), model, id string, created int64, withUsage bool, chunks iter.Seq2[chat.Chunk, error]) error {
+	e := streamEncoder{w: w, flush: flush, withUsage: withUsage}
 	e.head = append(e.head, `data: {"id":`...)
 	e.head = chat.AppendString(e.head, id)
 	e.head = append(e.head, `,"object":"chat.completion.chunk","created":`...)
@@ -74,7 +85,7 @@ func EncodeStream(w io.Writer, flush func(), model, id string, created int64, ch
 			return err
 		}
 	}
-	if e.usage != nil {
+	if e.withUsage && e.usage != nil {
 		b := append(e.buf[:0], e.head...)
 		b = append(b, `[],"usage":`...)
 		b = appendUsage(b, *e.usage)
@@ -94,6 +105,9 @@ type streamEncoder struct {
 	role  bool           // the role was written
 	sent  map[int][]byte // tool call index → the arguments written so far
 	usage *chat.Usage
+	// withUsage: the client asked for the usage chunk, and every chunk
+	// carries "usage":null until then.
+	withUsage bool
 }
 
 func (e *streamEncoder) write(b []byte) error {
@@ -137,7 +151,11 @@ func (e *streamEncoder) end(b []byte, finish string) error {
 	} else {
 		b = chat.AppendString(b, finish)
 	}
-	return e.write(append(b, "}]}\n\n"...))
+	b = append(b, "}]"...)
+	if e.withUsage {
+		b = append(b, `,"usage":null`...)
+	}
+	return e.write(append(b, "}\n\n"...))
 }
 
 func (e *streamEncoder) chunk(c *chat.Chunk) error {

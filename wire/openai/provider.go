@@ -34,7 +34,18 @@ func CompatibleUpstream() *wire.Upstream {
 		Decode:     DecodeStream,
 		ParseError: parseError,
 		RateLimit:  rateLimit,
+		ToolIDs:    ToolIDs(),
 	}
+}
+
+// ToolIDs is the rule for OpenAI's tool-call ids: Chat Completions
+// refuses an id (tool_calls[].id, tool_call_id) longer than 40 characters
+// with string_above_max_length, and an empty one; any characters are
+// taken. An id it would refuse becomes "call_" and 24 base-62 digits, the
+// shape of OpenAI's own ids. The Responses API's call_id follows the same
+// rule.
+func ToolIDs() wire.ToolIDRule {
+	return wire.ToolIDRule{MinLen: 1, MaxLen: 40, Prefix: "call_", Len: 29}
 }
 
 func bearer(h http.Header, key string) {

@@ -67,9 +67,9 @@ import (
 // stop_sequences; reasoning_effort minimal, low, medium or high as it is,
 // "none" → thinking disabled; OpenRouter's reasoning object: effort as
 // reasoning_effort (when there is none), max_tokens as a thinking budget,
-// enabled false as thinking disabled; stream. stream_options is the
-// transport's business and is dropped (EncodeStream always writes the
-// usage chunk). Other top-level fields (user, seed, response_format, ...)
+// enabled false as thinking disabled; stream; stream_options.include_usage
+// → StreamUsage (the dialect's stream then ends with the usage chunk), its
+// include_obfuscation is the transport's and dropped. Other top-level fields (user, seed, response_format, ...)
 // are kept in Extra under their names, null ones skipped; the converters
 // say what they do with them.
 //
@@ -113,11 +113,12 @@ type requestDecoder struct {
 
 // The fields ctxkit models in each object of a request; the others are
 // unknown and count against chat.MaxExtraFields (annotations, detail,
-// exclude, stream_options and strict are known, and dropped).
+// exclude, include_obfuscation and strict are known, and dropped).
 var (
 	requestKeys = []string{"messages", "model", "tools", "tool_choice", "parallel_tool_calls", "max_completion_tokens", "max_tokens",
 		"temperature", "top_p", "stop", "reasoning_effort", "reasoning", "stream", "stream_options"}
 	reasoningKeys     = []string{"effort", "max_tokens", "enabled", "exclude"}
+	streamOptionKeys  = []string{"include_usage", "include_obfuscation"}
 	systemMessageKeys = []string{"role", "content"}
 	userMessageKeys   = []string{"role", "content", "annotations"}
 	assistantKeys     = []string{"role", "content", "annotations", "reasoning_content", "reasoning", "reasoning_details", "refusal", "tool_calls", "function_call"}
@@ -382,6 +383,7 @@ func (d *requestDecoder) request(body []byte) error {
 		case "stream":
 			d.r.Stream, err = boolOf(v, k)
 		case "stream_options":
+			err = d.streamOptions(v)
 		default:
 			if d.r.Extra == nil {
 				d.r.Extra = map[string]json.RawMessage{}

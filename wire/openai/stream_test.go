@@ -118,15 +118,15 @@ func TestEncodeStreamShape(t *testing.T) {
 		events = append(events, m)
 	}
 	want := []string{
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"hmm"},"finish_reason":null}]}`,
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"reasoning_details":[{"type":"reasoning.text","text":"","signature":"sig"}]},"finish_reason":null}]}`,
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"reasoning_details":[{"type":"reasoning.encrypted","data":"opaque"}]},"finish_reason":null}]}`,
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"Hi <b>"},"finish_reason":null}]}`,
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":""}}]},"finish_reason":null}]}`,
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1}"}}]},"finish_reason":null}]}`,
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c2","type":"function","function":{"name":"g","arguments":""}}]},"finish_reason":null}]}`,
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]},"finish_reason":null}]}`,
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"hmm"},"finish_reason":null}],"usage":null}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"reasoning_details":[{"type":"reasoning.text","text":"","signature":"sig"}]},"finish_reason":null}],"usage":null}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"reasoning_details":[{"type":"reasoning.encrypted","data":"opaque"}]},"finish_reason":null}],"usage":null}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"Hi <b>"},"finish_reason":null}],"usage":null}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":""}}]},"finish_reason":null}],"usage":null}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1}"}}]},"finish_reason":null}],"usage":null}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c2","type":"function","function":{"name":"g","arguments":""}}]},"finish_reason":null}],"usage":null}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]},"finish_reason":null}],"usage":null}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`,
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4,"cache_write_tokens":2},"completion_tokens_details":{"reasoning_tokens":3},"cost":0.5}}`,
 	}
 	if len(events) != len(want)+1 || events[len(events)-1] != nil {
