@@ -427,3 +427,21 @@ func cell(h Handling) string {
 	}
 	return "refused"
 }
+
+// SplitCarried splits the fields of a request's Extra into those the
+// encoder of upstream sends as they came (Carries) and the rest, which it
+// maps or names in warnings. Either map is nil when empty; the values are
+// shared with extra.
+func SplitCarried(upstream string, extra map[string]json.RawMessage) (carried, rest map[string]json.RawMessage) {
+	for k, v := range extra {
+		m := &rest
+		if Carries(upstream, k) {
+			m = &carried
+		}
+		if *m == nil {
+			*m = map[string]json.RawMessage{}
+		}
+		(*m)[k] = v
+	}
+	return carried, rest
+}
