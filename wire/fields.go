@@ -147,7 +147,7 @@ var fieldRules = []fieldRule{
 	modelledRow("openai", "parallel_tool_calls", "false: no parallel calls where the upstream has the switch"),
 	modelledRow("openai", "reasoning_effort", "each upstream's reasoning control"),
 	modelledRow("openai", "reasoning", "OpenRouter's reasoning object: effort, max_tokens, enabled"),
-	modelledRow("openai", "stream", "the gateway always streams from the upstream"),
+	modelledRow("openai", "stream", ""),
 	modelledRow("openai", "stream_options", "include_usage: the final usage chunk"),
 	formatRow("openai", "response_format", "json_object, json_schema; text is no format"),
 	{dialect: "openai", field: "n", inert: isValue("1"), def: refused(oneChoice), note: "1 is the default and passes"},
@@ -181,7 +181,7 @@ var fieldRules = []fieldRule{
 	modelledRow("anthropic", "max_tokens", ""),
 	modelledRow("anthropic", "system", ""),
 	modelledRow("anthropic", "stop_sequences", ""),
-	modelledRow("anthropic", "stream", "the gateway always streams from the upstream"),
+	modelledRow("anthropic", "stream", ""),
 	modelledRow("anthropic", "temperature", ""),
 	modelledRow("anthropic", "top_p", ""),
 	modelledRow("anthropic", "tools", "custom tools; server tools only to Anthropic"),
@@ -396,7 +396,11 @@ func FieldTable() string {
 		for _, u := range PolicyUpstreams {
 			fmt.Fprintf(&b, " %s |", cell(r.handling(u)))
 		}
-		fmt.Fprintf(&b, " %s |\n", r.note)
+		note := r.note
+		if a := r.def.Action; (a == Refused || a == Dropped) && r.def.How != "" {
+			note = strings.TrimPrefix(note+"; "+string(a)+": "+r.def.How, "; ")
+		}
+		fmt.Fprintf(&b, " %s |\n", note)
 	}
 	b.WriteString("\nA field of Extra no row names is refused, except from the Anthropic dialect to an Anthropic upstream, where it is carried.\n")
 	return b.String()

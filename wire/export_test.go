@@ -1,0 +1,16 @@
+package wire
+
+// FieldRow is a row of the field policy, for the tests.
+type FieldRow struct {
+	Dialect, Field string
+	Modelled       bool
+}
+
+// FieldRows are the rows of the field policy.
+func FieldRows() []FieldRow {
+	out := make([]FieldRow, len(fieldRules))
+	for i, r := range fieldRules {
+		out[i] = FieldRow{r.dialect, r.field, r.modelled}
+	}
+	return out
+}
