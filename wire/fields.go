@@ -268,7 +268,10 @@ func Carries(upstream, field string) bool {
 // req (its Extra becomes a fresh map; the input's is not changed), and
 // warnings names each field dropped, for the x-ctxkit-warnings header:
 // "user: not sent to anthropic (advisory)". What is left the upstream's
-// encoder carries or maps.
+// encoder carries or maps. A field a row says the dialect models but that
+// its decoder also kept in Extra (for the gateway's own use) is removed
+// without a word. CheckFields changes *req: call it on the request to be
+// encoded, and keep the request as decoded for wire.Outgoing.
 func CheckFields(dialect string, req *chat.Request, upstream string) (warnings []string, err error) {
 	if err := checkFormat(dialect, req, upstream); err != nil {
 		return nil, err
@@ -291,7 +294,10 @@ func CheckFields(dialect string, req *chat.Request, upstream string) (warnings [
 			}
 			return nil, unsupported(k, upstream, "not a field ctxkit knows how to carry there")
 		}
-		if r.inert != nil && r.inert(req.Extra[k]) {
+		if r.modelled || r.inert != nil && r.inert(req.Extra[k]) {
+			// A modelled field a decoder keeps in Extra too (for the
+			// gateway's own use, as stream_options) is not the
+			// upstream's; an inert value asks for nothing.
 			delete(extra, k)
 			continue
 		}

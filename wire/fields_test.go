@@ -298,3 +298,17 @@ func TestFieldTable(t *testing.T) {
 		t.Errorf("the README's field-policy table is not wire.FieldTable(): paste testdata/fields.md between the markers")
 	}
 }
+
+// A modelled field a decoder also keeps in Extra (stream_options, for the
+// gateway's reply) never reaches an upstream, and the caller's map keeps it.
+func TestModelledFieldInExtraRemoved(t *testing.T) {
+	for _, up := range wire.PolicyUpstreams {
+		req := baseRequest()
+		req.Extra = map[string]json.RawMessage{"stream_options": json.RawMessage(`{"include_usage":true}`)}
+		kept := req.Extra
+		warns, err := wire.CheckFields("openai", &req, up)
+		if err != nil || len(warns) > 0 || req.Extra != nil || kept["stream_options"] == nil {
+			t.Errorf("%s: err %v, warnings %q, Extra %v", up, err, warns, req.Extra)
+		}
+	}
+}
