@@ -4,13 +4,14 @@ package wire
 type FieldRow struct {
 	Dialect, Field string
 	Modelled       bool
+	Consumed       bool
 }
 
 // FieldRows are the rows of the field policy.
 func FieldRows() []FieldRow {
 	out := make([]FieldRow, len(fieldRules))
 	for i, r := range fieldRules {
-		out[i] = FieldRow{r.dialect, r.field, r.modelled}
+		out[i] = FieldRow{r.dialect, r.field, r.modelled, r.consumed}
 	}
 	return out
 }

@@ -68,6 +68,12 @@ type fieldRule struct {
 	// CheckFields makes of the modelled fields it names (response_format,
 	// metadata).
 	modelled bool
+	// consumed: the dialect's decoder has read the field's meaning into
+	// chat.Request's own fields and kept it in Extra for its own
+	// upstream's encoder too; where the field is Mapped, CheckFields
+	// removes it from Extra without a word (the canonical fields carry
+	// it).
+	consumed bool
 	// inert reports whether a value asks for nothing beyond the default
 	// (n 1, logprobs false): such a field is removed without a word.
 	inert func(v json.RawMessage) bool
@@ -131,6 +137,42 @@ func formatRow(dialect, field, note string) fieldRule {
 		}}
 }
 
+// seedRow, penaltyRow and topKRow are the rows of fields several dialects
+// share under the names the converters read.
+func seedRow(dialect string) fieldRule {
+	return fieldRule{dialect: dialect, field: "seed", def: refused(noEquiv), per: map[string]Handling{
+		"openai": carried(), "gemini": mapped("generationConfig.seed"), "mistral": mapped("random_seed")}}
+}
+
+func penaltyRow(dialect, field, gemini string) fieldRule {
+	return fieldRule{dialect: dialect, field: field, def: refused(noEquiv), per: map[string]Handling{
+		"openai": carried(), "mistral": carried(), "deepseek": carried(), "gemini": mapped("generationConfig." + gemini)}}
+}
+
+func topKRow(dialect string) fieldRule {
+	return fieldRule{dialect: dialect, field: "top_k", def: refused(noEquiv), per: map[string]Handling{
+		"anthropic": carried(), "gemini": mapped("generationConfig.topK"), "bedrock": mapped("additionalModelRequestFields.top_k")}}
+}
+
+// onlyFormat: a text object that holds nothing but the format (which the
+// decoder read into Format).
+func onlyFormat(v json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(v, &m) != nil {
+		return false
+	}
+	delete(m, "format")
+	return len(m) == 0
+}
+
+// onlyEncryptedReasoning: an include list that asks for nothing but the
+// encrypted reasoning, which the gateway gives back from any upstream
+// that has it.
+func onlyEncryptedReasoning(v json.RawMessage) bool {
+	var l []string
+	return json.Unmarshal(v, &l) == nil && !slices.ContainsFunc(l, func(s string) bool { return s != "reasoning.encrypted_content" })
+}
+
 // fieldRules is the policy. Keep the rows of a dialect together, in the
 // order of its API reference.
 var fieldRules = []fieldRule{
@@ -151,14 +193,11 @@ var fieldRules = []fieldRule{
 	modelledRow("openai", "stream_options", "include_usage: the final usage chunk"),
 	formatRow("openai", "response_format", "json_object, json_schema; text is no format"),
 	{dialect: "openai", field: "n", inert: isValue("1"), def: refused(oneChoice), note: "1 is the default and passes"},
-	{dialect: "openai", field: "seed", def: refused(noEquiv), per: map[string]Handling{
-		"openai": carried(), "gemini": mapped("generationConfig.seed"), "mistral": mapped("random_seed")}},
+	seedRow("openai"),
 	{dialect: "openai", field: "logprobs", inert: isValue("false"), def: refused(noReturn), note: "false passes"},
 	{dialect: "openai", field: "top_logprobs", inert: isValue("0"), def: refused(noReturn), note: "0 passes"},
-	{dialect: "openai", field: "frequency_penalty", def: refused(noEquiv), per: map[string]Handling{
-		"openai": carried(), "mistral": carried(), "deepseek": carried(), "gemini": mapped("generationConfig.frequencyPenalty")}},
-	{dialect: "openai", field: "presence_penalty", def: refused(noEquiv), per: map[string]Handling{
-		"openai": carried(), "mistral": carried(), "deepseek": carried(), "gemini": mapped("generationConfig.presencePenalty")}},
+	penaltyRow("openai", "frequency_penalty", "frequencyPenalty"),
+	penaltyRow("openai", "presence_penalty", "presencePenalty"),
 	{dialect: "openai", field: "logit_bias", def: refused(noEquiv), per: only("openai")},
 	{dialect: "openai", field: "user", def: dropped(advisory), per: map[string]Handling{"openai": carried(), "responses": carried()}},
 	{dialect: "openai", field: "safety_identifier", def: dropped(advisory), per: map[string]Handling{"openai": carried(), "responses": carried()}},
@@ -190,8 +229,7 @@ var fieldRules = []fieldRule{
 	formatRow("anthropic", "output_config.format", "json_schema; json_object (canonical)"),
 	formatRow("anthropic", "output_format", "the structured-outputs beta's form of output_config.format"),
 	{dialect: "anthropic", field: "metadata", modelled: true, def: dropped(advisory), per: only("anthropic")},
-	{dialect: "anthropic", field: "top_k", def: refused(noEquiv), per: map[string]Handling{
-		"anthropic": carried(), "gemini": mapped("generationConfig.topK"), "bedrock": mapped("additionalModelRequestFields.top_k")}},
+	topKRow("anthropic"),
 	{dialect: "anthropic", field: "service_tier", def: dropped(advisory), per: only("anthropic")},
 	{dialect: "anthropic", field: "output_config", def: dropped("advisory: effort"), per: only("anthropic"),
 		note: "its members but format (effort)"},
@@ -201,26 +239,35 @@ var fieldRules = []fieldRule{
 	{dialect: "anthropic", field: "context_management", def: refused("Anthropic's context editing"), per: only("anthropic")},
 	{dialect: "anthropic", field: "inference_geo", def: refused("where inference runs is not the upstream's to choose"), per: only("anthropic")},
 
-	// OpenAI Responses: the fields its decoder keeps in Extra.
+	// OpenAI Responses: the fields its decoder keeps in Extra (it refuses
+	// background, conversation and top_logprobs itself).
+	{dialect: "responses", field: "store", modelled: true, def: mapped("ctxkit keeps the response"), note: "the gateway's: never sent upstream"},
+	{dialect: "responses", field: "previous_response_id", modelled: true, def: mapped("ctxkit's stored conversation"), note: "the gateway's: never sent upstream"},
+	{dialect: "responses", field: "reasoning", consumed: true, def: mapped("the effort: each upstream's reasoning control"), per: only("responses"),
+		note: "summary only to a Responses upstream"},
+	{dialect: "responses", field: "text", inert: onlyFormat, def: dropped("advisory: verbosity"), per: only("responses"), note: "format: as response_format above"},
+	{dialect: "responses", field: "include", inert: onlyEncryptedReasoning, def: dropped("advisory: extra output the gateway does not return"), per: only("responses"),
+		note: `["reasoning.encrypted_content"] passes`},
 	{dialect: "responses", field: "user", def: dropped(advisory), per: map[string]Handling{"openai": carried(), "responses": carried()}},
 	{dialect: "responses", field: "safety_identifier", def: dropped(advisory), per: map[string]Handling{"openai": carried(), "responses": carried()}},
 	{dialect: "responses", field: "prompt_cache_key", def: dropped(advisory), per: map[string]Handling{"openai": carried(), "responses": carried()}},
 	{dialect: "responses", field: "prompt_cache_retention", def: dropped(advisory), per: map[string]Handling{"openai": carried(), "responses": carried()}},
 	{dialect: "responses", field: "metadata", def: dropped(advisory), per: map[string]Handling{"openai": carried(), "responses": carried()}},
 	{dialect: "responses", field: "service_tier", def: dropped(advisory), per: map[string]Handling{"openai": carried(), "responses": carried()}},
-	{dialect: "responses", field: "store", def: dropped("advisory: ctxkit keeps the response"), per: only("responses")},
-	{dialect: "responses", field: "top_logprobs", inert: isValue("0"), def: refused(noReturn), note: "0 passes"},
 	{dialect: "responses", field: "truncation", inert: isValue(`"disabled"`), def: refused(noEquiv), per: only("responses"), note: `"disabled" passes`},
-	{dialect: "responses", field: "background", inert: isValue("false"), def: refused("the gateway answers in the foreground"), note: "false passes"},
 	{dialect: "responses", field: "max_tool_calls", def: refused(noEquiv), per: only("responses")},
-	{dialect: "responses", field: "include", def: dropped("advisory: extra output the gateway does not return"), per: only("responses")},
 	{dialect: "responses", field: "prompt", def: refused("a prompt template stored at OpenAI"), per: only("responses")},
-	{dialect: "responses", field: "conversation", def: refused("a conversation stored at OpenAI: use previous_response_id"), per: only("responses")},
 
-	// Gemini generateContent: the fields its decoder keeps in Extra.
+	// Gemini generateContent: the fields its decoder keeps in Extra (under
+	// the converters' names for those it shares with other dialects).
+	topKRow("gemini"),
+	seedRow("gemini"),
+	penaltyRow("gemini", "presence_penalty", "presencePenalty"),
+	penaltyRow("gemini", "frequency_penalty", "frequencyPenalty"),
 	{dialect: "gemini", field: "safetySettings", def: dropped("advisory: safety thresholds"), per: only("gemini")},
 	{dialect: "gemini", field: "cachedContent", def: refused("a cache stored at Google"), per: only("gemini")},
 	{dialect: "gemini", field: "labels", def: dropped(advisory), per: only("gemini")},
+	{dialect: "gemini", field: "serviceTier", def: dropped(advisory), per: only("gemini")},
 }
 
 // passthrough are the (dialect, upstream) pairs whose encoder sends the
@@ -294,14 +341,15 @@ func CheckFields(dialect string, req *chat.Request, upstream string) (warnings [
 			}
 			return nil, unsupported(k, upstream, "not a field ctxkit knows how to carry there")
 		}
-		if r.modelled || r.inert != nil && r.inert(req.Extra[k]) {
+		h := r.handling(upstream)
+		if r.modelled || r.inert != nil && r.inert(req.Extra[k]) || r.consumed && h.Action == Mapped {
 			// A modelled field a decoder keeps in Extra too (for the
 			// gateway's own use, as stream_options) is not the
 			// upstream's; an inert value asks for nothing.
 			delete(extra, k)
 			continue
 		}
-		switch h := r.handling(upstream); h.Action {
+		switch h.Action {
 		case Dropped:
 			warnings = append(warnings, dropWarning(k, upstream, h))
 			delete(extra, k)

@@ -26,14 +26,16 @@ var samples = map[string]string{
 	"function_call": `"auto"`, "top_k": `40`, "output_config": `{"effort":"low"}`, "cache_control": `{"type":"ephemeral"}`,
 	"container": `"c-1"`, "mcp_servers": `[{"type":"url","url":"https://x","name":"x"}]`,
 	"context_management": `{"edits":[]}`, "inference_geo": `"us"`, "truncation": `"auto"`, "background": `true`,
-	"max_tool_calls": `3`, "include": `["reasoning.encrypted_content"]`, "prompt": `{"id":"p"}`, "conversation": `"conv_1"`,
+	"max_tool_calls": `3`, "include": `["message.output_text.logprobs"]`, "prompt": `{"id":"p"}`, "conversation": `"conv_1"`,
 	"safetySettings": `[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_NONE"}]`,
-	"cachedContent":  `"cachedContents/1"`, "labels": `{"team":"a"}`,
+	"cachedContent":  `"cachedContents/1"`, "labels": `{"team":"a"}`, "serviceTier": `"flex"`,
+	"reasoning": `{"effort":"none"}`, "text": `{"verbosity":"low"}`,
 }
 
 // inertSamples are values that ask for nothing beyond the default.
 var inertSamples = map[string]string{
 	"n": `1`, "logprobs": `false`, "top_logprobs": `0`, "modalities": `["text"]`, "truncation": `"disabled"`, "background": `false`,
+	"text": `{"format":{"type":"json_object"}}`, "include": `["reasoning.encrypted_content"]`,
 }
 
 func baseRequest() chat.Request {
@@ -91,6 +93,12 @@ func TestFieldPolicyRows(t *testing.T) {
 				}
 				if err != nil || len(warns) > 0 {
 					t.Fatalf("carried field: err %v, warnings %q", err, warns)
+				}
+				if r.Consumed && h.Action == wire.Mapped {
+					if _, ok := req.Extra[r.Field]; ok {
+						t.Fatal("a field the canonical request carries is still in Extra")
+					}
+					return
 				}
 				if _, ok := req.Extra[r.Field]; !ok {
 					t.Fatal("a carried field is gone from the request")

@@ -27,7 +27,8 @@
 //	                 as tool schemas are)
 //	safetySettings,  carried as they came (a Gemini client's fields)
 //	cachedContent,
-//	labels
+//	labels,
+//	serviceTier
 //	other fields     not sent (warning naming the field)
 //
 // # Turns
@@ -258,6 +259,9 @@ func (e *encoder) extra(out *Request, k string, v json.RawMessage) {
 			return
 		case "labels":
 			out.Labels = chat.CloneRaw(v)
+			return
+		case "serviceTier":
+			out.ServiceTier = chat.CloneRaw(v)
 			return
 		}
 	}

@@ -23,6 +23,7 @@ type Request struct {
 	SafetySettings json.RawMessage `json:"safetySettings,omitempty"`
 	CachedContent  json.RawMessage `json:"cachedContent,omitempty"`
 	Labels         json.RawMessage `json:"labels,omitempty"`
+	ServiceTier    json.RawMessage `json:"serviceTier,omitempty"`
 }
 
 // Path is the endpoint of the request relative to the API version root
