@@ -442,7 +442,7 @@ func FieldTable() string {
 				b.WriteString("\n")
 			}
 			dialect = r.dialect
-			fmt.Fprintf(&b, "%s dialect:\n\n| field | %s | note |\n|---|", dialectTitle(dialect), strings.Join(PolicyUpstreams, " | "))
+			fmt.Fprintf(&b, "%s:\n\n| field | %s | note |\n|---|", dialectTitle(dialect), strings.Join(PolicyUpstreams, " | "))
 			b.WriteString(strings.Repeat("---|", len(PolicyUpstreams)+1))
 			b.WriteString("\n")
 		}
@@ -456,20 +456,20 @@ func FieldTable() string {
 		}
 		fmt.Fprintf(&b, " %s |\n", note)
 	}
-	b.WriteString("\nA field of Extra no row names is refused, except from the Anthropic dialect to an Anthropic upstream, where it is carried.\n")
+	b.WriteString("\nA field no row names is refused (400 `unsupported_field`), except from the Anthropic dialect to an Anthropic upstream, where it is carried as it came. Dropped fields are named in the response's `x-ctxkit-warnings` header.\n")
 	return b.String()
 }
 
 func dialectTitle(d string) string {
 	switch d {
 	case "openai":
-		return "OpenAI Chat Completions (`POST /v1/chat/completions`)"
+		return "OpenAI Chat Completions dialect (`POST /v1/chat/completions`)"
 	case "anthropic":
-		return "Anthropic Messages (`POST /v1/messages`)"
+		return "Anthropic Messages dialect (`POST /v1/messages`)"
 	case "responses":
-		return "OpenAI Responses (`POST /v1/responses`), fields beyond the canonical ones"
+		return "OpenAI Responses dialect (`POST /v1/responses`), its fields beyond the canonical ones"
 	case "gemini":
-		return "Gemini generateContent, fields beyond the canonical ones"
+		return "Gemini dialect (`generateContent`), its fields beyond the canonical ones"
 	}
 	return d
 }
