@@ -47,6 +47,15 @@ func (r Request) Clone() Request {
 		t := *r.Thinking
 		out.Thinking = &t
 	}
+	if r.Format != nil {
+		f := *r.Format
+		f.Schema = CloneRaw(f.Schema)
+		if f.Strict != nil {
+			v := *f.Strict
+			f.Strict = &v
+		}
+		out.Format = &f
+	}
 	out.Metadata = CloneRaw(r.Metadata)
 	out.Extra = cloneExtra(r.Extra)
 	return out

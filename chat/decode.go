@@ -54,6 +54,14 @@ const maxModelled = 16
 // MaxMessages messages, MaxBlocks content blocks, MaxTools tools,
 // MaxStopSequences stop sequences or MaxExtraFields unknown fields is
 // refused.
+//
+// Structured output: output_config.format, or the structured-outputs
+// beta's top-level output_format (one of them, not both), is the
+// request's Format; output_config's other members (effort, ...) are kept
+// in Extra["output_config"]. A format is {"type":"json_schema","schema":
+// {...}} or {"type":"json_object"}; name, description and strict, which
+// the canonical JSON writes for formats read from other dialects, are
+// read too.
 func DecodeRequest(data []byte) (Request, error) {
 	// Valid JSON (the common case) is split with a fast scanner; invalid
 	// JSON goes through encoding/json, whose errors name what is wrong.
@@ -188,6 +196,19 @@ func (rd reader) request(data []byte) (Request, error) {
 			err = strictInto(v, k, &r.Stream)
 		case "metadata":
 			r.Metadata = CloneRaw(v)
+		case "output_config":
+			err = rd.outputConfig(v, &r)
+		case "output_format":
+			// The structured-outputs beta's form of output_config.format.
+			// Members come sorted: output_config has been read.
+			if isNull(v) {
+				continue
+			}
+			if r.Format != nil {
+				err = errorf(k, "output_format and output_config.format are the same setting: give one")
+				break
+			}
+			r.Format, err = rd.outputFormat(v, k)
 		default:
 			r.Extra, err = rd.keep(r.Extra, "", k, v)
 		}
@@ -202,6 +223,104 @@ func (rd reader) request(data []byte) (Request, error) {
 		r.Messages = []Message{}
 	}
 	return r, nil
+}
+
+// outputConfig reads Anthropic's output_config: its format is the
+// request's Format; its other members (effort, ...) stay in
+// Extra["output_config"] as they came.
+func (rd reader) outputConfig(v json.RawMessage, r *Request) error {
+	if isNull(v) {
+		return nil
+	}
+	fields, err := rd.fields(v, "output_config")
+	if err != nil {
+		return err
+	}
+	rest := make([]strictjson.Member, 0, len(fields))
+	for _, f := range fields {
+		if f.Key != "format" {
+			rest = append(rest, f)
+			continue
+		}
+		if isNull(f.Value) {
+			continue
+		}
+		if r.Format, err = rd.outputFormat(f.Value, "output_config.format"); err != nil {
+			return err
+		}
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	b := []byte{'{'}
+	for i, f := range rest {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, f.Key)
+		b = append(b, ':')
+		b = append(b, bytes.TrimSpace(f.Value)...)
+	}
+	// Kept, and counted, like any other unknown field.
+	r.Extra, err = rd.keep(r.Extra, "", "output_config", append(b, '}'))
+	return err
+}
+
+// outputFormat reads a structured-output format: {"type":"json_schema",
+// "schema":{...}} (Anthropic's form; the canonical JSON adds name,
+// description and strict) or {"type":"json_object"}.
+func (rd reader) outputFormat(v json.RawMessage, path string) (*OutputFormat, error) {
+	fields, err := rd.object(v, path, maxModelled)
+	if tooMany(err) {
+		return nil, errorf(path, "must be {\"type\",\"schema\"}: too many fields")
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := &OutputFormat{}
+	for _, m := range fields {
+		p := strictjson.Join(path, m.Key)
+		switch m.Key {
+		case "type":
+			err = str(m.Value, p, &f.Type)
+		case "name":
+			err = str(m.Value, p, &f.Name)
+		case "description":
+			err = str(m.Value, p, &f.Description)
+		case "schema":
+			if _, err = rd.object(m.Value, p, math.MaxInt); err == nil {
+				f.Schema = CloneRaw(bytes.TrimSpace(m.Value))
+			} else {
+				err = errorf(p, "must be a JSON Schema object")
+			}
+		case "strict":
+			if !isNull(m.Value) {
+				var b bool
+				err = strictInto(m.Value, p, &b)
+				f.Strict = &b
+			}
+		default:
+			err = errorf(p, "not a field of an output format (type, schema)")
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	switch f.Type {
+	case "json_schema":
+		if f.Schema == nil {
+			return nil, codef(CodeMissingField, strictjson.Join(path, "schema"), "required when type is json_schema")
+		}
+	case "json_object":
+		if f.Schema != nil {
+			return nil, errorf(strictjson.Join(path, "schema"), "a json_object format takes no schema: use type json_schema")
+		}
+	case "":
+		return nil, codef(CodeMissingField, strictjson.Join(path, "type"), "required")
+	default:
+		return nil, errorf(strictjson.Join(path, "type"), "%q is not json_schema or json_object", f.Type)
+	}
+	return f, nil
 }
 
 func (rd reader) decodeMessage(data []byte, path string) (Message, error) {

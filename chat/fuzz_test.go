@@ -14,6 +14,8 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"user","content":"hi"}]}`))
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"x","y":[1,{"z":null}]}]}],"a":1}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"n","input":{}}]}]}`))
+	f.Add([]byte(`{"messages":[],"output_config":{"effort":"low","format":{"type":"json_schema","name":"n","strict":true,"schema":{"type":"object"}}}}`))
+	f.Add([]byte(`{"messages":[],"output_format":{"type":"json_object"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req, err := chat.DecodeRequest(data)
 		if err != nil {

@@ -3,6 +3,7 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"strconv"
 	"unicode/utf8"
 )
@@ -84,10 +85,41 @@ func (r Request) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 	}
-	if err := o.extra(r.Extra); err != nil {
+	extra := r.Extra
+	if r.Format != nil {
+		// The format goes in output_config, beside what the request's
+		// output_config holds.
+		cfg, err := formatConfig(r.Format, r.Extra["output_config"])
+		if err != nil {
+			return nil, err
+		}
+		extra = maps.Clone(extra)
+		if extra == nil {
+			extra = map[string]json.RawMessage{}
+		}
+		extra["output_config"] = cfg
+	}
+	if err := o.extra(extra); err != nil {
 		return nil, err
 	}
 	return o.end(), nil
+}
+
+// formatConfig is output_config with f as its format and cfg's other
+// members (cfg may be empty).
+func formatConfig(f *OutputFormat, cfg json.RawMessage) (json.RawMessage, error) {
+	members := map[string]json.RawMessage{}
+	if len(cfg) > 0 {
+		if err := json.Unmarshal(cfg, &members); err != nil || members == nil {
+			return nil, &Error{Code: CodeInvalidValue, Path: "output_config", Msg: "must be a JSON object"}
+		}
+	}
+	format, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	members["format"] = format
+	return json.Marshal(members)
 }
 
 // MarshalJSON writes {"role","content",...}.

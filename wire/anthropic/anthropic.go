@@ -59,6 +59,15 @@
 // Adaptive thinking takes no budget: a budget_tokens given with it is
 // dropped with a warning.
 //
+// # Structured output
+//
+// A json_schema Format goes out as output_config.format {"type":
+// "json_schema","schema"} (its name, description and strict have no place
+// there), beside output_config's other members. A json_object Format,
+// which output_config.format does not take, is sent as the forced tool
+// wire.FormatToolName (wire.FormatAsTool), whose call the gateway turns
+// back into text (wire.ToolAsText).
+//
 // # Caching
 //
 // The API takes at most 4 cache_control breakpoints in a request, counting
@@ -107,6 +116,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // Options choose the encoder's strategies. The zero value passes the
@@ -175,7 +185,18 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 	if err := e.init(); err != nil {
 		return nil, nil, err
 	}
+	if tool := wire.FormatTool("anthropic", req.Format); tool != "" {
+		withTool, warns, err := wire.FormatAsTool(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		e.warns = append(e.warns, warns...)
+		req = withTool
+	}
 	out := req
+	if err := e.format(&out); err != nil {
+		return nil, e.warns, err
+	}
 	e.system(&out)
 	e.messages(&out, req.Messages)
 	e.cache(&out)
@@ -523,6 +544,38 @@ func (e *encoder) params(out *chat.Request, req chat.Request) {
 			e.warn("reasoning_effort", "thinking.budget_tokens is given: %q dropped", effort)
 		}
 	}
+}
+
+// format sends the request's json_schema format as output_config.format
+// {"type":"json_schema","schema"}, beside what output_config holds (a
+// json_object format has become a tool before).
+func (e *encoder) format(out *chat.Request) error {
+	f := out.Format
+	if f == nil {
+		return nil
+	}
+	out.Format = nil
+	cfg := map[string]json.RawMessage{}
+	if raw, ok := out.Extra["output_config"]; ok {
+		if err := json.Unmarshal(raw, &cfg); err != nil || cfg == nil {
+			return &chat.Error{Code: chat.CodeInvalidValue, Path: "output_config", Msg: "must be a JSON object"}
+		}
+	}
+	format, err := json.Marshal(struct {
+		Type   string          `json:"type"`
+		Schema json.RawMessage `json:"schema"`
+	}{f.Type, f.Schema})
+	if err != nil {
+		return &chat.Error{Code: chat.CodeInvalidValue, Path: "output_config.format.schema", Msg: err.Error(), Err: err}
+	}
+	cfg["format"] = format
+	raw, _ := json.Marshal(cfg)
+	out.Extra = maps.Clone(out.Extra)
+	if out.Extra == nil {
+		out.Extra = map[string]json.RawMessage{}
+	}
+	out.Extra["output_config"] = raw
+	return nil
 }
 
 // outputEffort sends an effort as output_config.effort.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // Options control the conversion.
@@ -84,7 +85,17 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 			return nil, nil, &chat.Error{Path: "tool_choice.type", Msg: fmt.Sprintf("%q is not one of auto, any, tool, none", tc.Type)}
 		}
 	}
-	e := &encoder{req: &req, opts: opts}
+	var formatWarns []chat.Warning
+	if wire.FormatTool("bedrock", req.Format) != "" {
+		// Converse's structured output is taken as a forced tool call,
+		// which the gateway turns back into text (wire.ToolAsText).
+		withTool, warns, err := wire.FormatAsTool(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		req, formatWarns = withTool, warns
+	}
+	e := &encoder{req: &req, opts: opts, warns: formatWarns}
 	out := &Request{}
 	e.params(out)
 	e.topLevel(out)

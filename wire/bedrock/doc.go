@@ -58,6 +58,11 @@
 //     Bedrock; all resolved by chat.ResolveParams (max tokens 8192 when not
 //     given; temperature and top_p dropped, with a warning, when reasoning).
 //   - top_k (an extra top-level field) → additionalModelRequestFields.top_k.
+//   - Format (structured output) → the forced tool wire.FormatToolName
+//     whose input schema is the format's schema (wire.FormatAsTool), whose
+//     call the gateway turns back into text (wire.ToolAsText). Converse's
+//     own outputConfig.textFormat is not used: its wire form could not be
+//     confirmed, and the tool works on every model that takes tools.
 //
 // Tool names and tool use ids must match [a-zA-Z0-9_-]{1,64}. One that
 // does not has every other character replaced by "_"; when that is too

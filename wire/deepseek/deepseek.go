@@ -35,6 +35,11 @@
 //     reasoning; no reasoning control is sent (the model decides; warning);
 //     stop takes at most 16 sequences (more are dropped with a warning);
 //     stream sends "stream_options":{"include_usage":true}.
+//   - Structured output: a json_object Format becomes response_format
+//     {"type":"json_object"}; a json_schema Format is an error, DeepSeek
+//     taking no schema. The fields the field policy carries to DeepSeek
+//     (frequency_penalty, presence_penalty: wire.Carries) are sent as they
+//     came.
 //   - tool_choice any is "required"; DeepSeek has no parallel_tool_calls,
 //     so disable_parallel_tool_use is dropped with a warning.
 //   - Tool-call ids pass through unless Options.ToolCallIDs names a
@@ -46,9 +51,11 @@
 package deepseek
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 	"github.com/ctxkit/ctxkit/wire/openai"
 )
@@ -65,6 +72,45 @@ type Request struct {
 	Stop          []string              `json:"stop,omitempty"`
 	Stream        bool                  `json:"stream,omitempty"`
 	StreamOptions *openai.StreamOptions `json:"stream_options,omitempty"`
+	// ResponseFormat is {"type":"json_object"}, DeepSeek's JSON output.
+	ResponseFormat *openai.ResponseFormat `json:"response_format,omitempty"`
+	// Extra holds the fields the field policy carries to DeepSeek as
+	// they came (the penalties: wire.Carries).
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes the request with its Extra fields.
+func (r Request) MarshalJSON() ([]byte, error) {
+	type plain Request
+	b, err := json.Marshal(plain(r))
+	if err != nil || len(r.Extra) == 0 {
+		return b, err
+	}
+	return openai.AppendFields(b, r.Extra)
+}
+
+// fields sends the request's format and the fields of its Extra the
+// policy carries to DeepSeek; warns loses the warnings the conversion
+// gave for them. A json_schema format is an error: DeepSeek has JSON
+// output (json_object) but takes no schema, and an answer that need not
+// match the schema would break a client that relies on it.
+func fields(out *Request, req chat.Request, warns []chat.Warning) ([]chat.Warning, error) {
+	if f := req.Format; f != nil {
+		if f.Type != "json_object" {
+			return warns, &chat.Error{Code: chat.CodeInvalidValue, Path: "output_config.format",
+				Msg: "DeepSeek takes JSON output (json_object) but no schema: " + f.Type + " cannot be sent"}
+		}
+		out.ResponseFormat = &openai.ResponseFormat{Type: "json_object"}
+	}
+	carried, _ := wire.SplitCarried("deepseek", req.Extra)
+	out.Extra = carried
+	kept := warns[:0:0]
+	for _, w := range warns {
+		if _, ok := carried[w.Path]; !ok {
+			kept = append(kept, w)
+		}
+	}
+	return kept, nil
 }
 
 // Message is one message: role system, user, assistant or tool. Content
@@ -153,6 +199,9 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 	if req.Stream {
 		out.Stream = true
 		out.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	}
+	if warns, err = fields(out, req, warns); err != nil {
+		return nil, warns, err
 	}
 	return out, warns, nil
 }

@@ -23,6 +23,17 @@
 //	parameters       generationConfig (see Parameters)
 //	metadata         not sent (warning "metadata"): Gemini has no such field
 //	top_k            generationConfig.topK when it is an integer
+//	seed             generationConfig.seed when it is an integer
+//	presence_penalty generationConfig.presencePenalty, frequency_penalty
+//	                 frequencyPenalty, when they are numbers
+//	format           generationConfig.responseMimeType "application/json";
+//	                 a json_schema format's schema as responseJsonSchema
+//	                 (Options.Schema "openapi": converted to responseSchema,
+//	                 as tool schemas are)
+//	safetySettings,  carried as they came (a Gemini client's fields)
+//	cachedContent,
+//	labels,
+//	serviceTier
 //	other fields     not sent (warning naming the field)
 //
 // # Turns
@@ -150,10 +161,12 @@
 package gemini
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // Options tune the conversion; the zero value is the default.
@@ -216,17 +229,77 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		e.warn("metadata", "Gemini requests have no metadata: not sent")
 	}
 	for _, k := range chat.SortedKeys(req.Extra) {
-		if k == "top_k" {
-			if n, err := strconv.ParseInt(strings.TrimSpace(string(req.Extra[k])), 10, 64); err == nil {
-				out.GenerationConfig.TopK = &n
-				continue
-			}
-			e.warn(k, "not an integer: not sent")
-			continue
-		}
-		e.warn(k, "a field Gemini does not take: not sent")
+		e.extra(out, k, req.Extra[k])
 	}
 	return out, e.warns, nil
+}
+
+// extra maps or carries the field k of the request's Extra, or names it
+// in a warning.
+func (e *encoder) extra(out *Request, k string, v json.RawMessage) {
+	gc := out.GenerationConfig
+	text := strings.TrimSpace(string(v))
+	switch k {
+	case "top_k", "seed":
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			e.warn(k, "not an integer: not sent")
+			return
+		}
+		if k == "top_k" {
+			gc.TopK = &n
+		} else {
+			gc.Seed = &n
+		}
+		return
+	case "presence_penalty", "frequency_penalty":
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			e.warn(k, "not a number: not sent")
+			return
+		}
+		if k == "presence_penalty" {
+			gc.PresencePenalty = &f
+		} else {
+			gc.FrequencyPenalty = &f
+		}
+		return
+	}
+	if wire.Carries("gemini", k) {
+		switch k {
+		case "safetySettings":
+			out.SafetySettings = chat.CloneRaw(v)
+			return
+		case "cachedContent":
+			out.CachedContent = chat.CloneRaw(v)
+			return
+		case "labels":
+			out.Labels = chat.CloneRaw(v)
+			return
+		case "serviceTier":
+			out.ServiceTier = chat.CloneRaw(v)
+			return
+		}
+	}
+	e.warn(k, "a field Gemini does not take: not sent")
+}
+
+// format asks for structured output: responseMimeType application/json,
+// and a json_schema format's schema as responseJsonSchema (or, with
+// Options.Schema "openapi", converted to responseSchema).
+func (e *encoder) format(gc *GenerationConfig, f *chat.OutputFormat) {
+	if f == nil {
+		return
+	}
+	gc.ResponseMimeType = "application/json"
+	if f.Type != "json_schema" || len(f.Schema) == 0 {
+		return
+	}
+	if e.opts.Schema == SchemaOpenAPI {
+		gc.ResponseSchema = e.openAPISchema(f.Schema, "output_config.format.schema")
+		return
+	}
+	gc.ResponseJSONSchema = chat.CloneRaw(f.Schema)
 }
 
 type encoder struct {
@@ -642,6 +715,7 @@ func (e *encoder) params(out *Request, req chat.Request) {
 	case include(false):
 		gc.ThinkingConfig = &ThinkingConfig{IncludeThoughts: true}
 	}
+	e.format(gc, req.Format)
 	out.GenerationConfig = gc
 }
 

@@ -18,6 +18,12 @@ type Request struct {
 	Tools             []Tool            `json:"tools,omitempty"`
 	ToolConfig        *ToolConfig       `json:"toolConfig,omitempty"`
 	GenerationConfig  *GenerationConfig `json:"generationConfig,omitempty"`
+	// SafetySettings and CachedContent are carried as they came from a
+	// Gemini client (the field policy: wire.Carries).
+	SafetySettings json.RawMessage `json:"safetySettings,omitempty"`
+	CachedContent  json.RawMessage `json:"cachedContent,omitempty"`
+	Labels         json.RawMessage `json:"labels,omitempty"`
+	ServiceTier    json.RawMessage `json:"serviceTier,omitempty"`
 }
 
 // Path is the endpoint of the request relative to the API version root
@@ -121,6 +127,17 @@ type GenerationConfig struct {
 	TopK            *int64          `json:"topK,omitempty"`
 	StopSequences   []string        `json:"stopSequences,omitempty"`
 	ThinkingConfig  *ThinkingConfig `json:"thinkingConfig,omitempty"`
+	// Seed and the penalties are mapped from OpenAI's seed,
+	// presence_penalty and frequency_penalty.
+	Seed             *int64   `json:"seed,omitempty"`
+	PresencePenalty  *float64 `json:"presencePenalty,omitempty"`
+	FrequencyPenalty *float64 `json:"frequencyPenalty,omitempty"`
+	// ResponseMimeType is "application/json" for structured output, with
+	// the schema in ResponseJSONSchema (JSON Schema) or ResponseSchema
+	// (Gemini's OpenAPI subset, Options.Schema "openapi").
+	ResponseMimeType   string          `json:"responseMimeType,omitempty"`
+	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
+	ResponseSchema     json.RawMessage `json:"responseSchema,omitempty"`
 }
 
 // ThinkingConfig is the reasoning control: a budget in tokens (0 turns

@@ -39,6 +39,11 @@
 //     reasoning controls are not sent (warning). stream sends
 //     "stream":true (Mistral reports usage in its last chunk without
 //     stream_options).
+//   - Structured output: the request's Format becomes response_format as
+//     in wire/openai (json_object, or json_schema with name, schema and
+//     strict); a seed in Extra becomes random_seed, and the fields the
+//     field policy carries to Mistral (frequency_penalty,
+//     presence_penalty: wire.Carries) are sent as they came.
 //   - Thinking, redacted_thinking, reasoning and thought_signature blocks
 //     and reasoning_details are dropped with a warning, as in wire/openai.
 //
@@ -48,7 +53,12 @@
 package mistral
 
 import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 	"github.com/ctxkit/ctxkit/wire/openai"
 )
@@ -65,6 +75,49 @@ type Request struct {
 	TopP              *float64           `json:"top_p,omitempty"`
 	Stop              []string           `json:"stop,omitempty"`
 	Stream            bool               `json:"stream,omitempty"`
+	// ResponseFormat asks for structured output.
+	ResponseFormat *openai.ResponseFormat `json:"response_format,omitempty"`
+	// RandomSeed is Mistral's name for the seed.
+	RandomSeed *int64 `json:"random_seed,omitempty"`
+	// Extra holds the fields the field policy carries to Mistral as they
+	// came (the penalties: wire.Carries).
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes the request with its Extra fields.
+func (r Request) MarshalJSON() ([]byte, error) {
+	type plain Request
+	b, err := json.Marshal(plain(r))
+	if err != nil || len(r.Extra) == 0 {
+		return b, err
+	}
+	return openai.AppendFields(b, r.Extra)
+}
+
+// fields sends the request's format, its seed as random_seed, and the
+// fields of its Extra the policy carries to Mistral; warns loses the
+// warnings the conversion gave for them.
+func fields(out *Request, req chat.Request, warns []chat.Warning) []chat.Warning {
+	out.ResponseFormat = openai.NewResponseFormat(req.Format)
+	carried, _ := wire.SplitCarried("mistral", req.Extra)
+	sent := map[string]bool{}
+	for k := range carried {
+		sent[k] = true
+	}
+	out.Extra = carried
+	if v, ok := req.Extra["seed"]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64); err == nil {
+			out.RandomSeed = &n
+			sent["seed"] = true
+		}
+	}
+	kept := warns[:0:0]
+	for _, w := range warns {
+		if !sent[w.Path] {
+			kept = append(kept, w)
+		}
+	}
+	return kept
 }
 
 // Message is an OpenAI-shaped message with Mistral's prefix flag.
@@ -131,6 +184,7 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 	p, warns := oaicompat.ResolveParams(req, chat.FormatMistral, 0, warns)
 	out.MaxTokens, out.Temperature, out.TopP, out.Stop = p.MaxTokens, p.Temperature, p.TopP, p.Stop
 	out.Stream = req.Stream
+	warns = fields(out, req, warns)
 	return out, warns, nil
 }
 

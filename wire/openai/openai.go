@@ -58,6 +58,13 @@
 // {"type":"function","function":{"name"}}; disable_parallel_tool_use
 // becomes "parallel_tool_calls":false.
 //
+// Structured output: the request's Format becomes response_format,
+// {"type":"json_object"} or {"type":"json_schema","json_schema":{name,
+// description, schema, strict}} (name "response" when the format has
+// none). The fields of the request's Extra that the field policy carries
+// to OpenAI (seed, user, metadata, store, service_tier, logit_bias, the
+// penalties, ...: wire.Carries) are sent as they came.
+//
 // Parameters are resolved by chat.ResolveParams (chat.FormatOpenAI): max
 // tokens go to max_completion_tokens (the current field, which the
 // reasoning models require; Options.LegacyMaxTokens sends max_tokens
@@ -86,8 +93,9 @@
 //   - citations on a text block: dropped (the text is kept).
 //   - provider-defined tools (a tool with a type): dropped; a tool_choice
 //     with no tools left: dropped.
-//   - fields ctxkit does not model on the request, a message or a tool,
-//     and the request's metadata: dropped.
+//   - fields ctxkit does not model on a message or a tool, the request's
+//     fields the field policy does not carry to OpenAI, and the request's
+//     metadata: dropped.
 //   - the parameter rules of chat.ResolveParams (temperature and top_p are
 //     not sent with reasoning).
 //
@@ -118,9 +126,12 @@
 package openai
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
@@ -139,6 +150,84 @@ type Request struct {
 	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
 	Stream              bool           `json:"stream,omitempty"`
 	StreamOptions       *StreamOptions `json:"stream_options,omitempty"`
+	// ResponseFormat asks for structured output.
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+	// Extra holds the fields of the canonical request's Extra that the
+	// field policy carries to OpenAI as they came (seed, user, ...,
+	// wire.Carries); they are written after the others, in key order.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes the request with its Extra fields.
+func (r Request) MarshalJSON() ([]byte, error) {
+	type plain Request
+	b, err := json.Marshal(plain(r))
+	if err != nil || len(r.Extra) == 0 {
+		return b, err
+	}
+	return AppendFields(b, r.Extra)
+}
+
+// AppendFields adds fields, in key order, to the JSON object obj (which
+// ends with its '}'): the way the OpenAI-shaped formats write the fields
+// they carry as they came.
+func AppendFields(obj []byte, fields map[string]json.RawMessage) ([]byte, error) {
+	buf := bytes.NewBuffer(obj[:len(obj)-1])
+	empty := len(bytes.TrimSpace(obj)) == 2
+	for _, k := range chat.SortedKeys(fields) {
+		if !empty {
+			buf.WriteByte(',')
+		}
+		empty = false
+		key, _ := json.Marshal(k)
+		buf.Write(key)
+		buf.WriteByte(':')
+		if err := json.Compact(buf, fields[k]); err != nil {
+			return nil, fmt.Errorf("%s: not valid JSON: %w", k, err)
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// ResponseFormat is response_format: {"type":"json_object"} or
+// {"type":"json_schema","json_schema":{...}}.
+type ResponseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *JSONSchema `json:"json_schema,omitempty"`
+}
+
+// JSONSchema is a json_schema format's schema and how it applies.
+type JSONSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// DefaultFormatName names a json_schema format that has no name (one read
+// from Anthropic's output_config.format): OpenAI requires one.
+const DefaultFormatName = "response"
+
+// NewResponseFormat is the response_format of a canonical format (nil for
+// none): the OpenAI-shaped formats (Mistral's too) share it.
+func NewResponseFormat(f *chat.OutputFormat) *ResponseFormat {
+	if f == nil {
+		return nil
+	}
+	if f.Type != "json_schema" {
+		return &ResponseFormat{Type: f.Type}
+	}
+	name := f.Name
+	if name == "" {
+		name = DefaultFormatName
+	}
+	var strict *bool
+	if f.Strict != nil {
+		v := *f.Strict
+		strict = &v
+	}
+	return &ResponseFormat{Type: f.Type, JSONSchema: &JSONSchema{Name: name, Description: f.Description, Schema: chat.CloneRaw(f.Schema), Strict: strict}}
 }
 
 // The Chat Completions wire types. They are defined with the conversion
@@ -263,7 +352,10 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 	if err != nil {
 		return nil, nil, err
 	}
-	conv, warns, err := oaicompat.Convert(req, oaicompat.Dialect{
+	// The fields the policy carries go out as they came; Convert warns
+	// about the rest.
+	carried, rest := wire.SplitCarried("openai", req.Extra)
+	conv, warns, err := oaicompat.Convert(withExtra(req, rest), oaicompat.Dialect{
 		Name:                "openai",
 		IDs:                 ids,
 		Document:            fileDocument,
@@ -284,6 +376,8 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		Tools:             conv.Tools,
 		ToolChoice:        conv.ToolChoice,
 		ParallelToolCalls: conv.ParallelToolCalls,
+		ResponseFormat:    NewResponseFormat(req.Format),
+		Extra:             carried,
 	}
 	p, warns := oaicompat.ResolveParams(req, chat.FormatOpenAI, MaxStop, warns)
 	if opts.LegacyMaxTokens {
@@ -300,6 +394,12 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		out.StreamOptions = &StreamOptions{IncludeUsage: true}
 	}
 	return out, warns, nil
+}
+
+// withExtra is req with extra as its Extra.
+func withExtra(req chat.Request, extra map[string]json.RawMessage) chat.Request {
+	req.Extra = extra
+	return req
 }
 
 // fileDocument is OpenAI's part for a non-text document: a file part for a

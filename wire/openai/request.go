@@ -69,9 +69,16 @@ import (
 // reasoning_effort (when there is none), max_tokens as a thinking budget,
 // enabled false as thinking disabled; stream; stream_options.include_usage
 // → StreamUsage (the dialect's stream then ends with the usage chunk), its
-// include_obfuscation is the transport's and dropped. Other top-level fields (user, seed, response_format, ...)
-// are kept in Extra under their names, null ones skipped; the converters
-// say what they do with them.
+// include_obfuscation is the transport's and dropped. response_format →
+// Format: {"type":"json_object"} as it is,
+// {"type":"json_schema","json_schema":{name, description, schema, strict}}
+// with its members (name and schema required), {"type":"text"} no format.
+// Other top-level fields (user, seed, n, logprobs, ...) are kept in Extra
+// under their names, null ones skipped, the form of those whose value
+// decides what becomes of them checked (n an integer of 1 to 128,
+// top_logprobs 0 to 20, seed an integer, logprobs and store booleans, the
+// penalties -2 to 2, ...); wire.CheckFields says, per upstream, which are
+// carried, mapped, dropped with a warning or refused.
 //
 // Limits: a request of more than chat.MaxMessages messages,
 // chat.MaxTools tools or chat.MaxStopSequences stop sequences is refused,
@@ -116,26 +123,28 @@ type requestDecoder struct {
 // exclude, include_obfuscation and strict are known, and dropped).
 var (
 	requestKeys = []string{"messages", "model", "tools", "tool_choice", "parallel_tool_calls", "max_completion_tokens", "max_tokens",
-		"temperature", "top_p", "stop", "reasoning_effort", "reasoning", "stream", "stream_options"}
-	reasoningKeys     = []string{"effort", "max_tokens", "enabled", "exclude"}
-	streamOptionKeys  = []string{"include_usage", "include_obfuscation"}
-	systemMessageKeys = []string{"role", "content"}
-	userMessageKeys   = []string{"role", "content", "annotations"}
-	assistantKeys     = []string{"role", "content", "annotations", "reasoning_content", "reasoning", "reasoning_details", "refusal", "tool_calls", "function_call"}
-	toolMessageKeys   = []string{"role", "content", "tool_call_id"}
-	toolCallKeys      = []string{"id", "type", "function"}
-	callFunctionKeys  = []string{"name", "arguments"}
-	textPartKeys      = []string{"type", "text", "cache_control"}
-	refusalPartKeys   = []string{"type", "refusal", "cache_control"}
-	imagePartKeys     = []string{"type", "image_url"}
-	filePartKeys      = []string{"type", "file"}
-	otherPartKeys     = []string{"type"} // the rest are kept in Extra
-	imageURLKeys      = []string{"url", "detail"}
-	fileKeys          = []string{"filename", "file_data", "file_id"}
-	toolKeys          = []string{"type", "function"}
-	toolFunctionKeys  = []string{"name", "description", "parameters", "strict"}
-	toolChoiceKeys    = []string{"type", "function"}
-	choiceFuncKeys    = []string{"name"}
+		"temperature", "top_p", "stop", "reasoning_effort", "reasoning", "stream", "stream_options", "response_format"}
+	responseFormatKeys = []string{"type", "json_schema"}
+	jsonSchemaKeys     = []string{"name", "description", "schema", "strict"}
+	reasoningKeys      = []string{"effort", "max_tokens", "enabled", "exclude"}
+	streamOptionKeys   = []string{"include_usage", "include_obfuscation"}
+	systemMessageKeys  = []string{"role", "content"}
+	userMessageKeys    = []string{"role", "content", "annotations"}
+	assistantKeys      = []string{"role", "content", "annotations", "reasoning_content", "reasoning", "reasoning_details", "refusal", "tool_calls", "function_call"}
+	toolMessageKeys    = []string{"role", "content", "tool_call_id"}
+	toolCallKeys       = []string{"id", "type", "function"}
+	callFunctionKeys   = []string{"name", "arguments"}
+	textPartKeys       = []string{"type", "text", "cache_control"}
+	refusalPartKeys    = []string{"type", "refusal", "cache_control"}
+	imagePartKeys      = []string{"type", "image_url"}
+	filePartKeys       = []string{"type", "file"}
+	otherPartKeys      = []string{"type"} // the rest are kept in Extra
+	imageURLKeys       = []string{"url", "detail"}
+	fileKeys           = []string{"filename", "file_data", "file_id"}
+	toolKeys           = []string{"type", "function"}
+	toolFunctionKeys   = []string{"name", "description", "parameters", "strict"}
+	toolChoiceKeys     = []string{"type", "function"}
+	choiceFuncKeys     = []string{"name"}
 )
 
 // maxModelled is more than the most fields ctxkit models in any one
@@ -384,7 +393,12 @@ func (d *requestDecoder) request(body []byte) error {
 			d.r.Stream, err = boolOf(v, k)
 		case "stream_options":
 			err = d.streamOptions(v)
+		case "response_format":
+			d.r.Format, err = d.responseFormat(v)
 		default:
+			if err = checkCarried(k, v); err != nil {
+				break
+			}
 			if d.r.Extra == nil {
 				d.r.Extra = map[string]json.RawMessage{}
 			}
@@ -403,6 +417,123 @@ func (d *requestDecoder) request(body []byte) error {
 	}
 	d.system()
 	return nil
+}
+
+// responseFormat reads response_format: {"type":"text"} (free text, no
+// format), {"type":"json_object"} or {"type":"json_schema","json_schema":
+// {name, description, schema, strict}}.
+func (d *requestDecoder) responseFormat(v json.RawMessage) (*chat.OutputFormat, error) {
+	const path = "response_format"
+	f, err := d.object(v, path, responseFormatKeys...)
+	if err != nil {
+		return nil, err
+	}
+	typ, err := stringOf(get(f, "type"), path+".type")
+	if err != nil {
+		return nil, err
+	}
+	switch typ {
+	case "text":
+		return nil, nil
+	case "json_object":
+		return &chat.OutputFormat{Type: typ}, nil
+	case "json_schema":
+	default:
+		return nil, fail(path+".type", "%q is not one of text, json_object, json_schema", typ)
+	}
+	js, ok := f.Get("json_schema")
+	if !ok || isNull(js) {
+		return nil, failCode(chat.CodeMissingField, path+".json_schema", "required when type is json_schema")
+	}
+	p := path + ".json_schema"
+	sf, err := d.object(js, p, jsonSchemaKeys...)
+	if err != nil {
+		return nil, err
+	}
+	out := &chat.OutputFormat{Type: typ}
+	if out.Name, err = stringOf(get(sf, "name"), p+".name"); err != nil {
+		return nil, err
+	}
+	if !validFormatName(out.Name) {
+		return nil, fail(p+".name", "must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -")
+	}
+	if v, ok := sf.Get("description"); ok && !isNull(v) {
+		if out.Description, err = stringOf(v, p+".description"); err != nil {
+			return nil, err
+		}
+	}
+	sv, ok := sf.Get("schema")
+	if !ok || isNull(sv) {
+		return nil, failCode(chat.CodeMissingField, p+".schema", "required: the JSON Schema the answer must match")
+	}
+	if _, err := fieldsOf(sv, p+".schema"); err != nil {
+		return nil, fail(p+".schema", "must be a JSON Schema object")
+	}
+	out.Schema = chat.CloneRaw(bytes.TrimSpace(sv))
+	if v, ok := sf.Get("strict"); ok && !isNull(v) {
+		b, err := boolOf(v, p+".strict")
+		if err != nil {
+			return nil, err
+		}
+		out.Strict = &b
+	}
+	return out, nil
+}
+
+// validFormatName: OpenAI's rule for a json_schema name.
+func validFormatName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkCarried checks the form of the fields kept in Extra whose values
+// the gateway reads to decide what to do with them (n, logprobs, ...), so
+// that a bad value is refused here, naming the field, rather than by the
+// upstream or not at all.
+func checkCarried(k string, v json.RawMessage) error {
+	var err error
+	switch k {
+	case "n":
+		var n int
+		if n, err = intOf(v, k); err == nil && (n < 1 || n > 128) {
+			err = fail(k, "must be between 1 and 128")
+		}
+	case "top_logprobs":
+		var n int
+		if n, err = intOf(v, k); err == nil && n > 20 {
+			err = fail(k, "must be between 0 and 20")
+		}
+	case "seed":
+		if _, perr := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64); perr != nil {
+			err = fail(k, "must be an integer")
+		}
+	case "logprobs", "store":
+		_, err = boolOf(v, k)
+	case "frequency_penalty", "presence_penalty":
+		var f *float64
+		if f, err = floatOf(v, k); err == nil && (*f < -2 || *f > 2) {
+			err = fail(k, "must be between -2 and 2")
+		}
+	case "user", "safety_identifier", "prompt_cache_key", "service_tier", "verbosity", "prompt_cache_retention":
+		_, err = stringOf(v, k)
+	case "metadata", "logit_bias", "prediction", "audio", "web_search_options":
+		if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '{' {
+			err = fail(k, "must be a JSON object")
+		}
+	case "modalities":
+		if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '[' {
+			err = fail(k, "must be an array")
+		}
+	}
+	return err
 }
 
 func (d *requestDecoder) effort(v json.RawMessage, path string) error {
