@@ -32,9 +32,9 @@ import (
 // "estimate" when its usage is estimated.
 const TokenCountHeader = "X-Ctxkit-Token-Count"
 
-// WarningsHeader lists, comma-separated, the request fields the gateway
-// did not carry to the upstream because they are advisory (user) or have
-// no meaning there (temperature in a token count).
+// WarningsHeader lists, separated by "; ", what the gateway did not carry
+// to the upstream: advisory fields (user), fields without meaning there
+// (temperature in a token count), what a conversion dropped.
 const WarningsHeader = "X-Ctxkit-Warnings"
 
 // DialectOf is the dialect a request is taken to speak where a path does
@@ -128,7 +128,7 @@ func warningsHeader(w http.ResponseWriter, warns []chat.Warning) {
 	for i, wn := range warns {
 		paths[i] = wn.Path
 	}
-	w.Header().Set(WarningsHeader, strings.Join(paths, ", "))
+	w.Header().Set(WarningsHeader, wire.WarningsHeader(paths))
 }
 
 // maxCountAnswer bounds a count_tokens answer ({"input_tokens":N}).

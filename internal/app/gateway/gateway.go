@@ -308,16 +308,14 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 		}
 	}
 	req.Stream = true
-	if d == OpenAI && len(req.Extra) > 0 {
-		// OpenAI-only fields (seed, user, response_format, ...) have no
-		// canonical meaning: they are not forwarded to any upstream.
-		g.opts.Logger.Debug("gateway: OpenAI fields not forwarded", "fields", len(req.Extra))
-		req.Extra = nil
+	sent, err := g.prepare(w, r, d, p, req)
+	if err != nil {
+		return err
 	}
 
 	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
 	defer cancel()
-	resp, err := g.call(ctx, w, r, p, req)
+	resp, err := g.call(ctx, w, r, p, sent)
 	if err != nil {
 		return err
 	}
@@ -327,7 +325,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	if !streaming {
 		src = &capped{r: upBody, left: g.opts.MaxResponseBytes}
 	}
-	chunks := g.clean(ctx, p, upBody, untilStop(p.row.Upstream.Decode(src), p.Name))
+	// The client's own tool-call ids come back first, then a format sent
+	// as a forced tool becomes the text the client asked for.
+	chunks := sent.ids.Chunks(p.row.Upstream.Decode(src))
+	if sent.tool != "" {
+		chunks = wire.ToolAsText(chunks, sent.tool)
+	}
+	chunks = g.clean(ctx, p, upBody, untilStop(chunks, p.Name))
 	out := wire.Outgoing{Incoming: in, Request: &asked, Model: req.Model, ID: newID(d), Created: g.opts.Now().Unix()}
 	var kept func(chat.Response, []byte) error
 	if keep {
@@ -390,10 +394,57 @@ func (g *Gateway) route(body []byte, d Dialect, in wire.Incoming) (chat.Request,
 	return req, p, nil
 }
 
-// call encodes req for p and sends it: the upstream's stream, or the
-// failure for the client.
-func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Request, p *Provider, req chat.Request) (*upstream.Response, error) {
-	up := p.row.Upstream
+// outbound is a request as it goes upstream.
+type outbound struct {
+	req    chat.Request    // fields the upstream cannot take removed, tool-call ids it would refuse rewritten
+	ids    *wire.ToolIDMap // restores the client's tool-call ids; nil: none rewritten
+	tool   string          // the forced tool a structured-output format is sent as; "": none
+	header http.Header     // of the upstream request: p's, and the client's Anthropic headers for an Anthropic upstream
+	warns  []string        // what was not carried, for X-Ctxkit-Warnings
+}
+
+// prepare makes req, of dialect d, ready for p: every field carried,
+// mapped or refused (400 unsupported_field naming it) as the field policy
+// says, advisory fields dropped and listed in X-Ctxkit-Warnings, tool-call
+// ids the upstream would refuse rewritten.
+func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, req chat.Request) (outbound, error) {
+	out := outbound{header: p.header}
+	warns, err := wire.CheckFields(d.row().Name, &req, p.row.Name)
+	if err != nil {
+		return out, unsupported(err)
+	}
+	set, betaWarns, err := wire.AnthropicBetaHeaders(r.Header, p.row.Name)
+	if err != nil {
+		return out, unsupported(err)
+	}
+	if set != nil {
+		out.header = p.header.Clone()
+		for k, v := range set {
+			out.header[k] = v
+		}
+	}
+	out.warns = append(warns, betaWarns...)
+	out.tool = wire.FormatTool(p.row.Name, req.Format)
+	out.req, out.ids = wire.RewriteToolIDs(req, p.row.Upstream.ToolIDs)
+	return out, nil
+}
+
+// unsupported is err, a field the upstream cannot take, as the 400 the
+// client gets: invalid_request_error, code unsupported_field, the field
+// as its param.
+func unsupported(err error) error {
+	var we *wire.Error
+	if !errors.As(err, &we) {
+		return badRequest(err)
+	}
+	return &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: we.Path, Reason: string(we.Code), Msg: we.Error(), Err: err}
+}
+
+// call encodes the request for p and sends it: the upstream's stream, or
+// the failure for the client. What was not carried (the field policy's
+// drops, the encoder's warnings) is listed in X-Ctxkit-Warnings.
+func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Request, p *Provider, out outbound) (*upstream.Response, error) {
+	up, req := p.row.Upstream, out.req
 	body, _, warns, err := p.row.Encode(req, nil, nil)
 	if err != nil {
 		return nil, badRequest(err)
@@ -403,12 +454,12 @@ func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		return nil, badRequest(err)
 	}
 	for _, wn := range warns {
-		g.opts.Logger.Debug("gateway conversion", "provider", p.Name, "warning", wn.String())
+		out.warns = append(out.warns, wn.String())
 	}
-	if len(warns) > 0 {
-		w.Header().Set("X-Ctxkit-Warnings", fmt.Sprint(len(warns)))
+	if len(out.warns) > 0 {
+		w.Header().Set(WarningsHeader, wire.WarningsHeader(out.warns))
 	}
-	resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + up.Path(req.Model), Header: p.header, Body: data, Redact: p.redact})
+	resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + up.Path(req.Model), Header: out.header, Body: data, Redact: p.redact})
 	if err != nil {
 		return nil, g.upstreamFailure(r, p, err)
 	}

@@ -40,7 +40,9 @@ func TestGeminiDialect(t *testing.T) {
 	for _, line := range strings.Split(string(r.body), "\n") {
 		if d, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "data: "); ok {
 			var c struct {
-				Candidates []struct{ Content struct{ Parts []struct{ Text string } } }
+				Candidates []struct {
+					Content struct{ Parts []struct{ Text string } }
+				}
 			}
 			if err := json.Unmarshal([]byte(d), &c); err != nil {
 				t.Fatalf("stream (sse) event %q: %v", d, err)
