@@ -34,6 +34,7 @@ func CompatibleUpstream() *wire.Upstream {
 		Decode:     DecodeStream,
 		ParseError: parseError,
 		RateLimit:  rateLimit,
+		Unary:      compatibleUnary(),
 	}
 }
 

@@ -179,12 +179,17 @@ func (d *streamDecoder) emit(c chat.Chunk) bool {
 
 func (d *streamDecoder) event(name string, data []byte) error {
 	var c streamChunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := parseChunk(data, &c); err != nil {
 		return oaicompat.DataError(data, err)
 	}
 	if name == "error" && len(c.Error) == 0 {
 		c.Error = data
 	}
+	return d.chunk(&c)
+}
+
+// chunk emits the chunks of one decoded stream chunk.
+func (d *streamDecoder) chunk(c *streamChunk) error {
 	var finish string
 	for i := range c.Choices {
 		ch := &c.Choices[i]
