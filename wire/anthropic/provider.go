@@ -30,6 +30,7 @@ func Provider() wire.Provider {
 			Decode:     DecodeStream,
 			ParseError: parseError,
 			RateLimit:  func(typ string) bool { return typ == errTypeRateLimit },
+			Unary:      unary(),
 		},
 	}
 }
