@@ -28,6 +28,7 @@ func Provider() wire.Provider {
 			Decode:     DecodeStream,
 			ParseError: parseError,
 			RateLimit:  func(typ string) bool { return typ == "RESOURCE_EXHAUSTED" },
+			Unary:      unary(),
 		},
 	}
 }
