@@ -31,6 +31,7 @@ func Provider() wire.Provider {
 			Decode:     DecodeStream,
 			ParseError: parseError,
 			RateLimit:  func(typ string) bool { return strings.EqualFold(typ, "throttlingException") },
+			Unary:      unary(),
 		},
 	}
 }
