@@ -12,6 +12,7 @@ import (
 func Provider() wire.Provider {
 	up := openai.CompatibleUpstream()
 	up.Decode = DecodeStream
+	up.Unary.Decode = DecodeResponse
 	return wire.Provider{
 		Name:     "mistral",
 		Encode:   wire.Stateless(EncodeRequest),
