@@ -7,8 +7,9 @@ import (
 	"github.com/ctxkit/ctxkit/internal/jsonscan"
 )
 
-// parseChunk decodes data, a stream event's JSON, into c (zeroed), as
-// json.Unmarshal would. Nearly all of a stream's events are chunks of one
+// parseChunk decodes data, a stream event's JSON, into c (zeroed, but
+// for an empty Choices whose room may be reused), as json.Unmarshal
+// would. Nearly all of a stream's events are chunks of one
 // small shape (an id, the model, a choice with a content or tool-call
 // delta, null usage); parseFast reads those in one pass, and every other
 // event (or any doubt: an unknown key, a key written in another case, a
@@ -56,7 +57,10 @@ func parseFast(data []byte, c *streamChunk) bool {
 				return false // a second array replaces the first: rare, left to encoding/json
 			}
 			choices = true
-			c.Choices = make([]streamChoice, 0, 1)
+			c.Choices = c.Choices[:0]
+			if c.Choices == nil {
+				c.Choices = make([]streamChoice, 0, 1)
+			}
 			return r.Array(fastChoices, func() bool {
 				c.Choices = append(c.Choices, streamChoice{})
 				return choice(r, &c.Choices[len(c.Choices)-1])
