@@ -38,7 +38,8 @@ type Provider struct {
 	Upstream *Upstream
 }
 
-// Upstream is how ctxkit calls a provider's streaming API.
+// Upstream is how ctxkit calls a provider: its streaming API and, in
+// Unary, its non-streamed one.
 type Upstream struct {
 	// Path is the path, appended to the provider's base URL, of a
 	// streamed request for model (query included).
