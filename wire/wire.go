@@ -38,7 +38,8 @@ type Provider struct {
 	Upstream *Upstream
 }
 
-// Upstream is how ctxkit calls a provider's streaming API.
+// Upstream is how ctxkit calls a provider: its streaming API and, in
+// Unary, its non-streamed one.
 type Upstream struct {
 	// Path is the path, appended to the provider's base URL, of a
 	// streamed request for model (query included).
@@ -63,6 +64,30 @@ type Upstream struct {
 	// gateway rewrites the others (RewriteToolIDs). The zero rule accepts
 	// every id.
 	ToolIDs ToolIDRule
+	// Unary is how ctxkit asks the provider for a response that is not
+	// streamed, for a client that does not stream: the row's Encode
+	// writes such a request when chat.Request.Stream is false. Its
+	// error responses read as a stream's (ParseError, RateLimit).
+	Unary *Unary
+}
+
+// Unary is how ctxkit calls a provider for one whole response: a request
+// without streaming, answered by one JSON body.
+type Unary struct {
+	// Path is the path, appended to the provider's base URL, of a
+	// request for model (query included).
+	Path func(model string) string
+	// SetHeader sets the headers of the request: the key in the
+	// provider's own header, and what the response is accepted as.
+	SetHeader func(h http.Header, key string)
+	// Decode reads a response body (whole, its size bounded by the
+	// caller) as the response a collected stream would be: the same
+	// content, usage and stop as chat.Collect makes of the provider's
+	// stream of the same answer. An error the provider put in a body of
+	// status 200 is Response.Error, as in a stream; a body that is not
+	// the provider's response shape, or that goes past the decoder's
+	// bounds, is the error.
+	Decode func(body []byte) (chat.Response, error)
 }
 
 // APIError is a provider's error response as its parser reads it.

@@ -34,6 +34,7 @@ func Provider() wire.Provider {
 			// tool_use.id and tool_result.tool_use_id must match
 			// ^[a-zA-Z0-9_-]+$; a made id looks like the API's own.
 			ToolIDs: wire.ToolIDRule{Alphabet: wire.IDWord, MinLen: 1, Prefix: "toolu_", Len: 30},
+			Unary:   unary(),
 		},
 	}
 }

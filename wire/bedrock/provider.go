@@ -35,6 +35,7 @@ func Provider() wire.Provider {
 			// toolUseId is [a-zA-Z0-9_-]{1,64}; a made id looks like
 			// Bedrock's own.
 			ToolIDs: wire.ToolIDRule{Alphabet: wire.IDWord, MinLen: 1, MaxLen: 64, Prefix: "tooluse_", Len: 30},
+			Unary:   unary(),
 		},
 	}
 }

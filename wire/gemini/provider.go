@@ -32,6 +32,7 @@ func Provider() wire.Provider {
 			// Gemini matches calls and results by name and order: it
 			// checks no ids, and the zero rule keeps them all.
 			ToolIDs: wire.ToolIDRule{},
+			Unary:   unary(),
 		},
 	}
 }

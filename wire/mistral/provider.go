@@ -15,6 +15,7 @@ func Provider() wire.Provider {
 	up.Embed = embedCall()
 	// Mistral's ids are exactly nine characters of [a-zA-Z0-9].
 	up.ToolIDs = wire.ToolIDRule{Alphabet: wire.IDAlnum, MinLen: 9, MaxLen: 9, Len: 9}
+	up.Unary.Decode = DecodeResponse
 	return wire.Provider{
 		Name:     "mistral",
 		Encode:   wire.Stateless(EncodeRequest),

@@ -35,6 +35,7 @@ func CompatibleUpstream() *wire.Upstream {
 		ParseError: parseError,
 		RateLimit:  rateLimit,
 		ToolIDs:    ToolIDs(),
+		Unary:      compatibleUnary(),
 	}
 }
 

@@ -168,6 +168,7 @@ type streamDecoder struct {
 	think int
 	held  string // content held back: a possible tag (or leading whitespace)
 	calls oaicompat.ToolCallAssembler
+	buf   streamChunk // the chunk being decoded
 }
 
 func (d *streamDecoder) emit(c chat.Chunk) bool {
@@ -178,13 +179,22 @@ func (d *streamDecoder) emit(c chat.Chunk) bool {
 }
 
 func (d *streamDecoder) event(name string, data []byte) error {
-	var c streamChunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	// One chunk is decoded into at a time: its choices array is reused
+	// from event to event (nothing keeps a pointer into it), so that a
+	// chunk costs no allocation of its own.
+	c := &d.buf
+	*c = streamChunk{Choices: c.Choices[:0]}
+	if err := parseChunk(data, c); err != nil {
 		return oaicompat.DataError(data, err)
 	}
 	if name == "error" && len(c.Error) == 0 {
 		c.Error = data
 	}
+	return d.chunk(c)
+}
+
+// chunk emits the chunks of one decoded stream chunk.
+func (d *streamDecoder) chunk(c *streamChunk) error {
 	var finish string
 	for i := range c.Choices {
 		ch := &c.Choices[i]

@@ -43,6 +43,12 @@ func Provider() wire.Provider {
 			Decode:     DecodeStream,
 			ParseError: compat.ParseError,
 			RateLimit:  compat.RateLimit,
+			// call_id's limit is not documented: Chat Completions' is
+			// taken, which every id a Responses upstream makes meets.
+			ToolIDs: openai.ToolIDs(),
+			// Embeddings are OpenAI's /embeddings whichever API the
+			// chat goes through.
+			Embed: compat.Embed,
 		},
 	}
 }

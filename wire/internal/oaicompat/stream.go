@@ -370,3 +370,29 @@ func Retryable(typ string) bool {
 	}
 	return false
 }
+
+// BodyError is the error for a response body that is not the shape of
+// the API's response: what says whose ("openai response"); a field of the
+// wrong type is named by its path in the body.
+func BodyError(what string, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Errorf("%s: %s: a JSON %s where ctxkit reads a %s", what, te.Field, te.Value, jsonKind(te.Type.Kind().String()))
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// jsonKind names a Go kind as the JSON value it reads.
+func jsonKind(k string) string {
+	switch k {
+	case "struct", "map":
+		return "object"
+	case "slice":
+		return "array"
+	case "int", "int64", "int32", "float64":
+		return "number"
+	case "bool":
+		return "boolean"
+	}
+	return k
+}

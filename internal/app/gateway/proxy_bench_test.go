@@ -1,0 +1,279 @@
+package gateway_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/internal/app/gateway"
+)
+
+// BenchmarkProxyHop puts ctxkit's gateway and a bare reverse proxy
+// (net/http/httputil) side by side in front of the same fake upstream on
+// loopback, and reports what each adds to a request made straight to the
+// upstream: for every client dialect, streamed and not, the added p50
+// latency of ctxkit as a multiple of the bare proxy's ("x-bare-p50") and
+// the added allocations likewise ("x-bare-allocs"), with the absolute
+// figures beside them. The three paths are taken in turn, request after
+// request, so that a slower moment of the machine weighs on all three
+// alike. Each dialect goes to an upstream of its own type, which is what
+// the bare proxy can serve.
+//
+//	go test ./internal/app/gateway -run '^$' -bench ProxyHop -benchtime 2000x
+func BenchmarkProxyHop(b *testing.B) {
+	up := httptest.NewServer(http.HandlerFunc(fakeUpstream))
+	defer up.Close()
+	g := benchGateway(b, up.URL)
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	target, _ := url.Parse(up.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1 // a stream's events pass at once, as through the gateway
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	rp.Transport = tr
+	// The bare proxy reads the request body before it forwards it, as the
+	// gateway does: forwarding the inbound body as it comes races with the
+	// server closing it once the response has begun (the upstream answers
+	// before the transport has read the body's EOF), which cuts a stream
+	// now and then.
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rp.ServeHTTP(w, r)
+	}))
+	defer bare.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+	for _, d := range benchDialects {
+		for _, stream := range []bool{false, true} {
+			name := d.name + "/plain"
+			if stream {
+				name = d.name + "/stream"
+			}
+			body := d.body(stream)
+			b.Run(name, func(b *testing.B) {
+				paths := [3]string{up.URL + d.upPath, bare.URL + d.upPath, gw.URL + d.path}
+				var lat [3][]time.Duration
+				for i := range paths {
+					benchRequest(b, client, paths[i], body, d.header) // warm the connections
+				}
+				for b.Loop() {
+					for i, p := range paths {
+						t0 := time.Now()
+						benchRequest(b, client, p, body, d.header)
+						lat[i] = append(lat[i], time.Since(t0))
+					}
+				}
+				var allocs [3]float64
+				for i, p := range paths {
+					allocs[i] = allocsPerRequest(b, client, p, body, d.header)
+				}
+				direct := p50(lat[0])
+				bareAdded, ctxkitAdded := p50(lat[1])-direct, p50(lat[2])-direct
+				b.ReportMetric(float64(bareAdded.Nanoseconds())/1e3, "bare-added-µs")
+				b.ReportMetric(float64(ctxkitAdded.Nanoseconds())/1e3, "ctxkit-added-µs")
+				b.ReportMetric(float64(ctxkitAdded)/float64(bareAdded), "x-bare-p50")
+				b.ReportMetric(allocs[1]-allocs[0], "bare-allocs/req")
+				b.ReportMetric(allocs[2]-allocs[0], "ctxkit-allocs/req")
+				b.ReportMetric((allocs[2]-allocs[0])/(allocs[1]-allocs[0]), "x-bare-allocs")
+			})
+		}
+	}
+}
+
+// benchDialect is a client dialect the benchmark speaks: the gateway's
+// path for it, and the path of an upstream of its own type (behind the
+// bare proxy).
+type benchDialect struct {
+	name   string
+	path   string // the gateway's
+	upPath string // the fake upstream's
+	header http.Header
+	body   func(stream bool) string
+}
+
+// benchDialects are the client dialects measured. The Responses dialect
+// joins them, with an OpenAI Responses upstream behind the bare proxy,
+// once the gateway serves /v1/responses.
+var benchDialects = []benchDialect{{
+	name:   "chat",
+	path:   "/v1/chat/completions",
+	upPath: "/v1/chat/completions",
+	header: http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer k"}},
+	body: func(stream bool) string {
+		return fmt.Sprintf(`{"model":"gpt-bench","stream":%v,"max_tokens":200,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello in twenty words."}]}`, stream)
+	},
+}, {
+	name:   "messages",
+	path:   "/v1/messages",
+	upPath: "/v1/messages",
+	header: http.Header{"Content-Type": {"application/json"}, "X-Api-Key": {"k"}, "Anthropic-Version": {"2023-06-01"}},
+	body: func(stream bool) string {
+		return fmt.Sprintf(`{"model":"claude-bench","stream":%v,"max_tokens":200,"system":"You are terse.","messages":[{"role":"user","content":"Say hello in twenty words."}]}`, stream)
+	},
+}}
+
+// benchGateway is a gateway with an OpenAI and an Anthropic provider,
+// both the fake upstream at base.
+func benchGateway(b *testing.B, base string) http.Handler {
+	cfgPath := filepath.Join(b.TempDir(), "g.json")
+	cfg := fmt.Sprintf(`{"providers":[
+		{"name":"oai","type":"openai","base_url":%q,"api_key_env":"CTXKIT_BENCH_KEY","models":["gpt-bench"]},
+		{"name":"ant","type":"anthropic","base_url":%q,"api_key_env":"CTXKIT_BENCH_KEY","models":["claude-bench"]}]}`, base+"/v1", base)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv("CTXKIT_BENCH_KEY", "k")
+	c, err := gateway.LoadConfig(cfgPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := gateway.New(c, gateway.Options{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", g.Messages)
+	mux.HandleFunc("POST /v1/chat/completions", g.ChatCompletions)
+	return mux
+}
+
+func benchRequest(b *testing.B, c *http.Client, url, body string, h http.Header) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header = h.Clone()
+	resp, err := c.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || n == 0 {
+		b.Fatalf("%s: %d, %d bytes, %v", url, resp.StatusCode, n, err)
+	}
+}
+
+// allocsPerRequest is the mean number of heap allocations of the whole
+// process (client, hop and upstream) per request to url.
+func allocsPerRequest(b *testing.B, c *http.Client, url, body string, h http.Header) float64 {
+	const n = 200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		benchRequest(b, c, url, body, h)
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / n
+}
+
+func p50(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// The fake upstream's answer: twenty words of text, as OpenAI and as
+// Anthropic write it, streamed or in one body.
+var (
+	benchWords       = strings.Fields("Hello there friend and welcome to this small benchmark of a proxy hop in front of a fake upstream on loopback today")
+	openAIBenchSSE   = openAIBenchStream()
+	anthropicBenchSE = anthropicBenchStream()
+)
+
+const (
+	openAIBenchJSON    = `{"id":"chatcmpl-bench","object":"chat.completion","created":1754000000,"model":"gpt-bench","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there friend and welcome to this small benchmark of a proxy hop in front of a fake upstream on loopback today","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":24,"completion_tokens":20,"total_tokens":44,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}},"service_tier":"default","system_fingerprint":"fp_bench"}`
+	anthropicBenchJSON = `{"id":"msg_bench","type":"message","role":"assistant","model":"claude-bench","content":[{"type":"text","text":"Hello there friend and welcome to this small benchmark of a proxy hop in front of a fake upstream on loopback today"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":24,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":20}}`
+)
+
+func openAIBenchStream() string {
+	var b strings.Builder
+	head := `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1754000000,"model":"gpt-bench","service_tier":"default","system_fingerprint":"fp_bench","choices":[{"index":0,"delta":`
+	b.WriteString(head + `{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"x1"}` + "\n\n")
+	for i, w := range benchWords {
+		if i > 0 {
+			w = " " + w
+		}
+		b.WriteString(head + `{"content":"` + w + `"},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"ab"}` + "\n\n")
+	}
+	b.WriteString(head + `{},"logprobs":null,"finish_reason":"stop"}],"usage":null,"obfuscation":"q"}` + "\n\n")
+	b.WriteString(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1754000000,"model":"gpt-bench","choices":[],"usage":{"prompt_tokens":24,"completion_tokens":20,"total_tokens":44,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}` + "\n\n")
+	b.WriteString("data: [DONE]\n\n")
+	return b.String()
+}
+
+func anthropicBenchStream() string {
+	var b strings.Builder
+	b.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_bench\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-bench\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":24,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"output_tokens\":1}}}\n\n")
+	b.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+	b.WriteString("event: ping\ndata: {\"type\": \"ping\"}\n\n")
+	for i, w := range benchWords {
+		if i > 0 {
+			w = " " + w
+		}
+		b.WriteString("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + w + "\"}}\n\n")
+	}
+	b.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+	b.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":20}}\n\n")
+	b.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	return b.String()
+}
+
+// fakeUpstream answers as OpenAI's /v1/chat/completions or Anthropic's
+// /v1/messages, streamed when the request says "stream":true.
+func fakeUpstream(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	stream := bytes.Contains(body, []byte(`"stream":true`))
+	var out string
+	switch {
+	case r.URL.Path == "/v1/chat/completions" && stream:
+		out = openAIBenchSSE
+	case r.URL.Path == "/v1/chat/completions":
+		out = openAIBenchJSON
+	case r.URL.Path == "/v1/messages" && stream:
+		out = anthropicBenchSE
+	case r.URL.Path == "/v1/messages":
+		out = anthropicBenchJSON
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		// Event by event, as a model writes them: a write and a flush
+		// each, so that the hop in front sees many small reads.
+		f := w.(http.Flusher)
+		for ev := range strings.SplitAfterSeq(out, "\n\n") {
+			if ev == "" {
+				continue
+			}
+			io.WriteString(w, ev)
+			f.Flush()
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, out)
+}

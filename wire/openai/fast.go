@@ -1,0 +1,165 @@
+package openai
+
+import (
+	"encoding/json"
+	"math"
+
+	"github.com/ctxkit/ctxkit/internal/jsonscan"
+)
+
+// parseChunk decodes data, a stream event's JSON, into c (zeroed, but
+// for an empty Choices whose room may be reused), as json.Unmarshal
+// would. Nearly all of a stream's events are chunks of one
+// small shape (an id, the model, a choice with a content or tool-call
+// delta, null usage); parseFast reads those in one pass, and every other
+// event (or any doubt: an unknown key, a key written in another case, a
+// usage object, reasoning_details, an escaped key, an escaped surrogate,
+// invalid UTF-8, anything not plain JSON) goes to encoding/json.
+func parseChunk(data []byte, c *streamChunk) error {
+	if parseFast(data, c) {
+		return nil
+	}
+	*c = streamChunk{}
+	return json.Unmarshal(data, c)
+}
+
+// Bounds of the fast path: a chunk with more choices or tool calls than
+// these goes to encoding/json.
+const (
+	fastChoices   = 8
+	fastToolCalls = 64
+)
+
+// parseFast reads a chunk whose keys are among id, object, created,
+// model, service_tier, system_fingerprint, obfuscation, provider (skipped:
+// strings without escapes, created an integer), usage (null) and choices
+// (once). A choice may hold index, delta, logprobs (null), finish_reason
+// and native_finish_reason; a delta role, content, refusal,
+// reasoning_content, reasoning (strings or null) and tool_calls (once per
+// choice), each call index, id, type and function {name, arguments}. It
+// reports false, leaving c in any state, for anything else.
+func parseFast(data []byte, c *streamChunk) bool {
+	r := jsonscan.New(data)
+	choices := false
+	return r.Object(func(key []byte) bool {
+		switch string(key) {
+		case "id", "object", "model", "service_tier", "system_fingerprint", "obfuscation", "provider":
+			_, ok := r.RawString()
+			return ok
+		case "created":
+			_, ok := r.Int()
+			return ok
+		case "usage":
+			c.Usage = nil
+			return r.Literal("null")
+		case "choices":
+			if choices {
+				return false // a second array replaces the first: rare, left to encoding/json
+			}
+			choices = true
+			c.Choices = c.Choices[:0]
+			if c.Choices == nil {
+				c.Choices = make([]streamChoice, 0, 1)
+			}
+			return r.Array(fastChoices, func() bool {
+				c.Choices = append(c.Choices, streamChoice{})
+				return choice(r, &c.Choices[len(c.Choices)-1])
+			})
+		}
+		return false
+	}) && r.End()
+}
+
+func choice(r *jsonscan.Reader, ch *streamChoice) bool {
+	tools := false
+	return r.Object(func(key []byte) bool {
+		switch string(key) {
+		case "index":
+			v, ok := r.Int()
+			ch.Index = int(v)
+			return ok && v >= 0 && v < 1e9
+		case "delta":
+			return r.Object(func(key []byte) bool {
+				if string(key) == "tool_calls" {
+					if tools {
+						return false
+					}
+					tools = true
+					return toolCalls(r, &ch.Delta.ToolCalls)
+				}
+				return deltaField(r, key, &ch.Delta)
+			})
+		case "logprobs":
+			return r.Literal("null")
+		case "finish_reason":
+			return nullableString(r, &ch.FinishReason)
+		case "native_finish_reason":
+			var s string
+			return nullableString(r, &s)
+		}
+		return false
+	})
+}
+
+func deltaField(r *jsonscan.Reader, key []byte, d *streamDelta) bool {
+	switch string(key) {
+	case "role":
+		var s string
+		return nullableString(r, &s)
+	case "content":
+		return nullableString(r, &d.Content)
+	case "refusal":
+		return nullableString(r, &d.Refusal)
+	case "reasoning_content":
+		return nullableString(r, &d.ReasoningContent)
+	case "reasoning":
+		return nullableString(r, &d.Reasoning)
+	}
+	return false
+}
+
+func toolCalls(r *jsonscan.Reader, dst *[]toolCallDelta) bool {
+	*dst = make([]toolCallDelta, 0, 1)
+	return r.Array(fastToolCalls, func() bool {
+		*dst = append(*dst, toolCallDelta{})
+		tc := &(*dst)[len(*dst)-1]
+		return r.Object(func(key []byte) bool {
+			switch string(key) {
+			case "index":
+				v, ok := r.Int()
+				n := int(v)
+				tc.Index = &n
+				return ok && v >= 0 && v < 1e9
+			case "id":
+				return nullableString(r, &tc.ID)
+			case "type":
+				var s string
+				return nullableString(r, &s)
+			case "function":
+				return r.Object(func(key []byte) bool {
+					switch string(key) {
+					case "name":
+						return nullableString(r, &tc.Function.Name)
+					case "arguments":
+						return nullableString(r, &tc.Function.Arguments)
+					}
+					return false
+				})
+			}
+			return false
+		})
+	})
+}
+
+// nullableString reads a string into dst, or null, which leaves dst as it
+// is (as encoding/json does).
+func nullableString(r *jsonscan.Reader, dst *string) bool {
+	if r.Literal("null") {
+		return true
+	}
+	s, ok := r.String(math.MaxInt)
+	if ok {
+		*dst = s
+	}
+	return ok
+}

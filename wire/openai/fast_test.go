@@ -1,0 +1,179 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/wire/internal/sse"
+)
+
+// fastCases are events for parseFast: those it reads and those it leaves
+// to encoding/json.
+var fastCases = []struct {
+	data string
+	fast bool
+}{
+	{`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1754002000,"model":"gpt-4.1","service_tier":"default","system_fingerprint":"fp_b3","choices":[{"index":0,"delta":{"content":" and"},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"c"}`, true},
+	{`{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}`, true},
+	{` { "choices" : [ { "index" : 0 , "delta" : { "content" : "a\"b\\c\/d\n\t\r\b\f \u00e9 Ça va? 👋" } } ] } `, true},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}`, true},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"city\":"}}]}}]}`, true},
+	{`{"choices":[{"index":0,"delta":{},"finish_reason":"stop","native_finish_reason":"STOP"}],"provider":"OpenAI"}`, true},
+	{`{"choices":[{"index":0,"delta":{"reasoning_content":"think","content":null}}]}`, true},
+	{`{"choices":[{"index":0,"delta":{"reasoning":"r"}}]}`, true},
+	{`{"choices":[{"index":0,"delta":{"content":"a"},"delta":{"refusal":"b"}}]}`, true},
+	{`{"choices":[{"index":0,"delta":{"content":"a","content":null}}]}`, true},
+	{`{"choices":[]}`, true},
+	{`{}`, true},
+	{`{"choices":[{"index":0,"delta":{"content":"a"}},{"index":1,"delta":{"content":"b"}}]}`, true},
+	{`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}`, false},
+	{`{"choices":[{"index":0,"delta":{"reasoning_details":[{"type":"reasoning.text","text":"x"}]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"function_call":{"name":"f"}}}]}`, false},
+	{`{"error":{"message":"x"}}`, false},
+	{`{"Choices":[]}`, false},
+	{`{"choice\u0073":[]}`, false},
+	{`{"choices":[],"choices":[]}`, false},
+	{`{"choices":[{"delta":{"tool_calls":[]},"delta":{"tool_calls":[]}}]}`, false},
+	{`{"choices":null}`, false},
+	{`{"choices":[{"index":-1}]}`, false},
+	{`{"choices":[{"index":1.0}]}`, false},
+	{`{"choices":[{"index":01}]}`, false},
+	{`{"choices":[{"index":1234567890}]}`, false},
+	{`{"choices":[{"index":0,"logprobs":{"content":[]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"content":"\ud83d\ude00"}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"content":"` + "\xff" + `"}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"content":"` + "\x01" + `"}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"content":1}}]}`, false},
+	{`{"id":"a\"b"}`, false},
+	{`{"created":1.5}`, false},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":null}]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"tool_calls":[{"function":null}]}}]}`, false},
+	{`{"choices":[{"index":0,"delta":{"content":"a"}}],}`, false},
+	{`{"choices":[{"index":0,"delta":{"content":"a"}}]} x`, false},
+	{`{"choices":[{"index":0,"delta":{"content":"a}}]}`, false},
+	{``, false},
+	{`[]`, false},
+}
+
+func TestParseFast(t *testing.T) {
+	for _, c := range fastCases {
+		var got streamChunk
+		if fast := parseFast([]byte(c.data), &got); fast != c.fast {
+			t.Errorf("%s: fast %v, want %v", c.data, fast, c.fast)
+		}
+		checkFast(t, []byte(c.data))
+	}
+}
+
+// TestParseFastStreams: nearly every event of the fixtures' streams takes
+// the fast path.
+func TestParseFastStreams(t *testing.T) {
+	fast, all := 0, 0
+	for _, data := range streamEvents(t) {
+		var c streamChunk
+		all++
+		if parseFast(data, &c) {
+			fast++
+		}
+	}
+	if fast*10 < all*8 {
+		t.Errorf("%d of %d events on the fast path, want at least 80%%", fast, all)
+	}
+}
+
+// checkFast: when parseFast reads data, it gets what encoding/json gets.
+func checkFast(t *testing.T, data []byte) {
+	t.Helper()
+	var fast, slow streamChunk
+	if !parseFast(data, &fast) {
+		return
+	}
+	if err := json.Unmarshal(data, &slow); err != nil {
+		t.Fatalf("%q: parseFast read what encoding/json rejects: %v", data, err)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%q:\nfast %+v\njson %+v", data, fast, slow)
+	}
+}
+
+// streamEvents are the data of every event of the stream fixtures.
+func streamEvents(t testing.TB) [][]byte {
+	files, _ := filepath.Glob("testdata/stream/*.sse")
+	var out [][]byte
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ev, err := range sse.Read(bytes.NewReader(data), 0) {
+			if err != nil {
+				break
+			}
+			if d := bytes.TrimSpace(ev.Data); len(d) > 0 && string(d) != "[DONE]" {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+func FuzzParseFast(f *testing.F) {
+	for _, c := range fastCases {
+		f.Add([]byte(c.data))
+	}
+	for _, data := range streamEvents(f) {
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkFast(t, data) })
+}
+
+// BenchmarkParseChunk reads the events of a long text stream with
+// encoding/json (the decoder before the fast path) and with parseChunk,
+// and reports parseChunk's time as a fraction of encoding/json's
+// ("x-json").
+func BenchmarkParseChunk(b *testing.B) {
+	data, err := os.ReadFile("testdata/stream/long_stream.sse")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var events [][]byte
+	for ev, err := range sse.Read(bytes.NewReader(data), 0) {
+		if err == nil && string(ev.Data) != "[DONE]" {
+			events = append(events, ev.Data)
+		}
+	}
+	b.ReportAllocs()
+	var slow, fast int64
+	for b.Loop() {
+		t0 := nanotime()
+		for _, ev := range events {
+			var c streamChunk
+			if err := json.Unmarshal(ev, &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := nanotime()
+		for _, ev := range events {
+			var c streamChunk
+			if err := parseChunk(ev, &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t2 := nanotime()
+		slow += t1 - t0
+		fast += t2 - t1
+	}
+	n := float64(b.N) * float64(len(events))
+	b.ReportMetric(float64(slow)/n, "json-ns/event")
+	b.ReportMetric(float64(fast)/n, "fast-ns/event")
+	b.ReportMetric(float64(fast)/float64(slow), "x-json")
+}
+
+var epoch = time.Now()
+
+func nanotime() int64 { return int64(time.Since(epoch)) }
