@@ -48,7 +48,7 @@ func Provider() wire.Provider {
 			ToolIDs: openai.ToolIDs(),
 			// Embeddings are OpenAI's /embeddings whichever API the
 			// chat goes through.
-			Embed: compat.Embed,
+			Embed: openai.Provider().Upstream.Embed,
 		},
 	}
 }
