@@ -54,7 +54,8 @@ type Provider struct {
 	key    string
 	redact func(string) string // takes key out of text
 	row    wire.Provider       // the type's row of the provider table
-	header http.Header         // of every request: the key's, Accept, Content-Type
+	header http.Header         // of every streamed request: the key's, Accept, Content-Type
+	unary  http.Header         // of every request not streamed; nil when the row has no Unary call
 }
 
 // Config is the gateway's configuration file.
@@ -154,6 +155,10 @@ func (c *Config) check(getenv func(string) string) error {
 		p.redact = secret.New(p.key).Redact
 		p.header = http.Header{"Content-Type": {"application/json"}}
 		row.Upstream.SetHeader(p.header, p.key)
+		if u := row.Upstream.Unary; u != nil {
+			p.unary = http.Header{"Content-Type": {"application/json"}}
+			u.SetHeader(p.unary, p.key)
+		}
 	}
 	return nil
 }

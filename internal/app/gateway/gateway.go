@@ -307,7 +307,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 			return err
 		}
 	}
-	req.Stream = true
+	// A client that does not stream is answered from one whole upstream
+	// response where the provider offers one: less work on both sides
+	// than a stream collected.
+	req.Stream = streaming || p.row.Upstream.Unary == nil
 	sent, err := g.prepare(w, r, d, p, req)
 	if err != nil {
 		return err
@@ -321,6 +324,20 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	}
 	upBody := &resp.Body
 	defer upBody.Close()
+	out := wire.Outgoing{Incoming: in, Request: &asked, Model: req.Model, ID: newID(d), Created: g.opts.Now().Unix()}
+	var kept func(chat.Response, []byte) error
+	if keep {
+		kept = func(res chat.Response, body []byte) error {
+			return g.keepResponse(r.Context(), &req, res, out.ID, body)
+		}
+	}
+	if !sent.req.Stream && !streamed(resp.Header) {
+		res, err := g.whole(ctx, r, p, sent, resp)
+		if err != nil {
+			return err
+		}
+		return g.respond(w, d, p, out, res, kept)
+	}
 	var src io.Reader = upBody
 	if !streaming {
 		src = &capped{r: upBody, left: g.opts.MaxResponseBytes}
@@ -332,13 +349,6 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 		chunks = wire.ToolAsText(chunks, sent.tool)
 	}
 	chunks = g.clean(ctx, p, upBody, untilStop(chunks, p.Name))
-	out := wire.Outgoing{Incoming: in, Request: &asked, Model: req.Model, ID: newID(d), Created: g.opts.Now().Unix()}
-	var kept func(chat.Response, []byte) error
-	if keep {
-		kept = func(res chat.Response, body []byte) error {
-			return g.keepResponse(r.Context(), &req, res, out.ID, body)
-		}
-	}
 	if !streaming {
 		return g.collect(w, r, d, p, out, chunks, kept)
 	}
@@ -409,6 +419,9 @@ type outbound struct {
 // ids the upstream would refuse rewritten.
 func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, req chat.Request) (outbound, error) {
 	out := outbound{header: p.header}
+	if !req.Stream {
+		out.header = p.unary
+	}
 	warns, err := wire.CheckFields(d.row().Name, &req, p.row.Name)
 	if err != nil {
 		return out, unsupported(err)
@@ -418,7 +431,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, d Dialect, p *
 		return out, unsupported(err)
 	}
 	if set != nil {
-		out.header = p.header.Clone()
+		out.header = out.header.Clone()
 		for k, v := range set {
 			out.header[k] = v
 		}
@@ -459,11 +472,62 @@ func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if len(out.warns) > 0 {
 		w.Header().Set(WarningsHeader, wire.WarningsHeader(out.warns))
 	}
-	resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + up.Path(req.Model), Header: out.header, Body: data, Redact: p.redact})
+	url := p.BaseURL + up.Path(req.Model)
+	if !req.Stream {
+		url = p.BaseURL + up.Unary.Path(req.Model)
+	}
+	resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: url, Header: out.header, Body: data, Redact: p.redact})
 	if err != nil {
 		return nil, g.upstreamFailure(r, p, err)
 	}
 	return resp, nil
+}
+
+// streamed reports whether an upstream answered with a stream (its
+// Content-Type is not JSON): some compatible servers stream whatever they
+// are asked, and such an answer is read as the stream it is.
+func streamed(h http.Header) bool {
+	ct := strings.ToLower(strings.TrimSpace(h.Get("Content-Type")))
+	return ct != "" && !strings.HasPrefix(ct, "application/json")
+}
+
+// whole reads resp, the upstream's answer to a request that was not
+// streamed, as one response (bounded by MaxResponseBytes), the client's
+// tool-call ids restored, a format tool's call made text, the provider's
+// key taken out of an error it holds.
+func (g *Gateway) whole(ctx context.Context, r *http.Request, p *Provider, sent outbound, resp *upstream.Response) (chat.Response, error) {
+	raw, err := io.ReadAll(&capped{r: &resp.Body, left: g.opts.MaxResponseBytes})
+	if err != nil {
+		var large errTooLarge
+		switch {
+		case r.Context().Err() != nil:
+			return chat.Response{}, errClientGone
+		case errors.As(err, &large):
+		case resp.Body.Idled():
+			err = fmt.Errorf("upstream %s sent nothing for %v", p.Name, g.opts.IdleTimeout)
+		case errors.Is(context.Cause(ctx), errTooLong):
+			err = fmt.Errorf("upstream %s: %w (%v)", p.Name, errTooLong, g.opts.MaxDuration)
+		default:
+			g.opts.Logger.Warn("gateway upstream body", "provider", p.Name, "err", p.redact(err.Error()))
+			err = fmt.Errorf("upstream %s: the response could not be read", p.Name)
+		}
+		return chat.Response{}, &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: err.Error(), Err: err}
+	}
+	res, err := p.row.Upstream.Unary.Decode(raw)
+	if err != nil {
+		g.opts.Logger.Warn("gateway upstream body", "provider", p.Name, "err", p.redact(err.Error()))
+		return chat.Response{}, &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s sent a response ctxkit could not read", p.Name), Err: err}
+	}
+	sent.ids.Response(&res)
+	if sent.tool != "" {
+		res = wire.ToolAsTextResponse(res, sent.tool)
+	}
+	if res.Error != nil {
+		e := *res.Error
+		e.Type, e.Message = p.redact(e.Type), p.redact(e.Message)
+		res.Error = &e
+	}
+	return res, nil
 }
 
 // stream writes chunks to a streaming client in its dialect, each event
@@ -504,6 +568,12 @@ func (g *Gateway) collect(w http.ResponseWriter, r *http.Request, d Dialect, p *
 		// clean has made err a message of the gateway's own.
 		return &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: err.Error(), Err: err}
 	}
+	return g.respond(w, d, p, out, res, kept)
+}
+
+// respond writes res, a whole response, to a non-streaming client in its
+// dialect, or returns the failure it holds.
+func (g *Gateway) respond(w http.ResponseWriter, d Dialect, p *Provider, out wire.Outgoing, res chat.Response, kept func(chat.Response, []byte) error) error {
 	if res.Error != nil {
 		// The upstream failed: the client gets the failure (whatever
 		// came before it is incomplete), with a status it can act on.

@@ -82,6 +82,19 @@ const openAIStream = "" +
 	"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":7,\"total_tokens\":107,\"prompt_tokens_details\":{\"cached_tokens\":80}}}\n\n" +
 	"data: [DONE]\n\n"
 
+// wholes are the same response as streams, as each type's answer to a
+// request that is not streamed.
+var wholes = map[string]string{
+	gateway.TypeAnthropic: `{"id":"msg_up","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"Hello, world"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":20,"cache_read_input_tokens":80,"cache_creation_input_tokens":0,"output_tokens":7}}`,
+	gateway.TypeOpenAI:    openAIWhole,
+	gateway.TypeDeepSeek:  openAIWhole,
+	gateway.TypeMistral:   `{"id":"m1","object":"chat.completion","model":"mistral-x","choices":[{"index":0,"message":{"role":"assistant","content":"Hello, world"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":7,"total_tokens":107}}`,
+	gateway.TypeGemini:    `{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello, world"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":100,"cachedContentTokenCount":80,"candidatesTokenCount":7,"totalTokenCount":107}}`,
+	gateway.TypeBedrock:   `{"output":{"message":{"role":"assistant","content":[{"text":"Hello, world"}]}},"stopReason":"end_turn","usage":{"inputTokens":20,"outputTokens":7,"totalTokens":107,"cacheReadInputTokens":80,"cacheWriteInputTokens":0},"metrics":{"latencyMs":12}}`,
+}
+
+const openAIWhole = `{"id":"c1","object":"chat.completion","created":1,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"Hello, world"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":7,"total_tokens":107,"prompt_tokens_details":{"cached_tokens":80}}}`
+
 // upstream is a fake provider on loopback that records what it was sent.
 type upstream struct {
 	srv      *httptest.Server
@@ -110,6 +123,11 @@ func newUpstream(t *testing.T, typ string) *upstream {
 			return
 		}
 		s := streams[typ]
+		if r.Header.Get("Accept") == "application/json" && !stall {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, wholes[typ])
+			return
+		}
 		w.Header().Set("Content-Type", s.contentType)
 		if stall {
 			first := s.body[:strings.Index(s.body, "\n\n")+2]
@@ -228,7 +246,7 @@ func TestEveryUpstreamEveryDialect(t *testing.T) {
 				t.Fatalf("usage in Anthropic's meaning (input excludes cache reads): %+v", m.Usage)
 			}
 			req, upBody := u.last(t)
-			checkUpstream(t, typ, req, upBody)
+			checkUpstream(t, typ, false, req, upBody)
 		})
 		t.Run(typ+"/openai", func(t *testing.T) {
 			resp, body := post(t, srv.URL+"/v1/chat/completions", `{"model":"`+model+`","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`)
@@ -281,6 +299,8 @@ func TestEveryUpstreamEveryDialect(t *testing.T) {
 			if text != "Hello, world" || !strings.Contains(s, "event: message_start") || !strings.HasSuffix(strings.TrimSpace(s), `{"type":"message_stop"}`) {
 				t.Fatalf("stream %q", body)
 			}
+			req, upBody := u.last(t)
+			checkUpstream(t, typ, true, req, upBody)
 		})
 		t.Run(typ+"/openai-stream", func(t *testing.T) {
 			resp, body := post(t, srv.URL+"/v1/chat/completions", `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
@@ -306,25 +326,44 @@ func TestEveryUpstreamEveryDialect(t *testing.T) {
 }
 
 // checkUpstream: the request went to the provider's path with the
-// provider's key (never the client's credentials) in its own header.
-func checkUpstream(t *testing.T, typ string, r *http.Request, body map[string]any) {
+// provider's key (never the client's credentials) in its own header,
+// streamed for a streaming client, else as one whole response.
+func checkUpstream(t *testing.T, typ string, stream bool, r *http.Request, body map[string]any) {
 	t.Helper()
 	key := "key-for-" + typ
+	accept := "application/json"
+	if stream {
+		accept = "text/event-stream"
+	}
+	if typ == gateway.TypeBedrock && stream {
+		accept = "application/vnd.amazon.eventstream"
+	}
+	if got := r.Header.Get("Accept"); got != accept {
+		t.Errorf("%s upstream request accepts %q, want %q", typ, got, accept)
+	}
 	switch typ {
 	case gateway.TypeAnthropic:
-		if r.URL.Path != "/base/v1/messages" || r.Header.Get("x-api-key") != key || r.Header.Get("anthropic-version") == "" || body["stream"] != true {
+		if r.URL.Path != "/base/v1/messages" || r.Header.Get("x-api-key") != key || r.Header.Get("anthropic-version") == "" || (body["stream"] == true) != stream {
 			t.Errorf("anthropic upstream request: %s %v %v", r.URL, r.Header, body)
 		}
 	case gateway.TypeGemini:
-		if r.URL.Path != "/base/v1beta/models/gemini-model:streamGenerateContent" || r.URL.Query().Get("alt") != "sse" || r.Header.Get("x-goog-api-key") != key {
+		path, alt := "/base/v1beta/models/gemini-model:generateContent", ""
+		if stream {
+			path, alt = "/base/v1beta/models/gemini-model:streamGenerateContent", "sse"
+		}
+		if r.URL.Path != path || r.URL.Query().Get("alt") != alt || r.Header.Get("x-goog-api-key") != key {
 			t.Errorf("gemini upstream request: %s %v", r.URL, r.Header)
 		}
 	case gateway.TypeBedrock:
-		if r.URL.Path != "/base/model/bedrock-model/converse-stream" || r.Header.Get("Authorization") != "Bearer "+key || body["messages"] == nil {
+		path := "/base/model/bedrock-model/converse"
+		if stream {
+			path += "-stream"
+		}
+		if r.URL.Path != path || r.Header.Get("Authorization") != "Bearer "+key || body["messages"] == nil {
 			t.Errorf("bedrock upstream request: %s %v %v", r.URL, r.Header, body)
 		}
 	default:
-		if r.URL.Path != "/base/chat/completions" || r.Header.Get("Authorization") != "Bearer "+key || body["stream"] != true {
+		if r.URL.Path != "/base/chat/completions" || r.Header.Get("Authorization") != "Bearer "+key || (body["stream"] == true) != stream {
 			t.Errorf("%s upstream request: %s %v %v", typ, r.URL, r.Header, body)
 		}
 	}
