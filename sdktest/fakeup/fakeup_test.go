@@ -147,6 +147,20 @@ func TestStreams(t *testing.T) {
 	if !strings.HasSuffix(body, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") {
 		t.Fatalf("anthropic stream: %s", body)
 	}
+	_, body = send(t, NewOpenAI("k"), "/v1/responses", `{"model":"m","stream":true,"input":"hi"}`)
+	if !strings.HasPrefix(body, "event: response.created\ndata: {") || !strings.Contains(body, `"sequence_number":0`) ||
+		!strings.Contains(body, "event: response.output_text.delta") || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("responses stream: %s", body)
+	}
+	_, body = send(t, NewGemini("k"), "/v1beta/models/gemini-2.5-flash:streamGenerateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`)
+	var chunks []map[string]any
+	if err := json.Unmarshal([]byte(body), &chunks); err != nil || len(chunks) < 2 {
+		t.Fatalf("gemini array stream: %v %s", err, body)
+	}
+	_, body = send(t, NewGemini("k"), "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`)
+	if !strings.HasPrefix(body, "data: {") || !strings.HasSuffix(body, "\n\n") || !strings.Contains(body, `"finishReason":"STOP"`) {
+		t.Fatalf("gemini sse stream: %s", body)
+	}
 	_, body = send(t, NewBedrock("k"), "/model/m/converse-stream", `{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`)
 	if !strings.Contains(body, "metadata") || !strings.Contains(body, Greeting("bedrock")[:5]) {
 		t.Fatalf("bedrock stream: %q", body)
