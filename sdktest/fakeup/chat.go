@@ -100,7 +100,7 @@ func (f *Fake) serveChat(rules chatRules) http.HandlerFunc {
 		}
 		if unknown != "" {
 			if rules.mistral {
-				mistralExtra(w, []string{"body", unknown})
+				mistralExtra(w, []any{"body", unknown})
 				return
 			}
 			rules.fail(w, 400, "invalid_request_error", "", "", "Unrecognized request argument supplied: "+unknown)
@@ -141,7 +141,9 @@ func (f *Fake) serveChat(rules chatRules) http.HandlerFunc {
 			for k := range m {
 				if !rules.msgFields[k] {
 					if rules.mistral {
-						mistralExtra(w, []string{"body", "messages", fmt.Sprint(i), k})
+						var role string
+						json.Unmarshal(m["role"], &role)
+						mistralExtra(w, []any{"body", "messages", i, role, k})
 						return
 					}
 					rules.fail(w, 400, "invalid_request_error", "", fmt.Sprintf("messages[%d]", i), fmt.Sprintf("Additional properties are not allowed ('%s' was unexpected) - 'messages.%d'", k, i))

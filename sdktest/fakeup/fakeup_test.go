@@ -69,6 +69,8 @@ func TestRefusals(t *testing.T) {
 			NewMistral("k"), 400, "Unexpected role 'user' after role 'tool'"},
 		{"mistral unknown field", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"seed":1}`,
 			NewMistral("k"), 422, "extra_forbidden"},
+		{"mistral reasoning_content replayed", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"x","reasoning_content":"r"},{"role":"user","content":"more"}]}`,
+			NewMistral("k"), 422, `"loc":["body","messages",1,"assistant","reasoning_content"]`},
 		{"deepseek json_schema", "/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}}}`,
 			NewDeepSeek("k"), 400, "This response_format type is unavailable now"},
 		{"gemini 3 unsigned call", "/v1beta/models/gemini-3-pro-preview:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]},{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"output":"x"}}}]}]}`,

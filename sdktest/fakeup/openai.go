@@ -116,10 +116,11 @@ func mistralFail(w http.ResponseWriter, status int, typ, msg string) {
 }
 
 // mistralExtra is Mistral's answer to a field it does not take: 422 with
-// the validation detail.
-func mistralExtra(w http.ResponseWriter, loc []string) {
+// the validation detail (loc names the message's role before the field,
+// as Mistral's validator does).
+func mistralExtra(w http.ResponseWriter, loc []any) {
 	writeJSON(w, 422, map[string]any{"object": "error", "type": "invalid_request_error", "param": nil, "code": nil,
-		"message": map[string]any{"detail": []any{map[string]any{"type": "extra_forbidden", "loc": loc, "msg": "Extra inputs are not permitted"}}}})
+		"message": map[string]any{"detail": []any{map[string]any{"type": "extra_forbidden", "loc": loc, "msg": "Extra inputs are not permitted", "input": nil}}}})
 }
 
 // bearer refuses a request without the fake's key as a bearer token.
@@ -145,7 +146,7 @@ func (f *Fake) serveEmbeddings(fields map[string]bool, fail func(http.ResponseWr
 		}
 		if unknown != "" {
 			if mistral {
-				mistralExtra(w, []string{"body", unknown})
+				mistralExtra(w, []any{"body", unknown})
 				return
 			}
 			fail(w, 400, "invalid_request_error", "", "", "Unrecognized request argument supplied: "+unknown)
