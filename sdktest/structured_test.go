@@ -22,7 +22,7 @@ func TestStructuredOutputEveryDialect(t *testing.T) {
 	e := newEnv(t, false)
 	oc, ac, gc := e.openai(), e.anthropic(), e.genai(t)
 	for _, u := range upstreams {
-		t.Run(u.typ, func(t *testing.T) {
+		t.Run(u.typ+"/responses", func(t *testing.T) {
 			res, err := oc.Responses.New(ctx(t), responses.ResponseNewParams{Model: u.model,
 				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Weather in Paris, as JSON.")},
 				Text: responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{
@@ -30,7 +30,8 @@ func TestStructuredOutputEveryDialect(t *testing.T) {
 			if refusedOrFail(t, u, "responses", err, "text.format") {
 				checkWeatherJSON(t, "responses", res.OutputText())
 			}
-
+		})
+		t.Run(u.typ+"/anthropic", func(t *testing.T) {
 			params := anthropicParams(u.model, "Weather in Paris, as JSON.")
 			params.OutputConfig = anthropic.OutputConfigParam{Format: anthropic.JSONOutputFormatParam{Schema: cityWeather}}
 			msg, err := ac.Messages.New(ctx(t), params)
@@ -40,7 +41,8 @@ func TestStructuredOutputEveryDialect(t *testing.T) {
 				}
 				checkWeatherJSON(t, "anthropic", msg.Content[0].Text)
 			}
-
+		})
+		t.Run(u.typ+"/gemini", func(t *testing.T) {
 			gres, err := gc.Models.GenerateContent(ctx(t), u.model, genai.Text("Weather in Paris, as JSON."),
 				&genai.GenerateContentConfig{ResponseMIMEType: "application/json", ResponseJsonSchema: cityWeather})
 			if refusedOrFail(t, u, "gemini", err, "response") {
