@@ -144,7 +144,7 @@ func TestChatCompletionsStructuredOutput(t *testing.T) {
 					JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "city_weather", Schema: cityWeather, Strict: openai.Bool(true)}}}}
 			res, err := client.Chat.Completions.New(ctx(t), params)
 			var apiErr *openai.Error
-			if u.typ == "deepseek" && errors.As(err, &apiErr) && apiErr.StatusCode == 400 && strings.Contains(apiErr.Error(), "response_format") {
+			if u.typ == "deepseek" && errors.As(err, &apiErr) && apiErr.StatusCode == 400 && apiErr.Code == "unsupported_field" && apiErr.Param == "response_format" {
 				return
 			}
 			if err != nil {

@@ -2,6 +2,8 @@ package sdktest_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -59,7 +61,13 @@ func refusedOrFail(t *testing.T, u upstream, dialect string, err error, field st
 	if err == nil {
 		return true
 	}
-	if u.typ == "deepseek" && strings.Contains(err.Error(), "400") && strings.Contains(err.Error(), field) {
+	msg := err.Error()
+	var oe *openai.Error
+	if errors.As(err, &oe) {
+		// The SDK's Error() holds the status, not the body's message.
+		msg = fmt.Sprintf("%d %s %s", oe.StatusCode, oe.Param, oe.Message)
+	}
+	if u.typ == "deepseek" && strings.Contains(msg, "400") && strings.Contains(msg, field) {
 		return false
 	}
 	t.Fatalf("%s: %v", dialect, err)
