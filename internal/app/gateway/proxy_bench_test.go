@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/wire/responses"
 )
 
 // BenchmarkProxyHop puts ctxkit's gateway and a bare reverse proxy
@@ -108,9 +110,7 @@ type benchDialect struct {
 	body   func(stream bool) string
 }
 
-// benchDialects are the client dialects measured. The Responses dialect
-// joins them, with an OpenAI Responses upstream behind the bare proxy,
-// once the gateway serves /v1/responses.
+// benchDialects are the client dialects measured.
 var benchDialects = []benchDialect{{
 	name:   "chat",
 	path:   "/v1/chat/completions",
@@ -127,6 +127,16 @@ var benchDialects = []benchDialect{{
 	body: func(stream bool) string {
 		return fmt.Sprintf(`{"model":"claude-bench","stream":%v,"max_tokens":200,"system":"You are terse.","messages":[{"role":"user","content":"Say hello in twenty words."}]}`, stream)
 	},
+}, {
+	name:   "responses",
+	path:   "/v1/responses",
+	upPath: "/v1/responses",
+	header: http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer k"}},
+	body: func(stream bool) string {
+		// store: false, as a client that sends the whole conversation
+		// does: keeping responses is the store's cost, not the hop's.
+		return fmt.Sprintf(`{"model":"resp-bench","stream":%v,"store":false,"max_output_tokens":200,"instructions":"You are terse.","input":"Say hello in twenty words."}`, stream)
+	},
 }}
 
 // benchGateway is a gateway with an OpenAI and an Anthropic provider,
@@ -135,7 +145,8 @@ func benchGateway(b *testing.B, base string) http.Handler {
 	cfgPath := filepath.Join(b.TempDir(), "g.json")
 	cfg := fmt.Sprintf(`{"providers":[
 		{"name":"oai","type":"openai","base_url":%q,"api_key_env":"CTXKIT_BENCH_KEY","models":["gpt-bench"]},
-		{"name":"ant","type":"anthropic","base_url":%q,"api_key_env":"CTXKIT_BENCH_KEY","models":["claude-bench"]}]}`, base+"/v1", base)
+		{"name":"ant","type":"anthropic","base_url":%q,"api_key_env":"CTXKIT_BENCH_KEY","models":["claude-bench"]},
+		{"name":"resp","type":"openai","api":"responses","base_url":%q,"api_key_env":"CTXKIT_BENCH_KEY","models":["resp-bench"]}]}`, base+"/v1", base, base+"/v1")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}
@@ -148,6 +159,7 @@ func benchGateway(b *testing.B, base string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", g.Messages)
 	mux.HandleFunc("POST /v1/chat/completions", g.ChatCompletions)
+	mux.HandleFunc("POST /v1/responses", g.Responses)
 	return mux
 }
 
@@ -196,7 +208,44 @@ var (
 	benchWords       = strings.Fields("Hello there friend and welcome to this small benchmark of a proxy hop in front of a fake upstream on loopback today")
 	openAIBenchSSE   = openAIBenchStream()
 	anthropicBenchSE = anthropicBenchStream()
+	// The Responses API's answer as its typed events and as one Response
+	// object, written by ctxkit's own encoders of that dialect.
+	responsesBenchSSE, responsesBenchJSON = responsesBench()
 )
+
+func responsesBench() (string, string) {
+	var chunks []chat.Chunk
+	for i, w := range benchWords {
+		if i > 0 {
+			w = " " + w
+		}
+		chunks = append(chunks, chat.Chunk{Type: chat.ChunkText, Text: w})
+	}
+	chunks = append(chunks,
+		chat.Chunk{Type: chat.ChunkUsage, Usage: &chat.Usage{Input: 24, Output: 20}},
+		chat.Chunk{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopEndTurn}})
+	seq := func(yield func(chat.Chunk, error) bool) {
+		for _, c := range chunks {
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+	req := &chat.Request{Model: "resp-bench"}
+	var sse bytes.Buffer
+	if err := responses.EncodeStream(&sse, req, "resp-bench", "resp_bench", 1754000000, seq); err != nil {
+		panic(err)
+	}
+	res, err := chat.Collect(seq)
+	if err != nil {
+		panic(err)
+	}
+	whole, err := responses.EncodeResponse(res, req, "resp-bench", "resp_bench", 1754000000)
+	if err != nil {
+		panic(err)
+	}
+	return sse.String(), string(whole)
+}
 
 const (
 	openAIBenchJSON    = `{"id":"chatcmpl-bench","object":"chat.completion","created":1754000000,"model":"gpt-bench","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there friend and welcome to this small benchmark of a proxy hop in front of a fake upstream on loopback today","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":24,"completion_tokens":20,"total_tokens":44,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}},"service_tier":"default","system_fingerprint":"fp_bench"}`
@@ -255,6 +304,10 @@ func fakeUpstream(w http.ResponseWriter, r *http.Request) {
 		out = anthropicBenchSE
 	case r.URL.Path == "/v1/messages":
 		out = anthropicBenchJSON
+	case r.URL.Path == "/v1/responses" && stream:
+		out = responsesBenchSSE
+	case r.URL.Path == "/v1/responses":
+		out = responsesBenchJSON
 	default:
 		http.NotFound(w, r)
 		return
