@@ -49,6 +49,13 @@ func Provider() wire.Provider {
 			// Embeddings are OpenAI's /embeddings whichever API the
 			// chat goes through.
 			Embed: openai.Provider().Upstream.Embed,
+			// A client that does not stream is answered from one
+			// Response object.
+			Unary: &wire.Unary{
+				Path:      func(string) string { return "/responses" },
+				SetHeader: compat.Unary.SetHeader,
+				Decode:    DecodeResponse,
+			},
 		},
 	}
 }
