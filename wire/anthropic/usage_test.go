@@ -122,9 +122,16 @@ func TestUsageFromEveryUpstream(t *testing.T) {
 			if err := anthropic.EncodeStream(&buf, nil, "m", "msg_1", chunksOf(cs)); err != nil {
 				t.Fatal(err)
 			}
-			final, _ := sdkUsage(t, buf.Bytes())
+			final, start := sdkUsage(t, buf.Bytes())
 			if w := anthropicUsage(want.Usage); !sameUsage(final, w) {
 				t.Errorf("%s/%s: the client ends with %v, the upstream reported %v\n%s", p.Name, filepath.Base(f), final, w, buf.String())
+			}
+			// Input tokens reported with or before the first content
+			// (Gemini's first chunk carries both) are in message_start.
+			if first := firstUsage(cs); first != nil {
+				if w := anthropicUsage(*first)["input_tokens"]; start["input_tokens"] != w {
+					t.Errorf("%s/%s: message_start has input_tokens %d, the upstream reported %d before its content\n%s", p.Name, filepath.Base(f), start["input_tokens"], w, buf.String())
+				}
 			}
 		}
 	}
@@ -155,4 +162,18 @@ func TestUsageInMessageStart(t *testing.T) {
 	if !sameUsage(final, anthropicUsage(*cs[3].Usage)) {
 		t.Fatalf("final usage %v", final)
 	}
+}
+
+// firstUsage is the usage chunks report before any content, nil when
+// content comes first.
+func firstUsage(cs []chat.Chunk) *chat.Usage {
+	for _, c := range cs {
+		switch c.Type {
+		case chat.ChunkUsage:
+			return c.Usage
+		case chat.ChunkText, chat.ChunkReasoning, chat.ChunkToolCallStart:
+			return nil
+		}
+	}
+	return nil
 }

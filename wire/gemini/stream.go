@@ -410,15 +410,9 @@ func (d *streamDecoder) response(resp *streamResponse) bool {
 		d.yield(chat.Chunk{Type: chat.ChunkError, Error: streamError(e)})
 		return false
 	}
-	var cand *streamCandidate
-	if len(resp.Candidates) > 0 {
-		cand = &resp.Candidates[0]
-		for i := range cand.Content.Parts {
-			if !d.part(&cand.Content.Parts[i]) {
-				return false
-			}
-		}
-	}
+	// The usage first: Gemini reports it on the same chunk as the first
+	// text, and a client learns the input tokens at the start of its
+	// answer (Anthropic's message_start) only if they come before it.
 	if m := resp.UsageMetadata; m != nil {
 		u := chat.Usage{
 			Input:     m.PromptTokenCount + m.ToolUsePromptTokenCount,
@@ -429,6 +423,15 @@ func (d *streamDecoder) response(resp *streamResponse) bool {
 		if u != d.usage {
 			d.usage = u
 			if !d.yield(chat.Chunk{Type: chat.ChunkUsage, Usage: &u}) {
+				return false
+			}
+		}
+	}
+	var cand *streamCandidate
+	if len(resp.Candidates) > 0 {
+		cand = &resp.Candidates[0]
+		for i := range cand.Content.Parts {
+			if !d.part(&cand.Content.Parts[i]) {
 				return false
 			}
 		}
