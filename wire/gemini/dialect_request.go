@@ -13,6 +13,15 @@ import (
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/jsonscan"
 	"github.com/ctxkit/ctxkit/internal/strictjson"
+	"github.com/ctxkit/ctxkit/wire/internal/reqjson"
+)
+
+// The request's values are read as every client dialect reads them.
+var (
+	fail     = reqjson.Fail
+	failCode = reqjson.FailCode
+	floatOf  = reqjson.Float
+	boolOf   = reqjson.Bool
 )
 
 // Bounds of a generateContent request body read by the Gemini dialect,
@@ -166,14 +175,6 @@ func (d *requestDecoder) partArray(v json.RawMessage, path string) ([]json.RawMe
 	return raw, err
 }
 
-func fail(path, format string, args ...any) error {
-	return failCode(chat.CodeInvalidValue, path, format, args...)
-}
-
-func failCode(code chat.Code, path, format string, args ...any) error {
-	return &chat.Error{Code: code, Path: path, Msg: fmt.Sprintf(format, args...)}
-}
-
 func isNull(v json.RawMessage) bool {
 	v = bytes.TrimSpace(v)
 	return len(v) == 0 || string(v) == "null"
@@ -192,16 +193,6 @@ func stringOf(v json.RawMessage, path string) (string, error) {
 		return "", fail(path, "must be a string")
 	}
 	return s, nil
-}
-
-func boolOf(v json.RawMessage, path string) (bool, error) {
-	switch string(bytes.TrimSpace(v)) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, fail(path, "must be true or false")
 }
 
 // intOf reads an integer; proto3 JSON writes 64-bit integers as strings,
@@ -224,15 +215,6 @@ func intOf(v json.RawMessage, path string, min int64) (int64, error) {
 		return 0, fail(path, "must be between %d and %d", min, math.MaxInt32)
 	}
 	return n, nil
-}
-
-func floatOf(v json.RawMessage, path string) (*float64, error) {
-	v = bytes.TrimSpace(v)
-	var f float64
-	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) || json.Unmarshal(v, &f) != nil {
-		return nil, fail(path, "must be a number")
-	}
-	return &f, nil
 }
 
 // compactObject is v compacted, which must be a JSON object.

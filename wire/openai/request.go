@@ -11,6 +11,22 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/strictjson"
+	"github.com/ctxkit/ctxkit/wire/internal/reqjson"
+)
+
+// The request's values are read as every client dialect reads them.
+var (
+	fail         = reqjson.Fail
+	failCode     = reqjson.FailCode
+	get          = reqjson.Get
+	isNull       = reqjson.IsNull
+	isString     = reqjson.IsString
+	stringOf     = reqjson.String
+	intOf        = reqjson.Int
+	floatOf      = reqjson.Float
+	boolOf       = reqjson.Bool
+	isDataURL    = reqjson.IsDataURL
+	parseDataURL = reqjson.ParseDataURL
 )
 
 // DecodeRequest reads a Chat Completions request body as a canonical
@@ -229,16 +245,6 @@ func (d *requestDecoder) blockArray(v json.RawMessage, path, notArray string) ([
 	return raw, nil
 }
 
-// fail is an invalid value at path.
-func fail(path, format string, args ...any) error {
-	return failCode(chat.CodeInvalidValue, path, format, args...)
-}
-
-// failCode is a *chat.Error of the given code at path.
-func failCode(code chat.Code, path, format string, args ...any) error {
-	return &chat.Error{Code: code, Path: path, Msg: fmt.Sprintf(format, args...)}
-}
-
 // index is the path of element i of the array at path.
 func index(path string, i int) string { return strictjson.Index(path, i) }
 
@@ -279,27 +285,6 @@ func fieldsAtMost(data []byte, path string, max int) (strictjson.Members, error)
 	}
 }
 
-// get is the value of key k in f, nil when it is not given.
-func get(f strictjson.Members, k string) json.RawMessage {
-	v, _ := f.Get(k)
-	return v
-}
-
-func isNull(v json.RawMessage) bool { return len(v) == 0 || string(bytes.TrimSpace(v)) == "null" }
-
-func isString(v json.RawMessage) bool {
-	v = bytes.TrimSpace(v)
-	return len(v) > 0 && v[0] == '"'
-}
-
-func stringOf(v json.RawMessage, path string) (string, error) {
-	var s string
-	if !isString(v) || json.Unmarshal(v, &s) != nil {
-		return "", fail(path, "must be a string")
-	}
-	return s, nil
-}
-
 // arrayAtMost reads a JSON array's elements (its own bytes, not copies),
 // or stops with a too-many error (tooMany) at the element past the first
 // max, before reading the rest.
@@ -313,36 +298,6 @@ func arrayAtMost(v json.RawMessage, path string, max int) ([]json.RawMessage, er
 		return nil, fail(path, "must be an array")
 	}
 	return out, err
-}
-
-func intOf(v json.RawMessage, path string) (int, error) {
-	n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
-	if err != nil {
-		return 0, fail(path, "must be an integer")
-	}
-	if n < 0 || n > math.MaxInt32 {
-		return 0, fail(path, "must be between 0 and %d", math.MaxInt32)
-	}
-	return int(n), nil
-}
-
-func floatOf(v json.RawMessage, path string) (*float64, error) {
-	v = bytes.TrimSpace(v)
-	var f float64
-	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) || json.Unmarshal(v, &f) != nil {
-		return nil, fail(path, "must be a number")
-	}
-	return &f, nil
-}
-
-func boolOf(v json.RawMessage, path string) (bool, error) {
-	switch string(bytes.TrimSpace(v)) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, fail(path, "must be true or false")
 }
 
 func (d *requestDecoder) request(body []byte) error {
@@ -1119,28 +1074,6 @@ func (d *requestDecoder) filePart(v json.RawMessage, path string) (chat.Block, e
 		return b, nil
 	}
 	return b, fail(path, "needs file_data or file_id")
-}
-
-func isDataURL(u string) bool { return len(u) >= 5 && strings.EqualFold(u[:5], "data:") }
-
-// parseDataURL reads "data:<media type>[;params];base64,<data>".
-func parseDataURL(u, path string) (mediaType, data string, err error) {
-	meta, payload, ok := strings.Cut(u[5:], ",")
-	if !ok {
-		return "", "", fail(path, "a data URL needs a comma before its data")
-	}
-	params := strings.Split(meta, ";")
-	if len(params) < 2 || !strings.EqualFold(params[len(params)-1], "base64") {
-		return "", "", fail(path, "a data URL must be base64 (data:<media type>;base64,...)")
-	}
-	mediaType = strings.ToLower(strings.TrimSpace(params[0]))
-	if mediaType == "" {
-		return "", "", fail(path, "a data URL needs a media type")
-	}
-	if payload == "" {
-		return "", "", fail(path, "the data URL has no data")
-	}
-	return mediaType, payload, nil
 }
 
 func (d *requestDecoder) tools(v json.RawMessage) error {
