@@ -171,7 +171,6 @@ type requestDecoder struct {
 	toolRun int
 	blocks  int // blocks made, against chat.MaxBlocks
 	extras  int // unknown fields read, against chat.MaxExtraFields
-	allowed []string
 }
 
 func tooManyExtras(path string) error {
