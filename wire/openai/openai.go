@@ -360,6 +360,7 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		IDs:                 ids,
 		Document:            fileDocument,
 		MergeToolResultText: opts.MergeToolResultText,
+		Strict:              true,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -56,7 +56,8 @@ import (
 //
 // Tools: {"type":"function","function":{name, description, parameters}}
 // → name, description, input_schema (parameters; {"type":"object",
-// "properties":{}} when absent); strict is dropped; other tool types are
+// "properties":{}} when absent); strict true kept in the tool's Extra
+// (false is the default, dropped); other tool types are
 // refused. tool_choice "auto", "none", "required" (and Mistral's "any") →
 // auto, none, any; {"type":"function","function":{"name"}} → tool.
 // parallel_tool_calls false → disable_parallel_tool_use (on an auto tool
@@ -1195,6 +1196,18 @@ func (d *requestDecoder) tools(v json.RawMessage) error {
 				return fail(p+".function.parameters", "must be a JSON Schema object")
 			}
 			tool.InputSchema = chat.CloneRaw(ps)
+		}
+		// strict true asks for schema adherence: kept in the tool's Extra,
+		// for an OpenAI upstream to carry and the others to name in a
+		// warning; false is the default and says nothing.
+		if sv, ok := ff.Get("strict"); ok && !isNull(sv) {
+			b, err := boolOf(sv, p+".function.strict")
+			if err != nil {
+				return err
+			}
+			if b {
+				tool.Extra = map[string]json.RawMessage{"strict": json.RawMessage("true")}
+			}
 		}
 		d.r.Tools = append(d.r.Tools, tool)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -38,6 +39,10 @@ type Dialect struct {
 	// NoParallelToolCalls: the format has no parallel_tool_calls switch;
 	// disable_parallel_tool_use is dropped with a warning.
 	NoParallelToolCalls bool
+	// Strict: the format takes a function tool's "strict" (schema
+	// adherence), carried from the tool's Extra; without it, strict is
+	// dropped with a warning like any field the format lacks.
+	Strict bool
 }
 
 // Conversion is a request's messages, tools and tool choice in the
@@ -443,9 +448,16 @@ func (c *converter) tools(req *chat.Request) error {
 			c.warn(at(path), "%s has no provider-defined tools (type %q): dropped", c.d.Name, t.Type)
 			continue
 		}
-		c.extras(path, t.Extra)
+		extra := t.Extra
+		var strict json.RawMessage
+		if v, ok := extra["strict"]; ok && c.d.Strict {
+			strict = chat.CloneRaw(v)
+			extra = maps.Clone(extra)
+			delete(extra, "strict")
+		}
+		c.extras(path, extra)
 		c.out.Tools = append(c.out.Tools, Tool{Type: "function",
-			Function: Function{Name: t.Name, Description: t.Description, Parameters: chat.CloneRaw(t.InputSchema)}})
+			Function: Function{Name: t.Name, Description: t.Description, Parameters: chat.CloneRaw(t.InputSchema), Strict: strict}})
 	}
 	tc := req.ToolChoice
 	if tc == nil {

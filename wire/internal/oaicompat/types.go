@@ -125,6 +125,7 @@ type Function struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      json.RawMessage `json:"strict,omitempty"`
 }
 
 // ToolChoice is a mode ("auto", "required", "none"; Mistral's "any"), or,
