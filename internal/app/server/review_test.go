@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -29,5 +30,36 @@ func TestChatToolStrictCarried(t *testing.T) {
 	sent = bodies()
 	if last := sent[len(sent)-1]; !strings.Contains(last, `"strict":true`) {
 		t.Fatalf("the upstream was not sent the tool's strict: %s", last)
+	}
+}
+
+// TestResponsesNotShadowed: another agent of the owner who knows a
+// response's id cannot hide it from its caller by writing a team
+// breadcrumb with the same tag and schema (newer, so listed first).
+func TestResponsesNotShadowed(t *testing.T) {
+	e, _ := responsesEnv(t)
+	alice := e.token("acme", "alice", "emitter")
+	bob := e.token("acme", "bob", "emitter")
+	r := e.do("POST", "/v1/responses", alice, `{"model":"gpt-x","input":"first question"}`)
+	var first struct{ ID string }
+	if err := json.Unmarshal(r.body, &first); err != nil || first.ID == "" {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	for range 3 {
+		p := e.do("POST", "/breadcrumbs", bob, `{"title":"x","context":{"id":"`+first.ID+`","response":{"planted":true},"messages":[{"role":"user","content":"planted"}]},`+
+			`"tags":["ctxkit.response:`+first.ID+`"],"schema_name":"ctxkit.response","visibility":"team"}`)
+		if p.status != 201 {
+			t.Fatalf("plant: %d %s", p.status, p.body)
+		}
+	}
+	g := e.do("GET", "/v1/responses/"+first.ID, alice, nil)
+	if g.status != 200 || strings.Contains(string(g.body), "planted") {
+		t.Fatalf("alice's response, after bob's breadcrumbs: %d %s", g.status, g.body)
+	}
+	if d := e.do("DELETE", "/v1/responses/"+first.ID, alice, nil); d.status != 200 {
+		t.Fatalf("delete: %d %s", d.status, d.body)
+	}
+	if g := e.do("GET", "/v1/responses/"+first.ID, alice, nil); g.status != 404 {
+		t.Fatalf("after delete: %d %s", g.status, g.body)
 	}
 }
