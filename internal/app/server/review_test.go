@@ -63,3 +63,20 @@ func TestResponsesNotShadowed(t *testing.T) {
 		t.Fatalf("after delete: %d %s", g.status, g.body)
 	}
 }
+
+// TestGeminiBodyModelNotIgnored: a Gemini request whose body names a
+// model other than its path's is refused, naming the field, not answered
+// by the path's model as though the body had not said otherwise.
+func TestGeminiBodyModelNotIgnored(t *testing.T) {
+	e, _ := responsesEnv(t)
+	alice := e.token("acme", "alice", "emitter")
+	body := `{"model":"models/other","contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	r := e.do("POST", "/v1beta/models/gpt-x:generateContent", alice, body)
+	if r.status != 400 || !strings.Contains(string(r.body), "INVALID_ARGUMENT") || !strings.Contains(string(r.body), "model") {
+		t.Fatalf("a body naming another model: %d %s", r.status, r.body)
+	}
+	same := `{"model":"models/gpt-x","contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	if r := e.do("POST", "/v1beta/models/gpt-x:generateContent", alice, same); r.status != 200 {
+		t.Fatalf("a body naming the path's model: %d %s", r.status, r.body)
+	}
+}
