@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/store"
@@ -17,6 +18,9 @@ const (
 	ResponseSchema = "ctxkit.response"
 	responseTag    = "ctxkit.response:" // + the response's id
 )
+
+// ResponseTTL is how long a stored response is kept (OpenAI's 30 days).
+const ResponseTTL = 30 * 24 * time.Hour
 
 // callerKey is the context key of the Principal behind a gateway request.
 type callerKey struct{}
@@ -38,9 +42,12 @@ func (k keeper) Keep(ctx context.Context, id string, record []byte) error {
 	if err != nil {
 		return err
 	}
+	// Kept as long as OpenAI keeps a stored response: every request may
+	// keep one, and without an end they would pile up for good.
+	expires := k.s.opts.Now().Add(ResponseTTL)
 	in := store.Breadcrumb{
 		Title: "response " + id, Context: record, Tags: []string{responseTag + id}, SchemaName: ResponseSchema,
-		LLMHints: gateway.Hints, Visibility: store.Private, Sensitivity: store.PII,
+		LLMHints: gateway.Hints, Visibility: store.Private, Sensitivity: store.PII, ExpiresAt: &expires,
 	}
 	in.SearchText = k.s.searchable().Text(ctx, &in, 1)
 	_, _, err = k.s.opts.Store.Create(ctx, a, in, store.Idempotency{})

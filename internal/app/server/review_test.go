@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"encoding/json"
+	"github.com/ctxkit/ctxkit/internal/app/server"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestChatToolStrictCarried: a Chat Completions client's strict: true on
@@ -78,5 +80,35 @@ func TestGeminiBodyModelNotIgnored(t *testing.T) {
 	same := `{"model":"models/gpt-x","contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
 	if r := e.do("POST", "/v1beta/models/gpt-x:generateContent", alice, same); r.status != 200 {
 		t.Fatalf("a body naming the path's model: %d %s", r.status, r.body)
+	}
+}
+
+// TestResponsesExpire: every request may keep a response, so a kept
+// response ends (after server.ResponseTTL, as OpenAI's do) rather than
+// piling up in the store for good.
+func TestResponsesExpire(t *testing.T) {
+	e, _ := responsesEnv(t)
+	alice := e.token("acme", "alice", "emitter")
+	if r := e.do("POST", "/v1/responses", alice, `{"model":"gpt-x","input":"q"}`); r.status != 200 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	l := e.do("GET", "/breadcrumbs?schema_name=ctxkit.response", alice, nil)
+	var page struct{ Items []struct{ ID string } }
+	if err := json.Unmarshal(l.body, &page); err != nil || len(page.Items) != 1 {
+		t.Fatalf("list: %d %s", l.status, l.body)
+	}
+	f := e.do("GET", "/breadcrumbs/"+page.Items[0].ID+"/full", alice, nil)
+	var it struct {
+		CreatedAt time.Time  `json:"created_at"`
+		ExpiresAt *time.Time `json:"expires_at"`
+	}
+	if err := json.Unmarshal(f.body, &it); err != nil || f.status != 200 {
+		t.Fatalf("full: %d %s", f.status, f.body)
+	}
+	if it.ExpiresAt == nil {
+		t.Fatalf("a kept response never expires: %s", f.body)
+	}
+	if d := it.ExpiresAt.Sub(it.CreatedAt); d < server.ResponseTTL-time.Minute || d > server.ResponseTTL+time.Minute {
+		t.Fatalf("kept for %v, want %v", d, server.ResponseTTL)
 	}
 }
