@@ -112,3 +112,27 @@ func TestResponsesExpire(t *testing.T) {
 		t.Fatalf("kept for %v, want %v", d, server.ResponseTTL)
 	}
 }
+
+// TestResponseRetrieveStreamRefused: retrieving a stored response as a
+// stream (the SDK's responses.retrieve(id, stream=True)) is refused in
+// OpenAI's shape, naming the parameter, rather than answered with the
+// JSON object the client would try to read as events.
+func TestResponseRetrieveStreamRefused(t *testing.T) {
+	e, _ := responsesEnv(t)
+	alice := e.token("acme", "alice", "emitter")
+	r := e.do("POST", "/v1/responses", alice, `{"model":"gpt-x","input":"q"}`)
+	var first struct{ ID string }
+	if err := json.Unmarshal(r.body, &first); err != nil || first.ID == "" {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	for _, q := range []string{"?stream=true", "?starting_after=3"} {
+		g := e.do("GET", "/v1/responses/"+first.ID+q, alice, nil)
+		oe := decodeOpenAIError(t, g)
+		if g.status != 400 || oe.Error.Param == nil || !strings.HasPrefix(q[1:], *oe.Error.Param) {
+			t.Fatalf("retrieve%s: %d %s", q, g.status, g.body)
+		}
+	}
+	if g := e.do("GET", "/v1/responses/"+first.ID+"?stream=false", alice, nil); g.status != 200 {
+		t.Fatalf("retrieve with stream=false: %d %s", g.status, g.body)
+	}
+}
