@@ -2,10 +2,17 @@ package server_test
 
 import (
 	"encoding/json"
-	"github.com/ctxkit/ctxkit/internal/app/server"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/app/server"
 )
 
 // TestChatToolStrictCarried: a Chat Completions client's strict: true on
@@ -134,5 +141,47 @@ func TestResponseRetrieveStreamRefused(t *testing.T) {
 	}
 	if g := e.do("GET", "/v1/responses/"+first.ID+"?stream=false", alice, nil); g.status != 200 {
 		t.Fatalf("retrieve with stream=false: %d %s", g.status, g.body)
+	}
+}
+
+// TestGeminiModelIDWithSlash: a model whose id holds a "/" (an
+// OpenRouter-style id on an OpenAI-type upstream) is reached through the
+// Gemini paths as Google's SDKs write them, the name unescaped, as it is
+// through GET /v1/models/{id}.
+func TestGeminiModelIDWithSlash(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, upstreamStream)
+	}))
+	t.Cleanup(up.Close)
+	t.Setenv("CTXKIT_TEST_UPSTREAM_KEY", "sk-upstream")
+	cfgPath := filepath.Join(t.TempDir(), "gateway.yaml")
+	os.WriteFile(cfgPath, []byte("providers:\n  - name: up\n    type: openai\n    base_url: "+up.URL+"/v1\n    api_key_env: CTXKIT_TEST_UPSTREAM_KEY\n    models: [\"org/model-x\"]\n"), 0o600)
+	cfg, err := gateway.LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(o *server.Options) { o.Gateway = gateway.New(cfg, gateway.Options{}) })
+	alice := e.token("acme", "alice", "emitter")
+	if r := e.do("GET", "/v1beta/models/org/model-x", alice, nil); r.status != 200 || !strings.Contains(string(r.body), `"name":"models/org/model-x"`) {
+		t.Fatalf("get: %d %s", r.status, r.body)
+	}
+	body := `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	if r := e.do("POST", "/v1beta/models/org/model-x:generateContent", alice, body); r.status != 200 || !strings.Contains(string(r.body), "Hello, world") {
+		t.Fatalf("generateContent: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1beta/models/org/model-x:streamGenerateContent?alt=sse", alice, body); r.status != 200 || !strings.HasPrefix(string(r.body), "data: ") {
+		t.Fatalf("streamGenerateContent: %d %s", r.status, r.body)
+	}
+	// Still in Google's shape: an unknown method, an unknown model, no token.
+	if r := e.do("POST", "/v1beta/models/org/model-x:countTokens", alice, body); r.status != 404 || !strings.Contains(string(r.body), `"NOT_FOUND"`) {
+		t.Fatalf("countTokens: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/v1beta/models/org/nope", alice, nil); r.status != 404 || !strings.Contains(string(r.body), `"NOT_FOUND"`) {
+		t.Fatalf("unknown model: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1beta/models/org/model-x:generateContent", "", body); r.status != 401 || !strings.Contains(string(r.body), `"UNAUTHENTICATED"`) {
+		t.Fatalf("no token: %d %s", r.status, r.body)
 	}
 }
