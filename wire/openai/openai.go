@@ -361,6 +361,7 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		Document:            fileDocument,
 		MergeToolResultText: opts.MergeToolResultText,
 		Strict:              true,
+		ImageDetail:         true,
 	})
 	if err != nil {
 		return nil, nil, err

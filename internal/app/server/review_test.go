@@ -185,3 +185,24 @@ func TestGeminiModelIDWithSlash(t *testing.T) {
 		t.Fatalf("no token: %d %s", r.status, r.body)
 	}
 }
+
+// TestImageDetailCarried: an image's detail (its resolution, hence its
+// cost) from a Chat Completions or Responses client reaches an OpenAI
+// upstream, where it was dropped without a word.
+func TestImageDetailCarried(t *testing.T) {
+	e, bodies := responsesEnv(t)
+	alice := e.token("acme", "alice", "emitter")
+	for name, body := range map[string]string{
+		"/v1/chat/completions": `{"model":"gpt-x","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png","detail":"low"}}]}]}`,
+		"/v1/responses":        `{"model":"gpt-x","store":false,"input":[{"role":"user","content":[{"type":"input_image","image_url":"https://example.com/a.png","detail":"low"}]}]}`,
+	} {
+		r := e.do("POST", name, alice, body)
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", name, r.status, r.body)
+		}
+		sent := bodies()
+		if last := sent[len(sent)-1]; !strings.Contains(last, `"detail":"low"`) {
+			t.Fatalf("%s: the upstream was not sent the image's detail: %s", name, last)
+		}
+	}
+}

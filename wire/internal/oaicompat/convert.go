@@ -39,6 +39,10 @@ type Dialect struct {
 	// NoParallelToolCalls: the format has no parallel_tool_calls switch;
 	// disable_parallel_tool_use is dropped with a warning.
 	NoParallelToolCalls bool
+	// ImageDetail: the format takes an image's "detail" (its resolution,
+	// hence its cost), carried from the image source's Extra; without
+	// it, detail is dropped with a warning.
+	ImageDetail bool
 	// Strict: the format takes a function tool's "strict" (schema
 	// adherence), carried from the tool's Extra; without it, strict is
 	// dropped with a warning like any field the format lacks.
@@ -347,11 +351,23 @@ func (c *converter) image(p place, s *chat.Source) Part {
 		return NewTextPart(chat.ImageStub(s))
 	}
 	if s != nil {
+		var part ImagePart
 		switch {
 		case s.Type == "base64" && s.MediaType != "" && s.Data != "":
-			return NewImagePart(DataURL(s.MediaType, s.Data))
+			part = NewImagePart(DataURL(s.MediaType, s.Data))
 		case s.Type == "url" && s.URL != "":
-			return NewImagePart(s.URL)
+			part = NewImagePart(s.URL)
+		}
+		if part.Type != "" {
+			if v, ok := s.Extra["detail"]; ok {
+				var detail string
+				if c.d.ImageDetail && json.Unmarshal(v, &detail) == nil {
+					part.ImageURL.Detail = detail
+				} else {
+					c.warn(place{path: p.path, sub: p.sub + "source.detail: "}, "%s takes no image detail: dropped", c.d.Name)
+				}
+			}
+			return part
 		}
 	}
 	c.warn(p, "%s cannot carry an image from a %s source: replaced by a text stub", c.d.Name, sourceKind(s))
