@@ -443,7 +443,7 @@ func WarningsHeader(warnings []string) string {
 		}
 		if b.Len()+len(sep)+len(w)+tail > maxWarningsHeader {
 			if i == 0 {
-				fmt.Fprintf(&b, "%d warnings", len(warnings))
+				fmt.Fprintf(&b, "warnings: %d, too long to list", len(warnings))
 			} else {
 				fmt.Fprintf(&b, "; and %d more", len(warnings)-i)
 			}

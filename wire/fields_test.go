@@ -291,7 +291,7 @@ func TestWarningsHeaderBounded(t *testing.T) {
 		t.Fatalf("listed %d, header ends %q", listed, got[max(0, len(got)-40):])
 	}
 	// One warning too long to list is counted.
-	if got := wire.WarningsHeader([]string{strings.Repeat("x", 5000)}); got != "1 warnings" {
+	if got := wire.WarningsHeader([]string{strings.Repeat("x", 5000)}); got != "warnings: 1, too long to list" {
 		t.Fatalf("%q", got)
 	}
 	// Every length up to the bound: never over it, never a count that
