@@ -206,3 +206,34 @@ func TestImageDetailCarried(t *testing.T) {
 		}
 	}
 }
+
+// TestWarningsOneHeader: when a response cannot be kept (here: larger
+// than a stored response may be), the client learns it in the same
+// x-ctxkit-warnings value as the request's other warnings, not in a
+// second header line that a client reading one value misses.
+func TestWarningsOneHeader(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\""+big+"\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(up.Close)
+	t.Setenv("CTXKIT_TEST_UPSTREAM_KEY", "sk-upstream")
+	cfgPath := filepath.Join(t.TempDir(), "gateway.yaml")
+	os.WriteFile(cfgPath, []byte("providers:\n  - name: up\n    type: openai\n    base_url: "+up.URL+"/v1\n    api_key_env: CTXKIT_TEST_UPSTREAM_KEY\n    models: [gpt-x]\n"), 0o600)
+	cfg, err := gateway.LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(o *server.Options) { o.Gateway = gateway.New(cfg, gateway.Options{}) })
+	alice := e.token("acme", "alice", "emitter")
+	r := e.do("POST", "/v1/responses", alice, `{"model":"gpt-x","input":"q","text":{"verbosity":"low"}}`)
+	if r.status != 200 {
+		t.Fatalf("%d %.300s", r.status, r.body)
+	}
+	vals := r.header.Values("X-Ctxkit-Warnings")
+	if len(vals) != 1 || !strings.Contains(vals[0], "text:") || !strings.Contains(vals[0], "store: the response was not kept") {
+		t.Fatalf("warnings: %q", vals)
+	}
+}
