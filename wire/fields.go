@@ -417,11 +417,42 @@ func dropWarning(field, upstream string, h Handling) string {
 	return fmt.Sprintf("%s: not sent to %s (%s)", field, upstream, h.How)
 }
 
+// maxWarningsHeader bounds the x-ctxkit-warnings value. A long
+// conversation from another provider makes a warning per dropped block
+// (each thinking block, each citation), and HTTP clients refuse a response
+// whose headers are too large (Node's, under the TypeScript SDKs, at 16 KiB
+// in all): past the bound the warnings are counted, not listed.
+const maxWarningsHeader = 4 << 10
+
 // WarningsHeader is the x-ctxkit-warnings header of a response: the
 // warnings joined with "; ", control characters and non-ASCII replaced so
-// that the value is a valid header.
+// that the value is a valid header; past 4 KiB the rest are counted
+// ("and N more").
 func WarningsHeader(warnings []string) string {
-	s := strings.Join(warnings, "; ")
+	var b strings.Builder
+	for i, w := range warnings {
+		sep := "; "
+		if i == 0 {
+			sep = ""
+		}
+		// Room is kept after each warning for the count of those left,
+		// so that the count always fits once one does not.
+		tail := 0
+		if rest := len(warnings) - i - 1; rest > 0 {
+			tail = len(fmt.Sprintf("; and %d more", rest))
+		}
+		if b.Len()+len(sep)+len(w)+tail > maxWarningsHeader {
+			if i == 0 {
+				fmt.Fprintf(&b, "warnings: %d, too long to list", len(warnings))
+			} else {
+				fmt.Fprintf(&b, "; and %d more", len(warnings)-i)
+			}
+			break
+		}
+		b.WriteString(sep)
+		b.WriteString(w)
+	}
+	s := b.String()
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r >= 0x7f {
 			return '?'

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -269,6 +270,53 @@ func TestWarningsHeader(t *testing.T) {
 	got := wire.WarningsHeader([]string{"user: not sent to anthropic (advisory)", "x\r\ny: é"})
 	if got != "user: not sent to anthropic (advisory); x??y: ?" {
 		t.Errorf("%q", got)
+	}
+}
+
+// TestWarningsHeaderBounded: a long conversation from another provider
+// makes a warning per dropped block; the header stays small enough for
+// any HTTP client (Node's refuses 16 KiB of headers), lists what fits and
+// counts the rest.
+func TestWarningsHeaderBounded(t *testing.T) {
+	var warns []string
+	for i := range 1000 {
+		warns = append(warns, fmt.Sprintf("messages[%d].content[0]: openai cannot carry thinking blocks: dropped", i))
+	}
+	got := wire.WarningsHeader(warns)
+	if len(got) > 4<<10 {
+		t.Fatalf("%d bytes", len(got))
+	}
+	listed := strings.Count(got, "thinking blocks: dropped")
+	if listed == 0 || !strings.HasSuffix(got, fmt.Sprintf("; and %d more", len(warns)-listed)) {
+		t.Fatalf("listed %d, header ends %q", listed, got[max(0, len(got)-40):])
+	}
+	// One warning too long to list is counted.
+	if got := wire.WarningsHeader([]string{strings.Repeat("x", 5000)}); got != "warnings: 1, too long to list" {
+		t.Fatalf("%q", got)
+	}
+	// Every length up to the bound: never over it, never a count that
+	// does not add up.
+	for n := 1; n < 200; n++ {
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = strings.Repeat("w", 10+i%90)
+		}
+		got := wire.WarningsHeader(ws)
+		if len(got) > 4<<10 {
+			t.Fatalf("%d warnings: %d bytes", n, len(got))
+		}
+		listed := 0
+		if got != "" {
+			listed = strings.Count(got, "; ") + 1
+		}
+		var more int
+		if i := strings.LastIndex(got, "; and "); i >= 0 {
+			fmt.Sscanf(got[i:], "; and %d more", &more)
+			listed--
+		}
+		if listed+more != n {
+			t.Fatalf("%d warnings: %d listed, %d counted", n, listed, more)
+		}
 	}
 }
 

@@ -361,6 +361,21 @@ func (e *encoder) filter(blocks []chat.Block, at string, allowed map[string]bool
 				e.marks = append(e.marks, mark{key: [4]int{2, msg, out, blockItself}, path: path + ".cache_control"})
 			}
 		}
+		if b.Type == chat.TypeImage && b.Source != nil {
+			if _, ok := b.Source.Extra["detail"]; ok {
+				// OpenAI's resolution hint (a client of that dialect's):
+				// the API refuses fields it does not know.
+				src := *b.Source
+				src.Extra = maps.Clone(src.Extra)
+				delete(src.Extra, "detail")
+				if len(src.Extra) == 0 {
+					src.Extra = nil
+				}
+				b.Source = &src
+				e.warnAt(path, inner, ".source.detail", "the Messages API has no image detail: dropped")
+				changed = true
+			}
+		}
 		kept = append(kept, b)
 	}
 	return kept, changed

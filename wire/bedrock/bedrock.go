@@ -543,6 +543,9 @@ func (e *encoder) block(dst []ContentBlock, i, j int, b *chat.Block) []ContentBl
 	case chat.TypeImage:
 		if img, why := image(b.Source); img != nil {
 			dst = append(dst, ContentBlock{Image: img})
+			if _, ok := b.Source.Extra["detail"]; ok {
+				e.warnf(chat.BlockPath(i, j)+".source.detail", "Converse has no image detail: dropped")
+			}
 		} else {
 			stub := chat.ImageStub(b.Source)
 			e.warnf(chat.BlockPath(i, j), "%s: replaced by the text %q", why, stub)
@@ -632,6 +635,9 @@ func (e *encoder) toolResult(i, j int, b *chat.Block) *ToolResultBlock {
 		case chat.TypeImage:
 			if img, why := image(ib.Source); img != nil {
 				tr.Content = append(tr.Content, ToolResultContentBlock{Image: img})
+				if _, ok := ib.Source.Extra["detail"]; ok {
+					e.warnf(path()+".source.detail", "Converse has no image detail: dropped")
+				}
 			} else {
 				stub := chat.ImageStub(ib.Source)
 				e.warnf(path(), "%s: replaced by the text %q", why, stub)

@@ -249,8 +249,14 @@ func (d *requestDecoder) request(body []byte) error {
 		if err != nil {
 			return err
 		}
-		if d.r.Model == "" {
-			d.r.Model = strings.TrimPrefix(m, "models/")
+		m = strings.TrimPrefix(m, "models/")
+		switch {
+		case d.r.Model == "":
+			d.r.Model = m
+		case m != "" && m != d.r.Model:
+			// The path names the model the request is routed to; a body
+			// naming another would be answered by a model it did not ask for.
+			return fail(k, "%q is not the model the path names (%q): send one, or the same", m, d.r.Model)
 		}
 	}
 	v, k, ok := f.get("contents")

@@ -360,6 +360,8 @@ func EncodeRequest(req chat.Request, opts Options) (*Request, []chat.Warning, er
 		IDs:                 ids,
 		Document:            fileDocument,
 		MergeToolResultText: opts.MergeToolResultText,
+		Strict:              true,
+		ImageDetail:         true,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -45,8 +45,8 @@ var (
 //   - user messages: string content stays a string; parts become blocks:
 //     text → text (cache_control kept), refusal → text, image_url with a
 //     data URL ("data:image/png;base64,...") → a base64 image, with any
-//     other URL → a url image (the "detail" hint has no canonical place
-//     and is dropped), file with file_data (a base64 data URL) → a base64
+//     other URL → a url image (a "detail" of low or high is kept in the
+//     source's Extra), file with file_data (a base64 data URL) → a base64
 //     document titled by its filename, file with file_id → a document of
 //     source {"type":"file","file_id"}; a part of any other type
 //     (input_audio, ...) is kept as a block of that type with its fields,
@@ -72,7 +72,8 @@ var (
 //
 // Tools: {"type":"function","function":{name, description, parameters}}
 // → name, description, input_schema (parameters; {"type":"object",
-// "properties":{}} when absent); strict is dropped; other tool types are
+// "properties":{}} when absent); strict true kept in the tool's Extra
+// (false is the default, dropped); other tool types are
 // refused. tool_choice "auto", "none", "required" (and Mistral's "any") →
 // auto, none, any; {"type":"function","function":{"name"}} → tool.
 // parallel_tool_calls false → disable_parallel_tool_use (on an auto tool
@@ -1003,36 +1004,51 @@ func (d *requestDecoder) part(data []byte, path string) (chat.Block, error) {
 }
 
 func (d *requestDecoder) imagePart(v json.RawMessage, path string) (chat.Block, error) {
+	b, detail, err := d.image(v, path)
+	if err == nil && detail != "" && detail != "auto" {
+		// The image's resolution (and cost): kept in the source's Extra
+		// for an OpenAI upstream to carry and the others to name in a
+		// warning; auto is the default and says nothing.
+		b.Source.Extra = map[string]json.RawMessage{"detail": chat.AppendString(nil, detail)}
+	}
+	return b, err
+}
+
+func (d *requestDecoder) image(v json.RawMessage, path string) (b chat.Block, detail string, err error) {
 	if isNull(v) {
-		return chat.Block{}, fail(path, "required")
+		return chat.Block{}, "", fail(path, "required")
 	}
 	url := ""
-	var err error
 	if isString(v) {
 		url, err = stringOf(v, path)
 	} else {
 		var f strictjson.Members
 		if f, err = d.object(v, path, imageURLKeys...); err == nil {
-			if u, ok := f.Get("url"); ok {
+			if dv, ok := f.Get("detail"); ok && !isNull(dv) {
+				if detail, err = stringOf(dv, path+".detail"); err == nil && detail != "low" && detail != "high" && detail != "auto" {
+					err = fail(path+".detail", "%q is not one of low, high, auto", detail)
+				}
+			}
+			if u, ok := f.Get("url"); ok && err == nil {
 				url, err = stringOf(u, path+".url")
 			}
 			path += ".url"
 		}
 	}
 	if err != nil {
-		return chat.Block{}, err
+		return chat.Block{}, "", err
 	}
 	if url == "" {
-		return chat.Block{}, fail(path, "required")
+		return chat.Block{}, "", fail(path, "required")
 	}
 	if !isDataURL(url) {
-		return chat.Block{Type: chat.TypeImage, Source: &chat.Source{Type: "url", URL: url}}, nil
+		return chat.Block{Type: chat.TypeImage, Source: &chat.Source{Type: "url", URL: url}}, detail, nil
 	}
 	mt, data, err := parseDataURL(url, path)
 	if err != nil {
-		return chat.Block{}, err
+		return chat.Block{}, "", err
 	}
-	return chat.Block{Type: chat.TypeImage, Source: &chat.Source{Type: "base64", MediaType: mt, Data: data}}, nil
+	return chat.Block{Type: chat.TypeImage, Source: &chat.Source{Type: "base64", MediaType: mt, Data: data}}, detail, nil
 }
 
 func (d *requestDecoder) filePart(v json.RawMessage, path string) (chat.Block, error) {
@@ -1128,6 +1144,18 @@ func (d *requestDecoder) tools(v json.RawMessage) error {
 				return fail(p+".function.parameters", "must be a JSON Schema object")
 			}
 			tool.InputSchema = chat.CloneRaw(ps)
+		}
+		// strict true asks for schema adherence: kept in the tool's Extra,
+		// for an OpenAI upstream to carry and the others to name in a
+		// warning; false is the default and says nothing.
+		if sv, ok := ff.Get("strict"); ok && !isNull(sv) {
+			b, err := boolOf(sv, p+".function.strict")
+			if err != nil {
+				return err
+			}
+			if b {
+				tool.Extra = map[string]json.RawMessage{"strict": json.RawMessage("true")}
+			}
 		}
 		d.r.Tools = append(d.r.Tools, tool)
 	}

@@ -297,13 +297,17 @@ func (e *encoder) other(p string, b *chat.Block) {
 
 func (e *encoder) image(p string, s *chat.Source) Part {
 	if s != nil {
+		detail := "auto"
+		if v, ok := s.Extra["detail"]; ok {
+			json.Unmarshal(v, &detail)
+		}
 		switch {
 		case s.Type == "base64" && s.MediaType != "" && s.Data != "":
-			return Part{Type: "input_image", ImageURL: oaicompat.DataURL(s.MediaType, s.Data), Detail: "auto"}
+			return Part{Type: "input_image", ImageURL: oaicompat.DataURL(s.MediaType, s.Data), Detail: detail}
 		case s.Type == "url" && s.URL != "":
-			return Part{Type: "input_image", ImageURL: s.URL, Detail: "auto"}
+			return Part{Type: "input_image", ImageURL: s.URL, Detail: detail}
 		case s.Type == "file" && fileID(s) != "":
-			return Part{Type: "input_image", FileID: fileID(s), Detail: "auto"}
+			return Part{Type: "input_image", FileID: fileID(s), Detail: detail}
 		}
 	}
 	e.warn(p, "the Responses API cannot carry an image from a %s source: replaced by a text stub", sourceKind(s))

@@ -1127,6 +1127,7 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, kind int) ([]chat
 }
 
 func imagePart(f strictjson.Members, path string) (chat.Block, error) {
+	detail := ""
 	if dv, ok := f.Get("detail"); ok && !isNull(dv) {
 		s, err := stringOf(dv, join(path, "detail"))
 		if err != nil {
@@ -1135,7 +1136,22 @@ func imagePart(f strictjson.Members, path string) (chat.Block, error) {
 		if err := oneOf(s, join(path, "detail"), "low", "high", "auto", "original"); err != nil {
 			return chat.Block{}, err
 		}
+		detail = s
 	}
+	b, err := image(f, path)
+	if err == nil && detail != "" && detail != "auto" {
+		// The image's resolution (and cost): kept in the source's Extra
+		// for an OpenAI-shaped upstream to carry and the others to name
+		// in a warning; auto is the default and says nothing.
+		if b.Source.Extra == nil {
+			b.Source.Extra = map[string]json.RawMessage{}
+		}
+		b.Source.Extra["detail"] = rawString(detail)
+	}
+	return b, err
+}
+
+func image(f strictjson.Members, path string) (chat.Block, error) {
 	url, err := optString(f, "image_url", path)
 	if err != nil {
 		return chat.Block{}, err

@@ -661,11 +661,25 @@ func estimateInputs(req wire.EmbedRequest) (int, error) {
 // serves, in the dialect DialectOf names: 405 with Allow when allow lists
 // the methods the path is served with, else 404. A GET of
 // /v1/models/<id> whose id holds an unescaped "/" is served as GET
-// /v1/models/{model}.
+// /v1/models/{model}; so are the Gemini paths of such an id (Google's SDKs
+// put a model's name in the path unescaped): GET /v1beta/models/<id> as
+// GeminiModel, POST /v1beta/models/<id>:<method> as GenerateContent.
 func (g *Gateway) Unknown(w http.ResponseWriter, r *http.Request, allow []string) {
 	if len(allow) == 0 && r.Method == http.MethodGet {
 		if id, ok := strings.CutPrefix(r.URL.Path, "/v1/models/"); ok && id != "" {
 			g.model(w, r, id)
+			return
+		}
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models/"); ok && rest != "" && len(allow) == 0 {
+		switch r.Method {
+		case http.MethodGet:
+			r.SetPathValue("model", rest)
+			g.GeminiModel(w, r)
+			return
+		case http.MethodPost:
+			r.SetPathValue("call", rest)
+			g.GenerateContent(w, r)
 			return
 		}
 	}

@@ -598,7 +598,14 @@ func (g *Gateway) respond(w http.ResponseWriter, d Dialect, p *Provider, out wir
 			// done the work); the client learns it cannot continue from
 			// it.
 			g.opts.Logger.Warn("gateway: the response was not kept", "id", out.ID, "err", err.Error())
-			w.Header().Add("X-Ctxkit-Warnings", "store: the response was not kept")
+			// In the one value the request's other warnings are in: a
+			// client reads one.
+			const notKept = "store: the response was not kept"
+			if v := w.Header().Get(WarningsHeader); v != "" {
+				w.Header().Set(WarningsHeader, v+"; "+notKept)
+			} else {
+				w.Header().Set(WarningsHeader, notKept)
+			}
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -241,6 +241,17 @@ func tee(chunks iter.Seq2[chat.Chunk, error], limit int64, done func(chat.Respon
 // Response serves GET /v1/responses/{id}: the kept response object.
 func (g *Gateway) Response(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	// OpenAI replays a stored response's events for stream=true (from
+	// starting_after); ctxkit keeps the response, not its events, and a
+	// client that asked for a stream must not be handed JSON it will read
+	// as one.
+	for _, name := range []string{"stream", "starting_after"} {
+		if v := r.URL.Query().Get(name); v != "" && !(name == "stream" && v == "false") {
+			g.fail(w, Responses, &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: name, Reason: "unsupported_field",
+				Msg: name + ": ctxkit keeps a response, not its stream events: retrieve it without " + name})
+			return
+		}
+	}
 	rec, err := g.recall(r.Context(), id)
 	if err != nil {
 		g.fail(w, Responses, err)

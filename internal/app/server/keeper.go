@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/store"
@@ -17,6 +18,9 @@ const (
 	ResponseSchema = "ctxkit.response"
 	responseTag    = "ctxkit.response:" // + the response's id
 )
+
+// ResponseTTL is how long a stored response is kept (OpenAI's 30 days).
+const ResponseTTL = 30 * 24 * time.Hour
 
 // callerKey is the context key of the Principal behind a gateway request.
 type callerKey struct{}
@@ -38,9 +42,12 @@ func (k keeper) Keep(ctx context.Context, id string, record []byte) error {
 	if err != nil {
 		return err
 	}
+	// Kept as long as OpenAI keeps a stored response: every request may
+	// keep one, and without an end they would pile up for good.
+	expires := k.s.opts.Now().Add(ResponseTTL)
 	in := store.Breadcrumb{
 		Title: "response " + id, Context: record, Tags: []string{responseTag + id}, SchemaName: ResponseSchema,
-		LLMHints: gateway.Hints, Visibility: store.Private, Sensitivity: store.PII,
+		LLMHints: gateway.Hints, Visibility: store.Private, Sensitivity: store.PII, ExpiresAt: &expires,
 	}
 	in.SearchText = k.s.searchable().Text(ctx, &in, 1)
 	_, _, err = k.s.opts.Store.Create(ctx, a, in, store.Idempotency{})
@@ -56,17 +63,38 @@ func (k keeper) find(ctx context.Context, id string) (store.Breadcrumb, error) {
 	if len(responseTag)+len(id) > store.MaxTagBytes {
 		return store.Breadcrumb{}, gateway.ErrNotKept
 	}
-	page, err := k.s.opts.Store.List(ctx, a, store.Query{Tags: []string{responseTag + id}, SchemaName: ResponseSchema, Limit: 1})
-	if err != nil {
-		return store.Breadcrumb{}, err
-	}
 	// A private breadcrumb is listed to its creator and the owner's
-	// curators only; one of another owner never.
-	if len(page.Items) == 0 || page.Items[0].Visibility != store.Private {
-		return store.Breadcrumb{}, gateway.ErrNotKept
+	// curators only; one of another owner never. Another agent of the
+	// owner who knows the id can write team breadcrumbs with the same tag
+	// and schema, listed first (newest first): they are passed over, not
+	// taken for the response, nor allowed to hide it (up to
+	// keeperPages pages of them: each item carries its context, so the
+	// pages are small).
+	q := store.Query{Tags: []string{responseTag + id}, SchemaName: ResponseSchema, Limit: keeperPageSize}
+	for range keeperPages {
+		page, err := k.s.opts.Store.List(ctx, a, q)
+		if err != nil {
+			return store.Breadcrumb{}, err
+		}
+		for _, b := range page.Items {
+			if b.Visibility == store.Private {
+				return b, nil
+			}
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		q.Cursor = page.NextCursor
 	}
-	return page.Items[0], nil
+	return store.Breadcrumb{}, gateway.ErrNotKept
 }
+
+// keeperPages and keeperPageSize bound the look-alike breadcrumbs read to
+// find a response.
+const (
+	keeperPages    = 8
+	keeperPageSize = 8
+)
 
 func (k keeper) Recall(ctx context.Context, id string) ([]byte, error) {
 	b, err := k.find(ctx, id)

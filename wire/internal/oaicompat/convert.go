@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -38,6 +39,14 @@ type Dialect struct {
 	// NoParallelToolCalls: the format has no parallel_tool_calls switch;
 	// disable_parallel_tool_use is dropped with a warning.
 	NoParallelToolCalls bool
+	// ImageDetail: the format takes an image's "detail" (its resolution,
+	// hence its cost), carried from the image source's Extra; without
+	// it, detail is dropped with a warning.
+	ImageDetail bool
+	// Strict: the format takes a function tool's "strict" (schema
+	// adherence), carried from the tool's Extra; without it, strict is
+	// dropped with a warning like any field the format lacks.
+	Strict bool
 }
 
 // Conversion is a request's messages, tools and tool choice in the
@@ -342,11 +351,23 @@ func (c *converter) image(p place, s *chat.Source) Part {
 		return NewTextPart(chat.ImageStub(s))
 	}
 	if s != nil {
+		var part ImagePart
 		switch {
 		case s.Type == "base64" && s.MediaType != "" && s.Data != "":
-			return NewImagePart(DataURL(s.MediaType, s.Data))
+			part = NewImagePart(DataURL(s.MediaType, s.Data))
 		case s.Type == "url" && s.URL != "":
-			return NewImagePart(s.URL)
+			part = NewImagePart(s.URL)
+		}
+		if part.Type != "" {
+			if v, ok := s.Extra["detail"]; ok {
+				var detail string
+				if c.d.ImageDetail && json.Unmarshal(v, &detail) == nil {
+					part.ImageURL.Detail = detail
+				} else {
+					c.warn(place{path: p.path, sub: p.sub + "source.detail: "}, "%s takes no image detail: dropped", c.d.Name)
+				}
+			}
+			return part
 		}
 	}
 	c.warn(p, "%s cannot carry an image from a %s source: replaced by a text stub", c.d.Name, sourceKind(s))
@@ -443,9 +464,16 @@ func (c *converter) tools(req *chat.Request) error {
 			c.warn(at(path), "%s has no provider-defined tools (type %q): dropped", c.d.Name, t.Type)
 			continue
 		}
-		c.extras(path, t.Extra)
+		extra := t.Extra
+		var strict json.RawMessage
+		if v, ok := extra["strict"]; ok && c.d.Strict {
+			strict = chat.CloneRaw(v)
+			extra = maps.Clone(extra)
+			delete(extra, "strict")
+		}
+		c.extras(path, extra)
 		c.out.Tools = append(c.out.Tools, Tool{Type: "function",
-			Function: Function{Name: t.Name, Description: t.Description, Parameters: chat.CloneRaw(t.InputSchema)}})
+			Function: Function{Name: t.Name, Description: t.Description, Parameters: chat.CloneRaw(t.InputSchema), Strict: strict}})
 	}
 	tc := req.ToolChoice
 	if tc == nil {

@@ -63,7 +63,8 @@ type ImagePart struct {
 
 // ImageURL is an image's URL: an https URL or a data URL.
 type ImageURL struct {
-	URL string `json:"url"`
+	URL    string `json:"url"`
+	Detail string `json:"detail,omitempty"` // low, high (auto when absent)
 }
 
 // NewImagePart is an image_url part.
@@ -125,6 +126,7 @@ type Function struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      json.RawMessage `json:"strict,omitempty"`
 }
 
 // ToolChoice is a mode ("auto", "required", "none"; Mistral's "any"), or,
