@@ -48,6 +48,7 @@ func Read(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 			data    bytes.Buffer
 			hasData bool
 			size    int
+			buf     []byte // the line being read, reused: what is kept of a line is copied out of it
 		)
 		// flush dispatches the event being read, if it has data (as the
 		// SSE specification says: an event without data is not dispatched).
@@ -63,7 +64,8 @@ func Read(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 			return yield(out, nil)
 		}
 		for {
-			line, err := readLine(br, maxEvent-size)
+			line, err := readLine(br, maxEvent-size, buf[:0])
+			buf = line
 			if err == errTooLong {
 				yield(Event{}, fmt.Errorf("sse: event larger than %d bytes", maxEvent))
 				return
@@ -120,10 +122,9 @@ func Read(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 var errTooLong = fmt.Errorf("line too long")
 
 // readLine reads one line without its end (LF, CRLF or CR), at most limit
-// bytes long. It scans what the reader has buffered rather than going
-// byte by byte.
-func readLine(br *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
+// bytes long, appended to line. It scans what the reader has buffered
+// rather than going byte by byte.
+func readLine(br *bufio.Reader, limit int, line []byte) ([]byte, error) {
 	for {
 		if br.Buffered() == 0 {
 			if _, err := br.Peek(1); err != nil {
