@@ -16,14 +16,6 @@ import (
 	"github.com/ctxkit/ctxkit/wire/internal/reqjson"
 )
 
-// The request's values are read as every client dialect reads them.
-var (
-	fail     = reqjson.Fail
-	failCode = reqjson.FailCode
-	floatOf  = reqjson.Float
-	boolOf   = reqjson.Bool
-)
-
 // Bounds of a generateContent request body read by the Gemini dialect,
 // beside the chat bounds (chat.MaxMessages contents, chat.MaxBlocks parts,
 // chat.MaxTools function declarations, chat.MaxStopSequences stop
@@ -117,15 +109,15 @@ func camel(k string) string {
 func object(data json.RawMessage, path string, known ...string) (fields, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
-		return nil, fail(path, "must be a JSON object")
+		return nil, reqjson.Fail(path, "must be a JSON object")
 	}
 	ms, err := strictjson.Object(data, path, maxFields, true)
 	if err != nil {
 		switch strictjson.CodeOf(err) {
 		case strictjson.CodeTooMany:
-			return nil, failCode(chat.CodeTooLarge, path, "more than %d fields", maxFields)
+			return nil, reqjson.FailCode(chat.CodeTooLarge, path, "more than %d fields", maxFields)
 		case strictjson.CodeDuplicateKey:
-			return nil, failCode(chat.CodeDuplicateField, err.(*strictjson.Error).Path, "given twice")
+			return nil, reqjson.FailCode(chat.CodeDuplicateField, err.(*strictjson.Error).Path, "given twice")
 		}
 		return nil, &chat.Error{Code: chat.CodeInvalidJSON, Path: path, Msg: "not valid JSON", Err: err}
 	}
@@ -134,10 +126,10 @@ func object(data json.RawMessage, path string, known ...string) (fields, error) 
 		k := camel(m.Key)
 		p := strictjson.Join(path, m.Key)
 		if !slices.Contains(known, k) {
-			return nil, fail(p, "not a field of a Gemini request here (the fields are %s)", strings.Join(known, ", "))
+			return nil, reqjson.Fail(p, "not a field of a Gemini request here (the fields are %s)", strings.Join(known, ", "))
 		}
 		if prev, dup := f[k]; dup {
-			return nil, failCode(chat.CodeDuplicateField, p, "given twice (as %q and %q)", prev.Key, m.Key)
+			return nil, reqjson.FailCode(chat.CodeDuplicateField, p, "given twice (as %q and %q)", prev.Key, m.Key)
 		}
 		f[k] = m
 	}
@@ -149,14 +141,14 @@ func object(data json.RawMessage, path string, known ...string) (fields, error) 
 func array(v json.RawMessage, path string, max int, what string) ([]json.RawMessage, error) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 || v[0] != '[' {
-		return nil, fail(path, "must be an array")
+		return nil, reqjson.Fail(path, "must be an array")
 	}
 	out, err := strictjson.Array(v, path, max, true)
 	if strictjson.CodeOf(err) == strictjson.CodeTooMany {
-		return nil, failCode(chat.CodeTooLarge, path, "more than %d %s", max, what)
+		return nil, reqjson.FailCode(chat.CodeTooLarge, path, "more than %d %s", max, what)
 	}
 	if err != nil {
-		return nil, fail(path, "must be an array")
+		return nil, reqjson.Fail(path, "must be an array")
 	}
 	return out, nil
 }
@@ -186,11 +178,11 @@ func isNull(v json.RawMessage) bool {
 func stringOf(v json.RawMessage, path string) (string, error) {
 	v = bytes.TrimSpace(v)
 	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-		return "", fail(path, "must be a string")
+		return "", reqjson.Fail(path, "must be a string")
 	}
 	s, err := jsonscan.Unquote(v)
 	if err != nil {
-		return "", fail(path, "must be a string")
+		return "", reqjson.Fail(path, "must be a string")
 	}
 	return s, nil
 }
@@ -207,12 +199,12 @@ func intOf(v json.RawMessage, path string, min int64) (int64, error) {
 		// 5.0 is an integer in JSON's eyes.
 		f, ferr := strconv.ParseFloat(s, 64)
 		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > math.MaxInt32 {
-			return 0, fail(path, "must be an integer")
+			return 0, reqjson.Fail(path, "must be an integer")
 		}
 		n = int64(f)
 	}
 	if n < min || n > math.MaxInt32 {
-		return 0, fail(path, "must be between %d and %d", min, math.MaxInt32)
+		return 0, reqjson.Fail(path, "must be between %d and %d", min, math.MaxInt32)
 	}
 	return n, nil
 }
@@ -221,7 +213,7 @@ func intOf(v json.RawMessage, path string, min int64) (int64, error) {
 func compactObject(v json.RawMessage, path string) (json.RawMessage, error) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 || v[0] != '{' {
-		return nil, fail(path, "must be a JSON object")
+		return nil, reqjson.Fail(path, "must be a JSON object")
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, v); err != nil {
@@ -256,12 +248,12 @@ func (d *requestDecoder) request(body []byte) error {
 		case m != "" && m != d.r.Model:
 			// The path names the model the request is routed to; a body
 			// naming another would be answered by a model it did not ask for.
-			return fail(k, "%q is not the model the path names (%q): send one, or the same", m, d.r.Model)
+			return reqjson.Fail(k, "%q is not the model the path names (%q): send one, or the same", m, d.r.Model)
 		}
 	}
 	v, k, ok := f.get("contents")
 	if !ok {
-		return failCode(chat.CodeMissingField, "contents", "a request needs at least one content")
+		return reqjson.FailCode(chat.CodeMissingField, "contents", "a request needs at least one content")
 	}
 	if err := d.contents(v, k); err != nil {
 		return err
@@ -316,7 +308,7 @@ func (d *requestDecoder) contents(v json.RawMessage, path string) error {
 		return err
 	}
 	if len(raw) == 0 {
-		return failCode(chat.CodeMissingField, path, "a request needs at least one content")
+		return reqjson.FailCode(chat.CodeMissingField, path, "a request needs at least one content")
 	}
 	d.r.Messages = make([]chat.Message, 0, len(raw))
 	for i, c := range raw {
@@ -339,12 +331,12 @@ func (d *requestDecoder) contents(v json.RawMessage, path string) error {
 				// The role of function responses in earlier versions of
 				// the API; they are the user's side of the conversation.
 			default:
-				return fail(strictjson.Join(p, k), "%q is not user or model", s)
+				return reqjson.Fail(strictjson.Join(p, k), "%q is not user or model", s)
 			}
 		}
 		pv, pk, ok := f.get("parts")
 		if !ok {
-			return failCode(chat.CodeMissingField, strictjson.Join(p, "parts"), "a content needs at least one part")
+			return reqjson.FailCode(chat.CodeMissingField, strictjson.Join(p, "parts"), "a content needs at least one part")
 		}
 		blocks, err := d.parts(pv, strictjson.Join(p, pk), len(d.r.Messages), role)
 		if err != nil {
@@ -367,7 +359,7 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, msg int, role str
 		return nil, err
 	}
 	if len(raw) == 0 {
-		return nil, failCode(chat.CodeMissingField, path, "a content needs at least one part")
+		return nil, reqjson.FailCode(chat.CodeMissingField, path, "a content needs at least one part")
 	}
 	blocks := make([]chat.Block, 0, len(raw))
 	for j, pr := range raw {
@@ -378,7 +370,7 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, msg int, role str
 		}
 		for _, k := range []string{"executableCode", "codeExecutionResult", "videoMetadata", "mediaResolution", "partMetadata"} {
 			if _, key, ok := f.get(k); ok {
-				return nil, fail(strictjson.Join(p, key), "not supported: ctxkit carries text, inlineData, fileData, functionCall and functionResponse parts")
+				return nil, reqjson.Fail(strictjson.Join(p, key), "not supported: ctxkit carries text, inlineData, fileData, functionCall and functionResponse parts")
 			}
 		}
 		var sig string
@@ -389,7 +381,7 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, msg int, role str
 		}
 		thought := false
 		if v, k, ok := f.get("thought"); ok {
-			if thought, err = boolOf(v, strictjson.Join(p, k)); err != nil {
+			if thought, err = reqjson.Bool(v, strictjson.Join(p, k)); err != nil {
 				return nil, err
 			}
 		}
@@ -400,11 +392,11 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, msg int, role str
 			}
 		}
 		if len(data) > 1 {
-			return nil, fail(p, "a part holds one kind of data, not %s", strings.Join(data, " and "))
+			return nil, reqjson.Fail(p, "a part holds one kind of data, not %s", strings.Join(data, " and "))
 		}
 		if thought {
 			if len(data) == 1 && camel(data[0]) != "text" {
-				return nil, fail(strictjson.Join(p, "thought"), "only a text part can be a thought")
+				return nil, reqjson.Fail(strictjson.Join(p, "thought"), "only a text part can be a thought")
 			}
 			text := ""
 			if v, k, ok := f.get("text"); ok {
@@ -430,7 +422,7 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, msg int, role str
 		}
 		if len(data) == 0 {
 			if sig == "" {
-				return nil, failCode(chat.CodeMissingField, p, "a part needs text, inlineData, fileData, functionCall or functionResponse")
+				return nil, reqjson.FailCode(chat.CodeMissingField, p, "a part needs text, inlineData, fileData, functionCall or functionResponse")
 			}
 			continue
 		}
@@ -460,7 +452,7 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, msg int, role str
 			blocks = append(blocks, b)
 		case "functionCall":
 			if role != chat.Assistant {
-				return nil, fail(dp, "a functionCall belongs in a content of role model")
+				return nil, reqjson.Fail(dp, "a functionCall belongs in a content of role model")
 			}
 			b, err := d.functionCall(v, dp, msg, len(blocks))
 			if err != nil {
@@ -469,7 +461,7 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, msg int, role str
 			blocks = append(blocks, b)
 		case "functionResponse":
 			if role != chat.User {
-				return nil, fail(dp, "a functionResponse belongs in a content of role user")
+				return nil, reqjson.Fail(dp, "a functionResponse belongs in a content of role user")
 			}
 			b, err := d.functionResponse(v, dp, msg, len(blocks))
 			if err != nil {
@@ -511,14 +503,14 @@ func fileData(v json.RawMessage, path string) (chat.Block, error) {
 	}
 	uv, uk, ok := f.get("fileUri")
 	if !ok {
-		return chat.Block{}, failCode(chat.CodeMissingField, strictjson.Join(path, "fileUri"), "required")
+		return chat.Block{}, reqjson.FailCode(chat.CodeMissingField, strictjson.Join(path, "fileUri"), "required")
 	}
 	uri, err := stringOf(uv, strictjson.Join(path, uk))
 	if err != nil {
 		return chat.Block{}, err
 	}
 	if uri == "" {
-		return chat.Block{}, failCode(chat.CodeMissingField, strictjson.Join(path, uk), "must not be empty")
+		return chat.Block{}, reqjson.FailCode(chat.CodeMissingField, strictjson.Join(path, uk), "must not be empty")
 	}
 	mime := ""
 	if mv, mk, ok := f.get("mimeType"); ok {
@@ -547,17 +539,17 @@ func displayName(f fields) string {
 func mimeAnd(f fields, path, k string) (mime, data string, err error) {
 	mv, mk, ok := f.get("mimeType")
 	if !ok {
-		return "", "", failCode(chat.CodeMissingField, strictjson.Join(path, "mimeType"), "required")
+		return "", "", reqjson.FailCode(chat.CodeMissingField, strictjson.Join(path, "mimeType"), "required")
 	}
 	if mime, err = stringOf(mv, strictjson.Join(path, mk)); err != nil {
 		return "", "", err
 	}
 	if mime == "" {
-		return "", "", failCode(chat.CodeMissingField, strictjson.Join(path, mk), "must not be empty")
+		return "", "", reqjson.FailCode(chat.CodeMissingField, strictjson.Join(path, mk), "must not be empty")
 	}
 	dv, dk, ok := f.get(k)
 	if !ok {
-		return "", "", failCode(chat.CodeMissingField, strictjson.Join(path, k), "required")
+		return "", "", reqjson.FailCode(chat.CodeMissingField, strictjson.Join(path, k), "required")
 	}
 	if data, err = stringOf(dv, strictjson.Join(path, dk)); err != nil {
 		return "", "", err
@@ -574,7 +566,7 @@ func (d *requestDecoder) functionCall(v json.RawMessage, path string, msg, blk i
 	}
 	for _, k := range []string{"partialArgs", "willContinue"} {
 		if _, key, ok := f.get(k); ok {
-			return chat.Block{}, fail(strictjson.Join(path, key), "not supported: ctxkit takes whole function calls")
+			return chat.Block{}, reqjson.Fail(strictjson.Join(path, key), "not supported: ctxkit takes whole function calls")
 		}
 	}
 	name, err := requiredString(f, path, "name")
@@ -613,7 +605,7 @@ func (d *requestDecoder) functionResponse(v json.RawMessage, path string, msg, b
 	}
 	for _, k := range []string{"willContinue", "scheduling"} {
 		if _, key, ok := f.get(k); ok {
-			return chat.Block{}, fail(strictjson.Join(path, key), "not supported: ctxkit takes whole, blocking function responses")
+			return chat.Block{}, reqjson.Fail(strictjson.Join(path, key), "not supported: ctxkit takes whole, blocking function responses")
 		}
 	}
 	name, err := requiredString(f, path, "name")
@@ -658,7 +650,7 @@ func (d *requestDecoder) functionResponse(v json.RawMessage, path string, msg, b
 			var mb chat.Block
 			switch {
 			case len(rf) != 1:
-				return chat.Block{}, fail(ip, "a function response part holds one of inlineData and fileData")
+				return chat.Block{}, reqjson.Fail(ip, "a function response part holds one of inlineData and fileData")
 			case rf["inlineData"].Key != "":
 				mb, err = inlineData(rf["inlineData"].Value, strictjson.Join(ip, rf["inlineData"].Key))
 			default:
@@ -740,14 +732,14 @@ func (d *requestDecoder) pairIDs() {
 func requiredString(f fields, path, k string) (string, error) {
 	v, key, ok := f.get(k)
 	if !ok {
-		return "", failCode(chat.CodeMissingField, strictjson.Join(path, k), "required")
+		return "", reqjson.FailCode(chat.CodeMissingField, strictjson.Join(path, k), "required")
 	}
 	s, err := stringOf(v, strictjson.Join(path, key))
 	if err != nil {
 		return "", err
 	}
 	if s == "" {
-		return "", failCode(chat.CodeMissingField, strictjson.Join(path, key), "must not be empty")
+		return "", reqjson.FailCode(chat.CodeMissingField, strictjson.Join(path, key), "must not be empty")
 	}
 	return s, nil
 }
@@ -778,7 +770,7 @@ func (d *requestDecoder) system(v json.RawMessage, path string) error {
 		}
 		tv, tk, ok := pf.get("text")
 		if !ok || len(pf) != 1 {
-			return fail(p, "the system instruction takes text parts only")
+			return reqjson.Fail(p, "the system instruction takes text parts only")
 		}
 		text, err := stringOf(tv, strictjson.Join(p, tk))
 		if err != nil {
@@ -819,7 +811,7 @@ func (d *requestDecoder) toolList(v json.RawMessage, path string) error {
 		}
 		for k, m := range f {
 			if k != "functionDeclarations" && !isNull(m.Value) {
-				return fail(strictjson.Join(p, m.Key), "a tool Gemini runs itself: ctxkit carries functionDeclarations only")
+				return reqjson.Fail(strictjson.Join(p, m.Key), "a tool Gemini runs itself: ctxkit carries functionDeclarations only")
 			}
 		}
 		dv, dk, ok := f.get("functionDeclarations")
@@ -850,7 +842,7 @@ func declaration(v json.RawMessage, path string) (chat.Tool, error) {
 	}
 	for _, k := range []string{"response", "responseJsonSchema", "behavior"} {
 		if _, key, ok := f.get(k); ok {
-			return chat.Tool{}, fail(strictjson.Join(path, key), "not supported: no other provider takes it")
+			return chat.Tool{}, reqjson.Fail(strictjson.Join(path, key), "not supported: no other provider takes it")
 		}
 	}
 	name, err := requiredString(f, path, "name")
@@ -867,7 +859,7 @@ func declaration(v json.RawMessage, path string) (chat.Tool, error) {
 	jv, jk, hasJSON := f.get("parametersJsonSchema")
 	switch {
 	case hasOpenAPI && hasJSON:
-		return chat.Tool{}, fail(strictjson.Join(path, jk), "parameters and parametersJsonSchema exclude each other")
+		return chat.Tool{}, reqjson.Fail(strictjson.Join(path, jk), "parameters and parametersJsonSchema exclude each other")
 	case hasOpenAPI:
 		if t.InputSchema, err = jsonSchemaOf(pv, strictjson.Join(path, pk)); err != nil {
 			return chat.Tool{}, err
@@ -896,7 +888,7 @@ func (d *requestDecoder) toolConfig(v json.RawMessage, path string) error {
 	}
 	for _, k := range []string{"retrievalConfig", "includeServerSideToolInvocations"} {
 		if _, key, ok := f.get(k); ok {
-			return fail(strictjson.Join(path, key), "not supported: it configures tools Gemini runs itself")
+			return reqjson.Fail(strictjson.Join(path, key), "not supported: it configures tools Gemini runs itself")
 		}
 	}
 	cv, ck, ok := f.get("functionCallingConfig")
@@ -909,7 +901,7 @@ func (d *requestDecoder) toolConfig(v json.RawMessage, path string) error {
 		return err
 	}
 	if _, key, ok := cf.get("streamFunctionCallArguments"); ok {
-		return fail(strictjson.Join(cp, key), "not supported: ctxkit streams whole function calls")
+		return reqjson.Fail(strictjson.Join(cp, key), "not supported: ctxkit streams whole function calls")
 	}
 	mode := "AUTO"
 	if mv, mk, ok := cf.get("mode"); ok {
@@ -931,7 +923,7 @@ func (d *requestDecoder) toolConfig(v json.RawMessage, path string) error {
 				return err
 			}
 			if !slices.ContainsFunc(d.r.Tools, func(t chat.Tool) bool { return t.Name == s }) {
-				return fail(strictjson.Index(np, i), "%q is not a declared function", s)
+				return reqjson.Fail(strictjson.Index(np, i), "%q is not a declared function", s)
 			}
 			names = append(names, s)
 		}
@@ -939,14 +931,14 @@ func (d *requestDecoder) toolConfig(v json.RawMessage, path string) error {
 	switch mode {
 	case "MODE_UNSPECIFIED", "AUTO", "VALIDATED":
 		if len(names) > 0 {
-			return fail(np, "allowed only with mode ANY in ctxkit: other providers cannot limit an automatic choice")
+			return reqjson.Fail(np, "allowed only with mode ANY in ctxkit: other providers cannot limit an automatic choice")
 		}
 		if mode != "MODE_UNSPECIFIED" {
 			d.r.ToolChoice = &chat.ToolChoice{Type: "auto"}
 		}
 	case "NONE":
 		if len(names) > 0 {
-			return fail(np, "not allowed with mode NONE")
+			return reqjson.Fail(np, "not allowed with mode NONE")
 		}
 		d.r.ToolChoice = &chat.ToolChoice{Type: "none"}
 	case "ANY":
@@ -958,10 +950,10 @@ func (d *requestDecoder) toolConfig(v json.RawMessage, path string) error {
 		case len(names) == 0 || len(names) == len(d.r.Tools):
 			d.r.ToolChoice = &chat.ToolChoice{Type: "any"}
 		default:
-			return fail(np, "ctxkit can force one function or any of them, not a choice among %d of %d", len(names), len(d.r.Tools))
+			return reqjson.Fail(np, "ctxkit can force one function or any of them, not a choice among %d of %d", len(names), len(d.r.Tools))
 		}
 	default:
-		return fail(strictjson.Join(cp, "mode"), "%q is not AUTO, ANY, NONE or VALIDATED", mode)
+		return reqjson.Fail(strictjson.Join(cp, "mode"), "%q is not AUTO, ANY, NONE or VALIDATED", mode)
 	}
 	return nil
 }
@@ -981,7 +973,7 @@ func (d *requestDecoder) generationConfig(v json.RawMessage, path string) error 
 	for _, k := range []string{"mediaResolution", "speechConfig", "audioTimestamp", "imageConfig", "routingConfig",
 		"modelSelectionConfig", "enableEnhancedCivicAnswers", "enableAffectiveDialog"} {
 		if _, _, ok := f.get(k); ok {
-			return fail(at(k), "not supported: ctxkit answers with text and function calls only")
+			return reqjson.Fail(at(k), "not supported: ctxkit answers with text and function calls only")
 		}
 	}
 	if v, _, ok := f.get("maxOutputTokens"); ok {
@@ -992,12 +984,12 @@ func (d *requestDecoder) generationConfig(v json.RawMessage, path string) error 
 		d.r.MaxTokens = int(n)
 	}
 	if v, _, ok := f.get("temperature"); ok {
-		if d.r.Temperature, err = floatOf(v, at("temperature")); err != nil {
+		if d.r.Temperature, err = reqjson.Float(v, at("temperature")); err != nil {
 			return err
 		}
 	}
 	if v, _, ok := f.get("topP"); ok {
-		if d.r.TopP, err = floatOf(v, at("topP")); err != nil {
+		if d.r.TopP, err = reqjson.Float(v, at("topP")); err != nil {
 			return err
 		}
 	}
@@ -1019,7 +1011,7 @@ func (d *requestDecoder) generationConfig(v json.RawMessage, path string) error 
 	}
 	for k, name := range map[string]string{"presencePenalty": "presence_penalty", "frequencyPenalty": "frequency_penalty"} {
 		if v, _, ok := f.get(k); ok {
-			x, err := floatOf(v, at(k))
+			x, err := reqjson.Float(v, at(k))
 			if err != nil {
 				return err
 			}
@@ -1032,7 +1024,7 @@ func (d *requestDecoder) generationConfig(v json.RawMessage, path string) error 
 			return err
 		}
 		if n > 1 {
-			return fail(at("candidateCount"), "ctxkit answers with one candidate; %d were asked for", n)
+			return reqjson.Fail(at("candidateCount"), "ctxkit answers with one candidate; %d were asked for", n)
 		}
 	}
 	if v, _, ok := f.get("stopSequences"); ok {
@@ -1049,16 +1041,16 @@ func (d *requestDecoder) generationConfig(v json.RawMessage, path string) error 
 		}
 	}
 	if v, _, ok := f.get("responseLogprobs"); ok {
-		on, err := boolOf(v, at("responseLogprobs"))
+		on, err := reqjson.Bool(v, at("responseLogprobs"))
 		if err != nil {
 			return err
 		}
 		if on {
-			return fail(at("responseLogprobs"), "not supported: ctxkit's Gemini responses carry no log probabilities")
+			return reqjson.Fail(at("responseLogprobs"), "not supported: ctxkit's Gemini responses carry no log probabilities")
 		}
 	}
 	if _, _, ok := f.get("logprobs"); ok {
-		return fail(at("logprobs"), "not supported: ctxkit's Gemini responses carry no log probabilities")
+		return reqjson.Fail(at("logprobs"), "not supported: ctxkit's Gemini responses carry no log probabilities")
 	}
 	if v, _, ok := f.get("responseModalities"); ok {
 		raw, err := array(v, at("responseModalities"), 8, "modalities")
@@ -1071,7 +1063,7 @@ func (d *requestDecoder) generationConfig(v json.RawMessage, path string) error 
 				return err
 			}
 			if s != "TEXT" {
-				return fail(strictjson.Index(at("responseModalities"), i), "ctxkit answers with TEXT only, not %s", s)
+				return reqjson.Fail(strictjson.Index(at("responseModalities"), i), "ctxkit answers with TEXT only, not %s", s)
 			}
 		}
 	}
@@ -1105,17 +1097,17 @@ func (d *requestDecoder) format(f fields, at func(string) string) error {
 			if hasJSON {
 				k = "responseJsonSchema"
 			}
-			return fail(at(k), "needs responseMimeType application/json")
+			return reqjson.Fail(at(k), "needs responseMimeType application/json")
 		}
 		return nil
 	default:
-		return fail(at("responseMimeType"), "ctxkit answers with text/plain or application/json, not %q", mime)
+		return reqjson.Fail(at("responseMimeType"), "ctxkit answers with text/plain or application/json, not %q", mime)
 	}
 	out := &chat.OutputFormat{Type: "json_object"}
 	var err error
 	switch {
 	case hasSchema && hasJSON:
-		return fail(at("responseJsonSchema"), "responseSchema and responseJsonSchema exclude each other")
+		return reqjson.Fail(at("responseJsonSchema"), "responseSchema and responseJsonSchema exclude each other")
 	case hasSchema:
 		out.Schema, err = jsonSchemaOf(sv, at("responseSchema"))
 	case hasJSON:
@@ -1142,14 +1134,14 @@ func (d *requestDecoder) thinking(v json.RawMessage, path string) error {
 		return err
 	}
 	if iv, ik, ok := f.get("includeThoughts"); ok {
-		if _, err := boolOf(iv, strictjson.Join(path, ik)); err != nil {
+		if _, err := reqjson.Bool(iv, strictjson.Join(path, ik)); err != nil {
 			return err
 		}
 	}
 	bv, bk, hasBudget := f.get("thinkingBudget")
 	lv, lk, hasLevel := f.get("thinkingLevel")
 	if hasBudget && hasLevel {
-		return fail(strictjson.Join(path, lk), "thinkingBudget and thinkingLevel exclude each other")
+		return reqjson.Fail(strictjson.Join(path, lk), "thinkingBudget and thinkingLevel exclude each other")
 	}
 	if hasBudget {
 		n, err := intOf(bv, strictjson.Join(path, bk), -1)
@@ -1175,7 +1167,7 @@ func (d *requestDecoder) thinking(v json.RawMessage, path string) error {
 			d.r.ReasoningEffort = strings.ToLower(s)
 		case "THINKING_LEVEL_UNSPECIFIED":
 		default:
-			return fail(strictjson.Join(path, lk), "%q is not MINIMAL, LOW, MEDIUM or HIGH", s)
+			return reqjson.Fail(strictjson.Join(path, lk), "%q is not MINIMAL, LOW, MEDIUM or HIGH", s)
 		}
 	}
 	return nil

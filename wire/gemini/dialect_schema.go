@@ -7,6 +7,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/strictjson"
+	"github.com/ctxkit/ctxkit/wire/internal/reqjson"
 )
 
 // schemaKeywords are the keywords of Gemini's Schema (its OpenAPI 3.0
@@ -59,7 +60,7 @@ func joinPath(path, sub string) string {
 func convertOpenAPI(v any, path string) (map[string]any, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fail(path, "a schema must be a JSON object")
+		return nil, reqjson.Fail(path, "a schema must be a JSON object")
 	}
 	out := make(map[string]any, len(m))
 	nullable := false
@@ -74,7 +75,7 @@ func convertOpenAPI(v any, path string) (map[string]any, error) {
 		k := camel(key)
 		p := strictjson.Join(path, key)
 		if prev, dup := seen[k]; dup {
-			return nil, failCode(chat.CodeDuplicateField, p, "given twice (as %q and %q)", prev, key)
+			return nil, reqjson.FailCode(chat.CodeDuplicateField, p, "given twice (as %q and %q)", prev, key)
 		}
 		seen[k] = key
 		if val == nil {
@@ -86,19 +87,19 @@ func convertOpenAPI(v any, path string) (map[string]any, error) {
 		case k == "type":
 			s, ok := val.(string)
 			if !ok {
-				return nil, fail(p, "must be a string")
+				return nil, reqjson.Fail(p, "must be a string")
 			}
 			switch t := strings.ToLower(s); t {
 			case "string", "number", "integer", "boolean", "array", "object", "null":
 				out["type"] = t
 			case "type_unspecified":
 			default:
-				return nil, fail(p, "%q is not one of STRING, NUMBER, INTEGER, BOOLEAN, ARRAY, OBJECT, NULL", s)
+				return nil, reqjson.Fail(p, "%q is not one of STRING, NUMBER, INTEGER, BOOLEAN, ARRAY, OBJECT, NULL", s)
 			}
 		case k == "nullable":
 			b, ok := val.(bool)
 			if !ok {
-				return nil, fail(p, "must be true or false")
+				return nil, reqjson.Fail(p, "must be true or false")
 			}
 			nullable = b
 		case k == "example":
@@ -107,7 +108,7 @@ func convertOpenAPI(v any, path string) (map[string]any, error) {
 		case k == "properties":
 			props, ok := val.(map[string]any)
 			if !ok {
-				return nil, fail(p, "must be a JSON object")
+				return nil, reqjson.Fail(p, "must be a JSON object")
 			}
 			conv := make(map[string]any, len(props))
 			for name, s := range props {
@@ -127,7 +128,7 @@ func convertOpenAPI(v any, path string) (map[string]any, error) {
 		case k == "anyOf":
 			list, ok := val.([]any)
 			if !ok {
-				return nil, fail(p, "must be an array")
+				return nil, reqjson.Fail(p, "must be an array")
 			}
 			conv := make([]any, len(list))
 			for n, s := range list {
@@ -139,7 +140,7 @@ func convertOpenAPI(v any, path string) (map[string]any, error) {
 			}
 			out["anyOf"] = conv
 		default:
-			return nil, fail(p, "not a keyword of Gemini's Schema (use responseJsonSchema or parametersJsonSchema for JSON Schema)")
+			return nil, reqjson.Fail(p, "not a keyword of Gemini's Schema (use responseJsonSchema or parametersJsonSchema for JSON Schema)")
 		}
 	}
 	if nullable {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/reqjson"
 )
 
 // commaRepeat is n copies of elem, comma-separated.
@@ -254,7 +255,7 @@ func FuzzScannerAgreesWithDecoder(f *testing.F) {
 			t.Fatalf("keys differ: %q, %q", keys, rkeys)
 		}
 		for k, v := range rm {
-			if got := get(f, k); !bytes.Equal(got, v) {
+			if got := reqjson.Get(f, k); !bytes.Equal(got, v) {
 				t.Fatalf("%q: %s, decoder %s", k, got, v)
 			}
 		}
@@ -262,7 +263,7 @@ func FuzzScannerAgreesWithDecoder(f *testing.F) {
 		var ra []json.RawMessage
 		rerr = nil
 		if trimmed := bytes.TrimSpace(data); len(trimmed) == 0 || trimmed[0] != '[' || json.Unmarshal(trimmed, &ra) != nil {
-			rerr = fail("p", "must be an array")
+			rerr = reqjson.Fail("p", "must be an array")
 		}
 		if (err == nil) != (rerr == nil) || (err != nil && err.Error() != rerr.Error()) {
 			t.Fatalf("arrayAtMost errors differ:\nscanner: %v\ndecoder: %v", err, rerr)
@@ -282,30 +283,30 @@ func FuzzScannerAgreesWithDecoder(f *testing.F) {
 func decoderFieldsOf(data []byte, path string) (map[string]json.RawMessage, []string, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
-		return nil, nil, fail(path, "must be a JSON object")
+		return nil, nil, reqjson.Fail(path, "must be a JSON object")
 	}
 	if !json.Valid(data) {
 		var v any
-		return nil, nil, fail(path, "not valid JSON: %v", json.Unmarshal(data, &v))
+		return nil, nil, reqjson.Fail(path, "not valid JSON: %v", json.Unmarshal(data, &v))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if _, err := dec.Token(); err != nil {
-		return nil, nil, fail(path, "%v", err)
+		return nil, nil, reqjson.Fail(path, "%v", err)
 	}
 	m := map[string]json.RawMessage{}
 	var keys []string
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, nil, fail(path, "%v", err)
+			return nil, nil, reqjson.Fail(path, "%v", err)
 		}
 		k, _ := tok.(string)
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, nil, fail(path, "%v", err)
+			return nil, nil, reqjson.Fail(path, "%v", err)
 		}
 		if _, dup := m[k]; dup {
-			return nil, nil, fail(path+"."+k, "given twice")
+			return nil, nil, reqjson.Fail(path+"."+k, "given twice")
 		}
 		m[k] = v
 		keys = append(keys, k)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/wire"
+	"github.com/ctxkit/ctxkit/wire/internal/reqjson"
 )
 
 // Dialect is the Chat Completions client dialect's row: requests read by
@@ -62,8 +63,8 @@ func (d *requestDecoder) streamOptions(v json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if u := get(f, "include_usage"); !isNull(u) {
-		d.r.StreamUsage, err = boolOf(u, "stream_options.include_usage")
+	if u := reqjson.Get(f, "include_usage"); !reqjson.IsNull(u) {
+		d.r.StreamUsage, err = reqjson.Bool(u, "stream_options.include_usage")
 	}
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/strictjson"
 	"github.com/ctxkit/ctxkit/wire"
+	"github.com/ctxkit/ctxkit/wire/internal/reqjson"
 )
 
 // EmbeddingRequest is a POST /v1/embeddings body as
@@ -42,7 +43,7 @@ func DecodeEmbeddingRequest(body []byte) (EmbeddingRequest, error) {
 	var r EmbeddingRequest
 	f, err := fieldsAtMost(body, "", 64)
 	if tooMany(err) {
-		return r, fail("", "more fields than an embeddings request has (%s)", strings.Join(embeddingKeys, ", "))
+		return r, reqjson.Fail("", "more fields than an embeddings request has (%s)", strings.Join(embeddingKeys, ", "))
 	}
 	if err != nil {
 		return r, err
@@ -53,26 +54,26 @@ func DecodeEmbeddingRequest(body []byte) (EmbeddingRequest, error) {
 			known = known || k == m.Key
 		}
 		if !known {
-			return r, fail(m.Key, "not a field of an embeddings request (%s)", strings.Join(embeddingKeys, ", "))
+			return r, reqjson.Fail(m.Key, "not a field of an embeddings request (%s)", strings.Join(embeddingKeys, ", "))
 		}
 	}
-	if v := get(f, "model"); v != nil {
-		if r.Model, err = stringOf(v, "model"); err != nil {
+	if v := reqjson.Get(f, "model"); v != nil {
+		if r.Model, err = reqjson.String(v, "model"); err != nil {
 			return r, err
 		}
 	}
 	if r.Model == "" {
-		return r, failCode(chat.CodeMissingField, "model", "required")
+		return r, reqjson.FailCode(chat.CodeMissingField, "model", "required")
 	}
-	v := get(f, "input")
-	if isNull(v) {
-		return r, failCode(chat.CodeMissingField, "input", "required")
+	v := reqjson.Get(f, "input")
+	if reqjson.IsNull(v) {
+		return r, reqjson.FailCode(chat.CodeMissingField, "input", "required")
 	}
 	if err := r.input(v); err != nil {
 		return r, err
 	}
-	if v := get(f, "encoding_format"); !isNull(v) {
-		s, err := stringOf(v, "encoding_format")
+	if v := reqjson.Get(f, "encoding_format"); !reqjson.IsNull(v) {
+		s, err := reqjson.String(v, "encoding_format")
 		if err != nil {
 			return r, err
 		}
@@ -81,21 +82,21 @@ func DecodeEmbeddingRequest(body []byte) (EmbeddingRequest, error) {
 		case "base64":
 			r.Base64 = true
 		default:
-			return r, fail("encoding_format", "%q is not float or base64", s)
+			return r, reqjson.Fail("encoding_format", "%q is not float or base64", s)
 		}
 	}
-	if v := get(f, "dimensions"); !isNull(v) {
-		n, err := intOf(v, "dimensions")
+	if v := reqjson.Get(f, "dimensions"); !reqjson.IsNull(v) {
+		n, err := reqjson.Int(v, "dimensions")
 		if err != nil {
 			return r, err
 		}
 		if n < 1 || n > wire.MaxEmbedDimensions {
-			return r, fail("dimensions", "must be between 1 and %d", wire.MaxEmbedDimensions)
+			return r, reqjson.Fail("dimensions", "must be between 1 and %d", wire.MaxEmbedDimensions)
 		}
 		r.Dimensions = n
 	}
-	if v := get(f, "user"); !isNull(v) {
-		if r.User, err = stringOf(v, "user"); err != nil {
+	if v := reqjson.Get(f, "user"); !reqjson.IsNull(v) {
+		if r.User, err = reqjson.String(v, "user"); err != nil {
 			return r, err
 		}
 	}
@@ -105,26 +106,26 @@ func DecodeEmbeddingRequest(body []byte) (EmbeddingRequest, error) {
 // input reads the input field: a string, or an array of strings, of
 // token ids or of arrays of token ids, all of one kind.
 func (r *EmbeddingRequest) input(v json.RawMessage) error {
-	if isString(v) {
-		s, err := stringOf(v, "input")
+	if reqjson.IsString(v) {
+		s, err := reqjson.String(v, "input")
 		if err != nil {
 			return err
 		}
 		if s == "" {
-			return fail("input", "must not be empty")
+			return reqjson.Fail("input", "must not be empty")
 		}
 		r.Texts = []string{s}
 		return nil
 	}
 	items, err := arrayAtMost(v, "input", wire.MaxEmbedInputs)
 	if tooMany(err) {
-		return failCode(chat.CodeTooLarge, "input", "more than %d inputs", wire.MaxEmbedInputs)
+		return reqjson.FailCode(chat.CodeTooLarge, "input", "more than %d inputs", wire.MaxEmbedInputs)
 	}
 	if err != nil {
-		return fail("input", "must be a string or an array of strings or of token ids")
+		return reqjson.Fail("input", "must be a string or an array of strings or of token ids")
 	}
 	if len(items) == 0 {
-		return fail("input", "must hold at least one input")
+		return reqjson.Fail("input", "must hold at least one input")
 	}
 	first := bytes.TrimSpace(items[0])
 	switch {
@@ -132,12 +133,12 @@ func (r *EmbeddingRequest) input(v json.RawMessage) error {
 		r.Texts = make([]string, len(items))
 		for i, it := range items {
 			at := index("input", i)
-			s, err := stringOf(it, at)
+			s, err := reqjson.String(it, at)
 			if err != nil {
-				return fail(at, "must be a string, as input[0] is")
+				return reqjson.Fail(at, "must be a string, as input[0] is")
 			}
 			if s == "" {
-				return fail(at, "must not be empty")
+				return reqjson.Fail(at, "must not be empty")
 			}
 			r.Texts[i] = s
 		}
@@ -147,10 +148,10 @@ func (r *EmbeddingRequest) input(v json.RawMessage) error {
 			at := index("input", i)
 			ids, err := arrayAtMost(it, at, wire.MaxEmbedTokens)
 			if tooMany(err) {
-				return failCode(chat.CodeTooLarge, at, "more than %d token ids", wire.MaxEmbedTokens)
+				return reqjson.FailCode(chat.CodeTooLarge, at, "more than %d token ids", wire.MaxEmbedTokens)
 			}
 			if err != nil {
-				return fail(at, "must be an array of token ids, as input[0] is")
+				return reqjson.Fail(at, "must be an array of token ids, as input[0] is")
 			}
 			if r.Tokens[i], err = tokenIDs(ids, at); err != nil {
 				return err
@@ -159,7 +160,7 @@ func (r *EmbeddingRequest) input(v json.RawMessage) error {
 	default:
 		// One input given as token ids: [1, 2, 3].
 		if len(items) > wire.MaxEmbedTokens {
-			return failCode(chat.CodeTooLarge, "input", "more than %d token ids", wire.MaxEmbedTokens)
+			return reqjson.FailCode(chat.CodeTooLarge, "input", "more than %d token ids", wire.MaxEmbedTokens)
 		}
 		ids, err := tokenIDs(items, "input")
 		if err != nil {
@@ -174,13 +175,13 @@ func (r *EmbeddingRequest) input(v json.RawMessage) error {
 // non-negative integer.
 func tokenIDs(items []json.RawMessage, path string) ([]int, error) {
 	if len(items) == 0 {
-		return nil, fail(path, "must hold at least one token id")
+		return nil, reqjson.Fail(path, "must hold at least one token id")
 	}
 	ids := make([]int, len(items))
 	for i, it := range items {
-		n, err := intOf(it, index(path, i))
+		n, err := reqjson.Int(it, index(path, i))
 		if err != nil {
-			return nil, fail(index(path, i), "must be a token id (an integer between 0 and %d)", math.MaxInt32)
+			return nil, reqjson.Fail(index(path, i), "must be a token id (an integer between 0 and %d)", math.MaxInt32)
 		}
 		ids[i] = n
 	}

@@ -14,21 +14,6 @@ import (
 	"github.com/ctxkit/ctxkit/wire/internal/reqjson"
 )
 
-// The request's values are read as every client dialect reads them.
-var (
-	fail         = reqjson.Fail
-	failCode     = reqjson.FailCode
-	get          = reqjson.Get
-	isNull       = reqjson.IsNull
-	isString     = reqjson.IsString
-	stringOf     = reqjson.String
-	intOf        = reqjson.Int
-	floatOf      = reqjson.Float
-	boolOf       = reqjson.Bool
-	isDataURL    = reqjson.IsDataURL
-	parseDataURL = reqjson.ParseDataURL
-)
-
 // DecodeRequest reads a Chat Completions request body as a canonical
 // request: the direction of a gateway that takes OpenAI clients. Errors
 // are *chat.Error values naming the place in the body
@@ -173,7 +158,7 @@ const maxModelled = 16
 // tooManyExtras is the error for the object at path whose unknown field
 // is past chat.MaxExtraFields.
 func tooManyExtras(path string) error {
-	return failCode(chat.CodeTooLarge, path, "more than %d unknown fields in the request", chat.MaxExtraFields)
+	return reqjson.FailCode(chat.CodeTooLarge, path, "more than %d unknown fields in the request", chat.MaxExtraFields)
 }
 
 // room is the most members an object may have now: more, and its unknown
@@ -218,7 +203,7 @@ func (d *requestDecoder) object(data []byte, path string, known ...string) (stri
 
 // tooManyBlocks is the error for the block at path past chat.MaxBlocks.
 func tooManyBlocks(path string) error {
-	return failCode(chat.CodeTooLarge, path, "more than %d content blocks in the request", chat.MaxBlocks)
+	return reqjson.FailCode(chat.CodeTooLarge, path, "more than %d content blocks in the request", chat.MaxBlocks)
 }
 
 // block counts one block, made from the value at path.
@@ -240,7 +225,7 @@ func (d *requestDecoder) blockArray(v json.RawMessage, path, notArray string) ([
 		return nil, tooManyBlocks(strictjson.Index(path, room))
 	}
 	if err != nil {
-		return nil, fail(path, "%s", notArray)
+		return nil, reqjson.Fail(path, "%s", notArray)
 	}
 	d.blocks += len(raw)
 	return raw, nil
@@ -265,7 +250,7 @@ func fieldsOf(data []byte, path string) (strictjson.Members, error) {
 func fieldsAtMost(data []byte, path string, max int) (strictjson.Members, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
-		return nil, fail(path, "must be a JSON object")
+		return nil, reqjson.Fail(path, "must be a JSON object")
 	}
 	if !json.Valid(data) {
 		var v any
@@ -280,7 +265,7 @@ func fieldsAtMost(data []byte, path string, max int) (strictjson.Members, error)
 	case strictjson.CodeTooMany:
 		return nil, err
 	case strictjson.CodeDuplicateKey:
-		return nil, failCode(chat.CodeDuplicateField, e.Path, "given twice")
+		return nil, reqjson.FailCode(chat.CodeDuplicateField, e.Path, "given twice")
 	default:
 		return nil, &chat.Error{Code: chat.CodeInvalidJSON, Path: path, Msg: fmt.Sprintf("not valid JSON: %v", e.Err), Err: e.Err}
 	}
@@ -292,11 +277,11 @@ func fieldsAtMost(data []byte, path string, max int) (strictjson.Members, error)
 func arrayAtMost(v json.RawMessage, path string, max int) ([]json.RawMessage, error) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 || v[0] != '[' || !json.Valid(v) {
-		return nil, fail(path, "must be an array")
+		return nil, reqjson.Fail(path, "must be an array")
 	}
 	out, err := strictjson.Array(v, path, max, true)
 	if err != nil && !tooMany(err) {
-		return nil, fail(path, "must be an array")
+		return nil, reqjson.Fail(path, "must be an array")
 	}
 	return out, err
 }
@@ -307,8 +292,8 @@ func (d *requestDecoder) request(body []byte) error {
 		return err
 	}
 	msgs, ok := f.Get("messages")
-	if !ok || isNull(msgs) {
-		return fail("messages", "required")
+	if !ok || reqjson.IsNull(msgs) {
+		return reqjson.Fail("messages", "required")
 	}
 	if err := d.messages(msgs); err != nil {
 		return err
@@ -316,29 +301,29 @@ func (d *requestDecoder) request(body []byte) error {
 	parallel := true
 	for _, m := range f {
 		k, v := m.Key, m.Value
-		if isNull(v) {
+		if reqjson.IsNull(v) {
 			continue
 		}
 		switch k {
 		case "messages":
 		case "model":
-			d.r.Model, err = stringOf(v, k)
+			d.r.Model, err = reqjson.String(v, k)
 		case "tools":
 			err = d.tools(v)
 		case "tool_choice":
 			d.r.ToolChoice, err = d.toolChoice(v)
 		case "parallel_tool_calls":
-			parallel, err = boolOf(v, k)
+			parallel, err = reqjson.Bool(v, k)
 		case "max_completion_tokens":
-			d.r.MaxTokens, err = intOf(v, k)
+			d.r.MaxTokens, err = reqjson.Int(v, k)
 		case "max_tokens":
-			if isNull(get(f, "max_completion_tokens")) {
-				d.r.MaxTokens, err = intOf(v, k)
+			if reqjson.IsNull(reqjson.Get(f, "max_completion_tokens")) {
+				d.r.MaxTokens, err = reqjson.Int(v, k)
 			}
 		case "temperature":
-			d.r.Temperature, err = floatOf(v, k)
+			d.r.Temperature, err = reqjson.Float(v, k)
 		case "top_p":
-			d.r.TopP, err = floatOf(v, k)
+			d.r.TopP, err = reqjson.Float(v, k)
 		case "stop":
 			d.r.StopSequences, err = stopOf(v)
 		case "reasoning_effort":
@@ -346,7 +331,7 @@ func (d *requestDecoder) request(body []byte) error {
 		case "reasoning":
 			err = d.openRouterReasoning(v)
 		case "stream":
-			d.r.Stream, err = boolOf(v, k)
+			d.r.Stream, err = reqjson.Bool(v, k)
 		case "stream_options":
 			err = d.streamOptions(v)
 		case "response_format":
@@ -384,7 +369,7 @@ func (d *requestDecoder) responseFormat(v json.RawMessage) (*chat.OutputFormat, 
 	if err != nil {
 		return nil, err
 	}
-	typ, err := stringOf(get(f, "type"), path+".type")
+	typ, err := reqjson.String(reqjson.Get(f, "type"), path+".type")
 	if err != nil {
 		return nil, err
 	}
@@ -395,11 +380,11 @@ func (d *requestDecoder) responseFormat(v json.RawMessage) (*chat.OutputFormat, 
 		return &chat.OutputFormat{Type: typ}, nil
 	case "json_schema":
 	default:
-		return nil, fail(path+".type", "%q is not one of text, json_object, json_schema", typ)
+		return nil, reqjson.Fail(path+".type", "%q is not one of text, json_object, json_schema", typ)
 	}
 	js, ok := f.Get("json_schema")
-	if !ok || isNull(js) {
-		return nil, failCode(chat.CodeMissingField, path+".json_schema", "required when type is json_schema")
+	if !ok || reqjson.IsNull(js) {
+		return nil, reqjson.FailCode(chat.CodeMissingField, path+".json_schema", "required when type is json_schema")
 	}
 	p := path + ".json_schema"
 	sf, err := d.object(js, p, jsonSchemaKeys...)
@@ -407,27 +392,27 @@ func (d *requestDecoder) responseFormat(v json.RawMessage) (*chat.OutputFormat, 
 		return nil, err
 	}
 	out := &chat.OutputFormat{Type: typ}
-	if out.Name, err = stringOf(get(sf, "name"), p+".name"); err != nil {
+	if out.Name, err = reqjson.String(reqjson.Get(sf, "name"), p+".name"); err != nil {
 		return nil, err
 	}
 	if !validFormatName(out.Name) {
-		return nil, fail(p+".name", "must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -")
+		return nil, reqjson.Fail(p+".name", "must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -")
 	}
-	if v, ok := sf.Get("description"); ok && !isNull(v) {
-		if out.Description, err = stringOf(v, p+".description"); err != nil {
+	if v, ok := sf.Get("description"); ok && !reqjson.IsNull(v) {
+		if out.Description, err = reqjson.String(v, p+".description"); err != nil {
 			return nil, err
 		}
 	}
 	sv, ok := sf.Get("schema")
-	if !ok || isNull(sv) {
-		return nil, failCode(chat.CodeMissingField, p+".schema", "required: the JSON Schema the answer must match")
+	if !ok || reqjson.IsNull(sv) {
+		return nil, reqjson.FailCode(chat.CodeMissingField, p+".schema", "required: the JSON Schema the answer must match")
 	}
 	if _, err := fieldsOf(sv, p+".schema"); err != nil {
-		return nil, fail(p+".schema", "must be a JSON Schema object")
+		return nil, reqjson.Fail(p+".schema", "must be a JSON Schema object")
 	}
 	out.Schema = chat.CloneRaw(bytes.TrimSpace(sv))
-	if v, ok := sf.Get("strict"); ok && !isNull(v) {
-		b, err := boolOf(v, p+".strict")
+	if v, ok := sf.Get("strict"); ok && !reqjson.IsNull(v) {
+		b, err := reqjson.Bool(v, p+".strict")
 		if err != nil {
 			return nil, err
 		}
@@ -459,41 +444,41 @@ func checkCarried(k string, v json.RawMessage) error {
 	switch k {
 	case "n":
 		var n int
-		if n, err = intOf(v, k); err == nil && (n < 1 || n > 128) {
-			err = fail(k, "must be between 1 and 128")
+		if n, err = reqjson.Int(v, k); err == nil && (n < 1 || n > 128) {
+			err = reqjson.Fail(k, "must be between 1 and 128")
 		}
 	case "top_logprobs":
 		var n int
-		if n, err = intOf(v, k); err == nil && n > 20 {
-			err = fail(k, "must be between 0 and 20")
+		if n, err = reqjson.Int(v, k); err == nil && n > 20 {
+			err = reqjson.Fail(k, "must be between 0 and 20")
 		}
 	case "seed":
 		if _, perr := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64); perr != nil {
-			err = fail(k, "must be an integer")
+			err = reqjson.Fail(k, "must be an integer")
 		}
 	case "logprobs", "store":
-		_, err = boolOf(v, k)
+		_, err = reqjson.Bool(v, k)
 	case "frequency_penalty", "presence_penalty":
 		var f *float64
-		if f, err = floatOf(v, k); err == nil && (*f < -2 || *f > 2) {
-			err = fail(k, "must be between -2 and 2")
+		if f, err = reqjson.Float(v, k); err == nil && (*f < -2 || *f > 2) {
+			err = reqjson.Fail(k, "must be between -2 and 2")
 		}
 	case "user", "safety_identifier", "prompt_cache_key", "service_tier", "verbosity", "prompt_cache_retention":
-		_, err = stringOf(v, k)
+		_, err = reqjson.String(v, k)
 	case "metadata", "logit_bias", "prediction", "audio", "web_search_options":
 		if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '{' {
-			err = fail(k, "must be a JSON object")
+			err = reqjson.Fail(k, "must be a JSON object")
 		}
 	case "modalities":
 		if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '[' {
-			err = fail(k, "must be an array")
+			err = reqjson.Fail(k, "must be an array")
 		}
 	}
 	return err
 }
 
 func (d *requestDecoder) effort(v json.RawMessage, path string) error {
-	e, err := stringOf(v, path)
+	e, err := reqjson.String(v, path)
 	if err != nil {
 		return err
 	}
@@ -504,7 +489,7 @@ func (d *requestDecoder) effort(v json.RawMessage, path string) error {
 	case "minimal", "low", "medium", "high":
 		d.r.ReasoningEffort = e
 	default:
-		return fail(path, "%q is not one of none, minimal, low, medium, high", e)
+		return reqjson.Fail(path, "%q is not one of none, minimal, low, medium, high", e)
 	}
 	return nil
 }
@@ -519,7 +504,7 @@ func (d *requestDecoder) openRouterReasoning(v json.RawMessage) error {
 	for _, m := range f {
 		k, val := m.Key, m.Value
 		p := "reasoning." + k
-		if isNull(val) {
+		if reqjson.IsNull(val) {
 			continue
 		}
 		switch k {
@@ -529,12 +514,12 @@ func (d *requestDecoder) openRouterReasoning(v json.RawMessage) error {
 			}
 		case "max_tokens":
 			var n int
-			if n, err = intOf(val, p); err == nil {
+			if n, err = reqjson.Int(val, p); err == nil {
 				d.r.Thinking = &chat.Thinking{Type: "enabled", BudgetTokens: n}
 			}
 		case "enabled":
 			var on bool
-			if on, err = boolOf(val, p); err == nil && !on {
+			if on, err = reqjson.Bool(val, p); err == nil && !on {
 				d.r.Thinking = &chat.Thinking{Type: "disabled"}
 				d.r.ReasoningEffort = ""
 			}
@@ -547,8 +532,8 @@ func (d *requestDecoder) openRouterReasoning(v json.RawMessage) error {
 }
 
 func stopOf(v json.RawMessage) ([]string, error) {
-	if isString(v) {
-		s, err := stringOf(v, "stop")
+	if reqjson.IsString(v) {
+		s, err := reqjson.String(v, "stop")
 		if err != nil || s == "" {
 			return nil, err
 		}
@@ -556,14 +541,14 @@ func stopOf(v json.RawMessage) ([]string, error) {
 	}
 	a, err := arrayAtMost(v, "stop", chat.MaxStopSequences)
 	if tooMany(err) {
-		return nil, fail("stop", "more than %d stop sequences", chat.MaxStopSequences)
+		return nil, reqjson.Fail("stop", "more than %d stop sequences", chat.MaxStopSequences)
 	}
 	if err != nil {
-		return nil, fail("stop", "must be a string or an array of strings")
+		return nil, reqjson.Fail("stop", "must be a string or an array of strings")
 	}
 	out := make([]string, 0, len(a))
 	for i, e := range a {
-		s, err := stringOf(e, index("stop", i))
+		s, err := reqjson.String(e, index("stop", i))
 		if err != nil {
 			return nil, err
 		}
@@ -591,7 +576,7 @@ func (d *requestDecoder) system() {
 func (d *requestDecoder) messages(v json.RawMessage) error {
 	raw, err := arrayAtMost(v, "messages", chat.MaxMessages)
 	if tooMany(err) {
-		return fail("messages", "more than %d messages", chat.MaxMessages)
+		return reqjson.Fail("messages", "more than %d messages", chat.MaxMessages)
 	}
 	if err != nil {
 		return err
@@ -613,9 +598,9 @@ func (d *requestDecoder) message(data []byte, path string) error {
 	}
 	rv, ok := f.Get("role")
 	if !ok {
-		return fail(path+".role", "required")
+		return reqjson.Fail(path+".role", "required")
 	}
-	role, err := stringOf(rv, path+".role")
+	role, err := reqjson.String(rv, path+".role")
 	if err != nil {
 		return err
 	}
@@ -642,16 +627,16 @@ func (d *requestDecoder) message(data []byte, path string) error {
 		}
 		return d.toolMessage(f, path)
 	case "function":
-		return fail(path+".role", "legacy function messages are not supported: use tool messages")
+		return reqjson.Fail(path+".role", "legacy function messages are not supported: use tool messages")
 	}
-	return fail(path+".role", "%q is not one of system, developer, user, assistant, tool", role)
+	return reqjson.Fail(path+".role", "%q is not one of system, developer, user, assistant, tool", role)
 }
 
 // extras keeps the fields of a message that ctxkit does not model.
 func extras(m *chat.Message, f strictjson.Members, known ...string) {
 	for _, field := range f {
 		k, v := field.Key, field.Value
-		if isNull(v) || k == "annotations" || slices.Contains(known, k) {
+		if reqjson.IsNull(v) || k == "annotations" || slices.Contains(known, k) {
 			continue
 		}
 		if m.Extra == nil {
@@ -664,11 +649,11 @@ func extras(m *chat.Message, f strictjson.Members, known ...string) {
 func (d *requestDecoder) systemMessage(f strictjson.Members, path string) error {
 	v, ok := f.Get("content")
 	p := path + ".content"
-	if !ok || isNull(v) {
-		return fail(p, "required")
+	if !ok || reqjson.IsNull(v) {
+		return reqjson.Fail(p, "required")
 	}
-	if isString(v) {
-		s, err := stringOf(v, p)
+	if reqjson.IsString(v) {
+		s, err := reqjson.String(v, p)
 		if err != nil {
 			return err
 		}
@@ -686,7 +671,7 @@ func (d *requestDecoder) systemMessage(f strictjson.Members, path string) error 
 	}
 	for j, b := range blocks {
 		if b.Type != chat.TypeText {
-			return fail(index(p, j), "a system message takes text parts, not %q", b.Type)
+			return reqjson.Fail(index(p, j), "a system message takes text parts, not %q", b.Type)
 		}
 		if len(b.CacheControl) > 0 {
 			d.sysCache = true
@@ -702,14 +687,14 @@ func (d *requestDecoder) systemMessage(f strictjson.Members, path string) error 
 func (d *requestDecoder) content(f strictjson.Members, path string, nullable bool) (chat.Content, error) {
 	v, ok := f.Get("content")
 	p := path + ".content"
-	if !ok || isNull(v) {
+	if !ok || reqjson.IsNull(v) {
 		if nullable {
 			return chat.Str(""), nil
 		}
-		return chat.Content{}, fail(p, "required")
+		return chat.Content{}, reqjson.Fail(p, "required")
 	}
-	if isString(v) {
-		s, err := stringOf(v, p)
+	if reqjson.IsString(v) {
+		s, err := reqjson.String(v, p)
 		return chat.Str(s), err
 	}
 	blocks, err := d.parts(v, p)
@@ -745,15 +730,15 @@ func (d *requestDecoder) userMessage(f strictjson.Members, path string) error {
 
 func (d *requestDecoder) toolMessage(f strictjson.Members, path string) error {
 	v, ok := f.Get("tool_call_id")
-	if !ok || isNull(v) {
-		return fail(path+".tool_call_id", "required")
+	if !ok || reqjson.IsNull(v) {
+		return reqjson.Fail(path+".tool_call_id", "required")
 	}
-	id, err := stringOf(v, path+".tool_call_id")
+	id, err := reqjson.String(v, path+".tool_call_id")
 	if err != nil {
 		return err
 	}
 	if id == "" {
-		return fail(path+".tool_call_id", "empty")
+		return reqjson.Fail(path+".tool_call_id", "empty")
 	}
 	if err := d.block(path); err != nil { // its tool_result block
 		return err
@@ -774,14 +759,14 @@ func (d *requestDecoder) toolMessage(f strictjson.Members, path string) error {
 }
 
 func (d *requestDecoder) assistantMessage(f strictjson.Members, path string) error {
-	if v, ok := f.Get("function_call"); ok && !isNull(v) {
-		return fail(path+".function_call", "legacy function calls are not supported: use tool_calls")
+	if v, ok := f.Get("function_call"); ok && !reqjson.IsNull(v) {
+		return reqjson.Fail(path+".function_call", "legacy function calls are not supported: use tool_calls")
 	}
 	var blocks []chat.Block
 	reasoning, reasoningPath := "", ""
 	for _, k := range []string{"reasoning_content", "reasoning"} {
-		if v, ok := f.Get(k); ok && !isNull(v) && reasoning == "" {
-			s, err := stringOf(v, path+"."+k)
+		if v, ok := f.Get(k); ok && !reqjson.IsNull(v) && reasoning == "" {
+			s, err := reqjson.String(v, path+"."+k)
 			if err != nil {
 				return err
 			}
@@ -799,8 +784,8 @@ func (d *requestDecoder) assistantMessage(f strictjson.Members, path string) err
 		return err
 	}
 	textPath := path + ".content" // where string content came from
-	if v, ok := f.Get("refusal"); ok && !isNull(v) {
-		s, err := stringOf(v, path+".refusal")
+	if v, ok := f.Get("refusal"); ok && !reqjson.IsNull(v) {
+		s, err := reqjson.String(v, path+".refusal")
 		if err != nil {
 			return err
 		}
@@ -809,7 +794,7 @@ func (d *requestDecoder) assistantMessage(f strictjson.Members, path string) err
 		}
 	}
 	var calls []chat.Block
-	if v, ok := f.Get("tool_calls"); ok && !isNull(v) {
+	if v, ok := f.Get("tool_calls"); ok && !reqjson.IsNull(v) {
 		if calls, err = d.toolCalls(v, path+".tool_calls"); err != nil {
 			return err
 		}
@@ -827,10 +812,10 @@ func (d *requestDecoder) assistantMessage(f strictjson.Members, path string) err
 		blocks = append(blocks, c.AsBlocks()...)
 		m.Content = chat.Of(append(blocks, calls...)...)
 	}
-	if v, ok := f.Get("reasoning_details"); ok && !isNull(v) {
+	if v, ok := f.Get("reasoning_details"); ok && !reqjson.IsNull(v) {
 		// Checked, not split: the array is kept as it came.
 		if t := bytes.TrimSpace(v); t[0] != '[' {
-			return fail(path+".reasoning_details", "must be an array")
+			return reqjson.Fail(path+".reasoning_details", "must be an array")
 		}
 		m.ReasoningDetails = chat.CloneRaw(v)
 	}
@@ -851,41 +836,41 @@ func (d *requestDecoder) toolCalls(v json.RawMessage, path string) ([]chat.Block
 		if err != nil {
 			return nil, err
 		}
-		if t, ok := f.Get("type"); ok && !isNull(t) {
-			s, err := stringOf(t, p+".type")
+		if t, ok := f.Get("type"); ok && !reqjson.IsNull(t) {
+			s, err := reqjson.String(t, p+".type")
 			if err != nil {
 				return nil, err
 			}
 			if s != "function" {
-				return nil, fail(p+".type", "%q is not function", s)
+				return nil, reqjson.Fail(p+".type", "%q is not function", s)
 			}
 		}
 		b := chat.Block{Type: chat.TypeToolUse}
-		if v, ok := f.Get("id"); ok && !isNull(v) {
-			if b.ID, err = stringOf(v, p+".id"); err != nil {
+		if v, ok := f.Get("id"); ok && !reqjson.IsNull(v) {
+			if b.ID, err = reqjson.String(v, p+".id"); err != nil {
 				return nil, err
 			}
 		}
 		if b.ID == "" {
-			return nil, fail(p+".id", "required")
+			return nil, reqjson.Fail(p+".id", "required")
 		}
 		fn, ok := f.Get("function")
-		if !ok || isNull(fn) {
-			return nil, fail(p+".function", "required")
+		if !ok || reqjson.IsNull(fn) {
+			return nil, reqjson.Fail(p+".function", "required")
 		}
 		ff, err := d.object(fn, p+".function", callFunctionKeys...)
 		if err != nil {
 			return nil, err
 		}
-		if v, ok := ff.Get("name"); ok && !isNull(v) {
-			if b.Name, err = stringOf(v, p+".function.name"); err != nil {
+		if v, ok := ff.Get("name"); ok && !reqjson.IsNull(v) {
+			if b.Name, err = reqjson.String(v, p+".function.name"); err != nil {
 				return nil, err
 			}
 		}
 		if b.Name == "" {
-			return nil, fail(p+".function.name", "required")
+			return nil, reqjson.Fail(p+".function.name", "required")
 		}
-		if b.Input, err = argumentsInput(get(ff, "arguments"), p+".function.arguments"); err != nil {
+		if b.Input, err = argumentsInput(reqjson.Get(ff, "arguments"), p+".function.arguments"); err != nil {
 			return nil, err
 		}
 		out = append(out, b)
@@ -898,12 +883,12 @@ func (d *requestDecoder) toolCalls(v json.RawMessage, path string) ([]chat.Block
 // JSON, another kind of value, an object with a key given twice) wrapped
 // as {"_raw": text}.
 func argumentsInput(v json.RawMessage, path string) (json.RawMessage, error) {
-	if isNull(v) {
+	if reqjson.IsNull(v) {
 		return json.RawMessage("{}"), nil
 	}
 	text := ""
-	if isString(v) {
-		s, err := stringOf(v, path)
+	if reqjson.IsString(v) {
+		s, err := reqjson.String(v, path)
 		if err != nil {
 			return nil, err
 		}
@@ -948,9 +933,9 @@ func (d *requestDecoder) part(data []byte, path string) (chat.Block, error) {
 	}
 	tv, ok := f.Get("type")
 	if !ok {
-		return chat.Block{}, fail(path+".type", "required")
+		return chat.Block{}, reqjson.Fail(path+".type", "required")
 	}
-	typ, err := stringOf(tv, path+".type")
+	typ, err := reqjson.String(tv, path+".type")
 	if err != nil {
 		return chat.Block{}, err
 	}
@@ -970,25 +955,25 @@ func (d *requestDecoder) part(data []byte, path string) (chat.Block, error) {
 	}
 	switch typ {
 	case "text", "refusal":
-		s, err := stringOf(get(f, typ), path+"."+typ)
+		s, err := reqjson.String(reqjson.Get(f, typ), path+"."+typ)
 		if err != nil {
 			return chat.Block{}, err
 		}
 		b := chat.Block{Type: chat.TypeText, Text: s}
-		if cc, ok := f.Get("cache_control"); ok && !isNull(cc) {
+		if cc, ok := f.Get("cache_control"); ok && !reqjson.IsNull(cc) {
 			b.CacheControl = chat.CloneRaw(cc)
 		}
 		return b, nil
 	case "image_url":
-		return d.imagePart(get(f, "image_url"), path+".image_url")
+		return d.imagePart(reqjson.Get(f, "image_url"), path+".image_url")
 	case "file":
-		return d.filePart(get(f, "file"), path+".file")
+		return d.filePart(reqjson.Get(f, "file"), path+".file")
 	case "":
-		return chat.Block{}, fail(path+".type", "empty")
+		return chat.Block{}, reqjson.Fail(path+".type", "empty")
 	}
 	b := chat.Block{Type: typ}
 	if b.Known() {
-		return b, fail(path+".type", "%q is not a content part type of the OpenAI format", typ)
+		return b, reqjson.Fail(path+".type", "%q is not a content part type of the OpenAI format", typ)
 	}
 	for _, m := range f {
 		k := m.Key
@@ -1015,22 +1000,22 @@ func (d *requestDecoder) imagePart(v json.RawMessage, path string) (chat.Block, 
 }
 
 func (d *requestDecoder) image(v json.RawMessage, path string) (b chat.Block, detail string, err error) {
-	if isNull(v) {
-		return chat.Block{}, "", fail(path, "required")
+	if reqjson.IsNull(v) {
+		return chat.Block{}, "", reqjson.Fail(path, "required")
 	}
 	url := ""
-	if isString(v) {
-		url, err = stringOf(v, path)
+	if reqjson.IsString(v) {
+		url, err = reqjson.String(v, path)
 	} else {
 		var f strictjson.Members
 		if f, err = d.object(v, path, imageURLKeys...); err == nil {
-			if dv, ok := f.Get("detail"); ok && !isNull(dv) {
-				if detail, err = stringOf(dv, path+".detail"); err == nil && detail != "low" && detail != "high" && detail != "auto" {
-					err = fail(path+".detail", "%q is not one of low, high, auto", detail)
+			if dv, ok := f.Get("detail"); ok && !reqjson.IsNull(dv) {
+				if detail, err = reqjson.String(dv, path+".detail"); err == nil && detail != "low" && detail != "high" && detail != "auto" {
+					err = reqjson.Fail(path+".detail", "%q is not one of low, high, auto", detail)
 				}
 			}
 			if u, ok := f.Get("url"); ok && err == nil {
-				url, err = stringOf(u, path+".url")
+				url, err = reqjson.String(u, path+".url")
 			}
 			path += ".url"
 		}
@@ -1039,12 +1024,12 @@ func (d *requestDecoder) image(v json.RawMessage, path string) (b chat.Block, de
 		return chat.Block{}, "", err
 	}
 	if url == "" {
-		return chat.Block{}, "", fail(path, "required")
+		return chat.Block{}, "", reqjson.Fail(path, "required")
 	}
-	if !isDataURL(url) {
+	if !reqjson.IsDataURL(url) {
 		return chat.Block{Type: chat.TypeImage, Source: &chat.Source{Type: "url", URL: url}}, detail, nil
 	}
-	mt, data, err := parseDataURL(url, path)
+	mt, data, err := reqjson.ParseDataURL(url, path)
 	if err != nil {
 		return chat.Block{}, "", err
 	}
@@ -1052,36 +1037,36 @@ func (d *requestDecoder) image(v json.RawMessage, path string) (b chat.Block, de
 }
 
 func (d *requestDecoder) filePart(v json.RawMessage, path string) (chat.Block, error) {
-	if isNull(v) {
-		return chat.Block{}, fail(path, "required")
+	if reqjson.IsNull(v) {
+		return chat.Block{}, reqjson.Fail(path, "required")
 	}
 	f, err := d.object(v, path, fileKeys...)
 	if err != nil {
 		return chat.Block{}, err
 	}
 	b := chat.Block{Type: chat.TypeDocument}
-	if n, ok := f.Get("filename"); ok && !isNull(n) {
-		if b.Title, err = stringOf(n, path+".filename"); err != nil {
+	if n, ok := f.Get("filename"); ok && !reqjson.IsNull(n) {
+		if b.Title, err = reqjson.String(n, path+".filename"); err != nil {
 			return b, err
 		}
 	}
-	if fd, ok := f.Get("file_data"); ok && !isNull(fd) {
-		s, err := stringOf(fd, path+".file_data")
+	if fd, ok := f.Get("file_data"); ok && !reqjson.IsNull(fd) {
+		s, err := reqjson.String(fd, path+".file_data")
 		if err != nil {
 			return b, err
 		}
-		if !isDataURL(s) {
-			return b, fail(path+".file_data", "must be a data URL (data:<media type>;base64,...)")
+		if !reqjson.IsDataURL(s) {
+			return b, reqjson.Fail(path+".file_data", "must be a data URL (data:<media type>;base64,...)")
 		}
-		mt, data, err := parseDataURL(s, path+".file_data")
+		mt, data, err := reqjson.ParseDataURL(s, path+".file_data")
 		if err != nil {
 			return b, err
 		}
 		b.Source = &chat.Source{Type: "base64", MediaType: mt, Data: data}
 		return b, nil
 	}
-	if id, ok := f.Get("file_id"); ok && !isNull(id) {
-		s, err := stringOf(id, path+".file_id")
+	if id, ok := f.Get("file_id"); ok && !reqjson.IsNull(id) {
+		s, err := reqjson.String(id, path+".file_id")
 		if err != nil {
 			return b, err
 		}
@@ -1089,13 +1074,13 @@ func (d *requestDecoder) filePart(v json.RawMessage, path string) (chat.Block, e
 		b.Source = &chat.Source{Type: "file", Extra: map[string]json.RawMessage{"file_id": idJSON}}
 		return b, nil
 	}
-	return b, fail(path, "needs file_data or file_id")
+	return b, reqjson.Fail(path, "needs file_data or file_id")
 }
 
 func (d *requestDecoder) tools(v json.RawMessage) error {
 	raw, err := arrayAtMost(v, "tools", chat.MaxTools)
 	if tooMany(err) {
-		return fail("tools", "more than %d tools", chat.MaxTools)
+		return reqjson.Fail("tools", "more than %d tools", chat.MaxTools)
 	}
 	if err != nil {
 		return err
@@ -1108,48 +1093,48 @@ func (d *requestDecoder) tools(v json.RawMessage) error {
 			return err
 		}
 		typ := "function"
-		if tv, ok := f.Get("type"); ok && !isNull(tv) {
-			if typ, err = stringOf(tv, p+".type"); err != nil {
+		if tv, ok := f.Get("type"); ok && !reqjson.IsNull(tv) {
+			if typ, err = reqjson.String(tv, p+".type"); err != nil {
 				return err
 			}
 		}
 		if typ != "function" {
-			return fail(p+".type", "%q tools are not supported: only function tools", typ)
+			return reqjson.Fail(p+".type", "%q tools are not supported: only function tools", typ)
 		}
 		fv, ok := f.Get("function")
-		if !ok || isNull(fv) {
-			return fail(p+".function", "required")
+		if !ok || reqjson.IsNull(fv) {
+			return reqjson.Fail(p+".function", "required")
 		}
 		ff, err := d.object(fv, p+".function", toolFunctionKeys...)
 		if err != nil {
 			return err
 		}
 		tool := chat.Tool{}
-		if n, ok := ff.Get("name"); ok && !isNull(n) {
-			if tool.Name, err = stringOf(n, p+".function.name"); err != nil {
+		if n, ok := ff.Get("name"); ok && !reqjson.IsNull(n) {
+			if tool.Name, err = reqjson.String(n, p+".function.name"); err != nil {
 				return err
 			}
 		}
 		if tool.Name == "" {
-			return fail(p+".function.name", "required")
+			return reqjson.Fail(p+".function.name", "required")
 		}
-		if desc, ok := ff.Get("description"); ok && !isNull(desc) {
-			if tool.Description, err = stringOf(desc, p+".function.description"); err != nil {
+		if desc, ok := ff.Get("description"); ok && !reqjson.IsNull(desc) {
+			if tool.Description, err = reqjson.String(desc, p+".function.description"); err != nil {
 				return err
 			}
 		}
 		tool.InputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
-		if ps, ok := ff.Get("parameters"); ok && !isNull(ps) {
+		if ps, ok := ff.Get("parameters"); ok && !reqjson.IsNull(ps) {
 			if _, err := fieldsOf(ps, p+".function.parameters"); err != nil {
-				return fail(p+".function.parameters", "must be a JSON Schema object")
+				return reqjson.Fail(p+".function.parameters", "must be a JSON Schema object")
 			}
 			tool.InputSchema = chat.CloneRaw(ps)
 		}
 		// strict true asks for schema adherence: kept in the tool's Extra,
 		// for an OpenAI upstream to carry and the others to name in a
 		// warning; false is the default and says nothing.
-		if sv, ok := ff.Get("strict"); ok && !isNull(sv) {
-			b, err := boolOf(sv, p+".function.strict")
+		if sv, ok := ff.Get("strict"); ok && !reqjson.IsNull(sv) {
+			b, err := reqjson.Bool(sv, p+".function.strict")
 			if err != nil {
 				return err
 			}
@@ -1163,8 +1148,8 @@ func (d *requestDecoder) tools(v json.RawMessage) error {
 }
 
 func (d *requestDecoder) toolChoice(v json.RawMessage) (*chat.ToolChoice, error) {
-	if isString(v) {
-		s, err := stringOf(v, "tool_choice")
+	if reqjson.IsString(v) {
+		s, err := reqjson.String(v, "tool_choice")
 		if err != nil {
 			return nil, err
 		}
@@ -1174,28 +1159,28 @@ func (d *requestDecoder) toolChoice(v json.RawMessage) (*chat.ToolChoice, error)
 		case "required", "any":
 			return &chat.ToolChoice{Type: "any"}, nil
 		}
-		return nil, fail("tool_choice", "%q is not one of auto, none, required", s)
+		return nil, reqjson.Fail("tool_choice", "%q is not one of auto, none, required", s)
 	}
 	f, err := fieldsAtMost(v, "tool_choice", d.room())
 	if tooMany(err) {
 		return nil, tooManyExtras("tool_choice")
 	}
 	if err != nil {
-		return nil, fail("tool_choice", "must be a string or a {\"type\":\"function\"} object")
+		return nil, reqjson.Fail("tool_choice", "must be a string or a {\"type\":\"function\"} object")
 	}
 	if err := d.unknown(f, "tool_choice", toolChoiceKeys...); err != nil {
 		return nil, err
 	}
-	if t, err := stringOf(get(f, "type"), "tool_choice.type"); err != nil || t != "function" {
-		return nil, fail("tool_choice.type", "must be function")
+	if t, err := reqjson.String(reqjson.Get(f, "type"), "tool_choice.type"); err != nil || t != "function" {
+		return nil, reqjson.Fail("tool_choice.type", "must be function")
 	}
-	ff, err := d.object(get(f, "function"), "tool_choice.function", choiceFuncKeys...)
+	ff, err := d.object(reqjson.Get(f, "function"), "tool_choice.function", choiceFuncKeys...)
 	if err != nil {
 		return nil, err
 	}
-	name, err := stringOf(get(ff, "name"), "tool_choice.function.name")
+	name, err := reqjson.String(reqjson.Get(ff, "name"), "tool_choice.function.name")
 	if err != nil || name == "" {
-		return nil, fail("tool_choice.function.name", "required")
+		return nil, reqjson.Fail("tool_choice.function.name", "required")
 	}
 	return &chat.ToolChoice{Type: "tool", Name: name}, nil
 }

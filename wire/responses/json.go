@@ -11,21 +11,6 @@ import (
 	"github.com/ctxkit/ctxkit/wire/internal/reqjson"
 )
 
-// The request's values are read as every client dialect reads them.
-var (
-	fail         = reqjson.Fail
-	failCode     = reqjson.FailCode
-	get          = reqjson.Get
-	isNull       = reqjson.IsNull
-	isString     = reqjson.IsString
-	stringOf     = reqjson.String
-	intOf        = reqjson.Int
-	floatOf      = reqjson.Float
-	boolOf       = reqjson.Bool
-	isDataURL    = reqjson.IsDataURL
-	parseDataURL = reqjson.ParseDataURL
-)
-
 // The small readers of the request decoder. The body is checked once with
 // json.Valid, so every object and array is split in one pass
 // (strictjson's promise of valid JSON).
@@ -43,7 +28,7 @@ func tooMany(err error) bool { return strictjson.CodeOf(err) == strictjson.CodeT
 func objectAtMost(data []byte, path string, max int) (strictjson.Members, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
-		return nil, fail(path, "must be a JSON object")
+		return nil, reqjson.Fail(path, "must be a JSON object")
 	}
 	f, err := strictjson.Object(data, path, max, true)
 	if err == nil {
@@ -53,7 +38,7 @@ func objectAtMost(data []byte, path string, max int) (strictjson.Members, error)
 	case strictjson.CodeTooMany:
 		return nil, err
 	case strictjson.CodeDuplicateKey:
-		return nil, failCode(chat.CodeDuplicateField, e.Path, "given twice")
+		return nil, reqjson.FailCode(chat.CodeDuplicateField, e.Path, "given twice")
 	default:
 		return nil, &chat.Error{Code: chat.CodeInvalidJSON, Path: path, Msg: "not valid JSON: " + e.Msg, Err: e}
 	}
@@ -64,11 +49,11 @@ func objectAtMost(data []byte, path string, max int) (strictjson.Members, error)
 func arrayAtMost(v json.RawMessage, path string, max int) ([]json.RawMessage, error) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 || v[0] != '[' {
-		return nil, fail(path, "must be an array")
+		return nil, reqjson.Fail(path, "must be an array")
 	}
 	out, err := strictjson.Array(v, path, max, true)
 	if err != nil && !tooMany(err) {
-		return nil, fail(path, "must be an array")
+		return nil, reqjson.Fail(path, "must be an array")
 	}
 	return out, err
 }
@@ -76,10 +61,10 @@ func arrayAtMost(v json.RawMessage, path string, max int) ([]json.RawMessage, er
 // optString is the string at key k of f, "" when it is absent or null.
 func optString(f strictjson.Members, k, path string) (string, error) {
 	v, ok := f.Get(k)
-	if !ok || isNull(v) {
+	if !ok || reqjson.IsNull(v) {
 		return "", nil
 	}
-	return stringOf(v, join(path, k))
+	return reqjson.String(v, join(path, k))
 }
 
 // oneOf checks that s, the value at path, is one of allowed.
@@ -87,7 +72,7 @@ func oneOf(s, path string, allowed ...string) error {
 	if slices.Contains(allowed, s) {
 		return nil
 	}
-	return fail(path, "%q is not one of %s", s, strings.Join(allowed, ", "))
+	return reqjson.Fail(path, "%q is not one of %s", s, strings.Join(allowed, ", "))
 }
 
 // rawString is s as a JSON string.

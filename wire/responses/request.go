@@ -7,6 +7,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/strictjson"
+	"github.com/ctxkit/ctxkit/wire/internal/reqjson"
 )
 
 // MaxDepth bounds how deeply a request's JSON nests (a tool's parameters
@@ -150,7 +151,7 @@ func DecodeRequest(body []byte) (chat.Request, error) {
 		return chat.Request{}, &chat.Error{Code: chat.CodeInvalidJSON, Msg: "not valid JSON: " + err.Error(), Err: err}
 	}
 	if strictjson.Nesting(body) > MaxDepth {
-		return chat.Request{}, failCode(chat.CodeTooLarge, "", "nested deeper than %d", MaxDepth)
+		return chat.Request{}, reqjson.FailCode(chat.CodeTooLarge, "", "nested deeper than %d", MaxDepth)
 	}
 	d := requestDecoder{turn: -1, toolRun: -1}
 	if err := d.request(body); err != nil {
@@ -174,11 +175,11 @@ type requestDecoder struct {
 }
 
 func tooManyExtras(path string) error {
-	return failCode(chat.CodeTooLarge, path, "more than %d unknown fields in the request", chat.MaxExtraFields)
+	return reqjson.FailCode(chat.CodeTooLarge, path, "more than %d unknown fields in the request", chat.MaxExtraFields)
 }
 
 func tooManyBlocks(path string) error {
-	return failCode(chat.CodeTooLarge, path, "more than %d content blocks in the request", chat.MaxBlocks)
+	return reqjson.FailCode(chat.CodeTooLarge, path, "more than %d content blocks in the request", chat.MaxBlocks)
 }
 
 // object reads the object at path, its fields not among known counted
@@ -251,8 +252,8 @@ func (d *requestDecoder) request(body []byte) error {
 	if err != nil {
 		return err
 	}
-	if v, ok := f.Get("instructions"); ok && !isNull(v) {
-		s, err := stringOf(v, "instructions")
+	if v, ok := f.Get("instructions"); ok && !reqjson.IsNull(v) {
+		s, err := reqjson.String(v, "instructions")
 		if err != nil {
 			return err
 		}
@@ -261,8 +262,8 @@ func (d *requestDecoder) request(body []byte) error {
 		}
 	}
 	v, ok := f.Get("input")
-	if !ok || isNull(v) {
-		return fail("input", "required")
+	if !ok || reqjson.IsNull(v) {
+		return reqjson.Fail("input", "required")
 	}
 	if err := d.input(v); err != nil {
 		return err
@@ -271,72 +272,72 @@ func (d *requestDecoder) request(body []byte) error {
 	var choice json.RawMessage
 	for _, m := range f {
 		k, v := m.Key, m.Value
-		if isNull(v) {
+		if reqjson.IsNull(v) {
 			continue
 		}
 		switch k {
 		case "input", "instructions":
 		case "model":
-			d.r.Model, err = stringOf(v, k)
+			d.r.Model, err = reqjson.String(v, k)
 		case "tools":
 			err = d.tools(v)
 		case "tool_choice":
 			choice = v
 		case "parallel_tool_calls":
-			parallel, err = boolOf(v, k)
+			parallel, err = reqjson.Bool(v, k)
 		case "text":
 			err = d.text(v)
 		case "reasoning":
 			err = d.reasoning(v)
 		case "max_output_tokens":
-			d.r.MaxTokens, err = intOf(v, k)
+			d.r.MaxTokens, err = reqjson.Int(v, k)
 		case "temperature":
-			d.r.Temperature, err = floatOf(v, k)
+			d.r.Temperature, err = reqjson.Float(v, k)
 		case "top_p":
-			d.r.TopP, err = floatOf(v, k)
+			d.r.TopP, err = reqjson.Float(v, k)
 		case "stream":
-			d.r.Stream, err = boolOf(v, k)
+			d.r.Stream, err = reqjson.Bool(v, k)
 		case "stream_options":
 			if !d.r.Stream {
 				// As the API: stream options only with a stream (read
 				// before them: the members are in key order).
-				err = fail(k, "only allowed when stream is true")
+				err = reqjson.Fail(k, "only allowed when stream is true")
 				break
 			}
 			var so strictjson.Members
 			if so, err = d.object(v, k, streamOptKeys...); err == nil {
-				if iv, ok := so.Get("include_obfuscation"); ok && !isNull(iv) {
-					_, err = boolOf(iv, k+".include_obfuscation")
+				if iv, ok := so.Get("include_obfuscation"); ok && !reqjson.IsNull(iv) {
+					_, err = reqjson.Bool(iv, k+".include_obfuscation")
 				}
 			}
 		case "metadata":
 			err = d.metadata(v)
 		case "store":
-			if _, err = boolOf(v, k); err == nil {
+			if _, err = reqjson.Bool(v, k); err == nil {
 				d.extra(k, v)
 			}
 		case "previous_response_id", "user", "safety_identifier", "prompt_cache_key":
 			var s string
-			if s, err = stringOf(v, k); err == nil && s != "" {
+			if s, err = reqjson.String(v, k); err == nil && s != "" {
 				d.extra(k, v)
 			}
 		case "prompt_cache_retention":
 			var s string
-			if s, err = stringOf(v, k); err == nil {
+			if s, err = reqjson.String(v, k); err == nil {
 				if err = oneOf(s, k, "in_memory", "24h"); err == nil {
 					d.extra(k, v)
 				}
 			}
 		case "service_tier":
 			var s string
-			if s, err = stringOf(v, k); err == nil {
+			if s, err = reqjson.String(v, k); err == nil {
 				if err = oneOf(s, k, "auto", "default", "flex", "scale", "priority"); err == nil {
 					d.extra(k, v)
 				}
 			}
 		case "truncation":
 			var s string
-			if s, err = stringOf(v, k); err == nil {
+			if s, err = reqjson.String(v, k); err == nil {
 				if err = oneOf(s, k, "auto", "disabled"); err == nil && s == "auto" {
 					d.extra(k, v)
 				}
@@ -345,18 +346,18 @@ func (d *requestDecoder) request(body []byte) error {
 			err = d.include(v)
 		case "background":
 			var on bool
-			if on, err = boolOf(v, k); err == nil && on {
-				err = fail(k, "background responses are not supported by ctxkit: send the request without it (or stream it)")
+			if on, err = reqjson.Bool(v, k); err == nil && on {
+				err = reqjson.Fail(k, "background responses are not supported by ctxkit: send the request without it (or stream it)")
 			}
 		case "conversation":
-			err = fail(k, "conversations are not supported by ctxkit: continue with previous_response_id")
+			err = reqjson.Fail(k, "conversations are not supported by ctxkit: continue with previous_response_id")
 		case "top_logprobs":
 			var n int
-			if n, err = intOf(v, k); err == nil && n > 0 {
-				err = fail(k, "log probabilities are not supported by ctxkit: send 0 or leave it out")
+			if n, err = reqjson.Int(v, k); err == nil && n > 0 {
+				err = reqjson.Fail(k, "log probabilities are not supported by ctxkit: send 0 or leave it out")
 			}
 		case "max_tool_calls":
-			if _, err = intOf(v, k); err == nil {
+			if _, err = reqjson.Int(v, k); err == nil {
 				d.extra(k, v)
 			}
 		case "prompt":
@@ -392,7 +393,7 @@ func (d *requestDecoder) request(body []byte) error {
 func (d *requestDecoder) metadata(v json.RawMessage) error {
 	f, err := objectAtMost(v, "metadata", MaxMetadata)
 	if tooMany(err) {
-		return fail("metadata", "more than %d pairs", MaxMetadata)
+		return reqjson.Fail("metadata", "more than %d pairs", MaxMetadata)
 	}
 	if err != nil {
 		return err
@@ -400,14 +401,14 @@ func (d *requestDecoder) metadata(v json.RawMessage) error {
 	for _, m := range f {
 		p := join("metadata", m.Key)
 		if len(m.Key) > 64 {
-			return fail(p, "a key of more than 64 characters")
+			return reqjson.Fail(p, "a key of more than 64 characters")
 		}
-		s, err := stringOf(m.Value, p)
+		s, err := reqjson.String(m.Value, p)
 		if err != nil {
 			return err
 		}
 		if len(s) > 512 {
-			return fail(p, "a value of more than 512 characters")
+			return reqjson.Fail(p, "a value of more than 512 characters")
 		}
 	}
 	d.extra("metadata", v)
@@ -417,14 +418,14 @@ func (d *requestDecoder) metadata(v json.RawMessage) error {
 func (d *requestDecoder) include(v json.RawMessage) error {
 	raw, err := arrayAtMost(v, "include", len(includable))
 	if tooMany(err) {
-		return fail("include", "more than %d values", len(includable))
+		return reqjson.Fail("include", "more than %d values", len(includable))
 	}
 	if err != nil {
 		return err
 	}
 	for i, e := range raw {
 		p := index("include", i)
-		s, err := stringOf(e, p)
+		s, err := reqjson.String(e, p)
 		if err != nil {
 			return err
 		}
@@ -432,7 +433,7 @@ func (d *requestDecoder) include(v json.RawMessage) error {
 			return err
 		}
 		if s == "message.output_text.logprobs" {
-			return fail(p, "log probabilities are not supported by ctxkit")
+			return reqjson.Fail(p, "log probabilities are not supported by ctxkit")
 		}
 	}
 	if len(raw) > 0 {
@@ -448,7 +449,7 @@ func (d *requestDecoder) text(v json.RawMessage) error {
 	}
 	keep := map[string]json.RawMessage{}
 	for _, m := range f {
-		if isNull(m.Value) {
+		if reqjson.IsNull(m.Value) {
 			continue
 		}
 		p := join("text", m.Key)
@@ -458,7 +459,7 @@ func (d *requestDecoder) text(v json.RawMessage) error {
 				return err
 			}
 		case "verbosity":
-			s, err := stringOf(m.Value, p)
+			s, err := reqjson.String(m.Value, p)
 			if err != nil {
 				return err
 			}
@@ -482,7 +483,7 @@ func (d *requestDecoder) format(v json.RawMessage, path string) error {
 	if err != nil {
 		return err
 	}
-	typ, err := stringOf(get(f, "type"), join(path, "type"))
+	typ, err := reqjson.String(reqjson.Get(f, "type"), join(path, "type"))
 	if err != nil {
 		return err
 	}
@@ -494,28 +495,28 @@ func (d *requestDecoder) format(v json.RawMessage, path string) error {
 		return nil
 	case "json_schema":
 	default:
-		return fail(join(path, "type"), "%q is not one of text, json_object, json_schema", typ)
+		return reqjson.Fail(join(path, "type"), "%q is not one of text, json_object, json_schema", typ)
 	}
 	out := &chat.OutputFormat{Type: typ}
 	if out.Name, err = optString(f, "name", path); err != nil {
 		return err
 	}
 	if out.Name == "" {
-		return fail(join(path, "name"), "required")
+		return reqjson.Fail(join(path, "name"), "required")
 	}
 	if out.Description, err = optString(f, "description", path); err != nil {
 		return err
 	}
 	s, ok := f.Get("schema")
-	if !ok || isNull(s) {
-		return fail(join(path, "schema"), "required")
+	if !ok || reqjson.IsNull(s) {
+		return reqjson.Fail(join(path, "schema"), "required")
 	}
 	if _, err := objectAtMost(s, join(path, "schema"), chat.MaxExtraFields); err != nil {
-		return fail(join(path, "schema"), "must be a JSON Schema object")
+		return reqjson.Fail(join(path, "schema"), "must be a JSON Schema object")
 	}
 	out.Schema = chat.CloneRaw(s)
-	if sv, ok := f.Get("strict"); ok && !isNull(sv) {
-		b, err := boolOf(sv, join(path, "strict"))
+	if sv, ok := f.Get("strict"); ok && !reqjson.IsNull(sv) {
+		b, err := reqjson.Bool(sv, join(path, "strict"))
 		if err != nil {
 			return err
 		}
@@ -532,13 +533,13 @@ func (d *requestDecoder) reasoning(v json.RawMessage) error {
 	}
 	keep := map[string]json.RawMessage{}
 	for _, m := range f {
-		if isNull(m.Value) {
+		if reqjson.IsNull(m.Value) {
 			continue
 		}
 		p := join("reasoning", m.Key)
 		switch m.Key {
 		case "effort":
-			s, err := stringOf(m.Value, p)
+			s, err := reqjson.String(m.Value, p)
 			if err != nil {
 				return err
 			}
@@ -556,14 +557,14 @@ func (d *requestDecoder) reasoning(v json.RawMessage) error {
 				d.r.ReasoningEffort = s
 			}
 		case "summary", "generate_summary":
-			s, err := stringOf(m.Value, p)
+			s, err := reqjson.String(m.Value, p)
 			if err != nil {
 				return err
 			}
 			if err := oneOf(s, p, "auto", "concise", "detailed"); err != nil {
 				return err
 			}
-			if m.Key == "summary" || isNull(get(f, "summary")) {
+			if m.Key == "summary" || reqjson.IsNull(reqjson.Get(f, "summary")) {
 				keep["summary"] = chat.CloneRaw(m.Value)
 			}
 		default:
@@ -580,7 +581,7 @@ func (d *requestDecoder) reasoning(v json.RawMessage) error {
 func (d *requestDecoder) tools(v json.RawMessage) error {
 	raw, err := arrayAtMost(v, "tools", chat.MaxTools)
 	if tooMany(err) {
-		return fail("tools", "more than %d tools", chat.MaxTools)
+		return reqjson.Fail("tools", "more than %d tools", chat.MaxTools)
 	}
 	if err != nil {
 		return err
@@ -592,32 +593,32 @@ func (d *requestDecoder) tools(v json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		typ, err := stringOf(get(f, "type"), join(p, "type"))
+		typ, err := reqjson.String(reqjson.Get(f, "type"), join(p, "type"))
 		if err != nil {
 			return err
 		}
 		if typ != "function" {
-			return fail(join(p, "type"), "%q tools are not supported by ctxkit: only function tools", typ)
+			return reqjson.Fail(join(p, "type"), "%q tools are not supported by ctxkit: only function tools", typ)
 		}
 		tool := chat.Tool{}
 		if tool.Name, err = optString(f, "name", p); err != nil {
 			return err
 		}
 		if tool.Name == "" {
-			return fail(join(p, "name"), "required")
+			return reqjson.Fail(join(p, "name"), "required")
 		}
 		if tool.Description, err = optString(f, "description", p); err != nil {
 			return err
 		}
 		tool.InputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
-		if ps, ok := f.Get("parameters"); ok && !isNull(ps) {
+		if ps, ok := f.Get("parameters"); ok && !reqjson.IsNull(ps) {
 			if _, err := objectAtMost(ps, join(p, "parameters"), chat.MaxExtraFields); err != nil {
-				return fail(join(p, "parameters"), "must be a JSON Schema object")
+				return reqjson.Fail(join(p, "parameters"), "must be a JSON Schema object")
 			}
 			tool.InputSchema = chat.CloneRaw(ps)
 		}
-		if sv, ok := f.Get("strict"); ok && !isNull(sv) {
-			strict, err := boolOf(sv, join(p, "strict"))
+		if sv, ok := f.Get("strict"); ok && !reqjson.IsNull(sv) {
+			strict, err := reqjson.Bool(sv, join(p, "strict"))
 			if err != nil {
 				return err
 			}
@@ -632,8 +633,8 @@ func (d *requestDecoder) tools(v json.RawMessage) error {
 
 func (d *requestDecoder) toolChoice(v json.RawMessage) error {
 	const k = "tool_choice"
-	if isString(v) {
-		s, err := stringOf(v, k)
+	if reqjson.IsString(v) {
+		s, err := reqjson.String(v, k)
 		if err != nil {
 			return err
 		}
@@ -643,7 +644,7 @@ func (d *requestDecoder) toolChoice(v json.RawMessage) error {
 		case "required":
 			d.r.ToolChoice = &chat.ToolChoice{Type: "any"}
 		default:
-			return fail(k, "%q is not one of auto, none, required", s)
+			return reqjson.Fail(k, "%q is not one of auto, none, required", s)
 		}
 		return nil
 	}
@@ -651,7 +652,7 @@ func (d *requestDecoder) toolChoice(v json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	typ, err := stringOf(get(f, "type"), k+".type")
+	typ, err := reqjson.String(reqjson.Get(f, "type"), k+".type")
 	if err != nil {
 		return err
 	}
@@ -662,14 +663,14 @@ func (d *requestDecoder) toolChoice(v json.RawMessage) error {
 			return err
 		}
 		if name == "" {
-			return fail(k+".name", "required")
+			return reqjson.Fail(k+".name", "required")
 		}
 		d.r.ToolChoice = &chat.ToolChoice{Type: "tool", Name: name}
 		return nil
 	case "allowed_tools":
 		return d.allowedTools(f)
 	}
-	return fail(k+".type", "%q is not supported by ctxkit: only function tools (function, allowed_tools)", typ)
+	return reqjson.Fail(k+".type", "%q is not supported by ctxkit: only function tools (function, allowed_tools)", typ)
 }
 
 // allowedTools keeps only the tools {"type":"allowed_tools"} names.
@@ -682,9 +683,9 @@ func (d *requestDecoder) allowedTools(f strictjson.Members) error {
 	if err := oneOf(mode, k+".mode", "auto", "required"); err != nil {
 		return err
 	}
-	raw, err := arrayAtMost(get(f, "tools"), k+".tools", chat.MaxTools)
+	raw, err := arrayAtMost(reqjson.Get(f, "tools"), k+".tools", chat.MaxTools)
 	if tooMany(err) {
-		return fail(k+".tools", "more than %d tools", chat.MaxTools)
+		return reqjson.Fail(k+".tools", "more than %d tools", chat.MaxTools)
 	}
 	if err != nil {
 		return err
@@ -696,19 +697,19 @@ func (d *requestDecoder) allowedTools(f strictjson.Members) error {
 		if err != nil {
 			return err
 		}
-		typ, err := stringOf(get(tf, "type"), join(p, "type"))
+		typ, err := reqjson.String(reqjson.Get(tf, "type"), join(p, "type"))
 		if err != nil {
 			return err
 		}
 		if typ != "function" {
-			return fail(join(p, "type"), "%q tools are not supported by ctxkit: only function tools", typ)
+			return reqjson.Fail(join(p, "type"), "%q tools are not supported by ctxkit: only function tools", typ)
 		}
 		name, err := optString(tf, "name", p)
 		if err != nil {
 			return err
 		}
 		if !slices.ContainsFunc(d.r.Tools, func(t chat.Tool) bool { return t.Name == name }) {
-			return fail(join(p, "name"), "%q is not one of the request's tools", name)
+			return reqjson.Fail(join(p, "name"), "%q is not one of the request's tools", name)
 		}
 		names[name] = true
 	}
@@ -722,8 +723,8 @@ func (d *requestDecoder) allowedTools(f strictjson.Members) error {
 
 // input reads input: a string, or an array of items.
 func (d *requestDecoder) input(v json.RawMessage) error {
-	if isString(v) {
-		s, err := stringOf(v, "input")
+	if reqjson.IsString(v) {
+		s, err := reqjson.String(v, "input")
 		if err != nil {
 			return err
 		}
@@ -732,10 +733,10 @@ func (d *requestDecoder) input(v json.RawMessage) error {
 	}
 	raw, err := arrayAtMost(v, "input", chat.MaxMessages)
 	if tooMany(err) {
-		return fail("input", "more than %d items", chat.MaxMessages)
+		return reqjson.Fail("input", "more than %d items", chat.MaxMessages)
 	}
 	if err != nil {
-		return fail("input", "must be a string or an array of items")
+		return reqjson.Fail("input", "must be a string or an array of items")
 	}
 	for i, item := range raw {
 		if err := d.item(item, index("input", i)); err != nil {
@@ -754,8 +755,8 @@ func (d *requestDecoder) item(data []byte, path string) error {
 		return err
 	}
 	typ := "message"
-	if tv, ok := f.Get("type"); ok && !isNull(tv) {
-		if typ, err = stringOf(tv, join(path, "type")); err != nil {
+	if tv, ok := f.Get("type"); ok && !reqjson.IsNull(tv) {
+		if typ, err = reqjson.String(tv, join(path, "type")); err != nil {
 			return err
 		}
 	}
@@ -781,9 +782,9 @@ func (d *requestDecoder) item(data []byte, path string) error {
 		}
 		return d.reasoningItem(f, path)
 	case "item_reference":
-		return fail(join(path, "type"), "item references are not supported by ctxkit: send the item itself, or continue with previous_response_id")
+		return reqjson.Fail(join(path, "type"), "item references are not supported by ctxkit: send the item itself, or continue with previous_response_id")
 	}
-	return fail(join(path, "type"), "%q items are not supported by ctxkit: only messages, function calls, their outputs and reasoning", typ)
+	return reqjson.Fail(join(path, "type"), "%q items are not supported by ctxkit: only messages, function calls, their outputs and reasoning", typ)
 }
 
 // assistant is the assistant message the current model turn goes to.
@@ -803,8 +804,8 @@ func (d *requestDecoder) message(f strictjson.Members, path string) error {
 	}
 	cv, ok := f.Get("content")
 	cp := join(path, "content")
-	if !ok || isNull(cv) {
-		return fail(cp, "required")
+	if !ok || reqjson.IsNull(cv) {
+		return reqjson.Fail(cp, "required")
 	}
 	switch role {
 	case "system", "developer":
@@ -814,14 +815,14 @@ func (d *requestDecoder) message(f strictjson.Members, path string) error {
 	case "assistant":
 		return d.assistantMessage(cv, cp)
 	case "":
-		return fail(join(path, "role"), "required")
+		return reqjson.Fail(join(path, "role"), "required")
 	}
-	return fail(join(path, "role"), "%q is not one of user, assistant, system, developer", role)
+	return reqjson.Fail(join(path, "role"), "%q is not one of user, assistant, system, developer", role)
 }
 
 func (d *requestDecoder) systemMessage(v json.RawMessage, path string) error {
-	if isString(v) {
-		s, err := stringOf(v, path)
+	if reqjson.IsString(v) {
+		s, err := reqjson.String(v, path)
 		if err != nil {
 			return err
 		}
@@ -836,7 +837,7 @@ func (d *requestDecoder) systemMessage(v json.RawMessage, path string) error {
 	}
 	for j, b := range blocks {
 		if b.Type != chat.TypeText {
-			return fail(index(path, j), "a system message takes input_text parts, not %q", b.Type)
+			return reqjson.Fail(index(path, j), "a system message takes input_text parts, not %q", b.Type)
 		}
 		if b.Text != "" {
 			d.sys = append(d.sys, b.Text)
@@ -848,8 +849,8 @@ func (d *requestDecoder) systemMessage(v json.RawMessage, path string) error {
 func (d *requestDecoder) userMessage(v json.RawMessage, path string) error {
 	d.turn = -1
 	var c chat.Content
-	if isString(v) {
-		s, err := stringOf(v, path)
+	if reqjson.IsString(v) {
+		s, err := reqjson.String(v, path)
 		if err != nil {
 			return err
 		}
@@ -878,8 +879,8 @@ func (d *requestDecoder) userMessage(v json.RawMessage, path string) error {
 
 func (d *requestDecoder) assistantMessage(v json.RawMessage, path string) error {
 	var blocks []chat.Block
-	if isString(v) {
-		s, err := stringOf(v, path)
+	if reqjson.IsString(v) {
+		s, err := reqjson.String(v, path)
 		if err != nil {
 			return err
 		}
@@ -907,13 +908,13 @@ func (d *requestDecoder) functionCall(f strictjson.Members, path string) error {
 		return err
 	}
 	if b.ID == "" {
-		return fail(join(path, "call_id"), "required")
+		return reqjson.Fail(join(path, "call_id"), "required")
 	}
 	if b.Name, err = optString(f, "name", path); err != nil {
 		return err
 	}
 	if b.Name == "" {
-		return fail(join(path, "name"), "required")
+		return reqjson.Fail(join(path, "name"), "required")
 	}
 	args, err := optString(f, "arguments", path)
 	if err != nil {
@@ -950,19 +951,19 @@ func (d *requestDecoder) callOutput(f strictjson.Members, path string) error {
 		return err
 	}
 	if id == "" {
-		return fail(join(path, "call_id"), "required")
+		return reqjson.Fail(join(path, "call_id"), "required")
 	}
 	if err := d.block(path); err != nil {
 		return err
 	}
 	ov, ok := f.Get("output")
 	op := join(path, "output")
-	if !ok || isNull(ov) {
-		return fail(op, "required")
+	if !ok || reqjson.IsNull(ov) {
+		return reqjson.Fail(op, "required")
 	}
 	var c chat.Content
-	if isString(ov) {
-		s, err := stringOf(ov, op)
+	if reqjson.IsString(ov) {
+		s, err := reqjson.String(ov, op)
 		if err != nil {
 			return err
 		}
@@ -988,7 +989,7 @@ func (d *requestDecoder) reasoningItem(f strictjson.Members, path string) error 
 	var texts []string
 	for _, k := range []string{"summary", "content"} {
 		v, ok := f.Get(k)
-		if !ok || isNull(v) {
+		if !ok || reqjson.IsNull(v) {
 			continue
 		}
 		p := join(path, k)
@@ -1015,7 +1016,7 @@ func (d *requestDecoder) reasoningItem(f strictjson.Members, path string) error 
 				want = "reasoning_text"
 			}
 			if typ != want && !(k == "content" && typ == "text") {
-				return fail(join(ep, "type"), "%q is not %s", typ, want)
+				return reqjson.Fail(join(ep, "type"), "%q is not %s", typ, want)
 			}
 			s, err := optString(pf, "text", ep)
 			if err != nil {
@@ -1064,7 +1065,7 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, kind int) ([]chat
 	raw, err := d.blockArray(v, path)
 	if err != nil {
 		if ce, ok := err.(*chat.Error); ok && ce.Code == chat.CodeInvalidValue {
-			return nil, fail(path, "must be a string or an array of content parts")
+			return nil, reqjson.Fail(path, "must be a string or an array of content parts")
 		}
 		return nil, err
 	}
@@ -1089,7 +1090,7 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, kind int) ([]chat
 				return nil, err
 			}
 			b = chat.Block{Type: chat.TypeText}
-			if b.Text, err = stringOf(get(f, "text"), join(p, "text")); err != nil {
+			if b.Text, err = reqjson.String(reqjson.Get(f, "text"), join(p, "text")); err != nil {
 				return nil, err
 			}
 		case kind == partsOutput && typ == "refusal":
@@ -1097,7 +1098,7 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, kind int) ([]chat
 				return nil, err
 			}
 			b = chat.Block{Type: chat.TypeText}
-			if b.Text, err = stringOf(get(f, "refusal"), join(p, "refusal")); err != nil {
+			if b.Text, err = reqjson.String(reqjson.Get(f, "refusal"), join(p, "refusal")); err != nil {
 				return nil, err
 			}
 		case kind == partsInput && typ == "input_image":
@@ -1115,11 +1116,11 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, kind int) ([]chat
 				return nil, err
 			}
 		case typ == "":
-			return nil, fail(join(p, "type"), "required")
+			return nil, reqjson.Fail(join(p, "type"), "required")
 		case kind == partsInput:
-			return nil, fail(join(p, "type"), "%q is not one of input_text, input_image, input_file", typ)
+			return nil, reqjson.Fail(join(p, "type"), "%q is not one of input_text, input_image, input_file", typ)
 		default:
-			return nil, fail(join(p, "type"), "%q is not one of output_text, refusal, input_text (an assistant message holds text)", typ)
+			return nil, reqjson.Fail(join(p, "type"), "%q is not one of output_text, refusal, input_text (an assistant message holds text)", typ)
 		}
 		out = append(out, b)
 	}
@@ -1128,8 +1129,8 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, kind int) ([]chat
 
 func imagePart(f strictjson.Members, path string) (chat.Block, error) {
 	detail := ""
-	if dv, ok := f.Get("detail"); ok && !isNull(dv) {
-		s, err := stringOf(dv, join(path, "detail"))
+	if dv, ok := f.Get("detail"); ok && !reqjson.IsNull(dv) {
+		s, err := reqjson.String(dv, join(path, "detail"))
 		if err != nil {
 			return chat.Block{}, err
 		}
@@ -1157,10 +1158,10 @@ func image(f strictjson.Members, path string) (chat.Block, error) {
 		return chat.Block{}, err
 	}
 	if url != "" {
-		if !isDataURL(url) {
+		if !reqjson.IsDataURL(url) {
 			return chat.Block{Type: chat.TypeImage, Source: &chat.Source{Type: "url", URL: url}}, nil
 		}
-		mt, data, err := parseDataURL(url, join(path, "image_url"))
+		mt, data, err := reqjson.ParseDataURL(url, join(path, "image_url"))
 		if err != nil {
 			return chat.Block{}, err
 		}
@@ -1171,7 +1172,7 @@ func image(f strictjson.Members, path string) (chat.Block, error) {
 		return chat.Block{}, err
 	}
 	if id == "" {
-		return chat.Block{}, fail(path, "needs image_url or file_id")
+		return chat.Block{}, reqjson.Fail(path, "needs image_url or file_id")
 	}
 	return chat.Block{Type: chat.TypeImage, Source: fileSource(id)}, nil
 }
@@ -1195,8 +1196,8 @@ func filePart(f strictjson.Members, path string) (chat.Block, error) {
 	}
 	if data != "" {
 		p := join(path, "file_data")
-		if isDataURL(data) {
-			mt, payload, err := parseDataURL(data, p)
+		if reqjson.IsDataURL(data) {
+			mt, payload, err := reqjson.ParseDataURL(data, p)
 			if err != nil {
 				return b, err
 			}
@@ -1220,7 +1221,7 @@ func filePart(f strictjson.Members, path string) (chat.Block, error) {
 		return b, err
 	}
 	if id == "" {
-		return b, fail(path, "needs file_data, file_url or file_id")
+		return b, reqjson.Fail(path, "needs file_data, file_url or file_id")
 	}
 	b.Source = fileSource(id)
 	return b, nil
