@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/ctxkit/ctxkit/internal/secret"
 	"github.com/ctxkit/ctxkit/wire"
@@ -50,6 +51,16 @@ type Provider struct {
 	API string `json:"api,omitempty"`
 	// Models are the model names routed to this provider.
 	Models []string `json:"models"`
+	// Keys is a pool of keys used in turn by weighted round-robin, in
+	// place of APIKeyEnv.
+	Keys []Key `json:"keys,omitempty"`
+	// KeyCooldown is how long a key that got 429 without a Retry-After
+	// rests.
+	KeyCooldown Duration `json:"key_cooldown,omitempty"`
+	// Timeouts bound each request to this provider.
+	Timeouts Timeouts `json:"timeouts,omitzero"`
+	// Mock configures a provider of type mock, which answers in process.
+	Mock *Mock `json:"mock,omitempty"`
 
 	key    string
 	redact func(string) string // takes key out of text
@@ -58,9 +69,91 @@ type Provider struct {
 	unary  http.Header         // of every request not streamed; nil when the row has no Unary call
 }
 
+// Key is one key of a provider's pool, read from an environment
+// variable or a file (one of the two).
+type Key struct {
+	ID     string `json:"id,omitempty"` // names the key in logs and metrics (never the key itself); default "key<N>"
+	Env    string `json:"env,omitempty"`
+	File   string `json:"file,omitempty"`
+	Weight int    `json:"weight,omitempty"` // default 1
+}
+
+// Timeouts bound a request to one provider: connecting, the first byte of
+// the answer, the silence between two events of a stream, the whole
+// attempt. Zero takes the gateway's default.
+type Timeouts struct {
+	Connect   Duration `json:"connect,omitempty"`
+	FirstByte Duration `json:"first_byte,omitempty"`
+	Idle      Duration `json:"idle,omitempty"`
+	Total     Duration `json:"total,omitempty"`
+}
+
+// Route maps a model name clients send to targets tried in order.
+type Route struct {
+	Model   string   `json:"model"`
+	Targets []Target `json:"targets"`
+	// MaxAttempts bounds the targets tried (default: every target once);
+	// MaxTime the time all attempts together may take.
+	MaxAttempts int      `json:"max_attempts,omitempty"`
+	MaxTime     Duration `json:"max_time,omitempty"`
+	// Record keeps every exchange of the route in the store.
+	Record bool `json:"record,omitempty"`
+}
+
+// Target is one provider and model a route may send a request to.
+type Target struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"` // the upstream's name of the model
+	// Params override request parameters (temperature, max_tokens, ...)
+	// for this target.
+	Params map[string]json.RawMessage `json:"params,omitempty"`
+}
+
+// Price is what a provider charges for a model, in US dollars per million
+// tokens of each kind.
+type Price struct {
+	Provider   string  `json:"provider"`
+	Model      string  `json:"model"`
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cache_read,omitempty"`
+	CacheWrite float64 `json:"cache_write,omitempty"`
+	Reasoning  float64 `json:"reasoning,omitempty"`
+}
+
+// Records tunes the traffic records of routes that keep them.
+type Records struct {
+	TTL   Duration `json:"ttl,omitempty"`   // how long a record is kept, default 7 days
+	Queue int      `json:"queue,omitempty"` // records waiting to be written; past it they are dropped and counted
+}
+
+// Duration is a length of time in a configuration file, written as Go
+// writes it ("30s", "1m30s", "250ms").
+type Duration time.Duration
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"30s\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("%q is not a duration such as \"30s\"", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
 // Config is the gateway's configuration file.
 type Config struct {
 	Providers []Provider `json:"providers"`
+	Routes    []Route    `json:"routes,omitempty"`
+	Prices    []Price    `json:"prices,omitempty"`
+	Records   Records    `json:"records,omitzero"`
 }
 
 // LoadConfig reads a configuration file: JSON, or YAML (a file whose name

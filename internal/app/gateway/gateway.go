@@ -103,6 +103,9 @@ type Options struct {
 type Gateway struct {
 	cfg     *Config
 	keeper  Keeper // of the Responses dialect's stored responses; nil: none
+	// recorder keeps the exchanges of routes that record; nil: none.
+	recorder Recorder
+	metrics  *metrics
 	byModel map[string]*Provider
 	up      *upstream.Client
 	opts    Options
@@ -156,7 +159,7 @@ func New(cfg *Config, opts Options) *Gateway {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	g := &Gateway{cfg: cfg, byModel: map[string]*Provider{}, opts: opts}
+	g := &Gateway{cfg: cfg, byModel: map[string]*Provider{}, opts: opts, metrics: newMetrics()}
 	// A redirect is answered as the upstream's error: following it
 	// would send the provider's key (x-api-key, x-goog-api-key) to
 	// another host, and turn the POST into a GET.

@@ -174,6 +174,7 @@ func New(opts Options) *Server {
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	if opts.Gateway != nil {
 		opts.Gateway.SetKeeper(keeper{s})
+		s.metrics.reg.MustRegister(opts.Gateway.Collectors()...)
 	}
 	s.routes()
 	return s
@@ -306,7 +307,8 @@ func (s *Server) gatewayAuthed(d gateway.Dialect, h http.HandlerFunc) http.Handl
 			gateway.WriteError(w, d, http.StatusUnauthorized, "authentication_error", msg)
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, p)))
+		ctx := context.WithValue(r.Context(), callerKey{}, p)
+		h(w, r.WithContext(gateway.WithCaller(ctx, gateway.Caller{Owner: p.OwnerID, Agent: p.AgentID})))
 	})
 }
 

@@ -1,0 +1,71 @@
+package gateway
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the gateway's Prometheus metrics. Every label takes its
+// values from a bounded set: providers, models and key ids from the
+// configuration, outcomes from a fixed list, owners and agents from
+// bounded (the first few seen, then "other") — a label value is a series
+// kept for the life of the process.
+type metrics struct {
+	// attempts counts upstream attempts by provider, model, outcome and
+	// key id.
+	attempts *prometheus.CounterVec
+	// tokens sums tokens by owner, agent, provider, model and kind
+	// (input, output, cache_read, cache_write, reasoning); cost the
+	// dollars by owner, agent, provider and model.
+	tokens *prometheus.CounterVec
+	cost   *prometheus.CounterVec
+	// callers bounds the owner and agent label values.
+	owners, agents *bounded
+}
+
+// maxCallerLabels is how many owners (and agents) get a label value of
+// their own.
+const maxCallerLabels = 200
+
+func newMetrics() *metrics {
+	return &metrics{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ctxkit_gateway_attempts_total", Help: "Upstream attempts by provider, model, outcome and key id.",
+		}, []string{"provider", "model", "outcome", "key"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ctxkit_gateway_tokens_total", Help: "Tokens by owner, agent, provider, model and kind.",
+		}, []string{"owner", "agent", "provider", "model", "kind"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ctxkit_gateway_cost_usd_total", Help: "Cost in US dollars by owner, agent, provider and model.",
+		}, []string{"owner", "agent", "provider", "model"}),
+		owners: &bounded{max: maxCallerLabels, seen: map[string]bool{}},
+		agents: &bounded{max: maxCallerLabels, seen: map[string]bool{}},
+	}
+}
+
+// Collectors are the gateway's metrics, for the server's registry.
+func (g *Gateway) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{g.metrics.attempts, g.metrics.tokens, g.metrics.cost}
+}
+
+// bounded hands out label values: the first max distinct values as they
+// are, every later one as "other".
+type bounded struct {
+	mu   sync.Mutex
+	max  int
+	seen map[string]bool
+}
+
+func (b *bounded) label(v string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen[v] {
+		return v
+	}
+	if len(b.seen) >= b.max {
+		return "other"
+	}
+	b.seen[v] = true
+	return v
+}
