@@ -101,15 +101,15 @@ type Options struct {
 
 // Gateway serves the gateway routes.
 type Gateway struct {
-	cfg     *Config
-	keeper  Keeper // of the Responses dialect's stored responses; nil: none
+	cfg    *Config
+	keeper Keeper // of the Responses dialect's stored responses; nil: none
 	// recorder keeps the exchanges of routes that record; nil: none.
 	recorder Recorder
 	metrics  *metrics
-	byModel map[string]*Provider
-	up      *upstream.Client
-	opts    Options
-	models  []Model
+	byModel  map[string]*Provider
+	up       *upstream.Client
+	opts     Options
+	models   []Model
 
 	mu       sync.Mutex
 	inFlight int   // requests being served
