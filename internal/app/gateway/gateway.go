@@ -111,6 +111,9 @@ type Gateway struct {
 	opts     Options
 	models   []Model
 
+	// ctxSource answers x-ctxkit-context; nil: the header is refused.
+	ctxSource ContextSource
+
 	mu       sync.Mutex
 	inFlight int   // requests being served
 	held     int64 // bytes of request body they hold
@@ -310,6 +313,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 			return err
 		}
 	}
+	if err := g.addContext(w, r, &req); err != nil {
+		return err
+	}
 	// A client that does not stream is answered from one whole upstream
 	// response where the provider offers one: less work on both sides
 	// than a stream collected.
@@ -472,9 +478,7 @@ func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	for _, wn := range warns {
 		out.warns = append(out.warns, wn.String())
 	}
-	if len(out.warns) > 0 {
-		w.Header().Set(WarningsHeader, wire.WarningsHeader(out.warns))
-	}
+	addWarnings(w.Header(), out.warns)
 	url := p.BaseURL + up.Path(req.Model)
 	if !req.Stream {
 		url = p.BaseURL + up.Unary.Path(req.Model)

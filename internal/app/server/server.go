@@ -174,6 +174,7 @@ func New(opts Options) *Server {
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	if opts.Gateway != nil {
 		opts.Gateway.SetKeeper(keeper{s})
+		opts.Gateway.SetContextSource(contextSource{s})
 		s.metrics.reg.MustRegister(opts.Gateway.Collectors()...)
 	}
 	s.routes()
