@@ -166,7 +166,9 @@ func TestContextOpenAI(t *testing.T) {
 	if strings.Contains(body, "cache_control") {
 		t.Fatalf("a cache point went to an OpenAI upstream: %s", body)
 	}
-	var up struct{ Messages []struct{ Role, Content string } }
+	var up struct {
+		Messages []struct{ Role, Content string }
+	}
 	json.Unmarshal([]byte(body), &up)
 	if len(up.Messages) != 2 || up.Messages[0].Role != "system" || !strings.HasPrefix(up.Messages[0].Content, "<ctxkit-context>\n<breadcrumb id=\"id-1\"") ||
 		!strings.HasSuffix(up.Messages[0].Content, "</ctxkit-context>\nbe brief") {
