@@ -53,7 +53,7 @@ func (u *recordingUpstream) last(t *testing.T) string {
 	return string(u.bodies[len(u.bodies)-1])
 }
 
-func newRecordingUpstream(t *testing.T, contentType, body string) *recordingUpstream {
+func newRecordingUpstream(t testing.TB, contentType, body string) *recordingUpstream {
 	u := &recordingUpstream{}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -303,5 +303,39 @@ func TestGatewayContextBadSelector(t *testing.T) {
 		if len(u.bodies) != 0 {
 			t.Fatalf("an upstream was called: %s", u.bodies[0])
 		}
+	}
+}
+
+// BenchmarkGatewayContext measures a request through the gateway without
+// the header, with a tag selector (list and views) and with a query
+// (search and views), five items of about 100 tokens each added.
+func BenchmarkGatewayContext(b *testing.B) {
+	anth := newRecordingUpstream(b, "application/json", anthropicWhole)
+	b.Setenv("CTXKIT_TEST_ANTHROPIC_KEY", "sk-ant")
+	cfgPath := filepath.Join(b.TempDir(), "gateway.yaml")
+	os.WriteFile(cfgPath, []byte("providers:\n  - name: anth\n    type: anthropic\n    base_url: "+anth.srv.URL+"\n    api_key_env: CTXKIT_TEST_ANTHROPIC_KEY\n    models: [claude-x]\n"), 0o600)
+	cfg, err := gateway.LoadConfig(cfgPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := newEnv(b, func(o *server.Options) { o.Gateway = gateway.New(cfg, gateway.Options{}) })
+	tok := e.token("acme", "a1", server.RoleEmitter)
+	for i := range 10 {
+		e.create(tok, map[string]any{"title": "runbook " + string(rune('a'+i)), "tags": []string{"ops"},
+			"context": map[string]any{"text": strings.Repeat("drain the node then deploy ", 20)}})
+	}
+	body := `{"model":"claude-x","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
+	for _, c := range []struct{ name, sel string }{{"none", ""}, {"tag", "tag:ops"}, {"query", "q=runbook"}} {
+		b.Run(c.name, func(b *testing.B) {
+			var hs []string
+			if c.sel != "" {
+				hs = []string{"x-ctxkit-context", c.sel}
+			}
+			for b.Loop() {
+				if r := e.do("POST", "/v1/messages", tok, body, hs...); r.status != 200 {
+					b.Fatalf("%d %s", r.status, r.body)
+				}
+			}
+		})
 	}
 }
