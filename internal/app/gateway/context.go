@@ -230,10 +230,10 @@ func (g *Gateway) addContext(w http.ResponseWriter, r *http.Request, req *chat.R
 	if err != nil {
 		var e *Error
 		switch {
-		case errors.As(err, &e):
-			return e
 		case r.Context().Err() != nil:
 			return errClientGone
+		case errors.As(err, &e):
+			return e
 		}
 		g.opts.Logger.Error("gateway context", "err", err.Error())
 		return &Error{Code: CodeAPI, Status: http.StatusInternalServerError, Path: contextParam,
