@@ -154,6 +154,8 @@ type Config struct {
 	Routes    []Route    `json:"routes,omitempty"`
 	Prices    []Price    `json:"prices,omitempty"`
 	Records   Records    `json:"records,omitzero"`
+
+	prices prices // Prices by provider name, once checked
 }
 
 // LoadConfig reads a configuration file: JSON, or YAML (a file whose name
@@ -253,5 +255,5 @@ func (c *Config) check(getenv func(string) string) error {
 			u.SetHeader(p.unary, p.key)
 		}
 	}
-	return nil
+	return c.checkPrices(names)
 }
