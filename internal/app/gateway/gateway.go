@@ -358,7 +358,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	chunks = g.clean(ctx, p, upBody, untilStop(chunks, p.Name))
 	// Every usage gets its cost, and the last one is counted, before the
 	// answer is put together or written.
-	chunks = g.metered(r.Context(), p, sent.req.Model, chunks)
+	chunks = g.metered(r.Context(), p, sent.req.Model, chunks, nil)
 	if !streaming {
 		return g.collect(w, r, d, p, out, chunks, kept)
 	}

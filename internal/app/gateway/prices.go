@@ -275,14 +275,18 @@ func (g *Gateway) costed(p *Provider, model string, u chat.Usage) chat.Usage {
 
 // metered passes chunks on with the cost of every usage set (usage is a
 // running total, and so is its cost), and counts the last usage in the
-// metrics when the stream ends, however it ends.
-func (g *Gateway) metered(ctx context.Context, p *Provider, model string, chunks iter.Seq2[chat.Chunk, error]) iter.Seq2[chat.Chunk, error] {
+// metrics when the stream ends, however it ends; done, when not nil, is
+// then given that usage too (not called when the stream had none).
+func (g *Gateway) metered(ctx context.Context, p *Provider, model string, chunks iter.Seq2[chat.Chunk, error], done func(chat.Usage)) iter.Seq2[chat.Chunk, error] {
 	pr, priced := g.priceOf(p, model)
 	return func(yield func(chat.Chunk, error) bool) {
 		var last *chat.Usage
 		defer func() {
 			if last != nil {
 				g.account(ctx, p, model, *last)
+				if done != nil {
+					done(*last)
+				}
 			}
 		}()
 		for c, err := range chunks {

@@ -152,13 +152,14 @@ func TestMeteredKeepsReportedCost(t *testing.T) {
 		{Type: chat.ChunkUsage, Usage: &chat.Usage{Input: 10, Output: 5, Cost: &reported}},
 	}
 	var got []*chat.Usage
+	var final *chat.Usage
 	for c, err := range g.metered(t.Context(), p, "gpt-4o", func(yield func(chat.Chunk, error) bool) {
 		for _, c := range up {
 			if !yield(c, nil) {
 				return
 			}
 		}
-	}) {
+	}, func(u chat.Usage) { final = &u }) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,6 +173,9 @@ func TestMeteredKeepsReportedCost(t *testing.T) {
 	}
 	if got[1].Cost == nil || *got[1].Cost != 0.5 {
 		t.Errorf("reported cost replaced: %v", got[1].Cost)
+	}
+	if final == nil || final.Output != 5 || final.Cost == nil || *final.Cost != 0.5 {
+		t.Errorf("done got %+v, want the last usage", final)
 	}
 }
 
@@ -223,6 +227,49 @@ func FuzzCost(f *testing.F) {
 			more.Output = out + 1000
 			if price.cost(more) < c {
 				t.Fatalf("more output is cheaper: %+v at %+v", u, price)
+			}
+		}
+	})
+}
+
+// BenchmarkMetered is what pricing and counting add to one streamed
+// response of 50 text chunks and a usage: a priced model (the table's
+// row found once, the usage priced and counted) beside an unpriced one.
+func BenchmarkMetered(b *testing.B) {
+	chunks := make([]chat.Chunk, 0, 51)
+	for range 50 {
+		chunks = append(chunks, chat.Chunk{Type: chat.ChunkText, Text: "word "})
+	}
+	chunks = append(chunks, chat.Chunk{Type: chat.ChunkUsage, Usage: &chat.Usage{Input: 1200, CacheRead: 1000, Output: 50}})
+	src := func(yield func(chat.Chunk, error) bool) {
+		for _, c := range chunks {
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+	g := &Gateway{cfg: &Config{}, metrics: newMetrics()}
+	p := &Provider{Name: "claude", Type: TypeAnthropic}
+	ctx := WithCaller(b.Context(), Caller{Owner: "o", Agent: "a"})
+	for _, model := range []string{"claude-sonnet-4-5-20250929", "claude-unpriced"} {
+		b.Run(model, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, err := range g.metered(ctx, p, model, src, nil) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+	b.Run("unmetered", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, err := range src {
+				if err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	})
