@@ -25,8 +25,9 @@ const (
 
 // builtinPrices are the prices ctxkit knows without configuration, by
 // provider type, in US dollars per million tokens, as the providers'
-// public pricing pages listed them on 2026-11-27 (standard tier, prompts
-// of up to 200k tokens, Anthropic's 5-minute cache writes). They are a
+// public pricing pages listed them on 2026-11-27 (standard tier,
+// Anthropic's 5-minute cache writes; the long-context price above 200k
+// prompt tokens where the page lists one). They are a
 // default, not a bill: a configuration's prices rows replace them.
 //
 // A row's model matches the model of the request sent upstream when it is
@@ -46,8 +47,8 @@ var builtinPrices = map[string][]Price{
 		{Model: "claude-opus-4-1", Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
 		{Model: "claude-opus-4", Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
 		{Model: "claude-sonnet-4-6", Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
-		{Model: "claude-sonnet-4-5", Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
-		{Model: "claude-sonnet-4", Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+		{Model: "claude-sonnet-4-5", Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75, LongContext: sonnetLong},
+		{Model: "claude-sonnet-4", Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75, LongContext: sonnetLong},
 		{Model: "claude-haiku-4-5", Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
 		{Model: "claude-3-5-haiku", Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1},
 	},
@@ -65,8 +66,10 @@ var builtinPrices = map[string][]Price{
 		{Model: "o4-mini", Input: 1.1, Output: 4.4, CacheRead: 0.275},
 	},
 	TypeGemini: {
-		{Model: "gemini-3-pro-preview", Input: 2, Output: 12, CacheRead: 0.2},
-		{Model: "gemini-2.5-pro", Input: 1.25, Output: 10, CacheRead: 0.125},
+		{Model: "gemini-3-pro-preview", Input: 2, Output: 12, CacheRead: 0.2,
+			LongContext: &LongContext{AboveTokens: 200_000, Input: 4, Output: 18, CacheRead: 0.4}},
+		{Model: "gemini-2.5-pro", Input: 1.25, Output: 10, CacheRead: 0.125,
+			LongContext: &LongContext{AboveTokens: 200_000, Input: 2.5, Output: 15, CacheRead: 0.25}},
 		{Model: "gemini-2.5-flash", Input: 0.3, Output: 2.5, CacheRead: 0.03},
 		{Model: "gemini-2.5-flash-lite", Input: 0.1, Output: 0.4, CacheRead: 0.01},
 	},
@@ -82,6 +85,10 @@ var builtinPrices = map[string][]Price{
 		{Model: "deepseek-reasoner", Input: 0.28, Output: 0.42, CacheRead: 0.028},
 	},
 }
+
+// sonnetLong is the price of Claude Sonnet 4 and 4.5 for prompts past
+// 200k tokens (the 1M-token context window).
+var sonnetLong = &LongContext{AboveTokens: 200_000, Input: 6, Output: 22.5, CacheRead: 0.6, CacheWrite: 7.5}
 
 // prices are a configuration's price rows by provider name.
 type prices map[string][]Price
@@ -109,20 +116,47 @@ func (c *Config) checkPrices(names map[string]bool) error {
 			return fmt.Errorf("%s.model: %q of provider %q is already priced by prices[%d]", at, p.Model, p.Provider, j)
 		}
 		seen[[2]string{p.Provider, p.Model}] = i
-		for _, f := range []struct {
-			name string
-			v    float64
-		}{{"input", p.Input}, {"output", p.Output}, {"cache_read", p.CacheRead}, {"cache_write", p.CacheWrite}, {"reasoning", p.Reasoning}} {
-			switch {
-			case math.IsNaN(f.v) || f.v < 0:
-				return fmt.Errorf("%s.%s: %v is negative (US dollars per million tokens)", at, f.name, f.v)
-			case f.v > maxPricePerMTok:
-				return fmt.Errorf("%s.%s: %v is more than %d US dollars per million tokens (prices are per million tokens)", at, f.name, f.v, maxPricePerMTok)
+		if err := checkRates(at, p.rates()); err != nil {
+			return err
+		}
+		if l := p.LongContext; l != nil {
+			if l.AboveTokens <= 0 {
+				return fmt.Errorf("%s.long_context.above_tokens: required, a number of prompt tokens above 0", at)
+			}
+			if err := checkRates(at+".long_context", l.rates()); err != nil {
+				return err
 			}
 		}
 		book[p.Provider] = append(book[p.Provider], p)
 	}
 	c.prices = book
+	return nil
+}
+
+// rates are the prices of each kind of token, in US dollars per million.
+type rates struct{ input, output, cacheRead, cacheWrite, reasoning float64 }
+
+func (p *Price) rates() rates {
+	return rates{p.Input, p.Output, p.CacheRead, p.CacheWrite, p.Reasoning}
+}
+
+func (l *LongContext) rates() rates {
+	return rates{l.Input, l.Output, l.CacheRead, l.CacheWrite, l.Reasoning}
+}
+
+// checkRates checks the prices of a row at path at.
+func checkRates(at string, r rates) error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"input", r.input}, {"output", r.output}, {"cache_read", r.cacheRead}, {"cache_write", r.cacheWrite}, {"reasoning", r.reasoning}} {
+		switch {
+		case math.IsNaN(f.v) || f.v < 0:
+			return fmt.Errorf("%s.%s: %v is negative (US dollars per million tokens)", at, f.name, f.v)
+		case f.v > maxPricePerMTok:
+			return fmt.Errorf("%s.%s: %v is more than %d US dollars per million tokens (prices are per million tokens)", at, f.name, f.v, maxPricePerMTok)
+		}
+	}
 	return nil
 }
 
@@ -228,24 +262,29 @@ func tokens(u chat.Usage) (input, cacheRead, cacheWrite, output, reasoning int64
 	return
 }
 
-// cost is what u costs at pr, in US dollars. Cache reads and writes
-// without a price of their own cost the input price; reasoning without a
-// price of its own is output (the providers bill it so: it is counted in
-// Output, and is never added again).
+// cost is what u costs at pr, in US dollars: at pr's long-context price
+// when the prompt (Input, cached tokens included) is longer than it
+// allows, every token of it. Cache reads and writes without a price of
+// their own cost the input price; reasoning without a price of its own is
+// output (the providers bill it so: it is counted in Output, and is never
+// added again).
 func (pr Price) cost(u chat.Usage) float64 {
+	r := pr.rates()
+	if l := pr.LongContext; l != nil && u.Input > l.AboveTokens {
+		r = l.rates()
+	}
 	in, read, write, out, reasoning := tokens(u)
-	readPrice, writePrice, reasoningPrice := pr.CacheRead, pr.CacheWrite, pr.Reasoning
-	if readPrice == 0 {
-		readPrice = pr.Input
+	if r.cacheRead == 0 {
+		r.cacheRead = r.input
 	}
-	if writePrice == 0 {
-		writePrice = pr.Input
+	if r.cacheWrite == 0 {
+		r.cacheWrite = r.input
 	}
-	if reasoningPrice == 0 {
-		reasoningPrice = pr.Output
+	if r.reasoning == 0 {
+		r.reasoning = r.output
 	}
-	c := float64(in)*pr.Input + float64(read)*readPrice + float64(write)*writePrice +
-		float64(out)*pr.Output + float64(reasoning)*reasoningPrice
+	c := float64(in)*r.input + float64(read)*r.cacheRead + float64(write)*r.cacheWrite +
+		float64(out)*r.output + float64(reasoning)*r.reasoning
 	return roundCost(c / 1e6)
 }
 

@@ -83,9 +83,18 @@ func TestBuiltinPrices(t *testing.T) {
 			if err := checkPriceModel(r.Model); err != nil || strings.HasSuffix(r.Model, "*") {
 				t.Errorf("%s %q: not a model name (%v)", typ, r.Model, err)
 			}
-			for _, v := range []float64{r.Input, r.Output, r.CacheRead, r.CacheWrite, r.Reasoning} {
-				if v < 0 || v > 200 {
-					t.Errorf("%s %s: price %v is not per million tokens", typ, r.Model, v)
+			all := []rates{r.rates()}
+			if l := r.LongContext; l != nil {
+				all = append(all, l.rates())
+				if l.AboveTokens < 1000 || l.Input < r.Input || l.Output < r.Output {
+					t.Errorf("%s %s: a long-context price %+v below the standard one", typ, r.Model, *l)
+				}
+			}
+			for _, rt := range all {
+				for _, v := range []float64{rt.input, rt.output, rt.cacheRead, rt.cacheWrite, rt.reasoning} {
+					if v < 0 || v > 200 {
+						t.Errorf("%s %s: price %v is not per million tokens", typ, r.Model, v)
+					}
 				}
 			}
 			if r.Input == 0 || r.Output == 0 {
@@ -111,6 +120,8 @@ func TestBuiltinPrices(t *testing.T) {
 // fits.
 func TestCostArithmetic(t *testing.T) {
 	anth := Price{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}
+	long := Price{Input: 1.25, Output: 10, CacheRead: 0.125,
+		LongContext: &LongContext{AboveTokens: 200_000, Input: 2.5, Output: 15, CacheRead: 0.25}}
 	for _, c := range []struct {
 		name string
 		pr   Price
@@ -127,6 +138,9 @@ func TestCostArithmetic(t *testing.T) {
 		{"reasoning above output", Price{Output: 1, Reasoning: 10}, chat.Usage{Output: 5, Reasoning: 50}, 5 * 10 / 1e6},
 		{"free", Price{}, chat.Usage{Input: 1e6, Output: 1e6}, 0},
 		{"no float noise", Price{Input: 0.1, Output: 0.2}, chat.Usage{Input: 10000, Output: 10000}, 0.003},
+		{"long context, at the bound", long, chat.Usage{Input: 200_000, Output: 10}, (200_000*1.25 + 10*10) / 1e6},
+		{"long context, past it", long, chat.Usage{Input: 200_001, CacheRead: 1, Output: 10}, (200_000*2.5 + 1*0.25 + 10*15) / 1e6},
+		{"long context without cache price", Price{Input: 1, LongContext: &LongContext{AboveTokens: 10, Input: 2}}, chat.Usage{Input: 11, CacheRead: 5}, 11 * 2 / 1e6},
 	} {
 		if got := c.pr.cost(c.u); math.Abs(got-c.want) > 1e-15 {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
@@ -207,16 +221,19 @@ func FuzzPriceMatch(f *testing.F) {
 // FuzzCost: whatever counts an upstream reports, a cost is a finite
 // number, never negative, and adding tokens never makes it cheaper.
 func FuzzCost(f *testing.F) {
-	f.Add(int64(100), int64(7), int64(80), int64(0), int64(0), 3.0, 15.0, 0.3, 3.75, 0.0)
-	f.Add(int64(-1), int64(-1), int64(-1), int64(-1), int64(-1), 0.0, 0.0, 0.0, 0.0, 0.0)
-	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MaxInt64), int64(0), int64(math.MaxInt64), 1e5, 1e5, 1e5, 1e5, 1e5)
-	f.Fuzz(func(t *testing.T, in, out, read, write, reasoning int64, pi, po, pr, pw, pz float64) {
-		for _, v := range []float64{pi, po, pr, pw, pz} {
+	f.Add(int64(100), int64(7), int64(80), int64(0), int64(0), 3.0, 15.0, 0.3, 3.75, 0.0, int64(0), 0.0)
+	f.Add(int64(-1), int64(-1), int64(-1), int64(-1), int64(-1), 0.0, 0.0, 0.0, 0.0, 0.0, int64(-1), 0.0)
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MaxInt64), int64(0), int64(math.MaxInt64), 1e5, 1e5, 1e5, 1e5, 1e5, int64(200_000), 1e5)
+	f.Fuzz(func(t *testing.T, in, out, read, write, reasoning int64, pi, po, pr, pw, pz float64, above int64, pl float64) {
+		for _, v := range []float64{pi, po, pr, pw, pz, pl} {
 			if math.IsNaN(v) || v < 0 || v > maxPricePerMTok {
 				return // refused by the configuration check
 			}
 		}
 		price := Price{Input: pi, Output: po, CacheRead: pr, CacheWrite: pw, Reasoning: pz}
+		if above > 0 {
+			price.LongContext = &LongContext{AboveTokens: above, Input: pl, Output: pl}
+		}
 		u := chat.Usage{Input: in, Output: out, CacheRead: read, CacheWrite: write, Reasoning: reasoning}
 		c := price.cost(u)
 		if math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {

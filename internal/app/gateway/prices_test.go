@@ -375,6 +375,9 @@ func TestPriceConfigErrors(t *testing.T) {
 		{"inner star", []any{map[string]any{"provider": "oai", "model": "gpt-*-mini"}}, `prices[0].model: "gpt-*-mini": "*" may only end the name`},
 		{"space", []any{map[string]any{"provider": "oai", "model": "gpt 4o"}}, "prices[0].model: \"gpt 4o\" holds a space"},
 		{"per token", []any{map[string]any{"provider": "oai", "model": "m", "input": 250000}}, "prices[0].input: 250000 is more than 100000 US dollars per million tokens"},
+		{"long context without bound", []any{map[string]any{"provider": "oai", "model": "m", "long_context": map[string]any{"input": 2}}}, "prices[0].long_context.above_tokens: required"},
+		{"long context negative", []any{map[string]any{"provider": "oai", "model": "m", "long_context": map[string]any{"above_tokens": 200000, "output": -1}}}, "prices[0].long_context.output: -1 is negative"},
+		{"long context unknown field", []any{map[string]any{"provider": "oai", "model": "m", "long_context": map[string]any{"above": 1}}}, `unknown field "above"`},
 		{"unknown field", []any{map[string]any{"provider": "oai", "model": "m", "price": 1}}, `unknown field "price"`},
 		{"a string", []any{map[string]any{"provider": "oai", "model": "m", "input": "1"}}, "input of type float64"},
 	} {
@@ -386,7 +389,8 @@ func TestPriceConfigErrors(t *testing.T) {
 		})
 	}
 	if _, err := gateway.LoadConfig(writeConfig(t, map[string]any{"providers": []any{provider}, "prices": []any{ok,
-		map[string]any{"provider": "oai", "model": "gpt-4o*", "input": 0, "output": 0}}})); err != nil {
+		map[string]any{"provider": "oai", "model": "gpt-4o*", "input": 0, "output": 0},
+		map[string]any{"provider": "oai", "model": "big", "input": 1, "output": 2, "long_context": map[string]any{"above_tokens": 128000, "input": 2, "output": 4}}}})); err != nil {
 		t.Fatalf("good rows refused: %v", err)
 	}
 }
