@@ -31,6 +31,9 @@ const (
 	costMiniConfigured = (20*10 + 80*1 + 7*20) / 1e6
 	// gemini-2.5-flash (built in): 20 × $0.30 + 80 × $0.03 + 7 × $2.50.
 	costFlash = (20*0.3 + 80*0.03 + 7*2.5) / 1e6
+	// gpt-4.1 (built in), from an upstream that streams even when asked
+	// for one whole response: 20 × $2 + 80 × $0.50 + 7 × $8.
+	costGPT41 = (20*2 + 80*0.5 + 7*8) / 1e6
 	// house-model priced by a prefix row without a cache price: the 80
 	// cached tokens cost the input price, so 100 × $1 + 7 × $2.
 	costHouse = (100*1 + 7*2) / 1e6
@@ -59,6 +62,16 @@ func pricedGateway(t *testing.T) (*httptest.Server, *gateway.Gateway) {
 		providers = append(providers, map[string]any{"name": p.name, "type": p.typ, "base_url": u.srv.URL,
 			"api_key_env": env, "models": p.models})
 	}
+	// An upstream that always streams: a client that does not stream
+	// gets the stream collected.
+	streamer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, openAIStream)
+	}))
+	t.Cleanup(streamer.Close)
+	t.Setenv("CTXKIT_TEST_PRICE_KEY_STREAMER", "key-for-streamer")
+	providers = append(providers, map[string]any{"name": "streamer", "type": gateway.TypeOpenAI, "base_url": streamer.URL,
+		"api_key_env": "CTXKIT_TEST_PRICE_KEY_STREAMER", "models": []string{"gpt-4.1"}})
 	cfg := writeConfig(t, map[string]any{"providers": providers, "prices": []map[string]any{
 		{"provider": "oai", "model": "gpt-4o-mini", "input": 10, "output": 20, "cache_read": 1},
 		{"provider": "oai", "model": "house-*", "input": 1, "output": 2},
@@ -199,7 +212,8 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12 }
 // finds the response's cost in its usage (the last usage of a stream),
 // and in X-Ctxkit-Cost-Usd when not streamed; a model without a price has
 // neither. The configuration's row beats the built-in one; a dated
-// snapshot takes its family's price; a prefix row prices what it begins.
+// snapshot takes its family's price; a prefix row prices what it begins;
+// a stream collected for a client that does not stream has its cost too.
 func TestCostInEveryDialect(t *testing.T) {
 	srv, _ := pricedGateway(t)
 	models := []struct {
@@ -212,6 +226,7 @@ func TestCostInEveryDialect(t *testing.T) {
 		{"gpt-4o-mini", costMiniConfigured},
 		{"house-model", costHouse},
 		{"gemini-2.5-flash", costFlash},
+		{"gpt-4.1", costGPT41},
 	}
 	for _, d := range []string{"anthropic", "openai", "responses", "gemini"} {
 		for _, m := range models {
