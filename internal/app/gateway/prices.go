@@ -25,10 +25,10 @@ const (
 
 // builtinPrices are the prices ctxkit knows without configuration, by
 // provider type, in US dollars per million tokens, as the providers'
-// public pricing pages listed them on 2026-11-27 (standard tier,
-// Anthropic's 5-minute cache writes; the long-context price above 200k
-// prompt tokens where the page lists one). They are a
-// default, not a bill: a configuration's prices rows replace them.
+// public pricing pages listed them on 2026-11-27 (standard tier, not
+// batch; Anthropic's 5-minute cache writes; the long-context price above
+// 200k prompt tokens where the page lists one). They are a default, not a
+// bill: a configuration's prices rows replace them.
 //
 // A row's model matches the model of the request sent upstream when it is
 // the same name or the name of a dated snapshot of it (see priceMatch), so
