@@ -68,7 +68,9 @@ type Chunk struct {
 // prompt token, cached or not; CacheRead and CacheWrite say how many of
 // them were read from or written to a prompt cache. Output counts every
 // generated token, reasoning included; Reasoning says how many were
-// reasoning. Cost, when the provider reports one, is in US dollars.
+// reasoning. Cost is what the response cost in US dollars, when it is
+// known: the provider's own report (OpenRouter's), or the price a gateway
+// put on the counts; nil when neither is known, which is not zero.
 type Usage struct {
 	Input      int64    `json:"input_tokens"`
 	Output     int64    `json:"output_tokens"`

@@ -69,8 +69,9 @@ import (
 // Usage chunks are running totals; Anthropic's usage splits the input:
 // input_tokens = Input − CacheRead − CacheWrite (0 if that is negative),
 // cache_read_input_tokens = CacheRead, cache_creation_input_tokens =
-// CacheWrite, output_tokens = Output. Reasoning and Cost have no place in
-// Anthropic's usage and are not sent. A usage chunk after message_start is
+// CacheWrite, output_tokens = Output, and cost_usd = Cost (US dollars, a
+// running total like the counts) when it is set. Reasoning has no place in
+// Anthropic's usage and is not sent. A usage chunk after message_start is
 // held until the next chunk says where it belongs: with a stop chunk right
 // after it, or after the stop, it goes in the stop's message_delta; with
 // content after it (a provider that reports running usage mid-content) it
@@ -607,6 +608,10 @@ func appendUsage(b []byte, u chat.Usage) []byte {
 	b = strconv.AppendInt(b, u.CacheRead, 10)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, u.Output, 10)
+	if u.Cost != nil {
+		b = append(b, `,"cost_usd":`...)
+		b = strconv.AppendFloat(b, *u.Cost, 'f', -1, 64)
+	}
 	return append(b, '}')
 }
 

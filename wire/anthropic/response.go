@@ -25,7 +25,8 @@ import (
 //
 // Usage splits the input as EncodeStream does: input_tokens = Input −
 // CacheRead − CacheWrite (0 if negative), cache_creation_input_tokens =
-// CacheWrite, cache_read_input_tokens = CacheRead, output_tokens = Output.
+// CacheWrite, cache_read_input_tokens = CacheRead, output_tokens = Output,
+// cost_usd = Cost when it is set.
 // stop_reason follows EncodeStream's mapping, null when r has no stop (a
 // cut stream); stop_sequence is null.
 //

@@ -19,7 +19,8 @@ import (
 // stream accumulator takes message_start's usage, then overwrites
 // output_tokens from every message_delta and the other counts from the
 // message_deltas that carry them (non-null). It also returns the usage of
-// message_start alone, which simpler clients keep for the input.
+// message_start alone, which simpler clients keep for the input. Only the
+// token counts are kept (cost_usd, a ctxkit field, is not a count).
 func sdkUsage(t *testing.T, stream []byte) (final, start map[string]int64) {
 	t.Helper()
 	for ev, err := range sse.Read(bytes.NewReader(stream), 0) {
@@ -28,9 +29,9 @@ func sdkUsage(t *testing.T, stream []byte) (final, start map[string]int64) {
 		}
 		var v struct {
 			Message struct {
-				Usage map[string]*int64 `json:"usage"`
+				Usage map[string]*json.Number `json:"usage"`
 			} `json:"message"`
-			Usage map[string]*int64 `json:"usage"`
+			Usage map[string]*json.Number `json:"usage"`
 		}
 		if err := json.Unmarshal(ev.Data, &v); err != nil {
 			t.Fatalf("%s: %v", ev.Data, err)
@@ -39,19 +40,29 @@ func sdkUsage(t *testing.T, stream []byte) (final, start map[string]int64) {
 		case "message_start":
 			start, final = map[string]int64{}, map[string]int64{}
 			for k, n := range v.Message.Usage {
-				if n != nil {
-					start[k], final[k] = *n, *n
+				if i, ok := tokenCount(n); ok {
+					start[k], final[k] = i, i
 				}
 			}
 		case "message_delta":
 			for k, n := range v.Usage {
-				if n != nil {
-					final[k] = *n
+				if i, ok := tokenCount(n); ok {
+					final[k] = i
 				}
 			}
 		}
 	}
 	return final, start
+}
+
+// tokenCount is n as a token count; false for null or a number that is not
+// an integer.
+func tokenCount(n *json.Number) (int64, bool) {
+	if n == nil {
+		return 0, false
+	}
+	i, err := n.Int64()
+	return i, err == nil
 }
 
 // anthropicUsage is a canonical usage in the API's fields.

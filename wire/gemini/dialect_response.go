@@ -32,6 +32,9 @@ type usageOut struct {
 	TotalTokenCount         int64 `json:"totalTokenCount"`
 	CachedContentTokenCount int64 `json:"cachedContentTokenCount,omitempty"`
 	ThoughtsTokenCount      int64 `json:"thoughtsTokenCount,omitempty"`
+	// CostUsd is ctxkit's: the response's cost in US dollars, when it is
+	// known.
+	CostUsd *float64 `json:"costUsd,omitempty"`
 }
 
 func usageOf(u chat.Usage) *usageOut {
@@ -41,6 +44,7 @@ func usageOf(u chat.Usage) *usageOut {
 		TotalTokenCount:         u.Input + u.Output,
 		CachedContentTokenCount: u.CacheRead,
 		ThoughtsTokenCount:      u.Reasoning,
+		CostUsd:                 u.Cost,
 	}
 }
 

@@ -405,7 +405,8 @@ func finishReason(r chat.StopReason) string {
 // appendUsage appends the usage object for canonical running totals, the
 // inverse of oaicompat.Usage.Chat: total_tokens is Input + Output;
 // cached_tokens and reasoning_tokens are always written,
-// cache_write_tokens and cost when set.
+// cache_write_tokens when set, and the cost, when set, as cost and
+// cost_usd (US dollars).
 func appendUsage(b []byte, u chat.Usage) []byte {
 	b = append(b, `{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, u.Input, 10)
@@ -423,8 +424,12 @@ func appendUsage(b []byte, u chat.Usage) []byte {
 	b = strconv.AppendInt(b, u.Reasoning, 10)
 	b = append(b, '}')
 	if u.Cost != nil {
+		// cost is OpenRouter's name for it, cost_usd ctxkit's in every
+		// dialect.
 		b = append(b, `,"cost":`...)
 		b = strconv.AppendFloat(b, *u.Cost, 'g', -1, 64)
+		b = append(b, `,"cost_usd":`...)
+		b = strconv.AppendFloat(b, *u.Cost, 'f', -1, 64)
 	}
 	return append(b, '}')
 }

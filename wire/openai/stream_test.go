@@ -127,7 +127,7 @@ func TestEncodeStreamShape(t *testing.T) {
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c2","type":"function","function":{"name":"g","arguments":""}}]},"finish_reason":null}],"usage":null}`,
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]},"finish_reason":null}],"usage":null}`,
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`,
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4,"cache_write_tokens":2},"completion_tokens_details":{"reasoning_tokens":3},"cost":0.5}}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4,"cache_write_tokens":2},"completion_tokens_details":{"reasoning_tokens":3},"cost":0.5,"cost_usd":0.5}}`,
 	}
 	if len(events) != len(want)+1 || events[len(events)-1] != nil {
 		t.Fatalf("%d events, want %d and [DONE]:\n%s", len(events), len(want)+1, out.String())

@@ -123,6 +123,8 @@ type usageObject struct {
 		ReasoningTokens int64 `json:"reasoning_tokens"`
 	} `json:"output_tokens_details"`
 	TotalTokens int64 `json:"total_tokens"`
+	// CostUSD is the response's cost in US dollars, when it is known.
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 }
 
 type inputDetails struct {
@@ -134,6 +136,7 @@ func newUsage(u chat.Usage) *usageObject {
 	out := &usageObject{InputTokens: u.Input, OutputTokens: u.Output, TotalTokens: u.Input + u.Output,
 		InputTokensDetails: inputDetails{CachedTokens: u.CacheRead, CacheWriteTokens: u.CacheWrite}}
 	out.OutputDetails.ReasoningTokens = u.Reasoning
+	out.CostUSD = u.Cost
 	return out
 }
 
@@ -337,7 +340,8 @@ func errorMessage(e *chat.StreamError) string {
 //   - usage: input_tokens (Input, cached included),
 //     input_tokens_details.cached_tokens (CacheRead; cache_write_tokens
 //     when set), output_tokens (Output, reasoning included),
-//     output_tokens_details.reasoning_tokens, total_tokens.
+//     output_tokens_details.reasoning_tokens, total_tokens, and cost_usd
+//     (Cost, US dollars) when it is set.
 //
 // A failed response is still a Response: the gateway chooses the HTTP
 // status (and may answer an error body instead). An input that is not

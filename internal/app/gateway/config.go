@@ -119,6 +119,21 @@ type Price struct {
 	CacheRead  float64 `json:"cache_read,omitempty"`
 	CacheWrite float64 `json:"cache_write,omitempty"`
 	Reasoning  float64 `json:"reasoning,omitempty"`
+	// LongContext, when set, prices every token of a request whose prompt
+	// is longer than its AboveTokens, as Google and Anthropic bill their
+	// long-context models.
+	LongContext *LongContext `json:"long_context,omitempty"`
+}
+
+// LongContext is a price for requests with a long prompt: more than
+// AboveTokens input tokens, cached ones included.
+type LongContext struct {
+	AboveTokens int64   `json:"above_tokens"`
+	Input       float64 `json:"input"`
+	Output      float64 `json:"output"`
+	CacheRead   float64 `json:"cache_read,omitempty"`
+	CacheWrite  float64 `json:"cache_write,omitempty"`
+	Reasoning   float64 `json:"reasoning,omitempty"`
 }
 
 // Records tunes the traffic records of routes that keep them.
@@ -154,6 +169,8 @@ type Config struct {
 	Routes    []Route    `json:"routes,omitempty"`
 	Prices    []Price    `json:"prices,omitempty"`
 	Records   Records    `json:"records,omitzero"`
+
+	prices prices // Prices by provider name, once checked
 }
 
 // LoadConfig reads a configuration file: JSON, or YAML (a file whose name
@@ -253,5 +270,5 @@ func (c *Config) check(getenv func(string) string) error {
 			u.SetHeader(p.unary, p.key)
 		}
 	}
-	return nil
+	return c.checkPrices(names)
 }

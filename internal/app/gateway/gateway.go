@@ -345,6 +345,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 		if err != nil {
 			return err
 		}
+		if res.Usage != (chat.Usage{}) {
+			res.Usage = g.costed(p, sent.req.Model, res.Usage)
+			g.account(r.Context(), p, sent.req.Model, res.Usage)
+		}
 		return g.respond(w, d, p, out, res, kept)
 	}
 	var src io.Reader = upBody
@@ -358,6 +362,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 		chunks = wire.ToolAsText(chunks, sent.tool)
 	}
 	chunks = g.clean(ctx, p, upBody, untilStop(chunks, p.Name))
+	// Every usage gets its cost, and the last one is counted, before the
+	// answer is put together or written.
+	chunks = g.metered(r.Context(), p, sent.req.Model, chunks, nil)
 	if !streaming {
 		return g.collect(w, r, d, p, out, chunks, kept)
 	}
@@ -614,6 +621,9 @@ func (g *Gateway) respond(w http.ResponseWriter, d Dialect, p *Provider, out wir
 				w.Header().Set(WarningsHeader, notKept)
 			}
 		}
+	}
+	if c := res.Usage.Cost; c != nil {
+		w.Header().Set(CostHeader, formatCost(*c))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	cw := g.clientWriter(w)

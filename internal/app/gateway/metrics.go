@@ -20,6 +20,9 @@ type metrics struct {
 	// dollars by owner, agent, provider and model.
 	tokens *prometheus.CounterVec
 	cost   *prometheus.CounterVec
+	// unpriced counts the responses whose model has no price, by
+	// provider and model.
+	unpriced *prometheus.CounterVec
 	// callers bounds the owner and agent label values.
 	owners, agents *bounded
 }
@@ -34,11 +37,14 @@ func newMetrics() *metrics {
 			Name: "ctxkit_gateway_attempts_total", Help: "Upstream attempts by provider, model, outcome and key id.",
 		}, []string{"provider", "model", "outcome", "key"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ctxkit_gateway_tokens_total", Help: "Tokens by owner, agent, provider, model and kind.",
+			Name: "ctxkit_gateway_tokens_total", Help: "Tokens by owner, agent, provider, model and kind (input not cached, cache_read, cache_write, output not reasoning, reasoning: they add up to every token).",
 		}, []string{"owner", "agent", "provider", "model", "kind"}),
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ctxkit_gateway_cost_usd_total", Help: "Cost in US dollars by owner, agent, provider and model.",
 		}, []string{"owner", "agent", "provider", "model"}),
+		unpriced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ctxkit_gateway_unpriced_total", Help: "Responses whose model has no price, by provider and model.",
+		}, []string{"provider", "model"}),
 		owners: &bounded{max: maxCallerLabels, seen: map[string]bool{}},
 		agents: &bounded{max: maxCallerLabels, seen: map[string]bool{}},
 	}
@@ -46,7 +52,7 @@ func newMetrics() *metrics {
 
 // Collectors are the gateway's metrics, for the server's registry.
 func (g *Gateway) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{g.metrics.attempts, g.metrics.tokens, g.metrics.cost}
+	return []prometheus.Collector{g.metrics.attempts, g.metrics.tokens, g.metrics.cost, g.metrics.unpriced}
 }
 
 // bounded hands out label values: the first max distinct values as they
