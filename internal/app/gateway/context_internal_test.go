@@ -116,8 +116,8 @@ func FuzzParseSelector(f *testing.F) {
 	})
 }
 
-// tokens counts s as the budget does.
-func tokens(t *testing.T, s string) int {
+// countTokens counts s as the budget does.
+func countTokens(t *testing.T, s string) int {
 	t.Helper()
 	c, err := tokencount.Codec("")
 	if err != nil {
@@ -147,7 +147,7 @@ func TestRenderContextBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(ids) > 0 {
-			if n := tokens(t, block.Text); n > budget {
+			if n := countTokens(t, block.Text); n > budget {
 				t.Fatalf("budget %d: the block is %d tokens", budget, n)
 			}
 		}
