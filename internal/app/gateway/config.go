@@ -67,6 +67,25 @@ type Provider struct {
 	row    wire.Provider       // the type's row of the provider table
 	header http.Header         // of every streamed request: the key's, Accept, Content-Type
 	unary  http.Header         // of every request not streamed; nil when the row has no Unary call
+	mock   *mockTransport      // the upstream of a provider of type mock; nil for the others
+}
+
+// checkModels checks p's models, at path at, and notes them in models
+// (model name → provider name).
+func (p *Provider) checkModels(at string, models map[string]string) error {
+	if len(p.Models) == 0 {
+		return fmt.Errorf("%s.models: at least one model", at)
+	}
+	for _, m := range p.Models {
+		if m == "" {
+			return fmt.Errorf("%s.models: an empty model name", at)
+		}
+		if other, ok := models[m]; ok {
+			return fmt.Errorf("%s.models: %q is already routed to %s", at, m, other)
+		}
+		models[m] = p.Name
+	}
+	return nil
 }
 
 // Key is one key of a provider's pool, read from an environment
@@ -198,9 +217,23 @@ func (c *Config) check(getenv func(string) string) error {
 			return fmt.Errorf("%s.name: %q is used twice", at, p.Name)
 		}
 		names[p.Name] = true
+		if p.Mock != nil && p.Type != TypeMock {
+			return fmt.Errorf("%s.mock: only a provider of type mock takes mock settings", at)
+		}
+		if p.Type == TypeMock {
+			// The mock answers as a Chat Completions server does.
+			row, _ := providers.Lookup(TypeOpenAI)
+			if err := p.checkMock(at, row); err != nil {
+				return err
+			}
+			if err := p.checkModels(at, models); err != nil {
+				return err
+			}
+			continue
+		}
 		row, ok := providers.Lookup(p.Type)
 		if !ok || row.Upstream == nil {
-			return fmt.Errorf("%s.type: %q is not one of %s", at, p.Type, strings.Join(types, ", "))
+			return fmt.Errorf("%s.type: %q is not one of %s", at, p.Type, strings.Join(append(types[:len(types):len(types)], TypeMock), ", "))
 		}
 		switch {
 		case p.API == "" || p.API == "chat" && p.Type == TypeOpenAI:
@@ -224,17 +257,8 @@ func (c *Config) check(getenv func(string) string) error {
 			return fmt.Errorf("%s.base_url: no query, fragment or credentials (ctxkit appends the API's path; keys go in api_key_env)", at)
 		}
 		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
-		if len(p.Models) == 0 {
-			return fmt.Errorf("%s.models: at least one model", at)
-		}
-		for _, m := range p.Models {
-			if m == "" {
-				return fmt.Errorf("%s.models: an empty model name", at)
-			}
-			if other, ok := models[m]; ok {
-				return fmt.Errorf("%s.models: %q is already routed to %s", at, m, other)
-			}
-			models[m] = p.Name
+		if err := p.checkModels(at, models); err != nil {
+			return err
 		}
 		if p.APIKeyEnv == "" {
 			return fmt.Errorf("%s.api_key_env: required (the variable holding the provider's key)", at)
