@@ -1,9 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -176,29 +176,28 @@ type Config struct {
 }
 
 // LoadConfig reads a configuration file: JSON, or YAML (a file whose name
-// ends in .yaml or .yml). Every provider needs a name, a known type, an
-// http(s) base URL and at least one model; a model may be routed to one
-// provider only; the API key variables must be set.
+// ends in .yaml or .yml), of at most 4 MiB. Every provider needs a name, a
+// known type, an http(s) base URL and at least one model (a mock provider
+// needs no URL); a model may be routed to one provider only; the API key
+// variables must be set. A field the configuration does not define, a key
+// given twice and a value of the wrong type are errors. Every error is a
+// *ConfigError naming the file, the line and column of the field at fault
+// and its path: "gateway.yaml:7:5: providers[0].base_url: ...".
 func LoadConfig(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	format := formatJSON
 	if strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml") {
-		if data, err = yamlToJSON(data); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
+		format = formatYAML
 	}
-	var c Config
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := c.check(os.Getenv); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &c, nil
+	return parseConfig(path, data, format, os.Getenv)
 }
 
 func (c *Config) check(getenv func(string) string) error {

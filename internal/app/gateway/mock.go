@@ -49,6 +49,10 @@ const (
 	// schema go; maxSchemaItems the elements of an array they hold.
 	maxSchemaDepth = 8
 	maxSchemaItems = 3
+	// maxSchemaValues bounds the values they hold in all: a schema's
+	// arrays multiply what their items hold.
+	maxSchemaValues = 1000
+	maxSchemaConst  = 1 << 10 // bytes of a const, default or enum value copied
 	// maxMockRetryAfter bounds the Retry-After a mock sends.
 	maxMockRetryAfter = 24 * time.Hour
 )
@@ -379,7 +383,7 @@ func (m *mockTransport) answer(req chat.Request, n int64) (*mockAnswer, error) {
 	a := &mockAnswer{usage: chat.Usage{Input: int64(in)}}
 	var said string
 	if tool := m.tool(req); tool != nil {
-		args := schemaValue(tool.InputSchema, 0)
+		args := schemaValue(tool.InputSchema)
 		if _, ok := args.(map[string]any); !ok {
 			args = map[string]any{}
 		}
@@ -431,7 +435,7 @@ func (m *mockTransport) text(req chat.Request) string {
 	if f := req.Format; f != nil {
 		var v any = map[string]any{"text": m.cfg.Text}
 		if f.Type == "json_schema" && len(f.Schema) > 0 {
-			v = schemaValue(f.Schema, 0)
+			v = schemaValue(f.Schema)
 		}
 		data, _ := json.Marshal(v)
 		return string(data)
@@ -512,28 +516,40 @@ func splitWords(s string, n int) []string {
 // what it says (const, enum, default, type; an object's required
 // properties; an array's minItems, up to maxSchemaItems), as simple as it
 // can be: "mock" for a string, 0 (or the minimum) for a number, false,
-// an empty array. A schema ctxkit cannot read gives null.
-func schemaValue(schema json.RawMessage, depth int) any {
+// an empty array. A schema ctxkit cannot read gives null, and so does
+// one past maxSchemaDepth or maxSchemaValues.
+func schemaValue(schema json.RawMessage) any {
+	budget := maxSchemaValues
+	return buildValue(schema, 0, &budget)
+}
+
+func buildValue(schema json.RawMessage, depth int, budget *int) any {
 	var s map[string]json.RawMessage
-	if depth > maxSchemaDepth || json.Unmarshal(schema, &s) != nil {
+	if depth > maxSchemaDepth || *budget <= 0 || json.Unmarshal(schema, &s) != nil {
 		return nil
 	}
+	*budget--
 	for _, k := range []string{"const", "default"} {
-		if raw, ok := s[k]; ok {
+		// A large constant is not copied: it would be copied for each
+		// item of the arrays it is in.
+		if raw, ok := s[k]; ok && len(raw) <= maxSchemaConst {
 			var v any
 			if json.Unmarshal(raw, &v) == nil {
 				return v
 			}
 		}
 	}
-	var enum []any
-	if json.Unmarshal(s["enum"], &enum) == nil && len(enum) > 0 {
-		return enum[0]
+	var enum []json.RawMessage
+	if json.Unmarshal(s["enum"], &enum) == nil && len(enum) > 0 && len(enum[0]) <= maxSchemaConst {
+		var v any
+		if json.Unmarshal(enum[0], &v) == nil {
+			return v
+		}
 	}
 	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
 		var alts []json.RawMessage
 		if json.Unmarshal(s[k], &alts) == nil && len(alts) > 0 {
-			return schemaValue(alts[0], depth+1)
+			return buildValue(alts[0], depth+1, budget)
 		}
 	}
 	typ := ""
@@ -561,7 +577,7 @@ func schemaValue(schema json.RawMessage, depth int) any {
 		json.Unmarshal(s["required"], &required)
 		obj := map[string]any{}
 		for _, name := range required {
-			obj[name] = schemaValue(props[name], depth+1)
+			obj[name] = buildValue(props[name], depth+1, budget)
 		}
 		return obj
 	case "array":
@@ -569,7 +585,7 @@ func schemaValue(schema json.RawMessage, depth int) any {
 		json.Unmarshal(s["minItems"], &minItems)
 		arr := []any{}
 		for range min(max(minItems, 0), maxSchemaItems) {
-			arr = append(arr, schemaValue(s["items"], depth+1))
+			arr = append(arr, buildValue(s["items"], depth+1, budget))
 		}
 		return arr
 	case "string":
