@@ -373,3 +373,17 @@ func curl(t *testing.T, name, server string, args []string) string {
 	b.Write(data)
 	return b.String()
 }
+
+// TestServeConfigErrorNamesTheLine: `ctxkit serve --config` with a bad
+// configuration exits 1 with one line naming the file, the line and
+// column of the field at fault, and its path.
+func TestServeConfigErrorNamesTheLine(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gateway.yaml")
+	os.WriteFile(cfg, []byte("providers:\n  - name: demo\n    type: mock\n    models: [demo-model]\n    mock:\n      errors: [{status: 429, onn: 1}]\n"), 0o600)
+	code, stderr := serveOnce(t, filepath.Join(dir, "data"), "--config", cfg)
+	want := "--config: " + cfg + `:6:30: providers[0].mock.errors[0].onn: unknown field "onn" (known fields: status, on, every, retry_after, message)`
+	if code != 1 || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Fatalf("exit %d: %s\nwant %s", code, stderr, want)
+	}
+}
