@@ -382,7 +382,7 @@ func TestServeConfigErrorNamesTheLine(t *testing.T) {
 	cfg := filepath.Join(dir, "gateway.yaml")
 	os.WriteFile(cfg, []byte("providers:\n  - name: demo\n    type: mock\n    models: [demo-model]\n    mock:\n      errors: [{status: 429, onn: 1}]\n"), 0o600)
 	code, stderr := serveOnce(t, filepath.Join(dir, "data"), "--config", cfg)
-	want := "--config: " + cfg + `:6:30: providers[0].mock.errors[0].onn: unknown field "onn" (known fields: status, on, every, retry_after, message)`
+	want := "--config: " + cfg + `:6:30: providers[0].mock.errors[0].onn: unknown field "onn" (known fields: status, cut, on, every, retry_after, message)`
 	if code != 1 || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Fatalf("exit %d: %s\nwant %s", code, stderr, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -84,9 +85,13 @@ type Mock struct {
 }
 
 // MockError fails requests of a mock provider: the On-th (1 is the
-// first request the provider gets), or every Every-th.
+// first request the provider gets), or every Every-th. A failure is a
+// Status, or a Cut: the answer begins (200) and stops after Cut events
+// of its stream, as a dropped connection does (a response not streamed
+// stops half-way through its body).
 type MockError struct {
-	Status int `json:"status"` // 400 to 599
+	Status int `json:"status,omitempty"` // 400 to 599
+	Cut    int `json:"cut,omitempty"`
 	On     int `json:"on,omitempty"`
 	Every  int `json:"every,omitempty"`
 	// RetryAfter is sent as the Retry-After header, in whole seconds
@@ -154,7 +159,11 @@ func (p *Provider) checkMock(at string, row wire.Provider) error {
 		e := &cfg.Errors[i]
 		eat := fmt.Sprintf("%s.errors[%d]", mat, i)
 		switch {
-		case e.Status < 400 || e.Status > 599:
+		case e.Cut < 0:
+			return fmt.Errorf("%s.cut: %d is not a number of events", eat, e.Cut)
+		case (e.Status == 0) == (e.Cut == 0):
+			return fmt.Errorf("%s: exactly one of status (an HTTP error) and cut (the events sent before the stream stops)", eat)
+		case e.Cut == 0 && (e.Status < 400 || e.Status > 599):
 			return fmt.Errorf("%s.status: %d is not an HTTP error status (400 to 599)", eat, e.Status)
 		case e.On < 0:
 			return fmt.Errorf("%s.on: %d is not a request number (1 is the first)", eat, e.On)
@@ -216,7 +225,8 @@ func (m *mockTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return m.reply(r, http.StatusRequestEntityTooLarge, nil, wire.ErrorReply{Status: http.StatusRequestEntityTooLarge,
 			Type: "request_too_large", Message: "mock: the request is too large"}), nil
 	}
-	if e := m.failure(n); e != nil {
+	e := m.failure(n)
+	if e != nil && e.Cut == 0 {
 		h := http.Header{}
 		if e.RetryAfter > 0 {
 			h.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(time.Duration(e.RetryAfter).Seconds())), 10))
@@ -240,6 +250,10 @@ func (m *mockTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	cut := 0
+	if e != nil {
+		cut = e.Cut
+	}
 	out := wire.Outgoing{Request: &req, Model: req.Model, ID: fmt.Sprintf("chatcmpl-mock%d", n), Created: time.Now().Unix()}
 	if !req.Stream {
 		res, err := chat.Collect(ans.chunks(ctx, 0))
@@ -249,6 +263,9 @@ func (m *mockTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		data, err := OpenAI.row().Response(res, out)
 		if err != nil {
 			return nil, err
+		}
+		if cut > 0 {
+			data = data[:len(data)/2]
 		}
 		return m.respond(r, http.StatusOK, http.Header{"Content-Type": {"application/json"}}, io.NopCloser(bytes.NewReader(data))), nil
 	}
@@ -267,7 +284,16 @@ func (m *mockTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			case <-ctx.Done():
 			}
 		}()
-		err := OpenAI.row().Stream(pw, out, ans.chunks(ctx, time.Duration(m.cfg.ChunkDelay)))
+		var w io.Writer = pw
+		if cut > 0 {
+			w = &eventCutter{w: pw, left: cut}
+		}
+		err := OpenAI.row().Stream(w, out, ans.chunks(ctx, time.Duration(m.cfg.ChunkDelay)))
+		if errors.Is(err, errCutHere) {
+			// The connection drops: the stream ends without [DONE], as
+			// a plain EOF.
+			err = nil
+		}
 		pw.CloseWithError(err)
 	}()
 	return m.respond(r, http.StatusOK, http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}}, b), nil
@@ -331,6 +357,24 @@ func ordinal(n int) string {
 		}
 	}
 	return strconv.Itoa(n) + suffix
+}
+
+// errCutHere ends a stream a mock cuts.
+var errCutHere = errors.New("mock: the stream is cut here")
+
+// eventCutter passes on the first left events of a stream (each written
+// by one Write, as the encoders do), then fails every write.
+type eventCutter struct {
+	w    io.Writer
+	left int
+}
+
+func (c *eventCutter) Write(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errCutHere
+	}
+	c.left--
+	return c.w.Write(p)
 }
 
 // mockBody is a streamed answer's body; closing it ends the stream.

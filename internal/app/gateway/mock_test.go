@@ -371,6 +371,9 @@ func TestMockConfigErrors(t *testing.T) {
 		{`{"name":"m","type":"mock","models":["a"],"mock":{"text":"` + strings.Repeat("x", 70000) + `"}}`, "providers[0].mock.text: 70000 bytes, more than 65536"},
 		{`{"name":"m","type":"mock","models":["a"],"mock":{"errors":[{"status":200,"on":1}]}}`, "providers[0].mock.errors[0].status: 200 is not an HTTP error status"},
 		{`{"name":"m","type":"mock","models":["a"],"mock":{"errors":[{"status":429}]}}`, "providers[0].mock.errors[0]: exactly one of on (the Nth request) and every"},
+		{`{"name":"m","type":"mock","models":["a"],"mock":{"errors":[{"on":1}]}}`, "providers[0].mock.errors[0]: exactly one of status (an HTTP error) and cut"},
+		{`{"name":"m","type":"mock","models":["a"],"mock":{"errors":[{"status":500,"cut":1,"on":1}]}}`, "providers[0].mock.errors[0]: exactly one of status"},
+		{`{"name":"m","type":"mock","models":["a"],"mock":{"errors":[{"cut":-1,"on":1}]}}`, "providers[0].mock.errors[0].cut: -1 is not a number of events"},
 		{`{"name":"m","type":"mock","models":["a"],"mock":{"errors":[{"status":429,"on":1,"every":2}]}}`, "providers[0].mock.errors[0]: exactly one of on"},
 		{`{"name":"m","type":"mock","models":["a"],"mock":{"errors":[{"status":429,"on":-1}]}}`, "providers[0].mock.errors[0].on: -1 is not a request number"},
 		{`{"name":"m","type":"mock","models":["a"],"mock":{"errors":[{"status":429,"every":-2}]}}`, "providers[0].mock.errors[0].every: -2 is not a positive number"},
@@ -384,5 +387,29 @@ func TestMockConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%.120s: %v, want %q", c.provider, err, c.want)
 		}
+	}
+}
+
+// TestMockCut: a cut answer begins and stops part-way: a streaming client
+// gets the events sent before the cut and then an error in the stream,
+// never a clean end; a client that does not stream gets a 502.
+func TestMockCut(t *testing.T) {
+	srv := mockGateway(t, mockYAML+`    mock:
+      text: "one two three four five"
+      errors: [{cut: 2, every: 1}]
+`)
+	resp, body := post(t, srv.URL+"/v1/chat/completions", `{"model":"demo-model","stream":true,"messages":[{"role":"user","content":"Hi"}]}`)
+	data := sseData(body)
+	if resp.StatusCode != http.StatusOK || streamedText(t, body) != "one two " || len(data) == 0 ||
+		!strings.Contains(data[len(data)-1], `"error"`) || strings.Contains(string(body), "[DONE]") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	resp, body = post(t, srv.URL+"/v1/messages", `{"model":"demo-model","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"Hi"}]}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "event: error") || strings.Contains(string(body), "message_stop") {
+		t.Fatalf("anthropic: %d %s", resp.StatusCode, body)
+	}
+	resp, body = post(t, srv.URL+"/v1/chat/completions", `{"model":"demo-model","messages":[{"role":"user","content":"Hi"}]}`)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("not streamed: %d %s", resp.StatusCode, body)
 	}
 }
