@@ -12,9 +12,7 @@ import (
 // mock's Chat Completions encoding and decoding, the answer's encoding),
 // streamed and not, in the OpenAI and Anthropic dialects.
 func BenchmarkMockHop(b *testing.B) {
-	t := &testing.T{}
-	srv := mockGateway(t, mockYAML)
-	defer srv.Close()
+	srv := mockGateway(b, mockYAML)
 	for _, c := range []struct{ name, path, body string }{
 		{"openai", "/v1/chat/completions", `{"model":"demo-model","messages":[{"role":"user","content":"Hi"}]}`},
 		{"openai-stream", "/v1/chat/completions", `{"model":"demo-model","stream":true,"messages":[{"role":"user","content":"Hi"}]}`},

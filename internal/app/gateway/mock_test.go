@@ -17,7 +17,7 @@ import (
 
 // mockGateway starts a gateway, behind a real server on loopback, whose
 // configuration (YAML) is yml.
-func mockGateway(t *testing.T, yml string) *httptest.Server {
+func mockGateway(t testing.TB, yml string) *httptest.Server {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
