@@ -32,13 +32,15 @@ var types = providers.Upstreams()
 // Provider is one upstream.
 type Provider struct {
 	Name string `json:"name"`
+	// Type is the name of a row of the provider table that ctxkit can
+	// call (types), or TypeMock.
 	Type string `json:"type"`
 	// BaseURL is where the provider's API lives: for openai, deepseek and
 	// mistral the URL that /chat/completions is appended to (including any
 	// /v1); for anthropic the URL /v1/messages is appended to; for gemini
 	// the URL /v1beta/models/{model}:streamGenerateContent is appended to;
 	// for bedrock the runtime endpoint /model/{model}/converse-stream is
-	// appended to.
+	// appended to; none for a mock.
 	BaseURL string `json:"base_url"`
 	// APIKeyEnv names the environment variable holding the provider's API
 	// key. The key is sent only to this provider (as its own header:

@@ -200,8 +200,9 @@ type mockTransport struct {
 // one larger than its own request limit.
 const mockMaxBody = 64 << 20
 
-// RoundTrip answers r: the configured failure for its number, else after
-// the configured latency the answer, as one response or a stream.
+// RoundTrip answers r after the configured latency: with the failure
+// configured for its number, or with the answer, as one response or a
+// stream.
 func (m *mockTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx := r.Context()
 	var body []byte
