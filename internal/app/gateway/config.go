@@ -1,9 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -32,13 +32,15 @@ var types = providers.Upstreams()
 // Provider is one upstream.
 type Provider struct {
 	Name string `json:"name"`
+	// Type is the name of a row of the provider table that ctxkit can
+	// call (types), or TypeMock.
 	Type string `json:"type"`
 	// BaseURL is where the provider's API lives: for openai, deepseek and
 	// mistral the URL that /chat/completions is appended to (including any
 	// /v1); for anthropic the URL /v1/messages is appended to; for gemini
 	// the URL /v1beta/models/{model}:streamGenerateContent is appended to;
 	// for bedrock the runtime endpoint /model/{model}/converse-stream is
-	// appended to.
+	// appended to; none for a mock.
 	BaseURL string `json:"base_url"`
 	// APIKeyEnv names the environment variable holding the provider's API
 	// key. The key is sent only to this provider (as its own header:
@@ -67,6 +69,25 @@ type Provider struct {
 	row    wire.Provider       // the type's row of the provider table
 	header http.Header         // of every streamed request: the key's, Accept, Content-Type
 	unary  http.Header         // of every request not streamed; nil when the row has no Unary call
+	mock   *mockTransport      // the upstream of a provider of type mock; nil for the others
+}
+
+// checkModels checks p's models, at path at, and notes them in models
+// (model name → provider name).
+func (p *Provider) checkModels(at string, models map[string]string) error {
+	if len(p.Models) == 0 {
+		return fmt.Errorf("%s.models: at least one model", at)
+	}
+	for _, m := range p.Models {
+		if m == "" {
+			return fmt.Errorf("%s.models: an empty model name", at)
+		}
+		if other, ok := models[m]; ok {
+			return fmt.Errorf("%s.models: %q is already routed to %s", at, m, other)
+		}
+		models[m] = p.Name
+	}
+	return nil
 }
 
 // Key is one key of a provider's pool, read from an environment
@@ -174,29 +195,28 @@ type Config struct {
 }
 
 // LoadConfig reads a configuration file: JSON, or YAML (a file whose name
-// ends in .yaml or .yml). Every provider needs a name, a known type, an
-// http(s) base URL and at least one model; a model may be routed to one
-// provider only; the API key variables must be set.
+// ends in .yaml or .yml), of at most 4 MiB. Every provider needs a name, a
+// known type, an http(s) base URL and at least one model (a mock provider
+// needs no URL); a model may be routed to one provider only; the API key
+// variables must be set. A field the configuration does not define, a key
+// given twice and a value of the wrong type are errors. Every error is a
+// *ConfigError naming the file, the line and column of the field at fault
+// and its path: "gateway.yaml:7:5: providers[0].base_url: ...".
 func LoadConfig(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	format := formatJSON
 	if strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml") {
-		if data, err = yamlToJSON(data); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
+		format = formatYAML
 	}
-	var c Config
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := c.check(os.Getenv); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &c, nil
+	return parseConfig(path, data, format, os.Getenv)
 }
 
 func (c *Config) check(getenv func(string) string) error {
@@ -215,9 +235,23 @@ func (c *Config) check(getenv func(string) string) error {
 			return fmt.Errorf("%s.name: %q is used twice", at, p.Name)
 		}
 		names[p.Name] = true
+		if p.Mock != nil && p.Type != TypeMock {
+			return fmt.Errorf("%s.mock: only a provider of type mock takes mock settings", at)
+		}
+		if p.Type == TypeMock {
+			// The mock answers as a Chat Completions server does.
+			row, _ := providers.Lookup(TypeOpenAI)
+			if err := p.checkMock(at, row); err != nil {
+				return err
+			}
+			if err := p.checkModels(at, models); err != nil {
+				return err
+			}
+			continue
+		}
 		row, ok := providers.Lookup(p.Type)
 		if !ok || row.Upstream == nil {
-			return fmt.Errorf("%s.type: %q is not one of %s", at, p.Type, strings.Join(types, ", "))
+			return fmt.Errorf("%s.type: %q is not one of %s", at, p.Type, strings.Join(append(types[:len(types):len(types)], TypeMock), ", "))
 		}
 		switch {
 		case p.API == "" || p.API == "chat" && p.Type == TypeOpenAI:
@@ -241,17 +275,8 @@ func (c *Config) check(getenv func(string) string) error {
 			return fmt.Errorf("%s.base_url: no query, fragment or credentials (ctxkit appends the API's path; keys go in api_key_env)", at)
 		}
 		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
-		if len(p.Models) == 0 {
-			return fmt.Errorf("%s.models: at least one model", at)
-		}
-		for _, m := range p.Models {
-			if m == "" {
-				return fmt.Errorf("%s.models: an empty model name", at)
-			}
-			if other, ok := models[m]; ok {
-				return fmt.Errorf("%s.models: %q is already routed to %s", at, m, other)
-			}
-			models[m] = p.Name
+		if err := p.checkModels(at, models); err != nil {
+			return err
 		}
 		if p.APIKeyEnv == "" {
 			return fmt.Errorf("%s.api_key_env: required (the variable holding the provider's key)", at)

@@ -189,7 +189,7 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
 	defer cancel()
-	resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + cc.Path(req.Model), Header: h, Body: data, Redact: p.redact})
+	resp, err := g.client(p).Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + cc.Path(req.Model), Header: h, Body: data, Redact: p.redact})
 	if err != nil {
 		return g.upstreamFailure(r, p, err)
 	}
@@ -600,7 +600,7 @@ func (g *Gateway) embedParts(ctx context.Context, r *http.Request, p *Provider, 
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			part := parts[i]
-			resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + part.Path, Header: h, Body: part.Body, Redact: p.redact})
+			resp, err := g.client(p).Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + part.Path, Header: h, Body: part.Body, Redact: p.redact})
 			if err != nil {
 				fail(g.upstreamFailure(r, p, err))
 				return

@@ -108,6 +108,7 @@ type Gateway struct {
 	metrics  *metrics
 	byModel  map[string]*Provider
 	up       *upstream.Client
+	mocks    map[*Provider]*upstream.Client // the clients of providers of type mock
 	opts     Options
 	models   []Model
 
@@ -179,6 +180,13 @@ func New(cfg *Config, opts Options) *Gateway {
 	start := opts.Now().UTC()
 	for i := range cfg.Providers {
 		p := &cfg.Providers[i]
+		if p.mock != nil {
+			if g.mocks == nil {
+				g.mocks = map[*Provider]*upstream.Client{}
+			}
+			g.mocks[p] = upstream.New(upstream.Options{MaxErrorBody: opts.MaxErrorBody, IdleTimeout: opts.IdleTimeout,
+				HTTP: &http.Client{Transport: p.mock}})
+		}
 		for _, m := range p.Models {
 			g.byModel[m] = p
 			g.models = append(g.models, Model{ID: m, Object: "model", Type: "model", DisplayName: m, OwnedBy: p.Name,
@@ -187,6 +195,15 @@ func New(cfg *Config, opts Options) *Gateway {
 	}
 	sort.Slice(g.models, func(i, j int) bool { return g.models[i].ID < g.models[j].ID })
 	return g
+}
+
+// client is the upstream client of p: the mock's own for a provider of
+// type mock (no request of it reaches the network), else the gateway's.
+func (g *Gateway) client(p *Provider) *upstream.Client {
+	if c := g.mocks[p]; c != nil {
+		return c
+	}
+	return g.up
 }
 
 // Models serves GET /v1/models: one list both dialects read (OpenAI's
@@ -490,7 +507,7 @@ func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if !req.Stream {
 		url = p.BaseURL + up.Unary.Path(req.Model)
 	}
-	resp, err := g.up.Do(ctx, upstream.Request{Method: http.MethodPost, URL: url, Header: out.header, Body: data, Redact: p.redact})
+	resp, err := g.client(p).Do(ctx, upstream.Request{Method: http.MethodPost, URL: url, Header: out.header, Body: data, Redact: p.redact})
 	if err != nil {
 		return nil, g.upstreamFailure(r, p, err)
 	}

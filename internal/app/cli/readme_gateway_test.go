@@ -1,0 +1,389 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/internal/app/cli"
+)
+
+// tourMarker precedes a README tour that needs a running server: a sh
+// block the test runs line by line (see runTour).
+const tourMarker = "<!-- tour:gateway -->"
+
+// gatewayTourCopy is the gateway quick start as the README shows it.
+const gatewayTourCopy = "testdata/gateway-tour.md"
+
+// TestReadmeGatewayTour runs the README's gateway quick start: it writes
+// the configuration, starts `ctxkit serve` on a free loopback port in a
+// fresh directory, mints the token and makes each curl call, comparing
+// what it prints with the "# → " lines after it. Until the README holds
+// the tour (after the marker), its copy in testdata is run; once it does,
+// the two must be the same.
+func TestReadmeGatewayTour(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyText, err := os.ReadFile(gatewayTourCopy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tourBlock(string(copyText))
+	if err != nil {
+		t.Fatalf("%s: %v", gatewayTourCopy, err)
+	}
+	if strings.Contains(string(readme), tourMarker) {
+		got, err := tourBlock(string(readme))
+		if err != nil {
+			t.Fatalf("README.md: %v", err)
+		}
+		if got != want {
+			t.Fatalf("the README's gateway tour differs from %s: update both", gatewayTourCopy)
+		}
+	}
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	runTour(t, root, want)
+}
+
+// tourBlock is the sh block after the tour marker in text.
+func tourBlock(text string) (string, error) {
+	_, after, ok := strings.Cut(text, tourMarker)
+	if !ok {
+		return "", fmt.Errorf("no %s", tourMarker)
+	}
+	after = strings.TrimLeft(after, "\n")
+	body, ok := strings.CutPrefix(after, "```sh\n")
+	if !ok {
+		return "", fmt.Errorf("%s is not followed by a sh block", tourMarker)
+	}
+	body, _, ok = strings.Cut(body, "\n```")
+	if !ok {
+		return "", fmt.Errorf("the tour's sh block does not end")
+	}
+	return body, nil
+}
+
+// tourStep is one command of a tour and the output it must print.
+type tourStep struct {
+	line int    // where the command starts in the block, 1-based
+	cmd  string // continuation lines joined
+	file string // of a heredoc: its text
+	want []string
+}
+
+// parseTour splits a tour into its commands: lines ending in a
+// backslash continue on the next, a quote left open continues too, a
+// heredoc runs to its terminator, "# → " lines are the output of the
+// command before them, other comments and blank lines are nothing.
+func parseTour(t *testing.T, block string) []tourStep {
+	t.Helper()
+	lines := strings.Split(block, "\n")
+	var steps []tourStep
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "# → "):
+			if len(steps) == 0 {
+				t.Fatalf("tour line %d: output before any command", i+1)
+			}
+			steps[len(steps)-1].want = append(steps[len(steps)-1].want, strings.TrimPrefix(trimmed, "# → "))
+			continue
+		case trimmed == "" || strings.HasPrefix(trimmed, "#"):
+			continue
+		}
+		step := tourStep{line: i + 1}
+		if m := regexp.MustCompile(`^cat > (\S+) <<'(\w+)'$`).FindStringSubmatch(trimmed); m != nil {
+			var body []string
+			for i++; i < len(lines) && lines[i] != m[2]; i++ {
+				body = append(body, lines[i])
+			}
+			if i == len(lines) {
+				t.Fatalf("tour line %d: the heredoc does not end with %s", step.line, m[2])
+			}
+			step.cmd, step.file = "cat > "+m[1], strings.Join(body, "\n")+"\n"
+			steps = append(steps, step)
+			continue
+		}
+		cmd := line
+		for (strings.HasSuffix(cmd, "\\") || strings.Count(cmd, "'")%2 == 1) && i+1 < len(lines) {
+			cmd = strings.TrimSuffix(cmd, "\\") + "\n" + lines[i+1]
+			i++
+		}
+		step.cmd = cmd
+		steps = append(steps, step)
+	}
+	return steps
+}
+
+// runTour runs the commands of block in the current directory, as the
+// repository root's `go run ./cmd/ctxkit` would: ctxkit in process,
+// curl as an HTTP client, localhost:8700 the server it started.
+func runTour(t *testing.T, root, block string) {
+	vars := map[string]string{}
+	server := ""
+	for _, s := range parseTour(t, block) {
+		name := fmt.Sprintf("line %d", s.line)
+		var out string
+		switch {
+		case s.file != "":
+			path := strings.TrimPrefix(s.cmd, "cat > ")
+			if err := os.WriteFile(path, []byte(s.file), 0o600); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		default:
+			words, err := shellWords(s.cmd, vars)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			assign := ""
+			if len(words) > 0 {
+				if v, rest, ok := strings.Cut(words[0], "=$("); ok && strings.HasSuffix(words[len(words)-1], ")") {
+					assign = v
+					words[0] = rest
+					words[len(words)-1] = strings.TrimSuffix(words[len(words)-1], ")")
+				}
+			}
+			switch {
+			case len(words) >= 4 && slices.Equal(words[:4], []string{"go", "run", "./cmd/ctxkit", "serve"}):
+				if server != "" {
+					t.Fatalf("%s: a second server", name)
+				}
+				words = slices.DeleteFunc(words[4:], func(w string) bool { return w == "&" })
+				server = startServe(t, ".ctxkit", words...).url
+				continue
+			case len(words) >= 3 && slices.Equal(words[:3], []string{"go", "run", "./cmd/ctxkit"}):
+				var stdout, stderr bytes.Buffer
+				if code := cli.Main(context.Background(), words[3:], strings.NewReader(""), &stdout, &stderr); code != 0 {
+					t.Fatalf("%s: %s: exit %d: %s", name, s.cmd, code, stderr.String())
+				}
+				out = stdout.String()
+				if assign == "" {
+					out += stderr.String()
+				}
+			case len(words) > 0 && words[0] == "curl":
+				if server == "" {
+					t.Fatalf("%s: curl before the server started", name)
+				}
+				out = curl(t, name, server, words[1:])
+			default:
+				t.Fatalf("%s: the tour test cannot run %q", name, s.cmd)
+			}
+			if assign != "" {
+				vars[assign] = strings.TrimSpace(out)
+				continue
+			}
+		}
+		if !tourMatch(s.want, out) {
+			t.Fatalf("%s: %s\nthe README shows\n%s\nit prints\n%s", name, s.cmd, strings.Join(s.want, "\n"), out)
+		}
+	}
+	if server == "" {
+		t.Fatal("the tour started no server")
+	}
+}
+
+// tourMatch reports whether out matches want, the lines the README shows
+// (joined by newlines), where "…" stands for any text (newlines too).
+// Output the README does not show must be empty.
+func tourMatch(want []string, out string) bool {
+	out = strings.TrimSpace(out)
+	if len(want) == 0 {
+		return out == ""
+	}
+	parts := strings.Split(strings.Join(want, "\n"), "…")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile(`(?s)\A` + strings.Join(parts, ".*?") + `\z`).MatchString(out)
+}
+
+// shellWords splits cmd as sh would, for the forms a tour uses: words
+// between blanks, '…' taken as it is, "…" and bare words with $NAME and
+// ${NAME} replaced from vars, a backslash-newline a blank. A variable
+// that is not set is an error.
+func shellWords(cmd string, vars map[string]string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	expand := func(s string) (string, error) {
+		var err error
+		out := regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?`).ReplaceAllStringFunc(s, func(m string) string {
+			name := strings.Trim(m, "${}")
+			v, ok := vars[name]
+			if !ok {
+				err = fmt.Errorf("$%s is not set", name)
+			}
+			return v
+		})
+		return out, err
+	}
+	for i := 0; i < len(cmd); i++ {
+		c := cmd[i]
+		switch {
+		case c == '\\' && i+1 < len(cmd) && cmd[i+1] == '\n':
+			i++
+			if inWord {
+				words, inWord = append(words, cur.String()), false
+				cur.Reset()
+			}
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words, inWord = append(words, cur.String()), false
+				cur.Reset()
+			}
+		case c == '\'':
+			end := strings.IndexByte(cmd[i+1:], '\'')
+			if end < 0 {
+				return nil, fmt.Errorf("a ' is not closed")
+			}
+			cur.WriteString(cmd[i+1 : i+1+end])
+			i += end + 1
+			inWord = true
+		case c == '"':
+			end := strings.IndexByte(cmd[i+1:], '"')
+			if end < 0 {
+				return nil, fmt.Errorf("a \" is not closed")
+			}
+			s, err := expand(cmd[i+1 : i+1+end])
+			if err != nil {
+				return nil, err
+			}
+			cur.WriteString(s)
+			i += end + 1
+			inWord = true
+		case c == '$' && i+1 < len(cmd) && cmd[i+1] == '(':
+			// $( … ): kept as it is for the caller to run.
+			cur.WriteString("$(")
+			i++
+			inWord = true
+		case c == '$':
+			j := i + 1
+			for j < len(cmd) && (cmd[j] == '_' || cmd[j] == '{' || cmd[j] == '}' || 'A' <= cmd[j] && cmd[j] <= 'Z' || 'a' <= cmd[j] && cmd[j] <= 'z' || '0' <= cmd[j] && cmd[j] <= '9') {
+				j++
+			}
+			s, err := expand(cmd[i:j])
+			if err != nil {
+				return nil, err
+			}
+			cur.WriteString(s)
+			i = j - 1
+			inWord = true
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// curl makes the request the curl arguments args describe (-s, -S, -N,
+// -i, -X, -H, -d: the options a tour uses; any other is an error) to
+// server in place of localhost:8700, and returns what curl prints: the
+// body, after the status line and the headers with -i. Like curl, -d
+// makes a POST of type application/x-www-form-urlencoded unless a header
+// says otherwise.
+func curl(t *testing.T, name, server string, args []string) string {
+	t.Helper()
+	method, url, body, include := "", "", "", false
+	header := http.Header{}
+	hasBody := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-H" || a == "-d" || a == "-X":
+			if i+1 == len(args) {
+				t.Fatalf("%s: curl %s without its value", name, a)
+			}
+			v := args[i+1]
+			i++
+			switch a {
+			case "-H":
+				k, hv, ok := strings.Cut(v, ":")
+				if !ok {
+					t.Fatalf("%s: curl -H %q is not a header", name, v)
+				}
+				header.Add(strings.TrimSpace(k), strings.TrimSpace(hv))
+			case "-d":
+				body, hasBody = v, true
+			case "-X":
+				method = v
+			}
+		case strings.HasPrefix(a, "-") && strings.Trim(a[1:], "sSNi") == "" && len(a) > 1:
+			include = include || strings.Contains(a, "i")
+		case strings.HasPrefix(a, "-"):
+			t.Fatalf("%s: the tour test's curl does not know %s", name, a)
+		case url == "":
+			url = a
+		default:
+			t.Fatalf("%s: curl with two URLs", name)
+		}
+	}
+	rest, ok := strings.CutPrefix(strings.TrimPrefix(url, "http://"), "localhost:8700")
+	if !ok {
+		t.Fatalf("%s: curl %s is not to localhost:8700", name, url)
+	}
+	if method == "" {
+		method = http.MethodGet
+		if hasBody {
+			method = http.MethodPost
+		}
+	}
+	req, err := http.NewRequest(method, server+rest, strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	req.Header = header
+	if hasBody && header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if !include {
+		return string(data)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "HTTP/1.1 %s\n", resp.Status)
+	resp.Header.Write(&b)
+	b.WriteString("\n")
+	b.Write(data)
+	return b.String()
+}
+
+// TestServeConfigErrorNamesTheLine: `ctxkit serve --config` with a bad
+// configuration exits 1 with one line naming the file, the line and
+// column of the field at fault, and its path.
+func TestServeConfigErrorNamesTheLine(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gateway.yaml")
+	os.WriteFile(cfg, []byte("providers:\n  - name: demo\n    type: mock\n    models: [demo-model]\n    mock:\n      errors: [{status: 429, onn: 1}]\n"), 0o600)
+	code, stderr := serveOnce(t, filepath.Join(dir, "data"), "--config", cfg)
+	want := "--config: " + cfg + `:6:30: providers[0].mock.errors[0].onn: unknown field "onn" (known fields: status, cut, on, every, retry_after, message)`
+	if code != 1 || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Fatalf("exit %d: %s\nwant %s", code, stderr, want)
+	}
+}
