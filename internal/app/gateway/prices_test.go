@@ -394,7 +394,7 @@ func TestPriceConfigErrors(t *testing.T) {
 		{"long context negative", []any{map[string]any{"provider": "oai", "model": "m", "long_context": map[string]any{"above_tokens": 200000, "output": -1}}}, "prices[0].long_context.output: -1 is negative"},
 		{"long context unknown field", []any{map[string]any{"provider": "oai", "model": "m", "long_context": map[string]any{"above": 1}}}, `unknown field "above"`},
 		{"unknown field", []any{map[string]any{"provider": "oai", "model": "m", "price": 1}}, `unknown field "price"`},
-		{"a string", []any{map[string]any{"provider": "oai", "model": "m", "input": "1"}}, "input of type float64"},
+		{"a string", []any{map[string]any{"provider": "oai", "model": "m", "input": "1"}}, `prices[0].input: must be a number, not "1"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := gateway.LoadConfig(writeConfig(t, map[string]any{"providers": []any{provider}, "prices": c.rows}))
