@@ -114,7 +114,8 @@ const maxRetryAfter = 64
 
 // retryAfter is how long a 429's headers ask to wait: retry-after-ms
 // (OpenAI's, in milliseconds) or Retry-After, in seconds or as an HTTP
-// date; false when neither says. Never negative.
+// date; false when neither says. Never negative, at most
+// maxKeyCooldown.
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, ok := number(v); ok {
@@ -132,7 +133,7 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return max(t.Sub(now), 0), true
+	return min(max(t.Sub(now), 0), maxKeyCooldown), true
 }
 
 // number reads a non-negative decimal number of at most maxRetryAfter
