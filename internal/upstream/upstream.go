@@ -212,9 +212,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	}
 	out := &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: Body{rc: resp.Body, idle: idle}}
 	b := &out.Body
-	if cancel != nil {
-		b.cancel = func() { cancel(nil) }
-	}
+	b.cancel = cancel
 	if idle > 0 {
 		b.timer = time.AfterFunc(idle, func() {
 			b.idled.Store(true)
@@ -309,7 +307,7 @@ type Body struct {
 	idle   time.Duration
 	timer  *time.Timer
 	before func()
-	cancel func() // ends the request's context; nil: none of its own
+	cancel context.CancelCauseFunc // ends the request's context; nil: none of its own
 	// head holds the bytes read ahead by peek, served before the rest.
 	head    [512]byte
 	headOff int
@@ -379,7 +377,7 @@ func (b *Body) Close() error {
 		b.timer.Stop()
 	}
 	if b.cancel != nil {
-		defer b.cancel()
+		defer b.cancel(nil)
 	}
 	// An upstream that keeps the connection open after the stream's end
 	// (or after an error) must not hold the caller: the drain gets a

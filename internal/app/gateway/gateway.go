@@ -179,6 +179,7 @@ func New(cfg *Config, opts Options) *Gateway {
 	start := opts.Now().UTC()
 	for i := range cfg.Providers {
 		p := &cfg.Providers[i]
+		keyless(p)
 		for _, m := range p.Models {
 			g.byModel[m] = p
 			g.models = append(g.models, Model{ID: m, Object: "model", Type: "model", DisplayName: m, OwnedBy: p.Name,

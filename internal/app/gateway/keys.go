@@ -157,3 +157,20 @@ func seconds(s float64) time.Duration {
 	}
 	return time.Duration(s * float64(time.Second))
 }
+
+// keyless gives a provider that was configured without a key (one
+// answered in process) a pool of one key that adds no credentials, so
+// that every provider is called the same way.
+func keyless(p *Provider) {
+	if p.redact == nil {
+		p.redact = func(s string) string { return s }
+	}
+	if p.keys != nil {
+		return
+	}
+	k := &poolKey{id: "none", weight: 1, header: http.Header{"Content-Type": {"application/json"}}}
+	if p.row.Upstream != nil && p.row.Upstream.Unary != nil {
+		k.unary = http.Header{"Content-Type": {"application/json"}}
+	}
+	p.keys = &keyPool{keys: []*poolKey{k}, cooldown: defaultKeyCooldown}
+}

@@ -52,6 +52,14 @@ const (
 // maxTargets bounds a route's targets.
 const maxTargets = 16
 
+// attemptsValues are the values of AttemptsHeader, made once.
+var attemptsValues = func() (v [maxTargets + 1][]string) {
+	for i := range v {
+		v[i] = []string{strconv.Itoa(i)}
+	}
+	return v
+}()
+
 // params are the request parameters a target sets, whatever the client
 // asked.
 type params struct {
@@ -265,7 +273,14 @@ func nothing() {}
 
 // exchange starts the record of a request for rt.
 func (g *Gateway) exchange(r *http.Request, d Dialect, rt *route, streaming bool) *Exchange {
-	return &Exchange{Caller: callerOf(r.Context()), Dialect: d.row().Name, Route: rt.name, Stream: streaming, Started: g.opts.Now()}
+	// With room for one attempt, the most requests make, in the same
+	// allocation.
+	xa := &struct {
+		x   Exchange
+		one [1]Attempt
+	}{x: Exchange{Caller: callerOf(r.Context()), Dialect: d.row().Name, Route: rt.name, Stream: streaming, Started: g.opts.Now()}}
+	xa.x.Attempts = xa.one[:0]
+	return &xa.x
 }
 
 // attempt sends req to rt's targets in turn until one answers, within the
@@ -276,7 +291,7 @@ func (g *Gateway) exchange(r *http.Request, d Dialect, rt *route, streaming bool
 // target answered, the client gets the last one's failure. Every attempt
 // is counted, added to x, and named in X-Ctxkit-Upstream and
 // X-Ctxkit-Attempts (the last one sent).
-func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Request, d Dialect, rt *route, req chat.Request, streaming bool, x *Exchange) (*served, error) {
+func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Request, d Dialect, rt *route, req chat.Request, streaming bool, x *Exchange) (served, error) {
 	h := w.Header()
 	warned, hadWarnings := h[WarningsHeader]
 	var deadline time.Time
@@ -318,11 +333,11 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 		}
 		out, err := g.prepare(w, r, d, p, k, treq)
 		if err != nil {
-			return nil, err
+			return served{}, err
 		}
 		url, data, err := g.encode(w, p, &out)
 		if err != nil {
-			return nil, err
+			return served{}, err
 		}
 		sent++
 		actx, end := ctx, context.CancelFunc(nothing)
@@ -340,17 +355,17 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 		}
 		resp, err := g.call(actx, p, url, out.header, data, firstByte)
 		h[UpstreamHeader] = t.upstream
-		h[AttemptsHeader] = []string{strconv.Itoa(sent)}
+		h[AttemptsHeader] = attemptsValues[sent]
 		if err == nil {
 			g.tally(x, t, k, outcomeOK, resp.StatusCode, time.Since(now))
-			return &served{t: t, sent: out, resp: resp, ctx: actx, end: end}, nil
+			return served{t: t, sent: out, resp: resp, ctx: actx, end: end}, nil
 		}
 		end()
 		o, status := classify(r, err)
 		g.tally(x, t, k, o, status, time.Since(now))
 		switch o {
 		case outcomeCanceled:
-			return nil, errClientGone
+			return served{}, errClientGone
 		case outcomeRateLimited, outcomeAuthError:
 			g.restKey(p, k, status, err, now)
 		}
@@ -367,18 +382,18 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 			fail = g.upstreamFailure(r, p, err)
 		}
 		if !fallback(o, status) || cut && o == outcomeTimeout {
-			return nil, fail
+			return served{}, fail
 		}
 		last = fail
 	}
 	if last == nil {
 		// The request's own time ran out between attempts.
 		if r.Context().Err() != nil {
-			return nil, errClientGone
+			return served{}, errClientGone
 		}
-		return nil, &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Msg: fmt.Sprintf("route %s: no target answered in time", rt.name)}
+		return served{}, &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Msg: fmt.Sprintf("route %s: no target answered in time", rt.name)}
 	}
-	return nil, last
+	return served{}, last
 }
 
 // attemptLimit is the limit an attempt that timed out passed: its
