@@ -513,8 +513,8 @@ func (g *Gateway) whole(ctx context.Context, r *http.Request, p *Provider, sent 
 		case errors.As(err, &large):
 		case resp.Body.Idled():
 			err = fmt.Errorf("upstream %s sent nothing for %v", p.Name, g.idle(p))
-		case errors.Is(context.Cause(ctx), errTooLong):
-			err = fmt.Errorf("upstream %s: %w (%v)", p.Name, errTooLong, g.opts.MaxDuration)
+		case g.tooLong(ctx, p) != nil:
+			err = g.tooLong(ctx, p)
 		default:
 			g.opts.Logger.Warn("gateway upstream body", "provider", p.Name, "err", p.redact(err.Error()))
 			err = fmt.Errorf("upstream %s: the response could not be read", p.Name)
@@ -703,8 +703,8 @@ func (g *Gateway) clean(ctx context.Context, p *Provider, body *upstream.Body, c
 				case errors.As(err, &cut), errors.As(err, &large):
 				case body.Idled():
 					err = fmt.Errorf("upstream %s sent nothing for %v", p.Name, g.idle(p))
-				case errors.Is(context.Cause(ctx), errTooLong):
-					err = fmt.Errorf("upstream %s: %w (%v)", p.Name, errTooLong, g.opts.MaxDuration)
+				case g.tooLong(ctx, p) != nil:
+					err = g.tooLong(ctx, p)
 				default:
 					g.opts.Logger.Warn("gateway upstream stream", "provider", p.Name, "err", p.redact(err.Error()))
 					err = fmt.Errorf("upstream %s sent a stream ctxkit could not read", p.Name)

@@ -396,6 +396,18 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 	return served{}, last
 }
 
+// tooLong is the failure of an answer cut by the request's MaxDuration or
+// its provider's total timeout; nil when ctx ended for neither.
+func (g *Gateway) tooLong(ctx context.Context, p *Provider) error {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errTooLong):
+		return fmt.Errorf("upstream %s: %w (%v)", p.Name, errTooLong, g.opts.MaxDuration)
+	case errors.Is(cause, errAttemptTooLong):
+		return fmt.Errorf("upstream %s: %w (%v)", p.Name, errAttemptTooLong, time.Duration(p.Timeouts.Total))
+	}
+	return nil
+}
+
 // attemptLimit is the limit an attempt that timed out passed: its
 // provider's total when that ended its context, else its first-byte
 // time.

@@ -716,3 +716,54 @@ func TestRouteConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderTimeouts: a provider's idle timeout ends a stream that goes
+// quiet, and its total timeout an answer that lasts too long, each named
+// in the error the client gets (an error event once the stream has
+// begun).
+func TestProviderTimeouts(t *testing.T) {
+	t.Setenv("CTXKIT_TEST_RK", "rk-0123456789")
+	quiet := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, openAIStream[:strings.Index(openAIStream, "\n\n")+2])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer quiet.Close()
+	// slow keeps sending, never quiet for long, never done.
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, openAIStream[:strings.Index(openAIStream, "\n\n")+2])
+		for {
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+				io.WriteString(w, ": keep-alive\n\n")
+			}
+		}
+	}))
+	defer slow.Close()
+	srv, _, _ := routed(t, `{"providers":[
+		{"name":"quiet","type":"openai","base_url":"`+quiet.URL+`","api_key_env":"CTXKIT_TEST_RK","models":["q"],"timeouts":{"idle":"150ms"}},
+		{"name":"slow","type":"openai","base_url":"`+slow.URL+`","api_key_env":"CTXKIT_TEST_RK","models":["s"],"timeouts":{"idle":"150ms","total":"300ms"}}]}`)
+	for model, want := range map[string]string{"q": "sent nothing for 150ms", "s": "total timeout (300ms)"} {
+		for _, cl := range calls(model) {
+			if !cl.stream {
+				continue // a stream is what can go quiet or last
+			}
+			t.Run(model+"/"+cl.name, func(t *testing.T) {
+				start := time.Now()
+				resp, body := post(t, srv.URL+cl.path, cl.body)
+				got, failed := text(cl, body)
+				if resp.StatusCode != 200 || got != "Hello" || !failed || !strings.Contains(string(body), want) {
+					t.Fatalf("%d %q: %s", resp.StatusCode, got, body)
+				}
+				if d := time.Since(start); d > 5*time.Second {
+					t.Errorf("ended after %v", d)
+				}
+			})
+		}
+	}
+}
