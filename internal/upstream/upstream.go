@@ -84,7 +84,7 @@ func newHTTPClient(o Options) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy:                 Proxy,
-			DialContext:           (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:           dialer(o.DialTimeout),
 			ForceAttemptHTTP2:     o.HTTP2,
 			TLSHandshakeTimeout:   o.TLSHandshakeTimeout,
 			ResponseHeaderTimeout: o.ResponseHeaderTimeout,
@@ -94,6 +94,25 @@ func newHTTPClient(o Options) *http.Client {
 		CheckRedirect: redirect,
 	}
 }
+
+// dialer dials within the request's Request.ConnectTimeout when it has
+// one, else within def: one transport (one pool of connections) serves
+// upstreams with different connect timeouts.
+func dialer(def time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: def, KeepAlive: 30 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if t, ok := ctx.Value(connectKey{}).(time.Duration); ok && t > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, t)
+			defer cancel()
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// connectKey carries a request's connect timeout to the dialer (the
+// transport dials with a context that keeps the request's values).
+type connectKey struct{}
 
 // Proxy is the proxy from the environment for an https upstream, and none
 // for a plain http one: the key would travel to the proxy in clear text.
@@ -116,7 +135,23 @@ type Request struct {
 	// Redact takes the key out of the text of a failure (nil: nothing
 	// to take out).
 	Redact func(string) string
+	// ConnectTimeout bounds dialing a new connection (0: the client's
+	// DialTimeout). It applies to the clients New makes, not to
+	// Options.HTTP.
+	ConnectTimeout time.Duration
+	// FirstByte, when > 0, bounds the time until the response's headers
+	// and the first byte of a 2xx body have come: Do returns only once that
+	// byte is in (or the body ended), so that a caller knows the upstream
+	// is answering before it commits to anything. Past it, Do fails with
+	// an *Error of CodeTransport wrapping ErrFirstByte.
+	FirstByte time.Duration
+	// Idle, when > 0, replaces the client's IdleTimeout for this request.
+	Idle time.Duration
 }
+
+// ErrFirstByte is the cause of a request whose answer did not begin
+// within Request.FirstByte.
+var ErrFirstByte = errors.New("the upstream sent no first byte in time")
 
 // Response is a 2xx answer.
 type Response struct {
@@ -133,8 +168,25 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	if r.Body != nil {
 		body = bytes.NewReader(r.Body)
 	}
+	if r.ConnectTimeout > 0 {
+		ctx = context.WithValue(ctx, connectKey{}, r.ConnectTimeout)
+	}
+	// The first-byte clock ends the request through its context; the
+	// context lives as long as the body (Close cancels it).
+	var (
+		cancel context.CancelCauseFunc
+		clock  *time.Timer
+	)
+	if r.FirstByte > 0 {
+		ctx, cancel = context.WithCancelCause(ctx)
+		clock = time.AfterFunc(r.FirstByte, func() { cancel(ErrFirstByte) })
+	}
 	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, body)
 	if err != nil {
+		if cancel != nil {
+			clock.Stop()
+			cancel(nil)
+		}
 		return nil, err
 	}
 	for k, v := range r.Header {
@@ -145,21 +197,48 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if cancel != nil {
+			clock.Stop()
+			cancel(nil)
+			if errors.Is(context.Cause(ctx), ErrFirstByte) {
+				err = ErrFirstByte
+			}
+		}
 		return nil, transportError(err, r.Redact)
 	}
-	out := &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: Body{rc: resp.Body, idle: c.idle}}
+	idle := c.idle
+	if r.Idle > 0 {
+		idle = r.Idle
+	}
+	out := &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: Body{rc: resp.Body, idle: idle}}
 	b := &out.Body
-	if c.idle > 0 {
-		b.timer = time.AfterFunc(c.idle, func() {
+	b.cancel = cancel
+	if idle > 0 {
+		b.timer = time.AfterFunc(idle, func() {
 			b.idled.Store(true)
 			resp.Body.Close()
 		})
 	}
 	if resp.StatusCode/100 != 2 {
+		if clock != nil {
+			clock.Stop()
+		}
 		defer b.Close()
 		data, _ := io.ReadAll(io.LimitReader(b, c.maxErrorBody))
 		return nil, &Error{Code: CodeStatus, Msg: "the upstream answered " + resp.Status,
 			StatusCode: resp.StatusCode, Status: resp.Status, Header: resp.Header, Body: data}
+	}
+	if clock != nil {
+		if err := b.peek(); err != nil || !clock.Stop() {
+			// The clock ran out (the read failed for it, or it ran out
+			// as the byte came: the body is cancelled either way), or the
+			// connection failed before the first byte.
+			b.Close()
+			if errors.Is(context.Cause(ctx), ErrFirstByte) {
+				err = ErrFirstByte
+			}
+			return nil, transportError(&url.Error{Op: r.Method, URL: r.URL, Err: err}, r.Redact)
+		}
 	}
 	return out, nil
 }
@@ -228,6 +307,33 @@ type Body struct {
 	idle   time.Duration
 	timer  *time.Timer
 	before func()
+	cancel context.CancelCauseFunc // ends the request's context; nil: none of its own
+	// head holds the bytes read ahead by peek, served before the rest.
+	head    [512]byte
+	headOff int
+	headLen int
+}
+
+// peek reads the first bytes of the body into head. The end of an empty
+// body is not an error: the reader of the body finds it.
+func (b *Body) peek() error {
+	n, err := b.rc.Read(b.head[:])
+	for n == 0 && err == nil {
+		n, err = b.rc.Read(b.head[:])
+	}
+	b.headLen = n
+	if n > 0 && b.timer != nil {
+		b.timer.Reset(b.idle)
+	}
+	if err == io.EOF {
+		b.eof = true
+		return nil
+	}
+	if n > 0 {
+		// What failed after the first bytes fails again on the next read.
+		return nil
+	}
+	return err
 }
 
 // Idled reports whether the idle timeout closed the body (the read that
@@ -241,6 +347,14 @@ func (b *Body) BeforeRead(f func()) { b.before = f }
 func (b *Body) Read(p []byte) (int, error) {
 	if b.before != nil {
 		b.before()
+	}
+	if b.headOff < b.headLen {
+		n := copy(p, b.head[b.headOff:b.headLen])
+		b.headOff += n
+		return n, nil
+	}
+	if b.eof {
+		return 0, io.EOF
 	}
 	n, err := b.rc.Read(p)
 	if n > 0 && b.timer != nil {
@@ -261,6 +375,9 @@ func (b *Body) Close() error {
 	b.closed = true
 	if b.timer != nil {
 		b.timer.Stop()
+	}
+	if b.cancel != nil {
+		defer b.cancel(nil)
 	}
 	// An upstream that keeps the connection open after the stream's end
 	// (or after an error) must not hold the caller: the drain gets a

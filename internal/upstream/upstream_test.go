@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -118,5 +119,99 @@ func TestIdleBodyEnds(t *testing.T) {
 	data, err := io.ReadAll(&resp.Body)
 	if err == nil || !resp.Body.Idled() || string(data) != "first" || time.Since(start) > 5*time.Second {
 		t.Errorf("read %q, %v, idled %v", data, err, resp.Body.Idled())
+	}
+}
+
+// TestFirstByte: with Request.FirstByte, Do returns once the headers and
+// the first body byte are in, and the body reads whole (the bytes read
+// ahead come first); an upstream that sends no headers, or headers and
+// then nothing, in time fails with ErrFirstByte and sees its request end.
+func TestFirstByte(t *testing.T) {
+	ended := make(chan struct{}, 4)
+	body := strings.Repeat("0123456789", 200) // more than is read ahead
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/slow-byte":
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			time.Sleep(30 * time.Millisecond)
+			io.WriteString(w, body)
+		case "/no-headers", "/no-byte":
+			if r.URL.Path == "/no-byte" {
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+			}
+			<-r.Context().Done()
+			ended <- struct{}{}
+		case "/empty":
+		case "/error":
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "busy")
+		}
+	}))
+	defer srv.Close()
+	c := upstream.New(upstream.Options{IdleTimeout: time.Minute})
+	resp, err := c.Do(context.Background(), upstream.Request{Method: http.MethodGet, URL: srv.URL + "/slow-byte", FirstByte: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(&resp.Body)
+	resp.Body.Close()
+	if err != nil || string(data) != body {
+		t.Fatalf("read %d bytes, %v", len(data), err)
+	}
+	for _, path := range []string{"/no-headers", "/no-byte"} {
+		start := time.Now()
+		_, err := c.Do(context.Background(), upstream.Request{Method: http.MethodGet, URL: srv.URL + path, FirstByte: 100 * time.Millisecond, Redact: redact})
+		var te *upstream.Error
+		if !errors.As(err, &te) || te.Code != upstream.CodeTransport || !errors.Is(err, upstream.ErrFirstByte) || time.Since(start) > 5*time.Second {
+			t.Errorf("%s: %v after %v", path, err, time.Since(start))
+		}
+		select {
+		case <-ended:
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s: the request did not end", path)
+		}
+	}
+	resp, err = c.Do(context.Background(), upstream.Request{Method: http.MethodGet, URL: srv.URL + "/empty", FirstByte: time.Second})
+	if err != nil {
+		t.Fatalf("an empty body: %v", err)
+	}
+	if data, err := io.ReadAll(&resp.Body); err != nil || len(data) != 0 {
+		t.Errorf("an empty body read %q, %v", data, err)
+	}
+	resp.Body.Close()
+	_, err = c.Do(context.Background(), upstream.Request{Method: http.MethodGet, URL: srv.URL + "/error", FirstByte: time.Second})
+	var se *upstream.Error
+	if !errors.As(err, &se) || se.StatusCode != 503 || string(se.Body) != "busy" {
+		t.Errorf("an error status: %v", err)
+	}
+}
+
+// TestRequestTimeouts: a request's ConnectTimeout bounds its dial (one
+// that cannot be met fails as a dial error), and its Idle replaces the
+// client's idle timeout.
+func TestRequestTimeouts(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "first")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	c := upstream.New(upstream.Options{IdleTimeout: time.Hour})
+	_, err := c.Do(context.Background(), upstream.Request{Method: http.MethodGet, URL: srv.URL, ConnectTimeout: time.Nanosecond})
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		t.Errorf("a connect timeout of 1ns: %v, want a dial error", err)
+	}
+	resp, err := c.Do(context.Background(), upstream.Request{Method: http.MethodGet, URL: srv.URL, ConnectTimeout: 5 * time.Second, Idle: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	start := time.Now()
+	data, _ := io.ReadAll(&resp.Body)
+	if !resp.Body.Idled() || string(data) != "first" || time.Since(start) > 5*time.Second {
+		t.Errorf("read %q, idled %v after %v", data, resp.Body.Idled(), time.Since(start))
 	}
 }

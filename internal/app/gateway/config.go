@@ -45,30 +45,31 @@ type Provider struct {
 	// APIKeyEnv names the environment variable holding the provider's API
 	// key. The key is sent only to this provider (as its own header:
 	// Authorization: Bearer for openai, deepseek, mistral and bedrock API
-	// keys; x-api-key for anthropic; x-goog-api-key for gemini).
-	APIKeyEnv string `json:"api_key_env"`
+	// keys; x-api-key for anthropic; x-goog-api-key for gemini). A
+	// provider has either APIKeyEnv or Keys.
+	APIKeyEnv string `json:"api_key_env,omitempty"`
 	// API chooses, for type openai, the API ctxkit calls: "chat" (the
 	// default; POST {base}/chat/completions) or "responses" (POST
 	// {base}/responses).
 	API string `json:"api,omitempty"`
 	// Models are the model names routed to this provider.
 	Models []string `json:"models"`
-	// Keys is a pool of keys used in turn by weighted round-robin, in
-	// place of APIKeyEnv.
+	// Keys is a pool of keys used in turn by smooth weighted round-robin,
+	// in place of APIKeyEnv. A key that gets 429 rests for the answer's
+	// Retry-After (at most an hour) or else KeyCooldown; one that gets 401
+	// or 403 is taken out until the gateway restarts (and logged by id).
 	Keys []Key `json:"keys,omitempty"`
-	// KeyCooldown is how long a key that got 429 without a Retry-After
-	// rests.
+	// KeyCooldown is how long a key of Keys that got 429 without a
+	// Retry-After rests (default 60s).
 	KeyCooldown Duration `json:"key_cooldown,omitempty"`
 	// Timeouts bound each request to this provider.
 	Timeouts Timeouts `json:"timeouts,omitzero"`
 	// Mock configures a provider of type mock, which answers in process.
 	Mock *Mock `json:"mock,omitempty"`
 
-	key    string
-	redact func(string) string // takes key out of text
+	keys   *keyPool
+	redact func(string) string // takes every key of the pool out of text
 	row    wire.Provider       // the type's row of the provider table
-	header http.Header         // of every streamed request: the key's, Accept, Content-Type
-	unary  http.Header         // of every request not streamed; nil when the row has no Unary call
 	mock   *mockTransport      // the upstream of a provider of type mock; nil for the others
 }
 
@@ -91,17 +92,22 @@ func (p *Provider) checkModels(at string, models map[string]string) error {
 }
 
 // Key is one key of a provider's pool, read from an environment
-// variable or a file (one of the two).
+// variable or a file (one of the two; a file is read once, at start, and
+// trimmed).
 type Key struct {
-	ID     string `json:"id,omitempty"` // names the key in logs and metrics (never the key itself); default "key<N>"
+	// ID names the key in logs and metrics (never the key itself):
+	// letters, digits, '_', '.', '-'; default "key<N>", N counting from 1.
+	ID     string `json:"id,omitempty"`
 	Env    string `json:"env,omitempty"`
 	File   string `json:"file,omitempty"`
-	Weight int    `json:"weight,omitempty"` // default 1
+	Weight int    `json:"weight,omitempty"` // its share of the requests, 1 to 1000; default 1
 }
 
-// Timeouts bound a request to one provider: connecting, the first byte of
-// the answer, the silence between two events of a stream, the whole
-// attempt. Zero takes the gateway's default.
+// Timeouts bound a request to one provider: connecting (default 10s), the
+// answer's headers and first byte (default 60s), the silence between two
+// reads of a stream (default: the gateway's IdleTimeout, 10m), the whole
+// attempt, its answer included (default: the gateway's MaxDuration, 1h).
+// Zero takes the default.
 type Timeouts struct {
 	Connect   Duration `json:"connect,omitempty"`
 	FirstByte Duration `json:"first_byte,omitempty"`
@@ -109,12 +115,19 @@ type Timeouts struct {
 	Total     Duration `json:"total,omitempty"`
 }
 
-// Route maps a model name clients send to targets tried in order.
+// Route maps a model name clients send to targets tried in order. The
+// next target is tried when one fails to connect, sends no first byte in
+// time, or answers 429, 500, 502, 503, 504 or 529 — and only while the
+// client has got nothing. A target whose keys all rest is skipped. When
+// every target failed the client gets the last one's failure.
 type Route struct {
 	Model   string   `json:"model"`
 	Targets []Target `json:"targets"`
-	// MaxAttempts bounds the targets tried (default: every target once);
-	// MaxTime the time all attempts together may take.
+	// MaxAttempts bounds the requests sent upstream (default: one per
+	// target; at most the number of targets); MaxTime the time until an
+	// attempt answers, all attempts together: no attempt starts past it,
+	// and one still waiting for its first byte then is cut. An answer
+	// that has begun is bounded by its provider's timeouts.
 	MaxAttempts int      `json:"max_attempts,omitempty"`
 	MaxTime     Duration `json:"max_time,omitempty"`
 	// Record keeps every exchange of the route in the store.
@@ -125,8 +138,9 @@ type Route struct {
 type Target struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"` // the upstream's name of the model
-	// Params override request parameters (temperature, max_tokens, ...)
-	// for this target.
+	// Params override request parameters for this target: max_tokens,
+	// temperature (0 to 2), top_p (0 to 1), stop (a string or up to 16),
+	// reasoning_effort (minimal, low, medium, high).
 	Params map[string]json.RawMessage `json:"params,omitempty"`
 }
 
@@ -191,7 +205,8 @@ type Config struct {
 	Prices    []Price    `json:"prices,omitempty"`
 	Records   Records    `json:"records,omitzero"`
 
-	prices prices // Prices by provider name, once checked
+	prices prices            // Prices by provider name, once checked
+	routes map[string]*route // by client model name: Routes and every provider model
 }
 
 // LoadConfig reads a configuration file: JSON, or YAML (a file whose name
@@ -225,6 +240,7 @@ func (c *Config) check(getenv func(string) string) error {
 	}
 	models := map[string]string{}
 	names := map[string]bool{}
+	byName := map[string]*Provider{}
 	for i := range c.Providers {
 		p := &c.Providers[i]
 		at := fmt.Sprintf("providers[%d]", i)
@@ -247,6 +263,12 @@ func (c *Config) check(getenv func(string) string) error {
 			if err := p.checkModels(at, models); err != nil {
 				return err
 			}
+			if err := p.checkTimeouts(at); err != nil {
+				return err
+			}
+			// A route may fall back to a mock, or from one: fallbacks
+			// can be tried offline.
+			byName[p.Name] = p
 			continue
 		}
 		row, ok := providers.Lookup(p.Type)
@@ -278,22 +300,162 @@ func (c *Config) check(getenv func(string) string) error {
 		if err := p.checkModels(at, models); err != nil {
 			return err
 		}
-		if p.APIKeyEnv == "" {
-			return fmt.Errorf("%s.api_key_env: required (the variable holding the provider's key)", at)
+		if err := p.checkKeys(at, getenv); err != nil {
+			return err
 		}
-		if p.key = getenv(p.APIKeyEnv); p.key == "" {
+		byName[p.Name] = p
+	}
+	routes, err := compileRoutes(c, byName, models)
+	if err != nil {
+		return err
+	}
+	c.routes = routes
+	return c.checkPrices(names)
+}
+
+// maxKeys bounds a provider's pool; maxKeyFile the size of a key file.
+const (
+	maxKeys    = 64
+	maxKeyFile = 64 << 10
+)
+
+// checkKeys reads p's key (api_key_env) or keys, checks its key_cooldown
+// and timeouts, and builds its pool and redactor.
+func (p *Provider) checkKeys(at string, getenv func(string) string) error {
+	switch {
+	case p.APIKeyEnv != "" && len(p.Keys) > 0:
+		return fmt.Errorf("%s.keys: either api_key_env or keys, not both", at)
+	case p.APIKeyEnv == "" && len(p.Keys) == 0:
+		return fmt.Errorf("%s.api_key_env: required (the variable holding the provider's key), or keys", at)
+	case len(p.Keys) > maxKeys:
+		return fmt.Errorf("%s.keys: at most %d keys", at, maxKeys)
+	case p.KeyCooldown != 0 && len(p.Keys) == 0:
+		return fmt.Errorf("%s.key_cooldown: only for a pool of keys", at)
+	case p.KeyCooldown != 0 && time.Duration(p.KeyCooldown) < time.Second || time.Duration(p.KeyCooldown) > maxKeyCooldown:
+		return fmt.Errorf("%s.key_cooldown: from 1s to %v", at, maxKeyCooldown)
+	}
+	if err := p.checkTimeouts(at); err != nil {
+		return err
+	}
+	pool := &keyPool{managed: len(p.Keys) > 0, cooldown: time.Duration(p.KeyCooldown)}
+	if pool.cooldown == 0 {
+		pool.cooldown = defaultKeyCooldown
+	}
+	var redactors []*secret.Redactor
+	add := func(id, key string, weight int) {
+		pool.keys = append(pool.keys, newPoolKey(p.row, id, key, weight))
+		redactors = append(redactors, secret.New(key))
+	}
+	if p.APIKeyEnv != "" {
+		key := getenv(p.APIKeyEnv)
+		if key == "" {
 			return fmt.Errorf("%s.api_key_env: %s is not set", at, p.APIKeyEnv)
 		}
-		if strings.ContainsFunc(p.key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		if controls(key) {
 			return fmt.Errorf("%s.api_key_env: %s holds control characters (a stray newline?)", at, p.APIKeyEnv)
 		}
-		p.redact = secret.New(p.key).Redact
-		p.header = http.Header{"Content-Type": {"application/json"}}
-		row.Upstream.SetHeader(p.header, p.key)
-		if u := row.Upstream.Unary; u != nil {
-			p.unary = http.Header{"Content-Type": {"application/json"}}
-			u.SetHeader(p.unary, p.key)
+		add("key1", key, 1)
+	}
+	ids := map[string]bool{}
+	for j, kc := range p.Keys {
+		kat := fmt.Sprintf("%s.keys[%d]", at, j)
+		id := kc.ID
+		if id == "" {
+			id = fmt.Sprintf("key%d", j+1)
+		} else if !keyID.MatchString(id) {
+			return fmt.Errorf("%s.id: %q is not an id of letters, digits, '_', '.' and '-' (at most 64)", kat, id)
+		}
+		if ids[id] {
+			return fmt.Errorf("%s.id: %q is used twice", kat, id)
+		}
+		ids[id] = true
+		if kc.Weight < 0 || kc.Weight > 1000 {
+			return fmt.Errorf("%s.weight: from 1 to 1000", kat)
+		}
+		var key string
+		switch {
+		case kc.Env != "" && kc.File != "":
+			return fmt.Errorf("%s: either env or file, not both", kat)
+		case kc.Env != "":
+			if key = getenv(kc.Env); key == "" {
+				return fmt.Errorf("%s.env: %s is not set", kat, kc.Env)
+			}
+			if controls(key) {
+				return fmt.Errorf("%s.env: %s holds control characters (a stray newline?)", kat, kc.Env)
+			}
+		case kc.File != "":
+			data, err := readKeyFile(kc.File)
+			if err != nil {
+				return fmt.Errorf("%s.file: %w", kat, err)
+			}
+			if key = strings.TrimSpace(string(data)); key == "" {
+				return fmt.Errorf("%s.file: %s is empty", kat, kc.File)
+			}
+			if controls(key) {
+				return fmt.Errorf("%s.file: %s holds control characters (more than one line?)", kat, kc.File)
+			}
+		default:
+			return fmt.Errorf("%s: env or file required (where the key is)", kat)
+		}
+		add(id, key, max(kc.Weight, 1))
+	}
+	p.keys = pool
+	if len(redactors) == 1 {
+		p.redact = redactors[0].Redact
+	} else {
+		p.redact = func(s string) string {
+			for _, r := range redactors {
+				s = r.Redact(s)
+			}
+			return s
 		}
 	}
-	return c.checkPrices(names)
+	return nil
+}
+
+// checkTimeouts checks p's timeouts: each at least 1ms, or none.
+func (p *Provider) checkTimeouts(at string) error {
+	for _, t := range []struct {
+		name string
+		d    Duration
+	}{{"connect", p.Timeouts.Connect}, {"first_byte", p.Timeouts.FirstByte}, {"idle", p.Timeouts.Idle}, {"total", p.Timeouts.Total}} {
+		if t.d != 0 && time.Duration(t.d) < time.Millisecond {
+			return fmt.Errorf("%s.timeouts.%s: at least 1ms (0 or none: the default)", at, t.name)
+		}
+	}
+	return nil
+}
+
+// newPoolKey is key, named id, with the headers row sends it in.
+func newPoolKey(row wire.Provider, id, key string, weight int) *poolKey {
+	k := &poolKey{id: id, weight: weight, header: http.Header{"Content-Type": {"application/json"}}}
+	row.Upstream.SetHeader(k.header, key)
+	if u := row.Upstream.Unary; u != nil {
+		k.unary = http.Header{"Content-Type": {"application/json"}}
+		u.SetHeader(k.unary, key)
+	}
+	return k
+}
+
+// readKeyFile reads a key file of at most maxKeyFile bytes.
+func readKeyFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxKeyFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes: not a key", name, maxKeyFile)
+	}
+	return data, nil
+}
+
+// controls reports whether key holds a control character (a header value
+// cannot).
+func controls(key string) bool {
+	return strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/tokencount"
@@ -99,10 +100,10 @@ func (g *Gateway) upstreamFailure(r *http.Request, p *Provider, err error) error
 	return &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s unreachable", p.Name), Err: err}
 }
 
-// jsonHeader is p's header for a call answered with one JSON body (the
-// streaming calls' Accept asks for a stream).
-func jsonHeader(p *Provider) http.Header {
-	h := p.header.Clone()
+// jsonHeader is key k's header for a call answered with one JSON body
+// (the streaming calls' Accept asks for a stream).
+func jsonHeader(k *poolKey) http.Header {
+	h := k.header.Clone()
 	h.Set("Accept", "application/json")
 	return h
 }
@@ -156,10 +157,18 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req, p, err := g.route(body, Anthropic, wire.Incoming{})
+	req, rt, err := g.route(body, Anthropic, wire.Incoming{})
 	if err != nil {
 		return err
 	}
+	// A count goes to the first target with a key to use, for its model.
+	now := time.Now()
+	t, k, err := usable(rt, now)
+	if err != nil {
+		return err
+	}
+	p := t.p
+	req.Model = t.model
 	req.Stream = false
 	encoded, _, _, err := p.row.Encode(req, nil, nil)
 	if err != nil {
@@ -183,14 +192,18 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return badRequest(err)
 	}
-	h := jsonHeader(p)
+	h := jsonHeader(k)
 	if beta := r.Header.Values("anthropic-beta"); len(beta) > 0 {
 		h["Anthropic-Beta"] = beta
 	}
 	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
 	defer cancel()
-	resp, err := g.client(p).Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + cc.Path(req.Model), Header: h, Body: data, Redact: p.redact})
+	resp, err := g.client(p).Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + cc.Path(req.Model), Header: h, Body: data, Redact: p.redact,
+		ConnectTimeout: time.Duration(p.Timeouts.Connect)})
 	if err != nil {
+		if _, status := classify(r, err); status != 0 {
+			g.restKey(p, k, status, err, now)
+		}
 		return g.upstreamFailure(r, p, err)
 	}
 	answer, err := readAnswer(resp, maxCountAnswer, p)
@@ -360,7 +373,7 @@ func imageTokens(s *chat.Source) int {
 
 // lookupModel is the entry of GET /v1/models for id.
 func (g *Gateway) lookupModel(id string) (Model, bool) {
-	if _, ok := g.byModel[id]; !ok {
+	if _, ok := g.routes[id]; !ok {
 		return Model{}, false
 	}
 	i := sort.Search(len(g.models), func(i int) bool { return g.models[i].ID >= id })
@@ -533,7 +546,12 @@ func (g *Gateway) embeddings(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
 	defer cancel()
-	results, err := g.embedParts(ctx, r, p, call, parts)
+	now := time.Now()
+	k, free := p.keys.pick(now)
+	if k == nil {
+		return noKey(p, free, now)
+	}
+	results, err := g.embedParts(ctx, r, p, k, call, parts)
 	if err != nil {
 		return err
 	}
@@ -571,10 +589,10 @@ func (g *Gateway) embeddings(w http.ResponseWriter, r *http.Request) error {
 
 // embedParts sends the calls of an embedding request, embedConcurrency at
 // a time; the first failure ends the others.
-func (g *Gateway) embedParts(ctx context.Context, r *http.Request, p *Provider, call *wire.EmbedCall, parts []wire.EmbedPart) ([]wire.Embeddings, error) {
+func (g *Gateway) embedParts(ctx context.Context, r *http.Request, p *Provider, k *poolKey, call *wire.EmbedCall, parts []wire.EmbedPart) ([]wire.Embeddings, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	h := jsonHeader(p)
+	h := jsonHeader(k)
 	results := make([]wire.Embeddings, len(parts))
 	var (
 		wg    sync.WaitGroup
@@ -600,8 +618,12 @@ func (g *Gateway) embedParts(ctx context.Context, r *http.Request, p *Provider, 
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			part := parts[i]
-			resp, err := g.client(p).Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + part.Path, Header: h, Body: part.Body, Redact: p.redact})
+			resp, err := g.client(p).Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + part.Path, Header: h, Body: part.Body, Redact: p.redact,
+				ConnectTimeout: time.Duration(p.Timeouts.Connect)})
 			if err != nil {
+				if _, status := classify(r, err); status != 0 {
+					g.restKey(p, k, status, err, time.Now())
+				}
 				fail(g.upstreamFailure(r, p, err))
 				return
 			}

@@ -11,9 +11,10 @@
 // input_tokens exclude cache reads and writes (reported beside it),
 // OpenAI's prompt_tokens include cached tokens
 // (prompt_tokens_details.cached_tokens says how many). Nothing is retried
-// behind the client's back; a client that goes away cancels the upstream
-// request. The provider's API key is sent only to that provider, never the
-// caller's ctxkit token. The Responses dialect's stored responses are
+// behind the client's back unless a route says so (route.go: targets tried
+// in turn while the client has got nothing); a client that goes away
+// cancels the upstream request. The provider's API key is sent only to
+// that provider, never the caller's ctxkit token. The Responses dialect's stored responses are
 // kept by a Keeper (the server's: private breadcrumbs of the caller).
 package gateway
 
@@ -69,8 +70,8 @@ func (d Dialect) row() *wire.Dialect { return &dialects[d] }
 // Options tune a gateway.
 type Options struct {
 	// Client sends the upstream requests; default: one of
-	// internal/upstream with a 60 s response-header timeout and no
-	// overall timeout, that follows no redirect.
+	// internal/upstream that follows no redirect, its connect, first-byte,
+	// idle and total timeouts each provider's (Provider.Timeouts).
 	Client       *http.Client
 	Logger       *slog.Logger
 	MaxBodyBytes int64 // request body limit, default 32 MiB (images make requests large)
@@ -107,6 +108,7 @@ type Gateway struct {
 	recorder Recorder
 	metrics  *metrics
 	byModel  map[string]*Provider
+	routes   map[string]*route // by the model name clients send
 	up       *upstream.Client
 	mocks    map[*Provider]*upstream.Client // the clients of providers of type mock
 	opts     Options
@@ -163,19 +165,20 @@ func New(cfg *Config, opts Options) *Gateway {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	g := &Gateway{cfg: cfg, byModel: map[string]*Provider{}, opts: opts, metrics: newMetrics()}
+	g := &Gateway{cfg: cfg, byModel: map[string]*Provider{}, routes: cfg.routes, opts: opts, metrics: newMetrics()}
 	// A redirect is answered as the upstream's error: following it
 	// would send the provider's key (x-api-key, x-goog-api-key) to
 	// another host, and turn the POST into a GET.
 	g.up = upstream.New(upstream.Options{
-		DialTimeout:           10 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		MaxErrorBody:          opts.MaxErrorBody,
-		IdleTimeout:           opts.IdleTimeout,
-		HTTP:                  opts.Client,
+		// The connect and first-byte timeouts are each request's
+		// (its provider's), not the transport's.
+		DialTimeout:         defaultConnect,
+		TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		MaxErrorBody:        opts.MaxErrorBody,
+		IdleTimeout:         opts.IdleTimeout,
+		HTTP:                opts.Client,
 	})
 	start := opts.Now().UTC()
 	for i := range cfg.Providers {
@@ -187,11 +190,16 @@ func New(cfg *Config, opts Options) *Gateway {
 			g.mocks[p] = upstream.New(upstream.Options{MaxErrorBody: opts.MaxErrorBody, IdleTimeout: opts.IdleTimeout,
 				HTTP: &http.Client{Transport: p.mock}})
 		}
+		keyless(p)
 		for _, m := range p.Models {
 			g.byModel[m] = p
 			g.models = append(g.models, Model{ID: m, Object: "model", Type: "model", DisplayName: m, OwnedBy: p.Name,
 				CreatedAt: start.Format(time.RFC3339), Created: start.Unix()})
 		}
+	}
+	for _, rc := range cfg.Routes {
+		g.models = append(g.models, Model{ID: rc.Model, Object: "model", Type: "model", DisplayName: rc.Model, OwnedBy: "ctxkit",
+			CreatedAt: start.Format(time.RFC3339), Created: start.Unix()})
 	}
 	sort.Slice(g.models, func(i, j int) bool { return g.models[i].ID < g.models[j].ID })
 	return g
@@ -318,12 +326,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 		return err
 	}
 	in := incoming(r)
-	req, p, err := g.route(body, d, in)
+	req, rt, err := g.route(body, d, in)
 	if err != nil {
 		return err
 	}
 	asked := req // as the client sent it, for the answer's encoder
 	streaming := req.Stream || in.Stream
+	x := g.exchange(r, d, rt, streaming)
 	keep := false
 	if d == Responses {
 		if keep, err = g.continuation(r.Context(), &req); err != nil {
@@ -333,21 +342,16 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	if err := g.addContext(w, r, &req); err != nil {
 		return err
 	}
-	// A client that does not stream is answered from one whole upstream
-	// response where the provider offers one: less work on both sides
-	// than a stream collected.
-	req.Stream = streaming || p.row.Upstream.Unary == nil
-	sent, err := g.prepare(w, r, d, p, req)
-	if err != nil {
-		return err
-	}
-
 	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
 	defer cancel()
-	resp, err := g.call(ctx, w, r, p, sent)
+	// The route's targets are tried in turn until one answers; the client
+	// has got nothing before.
+	a, err := g.attempt(ctx, w, r, d, rt, req, streaming, x)
 	if err != nil {
 		return err
 	}
+	defer a.end()
+	ctx, p, sent, resp := a.ctx, a.t.p, a.sent, a.resp
 	upBody := &resp.Body
 	defer upBody.Close()
 	out := wire.Outgoing{Incoming: in, Request: &asked, Model: req.Model, ID: newID(d), Created: g.opts.Now().Unix()}
@@ -420,9 +424,8 @@ func geminiCall(call string) (model string, stream bool) {
 	return call[:i], call[i+1:] == "streamGenerateContent"
 }
 
-// route decodes a request of dialect d and finds the provider of its
-// model.
-func (g *Gateway) route(body []byte, d Dialect, in wire.Incoming) (chat.Request, *Provider, error) {
+// route decodes a request of dialect d and finds the route of its model.
+func (g *Gateway) route(body []byte, d Dialect, in wire.Incoming) (chat.Request, *route, error) {
 	req, err := d.row().Decode(body, in)
 	if err != nil {
 		return req, nil, badRequest(err)
@@ -430,11 +433,11 @@ func (g *Gateway) route(body []byte, d Dialect, in wire.Incoming) (chat.Request,
 	if req.Model == "" {
 		return req, nil, &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: "model", Msg: "model: required"}
 	}
-	p, ok := g.byModel[req.Model]
+	rt, ok := g.routes[req.Model]
 	if !ok {
 		return req, nil, &Error{Code: CodeNotFound, Status: http.StatusNotFound, Path: "model", Msg: fmt.Sprintf("model: %q is not configured on this gateway", req.Model)}
 	}
-	return req, p, nil
+	return req, rt, nil
 }
 
 // outbound is a request as it goes upstream.
@@ -442,18 +445,18 @@ type outbound struct {
 	req    chat.Request    // fields the upstream cannot take removed, tool-call ids it would refuse rewritten
 	ids    *wire.ToolIDMap // restores the client's tool-call ids; nil: none rewritten
 	tool   string          // the forced tool a structured-output format is sent as; "": none
-	header http.Header     // of the upstream request: p's, and the client's Anthropic headers for an Anthropic upstream
+	header http.Header     // of the upstream request: the key's, and the client's Anthropic headers for an Anthropic upstream
 	warns  []string        // what was not carried, for X-Ctxkit-Warnings
 }
 
 // prepare makes req, of dialect d, ready for p: every field carried,
 // mapped or refused (400 unsupported_field naming it) as the field policy
 // says, advisory fields dropped and listed in X-Ctxkit-Warnings, tool-call
-// ids the upstream would refuse rewritten.
-func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, req chat.Request) (outbound, error) {
-	out := outbound{header: p.header}
+// ids the upstream would refuse rewritten; sent with key k.
+func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, k *poolKey, req chat.Request) (outbound, error) {
+	out := outbound{header: k.header}
 	if !req.Stream {
-		out.header = p.unary
+		out.header = k.unary
 	}
 	warns, err := wire.CheckFields(d.row().Name, &req, p.row.Name)
 	if err != nil {
@@ -486,32 +489,34 @@ func unsupported(err error) error {
 	return &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: we.Path, Reason: string(we.Code), Msg: we.Error(), Err: err}
 }
 
-// call encodes the request for p and sends it: the upstream's stream, or
-// the failure for the client. What was not carried (the field policy's
-// drops, the encoder's warnings) is listed in X-Ctxkit-Warnings.
-func (g *Gateway) call(ctx context.Context, w http.ResponseWriter, r *http.Request, p *Provider, out outbound) (*upstream.Response, error) {
+// encode makes the body and URL of the request for p. What was not
+// carried (the field policy's drops, the encoder's warnings) is listed in
+// X-Ctxkit-Warnings.
+func (g *Gateway) encode(w http.ResponseWriter, p *Provider, out *outbound) (url string, data []byte, err error) {
 	up, req := p.row.Upstream, out.req
 	body, _, warns, err := p.row.Encode(req, nil, nil)
 	if err != nil {
-		return nil, badRequest(err)
+		return "", nil, badRequest(err)
 	}
-	data, err := json.Marshal(body)
-	if err != nil {
-		return nil, badRequest(err)
+	if data, err = json.Marshal(body); err != nil {
+		return "", nil, badRequest(err)
 	}
 	for _, wn := range warns {
 		out.warns = append(out.warns, wn.String())
 	}
 	addWarnings(w.Header(), out.warns)
-	url := p.BaseURL + up.Path(req.Model)
+	url = p.BaseURL + up.Path(req.Model)
 	if !req.Stream {
 		url = p.BaseURL + up.Unary.Path(req.Model)
 	}
-	resp, err := g.client(p).Do(ctx, upstream.Request{Method: http.MethodPost, URL: url, Header: out.header, Body: data, Redact: p.redact})
-	if err != nil {
-		return nil, g.upstreamFailure(r, p, err)
-	}
-	return resp, nil
+	return url, data, nil
+}
+
+// call sends a request to p: the upstream's answer once its first byte
+// has come (within firstByte), or the *upstream.Error it failed with.
+func (g *Gateway) call(ctx context.Context, p *Provider, url string, header http.Header, data []byte, firstByte time.Duration) (*upstream.Response, error) {
+	return g.client(p).Do(ctx, upstream.Request{Method: http.MethodPost, URL: url, Header: header, Body: data, Redact: p.redact,
+		ConnectTimeout: time.Duration(p.Timeouts.Connect), FirstByte: firstByte, Idle: time.Duration(p.Timeouts.Idle)})
 }
 
 // streamed reports whether an upstream answered with a stream (its
@@ -535,9 +540,9 @@ func (g *Gateway) whole(ctx context.Context, r *http.Request, p *Provider, sent 
 			return chat.Response{}, errClientGone
 		case errors.As(err, &large):
 		case resp.Body.Idled():
-			err = fmt.Errorf("upstream %s sent nothing for %v", p.Name, g.opts.IdleTimeout)
-		case errors.Is(context.Cause(ctx), errTooLong):
-			err = fmt.Errorf("upstream %s: %w (%v)", p.Name, errTooLong, g.opts.MaxDuration)
+			err = fmt.Errorf("upstream %s sent nothing for %v", p.Name, g.idle(p))
+		case g.tooLong(ctx, p) != nil:
+			err = g.tooLong(ctx, p)
 		default:
 			g.opts.Logger.Warn("gateway upstream body", "provider", p.Name, "err", p.redact(err.Error()))
 			err = fmt.Errorf("upstream %s: the response could not be read", p.Name)
@@ -728,9 +733,9 @@ func (g *Gateway) clean(ctx context.Context, p *Provider, body *upstream.Body, c
 				switch {
 				case errors.As(err, &cut), errors.As(err, &large):
 				case body.Idled():
-					err = fmt.Errorf("upstream %s sent nothing for %v", p.Name, g.opts.IdleTimeout)
-				case errors.Is(context.Cause(ctx), errTooLong):
-					err = fmt.Errorf("upstream %s: %w (%v)", p.Name, errTooLong, g.opts.MaxDuration)
+					err = fmt.Errorf("upstream %s sent nothing for %v", p.Name, g.idle(p))
+				case g.tooLong(ctx, p) != nil:
+					err = g.tooLong(ctx, p)
 				default:
 					g.opts.Logger.Warn("gateway upstream stream", "provider", p.Name, "err", p.redact(err.Error()))
 					err = fmt.Errorf("upstream %s sent a stream ctxkit could not read", p.Name)

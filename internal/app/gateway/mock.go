@@ -183,8 +183,6 @@ func (p *Provider) checkMock(at string, row wire.Provider) error {
 	p.BaseURL = mockBaseURL
 	p.row = row
 	p.redact = func(s string) string { return s } // there is no key to take out
-	p.header = http.Header{"Content-Type": {"application/json"}, "Accept": {"text/event-stream"}}
-	p.unary = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
 	p.mock = &mockTransport{cfg: cfg}
 	return nil
 }

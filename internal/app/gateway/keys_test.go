@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/chat"
+)
+
+func testPool(weights ...int) *keyPool {
+	k := &keyPool{managed: true, cooldown: time.Minute}
+	for i, w := range weights {
+		k.keys = append(k.keys, &poolKey{id: string(rune('a' + i)), weight: w})
+	}
+	return k
+}
+
+// picks is the ids of the next n keys of k at now.
+func picks(k *keyPool, n int, now time.Time) string {
+	var b strings.Builder
+	for range n {
+		key, _ := k.pick(now)
+		if key == nil {
+			b.WriteByte('-')
+			continue
+		}
+		b.WriteString(key.id)
+	}
+	return b.String()
+}
+
+// TestSmoothWeighted: keys are handed out in proportion to their weights,
+// spread out, in the same order every time; a resting key is left out
+// until its rest ends, a removed one for good.
+func TestSmoothWeighted(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	if got := picks(testPool(5, 1, 1), 14, now); got != "aabacaaaabacaa" {
+		t.Errorf("5,1,1: %s", got)
+	}
+	if got := picks(testPool(1, 1), 4, now); got != "abab" {
+		t.Errorf("1,1: %s", got)
+	}
+	k := testPool(1, 1, 1)
+	k.rest(k.keys[0], 10*time.Second, now)
+	if got := picks(k, 4, now); strings.Contains(got, "a") || got != "bcbc" {
+		t.Errorf("a resting: %s", got)
+	}
+	if got := picks(k, 6, now.Add(10*time.Second)); strings.Count(got, "a") != 2 {
+		t.Errorf("a back: %s", got)
+	}
+	if !k.remove(k.keys[1]) || k.remove(k.keys[1]) {
+		t.Error("remove reports whether the key was still in")
+	}
+	if got := picks(k, 4, now.Add(time.Minute)); strings.Contains(got, "b") {
+		t.Errorf("b removed: %s", got)
+	}
+	now = now.Add(time.Minute)
+	k.rest(k.keys[0], 5*time.Second, now)
+	k.rest(k.keys[0], time.Second, now) // a shorter rest does not end a longer one
+	k.rest(k.keys[2], 3*time.Hour, now) // capped at an hour
+	if key, free := k.pick(now); key != nil || !free.Equal(now.Add(5*time.Second)) {
+		t.Errorf("all resting: %v, free at %v", key, free)
+	}
+	k.rest(k.keys[0], time.Hour, now)
+	if key, _ := k.pick(now.Add(time.Hour + time.Second)); key == nil {
+		t.Error("a rest of 3h was not capped at 1h")
+	}
+	k.remove(k.keys[0])
+	k.remove(k.keys[2])
+	if key, free := k.pick(now.Add(2 * time.Hour)); key != nil || !free.IsZero() {
+		t.Errorf("all removed: %v, free at %v", key, free)
+	}
+	// The one key of api_key_env is never rested or removed.
+	single := &keyPool{keys: []*poolKey{{id: "key1", weight: 1}}}
+	single.rest(single.keys[0], time.Hour, now)
+	if single.remove(single.keys[0]) {
+		t.Error("the key of api_key_env was removed")
+	}
+	if key, _ := single.pick(now); key == nil {
+		t.Error("the key of api_key_env rested")
+	}
+}
+
+// TestRetryAfter: seconds, milliseconds (retry-after-ms first) and HTTP
+// dates are read, capped at an hour; anything else is no answer.
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		h    http.Header
+		want time.Duration
+		ok   bool
+	}{
+		{http.Header{"Retry-After": {"2"}}, 2 * time.Second, true},
+		{http.Header{"Retry-After": {" 7 "}}, 7 * time.Second, true},
+		{http.Header{"Retry-After": {"1.5"}}, 1500 * time.Millisecond, true},
+		{http.Header{"Retry-After": {"0"}}, 0, true},
+		{http.Header{"Retry-After": {"999999999999999999999"}}, time.Hour, true},
+		{http.Header{"Retry-After": {"Fri, 27 Nov 2026 08:00:30 GMT"}}, 30 * time.Second, true},
+		{http.Header{"Retry-After": {"Fri, 27 Nov 2026 07:00:00 GMT"}}, 0, true},
+		{http.Header{"Retry-After": {"Sat, 28 Nov 2026 08:00:00 GMT"}}, time.Hour, true},
+		{http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"9"}}, 250 * time.Millisecond, true},
+		{http.Header{"Retry-After-Ms": {"soon"}, "Retry-After": {"9"}}, 9 * time.Second, true},
+		{http.Header{"Retry-After": {"-1"}}, 0, false},
+		{http.Header{"Retry-After": {"1e3"}}, 0, false},
+		{http.Header{"Retry-After": {"NaN"}}, 0, false},
+		{http.Header{"Retry-After": {"tomorrow"}}, 0, false},
+		{http.Header{"Retry-After": {strings.Repeat("9", 100)}}, 0, false},
+		{http.Header{}, 0, false},
+	} {
+		got, ok := retryAfter(c.h, now)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%v: %v %v, want %v %v", c.h, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// FuzzRetryAfter: any header value gives a duration that is never
+// negative and never past an hour.
+func FuzzRetryAfter(f *testing.F) {
+	for _, s := range []string{"2", "1.5", "0", "-1", "1e9", "Fri, 27 Nov 2026 08:00:30 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", ".", "..", "9.9.9", strings.Repeat("9", 64)} {
+		f.Add(s, "")
+		f.Add("", s)
+	}
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, ra, ms string) {
+		h := http.Header{}
+		if ra != "" {
+			h.Set("Retry-After", ra)
+		}
+		if ms != "" {
+			h.Set("Retry-After-Ms", ms)
+		}
+		d, ok := retryAfter(h, now)
+		if d < 0 || !ok && d != 0 {
+			t.Fatalf("%q %q: %v %v", ra, ms, d, ok)
+		}
+		if d > time.Hour {
+			t.Fatalf("%q %q: %v past an hour", ra, ms, d)
+		}
+	})
+}
+
+// FuzzParams: any params object either loads or is refused naming its
+// path, and what loads applies without panicking.
+func FuzzParams(f *testing.F) {
+	for _, s := range []string{`{"max_tokens":10}`, `{"stop":"x"}`, `{"stop":["a","b"]}`, `{"temperature":0.5,"top_p":1}`, `{"reasoning_effort":"low"}`, `{"seed":1}`, `{"max_tokens":"x"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal([]byte(s), &m) != nil {
+			return
+		}
+		ps, err := compileParams(m, "p")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "p.") {
+				t.Fatalf("%s: error %q does not name the path", s, err)
+			}
+			return
+		}
+		var req chat.Request
+		ps.apply(&req)
+	})
+}
