@@ -12,6 +12,7 @@ package openloop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -58,6 +59,11 @@ func Schedule(ctx context.Context, rate int, dur time.Duration, fire func(i int,
 	wg.Wait()
 }
 
+// ErrShed is what a Target's Send returns (wrapped or not) for a request
+// the hop refused because it was overloaded (a 503 that says so, say): the
+// hop working as designed under load, counted apart from failures.
+var ErrShed = errors.New("shed: the hop refused the request as overloaded")
+
 // Target is one path to measure: Send makes one request and returns once
 // its answer has been read whole, or an error when the answer was not the
 // one expected.
@@ -100,8 +106,9 @@ type Result struct {
 	Name      string
 	Latencies []time.Duration // of the answered requests, from their scheduled starts, in no order
 	Sent      int
-	Errors    int
-	Err       error // the first error, if any
+	Shed      int   // refused as overloaded (ErrShed)
+	Errors    int   // failed otherwise
+	Err       error // the first failure, if any
 }
 
 // Quantile is the q-quantile (0 ≤ q ≤ 1) of the latencies: the value at
@@ -136,6 +143,10 @@ func Rounds(ctx context.Context, targets []Target, o Options, before func(i int)
 			defer mu.Unlock()
 			r := &res[i]
 			r.Sent++
+			if errors.Is(err, ErrShed) {
+				r.Shed++
+				return
+			}
 			if err != nil {
 				r.Errors++
 				if r.Err == nil {
