@@ -48,9 +48,10 @@ import (
 //	CTXKIT_OPENLOOP_ROUND  one path's turn within a round [250ms]
 //	CTXKIT_OPENLOOP_RATES  requests per second, comma-separated [100,500,2000]
 //
-// For figures, give each cell a few seconds and repeat the run:
+// For figures, give each cell a few seconds and repeat the run; -v shows
+// the summary table:
 //
-//	CTXKIT_OPENLOOP_TIME=3s go test ./cmd/ctxkit -run '^$' -bench OpenLoop -benchtime 1x -count 3
+//	CTXKIT_OPENLOOP_TIME=3s go test ./cmd/ctxkit -run '^$' -bench OpenLoop -benchtime 1x -count 3 -v
 func BenchmarkOpenLoop(b *testing.B) {
 	o, rates := openLoopOptions(b)
 	dir := b.TempDir()
@@ -84,7 +85,8 @@ func BenchmarkOpenLoop(b *testing.B) {
 		return bare, ctxkit, m[1], n[1]
 	}
 	// The first start makes the signing key the token is minted with.
-	_, first, _, _ := hops(b)
+	firstBare, first, _, _ := hops(b)
+	firstBare.Stop()
 	out, err := exec.Command(ctxkitBin, "token", "--data", data, "--owner", "bench", "--agent", "loadgen", "--roles", "subscriber").Output()
 	if err != nil {
 		b.Fatalf("ctxkit token: %v", err)
