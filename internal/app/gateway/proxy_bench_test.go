@@ -16,9 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
-	"github.com/ctxkit/ctxkit/wire/responses"
+	"github.com/ctxkit/ctxkit/internal/testkit/fakeupstream"
 )
 
 // BenchmarkProxyHop puts ctxkit's gateway and a bare reverse proxy
@@ -34,7 +33,7 @@ import (
 //
 //	go test ./internal/app/gateway -run '^$' -bench ProxyHop -benchtime 2000x
 func BenchmarkProxyHop(b *testing.B) {
-	up := httptest.NewServer(http.HandlerFunc(fakeUpstream))
+	up := httptest.NewServer(http.HandlerFunc(fakeupstream.Handler))
 	defer up.Close()
 	g := benchGateway(b, up.URL)
 	gw := httptest.NewServer(g)
@@ -200,133 +199,4 @@ func p50(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-// The fake upstream's answer: twenty words of text, as OpenAI and as
-// Anthropic write it, streamed or in one body.
-var (
-	benchWords       = strings.Fields("Hello there friend and welcome to this small benchmark of a proxy hop in front of a fake upstream on loopback today")
-	openAIBenchSSE   = openAIBenchStream()
-	anthropicBenchSE = anthropicBenchStream()
-	// The Responses API's answer as its typed events and as one Response
-	// object, written by ctxkit's own encoders of that dialect.
-	responsesBenchSSE, responsesBenchJSON = responsesBench()
-)
-
-func responsesBench() (string, string) {
-	var chunks []chat.Chunk
-	for i, w := range benchWords {
-		if i > 0 {
-			w = " " + w
-		}
-		chunks = append(chunks, chat.Chunk{Type: chat.ChunkText, Text: w})
-	}
-	chunks = append(chunks,
-		chat.Chunk{Type: chat.ChunkUsage, Usage: &chat.Usage{Input: 24, Output: 20}},
-		chat.Chunk{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopEndTurn}})
-	seq := func(yield func(chat.Chunk, error) bool) {
-		for _, c := range chunks {
-			if !yield(c, nil) {
-				return
-			}
-		}
-	}
-	req := &chat.Request{Model: "resp-bench"}
-	var sse bytes.Buffer
-	if err := responses.EncodeStream(&sse, req, "resp-bench", "resp_bench", 1754000000, seq); err != nil {
-		panic(err)
-	}
-	res, err := chat.Collect(seq)
-	if err != nil {
-		panic(err)
-	}
-	whole, err := responses.EncodeResponse(res, req, "resp-bench", "resp_bench", 1754000000)
-	if err != nil {
-		panic(err)
-	}
-	return sse.String(), string(whole)
-}
-
-const (
-	openAIBenchJSON    = `{"id":"chatcmpl-bench","object":"chat.completion","created":1754000000,"model":"gpt-bench","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there friend and welcome to this small benchmark of a proxy hop in front of a fake upstream on loopback today","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":24,"completion_tokens":20,"total_tokens":44,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}},"service_tier":"default","system_fingerprint":"fp_bench"}`
-	anthropicBenchJSON = `{"id":"msg_bench","type":"message","role":"assistant","model":"claude-bench","content":[{"type":"text","text":"Hello there friend and welcome to this small benchmark of a proxy hop in front of a fake upstream on loopback today"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":24,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":20}}`
-)
-
-func openAIBenchStream() string {
-	var b strings.Builder
-	head := `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1754000000,"model":"gpt-bench","service_tier":"default","system_fingerprint":"fp_bench","choices":[{"index":0,"delta":`
-	b.WriteString(head + `{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"x1"}` + "\n\n")
-	for i, w := range benchWords {
-		if i > 0 {
-			w = " " + w
-		}
-		b.WriteString(head + `{"content":"` + w + `"},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"ab"}` + "\n\n")
-	}
-	b.WriteString(head + `{},"logprobs":null,"finish_reason":"stop"}],"usage":null,"obfuscation":"q"}` + "\n\n")
-	b.WriteString(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1754000000,"model":"gpt-bench","choices":[],"usage":{"prompt_tokens":24,"completion_tokens":20,"total_tokens":44,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}` + "\n\n")
-	b.WriteString("data: [DONE]\n\n")
-	return b.String()
-}
-
-func anthropicBenchStream() string {
-	var b strings.Builder
-	b.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_bench\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-bench\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":24,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"output_tokens\":1}}}\n\n")
-	b.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
-	b.WriteString("event: ping\ndata: {\"type\": \"ping\"}\n\n")
-	for i, w := range benchWords {
-		if i > 0 {
-			w = " " + w
-		}
-		b.WriteString("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + w + "\"}}\n\n")
-	}
-	b.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
-	b.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":20}}\n\n")
-	b.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-	return b.String()
-}
-
-// fakeUpstream answers as OpenAI's /v1/chat/completions or Anthropic's
-// /v1/messages, streamed when the request says "stream":true.
-func fakeUpstream(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	stream := bytes.Contains(body, []byte(`"stream":true`))
-	var out string
-	switch {
-	case r.URL.Path == "/v1/chat/completions" && stream:
-		out = openAIBenchSSE
-	case r.URL.Path == "/v1/chat/completions":
-		out = openAIBenchJSON
-	case r.URL.Path == "/v1/messages" && stream:
-		out = anthropicBenchSE
-	case r.URL.Path == "/v1/messages":
-		out = anthropicBenchJSON
-	case r.URL.Path == "/v1/responses" && stream:
-		out = responsesBenchSSE
-	case r.URL.Path == "/v1/responses":
-		out = responsesBenchJSON
-	default:
-		http.NotFound(w, r)
-		return
-	}
-	if stream {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		// Event by event, as a model writes them: a write and a flush
-		// each, so that the hop in front sees many small reads.
-		f := w.(http.Flusher)
-		for ev := range strings.SplitAfterSeq(out, "\n\n") {
-			if ev == "" {
-				continue
-			}
-			io.WriteString(w, ev)
-			f.Flush()
-		}
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, out)
 }
