@@ -253,5 +253,5 @@ func (c *Config) check(getenv func(string) string) error {
 			u.SetHeader(p.unary, p.key)
 		}
 	}
-	return nil
+	return c.checkRecords()
 }

@@ -104,7 +104,8 @@ type Gateway struct {
 	cfg    *Config
 	keeper Keeper // of the Responses dialect's stored responses; nil: none
 	// recorder keeps the exchanges of routes that record; nil: none.
-	recorder Recorder
+	recorder  Recorder
+	recording map[string]bool // the client model names whose exchanges are recorded
 	metrics  *metrics
 	byModel  map[string]*Provider
 	up       *upstream.Client
@@ -159,7 +160,7 @@ func New(cfg *Config, opts Options) *Gateway {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	g := &Gateway{cfg: cfg, byModel: map[string]*Provider{}, opts: opts, metrics: newMetrics()}
+	g := &Gateway{cfg: cfg, byModel: map[string]*Provider{}, opts: opts, metrics: newMetrics(), recording: recordingRoutes(cfg)}
 	// A redirect is answered as the upstream's error: following it
 	// would send the provider's key (x-api-key, x-goog-api-key) to
 	// another host, and turn the POST into a GET.
@@ -222,6 +223,8 @@ func (g *Gateway) ChatCompletions(w http.ResponseWriter, r *http.Request) { g.an
 // answer serves one request in dialect d: the one place a failure
 // becomes the dialect's error response.
 func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, d Dialect) {
+	w, recorded := g.watch(w, r, d)
+	defer recorded()
 	g.fail(w, d, g.serve(w, r, d))
 }
 
@@ -304,6 +307,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	}
 	asked := req // as the client sent it, for the answer's encoder
 	streaming := req.Stream || in.Stream
+	g.recordStart(w, r, &req, body, streaming)
 	keep := false
 	if d == Responses {
 		if keep, err = g.continuation(r.Context(), &req); err != nil {
@@ -321,7 +325,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 
 	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
 	defer cancel()
+	at := time.Now()
 	resp, err := g.call(ctx, w, r, p, sent)
+	attempted(w, p, sent.req.Model, at, resp, err)
 	if err != nil {
 		return err
 	}
@@ -366,7 +372,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 			}
 		})
 	}
-	g.stream(w, r, d, p, upBody, out, chunks)
+	g.stream(w, r, d, p, upBody, out, recordStream(w, out, chunks))
 	return nil
 }
 
@@ -591,6 +597,7 @@ func (g *Gateway) respond(w http.ResponseWriter, d Dialect, p *Provider, out wir
 		}
 		return e
 	}
+	recorded(w, &res)
 	body, err := d.row().Response(res, out)
 	if err != nil {
 		return &Error{Code: CodeAPI, Status: http.StatusInternalServerError, Msg: "encoding the response: " + err.Error(), Err: err}
