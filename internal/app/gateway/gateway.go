@@ -106,11 +106,11 @@ type Gateway struct {
 	// recorder keeps the exchanges of routes that record; nil: none.
 	recorder  Recorder
 	recording map[string]bool // the client model names whose exchanges are recorded
-	metrics  *metrics
-	byModel  map[string]*Provider
-	up       *upstream.Client
-	opts     Options
-	models   []Model
+	metrics   *metrics
+	byModel   map[string]*Provider
+	up        *upstream.Client
+	opts      Options
+	models    []Model
 
 	mu       sync.Mutex
 	inFlight int   // requests being served
