@@ -104,17 +104,19 @@ type Gateway struct {
 	cfg    *Config
 	keeper Keeper // of the Responses dialect's stored responses; nil: none
 	// recorder keeps the exchanges of routes that record; nil: none.
-	recorder  Recorder
-	recording map[string]bool // the client model names whose exchanges are recorded
-	metrics   *metrics
-	byModel   map[string]*Provider
-	up        *upstream.Client
-	opts      Options
-	models    []Model
+	recorder Recorder
+	metrics  *metrics
+	byModel  map[string]*Provider
+	up       *upstream.Client
+	opts     Options
+	models   []Model
 
 	mu       sync.Mutex
 	inFlight int   // requests being served
 	held     int64 // bytes of request body they hold
+
+	// recording are the client model names whose exchanges are recorded.
+	recording map[string]bool
 }
 
 // Model is one entry of GET /v1/models.
