@@ -451,7 +451,9 @@ func TestGatewayUsage(t *testing.T) {
 		{"?limit=5", "limit"},
 	} {
 		r := e.do("GET", "/gateway/usage"+c.query, curator, nil)
-		var er struct{ Error struct{ Code, Message string } }
+		var er struct {
+			Error struct{ Code, Message string }
+		}
 		json.Unmarshal(r.body, &er)
 		if r.status != 400 || !strings.HasPrefix(er.Error.Message, c.param+": ") {
 			t.Errorf("%s: %d %s; want 400 naming %s", c.query, r.status, r.body, c.param)
