@@ -300,12 +300,10 @@ func (rc *exchangeRecorder) breadcrumb(x *gateway.Exchange) (store.Breadcrumb, e
 		// less of each.
 		limit /= 2
 	}
-	title := fmt.Sprintf("gateway exchange %s %d", x.Route, x.Status)
-	if len(title) > store.MaxTitleBytes {
-		title = cut(title, store.MaxTitleBytes)
-	}
+	route := storable(x.Route)
+	title := cut(fmt.Sprintf("gateway exchange %s %d", route, x.Status), store.MaxTitleBytes)
 	tags := []string{exchangeTag}
-	if t := routeTag + x.Route; len(t) <= store.MaxTagBytes {
+	if t := routeTag + route; len(t) <= store.MaxTagBytes {
 		tags = append(tags, t)
 	}
 	expires := rc.s.opts.Now().Add(rc.ttl)
@@ -374,6 +372,30 @@ func (rc *exchangeRecorder) excerpt(s string) string {
 	return s
 }
 
+// storable is s as the store keeps text: valid UTF-8 without NUL.
+func storable(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// storableJSON is v with every string storable.
+func storableJSON(v any) any {
+	switch t := v.(type) {
+	case string:
+		return storable(t)
+	case []any:
+		for i := range t {
+			t[i] = storableJSON(t[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[storable(k)] = storableJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
 // cut is the start of s at most n bytes long, at a character boundary.
 func cut(s string, n int) string {
 	if len(s) <= n {
@@ -398,7 +420,9 @@ func (rc *exchangeRecorder) seal(rec *exchangeRecord) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := doc.(map[string]any)
+	// The bodies are clean already; the names (route, models) come from
+	// the configuration and the client.
+	m := storableJSON(doc).(map[string]any)
 	canon, err := canonjson.Marshal(m)
 	if err != nil {
 		return nil, err
