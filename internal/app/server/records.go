@@ -46,10 +46,11 @@ const (
 var exchangeHints = json.RawMessage(`{"exclude":["request","response","seal"]}`)
 
 const (
-	// recordWriters write records to the store at once: the store
-	// serialises SQLite's writes anyway; a second writer covers the
-	// time one spends preparing a record.
-	recordWriters = 2
+	// recordWriters write records to the store at once. One: SQLite
+	// serialises its writes anyway, and a record costs the store about a
+	// millisecond of CPU, so one writer leaves the other cores to the
+	// requests.
+	recordWriters = 1
 	// maxQueuedRecordBytes bounds the bodies of the records waiting to
 	// be written, besides records.queue bounding their number: a full
 	// queue of large bodies would otherwise hold gigabytes.

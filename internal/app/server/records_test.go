@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,8 +32,9 @@ const promptSecret = "sk-live0123456789abcdefghijklmnopqrstuv"
 // "Hello, world" with usage 100/7, and 500 to a prompt holding "fail500".
 type recEnv struct {
 	*env
-	api *server.Server
-	db  store.Store
+	api      *server.Server
+	db       store.Store
+	upstream string // the fake upstream's URL
 }
 
 func newRecEnv(t testing.TB, records string, tweaks ...func(*server.Options)) *recEnv {
@@ -75,7 +77,7 @@ func newRecEnv(t testing.TB, records string, tweaks ...func(*server.Options)) *r
 		api.DrainRecords(ctx)
 		db.Close()
 	})
-	return &recEnv{env: &env{t: t, url: srv.URL, key: key}, api: api, db: db}
+	return &recEnv{env: &env{t: t, url: srv.URL, key: key}, api: api, db: db, upstream: up.URL}
 }
 
 // ask sends a chat request for model through dialect ("anthropic" or
@@ -320,17 +322,17 @@ func TestRecordsQueueFull(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the flood took %v with the store stuck: requests waited for records", d)
 	}
-	// Two writers hold one record each in the stuck store, four wait.
+	// The writer holds one record in the stuck store, four wait.
 	dropped := e.metric(`ctxkit_gateway_records_dropped_total{reason="queue_full"}`)
-	if dropped != flood-6 {
-		t.Errorf("dropped %v, want %d", dropped, flood-6)
+	if dropped != flood-5 {
+		t.Errorf("dropped %v, want %d", dropped, flood-5)
 	}
 	close(release)
 	e.drain()
-	if n := e.metric("ctxkit_gateway_records_written_total"); n != 6 {
-		t.Errorf("written %v, want 6", n)
+	if n := e.metric("ctxkit_gateway_records_written_total"); n != 5 {
+		t.Errorf("written %v, want 5", n)
 	}
-	e.records(tok, 6)
+	e.records(tok, 5)
 }
 
 // TestRecordsTTL: a record expires records.ttl after it was made, and an
@@ -461,5 +463,73 @@ func TestGatewayUsage(t *testing.T) {
 	}
 	if r := e.do("GET", "/gateway/usage", "", nil); r.status != 401 {
 		t.Errorf("no token: %d", r.status)
+	}
+}
+
+// BenchmarkRecordOverhead sends requests on a fixed schedule (an open
+// loop, CTXKIT_RECORD_BENCH_RATE requests/s each way, default 500, for
+// CTXKIT_RECORD_BENCH_DURATION, default 5s; latency from the scheduled
+// start): first straight to the fake upstream alternating with the
+// gateway's plain route, for the upstream's own p50; then the gateway's
+// route that records alternating with the same route that does not, so
+// that both meet the same load. It reports each route's added p50 (its
+// p50 minus the upstream's) and "rec/plain-added-p50", their ratio (the
+// goal: at most 1.1), with the records written and dropped.
+func BenchmarkRecordOverhead(b *testing.B) {
+	e := newRecEnv(b, "")
+	rate, dur := 500, 5*time.Second
+	if v := os.Getenv("CTXKIT_RECORD_BENCH_DURATION"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			dur = d
+		}
+	}
+	if v := os.Getenv("CTXKIT_RECORD_BENCH_RATE"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			rate = n
+		}
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	prompt := `{"model":%q,"max_tokens":50,"messages":[{"role":"user","content":"hello there, a prompt of a few words"}]}`
+	via := func(e *recEnv, model string) func() *http.Request {
+		tok := e.token("acme", "agent", "emitter")
+		return func() *http.Request {
+			r, _ := http.NewRequest("POST", e.url+"/v1/messages", strings.NewReader(fmt.Sprintf(prompt, model)))
+			r.Header.Set("x-api-key", tok)
+			return r
+		}
+	}
+	direct := func() *http.Request {
+		r, _ := http.NewRequest("POST", e.upstream+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		r.Header.Set("Authorization", "Bearer sk-upstream")
+		return r
+	}
+	lat := map[string][]time.Duration{}
+	for b.Loop() {
+		// The upstream alone, then the recording route interleaved with
+		// the plain one: the two compared meet the same load (on a
+		// shared machine it changes from one second to the next).
+		d, _ := fixedRate(b, client, rate, dur, direct, via(e, "gpt-plain"))
+		lat["direct"] = append(lat["direct"], d...)
+		p, r := fixedRate(b, client, rate, dur, via(e, "gpt-plain"), via(e, "gpt-x"))
+		lat["plain"] = append(lat["plain"], p...)
+		lat["rec"] = append(lat["rec"], r...)
+	}
+	p := func(l []time.Duration, q float64) time.Duration {
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+		return l[int(float64(len(l)-1)*q)]
+	}
+	direct50 := p(lat["direct"], 0.5)
+	b.ReportMetric(float64(direct50.Microseconds()), "upstream-p50-µs")
+	plain, rec := p(lat["plain"], 0.5)-direct50, p(lat["rec"], 0.5)-direct50
+	b.ReportMetric(float64(plain.Microseconds()), "plain-added-p50-µs")
+	b.ReportMetric(float64(rec.Microseconds()), "rec-added-p50-µs")
+	b.ReportMetric(float64(p(lat["plain"], 0.99).Microseconds()), "plain-p99-µs")
+	b.ReportMetric(float64(p(lat["rec"], 0.99).Microseconds()), "rec-p99-µs")
+	b.ReportMetric(float64(len(lat["rec"])), "rec-requests")
+	b.ReportMetric(float64(rec)/float64(plain), "rec/plain-added-p50")
+	e.drain()
+	b.ReportMetric(e.metric("ctxkit_gateway_records_written_total"), "records-written")
+	for _, reason := range []string{"queue_full", "store_error", "shutdown"} {
+		b.ReportMetric(e.metric(`ctxkit_gateway_records_dropped_total{reason="`+reason+`"}`), "records-"+reason)
 	}
 }
