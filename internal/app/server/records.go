@@ -107,11 +107,11 @@ func newRecorder(s *Server, g *gateway.Gateway) *exchangeRecorder {
 		}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ctxkit_gateway_records_dropped_total",
-			Help: "Gateway traffic records not written, by reason (queue_full, store_error, shutdown).",
+			Help: "Gateway traffic records not written, by reason (queue_full, store_error, shutdown, no_caller).",
 		}, []string{"reason"}),
 	}
 	rc.ctx, rc.cancel = context.WithCancel(context.Background())
-	for _, r := range []string{"queue_full", "store_error", "shutdown"} {
+	for _, r := range []string{"queue_full", "store_error", "shutdown", "no_caller"} {
 		rc.dropped.WithLabelValues(r)
 	}
 	return rc
@@ -124,7 +124,12 @@ func (rc *exchangeRecorder) collectors() []prometheus.Collector {
 // Record queues x to be written, or drops and counts it when the queue
 // is full: it never waits.
 func (rc *exchangeRecorder) Record(_ context.Context, x *gateway.Exchange) {
-	if rc.closed.Load() || x.Caller.Owner == "" {
+	switch {
+	case x.Caller.Owner == "":
+		// Not a request the server authenticated: no owner to keep it for.
+		rc.dropped.WithLabelValues("no_caller").Inc()
+		return
+	case rc.closed.Load():
 		rc.dropped.WithLabelValues("shutdown").Inc()
 		return
 	}
