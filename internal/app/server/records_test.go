@@ -333,6 +333,12 @@ func TestRecordsQueueFull(t *testing.T) {
 		t.Errorf("written %v, want 5", n)
 	}
 	e.records(tok, 5)
+	// Drained (shutting down): a request is served, its record counted
+	// as dropped.
+	e.ask(tok, "openai", "gpt-x", "after the drain", false)
+	if n := e.metric(`ctxkit_gateway_records_dropped_total{reason="shutdown"}`); n != 1 {
+		t.Errorf("dropped at shutdown: %v, want 1", n)
+	}
 }
 
 // TestRecordsTTL: a record expires records.ttl after it was made, and an
