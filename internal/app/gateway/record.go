@@ -287,8 +287,14 @@ func (w *recordWriter) collected(seen []chat.Chunk, size int64, failure error, o
 		x.LastMessage = t
 	}
 	body, err := w.d.row().Response(res, out)
+	if err != nil && res.Error != nil {
+		// A dialect whose responses carry no error: the part that came,
+		// the failure in the record's error class.
+		res.Error = nil
+		body, err = w.d.row().Response(res, out)
+	}
 	if err != nil {
-		return // the written stream's start is recorded instead
+		return
 	}
 	x.Response, x.ResponseSize = body, int64(len(body))
 	if size > RecordedBodyBytes {

@@ -120,3 +120,68 @@ func readAll(resp *http.Response) (int64, error) {
 	defer resp.Body.Close()
 	return io.Copy(io.Discard, resp.Body)
 }
+
+// TestRecordedCancel: a client that goes away in the middle of a stream
+// leaves a record of what it got, marked canceled.
+func TestRecordedCancel(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"partial\"}}]}\n\n"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	defer up.Close()
+	t.Setenv("CTXKIT_TEST_KEY", "k")
+	p := filepath.Join(t.TempDir(), "c.json")
+	os.WriteFile(p, []byte(`{"providers":[{"name":"a","type":"openai","base_url":"`+up.URL+`/v1","api_key_env":"CTXKIT_TEST_KEY","models":["m"]}],`+
+		`"routes":[{"model":"m","targets":[{"provider":"a","model":"m"}],"record":true}]}`), 0o600)
+	cfg, err := gateway.LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gateway.New(cfg, gateway.Options{})
+	rec := &exchanges{}
+	g.SetRecorder(rec)
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(done)
+		g.Messages(w, r)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL, strings.NewReader(`{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	var got string
+	for !strings.Contains(got, "partial") {
+		n, err := resp.Body.Read(buf)
+		if err != nil {
+			t.Fatalf("%v after %q", err, got)
+		}
+		got += string(buf[:n])
+	}
+	cancel()
+	resp.Body.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gateway went on after the client left")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.got) != 1 {
+		t.Fatalf("%d exchanges recorded", len(rec.got))
+	}
+	x := rec.got[0]
+	if x.ErrorClass != "canceled" || x.Status != 200 || !strings.Contains(string(x.Response), "partial") || x.LastMessage != "partial" {
+		t.Errorf("exchange: class %q status %d response %s last %q", x.ErrorClass, x.Status, x.Response, x.LastMessage)
+	}
+}
