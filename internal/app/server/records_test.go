@@ -539,3 +539,44 @@ func BenchmarkRecordOverhead(b *testing.B) {
 		b.ReportMetric(e.metric(`ctxkit_gateway_records_dropped_total{reason="`+reason+`"}`), "records-"+reason)
 	}
 }
+
+// FuzzGatewayUsage sends arbitrary queries to GET /gateway/usage: each is
+// answered 200 with sums, or 400 naming the parameter at fault; never a
+// 5xx.
+func FuzzGatewayUsage(f *testing.F) {
+	for _, seed := range []string{
+		"", "group_by=agent", "from=2026-11-01T00:00:00Z&to=2026-11-02T00:00:00Z", "from=x", "to=2026-13-01T00:00:00Z",
+		"group_by=route", "from=2020-01-01T00:00:00Z", "limit=1", "from=2026-11-02T00:00:00%2B01:00&group_by=provider", "%zz",
+	} {
+		f.Add(seed)
+	}
+	e := newRecEnv(f, "")
+	tok := e.token("acme", "alice", "emitter")
+	e.ask(tok, "openai", "gpt-x", "a record to sum", false)
+	e.drain()
+	h := e.api.Handler()
+	f.Fuzz(func(t *testing.T, query string) {
+		req := httptest.NewRequest("GET", "/gateway/usage", nil)
+		req.URL.RawQuery = query
+		req.Header.Set("Authorization", "Bearer "+tok)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case 200:
+			var u usageReply
+			if json.Unmarshal(rec.Body.Bytes(), &u) != nil || u.Total.Requests > 1 {
+				t.Fatalf("%q: %s", query, rec.Body)
+			}
+		case 400:
+			var er struct {
+				Error struct{ Code, Message string }
+			}
+			json.Unmarshal(rec.Body.Bytes(), &er)
+			if er.Error.Code != "invalid" || !strings.Contains(er.Error.Message, ": ") {
+				t.Fatalf("%q: 400 without a parameter named: %s", query, rec.Body)
+			}
+		default:
+			t.Fatalf("%q: %d %s", query, rec.Code, rec.Body)
+		}
+	})
+}
