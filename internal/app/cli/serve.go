@@ -219,6 +219,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	if err := api.DrainRecords(shutdownCtx); err != nil {
+		log.Warn("shutdown", "err", err.Error())
+	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -310,7 +310,10 @@ func (c *Config) check(getenv func(string) string) error {
 		return err
 	}
 	c.routes = routes
-	return c.checkPrices(names)
+	if err := c.checkPrices(names); err != nil {
+		return err
+	}
+	return c.checkRecords()
 }
 
 // maxKeys bounds a provider's pool; maxKeyFile the size of a key file.

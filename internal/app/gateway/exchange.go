@@ -46,6 +46,14 @@ type Exchange struct {
 	Total      time.Duration
 	Request    []byte // the client's request body
 	Response   []byte // the answer in the client's dialect (a stream as one response)
+	// RequestSize and ResponseSize are the bodies' whole sizes: larger
+	// than Request and Response when the gateway kept only their start
+	// (RecordedBodyBytes and a little more).
+	RequestSize, ResponseSize int64
+	// FirstMessage and LastMessage are the start of the text of the
+	// conversation's first message and of its last one (the answer when
+	// there is one), for a summary.
+	FirstMessage, LastMessage string
 }
 
 // Attempt is one request sent upstream for an exchange.

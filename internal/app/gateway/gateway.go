@@ -120,6 +120,9 @@ type Gateway struct {
 	mu       sync.Mutex
 	inFlight int   // requests being served
 	held     int64 // bytes of request body they hold
+
+	// recording are the client model names whose exchanges are recorded.
+	recording map[string]bool
 }
 
 // Model is one entry of GET /v1/models.
@@ -165,7 +168,7 @@ func New(cfg *Config, opts Options) *Gateway {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	g := &Gateway{cfg: cfg, byModel: map[string]*Provider{}, routes: cfg.routes, opts: opts, metrics: newMetrics()}
+	g := &Gateway{cfg: cfg, byModel: map[string]*Provider{}, routes: cfg.routes, opts: opts, metrics: newMetrics(), recording: recordingRoutes(cfg)}
 	// A redirect is answered as the upstream's error: following it
 	// would send the provider's key (x-api-key, x-goog-api-key) to
 	// another host, and turn the POST into a GET.
@@ -250,6 +253,8 @@ func (g *Gateway) ChatCompletions(w http.ResponseWriter, r *http.Request) { g.an
 // answer serves one request in dialect d: the one place a failure
 // becomes the dialect's error response.
 func (g *Gateway) answer(w http.ResponseWriter, r *http.Request, d Dialect) {
+	w, recorded := g.watch(w, r, d)
+	defer recorded()
 	g.fail(w, d, g.serve(w, r, d))
 }
 
@@ -333,6 +338,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	asked := req // as the client sent it, for the answer's encoder
 	streaming := req.Stream || in.Stream
 	x := g.exchange(r, d, rt, streaming)
+	recordStart(w, rt, x, &req, body)
 	keep := false
 	if d == Responses {
 		if keep, err = g.continuation(r.Context(), &req); err != nil {
@@ -400,7 +406,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 			}
 		})
 	}
-	g.stream(w, r, d, p, upBody, out, chunks)
+	g.stream(w, r, d, p, upBody, out, recordStream(w, out, chunks))
 	return nil
 }
 
@@ -624,6 +630,7 @@ func (g *Gateway) respond(w http.ResponseWriter, d Dialect, p *Provider, out wir
 		}
 		return e
 	}
+	recorded(w, &res)
 	body, err := d.row().Response(res, out)
 	if err != nil {
 		return &Error{Code: CodeAPI, Status: http.StatusInternalServerError, Msg: "encoding the response: " + err.Error(), Err: err}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/testkit/fakeupstream"
 )
 
 // BenchmarkRouteHop measures what a route's fallback machinery costs
@@ -22,7 +23,7 @@ import (
 //
 //	go test ./internal/app/gateway -run '^$' -bench RouteHop -benchtime 2000x -count 3
 func BenchmarkRouteHop(b *testing.B) {
-	up := httptest.NewServer(http.HandlerFunc(fakeUpstream))
+	up := httptest.NewServer(http.HandlerFunc(fakeupstream.Handler))
 	defer up.Close()
 	cfgPath := filepath.Join(b.TempDir(), "g.json")
 	cfg := fmt.Sprintf(`{"providers":[

@@ -222,6 +222,14 @@ func (s *Server) routeTable() []route {
 			return r
 		}
 		rows = append(rows,
+			route{method: "GET", path: "/gateway/usage", serve: s.gatewayUsage, doc: operation{
+				Summary: "Sum the gateway's traffic records (routes with record: true) of the caller's owner over [from, to): " +
+					"requests, errors, tokens by kind and cost, grouped by model (the upstream model that answered), agent or " +
+					"provider. An agent sums its own records, a curator every agent's. The range is at most 31 days (default: " +
+					"the last 24 hours); at most 20,000 records are read, newest first, and complete: false says the bound " +
+					"stopped the reading",
+				Params:    []string{"usageFrom", "usageTo", "groupBy"},
+				Responses: answer(200, "the sums", "GatewayUsage", 400, 401)}},
 			route{method: "POST", path: "/v1/messages", auth: authGateway, dialect: gateway.Anthropic, plain: g.Messages, doc: operation{
 				Summary: "The Anthropic Messages dialect, served by the upstream the model names (any valid token)", Body: "ChatRequest",
 				Responses: append(answer(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the Anthropic dialect")...)}},

@@ -107,6 +107,7 @@ type Server struct {
 	mux     *router
 	openAPI []byte // the document GET /openapi.json serves, built from the route table
 	metrics *metrics
+	records *exchangeRecorder // the gateway's traffic records; nil without a gateway
 
 	corruptLogged atomic.Bool // the store said it is damaged, and it was logged
 
@@ -176,6 +177,9 @@ func New(opts Options) *Server {
 		opts.Gateway.SetKeeper(keeper{s})
 		opts.Gateway.SetContextSource(contextSource{s})
 		s.metrics.reg.MustRegister(opts.Gateway.Collectors()...)
+		s.records = newRecorder(s, opts.Gateway)
+		opts.Gateway.SetRecorder(s.records)
+		s.metrics.reg.MustRegister(s.records.collectors()...)
 	}
 	s.routes()
 	return s
@@ -195,6 +199,16 @@ func (s *Server) viewSlot(ctx context.Context) (release func(), err error) {
 // http.Server.Shutdown waits for requests to finish, and a stream never does
 // on its own (register it with http.Server.RegisterOnShutdown).
 func (s *Server) StopStreams() { s.stopStreams() }
+
+// DrainRecords stops taking the gateway's traffic records and writes
+// those waiting, until ctx ends (the rest are dropped and counted). Call
+// it after http.Server.Shutdown, with the shutdown's deadline.
+func (s *Server) DrainRecords(ctx context.Context) error {
+	if s.records == nil {
+		return nil
+	}
+	return s.records.drain(ctx)
+}
 
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.metrics.instrument(s.mux) }

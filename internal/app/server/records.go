@@ -1,0 +1,641 @@
+package server
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/canonjson"
+	"github.com/ctxkit/ctxkit/relay"
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/view"
+)
+
+// The gateway's traffic records (routes with record: true) are
+// breadcrumbs of the caller's owner: private to the agent that made the
+// request (and the owner's curators), of schema ExchangeSchema, tagged
+// exchangeTag, expiring after the records TTL. Their llm_hints show the
+// exchange's summary, attempts, usage and timings and hide the bodies,
+// which GET /breadcrumbs/{id}/full has. Secrets in the bodies and
+// excerpts are redacted (relay's built-in patterns) before anything is
+// stored.
+const (
+	ExchangeSchema = "gateway.exchange.v1"
+	exchangeTag    = "gateway.exchange"
+	routeTag       = "gateway.route:" // + the route's model name, when it fits in a tag
+)
+
+// exchangeHints hide the bodies and the seal from the view (and so from
+// search, which matches the view's text).
+var exchangeHints = json.RawMessage(`{"exclude":["request","response","seal"]}`)
+
+const (
+	// recordWriters write records to the store at once. One: SQLite
+	// serialises its writes anyway, and a record costs the store about a
+	// millisecond of CPU, so one writer leaves the other cores to the
+	// requests.
+	recordWriters = 1
+	// maxQueuedRecordBytes bounds the bodies of the records waiting to
+	// be written, besides records.queue bounding their number: a full
+	// queue of large bodies would otherwise hold gigabytes.
+	maxQueuedRecordBytes = 64 << 20
+	// recordWriteTimeout bounds one record's write to the store.
+	recordWriteTimeout = 10 * time.Second
+	// recordContextBytes is what a record's context may take: the
+	// store's limit, less room for its canonical form's changes.
+	recordContextBytes = store.MaxContextBytes - 8<<10
+)
+
+// exchangeRecorder is the server's gateway.Recorder: a bounded queue and writers
+// that turn exchanges into breadcrumbs off the request path.
+type exchangeRecorder struct {
+	s       *Server
+	ttl     time.Duration
+	queue   chan *gateway.Exchange
+	queued  atomic.Int64 // bytes of the bodies in the queue
+	redact  *relay.Redactor
+	sealKey []byte
+
+	start   sync.Once
+	stop    chan struct{}
+	stopped sync.Once
+	closed  atomic.Bool
+	writers sync.WaitGroup
+	ctx     context.Context // of the store's writes; cancelled when a drain runs out of time
+	cancel  context.CancelFunc
+
+	written prometheus.Counter
+	dropped *prometheus.CounterVec
+}
+
+func newRecorder(s *Server, g *gateway.Gateway) *exchangeRecorder {
+	ttl, queue := g.RecordSettings()
+	red, err := relay.NewRedactor(relay.RedactorOptions{})
+	if err != nil {
+		panic(err) // the built-in patterns are part of the binary
+	}
+	// The seal's key is derived from the server's signing key: records
+	// are sealed and checked by the same servers, and no one else (an
+	// agent writing a look-alike breadcrumb) can seal one.
+	var seed []byte
+	if len(s.opts.Key) == ed25519.PrivateKeySize {
+		seed = s.opts.Key.Seed()
+	}
+	mac := hmac.New(sha256.New, seed)
+	mac.Write([]byte("ctxkit " + ExchangeSchema + " seal"))
+	rc := &exchangeRecorder{
+		s: s, ttl: ttl, queue: make(chan *gateway.Exchange, queue), redact: red, sealKey: mac.Sum(nil),
+		stop: make(chan struct{}),
+		written: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ctxkit_gateway_records_written_total", Help: "Gateway traffic records written to the store.",
+		}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ctxkit_gateway_records_dropped_total",
+			Help: "Gateway traffic records not written, by reason (queue_full, store_error, shutdown, no_caller).",
+		}, []string{"reason"}),
+	}
+	rc.ctx, rc.cancel = context.WithCancel(context.Background())
+	for _, r := range []string{"queue_full", "store_error", "shutdown", "no_caller"} {
+		rc.dropped.WithLabelValues(r)
+	}
+	return rc
+}
+
+func (rc *exchangeRecorder) collectors() []prometheus.Collector {
+	return []prometheus.Collector{rc.written, rc.dropped}
+}
+
+// Record queues x to be written, or drops and counts it when the queue
+// is full: it never waits.
+func (rc *exchangeRecorder) Record(_ context.Context, x *gateway.Exchange) {
+	switch {
+	case x.Caller.Owner == "":
+		// Not a request the server authenticated: no owner to keep it for.
+		rc.dropped.WithLabelValues("no_caller").Inc()
+		return
+	case rc.closed.Load():
+		rc.dropped.WithLabelValues("shutdown").Inc()
+		return
+	}
+	rc.start.Do(func() {
+		rc.writers.Add(recordWriters)
+		for range recordWriters {
+			go rc.write()
+		}
+	})
+	size := int64(len(x.Request) + len(x.Response))
+	if rc.queued.Add(size) > maxQueuedRecordBytes {
+		rc.queued.Add(-size)
+		rc.dropped.WithLabelValues("queue_full").Inc()
+		return
+	}
+	select {
+	case rc.queue <- x:
+	default:
+		rc.queued.Add(-size)
+		rc.dropped.WithLabelValues("queue_full").Inc()
+	}
+}
+
+// write is one writer: it writes queued records until the exchangeRecorder
+// stops, then those still queued.
+func (rc *exchangeRecorder) write() {
+	defer rc.writers.Done()
+	for {
+		select {
+		case x := <-rc.queue:
+			rc.keep(x)
+		case <-rc.stop:
+			for {
+				select {
+				case x := <-rc.queue:
+					rc.keep(x)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// drain stops taking records and writes those queued, until ctx ends;
+// the rest are dropped and counted.
+func (rc *exchangeRecorder) drain(ctx context.Context) error {
+	rc.closed.Store(true)
+	rc.stopped.Do(func() { close(rc.stop) })
+	done := make(chan struct{})
+	go func() { rc.writers.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		rc.cancel() // the writes in progress fail and are counted
+		<-done
+		return fmt.Errorf("gateway records: %w", ctx.Err())
+	}
+}
+
+// keep writes x as a breadcrumb of its caller.
+func (rc *exchangeRecorder) keep(x *gateway.Exchange) {
+	rc.queued.Add(-int64(len(x.Request) + len(x.Response)))
+	if rc.ctx.Err() != nil {
+		rc.dropped.WithLabelValues("shutdown").Inc()
+		return
+	}
+	in, err := rc.breadcrumb(x)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(rc.ctx, recordWriteTimeout)
+		_, _, err = rc.s.opts.Store.Create(ctx, store.Actor{OwnerID: x.Caller.Owner, AgentID: x.Caller.Agent}, in, store.Idempotency{})
+		cancel()
+	}
+	if err != nil {
+		reason := "store_error"
+		if rc.ctx.Err() != nil {
+			reason = "shutdown"
+		}
+		rc.dropped.WithLabelValues(reason).Inc()
+		rc.s.opts.Logger.Warn("gateway record not written", "owner", x.Caller.Owner, "agent", x.Caller.Agent, "route", x.Route, "err", err.Error())
+		return
+	}
+	rc.written.Inc()
+}
+
+// exchangeRecord is the context of a traffic record.
+type exchangeRecord struct {
+	Dialect    string          `json:"dialect"`
+	Route      string          `json:"route"`
+	Stream     bool            `json:"stream"`
+	Started    time.Time       `json:"started"`
+	Status     int             `json:"status"` // 0: the client went away before any answer
+	ErrorClass string          `json:"error_class,omitempty"`
+	Attempts   []attemptRecord `json:"attempts"`
+	Usage      *chat.Usage     `json:"usage,omitempty"`
+	CostUSD    *float64        `json:"cost_usd,omitempty"` // absent: the model has no price
+	FirstByte  float64         `json:"first_byte_ms"`      // 0: nothing was written
+	Total      float64         `json:"total_ms"`
+	Summary    exchangeSummary `json:"summary"`
+
+	RequestBytes      int64           `json:"request_bytes"`
+	RequestTruncated  bool            `json:"request_truncated,omitempty"`
+	Request           json.RawMessage `json:"request"`
+	ResponseBytes     int64           `json:"response_bytes"`
+	ResponseTruncated bool            `json:"response_truncated,omitempty"`
+	Response          json.RawMessage `json:"response"`
+}
+
+type attemptRecord struct {
+	Provider   string  `json:"provider"`
+	Model      string  `json:"model"`
+	KeyID      string  `json:"key_id,omitempty"`
+	Status     int     `json:"status"`
+	Latency    float64 `json:"latency_ms"`
+	ErrorClass string  `json:"error_class,omitempty"`
+}
+
+// exchangeSummary is what a reader of the view needs first.
+type exchangeSummary struct {
+	Model        string   `json:"model"` // the upstream model of the last attempt; the route when none was made
+	Provider     string   `json:"provider,omitempty"`
+	Status       int      `json:"status"`
+	Tokens       int64    `json:"tokens"` // input and output
+	CostUSD      *float64 `json:"cost_usd,omitempty"`
+	FirstMessage string   `json:"first_message,omitempty"`
+	LastMessage  string   `json:"last_message,omitempty"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// breadcrumb is the record of x, redacted, bounded and sealed.
+func (rc *exchangeRecorder) breadcrumb(x *gateway.Exchange) (store.Breadcrumb, error) {
+	rec := exchangeRecord{
+		Dialect: x.Dialect, Route: x.Route, Stream: x.Stream, Started: x.Started.UTC(), Status: x.Status,
+		ErrorClass: x.ErrorClass, Attempts: []attemptRecord{}, Usage: x.Usage, FirstByte: ms(x.FirstByte), Total: ms(x.Total),
+		RequestBytes: x.RequestSize, ResponseBytes: x.ResponseSize,
+	}
+	if x.Usage != nil && x.Usage.Cost != nil {
+		c := *x.Usage.Cost
+		rec.CostUSD = &c
+	} else if x.CostUSD != 0 {
+		c := x.CostUSD
+		rec.CostUSD = &c
+	}
+	for _, a := range x.Attempts {
+		rec.Attempts = append(rec.Attempts, attemptRecord{Provider: a.Provider, Model: a.Model, KeyID: a.KeyID,
+			Status: a.Status, Latency: ms(a.Latency), ErrorClass: a.ErrorClass})
+	}
+	rec.Summary = exchangeSummary{Model: x.Route, Status: x.Status, CostUSD: rec.CostUSD,
+		FirstMessage: rc.excerpt(x.FirstMessage), LastMessage: rc.excerpt(x.LastMessage)}
+	if n := len(x.Attempts); n > 0 {
+		rec.Summary.Model, rec.Summary.Provider = x.Attempts[n-1].Model, x.Attempts[n-1].Provider
+	}
+	if x.Usage != nil {
+		rec.Summary.Tokens = x.Usage.Input + x.Usage.Output
+	}
+	limit := gateway.RecordedBodyBytes
+	var ctx []byte
+	for {
+		rec.Request, rec.RequestTruncated = rc.body(x.Request, x.RequestSize, limit)
+		rec.Response, rec.ResponseTruncated = rc.body(x.Response, x.ResponseSize, limit)
+		var err error
+		if ctx, err = rc.seal(&rec); err != nil {
+			return store.Breadcrumb{}, err
+		}
+		if len(ctx) <= recordContextBytes {
+			break
+		}
+		if limit < 1<<10 {
+			return store.Breadcrumb{}, errors.New("the record is larger than the store keeps")
+		}
+		// Escaping made the bodies larger than the store keeps: keep
+		// less of each.
+		limit /= 2
+	}
+	route := storable(x.Route)
+	title := cut(fmt.Sprintf("gateway exchange %s %d", route, x.Status), store.MaxTitleBytes)
+	tags := []string{exchangeTag}
+	if t := routeTag + route; len(t) <= store.MaxTagBytes {
+		tags = append(tags, t)
+	}
+	expires := rc.s.opts.Now().Add(rc.ttl)
+	return store.Breadcrumb{
+		Title: title, Context: ctx, Tags: tags, SchemaName: ExchangeSchema, LLMHints: exchangeHints,
+		Visibility: store.Private, Sensitivity: store.PII, ExpiresAt: &expires,
+	}, nil
+}
+
+// body is a recorded body: the JSON value it is, its strings redacted,
+// when it is whole, JSON and within limit; else its text, redacted and
+// cut to limit bytes. truncated says the record holds less than the
+// body.
+func (rc *exchangeRecorder) body(b []byte, size int64, limit int) (json.RawMessage, bool) {
+	if len(b) == 0 {
+		return json.RawMessage("null"), size > 0
+	}
+	whole := int64(len(b)) >= size
+	if whole && len(b) <= limit {
+		if doc, err := view.DecodeJSON(b); err == nil {
+			if out, err := canonjson.Marshal(rc.redactJSON(doc)); err == nil {
+				return out, false
+			}
+		}
+	}
+	// Redacted before it is cut: a secret across the cut is found
+	// whole (the gateway kept a little more than the limit).
+	text, _ := rc.redact.Redact(strings.ToValidUTF8(string(b), "\uFFFD"))
+	text = strings.ReplaceAll(text, "\x00", "\uFFFD")
+	truncated := !whole || len(text) > limit
+	if len(text) > limit {
+		text = cut(text, limit)
+	}
+	out, _ := json.Marshal(text)
+	return out, truncated
+}
+
+// redactJSON is v with every string (keys too) redacted and its NUL
+// characters replaced (the store keeps none).
+func (rc *exchangeRecorder) redactJSON(v any) any {
+	switch t := v.(type) {
+	case string:
+		s, _ := rc.redact.Redact(t)
+		return strings.ReplaceAll(s, "\x00", "\uFFFD")
+	case []any:
+		for i := range t {
+			t[i] = rc.redactJSON(t[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[rc.redactJSON(k).(string)] = rc.redactJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
+// excerpt is s redacted and cut to gateway.ExcerptBytes.
+func (rc *exchangeRecorder) excerpt(s string) string {
+	s, _ = rc.redact.Redact(strings.ToValidUTF8(s, "\uFFFD"))
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	if len(s) > gateway.ExcerptBytes {
+		s = cut(s, gateway.ExcerptBytes) + "…"
+	}
+	return s
+}
+
+// storable is s as the store keeps text: valid UTF-8 without NUL.
+func storable(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// storableJSON is v with every string storable.
+func storableJSON(v any) any {
+	switch t := v.(type) {
+	case string:
+		return storable(t)
+	case []any:
+		for i := range t {
+			t[i] = storableJSON(t[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[storable(k)] = storableJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
+// cut is the start of s at most n bytes long, at a character boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// seal is rec's context in the store's canonical form with a seal: an
+// HMAC of the rest, which only the server can make. GET /gateway/usage
+// counts sealed records only, so an agent cannot add to its owner's
+// usage by writing look-alike breadcrumbs, nor change a record's figures.
+func (rc *exchangeRecorder) seal(rec *exchangeRecord) ([]byte, error) {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := view.DecodeJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	// The bodies are clean already; the names (route, models) come from
+	// the configuration and the client.
+	m := storableJSON(doc).(map[string]any)
+	canon, err := canonjson.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	m["seal"] = rc.sealOf(canon)
+	return canonjson.Marshal(m)
+}
+
+func (rc *exchangeRecorder) sealOf(canon []byte) string {
+	mac := hmac.New(sha256.New, rc.sealKey)
+	mac.Write(canon)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// open reads a stored record's context, and whether its seal holds.
+func (rc *exchangeRecorder) open(ctx json.RawMessage) (exchangeRecord, bool) {
+	var rec exchangeRecord
+	doc, err := view.DecodeJSON(ctx)
+	if err != nil {
+		return rec, false
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return rec, false
+	}
+	seal, _ := m["seal"].(string)
+	delete(m, "seal")
+	canon, err := canonjson.Marshal(m)
+	if err != nil || !hmac.Equal([]byte(seal), []byte(rc.sealOf(canon))) {
+		return rec, false
+	}
+	return rec, json.Unmarshal(canon, &rec) == nil
+}
+
+// Bounds of GET /gateway/usage: the range it sums, and the records one
+// request reads (newest first, in pages, each with its context).
+const (
+	defaultUsageRange = 24 * time.Hour
+	maxUsageRange     = 31 * 24 * time.Hour
+	usagePageSize     = 50
+	maxUsageScan      = 20_000
+)
+
+// usageTotals sum exchanges.
+type usageTotals struct {
+	Requests int64       `json:"requests"`
+	Errors   int64       `json:"errors"` // answered with a status of 400 or more, or not at all
+	Tokens   usageTokens `json:"tokens"`
+	CostUSD  float64     `json:"cost_usd"`
+	Unpriced int64       `json:"unpriced"` // exchanges with usage but no price: their cost is not in cost_usd
+}
+
+type usageTokens struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cache_read"`
+	CacheWrite int64 `json:"cache_write"`
+	Reasoning  int64 `json:"reasoning"`
+}
+
+func (t *usageTotals) add(rec *exchangeRecord) {
+	t.Requests++
+	if rec.Status == 0 || rec.Status >= 400 {
+		t.Errors++
+	}
+	if u := rec.Usage; u != nil {
+		t.Tokens.Input += u.Input
+		t.Tokens.Output += u.Output
+		t.Tokens.CacheRead += u.CacheRead
+		t.Tokens.CacheWrite += u.CacheWrite
+		t.Tokens.Reasoning += u.Reasoning
+		if rec.CostUSD == nil {
+			t.Unpriced++
+		}
+	}
+	if rec.CostUSD != nil {
+		t.CostUSD += *rec.CostUSD
+	}
+}
+
+type usageGroup struct {
+	Key string `json:"key"`
+	usageTotals
+}
+
+// usageReport is GET /gateway/usage's answer.
+type usageReport struct {
+	From    time.Time    `json:"from"`
+	To      time.Time    `json:"to"`
+	GroupBy string       `json:"group_by"`
+	Groups  []usageGroup `json:"groups"` // largest cost first, then most requests, then by key
+	Total   usageTotals  `json:"total"`
+	// Scanned is how many records were read; Complete is false when the
+	// scan bound stopped the reading before from.
+	Scanned  int  `json:"scanned"`
+	Complete bool `json:"complete"`
+}
+
+// gatewayUsage serves GET /gateway/usage: the gateway's traffic records
+// of the caller's owner that the caller may read (an agent its own; a
+// curator every agent's), summed over [from, to) by model, agent or
+// provider.
+func (s *Server) gatewayUsage(w http.ResponseWriter, r *http.Request, p Principal) error {
+	q := r.URL.Query()
+	for name := range q {
+		if name != "from" && name != "to" && name != "group_by" {
+			return errorAt(http.StatusBadRequest, store.CodeInvalid, name, "not a parameter of /gateway/usage (from, to, group_by)")
+		}
+	}
+	at := func(name string, def time.Time) (time.Time, error) {
+		v := q.Get(name)
+		if v == "" {
+			return def, nil
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return t, errorAt(http.StatusBadRequest, store.CodeInvalid, name, "%q is not an RFC 3339 time such as 2026-11-27T08:00:00Z", cut(v, 64))
+		}
+		return t.UTC(), nil
+	}
+	to, err := at("to", s.opts.Now().UTC())
+	if err != nil {
+		return err
+	}
+	from, err := at("from", to.Add(-defaultUsageRange))
+	if err != nil {
+		return err
+	}
+	if !from.Before(to) {
+		return errorAt(http.StatusBadRequest, store.CodeInvalid, "from", "must be before to (%s)", to.Format(time.RFC3339))
+	}
+	if to.Sub(from) > maxUsageRange {
+		return errorAt(http.StatusBadRequest, store.CodeInvalid, "from", "the range is longer than %d days; ask for a shorter one", int(maxUsageRange/(24*time.Hour)))
+	}
+	by := q.Get("group_by")
+	switch by {
+	case "":
+		by = "model"
+	case "model", "agent", "provider":
+	default:
+		return errorAt(http.StatusBadRequest, store.CodeInvalid, "group_by", "%q is not one of model, agent, provider", cut(by, 64))
+	}
+	rep := usageReport{From: from, To: to, GroupBy: by, Groups: []usageGroup{}, Complete: true}
+	rc := s.records
+	if rc == nil {
+		writeJSON(w, http.StatusOK, rep)
+		return nil
+	}
+	groups := map[string]*usageTotals{}
+	a := actor(p)
+	query := store.Query{SchemaName: ExchangeSchema, Tags: []string{exchangeTag}, Limit: usagePageSize}
+scan:
+	for {
+		page, err := s.opts.Store.List(r.Context(), a, query)
+		if err != nil {
+			return err
+		}
+		for _, b := range page.Items {
+			if rep.Scanned == maxUsageScan {
+				rep.Complete = false
+				break scan
+			}
+			rep.Scanned++
+			if b.CreatedAt.Before(from) {
+				break scan // the list is newest first: the rest are older still
+			}
+			// Only the server's own records: private, sealed.
+			if b.Visibility != store.Private {
+				continue
+			}
+			rec, ok := rc.open(b.Context)
+			if !ok || rec.Started.Before(from) || !rec.Started.Before(to) {
+				continue
+			}
+			key := rec.Summary.Model
+			switch by {
+			case "agent":
+				key = b.CreatedBy
+			case "provider":
+				key = rec.Summary.Provider
+			}
+			t := groups[key]
+			if t == nil {
+				t = &usageTotals{}
+				groups[key] = t
+			}
+			t.add(&rec)
+			rep.Total.add(&rec)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		query.Cursor = page.NextCursor
+	}
+	for k, t := range groups {
+		rep.Groups = append(rep.Groups, usageGroup{Key: k, usageTotals: *t})
+	}
+	sort.Slice(rep.Groups, func(i, j int) bool {
+		a, b := rep.Groups[i], rep.Groups[j]
+		if a.CostUSD != b.CostUSD {
+			return a.CostUSD > b.CostUSD
+		}
+		if a.Requests != b.Requests {
+			return a.Requests > b.Requests
+		}
+		return a.Key < b.Key
+	})
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}

@@ -1,0 +1,582 @@
+package server_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/app/server"
+	"github.com/ctxkit/ctxkit/store"
+)
+
+// A secret the redactor knows (an API key's shape), sent in prompts.
+const promptSecret = "sk-live0123456789abcdefghijklmnopqrstuv"
+
+// recEnv is a ctxkit server whose gateway records the route gpt-x (and
+// not gpt-plain), in front of a fake OpenAI-type upstream: it answers
+// "Hello, world" with usage 100/7, and 500 to a prompt holding "fail500".
+type recEnv struct {
+	*env
+	api      *server.Server
+	db       store.Store
+	upstream string // the fake upstream's URL
+}
+
+func newRecEnv(t testing.TB, records string, tweaks ...func(*server.Options)) *recEnv {
+	t.Helper()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(b), "fail500") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `{"error":{"message":"upstream broke","type":"server_error"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, upstreamStream)
+	}))
+	t.Cleanup(up.Close)
+	t.Setenv("CTXKIT_TEST_UPSTREAM_KEY", "sk-upstream")
+	// The recording route has the provider's model's name: on this
+	// gateway a client model name reaches the provider that lists it.
+	cfg := `{"providers":[{"name":"up","type":"openai","base_url":"` + up.URL + `/v1","api_key_env":"CTXKIT_TEST_UPSTREAM_KEY","models":["gpt-x","gpt-plain"]}],` +
+		`"routes":[{"model":"gpt-x","targets":[{"provider":"up","model":"gpt-x"}],"record":true}]` + records + `}`
+	path := filepath.Join(t.TempDir(), "gateway.json")
+	os.WriteFile(path, []byte(cfg), 0o600)
+	gc, err := gateway.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := newStore(t)
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	opts := server.Options{Store: db, Key: key, MaxBodyBytes: 64 << 10, Gateway: gateway.New(gc, gateway.Options{})}
+	for _, f := range tweaks {
+		f(&opts)
+	}
+	api := server.New(opts)
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		api.DrainRecords(ctx)
+		db.Close()
+	})
+	return &recEnv{env: &env{t: t, url: srv.URL, key: key}, api: api, db: db, upstream: up.URL}
+}
+
+// ask sends a chat request for model through dialect ("anthropic" or
+// "openai"), streamed or not, as tok; it must succeed unless the prompt
+// asks the upstream to fail.
+func (e *recEnv) ask(tok, dialect, model, prompt string, stream bool) reply {
+	e.t.Helper()
+	msg := fmt.Sprintf(`{"model":%q,"max_tokens":50,"stream":%v,"messages":[{"role":"user","content":%q}]}`, model, stream, prompt)
+	var r reply
+	if dialect == "anthropic" {
+		r = e.do("POST", "/v1/messages", "", msg, "x-api-key", tok)
+	} else {
+		r = e.do("POST", "/v1/chat/completions", tok, msg)
+	}
+	if r.status != 200 && !strings.Contains(prompt, "fail500") {
+		e.t.Fatalf("%s %s: %d %s", dialect, model, r.status, r.body)
+	}
+	return r
+}
+
+// records lists the exchange records tok may list, waiting up to 10 s
+// for n of them.
+func (e *recEnv) records(tok string, n int) []map[string]any {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := e.do("GET", "/breadcrumbs?schema_name="+server.ExchangeSchema+"&include_context=true&limit=500", tok, nil)
+		if r.status != 200 {
+			e.t.Fatalf("list: %d %s", r.status, r.body)
+		}
+		var page struct{ Items []map[string]any }
+		json.Unmarshal(r.body, &page)
+		if len(page.Items) >= n || time.Now().After(deadline) {
+			if len(page.Items) != n {
+				e.t.Fatalf("%d records listed, want %d", len(page.Items), n)
+			}
+			return page.Items
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// metric is the value of a sample of /metrics, 0 when absent.
+func (e *recEnv) metric(name string) float64 {
+	e.t.Helper()
+	r := e.do("GET", "/metrics", e.token("ops", "ops", "curator"), nil)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindSubmatch(r.body)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+func (e *recEnv) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.api.DrainRecords(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// TestRecordsStored: each exchange of a recording route is a private
+// breadcrumb of the caller whose view shows a summary and hides the
+// bodies, which /full has: the request as sent, the answer in the
+// client's dialect (a stream as the one response it amounts to), secrets
+// redacted. Another route's exchanges are not recorded.
+func TestRecordsStored(t *testing.T) {
+	e := newRecEnv(t, `,"records":{"ttl":"2h"}`)
+	tok := e.token("acme", "alice", "emitter")
+	e.ask(tok, "anthropic", "gpt-x", "first: my key is "+promptSecret, false)
+	e.ask(tok, "openai", "gpt-x", "second, streamed", true)
+	e.ask(tok, "openai", "gpt-plain", "not recorded", false)
+	e.ask(tok, "openai", "gpt-x", "fail500 please", false)
+	e.drain()
+	items := e.records(tok, 3)
+
+	byPrompt := map[string]map[string]any{}
+	for _, it := range items {
+		id := it["id"].(string)
+		if it["visibility"] != "private" {
+			t.Errorf("record %s is %v, want private", id, it["visibility"])
+		}
+		full := e.do("GET", "/breadcrumbs/"+id+"/full", tok, nil)
+		if full.status != 200 {
+			t.Fatalf("full: %d %s", full.status, full.body)
+		}
+		expires := full.json(t)["expires_at"]
+		exp, err := time.Parse(time.RFC3339Nano, fmt.Sprint(expires))
+		if err != nil || exp.Before(time.Now().Add(119*time.Minute)) || exp.After(time.Now().Add(121*time.Minute)) {
+			t.Errorf("record %s expires at %v, want in 2h (records.ttl)", id, expires)
+		}
+		if strings.Contains(string(full.body), promptSecret) || strings.Contains(string(full.body), "sk-upstream") || strings.Contains(string(full.body), tok) {
+			t.Fatalf("a secret is in the record: %s", full.body)
+		}
+		view := e.do("GET", "/breadcrumbs/"+id, tok, nil)
+		var v struct {
+			View map[string]any `json:"context"`
+		}
+		if err := json.Unmarshal(view.body, &v); err != nil || v.View == nil {
+			t.Fatalf("view: %d %s", view.status, view.body)
+		}
+		for _, hidden := range []string{"request", "response", "seal"} {
+			if _, ok := v.View[hidden]; ok {
+				t.Errorf("the view shows %s: %s", hidden, view.body)
+			}
+		}
+		sum, _ := v.View["summary"].(map[string]any)
+		if sum == nil || sum["model"] != "gpt-x" {
+			t.Fatalf("view without a summary: %s", view.body)
+		}
+		var rec struct {
+			Context struct {
+				Dialect, Route string
+				Stream         bool
+				Status         int
+				ErrorClass     string `json:"error_class"`
+				Attempts       []struct {
+					Provider, Model, ErrorClass string
+					Status                      int
+				}
+				Usage     *struct{ InputTokens, OutputTokens int64 }
+				FirstByte float64 `json:"first_byte_ms"`
+				Total     float64 `json:"total_ms"`
+				Request   json.RawMessage
+				Response  json.RawMessage
+				Summary   struct {
+					Tokens       int64
+					Status       int
+					FirstMessage string `json:"first_message"`
+					LastMessage  string `json:"last_message"`
+				}
+			}
+		}
+		if err := json.Unmarshal(full.body, &rec); err != nil {
+			t.Fatal(err)
+		}
+		c := rec.Context
+		if len(c.Attempts) != 1 || c.Attempts[0].Provider != "up" || c.Attempts[0].Model != "gpt-x" || c.Route != "gpt-x" || c.Total <= 0 {
+			t.Errorf("record: %s", full.body)
+		}
+		byPrompt[c.Summary.FirstMessage] = map[string]any{"full": string(full.body), "dialect": c.Dialect, "stream": c.Stream,
+			"status": c.Status, "class": c.ErrorClass, "attempt": c.Attempts[0].Status, "tokens": c.Summary.Tokens,
+			"last": c.Summary.LastMessage, "response": string(c.Response), "request": string(c.Request), "firstbyte": c.FirstByte}
+	}
+	first := byPrompt["first: my key is [REDACTED:api_key]"]
+	if first == nil {
+		t.Fatalf("no record with the redacted first message: %v", byPrompt)
+	}
+	if first["dialect"] != "anthropic" || first["status"] != 200 || first["tokens"] != int64(107) || first["last"] != "Hello, world" ||
+		!strings.Contains(first["request"].(string), `"content":"first: my key is [REDACTED:api_key]"`) ||
+		!strings.Contains(first["response"].(string), `"type":"message"`) || first["firstbyte"].(float64) <= 0 {
+		t.Errorf("anthropic record: %v", first)
+	}
+	second := byPrompt["second, streamed"]
+	if second == nil || second["stream"] != true || second["dialect"] != "openai" || second["tokens"] != int64(107) ||
+		!strings.Contains(second["response"].(string), `"object":"chat.completion"`) || !strings.Contains(second["response"].(string), "Hello, world") {
+		t.Errorf("streamed record (the stream as one response): %v", second)
+	}
+	failed := byPrompt["fail500 please"]
+	if failed == nil || failed["status"] != 502 || failed["class"] != "server_error" || failed["attempt"] != 500 ||
+		!strings.Contains(failed["response"].(string), "upstream broke") {
+		t.Errorf("failed record: %v", failed)
+	}
+	if n := e.metric("ctxkit_gateway_records_written_total"); n != 3 {
+		t.Errorf("written: %v, want 3", n)
+	}
+}
+
+// TestRecordsIsolation: a record is its caller's: another agent of the
+// owner neither reads, lists nor finds it, another owner neither; the
+// owner's curators do.
+func TestRecordsIsolation(t *testing.T) {
+	e := newRecEnv(t, "")
+	alice := e.token("acme", "alice", "emitter")
+	bob := e.token("acme", "bob", "emitter")
+	curator := e.token("acme", "boss", "curator")
+	mallory := e.token("evil", "mallory", "curator")
+	e.ask(alice, "openai", "gpt-x", "zebracorn plans", false)
+	e.drain()
+	id := e.records(alice, 1)[0]["id"].(string)
+	for who, tok := range map[string]string{"another agent": bob, "another owner": mallory} {
+		for _, path := range []string{"/breadcrumbs/" + id, "/breadcrumbs/" + id + "/full"} {
+			if r := e.do("GET", path, tok, nil); r.status != 404 {
+				t.Errorf("%s GET %s: %d %s", who, path, r.status, r.body)
+			}
+		}
+		if r := e.do("GET", "/breadcrumbs?schema_name="+server.ExchangeSchema, tok, nil); strings.Contains(string(r.body), id) {
+			t.Errorf("%s lists the record: %s", who, r.body)
+		}
+		if r := e.do("GET", "/breadcrumbs/search?q=zebracorn", tok, nil); r.status != 200 || strings.Contains(string(r.body), id) {
+			t.Errorf("%s finds the record: %d %s", who, r.status, r.body)
+		}
+	}
+	for who, tok := range map[string]string{"the caller": alice, "a curator": curator} {
+		if r := e.do("GET", "/breadcrumbs/search?q=zebracorn", tok, nil); r.status != 200 || !strings.Contains(string(r.body), id) {
+			t.Errorf("%s does not find the record by its summary: %d %s", who, r.status, r.body)
+		}
+		if r := e.do("GET", "/breadcrumbs/"+id+"/full", tok, nil); r.status != 200 {
+			t.Errorf("%s cannot read the record: %d", who, r.status)
+		}
+	}
+}
+
+// slowStore holds every Create until release is closed.
+type slowStore struct {
+	store.Store
+	release chan struct{}
+}
+
+func (s slowStore) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, idem store.Idempotency) (store.Breadcrumb, bool, error) {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return store.Breadcrumb{}, false, ctx.Err()
+	}
+	return s.Store.Create(ctx, a, in, idem)
+}
+
+// TestRecordsQueueFull: with the store stuck, a flood of requests is
+// answered as fast as ever; the records past the queue (records.queue)
+// are dropped and counted, and those queued are written once the store
+// moves.
+func TestRecordsQueueFull(t *testing.T) {
+	release := make(chan struct{})
+	e := newRecEnv(t, `,"records":{"queue":4}`, func(o *server.Options) { o.Store = slowStore{Store: o.Store, release: release} })
+	tok := e.token("acme", "alice", "emitter")
+	const flood = 60
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range flood {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := e.do("POST", "/v1/chat/completions", tok, fmt.Sprintf(`{"model":"gpt-x","messages":[{"role":"user","content":"flood %d"}]}`, i))
+			if r.status != 200 {
+				t.Errorf("request %d: %d %s", i, r.status, r.body)
+			}
+		}()
+	}
+	wg.Wait()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the flood took %v with the store stuck: requests waited for records", d)
+	}
+	// The writer holds one record in the stuck store, four wait.
+	dropped := e.metric(`ctxkit_gateway_records_dropped_total{reason="queue_full"}`)
+	if dropped != flood-5 {
+		t.Errorf("dropped %v, want %d", dropped, flood-5)
+	}
+	close(release)
+	e.drain()
+	if n := e.metric("ctxkit_gateway_records_written_total"); n != 5 {
+		t.Errorf("written %v, want 5", n)
+	}
+	e.records(tok, 5)
+	// Drained (shutting down): a request is served, its record counted
+	// as dropped.
+	e.ask(tok, "openai", "gpt-x", "after the drain", false)
+	if n := e.metric(`ctxkit_gateway_records_dropped_total{reason="shutdown"}`); n != 1 {
+		t.Errorf("dropped at shutdown: %v, want 1", n)
+	}
+}
+
+// TestRecordsTTL: a record expires records.ttl after it was made, and an
+// expired record is neither listed nor summed.
+func TestRecordsTTL(t *testing.T) {
+	past := time.Now().Add(-2 * time.Hour)
+	e := newRecEnv(t, `,"records":{"ttl":"1h"}`, func(o *server.Options) { o.Now = func() time.Time { return past } })
+	tok, err := server.Mint(e.key, server.Principal{OwnerID: "acme", AgentID: "alice", Roles: []string{"emitter"}}, 3*time.Hour, past)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ask(tok, "openai", "gpt-x", "gone soon", false)
+	e.drain()
+	if n := e.metric("ctxkit_gateway_records_written_total"); n != 1 {
+		t.Fatalf("written %v, want 1", n)
+	}
+	e.records(tok, 0)
+	r := e.do("GET", "/gateway/usage", tok, nil)
+	if r.status != 200 || !strings.Contains(string(r.body), `"requests":0`) {
+		t.Errorf("usage counts an expired record: %d %s", r.status, r.body)
+	}
+}
+
+type usageReply struct {
+	GroupBy string `json:"group_by"`
+	Groups  []struct {
+		Key      string
+		Requests int64
+		Errors   int64
+		Tokens   struct{ Input, Output int64 }
+	}
+	Total struct {
+		Requests, Errors, Unpriced int64
+		Tokens                     struct{ Input, Output int64 }
+	}
+	Complete bool
+}
+
+func (e *recEnv) usage(tok, query string) usageReply {
+	e.t.Helper()
+	r := e.do("GET", "/gateway/usage"+query, tok, nil)
+	if r.status != 200 {
+		e.t.Fatalf("usage%s: %d %s", query, r.status, r.body)
+	}
+	var u usageReply
+	if err := json.Unmarshal(r.body, &u); err != nil {
+		e.t.Fatal(err)
+	}
+	return u
+}
+
+// TestGatewayUsage: GET /gateway/usage sums the records of the caller's
+// owner the caller may read (an agent its own, a curator all), grouped
+// by model, agent or provider, within the range; look-alike breadcrumbs
+// an agent writes are not counted; bad parameters are 400 naming them.
+func TestGatewayUsage(t *testing.T) {
+	e := newRecEnv(t, "")
+	alice := e.token("acme", "alice", "emitter")
+	bob := e.token("acme", "bob", "emitter")
+	curator := e.token("acme", "boss", "curator")
+	other := e.token("evil", "mallory", "curator")
+	e.ask(alice, "openai", "gpt-x", "one", false)
+	e.ask(alice, "anthropic", "gpt-x", "two", true)
+	e.ask(alice, "openai", "gpt-x", "fail500", false)
+	e.ask(bob, "openai", "gpt-x", "three", false)
+	e.drain()
+	e.records(curator, 4)
+
+	// A forged record: a copy of a real one, private, with more tokens.
+	real := e.records(bob, 1)[0]
+	full := e.do("GET", "/breadcrumbs/"+real["id"].(string)+"/full", bob, nil).json(t)
+	ctx := full["context"].(map[string]any)
+	ctx["usage"].(map[string]any)["input_tokens"] = 1e6
+	if r := e.do("POST", "/breadcrumbs", bob, map[string]any{"title": "forged", "context": ctx, "schema_name": server.ExchangeSchema,
+		"tags": []string{"gateway.exchange"}, "visibility": "private"}); r.status != 201 {
+		t.Fatalf("forge: %d %s", r.status, r.body)
+	}
+
+	u := e.usage(curator, "?group_by=agent")
+	if u.GroupBy != "agent" || len(u.Groups) != 2 || u.Total.Requests != 4 || u.Total.Errors != 1 || u.Total.Tokens.Input != 300 || u.Total.Tokens.Output != 21 || !u.Complete {
+		t.Fatalf("curator by agent: %+v", u)
+	}
+	for _, g := range u.Groups {
+		want := map[string]int64{"alice": 3, "bob": 1}[g.Key]
+		if g.Requests != want {
+			t.Errorf("agent %s: %d requests, want %d", g.Key, g.Requests, want)
+		}
+	}
+	if u := e.usage(curator, ""); u.GroupBy != "model" || len(u.Groups) != 1 || u.Groups[0].Key != "gpt-x" || u.Groups[0].Requests != 4 {
+		t.Errorf("by model (the default): %+v", u)
+	}
+	if u := e.usage(curator, "?group_by=provider"); len(u.Groups) != 1 || u.Groups[0].Key != "up" || u.Groups[0].Tokens.Output != 21 {
+		t.Errorf("by provider: %+v", u)
+	}
+	if u := e.usage(alice, "?group_by=agent"); len(u.Groups) != 1 || u.Groups[0].Key != "alice" || u.Total.Requests != 3 || u.Total.Unpriced != 2 {
+		t.Errorf("an agent sums its own records: %+v", u)
+	}
+	if u := e.usage(bob, ""); u.Total.Requests != 1 || u.Total.Tokens.Input != 100 {
+		t.Errorf("bob (his forged record not counted): %+v", u)
+	}
+	if u := e.usage(other, ""); u.Total.Requests != 0 || len(u.Groups) != 0 {
+		t.Errorf("another owner: %+v", u)
+	}
+	now := time.Now().UTC()
+	if u := e.usage(curator, "?from="+now.Add(time.Hour).Format(time.RFC3339)+"&to="+now.Add(2*time.Hour).Format(time.RFC3339)); u.Total.Requests != 0 {
+		t.Errorf("a range after the records: %+v", u)
+	}
+	if u := e.usage(curator, "?from="+now.Add(-time.Hour).Format(time.RFC3339)+"&to="+now.Add(time.Hour).Format(time.RFC3339)); u.Total.Requests != 4 {
+		t.Errorf("a range around the records: %+v", u)
+	}
+
+	for _, c := range []struct{ query, param string }{
+		{"?from=yesterday", "from"},
+		{"?to=2026-13-01T00:00:00Z", "to"},
+		{"?group_by=route", "group_by"},
+		{"?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", "from"},
+		{"?from=2025-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", "from"},
+		{"?limit=5", "limit"},
+	} {
+		r := e.do("GET", "/gateway/usage"+c.query, curator, nil)
+		var er struct {
+			Error struct{ Code, Message string }
+		}
+		json.Unmarshal(r.body, &er)
+		if r.status != 400 || !strings.HasPrefix(er.Error.Message, c.param+": ") {
+			t.Errorf("%s: %d %s; want 400 naming %s", c.query, r.status, r.body, c.param)
+		}
+	}
+	if r := e.do("GET", "/gateway/usage", "", nil); r.status != 401 {
+		t.Errorf("no token: %d", r.status)
+	}
+}
+
+// BenchmarkRecordOverhead sends requests on a fixed schedule (an open
+// loop, CTXKIT_RECORD_BENCH_RATE requests/s each way, default 500, for
+// CTXKIT_RECORD_BENCH_DURATION, default 5s; latency from the scheduled
+// start): first straight to the fake upstream alternating with the
+// gateway's plain route, for the upstream's own p50; then the gateway's
+// route that records alternating with the same route that does not, so
+// that both meet the same load. It reports each route's added p50 (its
+// p50 minus the upstream's) and "rec/plain-added-p50", their ratio (the
+// goal: at most 1.1), with the records written and dropped.
+func BenchmarkRecordOverhead(b *testing.B) {
+	e := newRecEnv(b, "")
+	rate, dur := 500, 5*time.Second
+	if v := os.Getenv("CTXKIT_RECORD_BENCH_DURATION"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			dur = d
+		}
+	}
+	if v := os.Getenv("CTXKIT_RECORD_BENCH_RATE"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			rate = n
+		}
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	prompt := `{"model":%q,"max_tokens":50,"messages":[{"role":"user","content":"hello there, a prompt of a few words"}]}`
+	via := func(e *recEnv, model string) func() *http.Request {
+		tok := e.token("acme", "agent", "emitter")
+		return func() *http.Request {
+			r, _ := http.NewRequest("POST", e.url+"/v1/messages", strings.NewReader(fmt.Sprintf(prompt, model)))
+			r.Header.Set("x-api-key", tok)
+			return r
+		}
+	}
+	direct := func() *http.Request {
+		r, _ := http.NewRequest("POST", e.upstream+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-x","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		r.Header.Set("Authorization", "Bearer sk-upstream")
+		return r
+	}
+	lat := map[string][]time.Duration{}
+	for b.Loop() {
+		// The upstream alone, then the recording route interleaved with
+		// the plain one: the two compared meet the same load (on a
+		// shared machine it changes from one second to the next).
+		d, _ := fixedRate(b, client, rate, dur, direct, via(e, "gpt-plain"))
+		lat["direct"] = append(lat["direct"], d...)
+		p, r := fixedRate(b, client, rate, dur, via(e, "gpt-plain"), via(e, "gpt-x"))
+		lat["plain"] = append(lat["plain"], p...)
+		lat["rec"] = append(lat["rec"], r...)
+	}
+	p := func(l []time.Duration, q float64) time.Duration {
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+		return l[int(float64(len(l)-1)*q)]
+	}
+	direct50 := p(lat["direct"], 0.5)
+	b.ReportMetric(float64(direct50.Microseconds()), "upstream-p50-µs")
+	plain, rec := p(lat["plain"], 0.5)-direct50, p(lat["rec"], 0.5)-direct50
+	b.ReportMetric(float64(plain.Microseconds()), "plain-added-p50-µs")
+	b.ReportMetric(float64(rec.Microseconds()), "rec-added-p50-µs")
+	b.ReportMetric(float64(p(lat["plain"], 0.99).Microseconds()), "plain-p99-µs")
+	b.ReportMetric(float64(p(lat["rec"], 0.99).Microseconds()), "rec-p99-µs")
+	b.ReportMetric(float64(len(lat["rec"])), "rec-requests")
+	b.ReportMetric(float64(rec)/float64(plain), "rec/plain-added-p50")
+	e.drain()
+	b.ReportMetric(e.metric("ctxkit_gateway_records_written_total"), "records-written")
+	for _, reason := range []string{"queue_full", "store_error", "shutdown"} {
+		b.ReportMetric(e.metric(`ctxkit_gateway_records_dropped_total{reason="`+reason+`"}`), "records-"+reason)
+	}
+}
+
+// FuzzGatewayUsage sends arbitrary queries to GET /gateway/usage: each is
+// answered 200 with sums, or 400 naming the parameter at fault; never a
+// 5xx.
+func FuzzGatewayUsage(f *testing.F) {
+	for _, seed := range []string{
+		"", "group_by=agent", "from=2026-11-01T00:00:00Z&to=2026-11-02T00:00:00Z", "from=x", "to=2026-13-01T00:00:00Z",
+		"group_by=route", "from=2020-01-01T00:00:00Z", "limit=1", "from=2026-11-02T00:00:00%2B01:00&group_by=provider", "%zz",
+	} {
+		f.Add(seed)
+	}
+	e := newRecEnv(f, "")
+	tok := e.token("acme", "alice", "emitter")
+	e.ask(tok, "openai", "gpt-x", "a record to sum", false)
+	e.drain()
+	h := e.api.Handler()
+	f.Fuzz(func(t *testing.T, query string) {
+		req := httptest.NewRequest("GET", "/gateway/usage", nil)
+		req.URL.RawQuery = query
+		req.Header.Set("Authorization", "Bearer "+tok)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case 200:
+			var u usageReply
+			if json.Unmarshal(rec.Body.Bytes(), &u) != nil || u.Total.Requests > 1 {
+				t.Fatalf("%q: %s", query, rec.Body)
+			}
+		case 400:
+			var er struct {
+				Error struct{ Code, Message string }
+			}
+			json.Unmarshal(rec.Body.Bytes(), &er)
+			if er.Error.Code != "invalid" || !strings.Contains(er.Error.Message, ": ") {
+				t.Fatalf("%q: 400 without a parameter named: %s", query, rec.Body)
+			}
+		default:
+			t.Fatalf("%q: %d %s", query, rec.Code, rec.Body)
+		}
+	})
+}
