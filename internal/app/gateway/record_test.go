@@ -76,7 +76,7 @@ func TestRecordedBodiesBounded(t *testing.T) {
 	defer up.Close()
 	t.Setenv("CTXKIT_TEST_KEY", "k")
 	p := filepath.Join(t.TempDir(), "c.json")
-	os.WriteFile(p, []byte(`{"providers":[{"name":"a","type":"openai","base_url":"`+up.URL+`/v1","api_key_env":"CTXKIT_TEST_KEY","models":["m"]}],`+
+	os.WriteFile(p, []byte(`{"providers":[{"name":"a","type":"openai","base_url":"`+up.URL+`/v1","api_key_env":"CTXKIT_TEST_KEY","models":["m-direct"]}],`+
 		`"routes":[{"model":"m","targets":[{"provider":"a","model":"m"}],"record":true}]}`), 0o600)
 	cfg, err := gateway.LoadConfig(p)
 	if err != nil {
@@ -138,7 +138,7 @@ func TestRecordedCancel(t *testing.T) {
 	defer up.Close()
 	t.Setenv("CTXKIT_TEST_KEY", "k")
 	p := filepath.Join(t.TempDir(), "c.json")
-	os.WriteFile(p, []byte(`{"providers":[{"name":"a","type":"openai","base_url":"`+up.URL+`/v1","api_key_env":"CTXKIT_TEST_KEY","models":["m"]}],`+
+	os.WriteFile(p, []byte(`{"providers":[{"name":"a","type":"openai","base_url":"`+up.URL+`/v1","api_key_env":"CTXKIT_TEST_KEY","models":["m-direct"]}],`+
 		`"routes":[{"model":"m","targets":[{"provider":"a","model":"m"}],"record":true}]}`), 0o600)
 	cfg, err := gateway.LoadConfig(p)
 	if err != nil {

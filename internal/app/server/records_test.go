@@ -54,7 +54,7 @@ func newRecEnv(t testing.TB, records string, tweaks ...func(*server.Options)) *r
 	t.Setenv("CTXKIT_TEST_UPSTREAM_KEY", "sk-upstream")
 	// The recording route has the provider's model's name: on this
 	// gateway a client model name reaches the provider that lists it.
-	cfg := `{"providers":[{"name":"up","type":"openai","base_url":"` + up.URL + `/v1","api_key_env":"CTXKIT_TEST_UPSTREAM_KEY","models":["gpt-x","gpt-plain"]}],` +
+	cfg := `{"providers":[{"name":"up","type":"openai","base_url":"` + up.URL + `/v1","api_key_env":"CTXKIT_TEST_UPSTREAM_KEY","models":["gpt-plain"]}],` +
 		`"routes":[{"model":"gpt-x","targets":[{"provider":"up","model":"gpt-x"}],"record":true}]` + records + `}`
 	path := filepath.Join(t.TempDir(), "gateway.json")
 	os.WriteFile(path, []byte(cfg), 0o600)
