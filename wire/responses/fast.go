@@ -27,7 +27,7 @@ var (
 	eventKeys = []string{"type", "output_index", "item_id", "item", "delta", "text", "refusal", "arguments",
 		"summary_index", "response", "code", "message", "error"}
 	itemKeys     = []string{"type", "id", "call_id", "name", "arguments", "summary", "content", "encrypted_content", "status"}
-	wireTextKeys     = []string{"type", "text", "refusal"}
+	wireTextKeys = []string{"type", "text", "refusal"}
 	responseKeys = []string{"status", "error", "incomplete_details", "usage"}
 	usageKeys    = []string{"input_tokens", "output_tokens", "input_tokens_details", "output_tokens_details"}
 )
