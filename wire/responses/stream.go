@@ -69,12 +69,12 @@ var ErrStreamTooLarge = errors.New("responses: the response is larger than " + s
 // returns the error; likewise with ErrStreamTooLarge past MaxStreamOutput.
 // A write error ends the encoding and is returned.
 func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
-	e := streamEncoder{w: w, id: id, resp: echo(req, model, id, created), calls: map[int]*openCall{}, output: []json.RawMessage{}}
-	start := responseJSON(e.resp)
-	if err := e.event("response.created", func(b []byte) []byte { return appendRaw(b, "response", start) }); err != nil {
+	e := streamEncoder{w: w, buf: make([]byte, 0, 4<<10), id: id, resp: echo(req, model, id, created), calls: map[int]*openCall{}, output: []json.RawMessage{}}
+	start := func(b []byte) []byte { return e.resp.appendJSON(appendKey(b, "response")) }
+	if err := e.event("response.created", start); err != nil {
 		return err
 	}
-	if err := e.event("response.in_progress", func(b []byte) []byte { return appendRaw(b, "response", start) }); err != nil {
+	if err := e.event("response.in_progress", start); err != nil {
 		return err
 	}
 	var failure error
@@ -113,8 +113,7 @@ func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int6
 	case "failed":
 		typ = "response.failed"
 	}
-	end := responseJSON(r)
-	if err := e.event(typ, func(b []byte) []byte { return appendRaw(b, "response", end) }); err != nil {
+	if err := e.event(typ, func(b []byte) []byte { return r.appendJSON(appendKey(b, "response")) }); err != nil {
 		return err
 	}
 	if _, err := io.WriteString(w, "data: [DONE]\n\n"); err != nil {
@@ -201,9 +200,8 @@ func (e *streamEncoder) next() int {
 }
 
 func (e *streamEncoder) added(index int, item appender) error {
-	raw := itemJSON(item)
 	return e.event("response.output_item.added", func(b []byte) []byte {
-		return appendRaw(appendInt(b, "output_index", index), "item", raw)
+		return item.appendJSON(appendKey(appendInt(b, "output_index", index), "item"))
 	})
 }
 
@@ -317,9 +315,8 @@ func (e *streamEncoder) textDelta(s string) error {
 		if err := e.added(i, newMessage(t.id, "in_progress", "", false)); err != nil {
 			return err
 		}
-		part := itemJSON(newOutputText(""))
 		if err := e.event("response.content_part.added", func(b []byte) []byte {
-			return appendRaw(appendInt(at(b, t.id, t.index), "content_index", 0), "part", part)
+			return newOutputText("").appendJSON(appendKey(appendInt(at(b, t.id, t.index), "content_index", 0), "part"))
 		}); err != nil {
 			return err
 		}
@@ -346,9 +343,8 @@ func (e *streamEncoder) closeText() error {
 	}); err != nil {
 		return err
 	}
-	part := itemJSON(newOutputText(text))
 	if err := e.event("response.content_part.done", func(b []byte) []byte {
-		return appendRaw(appendInt(at(b, t.id, t.index), "content_index", 0), "part", part)
+		return newOutputText(text).appendJSON(appendKey(appendInt(at(b, t.id, t.index), "content_index", 0), "part"))
 	}); err != nil {
 		return err
 	}
@@ -374,9 +370,8 @@ func (e *streamEncoder) reasoningDelta(s string) error {
 	r := e.reason
 	if !r.part {
 		r.part = true
-		part := itemJSON(summaryText{Type: "summary_text"})
 		if err := e.event("response.reasoning_summary_part.added", func(b []byte) []byte {
-			return appendRaw(appendInt(at(b, r.id, r.index), "summary_index", 0), "part", part)
+			return summaryText{Type: "summary_text"}.appendJSON(appendKey(appendInt(at(b, r.id, r.index), "summary_index", 0), "part"))
 		}); err != nil {
 			return err
 		}
@@ -405,9 +400,8 @@ func (e *streamEncoder) closeReasoning(signature string) error {
 		}); err != nil {
 			return err
 		}
-		part := itemJSON(summaryText{Type: "summary_text", Text: text})
 		if err := e.event("response.reasoning_summary_part.done", func(b []byte) []byte {
-			return appendRaw(appendInt(at(b, r.id, r.index), "summary_index", 0), "part", part)
+			return summaryText{Type: "summary_text", Text: text}.appendJSON(appendKey(appendInt(at(b, r.id, r.index), "summary_index", 0), "part"))
 		}); err != nil {
 			return err
 		}
