@@ -26,7 +26,7 @@ func FuzzResponseJSON(f *testing.F) {
 			Output: []json.RawMessage{itemJSON(newMessage("msg_"+id, "completed", text, true)),
 				itemJSON(callItem{ID: "fc", Type: "function_call", Status: "completed", Arguments: text, CallID: id, Name: model})},
 			ParallelToolCalls: parallel, PreviousResponseID: user, Store: !parallel, Text: schema, ToolChoice: json.RawMessage(`"auto"`),
-			Tools: []Tool{{Type: "function", Name: model, Description: instructions, Parameters: schema, Strict: parallel}, {Type: "function", Name: id, Parameters: user}},
+			Tools:      []Tool{{Type: "function", Name: model, Description: instructions, Parameters: schema, Strict: parallel}, {Type: "function", Name: id, Parameters: user}},
 			Truncation: "disabled", User: user, Metadata: schema}
 		if maxTokens >= 0 {
 			r.Instructions, r.MaxOutputTokens, r.Temperature = &instructions, &maxTokens, &temp
