@@ -97,6 +97,10 @@ func scanEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (stri
 			return seen(&set, 1<<11) && s.str(&ev.Message, nil)
 		case "error":
 			return seen(&set, 1<<12) && s.raw((*[]byte)(&ev.Error))
+		case "sequence_number", "content_index", "logprobs", "obfuscation", "part":
+			// Not fields, nor any field's name in another case: skipped
+			// without looking further.
+			return s.skip()
 		}
 		return s.unknown(key, eventKeys)
 	}) && s.end()
@@ -212,6 +216,8 @@ func scanResponse(s *scanner, r *wireResponse, items *[]wireItem) bool {
 				*items = append(*items, wireItem{})
 				return scanItem(s, &(*items)[len(*items)-1])
 			})
+		case "id", "object", "created_at", "model", "instructions", "tools", "text", "reasoning", "metadata":
+			return s.skip()
 		}
 		if items != nil {
 			return s.unknown(key, bodyKeys)
