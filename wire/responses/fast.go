@@ -67,7 +67,7 @@ func scanEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (stri
 				return true
 			}
 			ev.Item = &wireItem{}
-			return scanItem(&s, ev.Item)
+			return scanItem(&s, ev.Item, intern)
 		case "delta":
 			return seen(&set, 1<<4) && s.str(&ev.Delta, nil)
 		case "text":
@@ -106,14 +106,15 @@ func scanEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (stri
 	}) && s.end()
 }
 
-func scanItem(s *scanner, it *wireItem) bool {
+// scanItem reads an output item; intern is as scanEvent's, for its id.
+func scanItem(s *scanner, it *wireItem, intern func([]byte) (string, bool)) bool {
 	var set uint32
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "type":
 			return seen(&set, 1<<0) && s.str(&it.Type, internType)
 		case "id":
-			return seen(&set, 1<<1) && s.str(&it.ID, nil)
+			return seen(&set, 1<<1) && s.str(&it.ID, intern)
 		case "call_id":
 			return seen(&set, 1<<2) && s.str(&it.CallID, nil)
 		case "name":
@@ -214,7 +215,7 @@ func scanResponse(s *scanner, r *wireResponse, items *[]wireItem) bool {
 			*items = []wireItem{}
 			return s.array(MaxItems, func() bool {
 				*items = append(*items, wireItem{})
-				return scanItem(s, &(*items)[len(*items)-1])
+				return scanItem(s, &(*items)[len(*items)-1], nil)
 			})
 		case "id", "object", "created_at", "model", "instructions", "tools", "text", "reasoning", "metadata":
 			return s.skip()

@@ -107,18 +107,24 @@ func (s *scanner) key() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
+	for s.i < len(s.b) && keyByte[s.b[s.i]] {
 		s.i++
-		switch {
-		case c == '"':
-			return s.b[start : s.i-1], true
-		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
-			return nil, false
-		}
+	}
+	if s.i < len(s.b) && s.b[s.i] == '"' {
+		s.i++
+		return s.b[start : s.i-1], true
 	}
 	return nil, false
 }
+
+// keyByte marks the bytes a key the scanner reads may hold: printable
+// ASCII but the quote and the backslash.
+var keyByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // array reads an array of at most max elements, each read by elem.
 func (s *scanner) array(max int, elem func() bool) bool {
