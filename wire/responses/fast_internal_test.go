@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ctxkit/ctxkit/chat"
 )
 
 // eventSeeds are events of every shape the API sends, and near misses.
@@ -138,5 +140,32 @@ func TestScanReadsTheAPIsEvents(t *testing.T) {
 	}
 	if n < 50 {
 		t.Fatalf("only %d events read", n)
+	}
+}
+
+// TestScanReadsResponseObjects: the Response objects the API answers
+// with (as EncodeResponse writes them, the API's shape) are read by the
+// scanner, not left to encoding/json.
+func TestScanReadsResponseObjects(t *testing.T) {
+	res := chat.Response{Content: []chat.Block{
+		{Type: chat.TypeThinking, Thinking: "Plan.", Signature: "gAAA"},
+		{Type: chat.TypeText, Text: "Hi \"there\"\n"},
+		{Type: chat.TypeToolUse, ID: "call_1", Name: "f", Input: json.RawMessage(`{"a": 1}`)}},
+		Stop:  chat.Stop{Reason: chat.StopToolUse},
+		Usage: chat.Usage{Input: 10, Output: 5, CacheRead: 2, Reasoning: 1}}
+	temp := 0.5
+	req := &chat.Request{Model: "m", MaxTokens: 9, Temperature: &temp, System: &chat.Content{IsString: true, Text: "Be brief."},
+		Tools: []chat.Tool{{Name: "f", InputSchema: json.RawMessage(`{"type":"object"}`)}}}
+	body, err := EncodeResponse(res, req, "m", "resp_1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r wireBody
+	s := scanner{b: body}
+	if !scanResponse(&s, &r.wireResponse, &r.Output) || !s.end() {
+		t.Fatalf("the scanner leaves %s to encoding/json", body)
+	}
+	if len(r.Output) != 3 || r.Status != "completed" || r.Usage == nil || r.Usage.InputTokens != 10 {
+		t.Fatalf("read %+v from %s", r, body)
 	}
 }
