@@ -72,6 +72,11 @@ const (
 //   - Other events (created, in_progress, content_part, the built-in
 //     tools' events, annotations) carry nothing a chunk does.
 //
+// Events are read in one pass (encoding/json only for shapes the API does
+// not send); what no chunk needs — the response objects' echo and
+// output, content parts, and the texts that done events repeat for an
+// item whose deltas came — is checked to be valid JSON but not decoded.
+//
 // A stream that ends without a terminal event ends cleanly with the calls
 // still open ended, and no stop: the consumer learns it was cut. A last
 // event cut short is dropped; other data that is not JSON ends the stream
@@ -174,15 +179,39 @@ type streamDecoder struct {
 	called  bool         // a call was made
 	// The event being read, and its output index: kept here rather than
 	// allocated for each event.
-	ev     wireEvent
-	index  int
-	intern func([]byte) (string, bool)
+	ev       wireEvent
+	index    int
+	intern   func([]byte) (string, bool)
+	streamed func(*wireEvent) bool
 }
 
 func newStreamDecoder(yield func(chat.Chunk) bool) *streamDecoder {
 	d := &streamDecoder{yield: yield, ok: true, byIndex: map[int]*itemState{}, byID: map[string]*itemState{}}
-	d.intern = d.itemID
+	d.intern, d.streamed = d.itemID, d.textStreamed
 	return d
+}
+
+// textStreamed reports whether the text ev repeats is of no use: ev ends
+// an item (a text or reasoning done event, or the item's
+// output_item.done) whose deltas came, and the decoder reads those
+// events' text only for an item that had none. The item must be named by
+// an output index already read (the API writes it before the text), so
+// that no key read later can name another.
+func (d *streamDecoder) textStreamed(ev *wireEvent) bool {
+	if ev.OutputIndex == nil {
+		return false
+	}
+	s, ok := d.byIndex[*ev.OutputIndex]
+	if !ok || !s.text {
+		return false
+	}
+	switch ev.Type {
+	case "response.output_text.done", "response.reasoning_summary_text.done", "response.reasoning_text.done":
+		return true
+	case "response.output_item.done":
+		return s.kind == "message" || s.kind == "reasoning"
+	}
+	return false
 }
 
 // itemID is the id of an item the decoder knows whose id is b: the
@@ -240,7 +269,7 @@ func (d *streamDecoder) add(ev *wireEvent) (*itemState, error) {
 
 func (d *streamDecoder) event(_ string, data []byte) error {
 	ev := &d.ev
-	if err := parseEvent(data, ev, &d.index, d.intern); err != nil {
+	if err := parseEvent(data, ev, &d.index, d.intern, d.streamed); err != nil {
 		return oaicompat.DataError(data, err)
 	}
 	switch ev.Type {

@@ -12,9 +12,15 @@ import (
 // index is kept (ev.OutputIndex points to it), and intern gives the
 // strings of the item ids the decoder holds already, so that most events
 // allocate nothing but the text they carry.
-func parseEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (string, bool)) error {
+//
+// streamed, when not nil, reports whether the text an event repeats (the
+// text of a done event, the content and summary of a done item) is known
+// to be of no use to the decoder, asked once the event's type and output
+// index are read: that text is then checked but not decoded, and left
+// empty.
+func parseEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (string, bool), streamed func(*wireEvent) bool) error {
 	*ev = wireEvent{}
-	if scanEvent(data, ev, index, intern) {
+	if scanEvent(data, ev, index, intern, streamed) {
 		return nil
 	}
 	*ev = wireEvent{}
@@ -33,8 +39,8 @@ var (
 )
 
 // scanEvent reads data into ev (zero) in one pass, or reports false,
-// leaving ev in any state.
-func scanEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (string, bool)) bool {
+// leaving ev in any state. intern and streamed are parseEvent's.
+func scanEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (string, bool), streamed func(*wireEvent) bool) bool {
 	s := scanner{b: data}
 	var set uint32
 	return s.object(func(key []byte) bool {
@@ -67,10 +73,13 @@ func scanEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (stri
 				return true
 			}
 			ev.Item = &wireItem{}
-			return scanItem(&s, ev.Item, intern)
+			return scanItem(&s, ev.Item, intern, streamed != nil && streamed(ev))
 		case "delta":
 			return seen(&set, 1<<4) && s.str(&ev.Delta, nil)
 		case "text":
+			if streamed != nil && streamed(ev) {
+				return seen(&set, 1<<5) && s.skip()
+			}
 			return seen(&set, 1<<5) && s.str(&ev.Text, nil)
 		case "refusal":
 			return seen(&set, 1<<6) && s.str(&ev.Refusal, nil)
@@ -107,7 +116,8 @@ func scanEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (stri
 }
 
 // scanItem reads an output item; intern is as scanEvent's, for its id.
-func scanItem(s *scanner, it *wireItem, intern func([]byte) (string, bool)) bool {
+// With streamed, its summary and content are checked but not read.
+func scanItem(s *scanner, it *wireItem, intern func([]byte) (string, bool), streamed bool) bool {
 	var set uint32
 	return s.object(func(key []byte) bool {
 		switch string(key) {
@@ -122,8 +132,14 @@ func scanItem(s *scanner, it *wireItem, intern func([]byte) (string, bool)) bool
 		case "arguments":
 			return seen(&set, 1<<4) && s.str(&it.Arguments, nil)
 		case "summary":
+			if streamed {
+				return seen(&set, 1<<5) && s.skip()
+			}
 			return seen(&set, 1<<5) && scanTexts(s, &it.Summary)
 		case "content":
+			if streamed {
+				return seen(&set, 1<<6) && s.skip()
+			}
 			return seen(&set, 1<<6) && scanTexts(s, &it.Content)
 		case "encrypted_content":
 			return seen(&set, 1<<7) && s.str(&it.EncryptedContent, nil)
@@ -215,7 +231,7 @@ func scanResponse(s *scanner, r *wireResponse, items *[]wireItem) bool {
 			*items = []wireItem{}
 			return s.array(MaxItems, func() bool {
 				*items = append(*items, wireItem{})
-				return scanItem(s, &(*items)[len(*items)-1], nil)
+				return scanItem(s, &(*items)[len(*items)-1], nil, false)
 			})
 		case "id", "object", "created_at", "model", "instructions", "tools", "text", "reasoning", "metadata":
 			return s.skip()

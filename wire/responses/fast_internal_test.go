@@ -3,6 +3,7 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
 // eventSeeds are events of every shape the API sends, and near misses.
@@ -77,7 +79,7 @@ func FuzzScanEvent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast, slow wireEvent
 		var index int
-		if !scanEvent(data, &fast, &index, nil) {
+		if !scanEvent(data, &fast, &index, nil, nil) {
 			return
 		}
 		if err := json.Unmarshal(data, &slow); err != nil {
@@ -132,7 +134,7 @@ func TestScanReadsTheAPIsEvents(t *testing.T) {
 			}
 			var ev wireEvent
 			var index int
-			if !scanEvent(data, &ev, &index, nil) {
+			if !scanEvent(data, &ev, &index, nil, nil) {
 				t.Errorf("%s: the scanner leaves %s to encoding/json", file, data)
 			}
 			n++
@@ -167,5 +169,94 @@ func TestScanReadsResponseObjects(t *testing.T) {
 	}
 	if len(r.Output) != 3 || r.Status != "completed" || r.Usage == nil || r.Usage.InputTokens != 10 {
 		t.Fatalf("read %+v from %s", r, body)
+	}
+}
+
+// decodeAll decodes a stream, the repeated texts skipped (as
+// DecodeStream does) or all read.
+func decodeAll(in []byte, skip bool) ([]chat.Chunk, error) {
+	var chunks []chat.Chunk
+	for c, err := range chat.Stream(bytes.NewReader(in), func(yield func(chat.Chunk) bool) error {
+		d := newStreamDecoder(yield)
+		if !skip {
+			d.streamed = nil
+		}
+		return oaicompat.ReadEvents(bytes.NewReader(in), MaxEvent, "responses stream", d.event, d.end, func() bool { return d.ok })
+	}) {
+		if err != nil {
+			return chunks, err
+		}
+		chunks = append(chunks, c)
+	}
+	return chunks, nil
+}
+
+// FuzzTextStreamed: skipping the texts that done events repeat changes
+// nothing the decoder yields.
+func FuzzTextStreamed(f *testing.F) {
+	files, _ := filepath.Glob("testdata/stream/*.sse")
+	for _, file := range files {
+		in, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(in)
+	}
+	f.Add([]byte("data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"id\":\"m\",\"type\":\"message\"}}\n\n" +
+		"data: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"delta\":\"a\"}\n\n" +
+		"data: {\"type\":\"response.output_text.done\",\"output_index\":0,\"text\":\"abc\"}\n\n" +
+		"data: {\"type\":\"response.output_text.done\",\"text\":\"x\",\"output_index\":0}\n\n" +
+		"data: {\"output_index\":0,\"text\":\"y\",\"type\":\"response.output_text.done\"}\n\n" +
+		"data: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{\"id\":\"m\",\"type\":\"message\",\"content\":[{\"type\":\"output_text\",\"text\":\"abc\"}]}}\n\n" +
+		"data: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{\"content\":[{\"text\":bad}]}}\n\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		fast, errFast := decodeAll(in, true)
+		slow, errSlow := decodeAll(in, false)
+		if fmt.Sprint(errFast) != fmt.Sprint(errSlow) || !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q:\nskipping %v %+v\nreading  %v %+v", in, errFast, fast, errSlow, slow)
+		}
+	})
+}
+
+// TestDoneTextSkipped: once an item's deltas came, the text its done
+// events repeat is checked but not decoded; without deltas it is read.
+func TestDoneTextSkipped(t *testing.T) {
+	var chunks []chat.Chunk
+	d := newStreamDecoder(func(c chat.Chunk) bool { chunks = append(chunks, c); return true })
+	for _, ev := range []string{
+		`{"type":"response.output_item.added","output_index":0,"item":{"id":"m","type":"message","content":[]}}`,
+		`{"type":"response.output_item.added","output_index":1,"item":{"id":"n","type":"message","content":[]}}`,
+		`{"type":"response.output_text.delta","output_index":0,"delta":"Hi"}`,
+	} {
+		if err := d.event("", []byte(ev)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		ev   string
+		text string
+	}{
+		{`{"type":"response.output_text.done","output_index":0,"text":"Hi"}`, ""},
+		{`{"type":"response.output_text.done","output_index":1,"text":"Yo"}`, "Yo"},
+		{`{"type":"response.output_text.done","text":"Hi","output_index":0}`, "Hi"}, // the item is not named yet
+	} {
+		if err := d.event("", []byte(c.ev)); err != nil {
+			t.Fatal(err)
+		}
+		if d.ev.Text != c.text {
+			t.Errorf("%s: text %q, want %q", c.ev, d.ev.Text, c.text)
+		}
+	}
+	if err := d.event("", []byte(`{"type":"response.output_item.done","output_index":0,"item":{"id":"m","type":"message","content":[{"type":"output_text","text":"Hi"}]}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if d.ev.Item == nil || d.ev.Item.Content != nil {
+		t.Errorf("the done item's content was read: %+v", d.ev.Item)
+	}
+	if err := d.event("", []byte(`{"type":"response.output_text.done","output_index":0,"text":"bad \x"}`)); err == nil {
+		t.Error("a skipped text that is not valid JSON passed")
+	}
+	if len(chunks) != 2 || chunks[0].Text != "Hi" || chunks[1].Text != "Yo" {
+		t.Errorf("chunks %+v", chunks)
 	}
 }
