@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/chat"
-	"github.com/ctxkit/ctxkit/internal/jsonscan"
 	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
@@ -75,6 +72,11 @@ const (
 //   - Other events (created, in_progress, content_part, the built-in
 //     tools' events, annotations) carry nothing a chunk does.
 //
+// Events are read in one pass (encoding/json only for shapes the API does
+// not send); what no chunk needs — the response objects' echo and
+// output, content parts, and the texts that done events repeat for an
+// item whose deltas came — is checked to be valid JSON but not decoded.
+//
 // A stream that ends without a terminal event ends cleanly with the calls
 // still open ended, and no stop: the consumer learns it was cut. A last
 // event cut short is dropped; other data that is not JSON ends the stream
@@ -82,7 +84,7 @@ const (
 // MaxArguments or MaxToolCallBytes the stream ends with an error.
 func DecodeStream(r io.Reader) iter.Seq2[chat.Chunk, error] {
 	return chat.Stream(r, func(yield func(chat.Chunk) bool) error {
-		d := streamDecoder{yield: yield, ok: true, byIndex: map[int]*itemState{}, byID: map[string]*itemState{}}
+		d := newStreamDecoder(yield)
 		return oaicompat.ReadEvents(r, MaxEvent, "responses stream", d.event, d.end, func() bool { return d.ok })
 	})
 }
@@ -156,6 +158,7 @@ func (u *wireUsage) chat() *chat.Usage {
 
 // itemState is what the decoder keeps of one output item.
 type itemState struct {
+	id      string // the item's id, "" when it has none
 	kind    string // message, reasoning, function_call, or another
 	text    bool   // a text or reasoning delta came
 	parts   int    // summary parts begun
@@ -174,6 +177,50 @@ type streamDecoder struct {
 	calls   []*itemState // in order of start
 	bytes   int          // the arguments, ids and names kept, all calls together
 	called  bool         // a call was made
+	// The event being read, and its output index: kept here rather than
+	// allocated for each event.
+	ev       wireEvent
+	index    int
+	intern   func([]byte) (string, bool)
+	streamed func(*wireEvent) bool
+}
+
+func newStreamDecoder(yield func(chat.Chunk) bool) *streamDecoder {
+	d := &streamDecoder{yield: yield, ok: true, byIndex: map[int]*itemState{}, byID: map[string]*itemState{}}
+	d.intern, d.streamed = d.itemID, d.textStreamed
+	return d
+}
+
+// textStreamed reports whether the text ev repeats is of no use: ev ends
+// an item (a text or reasoning done event, or the item's
+// output_item.done) whose deltas came, and the decoder reads those
+// events' text only for an item that had none. The item must be named by
+// an output index already read (the API writes it before the text), so
+// that no key read later can name another.
+func (d *streamDecoder) textStreamed(ev *wireEvent) bool {
+	if ev.OutputIndex == nil {
+		return false
+	}
+	s, ok := d.byIndex[*ev.OutputIndex]
+	if !ok || !s.text {
+		return false
+	}
+	switch ev.Type {
+	case "response.output_text.done", "response.reasoning_summary_text.done", "response.reasoning_text.done":
+		return true
+	case "response.output_item.done":
+		return s.kind == "message" || s.kind == "reasoning"
+	}
+	return false
+}
+
+// itemID is the id of an item the decoder knows whose id is b: the
+// events of an item name it again and again.
+func (d *streamDecoder) itemID(b []byte) (string, bool) {
+	if s, ok := d.byID[string(b)]; ok {
+		return s.id, true
+	}
+	return "", false
 }
 
 func (d *streamDecoder) emit(c chat.Chunk) bool {
@@ -210,7 +257,7 @@ func (d *streamDecoder) add(ev *wireEvent) (*itemState, error) {
 		return nil, fmt.Errorf("more than %d output items in one stream", MaxItems)
 	}
 	d.items++
-	s := &itemState{kind: ev.Item.Type}
+	s := &itemState{kind: ev.Item.Type, id: ev.Item.ID}
 	if ev.OutputIndex != nil {
 		d.byIndex[*ev.OutputIndex] = s
 	}
@@ -221,13 +268,13 @@ func (d *streamDecoder) add(ev *wireEvent) (*itemState, error) {
 }
 
 func (d *streamDecoder) event(_ string, data []byte) error {
-	var ev wireEvent
-	if err := parseEvent(data, &ev); err != nil {
+	ev := &d.ev
+	if err := parseEvent(data, ev, &d.index, d.intern, d.streamed); err != nil {
 		return oaicompat.DataError(data, err)
 	}
 	switch ev.Type {
 	case "response.output_text.delta", "response.refusal.delta":
-		if s := d.state(&ev); s != nil {
+		if s := d.state(ev); s != nil {
 			s.text = true
 		}
 		if ev.Delta != "" {
@@ -238,26 +285,26 @@ func (d *streamDecoder) event(_ string, data []byte) error {
 		if ev.Type == "response.refusal.done" {
 			text = ev.Refusal
 		}
-		if s := d.state(&ev); s != nil && !s.text && text != "" {
+		if s := d.state(ev); s != nil && !s.text && text != "" {
 			s.text = true
 			d.emit(chat.Chunk{Type: chat.ChunkText, Text: text})
 		}
 	case "response.reasoning_summary_part.added":
-		if s := d.state(&ev); s != nil {
+		if s := d.state(ev); s != nil {
 			if s.parts > 0 && s.text {
 				d.emit(chat.Chunk{Type: chat.ChunkReasoning, Text: "\n\n"})
 			}
 			s.parts++
 		}
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-		if s := d.state(&ev); s != nil {
+		if s := d.state(ev); s != nil {
 			s.text = true
 		}
 		if ev.Delta != "" {
 			d.emit(chat.Chunk{Type: chat.ChunkReasoning, Text: ev.Delta})
 		}
 	case "response.reasoning_summary_text.done", "response.reasoning_text.done":
-		if s := d.state(&ev); s != nil && !s.text && ev.Text != "" {
+		if s := d.state(ev); s != nil && !s.text && ev.Text != "" {
 			s.text = true
 			d.emit(chat.Chunk{Type: chat.ChunkReasoning, Text: ev.Text})
 		}
@@ -265,7 +312,7 @@ func (d *streamDecoder) event(_ string, data []byte) error {
 		if ev.Item == nil {
 			return nil
 		}
-		s, err := d.add(&ev)
+		s, err := d.add(ev)
 		if err != nil {
 			return err
 		}
@@ -273,26 +320,26 @@ func (d *streamDecoder) event(_ string, data []byte) error {
 			return d.start(s, ev.Item)
 		}
 	case "response.function_call_arguments.delta":
-		if s := d.state(&ev); s != nil && s.kind == "function_call" && !s.ended {
+		if s := d.state(ev); s != nil && s.kind == "function_call" && !s.ended {
 			return d.arguments(s, ev.Delta)
 		}
 	case "response.function_call_arguments.done":
-		if s := d.state(&ev); s != nil && s.kind == "function_call" && !s.ended && len(s.args) == 0 {
+		if s := d.state(ev); s != nil && s.kind == "function_call" && !s.ended && len(s.args) == 0 {
 			return d.arguments(s, ev.Arguments)
 		}
 	case "response.output_item.done":
 		if ev.Item == nil {
 			return nil
 		}
-		s, err := d.add(&ev)
+		s, err := d.add(ev)
 		if err != nil {
 			return err
 		}
 		return d.itemDone(s, ev.Item)
 	case "response.completed", "response.incomplete", "response.failed":
-		return d.terminal(&ev)
+		return d.terminal(ev)
 	case "error":
-		d.emit(chat.Chunk{Type: chat.ChunkError, Error: eventError(&ev)})
+		d.emit(chat.Chunk{Type: chat.ChunkError, Error: eventError(ev)})
 	}
 	return nil
 }
@@ -488,72 +535,4 @@ func eventError(ev *wireEvent) *chat.StreamError {
 		Code    json.RawMessage `json:"code,omitempty"`
 	}{ev.Message, ev.Code})
 	return oaicompat.StreamError(raw)
-}
-
-// parseEvent decodes data, an event's JSON, into ev (zeroed), as
-// json.Unmarshal would. Nearly all of a stream's events are deltas of one
-// small shape; parseFast reads those in one pass, and every other event
-// (or any doubt: another key, an escape jsonscan leaves to encoding/json,
-// invalid UTF-8 in the type) goes to encoding/json.
-func parseEvent(data []byte, ev *wireEvent) error {
-	if parseFast(data, ev) {
-		return nil
-	}
-	*ev = wireEvent{}
-	return json.Unmarshal(data, ev)
-}
-
-// parseFast reads an event made only of type, sequence_number, item_id,
-// output_index, content_index, summary_index, delta, an empty logprobs
-// and obfuscation; it reports false, leaving ev in any state, for
-// anything else.
-func parseFast(data []byte, ev *wireEvent) bool {
-	r := jsonscan.New(data)
-	return r.Object(func(key []byte) bool {
-		var ok bool
-		switch string(key) {
-		case "type":
-			var s []byte
-			if s, ok = r.RawString(); ok && utf8.Valid(s) {
-				ev.Type = eventType(s)
-			}
-			return ok && utf8.Valid(s)
-		case "sequence_number", "content_index":
-			_, ok = r.Int()
-		case "output_index", "summary_index":
-			var v int64
-			if v, ok = r.Int(); !ok || v < 0 || v >= 1e9 {
-				return false
-			}
-			if key[0] == 'o' {
-				n := int(v)
-				ev.OutputIndex = &n
-			} else {
-				ev.SummaryIndex = int(v)
-			}
-		case "item_id":
-			ev.ItemID, ok = r.String(math.MaxInt)
-		case "delta":
-			ev.Delta, ok = r.String(math.MaxInt)
-		case "obfuscation":
-			_, ok = r.RawString()
-		case "logprobs":
-			ok = r.Array(0, func() bool { return false })
-		}
-		return ok
-	}) && r.End()
-}
-
-// deltaTypes are the delta events' types, shared rather than allocated
-// for each event.
-var deltaTypes = []string{"response.output_text.delta", "response.reasoning_summary_text.delta",
-	"response.function_call_arguments.delta", "response.reasoning_text.delta", "response.refusal.delta"}
-
-func eventType(s []byte) string {
-	for _, t := range deltaTypes {
-		if string(s) == t {
-			return t
-		}
-	}
-	return string(s)
 }

@@ -651,25 +651,21 @@ func (e *encoder) params(req chat.Request, opts Options) {
 			}
 		}
 	}
-	text := map[string]json.RawMessage{}
-	if v, ok := x["text"]; ok {
-		_ = json.Unmarshal(v, &text)
-	}
-	if f := textFormat(req.Format); f != nil {
-		text["format"] = marshal(f)
-	}
-	if len(text) > 0 {
-		out.Text = marshal(text)
+	if v, ok := x["text"]; ok || req.Format != nil {
+		text := map[string]json.RawMessage{}
+		if ok {
+			_ = json.Unmarshal(v, &text)
+		}
+		if f := textFormat(req.Format); f != nil {
+			text["format"] = marshal(f)
+		}
+		if len(text) > 0 {
+			out.Text = marshal(text)
+		}
 	}
 	out.Stream = req.Stream
-	carried := map[string]*json.RawMessage{
-		"metadata": &out.Metadata, "user": &out.User, "safety_identifier": &out.SafetyIdentifier,
-		"prompt_cache_key": &out.PromptCacheKey, "prompt_cache_retention": &out.PromptCacheRetention,
-		"service_tier": &out.ServiceTier, "truncation": &out.Truncation, "max_tool_calls": &out.MaxToolCalls,
-		"prompt": &out.Prompt,
-	}
 	for _, k := range chat.SortedKeys(x) {
-		if dst, ok := carried[k]; ok {
+		if dst := out.carried(k); dst != nil {
 			*dst = chat.CloneRaw(x[k])
 			continue
 		}
@@ -684,6 +680,32 @@ func (e *encoder) params(req chat.Request, opts Options) {
 	if len(req.Metadata) > 0 {
 		e.warn("metadata", "the canonical metadata has no place in the Responses API: dropped")
 	}
+}
+
+// carried is the field of r for k, an Extra field a Responses client gave
+// that is carried as it came; nil for another.
+func (r *Request) carried(k string) *json.RawMessage {
+	switch k {
+	case "metadata":
+		return &r.Metadata
+	case "user":
+		return &r.User
+	case "safety_identifier":
+		return &r.SafetyIdentifier
+	case "prompt_cache_key":
+		return &r.PromptCacheKey
+	case "prompt_cache_retention":
+		return &r.PromptCacheRetention
+	case "service_tier":
+		return &r.ServiceTier
+	case "truncation":
+		return &r.Truncation
+	case "max_tool_calls":
+		return &r.MaxToolCalls
+	case "prompt":
+		return &r.Prompt
+	}
+	return nil
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

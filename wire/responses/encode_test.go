@@ -1,7 +1,9 @@
 package responses_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -84,4 +86,53 @@ func TestEncodeRequest(t *testing.T) {
 	}
 	out, _ := json.MarshalIndent(got, "", "  ")
 	golden(t, "testdata/encode.golden.json", append(out, '\n'))
+}
+
+// writeCounter counts the writes it takes, and fails from write fail on
+// (0: never).
+type writeCounter struct {
+	writes, fail int
+	buf          bytes.Buffer
+}
+
+var errWrite = errors.New("the client went away")
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.fail > 0 && w.writes >= w.fail {
+		return 0, errWrite
+	}
+	return w.buf.Write(p)
+}
+
+// TestEncodeStreamWritesByChunk: the events a chunk makes leave in one
+// write (the start's two, the first delta's item, part and delta, the
+// end's done events, terminal event and [DONE]), and a write error ends
+// the stream with that error.
+func TestEncodeStreamWritesByChunk(t *testing.T) {
+	chunks := []chat.Chunk{{Type: chat.ChunkText, Text: "Hi"}, {Type: chat.ChunkText, Text: " there"},
+		{Type: chat.ChunkUsage, Usage: &chat.Usage{Input: 1, Output: 2}},
+		{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopEndTurn}}}
+	var w writeCounter
+	if err := responses.EncodeStream(&w, nil, "m", "resp_w", 1, replay(chunks)); err != nil {
+		t.Fatal(err)
+	}
+	if w.writes != 4 {
+		t.Errorf("%d writes, want 4 (start, first delta, second delta, end)", w.writes)
+	}
+	if n := strings.Count(w.buf.String(), "\nevent: ") + 1; n != 10 {
+		t.Errorf("%d events, want 10:\n%s", n, w.buf.String())
+	}
+	if !strings.HasSuffix(w.buf.String(), "data: [DONE]\n\n") {
+		t.Errorf("the stream does not end with [DONE]:\n%s", w.buf.String())
+	}
+	for fail := 1; fail <= 4; fail++ {
+		w := writeCounter{fail: fail}
+		if err := responses.EncodeStream(&w, nil, "m", "resp_w", 1, replay(chunks)); !errors.Is(err, errWrite) {
+			t.Errorf("write %d fails: EncodeStream returned %v", fail, err)
+		}
+		if w.writes != fail {
+			t.Errorf("write %d fails: %d writes were tried", fail, w.writes)
+		}
+	}
 }

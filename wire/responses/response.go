@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -182,14 +183,21 @@ type reasoningEcho struct {
 	Summary *string `json:"summary"`
 }
 
+// The echo's defaults, shared: they are only read.
+var (
+	rawNull       = json.RawMessage("null")
+	rawTextFormat = json.RawMessage(`{"format":{"type":"text"}}`)
+	rawAuto       = json.RawMessage(`"auto"`)
+	rawEmpty      = json.RawMessage("{}")
+)
+
 // echo is a response object for the client's request with no output yet:
 // the request's settings as the API echoes them.
 func echo(req *chat.Request, model, id string, created int64) responseObject {
-	null := json.RawMessage("null")
 	r := responseObject{ID: id, Object: "response", CreatedAt: created, Status: "in_progress", Model: model,
-		Output: []json.RawMessage{}, ParallelToolCalls: true, PreviousResponseID: null, Store: true,
-		Text: json.RawMessage(`{"format":{"type":"text"}}`), ToolChoice: json.RawMessage(`"auto"`), Tools: []Tool{},
-		Truncation: "disabled", User: null, Metadata: json.RawMessage("{}")}
+		Output: []json.RawMessage{}, ParallelToolCalls: true, PreviousResponseID: rawNull, Store: true,
+		Text: rawTextFormat, ToolChoice: rawAuto, Tools: []Tool{}, Truncation: "disabled", User: rawNull,
+		Metadata: rawEmpty}
 	if req == nil {
 		return r
 	}
@@ -384,7 +392,7 @@ func EncodeResponse(res chat.Response, req *chat.Request, model, id string, crea
 	}
 	u := res.Usage
 	finish(&r, res.Stop, res.Error, &u)
-	return responseJSON(r), nil
+	return responseJSON(&r), nil
 }
 
 // compact is JSON text compacted ("{}" for none).
@@ -455,32 +463,178 @@ func (c callItem) appendJSON(b []byte) []byte {
 // appender is an output item or part that writes its own JSON.
 type appender interface{ appendJSON([]byte) []byte }
 
-func itemJSON(v appender) json.RawMessage { return v.appendJSON(nil) }
+// itemJSON is v's JSON. Its buffer starts large enough for most items,
+// so that writing one takes one allocation rather than a few growths.
+func itemJSON(v appender) json.RawMessage { return v.appendJSON(make([]byte, 0, 256)) }
 
-// responseJSON is r as JSON, its output spliced in: the other fields go
-// through encoding/json, the output items are JSON already.
-func responseJSON(r responseObject) []byte {
-	items := r.Output
-	r.Output = []json.RawMessage{}
-	head := marshal(r)
-	// "output":[] is the first such text: the fields before it are
-	// strings, numbers and fixed objects, in which a quote is escaped.
-	at := bytes.Index(head, []byte(`"output":[]`))
-	if at < 0 || len(items) == 0 {
-		return head
+// responseJSON is r as JSON.
+func responseJSON(r *responseObject) []byte {
+	n := 1024
+	for _, it := range r.Output {
+		n += len(it) + 1
 	}
-	at += len(`"output":[`)
-	n := len(head) + len(items)
-	for _, it := range items {
-		n += len(it)
+	return r.appendJSON(make([]byte, 0, n))
+}
+
+// appendJSON appends r as encoding/json writes it (without HTML
+// escaping), by hand: the response is written twice at the start of
+// every stream, and again at its end with the whole output. Raw JSON
+// fields are checked and compacted as encoding/json does; one that is
+// not valid JSON is a bug of the caller, as it is for encoding/json.
+func (r *responseObject) appendJSON(b []byte) []byte {
+	b = chat.AppendString(append(b, `{"id":`...), r.ID)
+	b = chat.AppendString(append(b, `,"object":`...), r.Object)
+	b = strconv.AppendInt(append(b, `,"created_at":`...), r.CreatedAt, 10)
+	b = chat.AppendString(append(b, `,"status":`...), r.Status)
+	b = append(b, `,"error":`...)
+	if e := r.Error; e != nil {
+		b = chat.AppendString(append(b, `{"code":`...), e.Code)
+		b = append(chat.AppendString(append(b, `,"message":`...), e.Message), '}')
+	} else {
+		b = append(b, "null"...)
 	}
-	out := make([]byte, 0, n)
-	out = append(out, head[:at]...)
-	for i, it := range items {
-		if i > 0 {
-			out = append(out, ',')
+	b = append(b, `,"incomplete_details":`...)
+	if d := r.IncompleteDetails; d != nil {
+		b = append(chat.AppendString(append(b, `{"reason":`...), d.Reason), '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = appendOptString(append(b, `,"instructions":`...), r.Instructions)
+	b = append(b, `,"max_output_tokens":`...)
+	if r.MaxOutputTokens != nil {
+		b = strconv.AppendInt(b, int64(*r.MaxOutputTokens), 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = chat.AppendString(append(b, `,"model":`...), r.Model)
+	b = append(b, `,"output":`...)
+	if r.Output == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, it := range r.Output {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, it...) // written by this package, compact
 		}
-		out = append(out, it...)
+		b = append(b, ']')
 	}
-	return append(out, head[at:]...)
+	b = strconv.AppendBool(append(b, `,"parallel_tool_calls":`...), r.ParallelToolCalls)
+	b = appendRawJSON(append(b, `,"previous_response_id":`...), r.PreviousResponseID, "previous_response_id")
+	b = appendOptString(append(b, `,"reasoning":{"effort":`...), r.Reasoning.Effort)
+	b = appendOptString(append(b, `,"summary":`...), r.Reasoning.Summary)
+	b = strconv.AppendBool(append(b, `},"store":`...), r.Store)
+	b = appendOptFloat(append(b, `,"temperature":`...), r.Temperature)
+	b = appendRawJSON(append(b, `,"text":`...), r.Text, "text")
+	b = appendRawJSON(append(b, `,"tool_choice":`...), r.ToolChoice, "tool_choice")
+	b = append(b, `,"tools":`...)
+	if r.Tools == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range r.Tools {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = r.Tools[i].appendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	b = appendOptFloat(append(b, `,"top_p":`...), r.TopP)
+	b = chat.AppendString(append(b, `,"truncation":`...), r.Truncation)
+	b = append(b, `,"usage":`...)
+	if u := r.Usage; u != nil {
+		b = u.appendJSON(b)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = appendRawJSON(append(b, `,"user":`...), r.User, "user")
+	b = appendRawJSON(append(b, `,"metadata":`...), r.Metadata, "metadata")
+	return append(b, '}')
+}
+
+func (t *Tool) appendJSON(b []byte) []byte {
+	b = chat.AppendString(append(b, `{"type":`...), t.Type)
+	b = chat.AppendString(append(b, `,"name":`...), t.Name)
+	if t.Description != "" {
+		b = chat.AppendString(append(b, `,"description":`...), t.Description)
+	}
+	b = appendRawJSON(append(b, `,"parameters":`...), t.Parameters, "tools.parameters")
+	b = strconv.AppendBool(append(b, `,"strict":`...), t.Strict)
+	return append(b, '}')
+}
+
+func (u *usageObject) appendJSON(b []byte) []byte {
+	b = strconv.AppendInt(append(b, `{"input_tokens":`...), u.InputTokens, 10)
+	b = strconv.AppendInt(append(b, `,"input_tokens_details":{"cached_tokens":`...), u.InputTokensDetails.CachedTokens, 10)
+	if u.InputTokensDetails.CacheWriteTokens != 0 {
+		b = strconv.AppendInt(append(b, `,"cache_write_tokens":`...), u.InputTokensDetails.CacheWriteTokens, 10)
+	}
+	b = strconv.AppendInt(append(b, `},"output_tokens":`...), u.OutputTokens, 10)
+	b = strconv.AppendInt(append(b, `,"output_tokens_details":{"reasoning_tokens":`...), u.OutputDetails.ReasoningTokens, 10)
+	b = strconv.AppendInt(append(b, `},"total_tokens":`...), u.TotalTokens, 10)
+	return append(b, '}')
+}
+
+func appendOptString(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return chat.AppendString(b, *s)
+}
+
+// appendOptFloat appends f as encoding/json writes a float64: the
+// shortest decimal that reads back the same, in exponent form below 1e-6
+// and from 1e21 on, with a one-digit negative exponent unpadded.
+func appendOptFloat(b []byte, f *float64) []byte {
+	if f == nil {
+		return append(b, "null"...)
+	}
+	v := *f
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		// Every value written here came from JSON.
+		panic(fmt.Sprintf("responses: marshal: unsupported value: %v", v))
+	}
+	format := byte('f')
+	if a := math.Abs(v); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, v, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// appendRawJSON appends raw JSON as encoding/json writes a
+// json.RawMessage: null for none, else compacted. Raw JSON that is not
+// valid is a bug of the caller (every value written here was read as
+// JSON), as it is for encoding/json.
+func appendRawJSON(b []byte, raw []byte, field string) []byte {
+	if raw == nil {
+		return append(b, "null"...)
+	}
+	s := scanner{b: raw}
+	if !s.skip() || !s.end() {
+		if _, err := json.Marshal(json.RawMessage(raw)); err != nil {
+			panic(fmt.Sprintf("responses: marshal: %s: %v", field, err))
+		}
+		// Valid, but too deep for the scanner: encoding/json's to write.
+		var buf bytes.Buffer
+		_ = json.Compact(&buf, raw)
+		return append(b, buf.Bytes()...)
+	}
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			var buf bytes.Buffer
+			_ = json.Compact(&buf, raw)
+			return append(b, buf.Bytes()...)
+		}
+	}
+	return append(b, raw...)
 }

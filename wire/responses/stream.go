@@ -67,14 +67,20 @@ var ErrStreamTooLarge = errors.New("responses: the response is larger than " + s
 //
 // When chunks yields an error, EncodeStream ends with response.failed and
 // returns the error; likewise with ErrStreamTooLarge past MaxStreamOutput.
-// A write error ends the encoding and is returned.
+// The events one chunk makes are written to w together, in one Write (a
+// Write each 32 KiB for large ones), so that a writer that flushes or
+// sets a deadline on each Write does it once per chunk. A write error
+// ends the encoding and is returned.
 func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
-	e := streamEncoder{w: w, id: id, resp: echo(req, model, id, created), calls: map[int]*openCall{}, output: []json.RawMessage{}}
-	start := responseJSON(e.resp)
-	if err := e.event("response.created", func(b []byte) []byte { return appendRaw(b, "response", start) }); err != nil {
+	e := streamEncoder{w: w, buf: make([]byte, 0, 4<<10), id: id, resp: echo(req, model, id, created), calls: map[int]*openCall{}, output: []json.RawMessage{}}
+	start := func(b []byte) []byte { return e.resp.appendJSON(appendKey(b, "response")) }
+	if err := e.event("response.created", start); err != nil {
 		return err
 	}
-	if err := e.event("response.in_progress", func(b []byte) []byte { return appendRaw(b, "response", start) }); err != nil {
+	if err := e.event("response.in_progress", start); err != nil {
+		return err
+	}
+	if err := e.send(); err != nil {
 		return err
 	}
 	var failure error
@@ -87,6 +93,9 @@ func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int6
 			break
 		}
 		if err := e.chunk(&c); err != nil {
+			return err
+		}
+		if err := e.send(); err != nil {
 			return err
 		}
 		if e.size > MaxStreamOutput {
@@ -113,11 +122,11 @@ func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int6
 	case "failed":
 		typ = "response.failed"
 	}
-	end := responseJSON(r)
-	if err := e.event(typ, func(b []byte) []byte { return appendRaw(b, "response", end) }); err != nil {
+	if err := e.event(typ, func(b []byte) []byte { return r.appendJSON(appendKey(b, "response")) }); err != nil {
 		return err
 	}
-	if _, err := io.WriteString(w, "data: [DONE]\n\n"); err != nil {
+	e.buf = append(e.buf, "data: [DONE]\n\n"...)
+	if err := e.send(); err != nil {
 		return err
 	}
 	return failure
@@ -158,10 +167,10 @@ type openCall struct {
 	args             strings.Builder
 }
 
-// event writes one event: its type, sequence number and the fields
-// fields appends (each starting with a comma).
+// event adds one event to those held (see send): its type, sequence
+// number and the fields fields appends (each starting with a comma).
 func (e *streamEncoder) event(typ string, fields func([]byte) []byte) error {
-	b := append(e.buf[:0], "event: "...)
+	b := append(e.buf, "event: "...)
 	b = append(b, typ...)
 	b = append(b, "\ndata: {\"type\":\""...)
 	b = append(b, typ...)
@@ -171,7 +180,24 @@ func (e *streamEncoder) event(typ string, fields func([]byte) []byte) error {
 	b = fields(b)
 	b = append(b, "}\n\n"...)
 	e.buf = b
-	_, err := e.w.Write(b)
+	if len(b) >= batchBytes {
+		return e.send()
+	}
+	return nil
+}
+
+// batchBytes is as much as the encoder holds before it writes: the events
+// of one chunk (the first delta's item and part, the done events of an
+// item) leave in one write, and a large one leaves at once.
+const batchBytes = 32 << 10
+
+// send writes the events held.
+func (e *streamEncoder) send() error {
+	if len(e.buf) == 0 {
+		return nil
+	}
+	_, err := e.w.Write(e.buf)
+	e.buf = e.buf[:0]
 	return err
 }
 
@@ -201,9 +227,8 @@ func (e *streamEncoder) next() int {
 }
 
 func (e *streamEncoder) added(index int, item appender) error {
-	raw := itemJSON(item)
 	return e.event("response.output_item.added", func(b []byte) []byte {
-		return appendRaw(appendInt(b, "output_index", index), "item", raw)
+		return item.appendJSON(appendKey(appendInt(b, "output_index", index), "item"))
 	})
 }
 
@@ -317,9 +342,8 @@ func (e *streamEncoder) textDelta(s string) error {
 		if err := e.added(i, newMessage(t.id, "in_progress", "", false)); err != nil {
 			return err
 		}
-		part := itemJSON(newOutputText(""))
 		if err := e.event("response.content_part.added", func(b []byte) []byte {
-			return appendRaw(appendInt(at(b, t.id, t.index), "content_index", 0), "part", part)
+			return newOutputText("").appendJSON(appendKey(appendInt(at(b, t.id, t.index), "content_index", 0), "part"))
 		}); err != nil {
 			return err
 		}
@@ -346,9 +370,8 @@ func (e *streamEncoder) closeText() error {
 	}); err != nil {
 		return err
 	}
-	part := itemJSON(newOutputText(text))
 	if err := e.event("response.content_part.done", func(b []byte) []byte {
-		return appendRaw(appendInt(at(b, t.id, t.index), "content_index", 0), "part", part)
+		return newOutputText(text).appendJSON(appendKey(appendInt(at(b, t.id, t.index), "content_index", 0), "part"))
 	}); err != nil {
 		return err
 	}
@@ -374,9 +397,8 @@ func (e *streamEncoder) reasoningDelta(s string) error {
 	r := e.reason
 	if !r.part {
 		r.part = true
-		part := itemJSON(summaryText{Type: "summary_text"})
 		if err := e.event("response.reasoning_summary_part.added", func(b []byte) []byte {
-			return appendRaw(appendInt(at(b, r.id, r.index), "summary_index", 0), "part", part)
+			return summaryText{Type: "summary_text"}.appendJSON(appendKey(appendInt(at(b, r.id, r.index), "summary_index", 0), "part"))
 		}); err != nil {
 			return err
 		}
@@ -405,9 +427,8 @@ func (e *streamEncoder) closeReasoning(signature string) error {
 		}); err != nil {
 			return err
 		}
-		part := itemJSON(summaryText{Type: "summary_text", Text: text})
 		if err := e.event("response.reasoning_summary_part.done", func(b []byte) []byte {
-			return appendRaw(appendInt(at(b, r.id, r.index), "summary_index", 0), "part", part)
+			return summaryText{Type: "summary_text", Text: text}.appendJSON(appendKey(appendInt(at(b, r.id, r.index), "summary_index", 0), "part"))
 		}); err != nil {
 			return err
 		}

@@ -15,19 +15,15 @@ import (
 // caller's to bound; its items are bounded by MaxItems, its calls as a
 // stream's.
 func DecodeResponse(body []byte) (chat.Response, error) {
-	var r struct {
-		wireResponse
-		Output []wireItem `json:"output"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
+	var r wireBody
+	if err := parseBody(body, &r); err != nil {
 		return chat.Response{}, fmt.Errorf("responses response: %w", err)
 	}
 	if len(r.Output) > MaxItems {
 		return chat.Response{}, fmt.Errorf("responses response: output: more than %d items", MaxItems)
 	}
 	var chunks []chat.Chunk
-	d := streamDecoder{yield: func(c chat.Chunk) bool { chunks = append(chunks, c); return true }, ok: true,
-		byIndex: map[int]*itemState{}, byID: map[string]*itemState{}}
+	d := newStreamDecoder(func(c chat.Chunk) bool { chunks = append(chunks, c); return true })
 	for i := range r.Output {
 		it := &r.Output[i]
 		ev := wireEvent{Type: "response.output_item.done", OutputIndex: &i, Item: it}
@@ -56,4 +52,21 @@ func DecodeResponse(body []byte) (chat.Response, error) {
 			}
 		}
 	})
+}
+
+// wireBody is a Response object, only the fields ctxkit reads.
+type wireBody struct {
+	wireResponse
+	Output []wireItem `json:"output"`
+}
+
+// parseBody decodes body into r (zero) as json.Unmarshal would: in one
+// pass when the scanner can (see scanner), else with encoding/json.
+func parseBody(body []byte, r *wireBody) error {
+	s := scanner{b: body}
+	if scanResponse(&s, &r.wireResponse, &r.Output) && s.end() {
+		return nil
+	}
+	*r = wireBody{}
+	return json.Unmarshal(body, r)
 }
