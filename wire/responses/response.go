@@ -574,6 +574,10 @@ func (u *usageObject) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(append(b, `},"output_tokens":`...), u.OutputTokens, 10)
 	b = strconv.AppendInt(append(b, `,"output_tokens_details":{"reasoning_tokens":`...), u.OutputDetails.ReasoningTokens, 10)
 	b = strconv.AppendInt(append(b, `},"total_tokens":`...), u.TotalTokens, 10)
+	if u.CostUSD != nil {
+		// In plain decimal, never an exponent, as in every dialect.
+		b = strconv.AppendFloat(append(b, `,"cost_usd":`...), *u.CostUSD, 'f', -1, 64)
+	}
 	return append(b, '}')
 }
 
