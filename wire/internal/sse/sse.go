@@ -24,10 +24,6 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10
 // Event is one event. Data joins the event's data lines with "\n".
 type Event struct {
 	Name string // the "event:" field; empty means "message"
-	// Data is lent: it holds until the loop over Read asks for the next
-	// event, and a consumer that keeps it copies it. (The decoders read it
-	// into values of their own; not copying it spares an allocation per
-	// event.)
 	Data []byte
 	ID   string
 }
@@ -36,8 +32,23 @@ type Event struct {
 // (0: DefaultMaxEvent); a longer one ends the stream with an error. A
 // stream that ends in the middle of an event yields that event if it has
 // data (a cut stream loses nothing it received whole). Each event's Data
-// is valid only until the next one is asked for (see Event).
+// is its own.
 func Read(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		for ev, err := range ReadLent(r, maxEvent) {
+			ev.Data = bytes.Clone(ev.Data)
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// ReadLent is Read with each event's Data lent: it holds until the loop
+// asks for the next event, and a consumer that keeps it copies it. The
+// stream decoders read an event's data into values of their own, so a
+// copy of every event would be an allocation per event for nothing.
+func ReadLent(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 	if maxEvent <= 0 {
 		maxEvent = DefaultMaxEvent
 	}
