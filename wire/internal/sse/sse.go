@@ -120,7 +120,7 @@ func ReadLent(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 			switch string(field) {
 			case "event":
 				if string(value) != lastName {
-					lastName = string(value)
+					lastName = name(value)
 				}
 				ev.Name = lastName
 			case "data":
@@ -148,6 +148,30 @@ func ReadLent(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 }
 
 var errTooLong = fmt.Errorf("line too long")
+
+// name is an event name as a string: one of the names the providers
+// ctxkit reads send without an allocation, any other made.
+func name(b []byte) string {
+	switch string(b) {
+	case "message_start":
+		return "message_start"
+	case "content_block_start":
+		return "content_block_start"
+	case "content_block_delta":
+		return "content_block_delta"
+	case "content_block_stop":
+		return "content_block_stop"
+	case "message_delta":
+		return "message_delta"
+	case "message_stop":
+		return "message_stop"
+	case "ping":
+		return "ping"
+	case "error":
+		return "error"
+	}
+	return string(b)
+}
 
 // readLine reads one line without its end (LF, CRLF or CR), at most limit
 // bytes long. A line that lies whole in what the reader has buffered is
