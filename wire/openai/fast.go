@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/ctxkit/ctxkit/internal/jsonscan"
+	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
 // parseChunk decodes data, a stream event's JSON, into c (zeroed, but
@@ -32,7 +33,8 @@ const (
 
 // parseFast reads a chunk whose keys are among id, object, created,
 // model, service_tier, system_fingerprint, obfuscation, provider (skipped:
-// strings without escapes, created an integer), usage (null) and choices
+// strings without escapes, created an integer), usage (null, or once an
+// object of integer counts: see usageField) and choices
 // (once). A choice may hold index, delta, logprobs (null), finish_reason
 // and native_finish_reason; a delta role, content, refusal,
 // reasoning_content, reasoning (strings or null) and tool_calls (once per
@@ -50,8 +52,16 @@ func parseFast(data []byte, c *streamChunk) bool {
 			_, ok := r.Int()
 			return ok
 		case "usage":
-			c.Usage = nil
-			return r.Literal("null")
+			if r.Literal("null") {
+				c.Usage = nil
+				return true
+			}
+			if c.Usage != nil {
+				return false // a second usage object merges into the first: rare, left to encoding/json
+			}
+			b := &usageBlock{}
+			c.Usage = &b.u
+			return r.Object(func(key []byte) bool { return usageField(r, key, b) })
 		case "choices":
 			if choices {
 				return false // a second array replaces the first: rare, left to encoding/json
@@ -149,6 +159,114 @@ func toolCalls(r *jsonscan.Reader, dst *[]toolCallDelta) bool {
 			return false
 		})
 	})
+}
+
+// usageBlock is a usage object and the objects and counts it points to:
+// one allocation for all.
+type usageBlock struct {
+	u          oaicompat.Usage
+	prompt     oaicompat.PromptTokensDetails
+	completion oaicompat.CompletionTokensDetails
+	n          [3]int64 // cached_tokens, prompt_cache_hit_tokens, prompt_cache_miss_tokens
+}
+
+// usageField reads a key of a usage object: prompt_tokens,
+// completion_tokens, total_tokens, prompt_cache_hit_tokens and
+// prompt_cache_miss_tokens (integers or null), prompt_tokens_details
+// {cached_tokens, cache_write_tokens, audio_tokens} and
+// completion_tokens_details {reasoning_tokens, audio_tokens,
+// accepted_prediction_tokens, rejected_prediction_tokens} (null, or
+// objects of integers or null). Anything else (OpenRouter's cost, a
+// float) is left to encoding/json.
+func usageField(r *jsonscan.Reader, key []byte, b *usageBlock) bool {
+	u := &b.u
+	switch string(key) {
+	case "prompt_tokens":
+		return count(r, &u.PromptTokens)
+	case "completion_tokens":
+		return count(r, &u.CompletionTokens)
+	case "total_tokens":
+		return count(r, &u.TotalTokens)
+	case "prompt_cache_hit_tokens":
+		return countRef(r, &u.PromptCacheHitTokens, &b.n[1])
+	case "prompt_cache_miss_tokens":
+		return countRef(r, &u.PromptCacheMissTokens, &b.n[2])
+	case "prompt_tokens_details":
+		if r.Literal("null") {
+			u.PromptTokensDetails = nil
+			return true
+		}
+		if u.PromptTokensDetails == nil {
+			b.prompt = oaicompat.PromptTokensDetails{}
+			u.PromptTokensDetails = &b.prompt
+		}
+		d := u.PromptTokensDetails
+		return r.Object(func(key []byte) bool {
+			switch string(key) {
+			case "cached_tokens":
+				return countRef(r, &d.CachedTokens, &b.n[0])
+			case "cache_write_tokens":
+				return count(r, &d.CacheWriteTokens)
+			case "audio_tokens":
+				var n int64
+				return count(r, &n)
+			}
+			return false
+		})
+	case "completion_tokens_details":
+		if r.Literal("null") {
+			u.CompletionTokensDetails = nil
+			return true
+		}
+		if u.CompletionTokensDetails == nil {
+			b.completion = oaicompat.CompletionTokensDetails{}
+			u.CompletionTokensDetails = &b.completion
+		}
+		d := u.CompletionTokensDetails
+		return r.Object(func(key []byte) bool {
+			switch string(key) {
+			case "reasoning_tokens":
+				return count(r, &d.ReasoningTokens)
+			case "audio_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens":
+				var n int64
+				return count(r, &n)
+			}
+			return false
+		})
+	}
+	return false
+}
+
+// count reads an integer into dst, or null, which leaves dst as it is (as
+// encoding/json does).
+func count(r *jsonscan.Reader, dst *int64) bool {
+	if r.Literal("null") {
+		return true
+	}
+	v, ok := r.Int()
+	if ok {
+		*dst = v
+	}
+	return ok
+}
+
+// countRef reads an integer, or null, into *dst as encoding/json reads it
+// into an *int64: null makes it nil, a number is stored where it points,
+// room (when it is nil) the place.
+func countRef(r *jsonscan.Reader, dst **int64, room *int64) bool {
+	if r.Literal("null") {
+		*dst = nil
+		return true
+	}
+	v, ok := r.Int()
+	if !ok {
+		return false
+	}
+	if *dst == nil {
+		*dst = room
+	}
+	**dst = v
+	return true
 }
 
 // nullableString reads a string into dst, or null, which leaves dst as it
