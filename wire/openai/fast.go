@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 
@@ -24,6 +25,36 @@ func parseChunk(data []byte, c *streamChunk) error {
 	return json.Unmarshal(data, c)
 }
 
+// chunkParser is parseChunk for the events of one stream: it keeps the
+// prefix the last event shared with its predecessors (see parseFastFrom)
+// and skips it in an event that starts with it.
+type chunkParser struct {
+	prefix []byte // a copy: the events' data is lent
+}
+
+// maxPrefix bounds the prefix a chunkParser keeps (ids and models are
+// short; the prefix of a stream's events is about 200 bytes).
+const maxPrefix = 1 << 10
+
+func (p *chunkParser) parse(data []byte, c *streamChunk) error {
+	from := 0
+	if len(p.prefix) > 0 && bytes.HasPrefix(data, p.prefix) {
+		from = len(p.prefix)
+	}
+	if resume, ok := parseFastFrom(data, c, from); ok {
+		if resume != from {
+			p.prefix = p.prefix[:0]
+			if resume <= maxPrefix {
+				p.prefix = append(p.prefix, data[:resume]...)
+			}
+		}
+		return nil
+	}
+	p.prefix = p.prefix[:0]
+	*c = streamChunk{}
+	return json.Unmarshal(data, c)
+}
+
 // Bounds of the fast path: a chunk with more choices or tool calls than
 // these goes to encoding/json.
 const (
@@ -41,43 +72,94 @@ const (
 // choice), each call index, id, type and function {name, arguments}. It
 // reports false, leaving c in any state, for anything else.
 func parseFast(data []byte, c *streamChunk) bool {
-	r := jsonscan.New(data)
-	choices := false
-	return r.Object(func(key []byte) bool {
-		switch string(key) {
-		case "id", "object", "model", "service_tier", "system_fingerprint", "obfuscation", "provider":
-			_, ok := r.RawString()
-			return ok
-		case "created":
-			_, ok := r.Int()
-			return ok
-		case "usage":
-			if r.Literal("null") {
-				c.Usage = nil
-				return true
-			}
-			if c.Usage != nil {
-				return false // a second usage object merges into the first: rare, left to encoding/json
-			}
-			b := &usageBlock{}
-			c.Usage = &b.u
-			return r.Object(func(key []byte) bool { return usageField(r, key, b) })
-		case "choices":
-			if choices {
-				return false // a second array replaces the first: rare, left to encoding/json
-			}
-			choices = true
-			c.Choices = c.Choices[:0]
-			if c.Choices == nil {
-				c.Choices = make([]streamChoice, 0, 1)
-			}
-			return r.Array(fastChoices, func() bool {
-				c.Choices = append(c.Choices, streamChoice{})
-				return choice(r, &c.Choices[len(c.Choices)-1])
-			})
+	_, ok := parseFastFrom(data, c, 0)
+	return ok
+}
+
+// parseFastFrom is parseFast, resumed at offset from of data when from is
+// not 0: data[:from] is then the prefix an earlier call returned as
+// resume for another chunk (the caller has checked that data starts with
+// it), and is not read again. The events of a stream repeat their id,
+// object, created, model and the other keys parseFast skips, byte for
+// byte, before "choices": a prefix made only of those leaves the reader in
+// one state whatever follows, and resume (not 0 when there is such a
+// prefix) is its end, just before the "choices" key.
+func parseFastFrom(data []byte, c *streamChunk, from int) (resume int, ok bool) {
+	var r *jsonscan.Reader
+	if from > 0 {
+		r = jsonscan.NewAt(data, from)
+	} else {
+		r = jsonscan.New(data)
+		if !r.Eat('{') {
+			return 0, false
 		}
-		return false
+		if r.Eat('}') {
+			return 0, r.End()
+		}
+	}
+	choices := false
+	skipped := true // every member before this one was skipped
+	next := r.Pos() // just after the '{' or ',' before the member being read
+	ok = r.Members(func(key []byte) bool {
+		at := next
+		if !member(r, key, c, &choices) {
+			return false
+		}
+		switch string(key) {
+		case "choices":
+			if skipped {
+				resume = at
+			}
+			skipped = false
+		case "id", "object", "model", "service_tier", "system_fingerprint", "obfuscation", "provider", "created":
+		default:
+			skipped = false
+		}
+		r.Space()
+		next = r.Pos() + 1 // past the ',' that follows, if one does
+		return true
 	}) && r.End()
+	if !ok {
+		return 0, false
+	}
+	return resume, true
+}
+
+// member reads the value of a chunk's key.
+func member(r *jsonscan.Reader, key []byte, c *streamChunk, choices *bool) bool {
+	switch string(key) {
+	case "id", "object", "model", "service_tier", "system_fingerprint", "obfuscation", "provider":
+		_, ok := r.RawString()
+		return ok
+	case "created":
+		_, ok := r.Int()
+		return ok
+	case "usage":
+		if r.Literal("null") {
+			c.Usage = nil
+			return true
+		}
+		if c.Usage != nil {
+			return false // a second usage object merges into the first: rare, left to encoding/json
+		}
+		b := &usageBlock{}
+		c.Usage = &b.u
+		return r.Object(func(key []byte) bool { return usageField(r, key, b) })
+	case "choices":
+		if *choices {
+			return false // a second array replaces the first: rare, left to encoding/json
+		}
+		*choices = true
+		c.Choices = c.Choices[:0]
+		if c.Choices == nil {
+			c.Choices = make([]streamChoice, 0, 1)
+		}
+		return r.Array(fastChoices, func() bool {
+			c.Choices = append(c.Choices, streamChoice{})
+			return choice(r, &c.Choices[len(c.Choices)-1])
+		})
+	}
+	return false
 }
 
 func choice(r *jsonscan.Reader, ch *streamChoice) bool {

@@ -145,6 +145,41 @@ func FuzzParseFast(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { checkFast(t, data) })
 }
 
+// FuzzParseFastResume: an event that starts with the prefix another left
+// to skip is read, from the end of that prefix, as encoding/json reads it
+// whole, and as parseFast reads it from its start.
+func FuzzParseFastResume(f *testing.F) {
+	events := streamEvents(f)
+	for i := 1; i < len(events) && i < 40; i++ {
+		f.Add(events[i-1], events[i])
+	}
+	f.Add([]byte(`{"id":"c","created":1,"choices":[]}`), []byte(`[{"index":0,"delta":{"content":"x"}}],"usage":null}`))
+	f.Add([]byte(`{"id":"c","created":1,"choices":[]}`), []byte(`null}`))
+	f.Add([]byte(`{"id":"c","created":1,"choices":[]}`), []byte(`[],"choices":[]}`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var ca streamChunk
+		resume, ok := parseFastFrom(a, &ca, 0)
+		if !ok || resume == 0 {
+			return
+		}
+		// b, after a's prefix.
+		data := append(a[:resume:resume], b...)
+		var fast, whole, slow streamChunk
+		if _, ok := parseFastFrom(data, &fast, resume); !ok {
+			return
+		}
+		if _, ok := parseFastFrom(data, &whole, 0); !ok {
+			t.Fatalf("%q: read from %d but not from its start", data, resume)
+		}
+		if err := json.Unmarshal(data, &slow); err != nil {
+			t.Fatalf("%q: read from %d what encoding/json rejects: %v", data, resume, err)
+		}
+		if !reflect.DeepEqual(fast, slow) || !reflect.DeepEqual(fast, whole) {
+			t.Fatalf("%q from %d:\nfast  %+v\nwhole %+v\njson  %+v", data, resume, fast, whole, slow)
+		}
+	})
+}
+
 // BenchmarkParseChunk reads the events of a long text stream with
 // encoding/json (the decoder before the fast path) and with parseChunk,
 // and reports parseChunk's time as a fraction of encoding/json's
@@ -171,9 +206,10 @@ func BenchmarkParseChunk(b *testing.B) {
 			}
 		}
 		t1 := nanotime()
+		var p chunkParser
 		for _, ev := range events {
 			var c streamChunk
-			if err := parseChunk(ev, &c); err != nil {
+			if err := p.parse(ev, &c); err != nil {
 				b.Fatal(err)
 			}
 		}
