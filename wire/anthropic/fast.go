@@ -252,3 +252,68 @@ func deltaField(r *jsonscan.Reader, key []byte, d *delta) bool {
 	}
 	return ok
 }
+
+// parseMessage decodes body, a non-streamed response, into m (zeroed) as
+// json.Unmarshal would: a plain Message (see parseMessageFast) in one
+// pass, anything else (an error object, a tool_use input other than {},
+// any doubt) by encoding/json.
+func parseMessage(body []byte, m *unaryMessage) error {
+	if parseMessageFast(body, m) {
+		return nil
+	}
+	*m = unaryMessage{}
+	return json.Unmarshal(body, m)
+}
+
+// maxFastBlocks bounds the content blocks the fast path reads; a longer
+// content goes to encoding/json (and DecodeResponse's own bound).
+const maxFastBlocks = 64
+
+// parseMessageFast reads a Message whose keys are among id, role, model
+// (strings), type, content (once: blocks as content_block_start's, see
+// blockField), stop_reason (a string or null), stop_sequence (a string or
+// null) and usage (see usageValue). It reports false, leaving m in any
+// state, for anything else.
+func parseMessageFast(body []byte, m *unaryMessage) bool {
+	r := jsonscan.New(body)
+	content := false
+	return r.Object(func(key []byte) bool {
+		switch string(key) {
+		case "id", "role", "model":
+			_, ok := r.RawString()
+			return ok
+		case "type":
+			return kindField(r, &m.Type)
+		case "stop_sequence":
+			return skipNullableString(r)
+		case "stop_reason":
+			if r.Literal("null") {
+				m.StopReason = nil
+				return true
+			}
+			s, ok := r.String(math.MaxInt)
+			if ok {
+				m.StopReason = &s
+			}
+			return ok
+		case "usage":
+			return usageValue(r, &m.Usage)
+		case "content":
+			if content {
+				return false // a second content array decodes into the first's blocks: left to encoding/json
+			}
+			content = true
+			if r.Literal("null") {
+				m.Content = nil
+				return true
+			}
+			m.Content = make([]startBlock, 0, 1)
+			return r.Array(maxFastBlocks, func() bool {
+				m.Content = append(m.Content, startBlock{})
+				b := &m.Content[len(m.Content)-1]
+				return r.Object(func(key []byte) bool { return blockField(r, key, b) })
+			})
+		}
+		return false
+	}) && r.End()
+}

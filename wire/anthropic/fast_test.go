@@ -123,3 +123,63 @@ func FuzzParseFast(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkFast(t, data) })
 }
+
+// messageCases are response bodies for parseMessageFast: those it reads
+// and those it leaves to encoding/json.
+var messageCases = []struct {
+	data string
+	fast bool
+}{
+	{`{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"Hello there"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":24,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":20}}`, true},
+	{`{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"a\nb \u00e9"}],"stop_reason":"max_tokens","stop_sequence":null,"usage":{"input_tokens":472,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":2,"service_tier":"standard"}}`, true},
+	{`{"type":"message","content":[],"stop_reason":null}`, true},
+	{`{"type":"message","content":null}`, true},
+	{`{"type":"message","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]}`, true},
+	{`{"type":"message","content":[{"type":"tool_use","id":"t","name":"f","input":{"city":"Paris"}}]}`, false},
+	{`{"type":"message","content":[],"content":[]}`, false},
+	{`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, false},
+	{`{"type":"message","content":[{"type":"text","text":"x","citations":null}]}`, false},
+	{`{"type":"message","stop_reason":"\ud83d\ude00"}`, false},
+	{`{"type":"message","container":null}`, false},
+	{`{"type":"message"} x`, false},
+	{`[]`, false},
+}
+
+func TestParseMessageFast(t *testing.T) {
+	for _, c := range messageCases {
+		var m unaryMessage
+		if got := parseMessageFast([]byte(c.data), &m); got != c.fast {
+			t.Errorf("%s: fast %v, want %v", c.data, got, c.fast)
+		}
+		checkMessageFast(t, []byte(c.data))
+	}
+}
+
+// checkMessageFast: when parseMessageFast reads data, it gets what
+// encoding/json gets.
+func checkMessageFast(t *testing.T, data []byte) {
+	t.Helper()
+	var fast, slow unaryMessage
+	if !parseMessageFast(data, &fast) {
+		return
+	}
+	if err := json.Unmarshal(data, &slow); err != nil {
+		t.Fatalf("%q: parseMessageFast read what encoding/json rejects: %v", data, err)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%q:\nfast %+v\njson %+v", data, fast, slow)
+	}
+}
+
+func FuzzParseMessageFast(f *testing.F) {
+	for _, c := range messageCases {
+		f.Add([]byte(c.data))
+	}
+	files, _ := filepath.Glob("testdata/response/*.json")
+	for _, file := range files {
+		if data, err := os.ReadFile(file); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkMessageFast(t, data) })
+}
