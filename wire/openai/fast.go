@@ -363,3 +363,95 @@ func nullableString(r *jsonscan.Reader, dst *string) bool {
 	}
 	return ok
 }
+
+// parseResponse decodes body, a non-streamed response, into r (zeroed)
+// as json.Unmarshal would: a plain chat.completion (see
+// parseResponseFast) in one pass, anything else by encoding/json.
+func parseResponse(body []byte, r *unaryResponse) error {
+	if parseResponseFast(body, r) {
+		return nil
+	}
+	*r = unaryResponse{}
+	return json.Unmarshal(body, r)
+}
+
+// parseResponseFast reads a chat.completion whose keys are those of a
+// stream chunk parseFast reads (choices once, usage once), each choice's
+// message read as a delta, with annotations (only []) beside its fields.
+// It reports false, leaving r in any state, for anything else.
+func parseResponseFast(body []byte, resp *unaryResponse) bool {
+	r := jsonscan.New(body)
+	choices := false
+	return r.Object(func(key []byte) bool {
+		switch string(key) {
+		case "id", "object", "model", "service_tier", "system_fingerprint", "provider":
+			_, ok := r.RawString()
+			return ok
+		case "created":
+			_, ok := r.Int()
+			return ok
+		case "usage":
+			if r.Literal("null") {
+				resp.Usage = nil
+				return true
+			}
+			if resp.Usage != nil {
+				return false
+			}
+			b := &usageBlock{}
+			resp.Usage = &b.u
+			return r.Object(func(key []byte) bool { return usageField(r, key, b) })
+		case "choices":
+			if choices {
+				return false
+			}
+			choices = true
+			if r.Literal("null") {
+				resp.Choices = nil
+				return true
+			}
+			resp.Choices = make([]unaryChoice, 0, 1)
+			return r.Array(fastChoices, func() bool {
+				resp.Choices = append(resp.Choices, unaryChoice{})
+				return unaryChoiceFast(r, &resp.Choices[len(resp.Choices)-1])
+			})
+		}
+		return false
+	}) && r.End()
+}
+
+func unaryChoiceFast(r *jsonscan.Reader, ch *unaryChoice) bool {
+	message := false
+	return r.Object(func(key []byte) bool {
+		switch string(key) {
+		case "index":
+			v, ok := r.Int()
+			ch.Index = int(v)
+			return ok && v >= 0 && v < 1e9
+		case "message":
+			if message {
+				return false
+			}
+			message = true
+			tools := false
+			return r.Object(func(key []byte) bool {
+				switch string(key) {
+				case "tool_calls":
+					if tools {
+						return false
+					}
+					tools = true
+					return toolCalls(r, &ch.Message.ToolCalls)
+				case "annotations":
+					return r.Eat('[') && r.Eat(']')
+				}
+				return deltaField(r, key, &ch.Message)
+			})
+		case "logprobs":
+			return r.Literal("null")
+		case "finish_reason":
+			return nullableString(r, &ch.FinishReason)
+		}
+		return false
+	})
+}

@@ -226,3 +226,66 @@ func BenchmarkParseChunk(b *testing.B) {
 var epoch = time.Now()
 
 func nanotime() int64 { return int64(time.Since(epoch)) }
+
+// responseCases are bodies for parseResponseFast: those it reads and those
+// it leaves to encoding/json.
+var responseCases = []struct {
+	data string
+	fast bool
+}{
+	{`{"id":"chatcmpl-bench","object":"chat.completion","created":1754000000,"model":"gpt-bench","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":24,"completion_tokens":20,"total_tokens":44,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}},"service_tier":"default","system_fingerprint":"fp_bench"}`, true},
+	{`{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":"tool_calls"}]}`, true},
+	{`{"choices":[{"index":0,"message":{"content":"<think>x</think>y","reasoning_content":"r"}}],"usage":null}`, true},
+	{`{"choices":[]}`, true},
+	{`{"choices":null}`, true},
+	{`{"choices":[{"index":0,"message":{"content":"a"},"message":{"content":"b"}}]}`, false},
+	{`{"choices":[],"choices":[]}`, false},
+	{`{"choices":[{"index":0,"message":{"annotations":[{"type":"url_citation"}]}}]}`, false},
+	{`{"choices":[{"index":0,"message":{"reasoning_details":[]}}]}`, false},
+	{`{"error":{"message":"x","code":500}}`, false},
+	{`{"choices":[],"usage":{"prompt_tokens":1,"cost":0.5}}`, false},
+	{`{"choices":[{"index":0,"logprobs":{"content":[]}}]}`, false},
+	{`{"choices":[]} x`, false},
+}
+
+func TestParseResponseFast(t *testing.T) {
+	for _, c := range responseCases {
+		var r unaryResponse
+		if got := parseResponseFast([]byte(c.data), &r); got != c.fast {
+			t.Errorf("%s: fast %v, want %v", c.data, got, c.fast)
+		}
+		checkResponseFast(t, []byte(c.data))
+	}
+}
+
+// checkResponseFast: when parseResponseFast reads data, it gets what
+// encoding/json gets.
+func checkResponseFast(t *testing.T, data []byte) {
+	t.Helper()
+	var fast, slow unaryResponse
+	if !parseResponseFast(data, &fast) {
+		return
+	}
+	if err := json.Unmarshal(data, &slow); err != nil {
+		t.Fatalf("%q: parseResponseFast read what encoding/json rejects: %v", data, err)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%q:\nfast %+v\njson %+v", data, fast, slow)
+	}
+}
+
+func FuzzParseResponseFast(f *testing.F) {
+	for _, c := range responseCases {
+		f.Add([]byte(c.data))
+	}
+	// The responses of the stream fixtures, as EncodeResponse writes them.
+	if data, err := os.ReadFile("testdata/responses.json"); err == nil {
+		var bodies map[string]json.RawMessage
+		if json.Unmarshal(data, &bodies) == nil {
+			for _, b := range bodies {
+				f.Add([]byte(b))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkResponseFast(t, data) })
+}
