@@ -31,6 +31,14 @@ type Reader struct {
 // New is a reader at the start of b.
 func New(b []byte) *Reader { return &Reader{b: b} }
 
+// NewAt is a reader at offset i of b: a caller that knows b[:i] to be a
+// part it has read before (the same bytes at the start of an earlier
+// document) resumes there, in the state reading them left it in.
+func NewAt(b []byte, i int) *Reader { return &Reader{b: b, i: i} }
+
+// Pos is the reader's offset in its document.
+func (r *Reader) Pos() int { return r.i }
+
 // Space skips white space.
 func (r *Reader) Space() {
 	for r.i < len(r.b) {
@@ -78,6 +86,13 @@ func (r *Reader) Object(member func(key []byte) bool) bool {
 	if r.Eat('}') {
 		return true
 	}
+	return r.Members(member)
+}
+
+// Members reads the members of an object from the reader's position, just
+// after its '{' or the ',' after a member, up to its closing '}', handing
+// each key to member as Object does.
+func (r *Reader) Members(member func(key []byte) bool) bool {
 	for {
 		key, ok := r.RawString()
 		if !ok || !r.Eat(':') || !member(key) {

@@ -200,7 +200,10 @@ const (
 // newStreamWriter returns a streamWriter writing to w, calling flush (if
 // not nil) after each chunk that wrote something.
 func newStreamWriter(w io.Writer, flush func(), model, id string) *streamWriter {
-	return &streamWriter{w: sse.Writer{W: w}, flush: flush, model: model, id: id, calls: map[int]*toolCall{}}
+	// buf holds one event's JSON at a time: message_start is the
+	// largest of a text stream's.
+	return &streamWriter{w: sse.Writer{W: w}, flush: flush, model: model, id: id,
+		buf: make([]byte, 0, 512+len(model)+len(id))}
 }
 
 // Write writes the events for one chunk. It returns the first write error;
@@ -499,6 +502,9 @@ func (s *streamWriter) toolStart(c chat.Chunk) {
 	tc := &toolCall{id: c.ID, name: c.Name}
 	if !s.hold(tc, len(c.ID)+len(c.Name)) {
 		return
+	}
+	if s.calls == nil {
+		s.calls = map[int]*toolCall{} // made for the first call: most streams have none
 	}
 	s.calls[c.Index] = tc
 	if s.open == toolBlock {

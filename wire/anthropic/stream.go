@@ -309,7 +309,7 @@ type decoder struct {
 
 func (d *decoder) run(r io.Reader) error {
 	var e event
-	for ev, err := range sse.Read(r, MaxEvent) {
+	for ev, err := range sse.ReadLent(r, MaxEvent) {
 		if err != nil {
 			return fmt.Errorf("anthropic: %w", err)
 		}

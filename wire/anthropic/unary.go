@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -49,7 +48,7 @@ type unaryMessage struct {
 // MaxToolCallBytes).
 func DecodeResponse(body []byte) (chat.Response, error) {
 	var m unaryMessage
-	if err := json.Unmarshal(body, &m); err != nil {
+	if err := parseMessage(body, &m); err != nil {
 		return chat.Response{}, oaicompat.BodyError("anthropic response", err)
 	}
 	if len(m.Content) > chat.MaxCollectedBlocks {

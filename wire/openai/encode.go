@@ -68,14 +68,20 @@ func EncodeStream(w io.Writer, flush func(), model, id string, created int64, ch
 // encodeStream is EncodeStream, with the usage written only when
 // withUsage is set.
 func encodeStream(w io.Writer, flush func(), model, id string, created int64, withUsage bool, chunks iter.Seq2[chat.Chunk, error]) error {
+	// One buffer for the head and the events: a text event is the head and
+	// a few tens of bytes.
+	buf := make([]byte, 0, 1024+2*(len(id)+len(model)))
 	e := streamEncoder{w: w, flush: flush, withUsage: withUsage}
-	e.head = append(e.head, `data: {"id":`...)
+	e.head = append(buf, `data: {"id":`...)
 	e.head = chat.AppendString(e.head, id)
 	e.head = append(e.head, `,"object":"chat.completion.chunk","created":`...)
 	e.head = strconv.AppendInt(e.head, created, 10)
 	e.head = append(e.head, `,"model":`...)
 	e.head = chat.AppendString(e.head, model)
 	e.head = append(e.head, `,"choices":`...)
+	// The events are written after the head, in the rest of its buffer.
+	h := e.head
+	e.head, e.buf = h[:len(h):len(h)], h[len(h):len(h)]
 	for c, err := range chunks {
 		if err != nil {
 			_ = e.error(&chat.StreamError{Type: "server_error", Message: err.Error()})

@@ -169,6 +169,7 @@ type streamDecoder struct {
 	held  string // content held back: a possible tag (or leading whitespace)
 	calls oaicompat.ToolCallAssembler
 	buf   streamChunk // the chunk being decoded
+	parse chunkParser
 }
 
 func (d *streamDecoder) emit(c chat.Chunk) bool {
@@ -184,7 +185,7 @@ func (d *streamDecoder) event(name string, data []byte) error {
 	// chunk costs no allocation of its own.
 	c := &d.buf
 	*c = streamChunk{Choices: c.Choices[:0]}
-	if err := parseChunk(data, c); err != nil {
+	if err := d.parse.parse(data, c); err != nil {
 		return oaicompat.DataError(data, err)
 	}
 	if name == "error" && len(c.Error) == 0 {

@@ -57,7 +57,7 @@ type unaryChoice struct {
 // MaxToolCallBytes).
 func DecodeResponse(body []byte) (chat.Response, error) {
 	var r unaryResponse
-	if err := json.Unmarshal(body, &r); err != nil {
+	if err := parseResponse(body, &r); err != nil {
 		return chat.Response{}, oaicompat.BodyError("openai response", err)
 	}
 	if len(r.Choices) > MaxChoices {

@@ -388,7 +388,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	if sent.tool != "" {
 		chunks = wire.ToolAsText(chunks, sent.tool)
 	}
-	chunks = g.clean(ctx, p, upBody, untilStop(chunks, p.Name))
+	chunks = g.clean(ctx, p, upBody, chunks)
 	// Every usage gets its cost, and the last one is counted, before the
 	// answer is put together or written.
 	chunks = g.metered(r.Context(), p, sent.req.Model, chunks, nil)
@@ -504,7 +504,14 @@ func (g *Gateway) encode(w http.ResponseWriter, p *Provider, out *outbound) (url
 	if err != nil {
 		return "", nil, badRequest(err)
 	}
-	if data, err = json.Marshal(body); err != nil {
+	// The rows' request bodies write their own JSON (valid, from valid
+	// parts): json.Marshal would only check it and copy it once more.
+	if m, ok := body.(json.Marshaler); ok {
+		data, err = m.MarshalJSON()
+	} else {
+		data, err = json.Marshal(body)
+	}
+	if err != nil {
 		return "", nil, badRequest(err)
 	}
 	for _, wn := range warns {
@@ -698,26 +705,60 @@ func (g *Gateway) leave(weight int64) {
 	g.held -= weight
 }
 
-// clientWriter writes to the client with a deadline on each write and
-// flush (WriteTimeout).
+// clientWriter writes to the client with a deadline (WriteTimeout) on
+// each write and flush. One deadline serves a burst of writes and the
+// flush that ends it: setting one changes a timer of the connection, too
+// dear to do for every event. A burst's first write sets it (never the
+// flush before a wait for the upstream: the writes after the wait must
+// not inherit a deadline that has run while waiting), as does a write
+// after armBytes more of them, so that no write gets less than
+// WriteTimeout for armBytes.
 type clientWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	// armed: a deadline was set since the last flush; since: the bytes
+	// written since it was set; dirty: something (the header, at first)
+	// waits for a flush.
+	armed, dirty bool
+	since        int
 }
 
+// armBytes is how much may be written under one deadline.
+const armBytes = 64 << 10
+
 func (g *Gateway) clientWriter(w http.ResponseWriter) *clientWriter {
-	return &clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
+	return &clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout, dirty: true}
+}
+
+// arm sets the deadline unless one set in this burst still covers n more
+// bytes.
+func (c *clientWriter) arm(n int) {
+	if c.armed && c.since+n <= armBytes {
+		c.since += n
+		return
+	}
+	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout)) // not every writer supports deadlines
+	c.armed, c.since = true, n
 }
 
 func (c *clientWriter) Write(p []byte) (int, error) {
-	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout)) // not every writer supports deadlines
+	c.arm(len(p))
+	c.dirty = true
 	return c.w.Write(p)
 }
 
+// flush sends what was written, under the burst's deadline, and ends the
+// burst. With nothing written since the last flush there is nothing to
+// send, and no deadline to set: the gateway flushes before every read of
+// the upstream, written or not.
 func (c *clientWriter) flush() {
-	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout))
+	if !c.dirty {
+		return
+	}
+	c.arm(0)
 	_ = c.rc.Flush()
+	c.armed, c.dirty = false, false
 }
 
 // done clears the deadline, so that it does not outlive the request on a
@@ -731,8 +772,14 @@ var errTooLong = errors.New("the request lasted longer than the gateway allows")
 // error the upstream put in the stream, and replaces a decode error by a
 // message of the gateway's own (logged in full): an error of the
 // transport or the decoder may quote the upstream's address or output.
+// It also passes chunks on only up to the first error chunk and, when the
+// stream ends without a stop or an error chunk (a cut connection, a proxy
+// timeout), ends it with an error: a client must never take a cut
+// response for a complete one. (One loop does both: each layer of
+// iterators costs every chunk a call and the stream a closure or two.)
 func (g *Gateway) clean(ctx context.Context, p *Provider, body *upstream.Body, chunks iter.Seq2[chat.Chunk, error]) iter.Seq2[chat.Chunk, error] {
 	return func(yield func(chat.Chunk, error) bool) {
+		ended := false
 		for c, err := range chunks {
 			if err != nil {
 				var cut errCut
@@ -755,9 +802,17 @@ func (g *Gateway) clean(ctx context.Context, p *Provider, body *upstream.Body, c
 				e.Type, e.Message = p.redact(e.Type), p.redact(e.Message)
 				c.Error = &e
 			}
-			if !yield(c, nil) {
+			if c.Type == chat.ChunkStop || c.Type == chat.ChunkError {
+				ended = true
+			}
+			if !yield(c, nil) || c.Type == chat.ChunkError {
+				// An error ends the response: what an upstream sends after
+				// one (if it ever ends its stream) changes nothing.
 				return
 			}
+		}
+		if !ended {
+			yield(chat.Chunk{}, errCut{p.Name})
 		}
 	}
 }
@@ -851,33 +906,6 @@ type errCut struct{ provider string }
 
 func (e errCut) Error() string {
 	return "upstream " + e.provider + " ended its stream before the response was complete"
-}
-
-// untilStop passes chunks on up to the first error chunk and, when the
-// stream ends without a stop or an error chunk (a cut connection, a proxy
-// timeout), ends it with an error: a client must never take a cut response
-// for a complete one.
-func untilStop(chunks iter.Seq2[chat.Chunk, error], provider string) iter.Seq2[chat.Chunk, error] {
-	return func(yield func(chat.Chunk, error) bool) {
-		ended := false
-		for c, err := range chunks {
-			if err != nil {
-				yield(c, err)
-				return
-			}
-			if c.Type == chat.ChunkStop || c.Type == chat.ChunkError {
-				ended = true
-			}
-			if !yield(c, nil) || c.Type == chat.ChunkError {
-				// An error ends the response: what an upstream sends after
-				// one (if it ever ends its stream) changes nothing.
-				return
-			}
-		}
-		if !ended {
-			yield(chat.Chunk{}, errCut{provider})
-		}
-	}
 }
 
 func newID(d Dialect) string {

@@ -31,7 +31,7 @@ import (
 func ReadEvents(r io.Reader, maxEvent int, what string, event func(name string, data []byte) error, end func(), ok func() bool) error {
 	n := 0
 	var cut error // a truncated event, an error unless it was the last
-	for ev, err := range sse.Read(r, maxEvent) {
+	for ev, err := range sse.ReadLent(r, maxEvent) {
 		if cut != nil {
 			return cut
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/jsonscan"
 	"github.com/ctxkit/ctxkit/internal/strictjson"
 )
 
@@ -42,10 +43,18 @@ func IsString(v json.RawMessage) bool {
 	return len(v) > 0 && v[0] == '"'
 }
 
-// String reads a string.
+// String reads a string: in one pass (jsonscan) when it is plain, else
+// (an escaped surrogate, invalid UTF-8, a fault) by encoding/json.
 func String(v json.RawMessage, path string) (string, error) {
+	if !IsString(v) {
+		return "", Fail(path, "must be a string")
+	}
+	r := jsonscan.New(v)
+	if s, ok := r.String(math.MaxInt); ok && r.End() {
+		return s, nil
+	}
 	var s string
-	if !IsString(v) || json.Unmarshal(v, &s) != nil {
+	if json.Unmarshal(v, &s) != nil {
 		return "", Fail(path, "must be a string")
 	}
 	return s, nil

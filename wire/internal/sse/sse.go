@@ -31,8 +31,24 @@ type Event struct {
 // Read yields the events of r in order. maxEvent bounds an event's size
 // (0: DefaultMaxEvent); a longer one ends the stream with an error. A
 // stream that ends in the middle of an event yields that event if it has
-// data (a cut stream loses nothing it received whole).
+// data (a cut stream loses nothing it received whole). Each event's Data
+// is its own.
 func Read(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		for ev, err := range ReadLent(r, maxEvent) {
+			ev.Data = bytes.Clone(ev.Data)
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// ReadLent is Read with each event's Data lent: it holds until the loop
+// asks for the next event, and a consumer that keeps it copies it. The
+// stream decoders read an event's data into values of their own, so a
+// copy of every event would be an allocation per event for nothing.
+func ReadLent(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 	if maxEvent <= 0 {
 		maxEvent = DefaultMaxEvent
 	}
@@ -45,10 +61,14 @@ func Read(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 		}()
 		var (
 			ev      Event
-			data    bytes.Buffer
+			data    []byte // the event's data lines, joined; reused from event to event
 			hasData bool
 			size    int
-			buf     []byte // the line being read, reused: what is kept of a line is copied out of it
+			buf     []byte // a line that spans reads of r, reused: what is kept of a line is copied out of it
+			// The names and ids of a stream repeat from event to event
+			// (content_block_delta, ...): the last one is reused rather
+			// than made again.
+			lastName, lastID string
 		)
 		// flush dispatches the event being read, if it has data (as the
 		// SSE specification says: an event without data is not dispatched).
@@ -57,15 +77,17 @@ func Read(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 				ev, size = Event{}, 0
 				return true
 			}
-			ev.Data = bytes.Clone(data.Bytes())
+			ev.Data = data
 			out := ev
 			ev, hasData, size = Event{}, false, 0
-			data.Reset()
+			data = data[:0]
 			return yield(out, nil)
 		}
 		for {
-			line, err := readLine(br, maxEvent-size, buf[:0])
-			buf = line
+			line, spanned, err := readLine(br, maxEvent-size, buf[:0])
+			if spanned {
+				buf = line
+			}
 			if err == errTooLong {
 				yield(Event{}, fmt.Errorf("sse: event larger than %d bytes", maxEvent))
 				return
@@ -97,16 +119,22 @@ func Read(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 			}
 			switch string(field) {
 			case "event":
-				ev.Name = string(value)
+				if string(value) != lastName {
+					lastName = name(value)
+				}
+				ev.Name = lastName
 			case "data":
 				if hasData {
-					data.WriteByte('\n')
+					data = append(data, '\n')
 				}
-				data.Write(value)
+				data = append(data, value...)
 				hasData = true
 			case "id":
 				if bytes.IndexByte(value, 0) < 0 {
-					ev.ID = string(value)
+					if string(value) != lastID {
+						lastID = string(value)
+					}
+					ev.ID = lastID
 				}
 			case "retry":
 				// Reconnection delays are the client's business.
@@ -121,50 +149,110 @@ func Read(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 
 var errTooLong = fmt.Errorf("line too long")
 
+// name is an event name as a string: one of the names the providers
+// ctxkit reads send without an allocation, any other made.
+func name(b []byte) string {
+	switch string(b) {
+	case "message_start":
+		return "message_start"
+	case "content_block_start":
+		return "content_block_start"
+	case "content_block_delta":
+		return "content_block_delta"
+	case "content_block_stop":
+		return "content_block_stop"
+	case "message_delta":
+		return "message_delta"
+	case "message_stop":
+		return "message_stop"
+	case "ping":
+		return "ping"
+	case "error":
+		return "error"
+	}
+	return string(b)
+}
+
 // readLine reads one line without its end (LF, CRLF or CR), at most limit
-// bytes long, appended to line. It scans what the reader has buffered
-// rather than going byte by byte.
-func readLine(br *bufio.Reader, limit int, line []byte) ([]byte, error) {
+// bytes long. A line that lies whole in what the reader has buffered is
+// returned as a slice of that buffer (valid until br is read again, which
+// the caller does only once it is done with the line); one that spans
+// reads is appended to line, and spanned is set. It scans what the reader
+// has buffered rather than going byte by byte.
+func readLine(br *bufio.Reader, limit int, line []byte) (_ []byte, spanned bool, _ error) {
 	for {
 		if br.Buffered() == 0 {
 			if _, err := br.Peek(1); err != nil {
-				return line, err
+				return line, spanned, err
 			}
 		}
 		buf, _ := br.Peek(br.Buffered())
-		i := bytes.IndexAny(buf, "\r\n")
+		i := lineEnd(buf)
 		if i < 0 {
 			if len(line)+len(buf) > limit {
-				return nil, errTooLong
+				return nil, spanned, errTooLong
 			}
 			line = append(line, buf...)
+			spanned = true
 			br.Discard(len(buf))
 			continue
 		}
 		if len(line)+i > limit {
-			return nil, errTooLong
+			return nil, spanned, errTooLong
 		}
-		line = append(line, buf[:i]...)
 		end := buf[i]
-		br.Discard(i + 1)
-		if end == '\r' {
+		if end == '\r' && i+1 == len(buf) {
+			// A CR at the end of what is buffered: whether an LF follows
+			// is known only after the next read, which may move the
+			// buffer's contents, so the line is copied out first.
+			line = append(line, buf[:i]...)
+			spanned = true
+			br.Discard(i + 1)
 			if next, err := br.Peek(1); err == nil && next[0] == '\n' {
 				br.Discard(1)
 			}
+			return line, spanned, nil
 		}
-		return line, nil
+		n := i + 1
+		if end == '\r' && buf[i+1] == '\n' {
+			n++
+		}
+		if spanned {
+			line = append(line, buf[:i]...)
+		} else {
+			line = buf[:i:i]
+		}
+		br.Discard(n)
+		return line, spanned, nil
 	}
 }
 
-// Writer writes events.
+// lineEnd is the index of the first CR or LF in b, -1 if there is none.
+// Two byte searches (each vectorised) beat bytes.IndexAny, which builds a
+// set of the bytes sought on each call; the CR search looks only before
+// the LF, so a stream of LF-ended lines is scanned once more at most up
+// to each line's end.
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return bytes.IndexByte(b, '\r')
+	}
+	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
+		return j
+	}
+	return i
+}
+
+// Writer writes events. Each event goes to W in one Write.
 type Writer struct {
-	W io.Writer
+	W   io.Writer
+	buf []byte // the event being written, reused from event to event
 }
 
 // Event writes one event: its name (unless empty), its data (one "data:"
 // line per line of data) and the blank line that ends it.
-func (w Writer) Event(name string, data []byte) error {
-	var b []byte
+func (w *Writer) Event(name string, data []byte) error {
+	b := w.buf[:0]
 	if name != "" {
 		b = append(b, "event: "...)
 		b = append(b, name...)
@@ -183,6 +271,9 @@ func (w Writer) Event(name string, data []byte) error {
 		data = data[i+1:]
 	}
 	b = append(b, '\n')
+	if cap(b) <= 64<<10 {
+		w.buf = b // a buffer grown for a huge event is not kept
+	}
 	_, err := w.W.Write(b)
 	return err
 }

@@ -122,3 +122,131 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// reference reads in as the SSE specification's steps say, a line at a
+// time from the whole input, with Read's bound: the slow path Read's
+// buffered scanning is held to.
+func reference(in []byte, max int) ([]sse.Event, bool) {
+	if max <= 0 {
+		max = sse.DefaultMaxEvent
+	}
+	var (
+		out     []sse.Event
+		ev      sse.Event
+		data    []byte
+		hasData bool
+		size    int
+	)
+	flush := func() {
+		if hasData {
+			ev.Data = data
+			out = append(out, ev)
+		}
+		ev, data, hasData, size = sse.Event{}, nil, false, 0
+	}
+	for len(in) > 0 {
+		i := bytes.IndexAny(in, "\r\n")
+		line := in
+		rest := []byte(nil)
+		if i >= 0 {
+			line, rest = in[:i], in[i+1:]
+			if in[i] == '\r' && len(rest) > 0 && rest[0] == '\n' {
+				rest = rest[1:]
+			}
+		}
+		in = rest
+		if len(line) > max-size {
+			return out, false
+		}
+		size += len(line)
+		switch {
+		case len(line) == 0:
+			flush()
+			continue
+		case line[0] == ':':
+			continue
+		}
+		field, value := line, []byte(nil)
+		if j := bytes.IndexByte(line, ':'); j >= 0 {
+			field, value = line[:j], line[j+1:]
+			value = bytes.TrimPrefix(value, []byte(" "))
+		}
+		switch string(field) {
+		case "event":
+			ev.Name = string(value)
+		case "data":
+			if hasData {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+			hasData = true
+		case "id":
+			if bytes.IndexByte(value, 0) < 0 {
+				ev.ID = string(value)
+			}
+		}
+	}
+	flush()
+	return out, true
+}
+
+// FuzzReadAgreesWithReference holds ReadLent (lines taken as slices of its
+// buffer where they lie whole in it, copied where they span reads) to
+// reference, for the input read whole, a byte at a time and in pieces of
+// three bytes.
+func FuzzReadAgreesWithReference(f *testing.F) {
+	f.Add([]byte("event: a\ndata: b\n\n"), 64)
+	f.Add([]byte("data: x\r\ndata: y\r\r: c\n"), 8)
+	f.Add([]byte("event: e\r\nid: 1\r\ndata: {}\r\n\r\nevent: e\rdata: 2\r\r"), 0)
+	f.Add([]byte("data: cut at the end"), 0)
+	f.Add([]byte(": comment only\n\nretry: 5\n"), 3)
+	f.Fuzz(func(t *testing.T, in []byte, max int) {
+		if max < 0 || max > 1<<16 {
+			max = 1 << 16
+		}
+		want, ok := reference(in, max)
+		readers := map[string]func() io.Reader{
+			"whole":    func() io.Reader { return bytes.NewReader(in) },
+			"one byte": func() io.Reader { return iotest.OneByteReader(bytes.NewReader(in)) },
+			"threes":   func() io.Reader { return &pieces{b: in, n: 3} },
+		}
+		for name, r := range readers {
+			var got []sse.Event
+			failed := false
+			for e, err := range sse.ReadLent(r(), max) {
+				if err != nil {
+					failed = true
+					break
+				}
+				e.Data = bytes.Clone(e.Data) // lent until the next event
+				got = append(got, e)
+			}
+			if failed == ok {
+				t.Fatalf("%s: failed %v, the reference %v", name, failed, !ok)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s: %d events, the reference %d: %q vs %q", name, len(got), len(want), got, want)
+			}
+			for i := range want {
+				if got[i].Name != want[i].Name || got[i].ID != want[i].ID || !bytes.Equal(got[i].Data, want[i].Data) {
+					t.Fatalf("%s: event %d: %q, the reference %q", name, i, got[i], want[i])
+				}
+			}
+		}
+	})
+}
+
+// pieces reads b n bytes at a time.
+type pieces struct {
+	b []byte
+	n int
+}
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if len(p.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(b[:min(len(b), p.n)], p.b)
+	p.b = p.b[k:]
+	return k, nil
+}
