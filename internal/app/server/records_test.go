@@ -580,3 +580,29 @@ func FuzzGatewayUsage(f *testing.F) {
 		}
 	})
 }
+
+// TestGatewayUsageReplayedRecord: a record's context copied unchanged
+// into a new breadcrumb (seal and all), by the agent it belongs to or by
+// a curator of its owner, adds nothing to /gateway/usage: the seal holds
+// for the one record the server wrote, not for its copies.
+func TestGatewayUsageReplayedRecord(t *testing.T) {
+	e := newRecEnv(t, "")
+	bob := e.token("acme", "bob", "emitter")
+	curator := e.token("acme", "boss", "curator")
+	e.ask(bob, "openai", "gpt-x", "three", false)
+	e.drain()
+	real := e.records(bob, 1)[0]
+	full := e.do("GET", "/breadcrumbs/"+real["id"].(string)+"/full", bob, nil).json(t)
+	for _, tok := range []string{bob, bob, curator} {
+		if r := e.do("POST", "/breadcrumbs", tok, map[string]any{"title": "replayed", "context": full["context"], "schema_name": server.ExchangeSchema,
+			"tags": []string{"gateway.exchange"}, "visibility": "private"}); r.status != 201 {
+			t.Fatalf("replay: %d %s", r.status, r.body)
+		}
+	}
+	if u := e.usage(bob, ""); u.Total.Requests != 1 || u.Total.Tokens.Input != 100 {
+		t.Errorf("bob's usage with his record replayed twice: %+v", u)
+	}
+	if u := e.usage(curator, "?group_by=agent"); u.Total.Requests != 1 || len(u.Groups) != 1 || u.Groups[0].Key != "bob" {
+		t.Errorf("the owner's usage with bob's record replayed by him and by a curator: %+v", u)
+	}
+}
