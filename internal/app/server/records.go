@@ -85,9 +85,16 @@ type exchangeRecorder struct {
 	dropped *prometheus.CounterVec
 }
 
+// tokenPattern finds a JSON Web Token, such as a ctxkit token, wherever
+// it is: the relay's patterns find one only after "Bearer", and a token a
+// caller pastes into a prompt must not be kept in its traffic record.
+// Both of its first two parts are base64url JSON objects ("eyJ" is
+// `{"`).
+var tokenPattern = relay.Pattern{Kind: "token", Regex: `\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`}
+
 func newRecorder(s *Server, g *gateway.Gateway) *exchangeRecorder {
 	ttl, queue := g.RecordSettings()
-	red, err := relay.NewRedactor(relay.RedactorOptions{})
+	red, err := relay.NewRedactor(relay.RedactorOptions{Patterns: []relay.Pattern{tokenPattern}})
 	if err != nil {
 		panic(err) // the built-in patterns are part of the binary
 	}

@@ -606,3 +606,28 @@ func TestGatewayUsageReplayedRecord(t *testing.T) {
 		t.Errorf("the owner's usage with bob's record replayed by him and by a curator: %+v", u)
 	}
 }
+
+// TestRecordsRedactTokens: a ctxkit token (the caller's own, or any
+// other JWT) written into a prompt is redacted in the stored record, in
+// the bodies and the excerpts, as the relay's redactor takes out keys;
+// the Bearer pattern alone misses a token that follows no "Bearer".
+func TestRecordsRedactTokens(t *testing.T) {
+	e := newRecEnv(t, "")
+	tok := e.token("acme", "alice", "emitter")
+	other := e.token("acme", "bob", "emitter")
+	e.ask(tok, "openai", "gpt-x", "my token is "+tok+", bob's: "+other+".", false)
+	e.ask(tok, "anthropic", "gpt-x", tok, true)
+	e.drain()
+	for _, it := range e.records(tok, 2) {
+		full := e.do("GET", "/breadcrumbs/"+it["id"].(string)+"/full", tok, nil)
+		for _, secret := range []string{tok, other} {
+			sig := secret[strings.LastIndexByte(secret, '.')+1:]
+			if strings.Contains(string(full.body), sig) {
+				t.Fatalf("a token is in the record: %s", full.body)
+			}
+		}
+		if !strings.Contains(string(full.body), "[REDACTED:") {
+			t.Errorf("nothing redacted: %s", full.body)
+		}
+	}
+}
