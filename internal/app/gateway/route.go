@@ -419,7 +419,10 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 // a server error, a rate limit) before any content, after nothing but
 // usage; nil when head holds anything else, or too little to tell.
 func openingFailure(p *Provider, head []byte) *chat.StreamError {
-	if len(head) == 0 {
+	// Every provider's stream names a failure an error or an exception
+	// (Bedrock's): a stream that opens with anything else is not decoded
+	// twice.
+	if !bytes.Contains(head, []byte("rror")) && !bytes.Contains(head, []byte("xception")) {
 		return nil
 	}
 	for c, err := range p.row.Upstream.Decode(bytes.NewReader(head)) {
