@@ -299,6 +299,7 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 		deadline = time.Now().Add(rt.maxTime)
 	}
 	var last error
+	var soonest time.Time // the first a key of a skipped target is free
 	sent := 0
 	for i := range rt.targets {
 		if sent == rt.maxAttempts || ctx.Err() != nil {
@@ -313,7 +314,17 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 		k, free := p.keys.pick(now)
 		if k == nil {
 			g.tally(x, t, nil, outcomeNoKey, 0, 0)
-			last = noKey(p, free, now)
+			if !free.IsZero() && (soonest.IsZero() || free.Before(soonest)) {
+				soonest = free
+			}
+			// With no other failure, the client may come back as soon as
+			// any target has a key again.
+			e := noKey(p, soonest, now)
+			if !soonest.Equal(free) {
+				// The time is another target's.
+				e.Msg = fmt.Sprintf("route %s: no target has a key free; the first is free in %ss", rt.name, e.RetryAfter)
+			}
+			last = e
 			continue
 		}
 		treq := req

@@ -603,6 +603,31 @@ func TestKeyPoolAllResting(t *testing.T) {
 	}
 }
 
+// TestKeyPoolAllRestingSoonest: with every key of every target resting,
+// the client's Retry-After is the time until the first of them is free,
+// whichever target it belongs to, not the last target's.
+func TestKeyPoolAllRestingSoonest(t *testing.T) {
+	t.Setenv("CTXKIT_TEST_K1", "key-one-0123456789")
+	t.Setenv("CTXKIT_TEST_K2", "key-two-0123456789")
+	a, b := newFake(t, "429"), newFake(t, "429")
+	srv, _, _ := routed(t, `{"providers":[`+pooled("a", a.srv.URL, "5s")+`,`+pooled("b", b.srv.URL, "1h")+`],
+		"routes":[{"model":"smart","targets":[{"provider":"a","model":"a-1"},{"provider":"b","model":"b-1"}]}]}`)
+	cl := calls("smart")[0]
+	for range 2 { // k1, then k2 of each target get their 429
+		if resp, body := post(t, srv.URL+cl.path, cl.body); resp.StatusCode != 429 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	}
+	resp, body := post(t, srv.URL+cl.path, cl.body)
+	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if resp.StatusCode != 429 || ra < 1 || ra > 5 {
+		t.Fatalf("%d (Retry-After %d) %s, want 429 with the 5s of a's keys", resp.StatusCode, ra, body)
+	}
+	if n := len(a.requests()) + len(b.requests()); n != 4 {
+		t.Errorf("the resting targets got %d requests, want 4", n)
+	}
+}
+
 // TestKeyPoolRefusedKey: a key that got 401 is taken out (logged by id,
 // never by value) and the other serves from then on; with every key out,
 // nothing is sent and the client gets a 502. No key of the pool reaches
