@@ -355,14 +355,16 @@ func answerText(res *chat.Response) string {
 }
 
 // excerpt is the start of s that a summary shows, with room for the
-// recorder's redaction, cut at a character boundary.
+// recorder's redaction, cut at a character boundary. It is a copy: a
+// slice would keep the whole of s (a message of megabytes, uncounted by
+// the recorder's queue bound) while the record waits to be written.
 func excerpt(s string) string {
 	n := ExcerptBytes + excerptSlack
 	if len(s) <= n {
-		return s
+		return strings.Clone(s)
 	}
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n]
+	return strings.Clone(s[:n])
 }

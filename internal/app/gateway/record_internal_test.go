@@ -3,8 +3,10 @@ package gateway
 import (
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/wire"
@@ -50,5 +52,30 @@ func TestRecordStreamBounded(t *testing.T) {
 	}
 	if x := rw.x; x.Usage == nil || x.Usage.Output != events || len(x.Response) == 0 {
 		t.Errorf("the record lost the stream's end: usage %+v, response %s", x.Usage, x.Response)
+	}
+}
+
+// TestRecordExcerptsCopied: a record's message excerpts are copies, not
+// slices of the request's or the answer's text: a record waiting in the
+// recorder's queue must not hold a message of megabytes, which the
+// queue's byte bound does not count, for the sake of its first 400
+// bytes.
+func TestRecordExcerptsCopied(t *testing.T) {
+	long := strings.Repeat("a long message ", 1<<16)
+	within := func(s string) bool {
+		p, start := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(long)))
+		return p >= start && p < start+uintptr(len(long))
+	}
+	rw := &recordWriter{ResponseWriter: httptest.NewRecorder(), d: OpenAI, started: time.Now()}
+	x := &Exchange{}
+	req := chat.Request{Messages: []chat.Message{{Content: chat.Content{IsString: true, Text: long}}}}
+	recordStart(rw, &route{record: true}, x, &req, []byte(`{}`))
+	if x.FirstMessage == "" || within(x.FirstMessage) || within(x.LastMessage) {
+		t.Errorf("the request's excerpts hold the whole message (%d bytes)", len(long))
+	}
+	res := chat.Response{Content: []chat.Block{{Type: chat.TypeText, Text: long}}}
+	recorded(rw, &res)
+	if x.LastMessage == "" || within(x.LastMessage) {
+		t.Errorf("the answer's excerpt holds the whole answer (%d bytes)", len(long))
 	}
 }
