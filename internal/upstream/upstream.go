@@ -336,6 +336,11 @@ func (b *Body) peek() error {
 	return err
 }
 
+// Head is what the body has read ahead of its reader (the first bytes,
+// up to 512, that came with the first-byte check) and not yet served: a
+// look at the start of the answer that takes nothing from it.
+func (b *Body) Head() []byte { return b.head[b.headOff:b.headLen] }
+
 // Idled reports whether the idle timeout closed the body (the read that
 // failed failed for that).
 func (b *Body) Idled() bool { return b.idled.Load() }

@@ -117,6 +117,8 @@ func (p *Provider) checkMock(at string, row wire.Provider) error {
 		return fmt.Errorf("%s.api_key_env: a mock provider takes none (it needs no key)", at)
 	case len(p.Keys) > 0:
 		return fmt.Errorf("%s.keys: a mock provider takes none (it needs no key)", at)
+	case p.KeyCooldown != 0:
+		return fmt.Errorf("%s.key_cooldown: a mock provider takes none (it has no key to rest)", at)
 	case p.API != "":
 		return fmt.Errorf("%s.api: a mock provider speaks the Chat Completions API only", at)
 	}

@@ -361,6 +361,7 @@ func TestMockConfigErrors(t *testing.T) {
 		{`{"name":"m","type":"mock","base_url":"http://x","models":["a"]}`, "providers[0].base_url: a mock provider takes none"},
 		{`{"name":"m","type":"mock","api_key_env":"CTXKIT_TEST_KEY","models":["a"]}`, "providers[0].api_key_env: a mock provider takes none"},
 		{`{"name":"m","type":"mock","keys":[{"env":"CTXKIT_TEST_KEY"}],"models":["a"]}`, "providers[0].keys: a mock provider takes none"},
+		{`{"name":"m","type":"mock","key_cooldown":"5s","models":["a"]}`, "providers[0].key_cooldown: a mock provider takes none"},
 		{`{"name":"m","type":"mock","api":"responses","models":["a"]}`, "providers[0].api: a mock provider speaks the Chat Completions API only"},
 		{`{"name":"m","type":"mock","models":[]}`, "providers[0].models: at least one model"},
 		{`{"name":"m","type":"openai","base_url":"http://x","api_key_env":"CTXKIT_TEST_KEY","models":["a"],"mock":{}}`, "providers[0].mock: only a provider of type mock"},

@@ -193,6 +193,11 @@ func recorded(w http.ResponseWriter, res *chat.Response) {
 	}
 }
 
+// maxRecordedChunks bounds the events a recorded stream keeps besides
+// its usage and end: events without text (a tool call's start, an empty
+// delta) cost memory the text bound does not count.
+const maxRecordedChunks = 16 << 10
+
 // recordStream passes chunks on to a streaming client and, when the
 // exchange is recorded, keeps them (their text up to
 // RecordedBodyBytes) to record the stream as the one response of the
@@ -208,6 +213,7 @@ func recordStream(w http.ResponseWriter, out wire.Outgoing, chunks iter.Seq2[cha
 			seen    []chat.Chunk
 			size    int64 // of the chunks' text, kept or not
 			failure error
+			usageAt = -1 // where in seen the last usage is
 		)
 		defer func() { rw.collected(seen, size, failure, out) }()
 		for c, err := range chunks {
@@ -219,8 +225,17 @@ func recordStream(w http.ResponseWriter, out wire.Outgoing, chunks iter.Seq2[cha
 			n := int64(len(c.Text) + len(c.Arguments) + len(c.Signature) + len(c.Redacted))
 			size += n
 			// What ends or counts a response is always kept; text past the
-			// bound is not.
-			if size <= RecordedBodyBytes || c.Type == chat.ChunkUsage || c.Type == chat.ChunkStop || c.Type == chat.ChunkError {
+			// bound is not, nor events past maxRecordedChunks. Usage is a
+			// running total: the last one replaces the one before, so that
+			// a provider that repeats it in every event (Gemini) keeps one.
+			switch {
+			case c.Type == chat.ChunkUsage && usageAt >= 0:
+				seen[usageAt] = c
+			case c.Type == chat.ChunkUsage:
+				usageAt = len(seen)
+				seen = append(seen, c)
+			case c.Type == chat.ChunkStop || c.Type == chat.ChunkError ||
+				size <= RecordedBodyBytes && len(seen) < maxRecordedChunks:
 				seen = append(seen, c)
 			}
 			if !yield(c, nil) {
@@ -340,14 +355,16 @@ func answerText(res *chat.Response) string {
 }
 
 // excerpt is the start of s that a summary shows, with room for the
-// recorder's redaction, cut at a character boundary.
+// recorder's redaction, cut at a character boundary. It is a copy: a
+// slice would keep the whole of s (a message of megabytes, uncounted by
+// the recorder's queue bound) while the record waits to be written.
 func excerpt(s string) string {
 	n := ExcerptBytes + excerptSlack
 	if len(s) <= n {
-		return s
+		return strings.Clone(s)
 	}
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n]
+	return strings.Clone(s[:n])
 }

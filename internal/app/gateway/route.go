@@ -299,6 +299,7 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 		deadline = time.Now().Add(rt.maxTime)
 	}
 	var last error
+	var soonest time.Time // the first a key of a skipped target is free
 	sent := 0
 	for i := range rt.targets {
 		if sent == rt.maxAttempts || ctx.Err() != nil {
@@ -313,7 +314,17 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 		k, free := p.keys.pick(now)
 		if k == nil {
 			g.tally(x, t, nil, outcomeNoKey, 0, 0)
-			last = noKey(p, free, now)
+			if !free.IsZero() && (soonest.IsZero() || free.Before(soonest)) {
+				soonest = free
+			}
+			// With no other failure, the client may come back as soon as
+			// any target has a key again.
+			e := noKey(p, soonest, now)
+			if !soonest.Equal(free) {
+				// The time is another target's.
+				e.Msg = fmt.Sprintf("route %s: no target has a key free; the first is free in %ss", rt.name, e.RetryAfter)
+			}
+			last = e
 			continue
 		}
 		treq := req
@@ -356,6 +367,24 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 		resp, err := g.call(actx, p, url, out.header, data, firstByte)
 		h[UpstreamHeader] = t.upstream
 		h[AttemptsHeader] = attemptsValues[sent]
+		if err == nil && i+1 < len(rt.targets) && sent < rt.maxAttempts && (out.req.Stream || streamed(resp.Header)) {
+			// A 200 whose stream opens with an overload or a rate limit
+			// has failed as a 529 or 429 would, and the client has got
+			// nothing yet: the next target may serve.
+			if se := openingFailure(p, resp.Body.Head()); se != nil {
+				resp.Body.Close()
+				end()
+				o, code, status := outcomeServerError, CodeOverloaded, http.StatusServiceUnavailable
+				if p.row.Upstream.RateLimit(se.Type) {
+					o, code, status = outcomeRateLimited, CodeRateLimit, http.StatusTooManyRequests
+					g.restKey(p, k, http.StatusTooManyRequests, nil, now)
+				}
+				g.tally(x, t, k, o, resp.StatusCode, time.Since(now))
+				last = &Error{Code: code, Status: status, Err: se,
+					Msg: fmt.Sprintf("upstream %s: %s: %s", p.Name, p.redact(se.Type), p.redact(se.Message))}
+				continue
+			}
+		}
 		if err == nil {
 			g.tally(x, t, k, outcomeOK, resp.StatusCode, time.Since(now))
 			return served{t: t, sent: out, resp: resp, ctx: actx, end: end}, nil
@@ -394,6 +423,31 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 		return served{}, &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Msg: fmt.Sprintf("route %s: no target answered in time", rt.name)}
 	}
 	return served{}, last
+}
+
+// openingFailure is the failure a stream opens with, read from head (its
+// first bytes): an error event that is worth another target (an overload,
+// a server error, a rate limit) before any content, after nothing but
+// usage; nil when head holds anything else, or too little to tell.
+func openingFailure(p *Provider, head []byte) *chat.StreamError {
+	// Every provider's stream names a failure an error or an exception
+	// (Bedrock's): a stream that opens with anything else is not decoded
+	// twice.
+	if !bytes.Contains(head, []byte("rror")) && !bytes.Contains(head, []byte("xception")) {
+		return nil
+	}
+	for c, err := range p.row.Upstream.Decode(bytes.NewReader(head)) {
+		switch {
+		case err != nil:
+			return nil
+		case c.Type == chat.ChunkUsage:
+			continue
+		case c.Type == chat.ChunkError && c.Error != nil && (c.Error.Retryable || p.row.Upstream.RateLimit(c.Error.Type)):
+			return c.Error
+		}
+		return nil
+	}
+	return nil
 }
 
 // tooLong is the failure of an answer cut by the request's MaxDuration or

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire/providers"
 )
 
 // TestExchangeAttempts: the request's Exchange holds every attempt, in
@@ -69,5 +70,39 @@ func TestExchangeAttempts(t *testing.T) {
 	}
 	if w.Header().Get(UpstreamHeader) != "fine/f-1" || w.Header().Get(AttemptsHeader) != "2" {
 		t.Errorf("headers %v", w.Header())
+	}
+}
+
+// TestOpeningFailure: the first bytes of each provider's stream are read
+// as a failure worth another target when they open with an overload or a
+// rate limit (after nothing but usage), and as nothing otherwise: a
+// stream that opens with content, a failure of the request itself, or
+// too few bytes to tell.
+func TestOpeningFailure(t *testing.T) {
+	for _, c := range []struct {
+		typ, head string
+		want      string // the failure's type; "": none
+	}{
+		{"anthropic", "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", "overloaded_error"},
+		{"anthropic", "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"c\",\"content\":[],\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", "overloaded_error"},
+		{"anthropic", "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"slow down\"}}\n\n", "rate_limit_error"},
+		{"anthropic", "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"bad\"}}\n\n", ""},
+		{"anthropic", "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"an error\"}}\n\n", ""},
+		{"anthropic", "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overl", ""},
+		{"openai", "data: {\"error\":{\"message\":\"busy\",\"type\":\"server_error\"}}\n\n", "server_error"},
+		{"openai", "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"error\"}}]}\n\n", ""},
+	} {
+		row, ok := providers.Lookup(c.typ)
+		if !ok {
+			t.Fatalf("no provider type %s", c.typ)
+		}
+		p := &Provider{Name: c.typ, row: row}
+		got := ""
+		if se := openingFailure(p, []byte(c.head)); se != nil {
+			got = se.Type
+		}
+		if got != c.want {
+			t.Errorf("%s %q: %q, want %q", c.typ, c.head, got, c.want)
+		}
 	}
 }

@@ -89,6 +89,15 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, openAIStream[:strings.Index(openAIStream, "\n\n")+2])
+	case "overloaded", "limited":
+		// 200, and a stream whose first event is the failure: what an
+		// upstream sends when it fails after its headers went out.
+		typ := "overloaded_error"
+		if word == "limited" {
+			typ = "rate_limit_exceeded"
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"error\":{\"message\":\"busy\",\"type\":%q}}\n\n", typ)
 	case "noheaders", "nobyte":
 		if word == "nobyte" {
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -271,6 +280,51 @@ func TestRouteFallsBackInOrder(t *testing.T) {
 			if n := attempts(t, reg, want.provider, want.model, want.outcome, "key1"); n != 4 {
 				t.Errorf("%s: attempts{%s/%s %s} = %v, want 4", status, want.provider, want.model, want.outcome, n)
 			}
+		}
+	}
+}
+
+// TestRouteFallsBackOnStreamThatOpensWithFailure: an upstream that
+// answers 200 and then fails in its stream's first event (overloaded, or
+// rate limited) has sent the client nothing yet: the next target is
+// tried, in both dialects, streamed and not. A route's last target that
+// does so still gets its stream to the client as it was.
+func TestRouteFallsBackOnStreamThatOpensWithFailure(t *testing.T) {
+	t.Setenv("CTXKIT_TEST_RK", "rk-0123456789")
+	for _, step := range []string{"overloaded", "limited"} {
+		a, b := newFake(t, step), newFake(t, "ok")
+		srv, reg, _ := routed(t, `{"providers":[`+provider("a", a.srv.URL, "CTXKIT_TEST_RK")+`,`+provider("b", b.srv.URL, "CTXKIT_TEST_RK")+`],
+			"routes":[{"model":"smart","targets":[{"provider":"a","model":"a-1"},{"provider":"b","model":"b-1"}]},
+				{"model":"alone","targets":[{"provider":"a","model":"a-1"}]}]}`)
+		for _, cl := range calls("smart") {
+			t.Run(step+"/"+cl.name, func(t *testing.T) {
+				resp, body := post(t, srv.URL+cl.path, cl.body)
+				got, failed := text(cl, body)
+				if resp.StatusCode != 200 || got != "Hello, world" || failed {
+					t.Fatalf("%d %q %s", resp.StatusCode, got, body)
+				}
+				if u, n := resp.Header.Get("X-Ctxkit-Upstream"), resp.Header.Get("X-Ctxkit-Attempts"); u != "b/b-1" || n != "2" {
+					t.Errorf("served by %q after %q attempts, want b/b-1 after 2", u, n)
+				}
+			})
+		}
+		outcome := "server_error"
+		if step == "limited" {
+			outcome = "rate_limited"
+		}
+		if n := attempts(t, reg, "a", "a-1", outcome, "key1"); n != 4 {
+			t.Errorf("%s: attempts{a/a-1 %s} = %v, want 4", step, outcome, n)
+		}
+		for _, cl := range calls("alone") {
+			if !cl.stream {
+				continue
+			}
+			t.Run(step+"/last/"+cl.name, func(t *testing.T) {
+				resp, body := post(t, srv.URL+cl.path, cl.body)
+				if _, failed := text(cl, body); resp.StatusCode != 200 || !failed {
+					t.Fatalf("%d %s, want the upstream's failure in the stream", resp.StatusCode, body)
+				}
+			})
 		}
 	}
 }
@@ -546,6 +600,31 @@ func TestKeyPoolAllResting(t *testing.T) {
 	}
 	if resp.Header.Get("X-Ctxkit-Attempts") != "" {
 		t.Errorf("nothing was sent, yet X-Ctxkit-Attempts is %q", resp.Header.Get("X-Ctxkit-Attempts"))
+	}
+}
+
+// TestKeyPoolAllRestingSoonest: with every key of every target resting,
+// the client's Retry-After is the time until the first of them is free,
+// whichever target it belongs to, not the last target's.
+func TestKeyPoolAllRestingSoonest(t *testing.T) {
+	t.Setenv("CTXKIT_TEST_K1", "key-one-0123456789")
+	t.Setenv("CTXKIT_TEST_K2", "key-two-0123456789")
+	a, b := newFake(t, "429"), newFake(t, "429")
+	srv, _, _ := routed(t, `{"providers":[`+pooled("a", a.srv.URL, "5s")+`,`+pooled("b", b.srv.URL, "1h")+`],
+		"routes":[{"model":"smart","targets":[{"provider":"a","model":"a-1"},{"provider":"b","model":"b-1"}]}]}`)
+	cl := calls("smart")[0]
+	for range 2 { // k1, then k2 of each target get their 429
+		if resp, body := post(t, srv.URL+cl.path, cl.body); resp.StatusCode != 429 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	}
+	resp, body := post(t, srv.URL+cl.path, cl.body)
+	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if resp.StatusCode != 429 || ra < 1 || ra > 5 {
+		t.Fatalf("%d (Retry-After %d) %s, want 429 with the 5s of a's keys", resp.StatusCode, ra, body)
+	}
+	if n := len(a.requests()) + len(b.requests()); n != 4 {
+		t.Errorf("the resting targets got %d requests, want 4", n)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -84,9 +85,16 @@ type exchangeRecorder struct {
 	dropped *prometheus.CounterVec
 }
 
+// tokenPattern finds a JSON Web Token, such as a ctxkit token, wherever
+// it is: the relay's patterns find one only after "Bearer", and a token a
+// caller pastes into a prompt must not be kept in its traffic record.
+// Both of its first two parts are base64url JSON objects ("eyJ" is
+// `{"`).
+var tokenPattern = relay.Pattern{Kind: "token", Regex: `\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`}
+
 func newRecorder(s *Server, g *gateway.Gateway) *exchangeRecorder {
 	ttl, queue := g.RecordSettings()
-	red, err := relay.NewRedactor(relay.RedactorOptions{})
+	red, err := relay.NewRedactor(relay.RedactorOptions{Patterns: []relay.Pattern{tokenPattern}})
 	if err != nil {
 		panic(err) // the built-in patterns are part of the binary
 	}
@@ -293,7 +301,7 @@ func (rc *exchangeRecorder) breadcrumb(x *gateway.Exchange) (store.Breadcrumb, e
 		rec.Request, rec.RequestTruncated = rc.body(x.Request, x.RequestSize, limit)
 		rec.Response, rec.ResponseTruncated = rc.body(x.Response, x.ResponseSize, limit)
 		var err error
-		if ctx, err = rc.seal(&rec); err != nil {
+		if ctx, err = rc.seal(x.Caller, &rec); err != nil {
 			return store.Breadcrumb{}, err
 		}
 		if len(ctx) <= recordContextBytes {
@@ -414,10 +422,13 @@ func cut(s string, n int) string {
 }
 
 // seal is rec's context in the store's canonical form with a seal: an
-// HMAC of the rest, which only the server can make. GET /gateway/usage
-// counts sealed records only, so an agent cannot add to its owner's
-// usage by writing look-alike breadcrumbs, nor change a record's figures.
-func (rc *exchangeRecorder) seal(rec *exchangeRecord) ([]byte, error) {
+// HMAC of the rest and of the owner and agent the record is written for,
+// which only the server can make. GET /gateway/usage counts sealed
+// records only, each seal once, so an agent cannot add to its owner's
+// usage by writing look-alike breadcrumbs or copies of real ones (its
+// own, or, for a curator, another agent's), nor change a record's
+// figures.
+func (rc *exchangeRecorder) seal(c gateway.Caller, rec *exchangeRecord) ([]byte, error) {
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
@@ -433,34 +444,42 @@ func (rc *exchangeRecorder) seal(rec *exchangeRecord) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m["seal"] = rc.sealOf(canon)
+	m["seal"] = rc.sealOf(c.Owner, c.Agent, canon)
 	return canonjson.Marshal(m)
 }
 
-func (rc *exchangeRecorder) sealOf(canon []byte) string {
+// sealOf is the seal of canon, a record written for owner's agent.
+func (rc *exchangeRecorder) sealOf(owner, agent string, canon []byte) string {
 	mac := hmac.New(sha256.New, rc.sealKey)
+	// Each name with its length: no two pairs of names write the same
+	// bytes.
+	for _, name := range []string{owner, agent} {
+		mac.Write(binary.BigEndian.AppendUint32(nil, uint32(len(name))))
+		mac.Write([]byte(name))
+	}
 	mac.Write(canon)
 	return hex.EncodeToString(mac.Sum(nil))
 }
 
-// open reads a stored record's context, and whether its seal holds.
-func (rc *exchangeRecorder) open(ctx json.RawMessage) (exchangeRecord, bool) {
-	var rec exchangeRecord
+// open reads the context of b, a stored record, and whether its seal
+// holds for b's owner and the agent that wrote it; seal is the seal.
+func (rc *exchangeRecorder) open(b *store.Breadcrumb) (rec exchangeRecord, seal string, ok bool) {
+	ctx := b.Context
 	doc, err := view.DecodeJSON(ctx)
 	if err != nil {
-		return rec, false
+		return rec, "", false
 	}
-	m, ok := doc.(map[string]any)
-	if !ok {
-		return rec, false
+	m, isMap := doc.(map[string]any)
+	if !isMap {
+		return rec, "", false
 	}
-	seal, _ := m["seal"].(string)
+	seal, _ = m["seal"].(string)
 	delete(m, "seal")
 	canon, err := canonjson.Marshal(m)
-	if err != nil || !hmac.Equal([]byte(seal), []byte(rc.sealOf(canon))) {
-		return rec, false
+	if err != nil || !hmac.Equal([]byte(seal), []byte(rc.sealOf(b.OwnerID, b.CreatedBy, canon))) {
+		return rec, "", false
 	}
-	return rec, json.Unmarshal(canon, &rec) == nil
+	return rec, seal, json.Unmarshal(canon, &rec) == nil
 }
 
 // Bounds of GET /gateway/usage: the range it sums, and the records one
@@ -578,6 +597,7 @@ func (s *Server) gatewayUsage(w http.ResponseWriter, r *http.Request, p Principa
 		return nil
 	}
 	groups := map[string]*usageTotals{}
+	counted := map[string]bool{} // the seals of the records summed (at most maxUsageScan)
 	a := actor(p)
 	query := store.Query{SchemaName: ExchangeSchema, Tags: []string{exchangeTag}, Limit: usagePageSize}
 scan:
@@ -599,10 +619,13 @@ scan:
 			if b.Visibility != store.Private {
 				continue
 			}
-			rec, ok := rc.open(b.Context)
-			if !ok || rec.Started.Before(from) || !rec.Started.Before(to) {
+			rec, seal, ok := rc.open(&b)
+			if !ok || rec.Started.Before(from) || !rec.Started.Before(to) || counted[seal] {
 				continue
 			}
+			// A copy of a record holds its seal: one exchange counts
+			// once, whichever breadcrumb holds it.
+			counted[seal] = true
 			key := rec.Summary.Model
 			switch by {
 			case "agent":

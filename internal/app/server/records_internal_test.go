@@ -50,7 +50,8 @@ func FuzzExchangeRecord(f *testing.F) {
 		if strings.Contains(string(b.Context), secret) {
 			t.Fatalf("the secret is in the record")
 		}
-		rec, ok := rc.open(b.Context)
+		b.OwnerID, b.CreatedBy = x.Caller.Owner, x.Caller.Agent
+		rec, _, ok := rc.open(&b)
 		if !ok || rec.Usage == nil || rec.Usage.Output != 2 || rec.CostUSD == nil || *rec.CostUSD != 0.5 {
 			t.Fatalf("the record does not open: %s", ctx)
 		}
@@ -78,7 +79,8 @@ func TestExchangeRecordLarge(t *testing.T) {
 	if err := store.Prepare(&b); err != nil {
 		t.Fatal(err)
 	}
-	rec, ok := rc.open(b.Context)
+	b.OwnerID, b.CreatedBy = x.Caller.Owner, x.Caller.Agent
+	rec, _, ok := rc.open(&b)
 	if !ok || !rec.RequestTruncated || !rec.ResponseTruncated || len(b.Context) > store.MaxContextBytes {
 		t.Fatalf("%d bytes, truncated %v %v", len(b.Context), rec.RequestTruncated, rec.ResponseTruncated)
 	}

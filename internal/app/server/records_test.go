@@ -580,3 +580,54 @@ func FuzzGatewayUsage(f *testing.F) {
 		}
 	})
 }
+
+// TestGatewayUsageReplayedRecord: a record's context copied unchanged
+// into a new breadcrumb (seal and all), by the agent it belongs to or by
+// a curator of its owner, adds nothing to /gateway/usage: the seal holds
+// for the one record the server wrote, not for its copies.
+func TestGatewayUsageReplayedRecord(t *testing.T) {
+	e := newRecEnv(t, "")
+	bob := e.token("acme", "bob", "emitter")
+	curator := e.token("acme", "boss", "curator")
+	e.ask(bob, "openai", "gpt-x", "three", false)
+	e.drain()
+	real := e.records(bob, 1)[0]
+	full := e.do("GET", "/breadcrumbs/"+real["id"].(string)+"/full", bob, nil).json(t)
+	for _, tok := range []string{bob, bob, curator} {
+		if r := e.do("POST", "/breadcrumbs", tok, map[string]any{"title": "replayed", "context": full["context"], "schema_name": server.ExchangeSchema,
+			"tags": []string{"gateway.exchange"}, "visibility": "private"}); r.status != 201 {
+			t.Fatalf("replay: %d %s", r.status, r.body)
+		}
+	}
+	if u := e.usage(bob, ""); u.Total.Requests != 1 || u.Total.Tokens.Input != 100 {
+		t.Errorf("bob's usage with his record replayed twice: %+v", u)
+	}
+	if u := e.usage(curator, "?group_by=agent"); u.Total.Requests != 1 || len(u.Groups) != 1 || u.Groups[0].Key != "bob" {
+		t.Errorf("the owner's usage with bob's record replayed by him and by a curator: %+v", u)
+	}
+}
+
+// TestRecordsRedactTokens: a ctxkit token (the caller's own, or any
+// other JWT) written into a prompt is redacted in the stored record, in
+// the bodies and the excerpts, as the relay's redactor takes out keys;
+// the Bearer pattern alone misses a token that follows no "Bearer".
+func TestRecordsRedactTokens(t *testing.T) {
+	e := newRecEnv(t, "")
+	tok := e.token("acme", "alice", "emitter")
+	other := e.token("acme", "bob", "emitter")
+	e.ask(tok, "openai", "gpt-x", "my token is "+tok+", bob's: "+other+".", false)
+	e.ask(tok, "anthropic", "gpt-x", tok, true)
+	e.drain()
+	for _, it := range e.records(tok, 2) {
+		full := e.do("GET", "/breadcrumbs/"+it["id"].(string)+"/full", tok, nil)
+		for _, secret := range []string{tok, other} {
+			sig := secret[strings.LastIndexByte(secret, '.')+1:]
+			if strings.Contains(string(full.body), sig) {
+				t.Fatalf("a token is in the record: %s", full.body)
+			}
+		}
+		if !strings.Contains(string(full.body), "[REDACTED:") {
+			t.Errorf("nothing redacted: %s", full.body)
+		}
+	}
+}
