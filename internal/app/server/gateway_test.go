@@ -252,3 +252,33 @@ func BenchmarkGatewaySequential(b *testing.B) {
 	b.ReportMetric(float64(via.Microseconds())/float64(b.N), "gateway-µs")
 	b.ReportMetric(float64((via-direct).Microseconds())/float64(b.N), "overhead-µs")
 }
+
+// TestMetricsOwnerSeries: /metrics shows a curator the gateway's token and
+// cost series of its own owner only — another owner's would tell who uses
+// the server and how much — and every series without an owner.
+func TestMetricsOwnerSeries(t *testing.T) {
+	e, _, _ := gatewayEnv(t)
+	ask := `{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}`
+	for _, owner := range []string{"acme", "globex"} {
+		if r := e.do("POST", "/v1/chat/completions", e.token(owner, "bot-"+owner, "subscriber"), ask); r.status != 200 {
+			t.Fatalf("%s: %d %s", owner, r.status, r.body)
+		}
+	}
+	for _, c := range []struct{ owner, other string }{{"acme", "globex"}, {"globex", "acme"}} {
+		r := e.do("GET", "/metrics", e.token(c.owner, "admin", "curator"), nil)
+		if r.status != 200 {
+			t.Fatalf("%s: /metrics %d", c.owner, r.status)
+		}
+		body := string(r.body)
+		for _, want := range []string{`ctxkit_gateway_tokens_total{agent="bot-` + c.owner + `",kind="input",model="gpt-x",owner="` + c.owner + `"`, "ctxkit_http_requests_total", "ctxkit_gateway_attempts_total"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s's curator: /metrics lacks %s", c.owner, want)
+			}
+		}
+		for _, leak := range []string{`owner="` + c.other + `"`, "bot-" + c.other} {
+			if strings.Contains(body, leak) {
+				t.Errorf("%s's curator: /metrics shows %s", c.owner, leak)
+			}
+		}
+	}
+}

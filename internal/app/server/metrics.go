@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // metrics are the server's Prometheus metrics, in a registry of its own.
@@ -45,8 +46,48 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+// handler serves the metrics a curator of owner may read: every series,
+// but for those labelled with an owner, only the owner's own. The
+// gateway's token and cost series name owners and agents; another
+// owner's would tell who uses the server, and how much.
+func (m *metrics) handler(owner string) http.Handler {
+	return promhttp.HandlerFor(ownerGatherer{m.reg, owner}, promhttp.HandlerOpts{})
+}
+
+// ownerGatherer gathers g's metrics without the series of owners other
+// than owner (and the series of owners past the label bound, "other",
+// which sum several).
+type ownerGatherer struct {
+	g     prometheus.Gatherer
+	owner string
+}
+
+func (o ownerGatherer) Gather() ([]*dto.MetricFamily, error) {
+	families, err := o.g.Gather()
+	out := families[:0]
+	for _, f := range families {
+		kept := f.Metric[:0]
+		for _, m := range f.Metric {
+			if o.readable(m) {
+				kept = append(kept, m)
+			}
+		}
+		if len(kept) == 0 {
+			continue // a family without series says an owner was there
+		}
+		f.Metric = kept
+		out = append(out, f)
+	}
+	return out, err
+}
+
+func (o ownerGatherer) readable(m *dto.Metric) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == "owner" {
+			return l.GetValue() == o.owner
+		}
+	}
+	return true
 }
 
 // instrument records every request's route, method, status and latency.

@@ -130,8 +130,8 @@ func (s *Server) routeTable() []route {
 		}, doc: operation{Summary: "Liveness", Responses: []reply{{Status: 200, Desc: "ok"}}}},
 		{method: "GET", path: "/openapi.json", auth: authNone, plain: s.serveOpenAPI,
 			doc: operation{Summary: "This document", Responses: []reply{{Status: 200, Desc: "the OpenAPI document"}}}},
-		{method: "GET", path: "/metrics", role: RoleCurator, serve: func(w http.ResponseWriter, r *http.Request, _ Principal) error {
-			s.metrics.handler().ServeHTTP(w, r)
+		{method: "GET", path: "/metrics", role: RoleCurator, serve: func(w http.ResponseWriter, r *http.Request, p Principal) error {
+			s.metrics.handler(p.OwnerID).ServeHTTP(w, r)
 			return nil
 		}, doc: operation{Summary: "Prometheus metrics",
 			Responses: append([]reply{{Status: 200, Desc: "text exposition format"}}, failures(401)...)}},
