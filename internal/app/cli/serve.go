@@ -216,11 +216,20 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	shutErr := srv.Shutdown(shutdownCtx)
+	// The traffic records already queued are written even when some
+	// request outlasted the shutdown (they are of answers already
+	// given), within a few seconds of their own if it took all its time.
+	drainCtx, cancelDrain := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelDrain()
+	if shutErr == nil {
+		drainCtx = shutdownCtx
 	}
-	if err := api.DrainRecords(shutdownCtx); err != nil {
+	if err := api.DrainRecords(drainCtx); err != nil {
 		log.Warn("shutdown", "err", err.Error())
+	}
+	if shutErr != nil {
+		return fmt.Errorf("shutdown: %w", shutErr)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

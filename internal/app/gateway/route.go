@@ -344,6 +344,12 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 		}
 		out, err := g.prepare(w, r, d, p, k, treq)
 		if err != nil {
+			if last != nil {
+				// A target the request cannot go to is passed over
+				// when an earlier one failed: the route's failure is
+				// that one's, not a refusal of a request a target took.
+				continue
+			}
 			return served{}, err
 		}
 		url, data, err := g.encode(w, p, &out)

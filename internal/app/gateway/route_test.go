@@ -846,3 +846,22 @@ func TestProviderTimeouts(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteFallbackPassesOverRefusingTarget: a later target that cannot
+// take a field of the request (seed, to an Anthropic upstream) is passed
+// over, and the client gets the failure of the target that took it, not
+// a 400 for a request the route accepted.
+func TestRouteFallbackPassesOverRefusingTarget(t *testing.T) {
+	t.Setenv("CTXKIT_TEST_RK", "rk-0123456789")
+	a, b := newFake(t, "503"), newFake(t, "ok")
+	srv, _, _ := routed(t, `{"providers":[`+provider("a", a.srv.URL, "CTXKIT_TEST_RK")+`,
+		{"name":"b","type":"anthropic","base_url":"`+b.srv.URL+`","api_key_env":"CTXKIT_TEST_RK","models":["b-own"]}],
+		"routes":[{"model":"smart","targets":[{"provider":"a","model":"a-1"},{"provider":"b","model":"b-1"}]}]}`)
+	resp, body := post(t, srv.URL+"/v1/chat/completions", `{"model":"smart","seed":7,"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode == http.StatusBadRequest || resp.StatusCode < 500 || !strings.Contains(string(body), "step 503") {
+		t.Fatalf("%d %s, want the first target's failure", resp.StatusCode, body)
+	}
+	if n := len(b.requests()); n != 0 {
+		t.Errorf("the refusing target got %d requests", n)
+	}
+}
