@@ -81,7 +81,7 @@ func encodeStream(w io.Writer, flush func(), model, id string, created int64, wi
 	e.head = append(e.head, `,"choices":`...)
 	// The events are written after the head, in the rest of its buffer.
 	h := e.head
-	e.head, e.buf = h[:len(h):len(h)], h[len(h):len(h)]
+	e.head, e.buf = h[:len(h):len(h)], h[len(h):]
 	for c, err := range chunks {
 		if err != nil {
 			_ = e.error(&chat.StreamError{Type: "server_error", Message: err.Error()})

@@ -9,25 +9,16 @@ import (
 	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
-// parseChunk decodes data, a stream event's JSON, into c (zeroed, but
-// for an empty Choices whose room may be reused), as json.Unmarshal
-// would. Nearly all of a stream's events are chunks of one
+// chunkParser decodes the events of one stream, each into a streamChunk
+// (zeroed, but for an empty Choices whose room may be reused), as
+// json.Unmarshal would. Nearly all of a stream's events are chunks of one
 // small shape (an id, the model, a choice with a content or tool-call
-// delta, null usage); parseFast reads those in one pass, and every other
-// event (or any doubt: an unknown key, a key written in another case, a
-// usage object, reasoning_details, an escaped key, an escaped surrogate,
-// invalid UTF-8, anything not plain JSON) goes to encoding/json.
-func parseChunk(data []byte, c *streamChunk) error {
-	if parseFast(data, c) {
-		return nil
-	}
-	*c = streamChunk{}
-	return json.Unmarshal(data, c)
-}
-
-// chunkParser is parseChunk for the events of one stream: it keeps the
-// prefix the last event shared with its predecessors (see parseFastFrom)
-// and skips it in an event that starts with it.
+// delta, null usage); parseFastFrom reads those in one pass, and every
+// other event (or any doubt: an unknown key, a key written in another
+// case, reasoning_details, an escaped key, an escaped surrogate, invalid
+// UTF-8, anything not plain JSON) goes to encoding/json. It keeps the
+// prefix the last event shared with its predecessors and skips it in an
+// event that starts with it.
 type chunkParser struct {
 	prefix []byte // a copy: the events' data is lent
 }
