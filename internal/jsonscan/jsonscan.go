@@ -17,6 +17,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -338,4 +339,53 @@ func (r *Reader) Int() (int64, bool) {
 	}
 	v, err := strconv.ParseInt(string(r.b[start:r.i]), 10, 64)
 	return v, err == nil
+}
+
+// The readers below take null as encoding/json does when it decodes into
+// a Go value: null leaves a string or an integer as it was, and makes a
+// pointer nil.
+
+// NullableString reads a string into *dst, or null, which leaves *dst
+// as it is.
+func (r *Reader) NullableString(dst *string) bool {
+	if r.Literal("null") {
+		return true
+	}
+	s, ok := r.String(math.MaxInt)
+	if ok {
+		*dst = s
+	}
+	return ok
+}
+
+// NullableInt reads an integer into *dst, or null, which leaves *dst as
+// it is.
+func (r *Reader) NullableInt(dst *int64) bool {
+	if r.Literal("null") {
+		return true
+	}
+	v, ok := r.Int()
+	if ok {
+		*dst = v
+	}
+	return ok
+}
+
+// IntRef reads an integer, or null, into *dst as encoding/json reads it
+// into an *int64: null makes *dst nil, a number is stored where *dst
+// points, room (when *dst is nil) the place.
+func (r *Reader) IntRef(dst **int64, room *int64) bool {
+	if r.Literal("null") {
+		*dst = nil
+		return true
+	}
+	v, ok := r.Int()
+	if !ok {
+		return false
+	}
+	if *dst == nil {
+		*dst = room
+	}
+	**dst = v
+	return true
 }

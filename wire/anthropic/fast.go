@@ -77,17 +77,17 @@ func blockField(r *jsonscan.Reader, key []byte, b *startBlock) bool {
 	case "type":
 		return kindField(r, &b.Type)
 	case "text":
-		return stringField(r, &b.Text)
+		return r.NullableString(&b.Text)
 	case "thinking":
-		return stringField(r, &b.Thinking)
+		return r.NullableString(&b.Thinking)
 	case "signature":
-		return stringField(r, &b.Signature)
+		return r.NullableString(&b.Signature)
 	case "data":
-		return stringField(r, &b.Data)
+		return r.NullableString(&b.Data)
 	case "id":
-		return stringField(r, &b.ID)
+		return r.NullableString(&b.ID)
 	case "name":
-		return stringField(r, &b.Name)
+		return r.NullableString(&b.Name)
 	case "input":
 		// The API's input of a tool_use block's start is {}; any other
 		// (even "{ }") is left to encoding/json, which keeps it as written.
@@ -155,13 +155,13 @@ type usageBlock struct {
 func usageField(r *jsonscan.Reader, key []byte, u *usage, n *[4]int64) bool {
 	switch string(key) {
 	case "input_tokens":
-		return countField(r, &u.InputTokens, &n[0])
+		return r.IntRef(&u.InputTokens, &n[0])
 	case "output_tokens":
-		return countField(r, &u.OutputTokens, &n[1])
+		return r.IntRef(&u.OutputTokens, &n[1])
 	case "cache_creation_input_tokens":
-		return countField(r, &u.CacheCreationInputTokens, &n[2])
+		return r.IntRef(&u.CacheCreationInputTokens, &n[2])
 	case "cache_read_input_tokens":
-		return countField(r, &u.CacheReadInputTokens, &n[3])
+		return r.IntRef(&u.CacheReadInputTokens, &n[3])
 	case "service_tier", "inference_geo":
 		return skipNullableString(r)
 	case "cache_creation", "server_tool_use", "output_tokens_details":
@@ -171,38 +171,6 @@ func usageField(r *jsonscan.Reader, key []byte, u *usage, n *[4]int64) bool {
 		return r.Object(func([]byte) bool { _, ok := r.Int(); return ok })
 	}
 	return false
-}
-
-// countField reads an integer, or null, into *dst as encoding/json reads
-// it into an *int64: null makes it nil, a number is stored where it
-// points, room (when it is nil) the place.
-func countField(r *jsonscan.Reader, dst **int64, room *int64) bool {
-	if r.Literal("null") {
-		*dst = nil
-		return true
-	}
-	v, ok := r.Int()
-	if !ok {
-		return false
-	}
-	if *dst == nil {
-		*dst = room
-	}
-	**dst = v
-	return true
-}
-
-// stringField reads a string, or null, which leaves dst as it is (as
-// encoding/json does).
-func stringField(r *jsonscan.Reader, dst *string) bool {
-	if r.Literal("null") {
-		return true
-	}
-	s, ok := r.String(math.MaxInt)
-	if ok {
-		*dst = s
-	}
-	return ok
 }
 
 // skipNullableString reads a string or null that the decoder does not

@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 
 	"github.com/ctxkit/ctxkit/internal/jsonscan"
 	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
@@ -175,10 +174,10 @@ func choice(r *jsonscan.Reader, ch *streamChoice) bool {
 		case "logprobs":
 			return r.Literal("null")
 		case "finish_reason":
-			return nullableString(r, &ch.FinishReason)
+			return r.NullableString(&ch.FinishReason)
 		case "native_finish_reason":
 			var s string
-			return nullableString(r, &s)
+			return r.NullableString(&s)
 		}
 		return false
 	})
@@ -188,15 +187,15 @@ func deltaField(r *jsonscan.Reader, key []byte, d *streamDelta) bool {
 	switch string(key) {
 	case "role":
 		var s string
-		return nullableString(r, &s)
+		return r.NullableString(&s)
 	case "content":
-		return nullableString(r, &d.Content)
+		return r.NullableString(&d.Content)
 	case "refusal":
-		return nullableString(r, &d.Refusal)
+		return r.NullableString(&d.Refusal)
 	case "reasoning_content":
-		return nullableString(r, &d.ReasoningContent)
+		return r.NullableString(&d.ReasoningContent)
 	case "reasoning":
-		return nullableString(r, &d.Reasoning)
+		return r.NullableString(&d.Reasoning)
 	}
 	return false
 }
@@ -214,17 +213,17 @@ func toolCalls(r *jsonscan.Reader, dst *[]toolCallDelta) bool {
 				tc.Index = &n
 				return ok && v >= 0 && v < 1e9
 			case "id":
-				return nullableString(r, &tc.ID)
+				return r.NullableString(&tc.ID)
 			case "type":
 				var s string
-				return nullableString(r, &s)
+				return r.NullableString(&s)
 			case "function":
 				return r.Object(func(key []byte) bool {
 					switch string(key) {
 					case "name":
-						return nullableString(r, &tc.Function.Name)
+						return r.NullableString(&tc.Function.Name)
 					case "arguments":
-						return nullableString(r, &tc.Function.Arguments)
+						return r.NullableString(&tc.Function.Arguments)
 					}
 					return false
 				})
@@ -255,15 +254,15 @@ func usageField(r *jsonscan.Reader, key []byte, b *usageBlock) bool {
 	u := &b.u
 	switch string(key) {
 	case "prompt_tokens":
-		return count(r, &u.PromptTokens)
+		return r.NullableInt(&u.PromptTokens)
 	case "completion_tokens":
-		return count(r, &u.CompletionTokens)
+		return r.NullableInt(&u.CompletionTokens)
 	case "total_tokens":
-		return count(r, &u.TotalTokens)
+		return r.NullableInt(&u.TotalTokens)
 	case "prompt_cache_hit_tokens":
-		return countRef(r, &u.PromptCacheHitTokens, &b.n[1])
+		return r.IntRef(&u.PromptCacheHitTokens, &b.n[1])
 	case "prompt_cache_miss_tokens":
-		return countRef(r, &u.PromptCacheMissTokens, &b.n[2])
+		return r.IntRef(&u.PromptCacheMissTokens, &b.n[2])
 	case "prompt_tokens_details":
 		if r.Literal("null") {
 			u.PromptTokensDetails = nil
@@ -277,12 +276,12 @@ func usageField(r *jsonscan.Reader, key []byte, b *usageBlock) bool {
 		return r.Object(func(key []byte) bool {
 			switch string(key) {
 			case "cached_tokens":
-				return countRef(r, &d.CachedTokens, &b.n[0])
+				return r.IntRef(&d.CachedTokens, &b.n[0])
 			case "cache_write_tokens":
-				return count(r, &d.CacheWriteTokens)
+				return r.NullableInt(&d.CacheWriteTokens)
 			case "audio_tokens":
 				var n int64
-				return count(r, &n)
+				return r.NullableInt(&n)
 			}
 			return false
 		})
@@ -299,60 +298,15 @@ func usageField(r *jsonscan.Reader, key []byte, b *usageBlock) bool {
 		return r.Object(func(key []byte) bool {
 			switch string(key) {
 			case "reasoning_tokens":
-				return count(r, &d.ReasoningTokens)
+				return r.NullableInt(&d.ReasoningTokens)
 			case "audio_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens":
 				var n int64
-				return count(r, &n)
+				return r.NullableInt(&n)
 			}
 			return false
 		})
 	}
 	return false
-}
-
-// count reads an integer into dst, or null, which leaves dst as it is (as
-// encoding/json does).
-func count(r *jsonscan.Reader, dst *int64) bool {
-	if r.Literal("null") {
-		return true
-	}
-	v, ok := r.Int()
-	if ok {
-		*dst = v
-	}
-	return ok
-}
-
-// countRef reads an integer, or null, into *dst as encoding/json reads it
-// into an *int64: null makes it nil, a number is stored where it points,
-// room (when it is nil) the place.
-func countRef(r *jsonscan.Reader, dst **int64, room *int64) bool {
-	if r.Literal("null") {
-		*dst = nil
-		return true
-	}
-	v, ok := r.Int()
-	if !ok {
-		return false
-	}
-	if *dst == nil {
-		*dst = room
-	}
-	**dst = v
-	return true
-}
-
-// nullableString reads a string into dst, or null, which leaves dst as it
-// is (as encoding/json does).
-func nullableString(r *jsonscan.Reader, dst *string) bool {
-	if r.Literal("null") {
-		return true
-	}
-	s, ok := r.String(math.MaxInt)
-	if ok {
-		*dst = s
-	}
-	return ok
 }
 
 // parseResponse decodes body, a non-streamed response, into r (zeroed)
@@ -441,7 +395,7 @@ func unaryChoiceFast(r *jsonscan.Reader, ch *unaryChoice) bool {
 		case "logprobs":
 			return r.Literal("null")
 		case "finish_reason":
-			return nullableString(r, &ch.FinishReason)
+			return r.NullableString(&ch.FinishReason)
 		}
 		return false
 	})
