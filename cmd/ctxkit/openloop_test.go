@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/testkit/fakeupstream"
 	"github.com/ctxkit/ctxkit/internal/testkit/openloop"
 )
 
@@ -95,28 +96,28 @@ func BenchmarkOpenLoop(b *testing.B) {
 	first.Stop() // it holds the database's lock
 
 	var rows []openLoopRow
-	for _, d := range openLoopDialects {
+	for _, d := range fakeupstream.Clients {
 		for _, stream := range []bool{false, true} {
 			mode := "plain"
 			if stream {
 				mode = "stream"
 			}
-			body := []byte(d.body(stream))
-			viaCtxkit := d.header.Clone()
-			if d.name == "messages" {
+			body := []byte(d.Body(stream))
+			viaCtxkit := d.Header.Clone()
+			if d.Name == "messages" {
 				viaCtxkit.Set("X-Api-Key", tok)
 			} else {
 				viaCtxkit.Set("Authorization", "Bearer "+tok)
 			}
 			for _, rate := range rates {
-				name := fmt.Sprintf("%s/%s/%drps", d.name, mode, rate)
+				name := fmt.Sprintf("%s/%s/%drps", d.Name, mode, rate)
 				b.Run(name, func(b *testing.B) {
 					bare, ctxkit, bareURL, ctxkitURL := hops(b)
 					defer ctxkit.Stop()
 					targets := []openloop.Target{
-						openLoopTarget("direct", upURL+d.upPath, d.header, body),
-						openLoopTarget("bare", bareURL+d.upPath, d.header, body),
-						openLoopTarget("ctxkit", ctxkitURL+d.path, viaCtxkit, body),
+						openLoopTarget("direct", upURL+d.Path, d.Header, body),
+						openLoopTarget("bare", bareURL+d.Path, d.Header, body),
+						openLoopTarget("ctxkit", ctxkitURL+d.Path, viaCtxkit, body),
 					}
 					o := o
 					o.Rate = rate
@@ -285,41 +286,3 @@ func openLoopTable(rows []openLoopRow) string {
 	return sb.String()
 }
 
-// openLoopDialect is a client dialect the benchmark speaks: ctxkit's path
-// for it, and the path of an upstream of its own type (straight and
-// behind the bare proxy).
-type openLoopDialect struct {
-	name   string
-	path   string // ctxkit's
-	upPath string // the fake upstream's
-	header http.Header
-	body   func(stream bool) string
-}
-
-var openLoopDialects = []openLoopDialect{{
-	name:   "chat",
-	path:   "/v1/chat/completions",
-	upPath: "/v1/chat/completions",
-	header: http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer k"}},
-	body: func(stream bool) string {
-		return fmt.Sprintf(`{"model":"gpt-bench","stream":%v,"max_tokens":200,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello in twenty words."}]}`, stream)
-	},
-}, {
-	name:   "messages",
-	path:   "/v1/messages",
-	upPath: "/v1/messages",
-	header: http.Header{"Content-Type": {"application/json"}, "X-Api-Key": {"k"}, "Anthropic-Version": {"2023-06-01"}},
-	body: func(stream bool) string {
-		return fmt.Sprintf(`{"model":"claude-bench","stream":%v,"max_tokens":200,"system":"You are terse.","messages":[{"role":"user","content":"Say hello in twenty words."}]}`, stream)
-	},
-}, {
-	name:   "responses",
-	path:   "/v1/responses",
-	upPath: "/v1/responses",
-	header: http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer k"}},
-	body: func(stream bool) string {
-		// store: false, as a client that sends the whole conversation
-		// does: keeping responses is the store's cost, not the hop's.
-		return fmt.Sprintf(`{"model":"resp-bench","stream":%v,"store":false,"max_output_tokens":200,"instructions":"You are terse.","input":"Say hello in twenty words."}`, stream)
-	},
-}}

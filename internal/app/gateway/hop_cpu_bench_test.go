@@ -75,22 +75,22 @@ func BenchmarkHopCPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	g := gateway.New(c, gateway.Options{Client: &http.Client{Transport: byPath{}}})
-	for _, d := range benchDialects[:2] {
+	for _, d := range fakeupstream.Clients[:2] {
 		for _, stream := range []bool{false, true} {
-			name := d.name + "/plain"
+			name := d.Name + "/plain"
 			if stream {
-				name = d.name + "/stream"
+				name = d.Name + "/stream"
 			}
-			body := d.body(stream)
+			body := d.Body(stream)
 			serve := g.ChatCompletions
-			if d.name == "messages" {
+			if d.Name == "messages" {
 				serve = g.Messages
 			}
 			b.Run(name, func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					r := httptest.NewRequest(http.MethodPost, d.path, strings.NewReader(body))
-					r.Header = d.header.Clone()
+					r := httptest.NewRequest(http.MethodPost, d.Path, strings.NewReader(body))
+					r.Header = d.Header.Clone()
 					w := &discardWriter{h: http.Header{}}
 					serve(w, r)
 					if w.n == 0 {

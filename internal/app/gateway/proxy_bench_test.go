@@ -61,29 +61,29 @@ func BenchmarkProxyHop(b *testing.B) {
 	defer bare.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
-	for _, d := range benchDialects {
+	for _, d := range fakeupstream.Clients {
 		for _, stream := range []bool{false, true} {
-			name := d.name + "/plain"
+			name := d.Name + "/plain"
 			if stream {
-				name = d.name + "/stream"
+				name = d.Name + "/stream"
 			}
-			body := d.body(stream)
+			body := d.Body(stream)
 			b.Run(name, func(b *testing.B) {
-				paths := [3]string{up.URL + d.upPath, bare.URL + d.upPath, gw.URL + d.path}
+				paths := [3]string{up.URL + d.Path, bare.URL + d.Path, gw.URL + d.Path}
 				var lat [3][]time.Duration
 				for i := range paths {
-					benchRequest(b, client, paths[i], body, d.header) // warm the connections
+					benchRequest(b, client, paths[i], body, d.Header) // warm the connections
 				}
 				for b.Loop() {
 					for i, p := range paths {
 						t0 := time.Now()
-						benchRequest(b, client, p, body, d.header)
+						benchRequest(b, client, p, body, d.Header)
 						lat[i] = append(lat[i], time.Since(t0))
 					}
 				}
 				var allocs [3]float64
 				for i, p := range paths {
-					allocs[i] = allocsPerRequest(b, client, p, body, d.header)
+					allocs[i] = allocsPerRequest(b, client, p, body, d.Header)
 				}
 				direct := p50(lat[0])
 				bareAdded, ctxkitAdded := p50(lat[1])-direct, p50(lat[2])-direct
@@ -98,45 +98,6 @@ func BenchmarkProxyHop(b *testing.B) {
 	}
 }
 
-// benchDialect is a client dialect the benchmark speaks: the gateway's
-// path for it, and the path of an upstream of its own type (behind the
-// bare proxy).
-type benchDialect struct {
-	name   string
-	path   string // the gateway's
-	upPath string // the fake upstream's
-	header http.Header
-	body   func(stream bool) string
-}
-
-// benchDialects are the client dialects measured.
-var benchDialects = []benchDialect{{
-	name:   "chat",
-	path:   "/v1/chat/completions",
-	upPath: "/v1/chat/completions",
-	header: http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer k"}},
-	body: func(stream bool) string {
-		return fmt.Sprintf(`{"model":"gpt-bench","stream":%v,"max_tokens":200,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello in twenty words."}]}`, stream)
-	},
-}, {
-	name:   "messages",
-	path:   "/v1/messages",
-	upPath: "/v1/messages",
-	header: http.Header{"Content-Type": {"application/json"}, "X-Api-Key": {"k"}, "Anthropic-Version": {"2023-06-01"}},
-	body: func(stream bool) string {
-		return fmt.Sprintf(`{"model":"claude-bench","stream":%v,"max_tokens":200,"system":"You are terse.","messages":[{"role":"user","content":"Say hello in twenty words."}]}`, stream)
-	},
-}, {
-	name:   "responses",
-	path:   "/v1/responses",
-	upPath: "/v1/responses",
-	header: http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer k"}},
-	body: func(stream bool) string {
-		// store: false, as a client that sends the whole conversation
-		// does: keeping responses is the store's cost, not the hop's.
-		return fmt.Sprintf(`{"model":"resp-bench","stream":%v,"store":false,"max_output_tokens":200,"instructions":"You are terse.","input":"Say hello in twenty words."}`, stream)
-	},
-}}
 
 // benchGateway is a gateway with an OpenAI and an Anthropic provider,
 // both the fake upstream at base.

@@ -9,6 +9,7 @@ package fakeupstream
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -170,3 +171,41 @@ func anthropicStream() string {
 	b.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 	return b.String()
 }
+
+// Client is a client dialect the benchmarks speak, with a request the
+// canned answers fit: its path (the same on ctxkit's gateway and on an
+// upstream of its own type, so a bare proxy can serve it too), headers
+// (the key "k") and body.
+type Client struct {
+	Name   string
+	Path   string
+	Header http.Header
+	Body   func(stream bool) string
+}
+
+// Clients are the Chat Completions, Messages and Responses clients, whose
+// models are gpt-bench, claude-bench and resp-bench.
+var Clients = []Client{{
+	Name:   "chat",
+	Path:   "/v1/chat/completions",
+	Header: http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer k"}},
+	Body: func(stream bool) string {
+		return fmt.Sprintf(`{"model":"gpt-bench","stream":%v,"max_tokens":200,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello in twenty words."}]}`, stream)
+	},
+}, {
+	Name:   "messages",
+	Path:   "/v1/messages",
+	Header: http.Header{"Content-Type": {"application/json"}, "X-Api-Key": {"k"}, "Anthropic-Version": {"2023-06-01"}},
+	Body: func(stream bool) string {
+		return fmt.Sprintf(`{"model":"claude-bench","stream":%v,"max_tokens":200,"system":"You are terse.","messages":[{"role":"user","content":"Say hello in twenty words."}]}`, stream)
+	},
+}, {
+	Name:   "responses",
+	Path:   "/v1/responses",
+	Header: http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer k"}},
+	Body: func(stream bool) string {
+		// store: false, as a client that sends the whole conversation
+		// does: keeping responses is the store's cost, not the hop's.
+		return fmt.Sprintf(`{"model":"resp-bench","stream":%v,"store":false,"max_output_tokens":200,"instructions":"You are terse.","input":"Say hello in twenty words."}`, stream)
+	},
+}}
