@@ -285,4 +285,3 @@ func openLoopTable(rows []openLoopRow) string {
 	}
 	return sb.String()
 }
-

@@ -98,7 +98,6 @@ func BenchmarkProxyHop(b *testing.B) {
 	}
 }
 
-
 // benchGateway is a gateway with an OpenAI and an Anthropic provider,
 // both the fake upstream at base.
 func benchGateway(b *testing.B, base string) http.Handler {
