@@ -406,7 +406,11 @@ func jsonPosition(data []byte, steps []pathStep) (int64, bool) {
 			for i := 0; dec.More(); i++ {
 				before := dec.InputOffset()
 				if i == s.index {
-					found, at, hit = true, valueStart(data, before), true
+					v := valueStart(data, before)
+					if !startsValue(data, v) {
+						return at, found
+					}
+					found, at, hit = true, v, true
 					break
 				}
 				if skipValue(dec) != nil {
@@ -435,6 +439,13 @@ func valueStart(data []byte, off int64) int64 {
 		}
 	}
 	return off
+}
+
+// startsValue reports whether a JSON value can begin at off: the
+// decoder's More says only that no closing bracket is next, so an
+// element position is checked before it is given as a place.
+func startsValue(data []byte, off int64) bool {
+	return off < int64(len(data)) && bytes.IndexByte([]byte("\"{[-0123456789tfn"), data[off]) >= 0
 }
 
 // skipValue reads one whole value, however deep, without recursing.
