@@ -7,6 +7,12 @@
 // rare case. Each caller holds its fast path to encoding/json's result
 // with a differential fuzz test.
 //
+// Skip passes over a value of any kind, checking it as encoding/json
+// does, so that a reader that skips what it does not use still refuses
+// a document encoding/json refuses; SkipUnknown skips the value of a key
+// that a struct being decoded does not have, unless encoding/json might
+// match it to a field after all.
+//
 // SplitObject and SplitArray split an object or array of a document
 // already checked with json.Valid into its members, without decoding
 // their values: internal/strictjson builds its one-pass Object and Array
@@ -150,7 +156,13 @@ func (r *Reader) RawString() ([]byte, bool) {
 
 // String reads a string of at most max bytes once decoded, as
 // encoding/json decodes it.
-func (r *Reader) String(max int) (string, bool) {
+func (r *Reader) String(max int) (string, bool) { return r.StringKnown(max, nil) }
+
+// StringKnown reads a string as String does; known, when not nil, may
+// give the string of the bytes of a string without escapes, one kept
+// already (a type name, an id read before), which then costs no
+// allocation.
+func (r *Reader) StringKnown(max int, known func([]byte) (string, bool)) (string, bool) {
 	if !r.Eat('"') {
 		return "", false
 	}
@@ -168,6 +180,11 @@ func (r *Reader) String(max int) (string, bool) {
 			if len(raw) > max || high && !utf8.Valid(raw) {
 				return "", false
 			}
+			if known != nil {
+				if v, ok := known(raw); ok {
+					return v, true
+				}
+			}
 			return string(raw), true
 		case c == '\\':
 			return r.escaped(start, max, high)
@@ -183,13 +200,23 @@ func (r *Reader) String(max int) (string, bool) {
 
 // plainRun is the index of the first byte of b from i on that a string
 // reader must look at: a quote, a backslash, a control character or a
-// byte of a multi-byte character (len(b) if there is none). It skips
-// eight plain bytes at a time.
-func plainRun(b []byte, i int) int {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
+// byte of a multi-byte character (len(b) if there is none).
+func plainRun(b []byte, i int) int { return stopAt(b, i, highs) }
+
+// textRun is plainRun for a reader that checks a string's escapes but not
+// its UTF-8: multi-byte characters do not stop it.
+func textRun(b []byte, i int) int { return stopAt(b, i, 0) }
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// stopAt is the index of the first byte of b from i on that is a quote, a
+// backslash or a control character, or (when high is highs, not 0) 0x80
+// or above; len(b) if there is none. It steps eight plain bytes at a
+// time: strings are most of an event's bytes.
+func stopAt(b []byte, i int, high uint64) int {
 	// hasZero is nonzero exactly when a byte of x is zero; likewise
 	// (w-ones*0x20)&^w&highs when a byte of w is below 0x20, and w&highs
 	// when one is 0x80 or above. Any of them stops the eight-byte steps:
@@ -197,13 +224,14 @@ func plainRun(b []byte, i int) int {
 	hasZero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
 	for i+8 <= len(b) {
 		w := binary.LittleEndian.Uint64(b[i:])
-		if hasZero(w^(ones*'"'))|hasZero(w^(ones*'\\'))|(w-ones*0x20)&^w&highs|w&highs != 0 {
+		if hasZero(w^(ones*'"'))|hasZero(w^(ones*'\\'))|(w-ones*0x20)&^w&highs|w&high != 0 {
 			break
 		}
 		i += 8
 	}
+	stopHigh := high != 0
 	for i < len(b) {
-		if c := b[i]; c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf && stopHigh {
 			return i
 		}
 		i++
