@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/ctxkit/ctxkit/internal/jsonscan"
 )
 
 // eventSeeds are payloads for TestParseEvent and FuzzParseEvent: the
-// shapes Bedrock sends and the odd ones the scanner must hand to
+// shapes Bedrock sends and the odd ones the fast path must hand to
 // encoding/json.
 var eventSeeds = []string{
 	`{"p":"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU","role":"assistant"}`,
@@ -51,6 +53,29 @@ var eventSeeds = []string{
 	``,
 	`{}`,
 	`{"a":1}x`,
+	`{"contentBlockIndex":1,"contentBlockIndex":null}`,
+	`{"usage":{"inputTokens":-9223372036854775808,"outputTokens":9223372036854775807}}`,
+	`{"usage":{"inputTokens":9223372036854775808}}`,
+	`{"Usage":{"inputTokens":1}}`,
+	`{"delta":{"toolUse":{"input":"x","Input":"y"}}}`,
+	`{"delta":{"text":"\ud83d"}}`,
+	`{"p":{"q":[1,{"r":null}]},"p":"\u00e9"}`,
+}
+
+// TestParseEventFast: the payloads Bedrock sends are read in one pass
+// (an event allocates only its strings), not handed to encoding/json.
+func TestParseEventFast(t *testing.T) {
+	for _, p := range eventSeeds[:10] {
+		var ev streamEvent
+		if !event(jsonscan.New([]byte(p)), &ev) {
+			t.Errorf("%s: left to encoding/json", p)
+		}
+	}
+	delta := []byte(`{"contentBlockIndex":0,"delta":{"text":"Hello"},"p":"abcdefghijklmnopqrstuvwxyz"}`)
+	var ev streamEvent
+	if n := testing.AllocsPerRun(100, func() { _ = parseEvent(delta, &ev) }); n > 1 {
+		t.Errorf("a text delta costs %v allocations, want 1 (its text)", n)
+	}
 }
 
 func TestParseEvent(t *testing.T) {

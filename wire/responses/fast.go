@@ -3,11 +3,34 @@ package responses
 import (
 	"encoding/json"
 	"math"
+
+	"github.com/ctxkit/ctxkit/internal/jsonscan"
 )
+
+// The fast path reads the JSON of an upstream event or Response object in
+// one pass with jsonscan, as encoding/json would decode it into the wire
+// shapes of this package, and gives up (false) at anything it does not
+// handle exactly like encoding/json: a key written in another case
+// (encoding/json matches keys without regard to case), a key with an
+// escape or a byte past ASCII, a key given twice, a number that is not a
+// plain integer in an integer field, invalid UTF-8 in a string it
+// decodes, an escaped surrogate, nesting deeper than maxDepth, and any
+// invalid JSON. Its caller then decodes the document with encoding/json,
+// which names the fault or handles the rare case.
+//
+// What the decoder does not read — the deltas' logprobs and obfuscation,
+// the parts of content_part events, the response objects' echo of the
+// request and their output — is skipped, but checked to be valid JSON on
+// the way: an event the API could not have sent is still an error, as it
+// is with encoding/json.
+
+// maxDepth bounds the nesting the fast path skips; deeper documents are
+// encoding/json's to read (it refuses past 10000).
+const maxDepth = 128
 
 // parseEvent decodes data, an event's JSON, into ev (zeroed first), as
 // json.Unmarshal would. scanEvent reads every event the API sends in one
-// pass; any doubt (see scanner) goes to encoding/json, which also names
+// pass; any doubt (see above) goes to encoding/json, which also names
 // the fault of data that is not valid JSON. index is where ev's output
 // index is kept (ev.OutputIndex points to it), and intern gives the
 // strings of the item ids the decoder holds already, so that most events
@@ -27,7 +50,7 @@ func parseEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (str
 	return json.Unmarshal(data, ev)
 }
 
-// The keys of the wire shapes, for the scanner's check of keys that
+// The keys of the wire shapes, for the check of keys that
 // differ from them only in case.
 var (
 	eventKeys = []string{"type", "output_index", "item_id", "item", "delta", "text", "refusal", "arguments",
@@ -41,139 +64,139 @@ var (
 // scanEvent reads data into ev (zero) in one pass, or reports false,
 // leaving ev in any state. intern and streamed are parseEvent's.
 func scanEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (string, bool), streamed func(*wireEvent) bool) bool {
-	s := scanner{b: data}
+	s := jsonscan.New(data)
 	var set uint32
-	return s.object(func(key []byte) bool {
+	return s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "type":
-			return seen(&set, 1<<0) && s.str(&ev.Type, internType)
+			return seen(&set, 1<<0) && str(s, &ev.Type, internType)
 		case "output_index":
 			if !seen(&set, 1<<1) {
 				return false
 			}
-			if s.null() {
+			if s.Literal("null") {
 				ev.OutputIndex = nil
 				return true
 			}
 			var v int64
-			if !s.integer(&v, 0, 1e9) {
+			if !integer(s, &v, 0, 1e9) {
 				return false
 			}
 			*index = int(v)
 			ev.OutputIndex = index
 			return true
 		case "item_id":
-			return seen(&set, 1<<2) && s.str(&ev.ItemID, intern)
+			return seen(&set, 1<<2) && str(s, &ev.ItemID, intern)
 		case "item":
 			if !seen(&set, 1<<3) {
 				return false
 			}
-			if s.null() {
+			if s.Literal("null") {
 				ev.Item = nil
 				return true
 			}
 			ev.Item = &wireItem{}
-			return scanItem(&s, ev.Item, intern, streamed != nil && streamed(ev))
+			return scanItem(s, ev.Item, intern, streamed != nil && streamed(ev))
 		case "delta":
-			return seen(&set, 1<<4) && s.str(&ev.Delta, nil)
+			return seen(&set, 1<<4) && str(s, &ev.Delta, nil)
 		case "text":
 			if streamed != nil && streamed(ev) {
-				return seen(&set, 1<<5) && s.skip()
+				return seen(&set, 1<<5) && s.Skip(maxDepth)
 			}
-			return seen(&set, 1<<5) && s.str(&ev.Text, nil)
+			return seen(&set, 1<<5) && str(s, &ev.Text, nil)
 		case "refusal":
-			return seen(&set, 1<<6) && s.str(&ev.Refusal, nil)
+			return seen(&set, 1<<6) && str(s, &ev.Refusal, nil)
 		case "arguments":
-			return seen(&set, 1<<7) && s.str(&ev.Arguments, nil)
+			return seen(&set, 1<<7) && str(s, &ev.Arguments, nil)
 		case "summary_index":
 			v := int64(ev.SummaryIndex)
-			ok := seen(&set, 1<<8) && s.integer(&v, 0, 1e9)
+			ok := seen(&set, 1<<8) && integer(s, &v, 0, 1e9)
 			ev.SummaryIndex = int(v)
 			return ok
 		case "response":
 			if !seen(&set, 1<<9) {
 				return false
 			}
-			if s.null() {
+			if s.Literal("null") {
 				ev.Response = nil
 				return true
 			}
 			ev.Response = &wireResponse{}
-			return scanResponse(&s, ev.Response, nil)
+			return scanResponse(s, ev.Response, nil)
 		case "code":
-			return seen(&set, 1<<10) && s.raw((*[]byte)(&ev.Code))
+			return seen(&set, 1<<10) && raw(s, (*[]byte)(&ev.Code))
 		case "message":
-			return seen(&set, 1<<11) && s.str(&ev.Message, nil)
+			return seen(&set, 1<<11) && str(s, &ev.Message, nil)
 		case "error":
-			return seen(&set, 1<<12) && s.raw((*[]byte)(&ev.Error))
+			return seen(&set, 1<<12) && raw(s, (*[]byte)(&ev.Error))
 		case "sequence_number", "content_index", "logprobs", "obfuscation", "part":
 			// Not fields, nor any field's name in another case: skipped
 			// without looking further.
-			return s.skip()
+			return s.Skip(maxDepth)
 		}
-		return s.unknown(key, eventKeys)
-	}) && s.end()
+		return s.SkipUnknown(key, maxDepth, eventKeys...)
+	}) && s.End()
 }
 
 // scanItem reads an output item; intern is as scanEvent's, for its id.
 // With streamed, its summary and content are checked but not read.
-func scanItem(s *scanner, it *wireItem, intern func([]byte) (string, bool), streamed bool) bool {
+func scanItem(s *jsonscan.Reader, it *wireItem, intern func([]byte) (string, bool), streamed bool) bool {
 	var set uint32
-	return s.object(func(key []byte) bool {
+	return s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "type":
-			return seen(&set, 1<<0) && s.str(&it.Type, internType)
+			return seen(&set, 1<<0) && str(s, &it.Type, internType)
 		case "id":
-			return seen(&set, 1<<1) && s.str(&it.ID, intern)
+			return seen(&set, 1<<1) && str(s, &it.ID, intern)
 		case "call_id":
-			return seen(&set, 1<<2) && s.str(&it.CallID, nil)
+			return seen(&set, 1<<2) && str(s, &it.CallID, nil)
 		case "name":
-			return seen(&set, 1<<3) && s.str(&it.Name, nil)
+			return seen(&set, 1<<3) && str(s, &it.Name, nil)
 		case "arguments":
-			return seen(&set, 1<<4) && s.str(&it.Arguments, nil)
+			return seen(&set, 1<<4) && str(s, &it.Arguments, nil)
 		case "summary":
 			if streamed {
-				return seen(&set, 1<<5) && s.skip()
+				return seen(&set, 1<<5) && s.Skip(maxDepth)
 			}
 			return seen(&set, 1<<5) && scanTexts(s, &it.Summary)
 		case "content":
 			if streamed {
-				return seen(&set, 1<<6) && s.skip()
+				return seen(&set, 1<<6) && s.Skip(maxDepth)
 			}
 			return seen(&set, 1<<6) && scanTexts(s, &it.Content)
 		case "encrypted_content":
-			return seen(&set, 1<<7) && s.str(&it.EncryptedContent, nil)
+			return seen(&set, 1<<7) && str(s, &it.EncryptedContent, nil)
 		case "status":
-			return seen(&set, 1<<8) && s.str(&it.Status, internType)
+			return seen(&set, 1<<8) && str(s, &it.Status, internType)
 		}
-		return s.unknown(key, itemKeys)
+		return s.SkipUnknown(key, maxDepth, itemKeys...)
 	})
 }
 
-// fastTexts bounds the parts of an item the scanner reads; more are
+// fastTexts bounds the parts of an item the fast path reads; more are
 // encoding/json's.
 const fastTexts = 64
 
-func scanTexts(s *scanner, dst *[]wireText) bool {
-	if s.null() {
+func scanTexts(s *jsonscan.Reader, dst *[]wireText) bool {
+	if s.Literal("null") {
 		*dst = nil
 		return true
 	}
 	*dst = []wireText{}
-	return s.array(fastTexts, func() bool {
+	return s.Array(fastTexts, func() bool {
 		*dst = append(*dst, wireText{})
 		t := &(*dst)[len(*dst)-1]
 		var set uint32
-		return s.object(func(key []byte) bool {
+		return s.Object(func(key []byte) bool {
 			switch string(key) {
 			case "type":
-				return seen(&set, 1<<0) && s.str(&t.Type, internType)
+				return seen(&set, 1<<0) && str(s, &t.Type, internType)
 			case "text":
-				return seen(&set, 1<<1) && s.str(&t.Text, nil)
+				return seen(&set, 1<<1) && str(s, &t.Text, nil)
 			case "refusal":
-				return seen(&set, 1<<2) && s.str(&t.Refusal, nil)
+				return seen(&set, 1<<2) && str(s, &t.Refusal, nil)
 			}
-			return s.unknown(key, wireTextKeys)
+			return s.SkipUnknown(key, maxDepth, wireTextKeys...)
 		})
 	})
 }
@@ -181,19 +204,19 @@ func scanTexts(s *scanner, dst *[]wireText) bool {
 // scanResponse reads a Response object: the status, error, incomplete
 // details and usage into r, and, when items is not nil, the output items
 // into *items (at most MaxItems); the rest is skipped.
-func scanResponse(s *scanner, r *wireResponse, items *[]wireItem) bool {
+func scanResponse(s *jsonscan.Reader, r *wireResponse, items *[]wireItem) bool {
 	var set uint32
-	return s.object(func(key []byte) bool {
+	return s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "status":
-			return seen(&set, 1<<0) && s.str(&r.Status, internType)
+			return seen(&set, 1<<0) && str(s, &r.Status, internType)
 		case "error":
-			return seen(&set, 1<<1) && s.raw((*[]byte)(&r.Error))
+			return seen(&set, 1<<1) && raw(s, (*[]byte)(&r.Error))
 		case "incomplete_details":
 			if !seen(&set, 1<<2) {
 				return false
 			}
-			if s.null() {
+			if s.Literal("null") {
 				r.IncompleteDetails = nil
 				return true
 			}
@@ -201,17 +224,17 @@ func scanResponse(s *scanner, r *wireResponse, items *[]wireItem) bool {
 				Reason string `json:"reason"`
 			}{}
 			var inner uint32
-			return s.object(func(key []byte) bool {
+			return s.Object(func(key []byte) bool {
 				if string(key) == "reason" {
-					return seen(&inner, 1) && s.str(&r.IncompleteDetails.Reason, internType)
+					return seen(&inner, 1) && str(s, &r.IncompleteDetails.Reason, internType)
 				}
-				return s.unknown(key, []string{"reason"})
+				return s.SkipUnknown(key, maxDepth, "reason")
 			})
 		case "usage":
 			if !seen(&set, 1<<3) {
 				return false
 			}
-			if s.null() {
+			if s.Literal("null") {
 				r.Usage = nil
 				return true
 			}
@@ -224,40 +247,40 @@ func scanResponse(s *scanner, r *wireResponse, items *[]wireItem) bool {
 			if !seen(&set, 1<<4) {
 				return false
 			}
-			if s.null() {
+			if s.Literal("null") {
 				*items = nil
 				return true
 			}
 			*items = []wireItem{}
-			return s.array(MaxItems, func() bool {
+			return s.Array(MaxItems, func() bool {
 				*items = append(*items, wireItem{})
 				return scanItem(s, &(*items)[len(*items)-1], nil, false)
 			})
 		case "id", "object", "created_at", "model", "instructions", "tools", "text", "reasoning", "metadata":
-			return s.skip()
+			return s.Skip(maxDepth)
 		}
 		if items != nil {
-			return s.unknown(key, bodyKeys)
+			return s.SkipUnknown(key, maxDepth, bodyKeys...)
 		}
-		return s.unknown(key, responseKeys)
+		return s.SkipUnknown(key, maxDepth, responseKeys...)
 	})
 }
 
 var bodyKeys = append([]string{"output"}, responseKeys...)
 
-func scanUsage(s *scanner, u *wireUsage) bool {
+func scanUsage(s *jsonscan.Reader, u *wireUsage) bool {
 	var set uint32
-	return s.object(func(key []byte) bool {
+	return s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "input_tokens":
-			return seen(&set, 1<<0) && s.integer(&u.InputTokens, math.MinInt64, math.MaxInt64)
+			return seen(&set, 1<<0) && integer(s, &u.InputTokens, math.MinInt64, math.MaxInt64)
 		case "output_tokens":
-			return seen(&set, 1<<1) && s.integer(&u.OutputTokens, math.MinInt64, math.MaxInt64)
+			return seen(&set, 1<<1) && integer(s, &u.OutputTokens, math.MinInt64, math.MaxInt64)
 		case "input_tokens_details":
 			if !seen(&set, 1<<2) {
 				return false
 			}
-			if s.null() {
+			if s.Literal("null") {
 				u.InputTokensDetails = nil
 				return true
 			}
@@ -267,20 +290,20 @@ func scanUsage(s *scanner, u *wireUsage) bool {
 			}{}
 			u.InputTokensDetails = d
 			var inner uint32
-			return s.object(func(key []byte) bool {
+			return s.Object(func(key []byte) bool {
 				switch string(key) {
 				case "cached_tokens":
-					return seen(&inner, 1<<0) && s.integer(&d.CachedTokens, math.MinInt64, math.MaxInt64)
+					return seen(&inner, 1<<0) && integer(s, &d.CachedTokens, math.MinInt64, math.MaxInt64)
 				case "cache_write_tokens":
-					return seen(&inner, 1<<1) && s.integer(&d.CacheWriteTokens, math.MinInt64, math.MaxInt64)
+					return seen(&inner, 1<<1) && integer(s, &d.CacheWriteTokens, math.MinInt64, math.MaxInt64)
 				}
-				return s.unknown(key, []string{"cached_tokens", "cache_write_tokens"})
+				return s.SkipUnknown(key, maxDepth, "cached_tokens", "cache_write_tokens")
 			})
 		case "output_tokens_details":
 			if !seen(&set, 1<<3) {
 				return false
 			}
-			if s.null() {
+			if s.Literal("null") {
 				u.OutputTokensDetails = nil
 				return true
 			}
@@ -289,14 +312,14 @@ func scanUsage(s *scanner, u *wireUsage) bool {
 			}{}
 			u.OutputTokensDetails = d
 			var inner uint32
-			return s.object(func(key []byte) bool {
+			return s.Object(func(key []byte) bool {
 				if string(key) == "reasoning_tokens" {
-					return seen(&inner, 1) && s.integer(&d.ReasoningTokens, math.MinInt64, math.MaxInt64)
+					return seen(&inner, 1) && integer(s, &d.ReasoningTokens, math.MinInt64, math.MaxInt64)
 				}
-				return s.unknown(key, []string{"reasoning_tokens"})
+				return s.SkipUnknown(key, maxDepth, "reasoning_tokens")
 			})
 		}
-		return s.unknown(key, usageKeys)
+		return s.SkipUnknown(key, maxDepth, usageKeys...)
 	})
 }
 
@@ -362,4 +385,51 @@ func internType(b []byte) (string, bool) {
 		return "max_output_tokens", true
 	}
 	return "", false
+}
+
+// str reads a string (or a null, which leaves *dst as it is, as
+// encoding/json does) into *dst. known, when not nil, may give the string
+// of the bytes of a string without escapes that is kept already.
+func str(s *jsonscan.Reader, dst *string, known func([]byte) (string, bool)) bool {
+	if s.Literal("null") {
+		return true
+	}
+	v, ok := s.StringKnown(math.MaxInt, known)
+	if ok {
+		*dst = v
+	}
+	return ok
+}
+
+// integer reads an integer written as -?(0|[1-9][0-9]*) within [lo, hi]
+// into *dst; a null leaves *dst as it is.
+func integer(s *jsonscan.Reader, dst *int64, lo, hi int64) bool {
+	if s.Literal("null") {
+		return true
+	}
+	v, ok := s.Int()
+	if !ok || v < lo || v > hi {
+		return false
+	}
+	*dst = v
+	return true
+}
+
+// raw reads any value as json.RawMessage does: a copy of its text.
+func raw(s *jsonscan.Reader, dst *[]byte) bool {
+	v, ok := s.Raw(maxDepth)
+	if ok {
+		*dst = append([]byte(nil), v...)
+	}
+	return ok
+}
+
+// seen marks bit in *set and reports whether it was clear: a key given
+// twice is encoding/json's to read (it merges or replaces).
+func seen(set *uint32, bit uint32) bool {
+	if *set&bit != 0 {
+		return false
+	}
+	*set |= bit
+	return true
 }

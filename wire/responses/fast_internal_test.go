@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/jsonscan"
 	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
@@ -58,7 +59,7 @@ var eventSeeds = []string{
 	`{"type":"response.output_item.done","item":{"ſummary":[]}}`,
 }
 
-// FuzzScanEvent: whenever the scanner reads an event, it reads what
+// FuzzScanEvent: whenever the fast path reads an event, it reads what
 // encoding/json reads.
 func FuzzScanEvent(f *testing.F) {
 	for _, s := range eventSeeds {
@@ -83,7 +84,7 @@ func FuzzScanEvent(f *testing.F) {
 			return
 		}
 		if err := json.Unmarshal(data, &slow); err != nil {
-			t.Fatalf("the scanner read %q, which encoding/json refuses: %v", data, err)
+			t.Fatalf("the fast path read %q, which encoding/json refuses: %v", data, err)
 		}
 		if !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("%q:\nfast %+v\nslow %+v", data, fast, slow)
@@ -91,7 +92,7 @@ func FuzzScanEvent(f *testing.F) {
 	})
 }
 
-// FuzzScanBody: whenever the scanner reads a Response object, it reads
+// FuzzScanBody: whenever the fast path reads a Response object, it reads
 // what encoding/json reads.
 func FuzzScanBody(f *testing.F) {
 	for _, s := range eventSeeds {
@@ -103,12 +104,12 @@ func FuzzScanBody(f *testing.F) {
 	f.Add([]byte(`{"status":"completed","output":null,"Output":[]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var fast, slow wireBody
-		s := scanner{b: body}
-		if !scanResponse(&s, &fast.wireResponse, &fast.Output) || !s.end() {
+		s := jsonscan.New(body)
+		if !scanResponse(s, &fast.wireResponse, &fast.Output) || !s.End() {
 			return
 		}
 		if err := json.Unmarshal(body, &slow); err != nil {
-			t.Fatalf("the scanner read %q, which encoding/json refuses: %v", body, err)
+			t.Fatalf("the fast path read %q, which encoding/json refuses: %v", body, err)
 		}
 		if !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("%q:\nfast %+v\nslow %+v", body, fast, slow)
@@ -117,7 +118,7 @@ func FuzzScanBody(f *testing.F) {
 }
 
 // TestScanReadsTheAPIsEvents: the events of the fixtures, which are the
-// API's, are read by the scanner, not left to encoding/json.
+// API's, are read by the fast path, not left to encoding/json.
 func TestScanReadsTheAPIsEvents(t *testing.T) {
 	files, _ := filepath.Glob("testdata/stream/*.sse")
 	n := 0
@@ -135,7 +136,7 @@ func TestScanReadsTheAPIsEvents(t *testing.T) {
 			var ev wireEvent
 			var index int
 			if !scanEvent(data, &ev, &index, nil, nil) {
-				t.Errorf("%s: the scanner leaves %s to encoding/json", file, data)
+				t.Errorf("%s: the fast path leaves %s to encoding/json", file, data)
 			}
 			n++
 		}
@@ -147,7 +148,7 @@ func TestScanReadsTheAPIsEvents(t *testing.T) {
 
 // TestScanReadsResponseObjects: the Response objects the API answers
 // with (as EncodeResponse writes them, the API's shape) are read by the
-// scanner, not left to encoding/json.
+// fast path, not left to encoding/json.
 func TestScanReadsResponseObjects(t *testing.T) {
 	res := chat.Response{Content: []chat.Block{
 		{Type: chat.TypeThinking, Thinking: "Plan.", Signature: "gAAA"},
@@ -163,9 +164,9 @@ func TestScanReadsResponseObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r wireBody
-	s := scanner{b: body}
-	if !scanResponse(&s, &r.wireResponse, &r.Output) || !s.end() {
-		t.Fatalf("the scanner leaves %s to encoding/json", body)
+	s := jsonscan.New(body)
+	if !scanResponse(s, &r.wireResponse, &r.Output) || !s.End() {
+		t.Fatalf("the fast path leaves %s to encoding/json", body)
 	}
 	if len(r.Output) != 3 || r.Status != "completed" || r.Usage == nil || r.Usage.InputTokens != 10 {
 		t.Fatalf("read %+v from %s", r, body)

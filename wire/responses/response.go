@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/jsonscan"
 )
 
 // redactedMarker starts the encrypted_content of a reasoning item that
@@ -622,12 +623,11 @@ func appendRawJSON(b []byte, raw []byte, field string) []byte {
 	if raw == nil {
 		return append(b, "null"...)
 	}
-	s := scanner{b: raw}
-	if !s.skip() || !s.end() {
+	if s := jsonscan.New(raw); !s.Skip(maxDepth) || !s.End() {
 		if _, err := json.Marshal(json.RawMessage(raw)); err != nil {
 			panic(fmt.Sprintf("responses: marshal: %s: %v", field, err))
 		}
-		// Valid, but too deep for the scanner: encoding/json's to write.
+		// Valid, but too deep for the fast path: encoding/json's to write.
 		var buf bytes.Buffer
 		_ = json.Compact(&buf, raw)
 		return append(b, buf.Bytes()...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/jsonscan"
 )
 
 // DecodeResponse reads a Response object, the Responses API's answer to a
@@ -61,10 +62,10 @@ type wireBody struct {
 }
 
 // parseBody decodes body into r (zero) as json.Unmarshal would: in one
-// pass when the scanner can (see scanner), else with encoding/json.
+// pass when the fast path can (see fast.go), else with encoding/json.
 func parseBody(body []byte, r *wireBody) error {
-	s := scanner{b: body}
-	if scanResponse(&s, &r.wireResponse, &r.Output) && s.end() {
+	s := jsonscan.New(body)
+	if scanResponse(s, &r.wireResponse, &r.Output) && s.End() {
 		return nil
 	}
 	*r = wireBody{}
