@@ -3,6 +3,7 @@ package responses_test
 import (
 	"bytes"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -107,4 +108,58 @@ func BenchmarkUnaryHop(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// eventChunks are an answer of every kind of item, with many deltas, for
+// BenchmarkStreamEncodeEvents: reasoning (120 deltas and a signature),
+// text (400 deltas) and two tool calls (60 argument fragments each), with
+// usage and a stop.
+var eventChunks = func() []chat.Chunk {
+	var out []chat.Chunk
+	for i := range 120 {
+		out = append(out, chat.Chunk{Type: chat.ChunkReasoning, Text: "step " + strings.Repeat("x", i%7) + " "})
+	}
+	out = append(out, chat.Chunk{Type: chat.ChunkReasoning, Signature: "gAAAAABsignature"})
+	for i := range 400 {
+		out = append(out, chat.Chunk{Type: chat.ChunkText, Text: " word" + strings.Repeat("é", i%3) + "\n"})
+	}
+	for k := range 2 {
+		out = append(out, chat.Chunk{Type: chat.ChunkToolCallStart, Index: k, ID: "call_" + strings.Repeat("a", k+1), Name: "get_weather"})
+		for range 60 {
+			out = append(out, chat.Chunk{Type: chat.ChunkToolCallDelta, Index: k, Arguments: `{"city":"Par`})
+		}
+		out = append(out, chat.Chunk{Type: chat.ChunkToolCallEnd, Index: k})
+	}
+	return append(out,
+		chat.Chunk{Type: chat.ChunkUsage, Usage: &chat.Usage{Input: 240, Output: 700, Reasoning: 120}},
+		chat.Chunk{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopToolUse}})
+}()
+
+// BenchmarkStreamEncodeEvents is the stream encoder's cost per event it
+// writes (ns/event, allocs/event, B/event), over a long answer of every
+// kind of item, so that what each event costs shows apart from what a
+// stream costs once (the response objects at its start and end).
+//
+//	go test ./wire/responses -run '^$' -bench EncodeEvents -benchmem
+func BenchmarkStreamEncodeEvents(b *testing.B) {
+	var out bytes.Buffer
+	if err := responses.EncodeStream(&out, benchReq, "resp-bench", "resp_ev", 1754000001, replay(eventChunks)); err != nil {
+		b.Fatal(err)
+	}
+	events := bytes.Count(out.Bytes(), []byte("\nevent: ")) + 1
+	b.ReportAllocs()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	n := 0
+	for b.Loop() {
+		if err := responses.EncodeStream(io.Discard, benchReq, "resp-bench", "resp_ev", 1754000001, replay(eventChunks)); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	runtime.ReadMemStats(&after)
+	per := float64(n * events)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/event")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/per, "allocs/event")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/per, "B/event")
 }

@@ -45,6 +45,7 @@ type outputText struct {
 	Annotations []struct{} `json:"annotations"`
 	Logprobs    []struct{} `json:"logprobs"`
 	Text        string     `json:"text"`
+	esc         []byte     // Text escaped already, when not nil: see appendText
 }
 
 func newOutputText(text string) outputText {
@@ -62,6 +63,7 @@ type messageItem struct {
 type summaryText struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
+	esc  []byte // Text escaped already, when not nil: see appendText
 }
 
 type reasoningItem struct {
@@ -415,12 +417,25 @@ func compact(s string) string {
 
 func (p outputText) appendJSON(b []byte) []byte {
 	b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
-	return append(chat.AppendString(b, p.Text), '}')
+	return append(appendText(b, p.Text, p.esc), '}')
 }
 
 func (s summaryText) appendJSON(b []byte) []byte {
 	b = append(b, `{"type":"summary_text","text":`...)
-	return append(chat.AppendString(b, s.Text), '}')
+	return append(appendText(b, s.Text, s.esc), '}')
+}
+
+// appendText appends text as a JSON string; or, when esc is not nil, esc
+// in quotes: the text escaped already. The stream encoder keeps a text as
+// its deltas wrote it, so that the events that repeat a long text copy it
+// rather than escape it again.
+func appendText(b []byte, text string, esc []byte) []byte {
+	if esc == nil {
+		return chat.AppendString(b, text)
+	}
+	b = append(b, '"')
+	b = append(b, esc...)
+	return append(b, '"')
 }
 
 func (m messageItem) appendJSON(b []byte) []byte {

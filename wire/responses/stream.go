@@ -7,16 +7,16 @@ import (
 	"iter"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
 )
 
-// MaxStreamOutput bounds the text, reasoning and arguments EncodeStream
-// keeps for the events that repeat them (output_text.done,
-// output_item.done, response.completed): a stream that goes past it ends
-// with response.failed. It is as much as the gateway reads of a whole
-// upstream answer for a client that does not stream.
+// MaxStreamOutput bounds the text, reasoning (both as written in JSON,
+// escaped) and arguments EncodeStream keeps for the events that repeat
+// them (output_text.done, output_item.done, response.completed): a
+// stream that goes past it ends with response.failed. It is as much as
+// the gateway reads of a whole upstream answer for a client that does
+// not stream.
 const MaxStreamOutput = 64 << 20
 
 // ErrStreamTooLarge is what EncodeStream returns for a stream past
@@ -61,6 +61,12 @@ var ErrStreamTooLarge = errors.New("responses: the response is larger than " + s
 //     EncodeResponse writes it), with the whole output and the last
 //     usage; then "data: [DONE]", which the SDKs stop at.
 //
+// The done events and items repeat a text as its deltas wrote it, which
+// is the chunks' text unless a chunk ends inside a UTF-8 character: its
+// delta writes the stray bytes as U+FFFD, as encoding/json does, and the
+// done text is the same, so that a client that joins the deltas has the
+// done text.
+//
 // Output items are numbered (output_index) in the order they begin; their
 // ids are those EncodeResponse gives, so a stored response read back has
 // the same ones. Deltas carry no obfuscation padding.
@@ -72,12 +78,19 @@ var ErrStreamTooLarge = errors.New("responses: the response is larger than " + s
 // sets a deadline on each Write does it once per chunk. A write error
 // ends the encoding and is returned.
 func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
-	e := streamEncoder{w: w, buf: make([]byte, 0, 4<<10), id: id, resp: echo(req, model, id, created), calls: map[int]*openCall{}, output: []json.RawMessage{}}
-	start := func(b []byte) []byte { return e.resp.appendJSON(appendKey(b, "response")) }
-	if err := e.event("response.created", start); err != nil {
+	e := &streamEncoder{w: w, id: id, resp: echo(req, model, id, created)}
+	// The buffers start in room the encoder holds: a short answer is
+	// written without allocating them.
+	e.buf = e.room[:0:bufRoom]
+	e.scratch = e.room[bufRoom:bufRoom:scratchRoom]
+	e.kept = e.room[scratchRoom:scratchRoom:keptRoom]
+	e.spare = e.room[keptRoom:keptRoom:argsRoom]
+	e.items = e.room[argsRoom:argsRoom]
+	e.spans = e.spanRoom[:0]
+	if err := e.event("response.created", e.start); err != nil {
 		return err
 	}
-	if err := e.event("response.in_progress", start); err != nil {
+	if err := e.event("response.in_progress", e.start); err != nil {
 		return err
 	}
 	if err := e.send(); err != nil {
@@ -107,14 +120,17 @@ func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int6
 	if err := e.closeAll(); err != nil {
 		return err
 	}
-	r := e.resp
-	r.Output = e.output
-	if e.usage == nil {
+	r := &e.resp
+	r.Output = e.outRoom[:0]
+	for _, sp := range e.spans {
+		r.Output = append(r.Output, e.items[sp[0]:sp[1]:sp[1]])
+	}
+	if !e.usage {
 		// The API always reports usage at the end: none came, none was
 		// counted.
-		e.usage = &chat.Usage{}
+		e.usageOf = chat.Usage{}
 	}
-	finish(&r, e.stop, e.err, e.usage)
+	finish(r, e.stop, e.err, &e.usageOf)
 	typ := "response.completed"
 	switch r.Status {
 	case "incomplete":
@@ -122,7 +138,7 @@ func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int6
 	case "failed":
 		typ = "response.failed"
 	}
-	if err := e.event(typ, func(b []byte) []byte { return r.appendJSON(appendKey(b, "response")) }); err != nil {
+	if err := e.event(typ, e.start); err != nil {
 		return err
 	}
 	e.buf = append(e.buf, "data: [DONE]\n\n"...)
@@ -132,40 +148,68 @@ func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int6
 	return failure
 }
 
+// streamEncoder writes the events of one stream. Its buffers are kept
+// for the whole stream and reused from event to event and from item to
+// item: an event costs no allocation of its own (a long text costs the
+// growths of the buffers that keep it).
 type streamEncoder struct {
-	w      io.Writer
-	buf    []byte
-	seq    int64
-	id     string
-	resp   responseObject
-	output []json.RawMessage // the done items, by output index
-	text   *openText
-	reason *openReasoning
-	calls  map[int]*openCall // by the chunks' tool call index
-	size   int               // the bytes of text, reasoning and arguments kept
-	usage  *chat.Usage
-	stop   chat.Stop
-	err    *chat.StreamError
+	w   io.Writer
+	buf []byte // the events not written yet
+	seq int64
+	id  string
+	// resp is the response object of the first and last events.
+	resp responseObject
+	// items holds the JSON of the done items, one after another, and
+	// spans where each is, by output index (zero while it is open).
+	items []byte
+	spans [][2]int
+	// kept is the text of the open message or reasoning item (at most
+	// one is open) as its deltas wrote it: escaped, without quotes.
+	kept    []byte
+	text    openItem
+	reason  openItem
+	calls   map[int]*openCall // by the chunks' tool call index
+	spare   []byte            // a closed call's arguments' room, for the next call
+	scratch []byte            // an added item's JSON, while its event is written
+	size    int               // the bytes of text, reasoning and arguments kept
+	usage   bool              // usageOf came
+	usageOf chat.Usage
+	stop    chat.Stop
+	err     *chat.StreamError
+	// The room the buffers start in.
+	room     [itemsRoom]byte
+	spanRoom [8][2]int
+	outRoom  [8]json.RawMessage
 }
 
-type openText struct {
-	id    string
-	index int
-	text  strings.Builder
-}
+// The parts of streamEncoder.room, each up to its end: buf, scratch,
+// kept, the first call's arguments and items. They keep the encoder
+// within 8 KiB, a size class of the allocator: a few bytes more would
+// cost 9.25 KiB.
+const (
+	bufRoom     = 4 << 10
+	scratchRoom = bufRoom + 256
+	keptRoom    = scratchRoom + 1<<10
+	argsRoom    = keptRoom + 256
+	itemsRoom   = argsRoom + 1280
+)
 
-type openReasoning struct {
+// openItem is the message or reasoning item being written.
+type openItem struct {
+	on    bool
 	id    string
 	index int
-	text  strings.Builder
-	part  bool // a summary part was added
+	part  bool // a reasoning item's summary part was added
 }
 
 type openCall struct {
 	id, callID, name string
 	index            int
-	args             strings.Builder
+	args             []byte
 }
+
+// start appends the response object of the first and last events.
+func (e *streamEncoder) start(b []byte) []byte { return e.resp.appendJSON(appendKey(b, "response")) }
 
 // event adds one event to those held (see send): its type, sequence
 // number and the fields fields appends (each starting with a comma).
@@ -220,23 +264,38 @@ func at(b []byte, id string, index int) []byte {
 	return appendInt(appendStr(b, "item_id", id), "output_index", index)
 }
 
-// next is the output index of a new item.
-func (e *streamEncoder) next() int {
-	e.output = append(e.output, nil)
-	return len(e.output) - 1
+// appendKept appends key k and s as a JSON string, and keeps s's escaped
+// text in e.kept.
+func (e *streamEncoder) appendKept(b []byte, k, s string) []byte {
+	b = appendKey(b, k)
+	n := len(b)
+	b = chat.AppendString(b, s)
+	esc := b[n+1 : len(b)-1]
+	e.kept = append(e.kept, esc...)
+	e.size += len(esc)
+	return b
 }
 
-func (e *streamEncoder) added(index int, item appender) error {
+// next is the output index of a new item.
+func (e *streamEncoder) next() int {
+	e.spans = append(e.spans, [2]int{})
+	return len(e.spans) - 1
+}
+
+// added writes the output_item.added event of the item at index, whose
+// JSON is e.scratch.
+func (e *streamEncoder) added(index int) error {
 	return e.event("response.output_item.added", func(b []byte) []byte {
-		return item.appendJSON(appendKey(appendInt(b, "output_index", index), "item"))
+		return appendRaw(appendInt(b, "output_index", index), "item", e.scratch)
 	})
 }
 
-func (e *streamEncoder) done(index int, item appender) error {
-	raw := itemJSON(item)
-	e.output[index] = raw
+// done writes the output_item.done event of the item at index, whose JSON
+// is e.items[from:].
+func (e *streamEncoder) done(index, from int) error {
+	e.spans[index] = [2]int{from, len(e.items)}
 	return e.event("response.output_item.done", func(b []byte) []byte {
-		return appendRaw(appendInt(b, "output_index", index), "item", raw)
+		return appendRaw(appendInt(b, "output_index", index), "item", e.items[from:])
 	})
 }
 
@@ -254,7 +313,7 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 			}
 		}
 		if c.Signature != "" {
-			if e.reason == nil {
+			if !e.reason.on {
 				if err := e.openReasoning(); err != nil {
 					return err
 				}
@@ -274,10 +333,13 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 			e.size += len(c.Redacted)
 			i := e.next()
 			id := itemID(prefixReasoning, e.id, i)
-			if err := e.added(i, newReasoning(id, nil, "", "")); err != nil {
+			e.scratch = newReasoning(id, nil, "", "").appendJSON(e.scratch[:0])
+			if err := e.added(i); err != nil {
 				return err
 			}
-			return e.done(i, newReasoning(id, nil, "", c.Redacted))
+			from := len(e.items)
+			e.items = newReasoning(id, nil, "", c.Redacted).appendJSON(e.items)
+			return e.done(i, from)
 		}
 		return nil
 	case chat.ChunkToolCallStart:
@@ -294,13 +356,18 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 			}
 		}
 		i := e.next()
-		call := &openCall{id: itemID(prefixCall, e.id, i), callID: c.ID, name: c.Name, index: i}
+		call := &openCall{id: itemID(prefixCall, e.id, i), callID: c.ID, name: c.Name, index: i, args: e.spare}
+		e.spare = nil
 		if call.callID == "" {
 			call.callID = callID(call.id)
 		}
+		if e.calls == nil {
+			e.calls = map[int]*openCall{}
+		}
 		e.calls[c.Index] = call
 		e.size += len(c.ID) + len(c.Name)
-		return e.added(i, callItem{ID: call.id, Type: "function_call", Status: "in_progress", CallID: call.callID, Name: c.Name})
+		e.scratch = callItem{ID: call.id, Type: "function_call", Status: "in_progress", CallID: call.callID, Name: c.Name}.appendJSON(e.scratch[:0])
+		return e.added(i)
 	case chat.ChunkToolCallDelta:
 		call, ok := e.calls[c.Index]
 		if !ok || c.Arguments == "" {
@@ -315,8 +382,7 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 		return e.closeCall(c.Index, call, c.Arguments)
 	case chat.ChunkUsage:
 		if c.Usage != nil {
-			u := *c.Usage
-			e.usage = &u
+			e.usage, e.usageOf = true, *c.Usage
 		}
 	case chat.ChunkStop:
 		if c.Stop != nil {
@@ -332,14 +398,16 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 }
 
 func (e *streamEncoder) textDelta(s string) error {
-	if e.text == nil {
+	t := &e.text
+	if !t.on {
 		if err := e.closeReasoning(""); err != nil {
 			return err
 		}
 		i := e.next()
-		t := &openText{id: itemID(prefixMessage, e.id, i), index: i}
-		e.text = t
-		if err := e.added(i, newMessage(t.id, "in_progress", "", false)); err != nil {
+		*t = openItem{on: true, id: itemID(prefixMessage, e.id, i), index: i}
+		e.kept = e.kept[:0]
+		e.scratch = newMessage(t.id, "in_progress", "", false).appendJSON(e.scratch[:0])
+		if err := e.added(i); err != nil {
 			return err
 		}
 		if err := e.event("response.content_part.added", func(b []byte) []byte {
@@ -348,34 +416,40 @@ func (e *streamEncoder) textDelta(s string) error {
 			return err
 		}
 	}
-	t := e.text
-	t.text.WriteString(s)
-	e.size += len(s)
 	return e.event("response.output_text.delta", func(b []byte) []byte {
-		b = appendStr(appendInt(at(b, t.id, t.index), "content_index", 0), "delta", s)
+		b = e.appendKept(appendInt(at(b, t.id, t.index), "content_index", 0), "delta", s)
 		return appendRaw(b, "logprobs", []byte("[]"))
 	})
 }
 
+// The done events of a message or reasoning item repeat its text as the
+// deltas wrote it (e.kept): the text the client has, which is the text
+// of the chunks unless a chunk ended inside a character (its bytes,
+// invalid UTF-8, were written as U+FFFD by that chunk's delta).
+
 func (e *streamEncoder) closeText() error {
-	t := e.text
-	if t == nil {
+	t := &e.text
+	if !t.on {
 		return nil
 	}
-	e.text = nil
-	text := t.text.String()
+	t.on = false
+	part := outputText{Type: "output_text", esc: e.kept}
 	if err := e.event("response.output_text.done", func(b []byte) []byte {
-		b = appendStr(appendInt(at(b, t.id, t.index), "content_index", 0), "text", text)
+		b = appendText(appendKey(appendInt(at(b, t.id, t.index), "content_index", 0), "text"), "", e.kept)
 		return appendRaw(b, "logprobs", []byte("[]"))
 	}); err != nil {
 		return err
 	}
 	if err := e.event("response.content_part.done", func(b []byte) []byte {
-		return newOutputText(text).appendJSON(appendKey(appendInt(at(b, t.id, t.index), "content_index", 0), "part"))
+		return part.appendJSON(appendKey(appendInt(at(b, t.id, t.index), "content_index", 0), "part"))
 	}); err != nil {
 		return err
 	}
-	return e.done(t.index, newMessage(t.id, "completed", text, true))
+	from := len(e.items)
+	m := newMessage(t.id, "completed", "", false)
+	m.Content = []outputText{part}
+	e.items = m.appendJSON(e.items)
+	return e.done(t.index, from)
 }
 
 func (e *streamEncoder) openReasoning() error {
@@ -383,18 +457,20 @@ func (e *streamEncoder) openReasoning() error {
 		return err
 	}
 	i := e.next()
-	r := &openReasoning{id: itemID(prefixReasoning, e.id, i), index: i}
-	e.reason = r
-	return e.added(i, newReasoning(r.id, nil, "", ""))
+	r := &e.reason
+	*r = openItem{on: true, id: itemID(prefixReasoning, e.id, i), index: i}
+	e.kept = e.kept[:0]
+	e.scratch = newReasoning(r.id, nil, "", "").appendJSON(e.scratch[:0])
+	return e.added(i)
 }
 
 func (e *streamEncoder) reasoningDelta(s string) error {
-	if e.reason == nil {
+	if !e.reason.on {
 		if err := e.openReasoning(); err != nil {
 			return err
 		}
 	}
-	r := e.reason
+	r := &e.reason
 	if !r.part {
 		r.part = true
 		if err := e.event("response.reasoning_summary_part.added", func(b []byte) []byte {
@@ -403,41 +479,41 @@ func (e *streamEncoder) reasoningDelta(s string) error {
 			return err
 		}
 	}
-	r.text.WriteString(s)
-	e.size += len(s)
 	return e.event("response.reasoning_summary_text.delta", func(b []byte) []byte {
-		return appendStr(appendInt(at(b, r.id, r.index), "summary_index", 0), "delta", s)
+		return e.appendKept(appendInt(at(b, r.id, r.index), "summary_index", 0), "delta", s)
 	})
 }
 
 // closeReasoning ends the reasoning item being written, with signature
 // as its encrypted content.
 func (e *streamEncoder) closeReasoning(signature string) error {
-	r := e.reason
-	if r == nil {
+	r := &e.reason
+	if !r.on {
 		return nil
 	}
-	e.reason = nil
-	text := r.text.String()
-	var summary []string
+	r.on = false
+	item := newReasoning(r.id, nil, signature, "")
 	if r.part {
-		summary = []string{text}
+		part := summaryText{Type: "summary_text", esc: e.kept}
+		item.Summary = []summaryText{part}
 		if err := e.event("response.reasoning_summary_text.done", func(b []byte) []byte {
-			return appendStr(appendInt(at(b, r.id, r.index), "summary_index", 0), "text", text)
+			return appendText(appendKey(appendInt(at(b, r.id, r.index), "summary_index", 0), "text"), "", e.kept)
 		}); err != nil {
 			return err
 		}
 		if err := e.event("response.reasoning_summary_part.done", func(b []byte) []byte {
-			return summaryText{Type: "summary_text", Text: text}.appendJSON(appendKey(appendInt(at(b, r.id, r.index), "summary_index", 0), "part"))
+			return part.appendJSON(appendKey(appendInt(at(b, r.id, r.index), "summary_index", 0), "part"))
 		}); err != nil {
 			return err
 		}
 	}
-	return e.done(r.index, newReasoning(r.id, summary, signature, ""))
+	from := len(e.items)
+	e.items = item.appendJSON(e.items)
+	return e.done(r.index, from)
 }
 
 func (e *streamEncoder) argsDelta(call *openCall, s string) error {
-	call.args.WriteString(s)
+	call.args = append(call.args, s...)
 	e.size += len(s)
 	return e.event("response.function_call_arguments.delta", func(b []byte) []byte {
 		return appendStr(at(b, call.id, call.index), "delta", s)
@@ -448,15 +524,15 @@ func (e *streamEncoder) argsDelta(call *openCall, s string) error {
 // sent): what no delta carried is sent first.
 func (e *streamEncoder) closeCall(k int, call *openCall, all string) error {
 	delete(e.calls, k)
-	sent := call.args.String()
+	sent := call.args
 	if all == "" {
-		all = sent
+		all = string(sent)
 	}
 	if all == "" {
 		all = "{}"
 	}
-	if rest, ok := strings.CutPrefix(all, sent); ok && rest != "" {
-		if err := e.argsDelta(call, rest); err != nil {
+	if len(all) > len(sent) && all[:len(sent)] == string(sent) {
+		if err := e.argsDelta(call, all[len(sent):]); err != nil {
 			return err
 		}
 	}
@@ -465,8 +541,11 @@ func (e *streamEncoder) closeCall(k int, call *openCall, all string) error {
 	}); err != nil {
 		return err
 	}
-	return e.done(call.index, callItem{ID: call.id, Type: "function_call", Status: "completed", Arguments: all,
-		CallID: call.callID, Name: call.name})
+	from := len(e.items)
+	e.items = callItem{ID: call.id, Type: "function_call", Status: "completed", Arguments: all,
+		CallID: call.callID, Name: call.name}.appendJSON(e.items)
+	e.spare = call.args[:0]
+	return e.done(call.index, from)
 }
 
 // closeAll ends the items still open, calls in the order they began.
