@@ -220,3 +220,120 @@ func TestDoneTextIsTheDeltas(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEncodeStream: whatever chunks come, EncodeStream writes events of
+// valid JSON numbered from 0, each item's done text (or arguments) is
+// its deltas joined, and the terminal event's output is the done items.
+func FuzzEncodeStream(f *testing.F) {
+	f.Add([]byte("\x00hello\x00 world\x01think\x02\x04\x05{\"a\"\x05:1}\x06\x07"))
+	f.Add([]byte("\x04\x14\x05x\x04\x05y\x06\x03\x01caf\xc3\x00\xa9\x02\x06"))
+	f.Add([]byte("\x00\"<\\>\u2028\x01\x00\x03red\x00x"))
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		var chunks []chat.Chunk
+		// The arguments sent for each call: an end's arguments extend
+		// them, as an upstream's do (else the deltas cannot be joined into
+		// them).
+		var sent [3]string
+		for len(ops) > 0 {
+			op, n := ops[0], 1
+			// The text of an op runs to the next byte below 8.
+			for n < len(ops) && ops[n] >= 8 {
+				n++
+			}
+			text, index := string(ops[1:n]), int(op>>3)%3
+			ops = ops[n:]
+			switch op & 7 {
+			case 0:
+				chunks = append(chunks, chat.Chunk{Type: chat.ChunkText, Text: text})
+			case 1:
+				chunks = append(chunks, chat.Chunk{Type: chat.ChunkReasoning, Text: text})
+			case 2:
+				chunks = append(chunks, chat.Chunk{Type: chat.ChunkReasoning, Signature: "sig" + text})
+			case 3:
+				chunks = append(chunks, chat.Chunk{Type: chat.ChunkReasoning, Redacted: "red" + text})
+			case 4:
+				sent[index] = ""
+				chunks = append(chunks, chat.Chunk{Type: chat.ChunkToolCallStart, Index: index, ID: text, Name: "f"})
+			case 5:
+				sent[index] += text
+				chunks = append(chunks, chat.Chunk{Type: chat.ChunkToolCallDelta, Index: index, Arguments: text})
+			case 6:
+				all := ""
+				if text != "" {
+					all = sent[index] + text
+				}
+				chunks = append(chunks, chat.Chunk{Type: chat.ChunkToolCallEnd, Index: index, Arguments: all})
+			case 7:
+				chunks = append(chunks, chat.Chunk{Type: chat.ChunkUsage, Usage: &chat.Usage{Input: int64(len(text))}},
+					chat.Chunk{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopEndTurn}})
+			}
+		}
+		var out bytes.Buffer
+		if err := responses.EncodeStream(&out, nil, "m", "resp_f", 1, replay(chunks)); err != nil {
+			t.Fatal(err)
+		}
+		checkEncodedStream(t, out.Bytes())
+	})
+}
+
+// checkEncodedStream checks the events of a stream EncodeStream wrote
+// (see FuzzEncodeStream).
+func checkEncodedStream(t *testing.T, sse []byte) {
+	t.Helper()
+	type event struct {
+		Type      string          `json:"type"`
+		Seq       int             `json:"sequence_number"`
+		ItemID    string          `json:"item_id"`
+		Index     int             `json:"output_index"`
+		Delta     string          `json:"delta"`
+		Text      *string         `json:"text"`
+		Arguments *string         `json:"arguments"`
+		Item      json.RawMessage `json:"item"`
+		Response  *struct {
+			Output []json.RawMessage `json:"output"`
+		} `json:"response"`
+	}
+	deltas := map[string]string{}
+	var items []json.RawMessage
+	seq := 0
+	for line := range strings.Lines(string(sse)) {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]\n" {
+			continue
+		}
+		var ev event
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		if ev.Seq != seq {
+			t.Fatalf("sequence_number %d, want %d", ev.Seq, seq)
+		}
+		seq++
+		switch {
+		case strings.HasSuffix(ev.Type, ".delta"):
+			deltas[ev.ItemID] += ev.Delta
+		case ev.Type == "response.output_text.done" || ev.Type == "response.reasoning_summary_text.done":
+			if *ev.Text != deltas[ev.ItemID] {
+				t.Fatalf("%s: %q, the deltas %q", ev.Type, *ev.Text, deltas[ev.ItemID])
+			}
+		case ev.Type == "response.function_call_arguments.done":
+			if *ev.Arguments != deltas[ev.ItemID] {
+				t.Fatalf("%s: %q, the deltas %q", ev.Type, *ev.Arguments, deltas[ev.ItemID])
+			}
+		case ev.Type == "response.output_item.done":
+			for len(items) <= ev.Index {
+				items = append(items, nil)
+			}
+			items[ev.Index] = ev.Item
+		case ev.Response != nil && ev.Type != "response.created" && ev.Type != "response.in_progress":
+			if len(ev.Response.Output) != len(items) {
+				t.Fatalf("%d items in the output, %d done", len(ev.Response.Output), len(items))
+			}
+			for i, it := range ev.Response.Output {
+				if !bytes.Equal(it, items[i]) {
+					t.Fatalf("output[%d] %s, done %s", i, it, items[i])
+				}
+			}
+		}
+	}
+}
