@@ -755,12 +755,12 @@ func noEmbedding(rt *route) *Error {
 	for _, t := range rt.targets {
 		ups = append(ups, fmt.Sprintf("%s (type %s)", t.p.Name, t.p.Type))
 	}
-	where := "upstream " + ups[0]
+	where := "upstream " + ups[0] + ", which has"
 	if len(ups) > 1 {
-		where = "upstreams " + strings.Join(ups, ", ")
+		where = "upstreams " + strings.Join(ups, ", ") + ", none of which has"
 	}
 	return &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: "model",
-		Msg: fmt.Sprintf("model: %q is routed to %s, which have no embedding API", rt.name, where)}
+		Msg: fmt.Sprintf("model: %q is routed to %s an embedding API", rt.name, where)}
 }
 
 // embedParts sends the calls of an embedding request to p with key k,
