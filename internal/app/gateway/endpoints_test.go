@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
@@ -1047,5 +1048,35 @@ func TestEmbeddingsKeyPool(t *testing.T) {
 	}
 	if attempts(t, reg, "a", "emb", "rate_limited", "k1") != 1 || attempts(t, reg, "a", "emb", "ok", "k2") != 3 {
 		t.Fatal("attempts not counted by key")
+	}
+}
+
+// TestEmbeddingsCost: an embedding model with a price row — here a
+// Bedrock model, which has no built-in price, priced by the
+// configuration's prefix row that covers its cross-region profiles —
+// answers with its cost in X-Ctxkit-Cost-Usd (the upstream's token count
+// at the row's input price); a model without one has no cost header.
+func TestEmbeddingsCost(t *testing.T) {
+	t.Setenv("CTXKIT_TEST_KEY_BEDROCK", "key-for-bedrock")
+	titan := newAPIFake(t, gateway.TypeBedrock)
+	srv, reg := embedRouted(t, fmt.Sprintf(`{"providers":[{"name":"br","type":"bedrock","base_url":%q,"api_key_env":"CTXKIT_TEST_KEY_BEDROCK",
+		"models":["amazon.titan-embed-text-v2:0","us.amazon.titan-embed-text-v2:0","cohere.embed-english-v3"]}],
+		"prices":[{"provider":"br","model":"amazon.titan-embed-text-v2*","input":0.02,"output":0},
+			{"provider":"br","model":"us.amazon.titan-embed-text-v2*","input":0.03,"output":0}]}`, titan.srv.URL+"/base"))
+	for _, c := range []struct{ model, cost string }{
+		{"amazon.titan-embed-text-v2:0", "0.00000018"},    // 3 calls of 3 tokens at $0.02
+		{"us.amazon.titan-embed-text-v2:0", "0.00000027"}, // the profile's own row
+		{"cohere.embed-english-v3", ""},
+	} {
+		resp, data := send(t, "POST", srv.URL+"/v1/embeddings", `{"model":"`+c.model+`","input":["a","bb","ccc"]}`)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Ctxkit-Cost-Usd") != c.cost {
+			t.Fatalf("%s: %d cost %q, want %q: %s", c.model, resp.StatusCode, resp.Header.Get("X-Ctxkit-Cost-Usd"), c.cost, data)
+		}
+	}
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if m := rec.Body.String(); !strings.Contains(m, `ctxkit_gateway_cost_usd_total{agent="",model="amazon.titan-embed-text-v2:0",owner="",provider="br"} 1.8e-07`) ||
+		!strings.Contains(m, `ctxkit_gateway_unpriced_total{model="cohere.embed-english-v3",provider="br"} 1`) {
+		t.Fatalf("metrics:\n%s", m)
 	}
 }
