@@ -41,13 +41,14 @@ const (
 // reasoning apart from output, so no row has a reasoning price.
 //
 // Bedrock and providers of other types have no built-in prices. Bedrock's
-// on-demand prices are AWS's own, by region and by endpoint (an "us."
-// or "eu." cross-region profile is billed at its source region's price;
-// from Claude Sonnet 4.5 on, a regional profile costs 10% more than the
-// "global." one), and on 2026-11-27 they could not be read from AWS's
-// pricing page itself: a row copied from another provider's table or a
-// reseller's would bill wrong without a word. Price Bedrock models in the
-// configuration, one row per model id or a prefix row per profile:
+// on-demand prices are AWS's own, by region (a cross-region profile such
+// as "us." is billed at the price of the region the request was made in)
+// and, for Claude from Sonnet 4.5 on, by endpoint type ("global." or
+// regional profiles); on 2026-11-27 the figures could not be read from
+// AWS's pricing page itself, and a row copied from another provider's
+// table or a reseller's would bill wrong without a word. Price Bedrock
+// models in the configuration, one row per model id or a prefix row per
+// profile:
 //
 //	{"provider": "bedrock-up", "model": "global.anthropic.claude-sonnet-4-5*", "input": ..., "output": ...}
 //
