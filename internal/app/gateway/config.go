@@ -56,8 +56,11 @@ type Provider struct {
 	Models []string `json:"models"`
 	// Keys is a pool of keys used in turn by smooth weighted round-robin,
 	// in place of APIKeyEnv. A key that gets 429 rests for the answer's
-	// Retry-After (at most an hour) or else KeyCooldown; one that gets 401
-	// or 403 is taken out until the gateway restarts (and logged by id).
+	// Retry-After (at most an hour) or else KeyCooldown; one that gets 401,
+	// or a 403 whose error names the key (invalid, expired, leaked,
+	// suspended), is taken out until the gateway restarts (and logged by
+	// id). Any other 403 is about the request (a model the account may
+	// not use, a region): the client gets it and the key stays.
 	Keys []Key `json:"keys,omitempty"`
 	// KeyCooldown is how long a key of Keys that got 429 without a
 	// Retry-After rests (default 60s).

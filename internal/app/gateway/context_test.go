@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -282,5 +284,151 @@ func TestContextNothingAdded(t *testing.T) {
 	}
 	if b := string(lastBody(ups[gateway.TypeAnthropic])); strings.Contains(b, "ctxkit-context") || !strings.Contains(b, `"system":"be brief"`) {
 		t.Fatalf("upstream got %s", b)
+	}
+}
+
+// countGateway starts a gateway that serves POST /v1/messages and
+// /v1/messages/count_tokens with src as its context source, in front of
+// an Anthropic upstream that answers both (a count of 42) and records the
+// body of each by path, and an OpenAI one (counted offline).
+func countGateway(t *testing.T, src gateway.ContextSource) (*httptest.Server, func(path string) []byte) {
+	t.Helper()
+	var mu sync.Mutex
+	bodies := map[string][]byte{}
+	anth := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		b.ReadFrom(r.Body)
+		mu.Lock()
+		bodies[r.URL.Path] = b.Bytes()
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/count_tokens") {
+			io.WriteString(w, `{"input_tokens":42}`)
+			return
+		}
+		io.WriteString(w, wholes[gateway.TypeAnthropic])
+	}))
+	t.Cleanup(anth.Close)
+	oai := newUpstream(t, gateway.TypeOpenAI)
+	t.Setenv("CTXKIT_TEST_KEY_ANTHROPIC", "key-for-anthropic")
+	t.Setenv("CTXKIT_TEST_KEY_OPENAI", "key-for-openai")
+	cfgPath := filepath.Join(t.TempDir(), "gateway.json")
+	os.WriteFile(cfgPath, []byte(`{"providers":[
+		{"name":"anthropic-up","type":"anthropic","base_url":"`+anth.URL+`","api_key_env":"CTXKIT_TEST_KEY_ANTHROPIC","models":["anthropic-model"]},
+		{"name":"openai-up","type":"openai","base_url":"`+oai.srv.URL+`","api_key_env":"CTXKIT_TEST_KEY_OPENAI","models":["openai-model"]}]}`), 0o600)
+	cfg, err := gateway.LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gateway.New(cfg, gateway.Options{})
+	if src != nil {
+		g.SetContextSource(src)
+	}
+	caller := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			h(w, r.WithContext(context.WithValue(r.Context(), callerTag{}, r.Header.Get("x-test-caller"))))
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", caller(g.Messages))
+	mux.HandleFunc("POST /v1/messages/count_tokens", caller(g.CountTokens))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv, func(path string) []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return bodies[path]
+	}
+}
+
+// TestContextCountTokens: POST /v1/messages/count_tokens with
+// x-ctxkit-context counts the request with the context block
+// POST /v1/messages would add to it — the same selector, budget and
+// caller, the same block and cache point — and names the breadcrumbs
+// counted in X-Ctxkit-Context-Ids (what was left out in the warnings):
+// an Anthropic upstream counts the block itself, the offline estimate
+// grows by the block's tokens exactly. A bad selector is refused in
+// Anthropic's shape before anything is counted.
+func TestContextCountTokens(t *testing.T) {
+	src := &fakeSource{items: contextItems}
+	srv, sent := countGateway(t, src)
+	const sel = "tag:ops; n=4; budget=500"
+	anth := `{"model":"anthropic-model","max_tokens":50,"system":"be brief","messages":[{"role":"user","content":"hi"}]}`
+	resp, out := postWith(t, srv.URL+"/v1/messages/count_tokens", anth, "x-ctxkit-context", sel, "x-test-caller", "acme/a1")
+	if resp.StatusCode != 200 || strings.TrimSpace(string(out)) != `{"input_tokens":42}` || resp.Header.Get("X-Ctxkit-Token-Count") != "exact" {
+		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, out)
+	}
+	if got := resp.Header.Get("X-Ctxkit-Context-Ids"); got != "id-1,id-3" {
+		t.Fatalf("ids %q", got)
+	}
+	if w := resp.Header.Get("X-Ctxkit-Warnings"); !strings.Contains(w, "id-2 left out: its view fell back") {
+		t.Fatalf("warnings %q", w)
+	}
+	type system struct {
+		System json.RawMessage `json:"system"`
+	}
+	var counted, asked system
+	json.Unmarshal(sent("/v1/messages/count_tokens"), &counted)
+	want := "<ctxkit-context>\n" +
+		"<breadcrumb id=\"id-1\" title=\"Deployment runbook\">\n{\"steps\":[\"drain\",\"deploy\"]}\n</breadcrumb>\n" +
+		"<breadcrumb id=\"id-3\" title=\"On-call\">\nPage the on-call engineer.\n</breadcrumb>\n" +
+		"</ctxkit-context>"
+	var blocks []struct {
+		Text         string
+		CacheControl json.RawMessage `json:"cache_control"`
+	}
+	if json.Unmarshal(counted.System, &blocks); len(blocks) != 2 || blocks[0].Text != want || string(blocks[0].CacheControl) != `{"type":"ephemeral"}` || blocks[1].Text != "be brief" {
+		t.Fatalf("counted system %s", counted.System)
+	}
+	// The request itself gets the same system prompt.
+	if resp, out := postWith(t, srv.URL+"/v1/messages", anth, "x-ctxkit-context", sel, "x-test-caller", "acme/a1"); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	json.Unmarshal(sent("/v1/messages"), &asked)
+	var c, a any
+	json.Unmarshal(counted.System, &c)
+	json.Unmarshal(asked.System, &a)
+	if !reflect.DeepEqual(c, a) {
+		t.Fatalf("counted %s\nsent    %s", counted.System, asked.System)
+	}
+	if len(src.asked) != 2 || src.asked[0].Budget != 500 || src.asked[0].Max != 4 || src.callers[0] != "acme/a1" {
+		t.Fatalf("asked %+v for %v", src.asked, src.callers)
+	}
+
+	// Offline: the estimate grows by the block's tokens.
+	oai := `{"model":"openai-model","system":"be brief","messages":[{"role":"user","content":"hi"}]}`
+	count := func(headers ...string) (int, *http.Response) {
+		t.Helper()
+		resp, out := postWith(t, srv.URL+"/v1/messages/count_tokens", oai, headers...)
+		var v struct {
+			InputTokens int `json:"input_tokens"`
+		}
+		if resp.StatusCode != 200 || json.Unmarshal(out, &v) != nil || resp.Header.Get("X-Ctxkit-Token-Count") != "estimate" {
+			t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, out)
+		}
+		return v.InputTokens, resp
+	}
+	plain, resp := count()
+	if resp.Header.Get("X-Ctxkit-Context-Ids") != "" {
+		t.Fatalf("ids without the header: %v", resp.Header)
+	}
+	with, resp := count("x-ctxkit-context", sel)
+	if n := countTokens(t, want); with-plain != n || resp.Header.Get("X-Ctxkit-Context-Ids") != "id-1,id-3" {
+		t.Fatalf("with the context %d, without %d: the block is %d tokens (%v)", with, plain, n, resp.Header)
+	}
+	// A smaller budget counts a smaller block, and names what it left out.
+	small, resp := count("x-ctxkit-context", "tag:ops; budget=40")
+	if resp.Header.Get("X-Ctxkit-Context-Ids") != "id-1" || small >= with || !strings.Contains(resp.Header.Get("X-Ctxkit-Warnings"), "id-3 left out") {
+		t.Fatalf("budget 40: %d tokens, %v", small, resp.Header)
+	}
+
+	resp, out = postWith(t, srv.URL+"/v1/messages/count_tokens", anth, "x-ctxkit-context", "q=x; n=50")
+	var e struct {
+		Type  string
+		Error struct{ Type, Message string }
+	}
+	json.Unmarshal(out, &e)
+	if resp.StatusCode != 400 || e.Type != "error" || e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, "x-ctxkit-context: n:") {
+		t.Fatalf("%d %s", resp.StatusCode, out)
 	}
 }

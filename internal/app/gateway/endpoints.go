@@ -92,7 +92,7 @@ func (g *Gateway) upstreamFailure(r *http.Request, p *Provider, err error) error
 	case !errors.As(err, &ue):
 		return badRequest(err)
 	case ue.Code == upstream.CodeStatus:
-		return g.upstreamError(p, ue)
+		return g.statusFailure(p, ue)
 	case r.Context().Err() != nil:
 		return errClientGone
 	}
@@ -121,6 +121,8 @@ func readAnswer(resp *upstream.Response, max int64, p *Provider) ([]byte, error)
 	return data, nil
 }
 
+// warningsHeader adds the paths of warns to X-Ctxkit-Warnings, after
+// what it says already (the context's notes).
 func warningsHeader(w http.ResponseWriter, warns []chat.Warning) {
 	if len(warns) == 0 {
 		return
@@ -129,7 +131,7 @@ func warningsHeader(w http.ResponseWriter, warns []chat.Warning) {
 	for i, wn := range warns {
 		paths[i] = wn.Path
 	}
-	w.Header().Set(WarningsHeader, wire.WarningsHeader(paths))
+	addWarnings(w.Header(), paths)
 }
 
 // maxCountAnswer bounds a count_tokens answer ({"input_tokens":N}).
@@ -137,7 +139,9 @@ const maxCountAnswer = 64 << 10
 
 // CountTokens serves POST /v1/messages/count_tokens (the Anthropic
 // dialect): the request in the Messages shape (max_tokens not needed)
-// answered {"input_tokens":N}. For a model routed to an upstream with a
+// answered {"input_tokens":N}. With x-ctxkit-context the count includes
+// the context block POST /v1/messages would add to the same request, and
+// X-Ctxkit-Context-Ids names the breadcrumbs counted. For a model routed to an upstream with a
 // count of its own (Anthropic's), the upstream's count, the request
 // carried as its row encodes it (with the client's anthropic-beta
 // header), less the fields that only steer generation (named in
@@ -159,6 +163,12 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request) error {
 	}
 	req, rt, err := g.route(body, Anthropic, wire.Incoming{})
 	if err != nil {
+		return err
+	}
+	// The count is of the request as the gateway would send it: with the
+	// context x-ctxkit-context asks for (the same selector, budget and
+	// caller), its ids in X-Ctxkit-Context-Ids.
+	if err := g.addContext(w, r, &req); err != nil {
 		return err
 	}
 	// A count goes to the first target with a key to use, for its model.
@@ -201,9 +211,8 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request) error {
 	resp, err := g.client(p).Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + cc.Path(req.Model), Header: h, Body: data, Redact: p.redact,
 		ConnectTimeout: time.Duration(p.Timeouts.Connect)})
 	if err != nil {
-		if _, status := classify(r, err); status != 0 {
-			g.restKey(p, k, status, err, now)
-		}
+		o, _ := classify(r, p, err)
+		g.restKey(p, k, o, err, now)
 		return g.upstreamFailure(r, p, err)
 	}
 	answer, err := readAnswer(resp, maxCountAnswer, p)
@@ -499,15 +508,24 @@ func (g *Gateway) GeminiModels(w http.ResponseWriter, r *http.Request) {
 const embedConcurrency = 4
 
 // Embeddings serves POST /v1/embeddings (the OpenAI dialect; see
-// openai.DecodeEmbeddingRequest): the model's upstream embeds the inputs
-// with its row's embedding call (wire.EmbedCall), in as many calls as it
-// needs, and the client gets OpenAI's list, numbers or base64 as it asked,
-// with usage: the upstream's count, or ctxkit's estimate (the o200k_base
-// tokens of the texts, the ids given) marked by X-Ctxkit-Token-Count:
-// estimate where the upstream reports none. A model routed to an upstream
-// without an embedding call, token ids for an upstream that takes text,
-// and fields the upstream cannot carry are refused (400, naming the field
-// and the upstream); advisory fields it does not take are listed in
+// openai.DecodeEmbeddingRequest). The model is routed as a chat model is:
+// the route's targets in turn, with the same rules (see attempt): a
+// target fails over to the next on a connection error, no first byte in
+// time or 429, 500, 502, 503, 504 or 529, within the route's
+// max_attempts and max_time; a target whose keys all rest is skipped; a
+// target whose provider has no embedding call (wire.EmbedCall: anthropic,
+// deepseek, mock, ...) is passed over without a word. X-Ctxkit-Upstream
+// and X-Ctxkit-Attempts name the last target tried and how many were (a
+// target that embeds in several calls is one attempt), and each attempt
+// is counted in the attempts metric. The target embeds the inputs in as
+// many calls as its API needs, and the client gets OpenAI's list, numbers
+// or base64 as it asked, with usage: the upstream's count, or ctxkit's
+// estimate (the o200k_base tokens of the texts, the ids given) marked by
+// X-Ctxkit-Token-Count: estimate where the upstream reports none; its
+// cost, where the model has a price, in X-Ctxkit-Cost-Usd. A route none
+// of whose targets embeds, token ids for an upstream that takes text, and
+// fields the upstream cannot carry are refused (400, naming the field and
+// the upstream); advisory fields it does not take are listed in
 // X-Ctxkit-Warnings.
 func (g *Gateway) Embeddings(w http.ResponseWriter, r *http.Request) {
 	if err := g.embeddings(w, r); err != nil {
@@ -525,38 +543,19 @@ func (g *Gateway) embeddings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return badRequest(err)
 	}
-	p, ok := g.byModel[req.Model]
+	rt, ok := g.routes[req.Model]
 	if !ok {
 		return &Error{Code: CodeNotFound, Status: http.StatusNotFound, Path: "model", Msg: fmt.Sprintf("model: %q is not configured on this gateway", req.Model)}
 	}
-	call := p.row.Upstream.Embed
-	if call == nil {
-		return &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: "model",
-			Msg: fmt.Sprintf("model: %q is routed to upstream %s (type %s), which has no embedding API", req.Model, p.Name, p.Type)}
-	}
-	if req.Tokens != nil && !call.Tokens {
-		return &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: "input",
-			Msg: fmt.Sprintf("input: upstream %s (type %s) takes text, not token ids: send the text", p.Name, p.Type)}
-	}
-	parts, warns, err := call.Encode(req.EmbedRequest)
-	if err != nil {
-		e := badRequest(err)
-		e.Msg = fmt.Sprintf("upstream %s (type %s): %s", p.Name, p.Type, e.Msg)
-		return e
-	}
 	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
 	defer cancel()
-	now := time.Now()
-	k, free := p.keys.pick(now)
-	if k == nil {
-		return noKey(p, free, now)
-	}
-	results, err := g.embedParts(ctx, r, p, k, call, parts)
+	a, err := g.embedAttempt(ctx, w, r, rt, req.EmbedRequest)
 	if err != nil {
 		return err
 	}
+	p := a.t.p
 	total := wire.Embeddings{Vectors: make([][]float32, 0, req.Inputs()), Counted: true}
-	for _, res := range results {
+	for _, res := range a.results {
 		total.Vectors = append(total.Vectors, res.Vectors...)
 		total.InputTokens += res.InputTokens
 		total.Counted = total.Counted && res.Counted
@@ -572,7 +571,12 @@ func (g *Gateway) embeddings(w http.ResponseWriter, r *http.Request) error {
 		g.opts.Logger.Warn("gateway embeddings", "provider", p.Name, "err", err.Error())
 		return &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s sent embeddings ctxkit could not encode", p.Name), Err: err}
 	}
-	warningsHeader(w, warns)
+	u := g.costed(p, a.t.model, chat.Usage{Input: int64(total.InputTokens)})
+	g.account(r.Context(), p, a.t.model, u)
+	if u.Cost != nil {
+		w.Header().Set(CostHeader, formatCost(*u.Cost))
+	}
+	warningsHeader(w, a.warns)
 	w.Header().Set("Content-Type", "application/json")
 	cw := g.clientWriter(w)
 	defer cw.done()
@@ -587,9 +591,184 @@ func (g *Gateway) embeddings(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// embedParts sends the calls of an embedding request, embedConcurrency at
-// a time; the first failure ends the others.
-func (g *Gateway) embedParts(ctx context.Context, r *http.Request, p *Provider, k *poolKey, call *wire.EmbedCall, parts []wire.EmbedPart) ([]wire.Embeddings, error) {
+// embedCall is p's embedding call; nil when it has none (a mock answers
+// chat alone).
+func embedCall(p *Provider) *wire.EmbedCall {
+	if p.mock != nil || p.row.Upstream == nil {
+		return nil
+	}
+	return p.row.Upstream.Embed
+}
+
+// embedded is the attempt that answered an embedding request: its
+// target, the answers to its calls in order, and the warnings of its
+// encoding.
+type embedded struct {
+	t       *target
+	results []wire.Embeddings
+	warns   []chat.Warning
+}
+
+// embedAttempt sends req to rt's targets that embed, in turn, until one
+// answers, by the rules of attempt: within max_attempts and max_time,
+// skipping a target whose keys all rest, handing over on a connection
+// error, a timeout before the first byte or 429/5xx, and giving the
+// client any other failure at once. A target that cannot take the
+// request (token ids, a field its API lacks) is passed over when an
+// earlier one failed, else its refusal is the client's answer. The
+// attempts are counted; embeddings are not recorded as exchanges.
+func (g *Gateway) embedAttempt(ctx context.Context, w http.ResponseWriter, r *http.Request, rt *route, req wire.EmbedRequest) (embedded, error) {
+	h := w.Header()
+	x := &Exchange{} // for tally: the attempts are counted, not kept
+	var deadline time.Time
+	if rt.maxTime > 0 {
+		deadline = time.Now().Add(rt.maxTime)
+	}
+	var last error
+	var soonest time.Time
+	sent, embeds := 0, false
+	for i := range rt.targets {
+		t := &rt.targets[i]
+		p := t.p
+		call := embedCall(p)
+		if call == nil {
+			continue
+		}
+		embeds = true
+		if sent == rt.maxAttempts || ctx.Err() != nil {
+			break
+		}
+		now := time.Now()
+		if !deadline.IsZero() && !now.Before(deadline) {
+			break
+		}
+		treq := req
+		treq.Model = t.model
+		parts, warns, err := encodeEmbed(p, call, treq)
+		if err != nil {
+			if last != nil {
+				continue
+			}
+			return embedded{}, err
+		}
+		k, free := p.keys.pick(now)
+		if k == nil {
+			g.tally(x, t, nil, outcomeNoKey, 0, 0)
+			if !free.IsZero() && (soonest.IsZero() || free.Before(soonest)) {
+				soonest = free
+			}
+			e := noKey(p, soonest, now)
+			if !soonest.Equal(free) {
+				e.Msg = fmt.Sprintf("route %s: no target has a key free; the first is free in %ss", rt.name, e.RetryAfter)
+			}
+			last = e
+			continue
+		}
+		sent++
+		actx, end := ctx, context.CancelFunc(nothing)
+		if p.Timeouts.Total > 0 {
+			actx, end = context.WithTimeoutCause(ctx, time.Duration(p.Timeouts.Total), errAttemptTooLong)
+		}
+		firstByte, cut := time.Duration(p.Timeouts.FirstByte), false
+		if firstByte == 0 {
+			firstByte = defaultFirstByte
+		}
+		if !deadline.IsZero() {
+			if left := deadline.Sub(now); left < firstByte {
+				firstByte, cut = left, true
+			}
+		}
+		results, err := g.embedParts(actx, p, k, call, parts, firstByte)
+		end()
+		h[UpstreamHeader] = t.upstream
+		h[AttemptsHeader] = attemptsValues[sent]
+		if err == nil {
+			g.tally(x, t, k, outcomeOK, http.StatusOK, time.Since(now))
+			return embedded{t: t, results: results, warns: warns}, nil
+		}
+		var bad *Error
+		if errors.As(err, &bad) {
+			// The upstream answered, with what ctxkit cannot read: not a
+			// failure another target is tried for.
+			g.tally(x, t, k, outcomeServerError, 0, time.Since(now))
+			return embedded{}, bad
+		}
+		o, status := classify(r, p, err)
+		g.tally(x, t, k, o, status, time.Since(now))
+		if o == outcomeCanceled {
+			return embedded{}, errClientGone
+		}
+		g.restKey(p, k, o, err, now)
+		var fail error
+		switch {
+		case o == outcomeTimeout && cut:
+			fail = &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Err: err,
+				Msg: fmt.Sprintf("route %s: no target answered within its max_time (%v)", rt.name, rt.maxTime)}
+		case o == outcomeTimeout:
+			msg := fmt.Sprintf("upstream %s sent no answer within %v", p.Name, attemptLimit(actx, firstByte, p))
+			if tl := g.tooLong(actx, p); tl != nil {
+				// Between two calls, the request's or the attempt's
+				// whole time ran out.
+				msg = tl.Error()
+			}
+			fail = &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Err: err, Msg: msg}
+			g.opts.Logger.Warn("gateway upstream", "provider", p.Name, "err", err.Error())
+		default:
+			fail = g.upstreamFailure(r, p, err)
+		}
+		if !fallback(o, status) || cut && o == outcomeTimeout {
+			return embedded{}, fail
+		}
+		last = fail
+	}
+	switch {
+	case !embeds:
+		return embedded{}, noEmbedding(rt)
+	case last == nil && r.Context().Err() != nil:
+		return embedded{}, errClientGone
+	case last == nil:
+		return embedded{}, &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Msg: fmt.Sprintf("route %s: no target answered in time", rt.name)}
+	}
+	return embedded{}, last
+}
+
+// encodeEmbed makes the calls that embed req at p, or the 400 that
+// refuses it, naming the field and the upstream.
+func encodeEmbed(p *Provider, call *wire.EmbedCall, req wire.EmbedRequest) ([]wire.EmbedPart, []chat.Warning, error) {
+	if req.Tokens != nil && !call.Tokens {
+		return nil, nil, &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: "input",
+			Msg: fmt.Sprintf("input: upstream %s (type %s) takes text, not token ids: send the text", p.Name, p.Type)}
+	}
+	parts, warns, err := call.Encode(req)
+	if err != nil {
+		e := badRequest(err)
+		e.Msg = fmt.Sprintf("upstream %s (type %s): %s", p.Name, p.Type, e.Msg)
+		return nil, nil, e
+	}
+	return parts, warns, nil
+}
+
+// noEmbedding refuses a model none of whose targets has an embedding
+// call, naming them.
+func noEmbedding(rt *route) *Error {
+	ups := make([]string, 0, len(rt.targets))
+	for _, t := range rt.targets {
+		ups = append(ups, fmt.Sprintf("%s (type %s)", t.p.Name, t.p.Type))
+	}
+	where := "upstream " + ups[0] + ", which has"
+	if len(ups) > 1 {
+		where = "upstreams " + strings.Join(ups, ", ") + ", none of which has"
+	}
+	return &Error{Code: CodeInvalidRequest, Status: http.StatusBadRequest, Path: "model",
+		Msg: fmt.Sprintf("model: %q is routed to %s an embedding API", rt.name, where)}
+}
+
+// embedParts sends the calls of an embedding request to p with key k,
+// embedConcurrency at a time, each answering within firstByte; the first
+// failure ends the others and is returned as it came: an
+// *upstream.Error (or the context's) for classify, an *Error when an
+// answer could not be read.
+func (g *Gateway) embedParts(ctx context.Context, p *Provider, k *poolKey, call *wire.EmbedCall, parts []wire.EmbedPart, firstByte time.Duration) ([]wire.Embeddings, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	h := jsonHeader(k)
@@ -619,12 +798,9 @@ func (g *Gateway) embedParts(ctx context.Context, r *http.Request, p *Provider, 
 			defer func() { <-sem; wg.Done() }()
 			part := parts[i]
 			resp, err := g.client(p).Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + part.Path, Header: h, Body: part.Body, Redact: p.redact,
-				ConnectTimeout: time.Duration(p.Timeouts.Connect)})
+				ConnectTimeout: time.Duration(p.Timeouts.Connect), FirstByte: firstByte})
 			if err != nil {
-				if _, status := classify(r, err); status != 0 {
-					g.restKey(p, k, status, err, time.Now())
-				}
-				fail(g.upstreamFailure(r, p, err))
+				fail(err)
 				return
 			}
 			data, err := readAnswer(resp, g.opts.MaxResponseBytes, p)
@@ -646,11 +822,11 @@ func (g *Gateway) embedParts(ctx context.Context, r *http.Request, p *Provider, 
 		return nil, first
 	}
 	if err := ctx.Err(); err != nil {
-		// The request ended between two calls.
-		if r.Context().Err() != nil {
-			return nil, errClientGone
-		}
-		return nil, &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Msg: fmt.Sprintf("upstream %s: %v (%v)", p.Name, errTooLong, g.opts.MaxDuration), Err: err}
+		// The request ended between two calls: a timeout of the
+		// attempt or the request, or the client gone (classify tells
+		// which).
+		cause := context.Cause(ctx)
+		return nil, &upstream.Error{Code: upstream.CodeTransport, Msg: "upstream " + p.Name + ": " + cause.Error(), Err: cause}
 	}
 	return results, nil
 }

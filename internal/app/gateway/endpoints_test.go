@@ -19,6 +19,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
@@ -828,5 +832,251 @@ func TestUnknownPathDialect(t *testing.T) {
 		if resp.StatusCode != 404 || strings.TrimSpace(string(data)) != tc.want {
 			t.Errorf("%s %v: %d %s", tc.path, tc.header, resp.StatusCode, data)
 		}
+	}
+}
+
+// embedFake is an OpenAI-type embedding upstream on loopback that fails
+// on demand: each call gets the next step of plan (the last repeats):
+// "ok", a status ("503", "429 ra=2"), or "stall" (no answer until the
+// call ends).
+type embedFake struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	plan []string
+	keys []string
+}
+
+func newEmbedFake(t *testing.T, plan ...string) *embedFake {
+	f := &embedFake{plan: plan}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Model string   `json:"model"`
+			Input []string `json:"input"`
+		}
+		json.NewDecoder(r.Body).Decode(&body)
+		f.mu.Lock()
+		f.keys = append(f.keys, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		step := "ok"
+		if len(f.plan) > 0 {
+			step = f.plan[min(len(f.keys)-1, len(f.plan)-1)]
+		}
+		f.mu.Unlock()
+		switch word, arg, _ := strings.Cut(step, " "); word {
+		case "ok":
+			var data []map[string]any
+			for i, tx := range body.Input {
+				data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": vectorFor(tx+body.Model, 0)})
+			}
+			jsonReply(w, 200, map[string]any{"object": "list", "model": body.Model, "data": data,
+				"usage": map[string]any{"prompt_tokens": 7, "total_tokens": 7}})
+		case "stall":
+			<-r.Context().Done()
+		default:
+			status, _ := strconv.Atoi(word)
+			if ra, ok := strings.CutPrefix(arg, "ra="); ok {
+				w.Header().Set("Retry-After", ra)
+			}
+			jsonReply(w, status, map[string]any{"error": map[string]any{"message": "step " + step, "type": "error"}})
+		}
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *embedFake) calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.keys)
+}
+
+// embedRouted is a gateway on loopback serving POST /v1/embeddings with
+// the configuration cfg (JSON), and its metrics registry.
+func embedRouted(t *testing.T, cfg string) (*httptest.Server, *prometheus.Registry) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gateway.json")
+	os.WriteFile(path, []byte(cfg), 0o600)
+	c, err := gateway.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gateway.New(c, gateway.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(g.Collectors()...)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/embeddings", g.Embeddings)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv, reg
+}
+
+// TestEmbeddingsRoute: an embedding model routed to several targets is
+// served by them as a chat model is: a target without an embedding API is
+// passed over, a target that fails with 5xx, 429, no connection or no
+// first byte in time hands over to the next (a Bedrock Titan target that
+// embeds in one call a text is one attempt), and the client gets the
+// vectors of the one that served, named in X-Ctxkit-Upstream and counted
+// in X-Ctxkit-Attempts and the attempts metric; another 4xx is the
+// client's at once; max_attempts and max_time bound the attempts; a
+// route none of whose targets embeds is refused naming them.
+func TestEmbeddingsRoute(t *testing.T) {
+	t.Setenv("CTXKIT_TEST_EA", "key-for-a-0123456789")
+	t.Setenv("CTXKIT_TEST_KEY_BEDROCK", "key-for-bedrock")
+	t.Setenv("CTXKIT_TEST_KEY_ANTHROPIC", "key-for-anthropic")
+	titan := newAPIFake(t, gateway.TypeBedrock)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	config := func(aURL, route string) string {
+		return fmt.Sprintf(`{"providers":[
+			{"name":"anth","type":"anthropic","base_url":"http://127.0.0.1:9","api_key_env":"CTXKIT_TEST_KEY_ANTHROPIC","models":["claude-x"]},
+			{"name":"a","type":"openai","base_url":%q,"api_key_env":"CTXKIT_TEST_EA","models":["a-own"],"timeouts":{"first_byte":"300ms"}},
+			{"name":"br","type":"bedrock","base_url":%q,"api_key_env":"CTXKIT_TEST_KEY_BEDROCK","models":["amazon.titan-embed-text-v2:0"]}],
+			"routes":[%s]}`, aURL, titan.srv.URL+"/base", route)
+	}
+	both := `{"model":"embed","targets":[{"provider":"anth","model":"claude-x"},{"provider":"a","model":"emb-a"},{"provider":"br","model":"amazon.titan-embed-text-v2:0"}]}`
+	texts := `{"model":"embed","input":["a","bb","ccc"]}`
+	vectorsOf := func(t *testing.T, data []byte) [][]float32 {
+		t.Helper()
+		var l embeddingList
+		if err := json.Unmarshal(data, &l); err != nil || l.Model != "embed" {
+			t.Fatalf("%s", data)
+		}
+		return l.vectors(t, false)
+	}
+	for _, tc := range []struct {
+		step string
+		down bool // a cannot be reached
+	}{{"503", false}, {"500", false}, {"529", false}, {"429", false}, {"stall", false}, {"", true}} {
+		t.Run("fallback "+tc.step, func(t *testing.T) {
+			a := newEmbedFake(t, tc.step)
+			url := a.srv.URL
+			if tc.down {
+				url = deadURL
+			}
+			srv, reg := embedRouted(t, config(url, both))
+			before := len(titan.all())
+			resp, data := send(t, "POST", srv.URL+"/v1/embeddings", texts)
+			if resp.StatusCode != 200 || resp.Header.Get("X-Ctxkit-Upstream") != "br/amazon.titan-embed-text-v2:0" || resp.Header.Get("X-Ctxkit-Attempts") != "2" {
+				t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, data)
+			}
+			if v := vectorsOf(t, data); len(v) != 3 || v[0][0] != 1 || v[2][0] != 3 {
+				t.Fatalf("vectors %v", v)
+			}
+			if n := len(titan.all()) - before; n != 3 {
+				t.Fatalf("titan got %d calls, want one a text", n)
+			}
+			if attempts(t, reg, "br", "amazon.titan-embed-text-v2:0", "ok", "key1") != 1 || attempts(t, reg, "anth", "claude-x", "ok", "key1") != 0 {
+				t.Fatalf("attempts not counted")
+			}
+		})
+	}
+	t.Run("served by the first", func(t *testing.T) {
+		a := newEmbedFake(t, "ok")
+		srv, reg := embedRouted(t, config(a.srv.URL, both))
+		resp, data := send(t, "POST", srv.URL+"/v1/embeddings", texts)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Ctxkit-Upstream") != "a/emb-a" || resp.Header.Get("X-Ctxkit-Attempts") != "1" {
+			t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, data)
+		}
+		if v := vectorsOf(t, data); len(v) != 3 || v[1][0] != float32(len("bbemb-a")) {
+			t.Fatalf("the upstream was not asked for its own model: %v", v)
+		}
+		if attempts(t, reg, "a", "emb-a", "ok", "key1") != 1 {
+			t.Fatal("attempt not counted")
+		}
+	})
+	t.Run("no fallback on 400", func(t *testing.T) {
+		a := newEmbedFake(t, "400")
+		srv, reg := embedRouted(t, config(a.srv.URL, both))
+		before := len(titan.all())
+		resp, data := send(t, "POST", srv.URL+"/v1/embeddings", texts)
+		if resp.StatusCode != 400 || !strings.Contains(string(data), "step 400") || resp.Header.Get("X-Ctxkit-Attempts") != "1" || len(titan.all()) != before {
+			t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, data)
+		}
+		if attempts(t, reg, "a", "emb-a", "client_error", "key1") != 1 {
+			t.Fatal("attempt not counted")
+		}
+	})
+	t.Run("max_attempts", func(t *testing.T) {
+		a := newEmbedFake(t, "503")
+		srv, _ := embedRouted(t, config(a.srv.URL, `{"model":"embed","max_attempts":1,"targets":[{"provider":"a","model":"emb-a"},{"provider":"br","model":"amazon.titan-embed-text-v2:0"}]}`))
+		before := len(titan.all())
+		resp, data := send(t, "POST", srv.URL+"/v1/embeddings", texts)
+		if resp.StatusCode != 503 || resp.Header.Get("X-Ctxkit-Attempts") != "1" || len(titan.all()) != before {
+			t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, data)
+		}
+	})
+	t.Run("max_time", func(t *testing.T) {
+		a := newEmbedFake(t, "stall")
+		srv, _ := embedRouted(t, config(a.srv.URL, `{"model":"embed","max_time":"100ms","targets":[{"provider":"a","model":"emb-a"},{"provider":"br","model":"amazon.titan-embed-text-v2:0"}]}`))
+		start := time.Now()
+		resp, data := send(t, "POST", srv.URL+"/v1/embeddings", texts)
+		if resp.StatusCode != 504 || !strings.Contains(string(data), "max_time") || time.Since(start) > 250*time.Millisecond {
+			t.Fatalf("%d after %v: %s", resp.StatusCode, time.Since(start), data)
+		}
+	})
+	t.Run("no target embeds", func(t *testing.T) {
+		srv, _ := embedRouted(t, config("http://127.0.0.1:9", `{"model":"embed","targets":[{"provider":"anth","model":"claude-x"},{"provider":"anth","model":"claude-y"}]}`))
+		resp, data := send(t, "POST", srv.URL+"/v1/embeddings", texts)
+		if resp.StatusCode != 400 || !strings.Contains(string(data), `"param":"model"`) || !strings.Contains(string(data), "anth (type anthropic)") || resp.Header.Get("X-Ctxkit-Attempts") != "" {
+			t.Fatalf("%d %s", resp.StatusCode, data)
+		}
+	})
+}
+
+// TestEmbeddingsKeyPool: an embedding target's keys are the pool's: a key
+// that got 429 rests and the other serves, a refused key leaves.
+func TestEmbeddingsKeyPool(t *testing.T) {
+	t.Setenv("CTXKIT_TEST_K1", "key-one-0123456789")
+	t.Setenv("CTXKIT_TEST_K2", "key-two-0123456789")
+	a := newEmbedFake(t, "429 ra=60", "ok")
+	srv, reg := embedRouted(t, fmt.Sprintf(`{"providers":[{"name":"a","type":"openai","base_url":%q,"models":["emb"],
+		"keys":[{"id":"k1","env":"CTXKIT_TEST_K1"},{"id":"k2","env":"CTXKIT_TEST_K2"}]}]}`, a.srv.URL))
+	resp, data := send(t, "POST", srv.URL+"/v1/embeddings", `{"model":"emb","input":"x"}`)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "60" {
+		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, data)
+	}
+	for range 3 {
+		if resp, data := send(t, "POST", srv.URL+"/v1/embeddings", `{"model":"emb","input":"x"}`); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, data)
+		}
+	}
+	a.mu.Lock()
+	keys := strings.Join(a.keys, ",")
+	a.mu.Unlock()
+	if keys != "key-one-0123456789,key-two-0123456789,key-two-0123456789,key-two-0123456789" {
+		t.Fatalf("keys used: %s", keys)
+	}
+	if attempts(t, reg, "a", "emb", "rate_limited", "k1") != 1 || attempts(t, reg, "a", "emb", "ok", "k2") != 3 {
+		t.Fatal("attempts not counted by key")
+	}
+}
+
+// TestEmbeddingsCost: an embedding model with a price row — here a
+// Bedrock model, which has no built-in price, priced by the
+// configuration's prefix row that covers its cross-region profiles —
+// answers with its cost in X-Ctxkit-Cost-Usd (the upstream's token count
+// at the row's input price); a model without one has no cost header.
+func TestEmbeddingsCost(t *testing.T) {
+	t.Setenv("CTXKIT_TEST_KEY_BEDROCK", "key-for-bedrock")
+	titan := newAPIFake(t, gateway.TypeBedrock)
+	srv, reg := embedRouted(t, fmt.Sprintf(`{"providers":[{"name":"br","type":"bedrock","base_url":%q,"api_key_env":"CTXKIT_TEST_KEY_BEDROCK",
+		"models":["amazon.titan-embed-text-v2:0","us.amazon.titan-embed-text-v2:0","cohere.embed-english-v3"]}],
+		"prices":[{"provider":"br","model":"amazon.titan-embed-text-v2*","input":0.02,"output":0},
+			{"provider":"br","model":"us.amazon.titan-embed-text-v2*","input":0.03,"output":0}]}`, titan.srv.URL+"/base"))
+	for _, c := range []struct{ model, cost string }{
+		{"amazon.titan-embed-text-v2:0", "0.00000018"},    // 3 calls of 3 tokens at $0.02
+		{"us.amazon.titan-embed-text-v2:0", "0.00000027"}, // the profile's own row
+		{"cohere.embed-english-v3", ""},
+	} {
+		resp, data := send(t, "POST", srv.URL+"/v1/embeddings", `{"model":"`+c.model+`","input":["a","bb","ccc"]}`)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Ctxkit-Cost-Usd") != c.cost {
+			t.Fatalf("%s: %d cost %q, want %q: %s", c.model, resp.StatusCode, resp.Header.Get("X-Ctxkit-Cost-Usd"), c.cost, data)
+		}
+	}
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if m := rec.Body.String(); !strings.Contains(m, `ctxkit_gateway_cost_usd_total{agent="",model="amazon.titan-embed-text-v2:0",owner="",provider="br"} 1.8e-07`) ||
+		!strings.Contains(m, `ctxkit_gateway_unpriced_total{model="cohere.embed-english-v3",provider="br"} 1`) {
+		t.Fatalf("metrics:\n%s", m)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/upstream"
+	"github.com/ctxkit/ctxkit/wire/providers"
 )
 
 func testPool(weights ...int) *keyPool {
@@ -163,5 +165,97 @@ func FuzzParams(f *testing.F) {
 		}
 		var req chat.Request
 		ps.apply(&req)
+	})
+}
+
+// providerOf is a provider of type typ, with its row, as LoadConfig makes
+// one.
+func providerOf(t testing.TB, typ string) *Provider {
+	t.Helper()
+	row, ok := providers.Lookup(typ)
+	if !ok {
+		t.Fatalf("no row %s", typ)
+	}
+	return &Provider{Name: "up", Type: typ, row: row}
+}
+
+// TestCredentialFault: which 403s and 400s name the credential, in each
+// provider type's error shape; a 401 always does, a 403 about the request
+// (a model, a region, a permission of the account) and a 400 that only
+// quotes a key phrase never do.
+func TestCredentialFault(t *testing.T) {
+	for _, c := range []struct {
+		typ    string
+		status int
+		header http.Header
+		body   string
+		want   bool
+	}{
+		{TypeOpenAI, 401, nil, `{"error":{"message":"no","type":"invalid_request_error","code":"invalid_api_key"}}`, true},
+		{TypeOpenAI, 401, nil, `<html>401</html>`, true},
+		{TypeOpenAI, 403, nil, `{"error":{"code":"unsupported_country_region_territory","message":"Country, region, or territory not supported","type":"request_forbidden"}}`, false},
+		{TypeOpenAI, 403, nil, `{"error":{"message":"You have insufficient permissions for this operation. Missing scopes: model.request.","type":"invalid_request_error"}}`, true},
+		{TypeOpenAI, 403, nil, `{"error":{"message":"You are not allowed to sample from this model","type":"invalid_request_error"}}`, false},
+		{TypeOpenAI, 403, nil, `{"error":{"message":"x","type":"invalid_request_error","code":"invalid_api_key"}}`, true},
+		{TypeOpenAI, 400, nil, `{"error":{"message":"messages[0]: invalid api key in the text","type":"invalid_request_error"}}`, false},
+		{TypeOpenAI, 403, nil, `<html>Forbidden</html>`, false},
+		{TypeAnthropic, 403, nil, `{"type":"error","error":{"type":"permission_error","message":"Your API key does not have permission to use the specified resource."}}`, false},
+		{TypeAnthropic, 403, nil, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, true},
+		{TypeGemini, 403, nil, `{"error":{"code":403,"message":"The caller does not have permission","status":"PERMISSION_DENIED"}}`, false},
+		{TypeGemini, 403, nil, `[{"error":{"code":403,"message":"Your API key was reported as leaked. Please use another API key.","status":"PERMISSION_DENIED"}}]`, true},
+		{TypeGemini, 400, nil, `{"error":{"code":400,"message":"API Key not found.","status":"INVALID_ARGUMENT","details":[{"reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}`, true},
+		{TypeGemini, 400, nil, `{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT"}}`, false},
+		{TypeGemini, 403, nil, `{"error":{"code":403,"message":"Requests to this API are blocked.","status":"PERMISSION_DENIED","details":[{"reason":"API_KEY_SERVICE_BLOCKED"}]}}`, true},
+		{TypeGemini, 403, nil, `{"error":{"code":403,"message":"Generative Language API has not been used in project 1 before or it is disabled.","status":"PERMISSION_DENIED","details":[{"reason":"SERVICE_DISABLED"}]}}`, true},
+		{TypeGemini, 403, nil, `{"error":{"code":403,"message":"Your project has been denied access. Please contact support.","status":"PERMISSION_DENIED"}}`, true},
+		{TypeBedrock, 403, http.Header{"X-Amzn-Errortype": {"AccessDeniedException:http://internal"}}, `{"message":"You don't have access to the model with the specified model ID."}`, false},
+		{TypeBedrock, 403, http.Header{"X-Amzn-Errortype": {"AccessDeniedException:http://internal"}}, `{"message":"Authentication failed: Please make sure your API Key is valid."}`, true},
+		{TypeBedrock, 403, http.Header{"X-Amzn-Errortype": {"UnrecognizedClientException:http://internal"}}, `{"message":"x"}`, true},
+		{TypeBedrock, 403, nil, `{"__type":"com.amazon.coral.service#ExpiredTokenException","message":"x"}`, true},
+		{TypeBedrock, 400, http.Header{"X-Amzn-Errortype": {"ValidationException:http://internal"}}, `{"message":"Malformed input request"}`, false},
+		{TypeMistral, 403, nil, `{"message":"Forbidden","type":"invalid_request_error"}`, false},
+		{TypeOpenAI, 429, nil, `{"error":{"code":"invalid_api_key"}}`, false},
+		{TypeOpenAI, 500, nil, `{"error":{"code":"invalid_api_key"}}`, false},
+	} {
+		p := providerOf(t, c.typ)
+		ue := &upstream.Error{Code: upstream.CodeStatus, StatusCode: c.status, Header: c.header, Body: []byte(c.body)}
+		if c.header == nil {
+			ue.Header = http.Header{}
+		}
+		if got := keyRefused(p, ue); got != c.want {
+			t.Errorf("%s %d %s: %v, want %v", c.typ, c.status, c.body, got, c.want)
+		}
+	}
+}
+
+// FuzzCredentialFault: any error body of any status, in any provider
+// type's reading, is judged without a panic, the same way twice; a 401 is
+// always the key's fault, a 2xx or 5xx never.
+func FuzzCredentialFault(f *testing.F) {
+	for _, s := range []string{
+		`{"error":{"code":403,"message":"x","status":"PERMISSION_DENIED","details":[{"reason":"API_KEY_INVALID"}]}}`,
+		`[{"error":{"code":403,"message":"Your API key was reported as leaked."}}]`,
+		`{"type":"error","error":{"type":"permission_error","message":"no"}}`,
+		`{"__type":"x#UnrecognizedClientException"}`,
+		`{"error":"text"}`, `[]`, `[1]`, `{"details":[{"reason":1}]}`, `null`, ``, `{`,
+	} {
+		f.Add(403, s)
+		f.Add(400, s)
+	}
+	rows := []*Provider{providerOf(f, TypeOpenAI), providerOf(f, TypeAnthropic), providerOf(f, TypeGemini), providerOf(f, TypeBedrock)}
+	f.Fuzz(func(t *testing.T, status int, body string) {
+		for _, p := range rows {
+			ue := &upstream.Error{Code: upstream.CodeStatus, StatusCode: status, Header: http.Header{}, Body: []byte(body)}
+			got := keyRefused(p, ue)
+			if got != keyRefused(p, ue) {
+				t.Fatalf("%s %d %q: judged two ways", p.Type, status, body)
+			}
+			switch {
+			case status == 401 && !got:
+				t.Fatalf("%s: a 401 left the key in", p.Type)
+			case (status < 300 || status >= 500) && got:
+				t.Fatalf("%s %d %q: the key was blamed", p.Type, status, body)
+			}
+		}
 	})
 }

@@ -38,8 +38,24 @@ const (
 //
 // Omitted cache prices are the input price: OpenAI, Google and DeepSeek
 // write to their caches at no extra charge. No provider here bills
-// reasoning apart from output, so no row has a reasoning price. Bedrock
-// and providers of other types have no built-in prices.
+// reasoning apart from output, so no row has a reasoning price.
+//
+// Bedrock and providers of other types have no built-in prices. Bedrock's
+// on-demand prices are AWS's own, by region (a cross-region profile such
+// as "us." is billed at the price of the region the request was made in)
+// and, for Claude from Sonnet 4.5 on, by endpoint type ("global." or
+// regional profiles); on 2026-11-27 the figures could not be read from
+// AWS's pricing page itself, and a row copied from another provider's
+// table or a reseller's would bill wrong without a word. Price Bedrock
+// models in the configuration, one row per model id or a prefix row per
+// profile:
+//
+//	{"provider": "bedrock-up", "model": "global.anthropic.claude-sonnet-4-5*", "input": ..., "output": ...}
+//
+// Checked on 2026-11-27 against the providers' own pages: every Anthropic
+// row (and its cache prices) against platform.claude.com's pricing page,
+// gpt-5-nano against its page at developers.openai.com; the other rows
+// stand as they were listed, unconfirmed at that date.
 var builtinPrices = map[string][]Price{
 	TypeAnthropic: {
 		{Model: "claude-opus-4-6", Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},

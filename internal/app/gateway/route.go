@@ -249,8 +249,8 @@ const (
 	outcomeServerError  = "server_error"  // 5xx, 529
 	outcomeTimeout      = "timeout"       // no first byte in time, the attempt's total passed
 	outcomeConnectError = "connect_error" // no connection, or it failed before an answer
-	outcomeClientError  = "client_error"  // another 4xx (or 3xx)
-	outcomeAuthError    = "auth_error"    // 401, 403: the key was refused
+	outcomeClientError  = "client_error"  // another 4xx (or 3xx), a 403 about the request among them
+	outcomeAuthError    = "auth_error"    // the key was refused: 401, or a 403 or 400 naming the credential (keyRefused)
 	outcomeNoKey        = "no_key"        // every key of the provider rests or is out: not sent
 	outcomeCanceled     = "canceled"      // the client went away
 )
@@ -383,7 +383,7 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 				o, code, status := outcomeServerError, CodeOverloaded, http.StatusServiceUnavailable
 				if p.row.Upstream.RateLimit(se.Type) {
 					o, code, status = outcomeRateLimited, CodeRateLimit, http.StatusTooManyRequests
-					g.restKey(p, k, http.StatusTooManyRequests, nil, now)
+					g.restKey(p, k, outcomeRateLimited, nil, now)
 				}
 				g.tally(x, t, k, o, resp.StatusCode, time.Since(now))
 				last = &Error{Code: code, Status: status, Err: se,
@@ -396,14 +396,12 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 			return served{t: t, sent: out, resp: resp, ctx: actx, end: end}, nil
 		}
 		end()
-		o, status := classify(r, err)
+		o, status := classify(r, p, err)
 		g.tally(x, t, k, o, status, time.Since(now))
-		switch o {
-		case outcomeCanceled:
+		if o == outcomeCanceled {
 			return served{}, errClientGone
-		case outcomeRateLimited, outcomeAuthError:
-			g.restKey(p, k, status, err, now)
 		}
+		g.restKey(p, k, o, err, now)
 		var fail error
 		switch {
 		case o == outcomeTimeout && cut:
@@ -493,9 +491,9 @@ func fallback(o string, status int) bool {
 	return false
 }
 
-// classify is the outcome of an attempt that failed with err, and the
-// upstream's status when it answered.
-func classify(r *http.Request, err error) (string, int) {
+// classify is the outcome of an attempt of p that failed with err, and
+// the upstream's status when it answered.
+func classify(r *http.Request, p *Provider, err error) (string, int) {
 	var ue *upstream.Error
 	switch {
 	case r.Context().Err() != nil:
@@ -506,7 +504,7 @@ func classify(r *http.Request, err error) (string, int) {
 		switch s := ue.StatusCode; {
 		case s == http.StatusTooManyRequests:
 			return outcomeRateLimited, s
-		case s == http.StatusUnauthorized || s == http.StatusForbidden:
+		case keyRefused(p, ue):
 			return outcomeAuthError, s
 		case s >= 500:
 			return outcomeServerError, s
@@ -541,12 +539,13 @@ func (g *Gateway) tally(x *Exchange, t *target, k *poolKey, o string, status int
 	x.Attempts = append(x.Attempts, Attempt{Provider: t.p.Name, Model: t.model, KeyID: id, Status: status, Latency: latency, ErrorClass: class})
 }
 
-// restKey rests a key that got 429 (for the answer's Retry-After, else
-// the pool's cooldown) and takes out one that got 401 or 403, logging it
-// by id.
-func (g *Gateway) restKey(p *Provider, k *poolKey, status int, err error, now time.Time) {
-	switch status {
-	case http.StatusTooManyRequests:
+// restKey rests a key whose attempt was rate limited (for the answer's
+// Retry-After, else the pool's cooldown) and takes out one that was
+// refused (outcome auth_error, see keyRefused), logging it by id; any
+// other outcome leaves the key as it is.
+func (g *Gateway) restKey(p *Provider, k *poolKey, o string, err error, now time.Time) {
+	switch o {
+	case outcomeRateLimited:
 		var ue *upstream.Error
 		d := p.keys.cooldown
 		if errors.As(err, &ue) {
@@ -555,8 +554,13 @@ func (g *Gateway) restKey(p *Provider, k *poolKey, status int, err error, now ti
 			}
 		}
 		p.keys.rest(k, d, now)
-	case http.StatusUnauthorized, http.StatusForbidden:
+	case outcomeAuthError:
 		if p.keys.remove(k) {
+			status := 0
+			var ue *upstream.Error
+			if errors.As(err, &ue) {
+				status = ue.StatusCode
+			}
 			g.opts.Logger.Error("gateway: a key was refused and is out of use until restart", "provider", p.Name, "key", k.id, "status", status)
 		}
 	}

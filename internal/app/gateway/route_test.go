@@ -654,7 +654,7 @@ func TestKeyPoolRefusedKey(t *testing.T) {
 			t.Fatalf("the refused key was used again")
 		}
 	}
-	a.setKey(k2, "403 echo")
+	a.setKey(k2, "401 echo")
 	resp, body = post(t, srv.URL+cl.path, cl.body)
 	if resp.StatusCode != 502 || strings.Contains(string(body), k2) {
 		t.Fatalf("%d %s", resp.StatusCode, body)
