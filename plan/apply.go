@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -93,12 +94,16 @@ type Outcome struct {
 	Hunks        []HunkOutcome `json:"hunks,omitempty"`
 	SHA256Before string        `json:"sha256_before,omitempty"`
 	SHA256After  string        `json:"sha256_after,omitempty"`
-	BackupPath   string        `json:"backup_path,omitempty"`
-	Created      bool          `json:"created,omitempty"`
-	Deleted      bool          `json:"deleted,omitempty"`
-	Warnings     []string      `json:"warnings,omitempty"`
-	Code         Code          `json:"code,omitempty"`
-	Error        string        `json:"error,omitempty"`
+	// Preimage, for a diff found already applied to a file that did not
+	// match the plan's checksum, is the SHA-256 of the content reversing
+	// the diff gave back: the plan's checksum.
+	Preimage   string   `json:"sha256_preimage,omitempty"`
+	BackupPath string   `json:"backup_path,omitempty"`
+	Created    bool     `json:"created,omitempty"`
+	Deleted    bool     `json:"deleted,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
+	Code       Code     `json:"code,omitempty"`
+	Error      string   `json:"error,omitempty"`
 }
 
 // Report is the outcome of Apply.
@@ -323,6 +328,16 @@ func prepare(dirs *dirs, i int, d Diff, out *Outcome, keep bool) (c *change, err
 	}()
 	out.SHA256Before = Checksum(before)
 	if out.SHA256Before != d.Checksum {
+		if res := alreadyApplied(before, exists, d); res != nil {
+			// Nothing to write: the file is the diff's result already.
+			c.after = before
+			out.Status, out.SHA256After, out.Preimage = StatusNoop, out.SHA256Before, d.Checksum
+			for h, hr := range res.Hunks {
+				out.Hunks = append(out.Hunks, HunkOutcome{Index: h, Match: hr.Match.String(), Offset: hr.Match.Offset, Line: hr.Match.Line})
+			}
+			out.Warnings = append(res.Warnings, fmt.Sprintf("already applied: the file (SHA-256 %s) is what the diff makes of the plan's checksum %s; nothing to change", short(out.SHA256Before), short(d.Checksum)))
+			return c, nil
+		}
 		if !exists {
 			return nil, fail(CodeChecksumMismatch, nil, "the file does not exist, but the plan's checksum %s is not that of empty input: the plan expects a file that is not there", short(d.Checksum))
 		}
@@ -369,6 +384,62 @@ func prepare(dirs *dirs, i int, d Diff, out *Outcome, keep bool) (c *change, err
 		out.Created = true
 	}
 	return c, nil
+}
+
+// alreadyApplied reports whether before, the file as found (exists false
+// when it is missing), is exactly what d's diff makes of the content d's
+// checksum names: reversing the diff, strictly, must give that content
+// back, and applying the diff to it, as Apply would, must give before
+// again. It returns the forward result then, nil otherwise. Nothing is
+// judged from likeness: both directions are compared byte for byte (the
+// first through the checksum), so a file changed in any other way is not
+// taken for an applied one.
+func alreadyApplied(before []byte, exists bool, d Diff) *patch.Result {
+	f, err := patch.Parse(d.UnifiedDiff)
+	if err != nil || checkHeaders(f, d.Path) != nil {
+		return nil
+	}
+	switch {
+	case f.IsDelete() && exists, !f.IsDelete() && !exists, f.IsNew() && d.Checksum != Checksum(nil):
+		// A deletion is applied once the file is gone; anything else
+		// needs the file; a new file's plan names empty content.
+		return nil
+	}
+	rev := patch.Reverse(f)
+	orig, err := patch.ApplyExact(before, rev)
+	if err != nil {
+		return nil
+	}
+	if Checksum(orig) != d.Checksum && f.IsDelete() {
+		// The deleted file's line endings are not in a diff written
+		// with LF: try CRLF too.
+		orig, err = patch.ApplyExact(before, withCRLF(rev))
+		if err != nil {
+			return nil
+		}
+	}
+	if Checksum(orig) != d.Checksum {
+		return nil
+	}
+	res, err := patch.Apply(orig, f)
+	if err != nil || res.Status != patch.Applied || !bytes.Equal(res.Content, before) {
+		return nil
+	}
+	return res
+}
+
+// withCRLF is f with every line ending in CRLF.
+func withCRLF(f *patch.File) *patch.File {
+	g := *f
+	g.Hunks = make([]patch.Hunk, len(f.Hunks))
+	for i, h := range f.Hunks {
+		h.Lines = append([]patch.Line(nil), h.Lines...)
+		for j := range h.Lines {
+			h.Lines[j].CR = true
+		}
+		g.Hunks[i] = h
+	}
+	return &g
 }
 
 func codeOfPatch(err error) Code {
