@@ -593,11 +593,17 @@ func preparePatch(d *dirs, i int, fd *FileDiff, out *Outcome, keep bool) (cs []*
 	if err != nil {
 		return nil, err
 	}
+	if c.exists {
+		out.SHA256Before = Checksum(c.before)
+	}
 	switch {
 	case fd.From != "":
 		src, err := read(fd.From)
 		if err != nil {
 			return nil, err
+		}
+		if src.exists {
+			out.SHA256Before = Checksum(src.before)
 		}
 		if !src.exists {
 			if !c.exists {

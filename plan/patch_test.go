@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,5 +214,24 @@ func TestApplyPatchAllOrNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "c")); !os.IsNotExist(err) {
 		t.Fatal("a dry run created a directory")
+	}
+}
+
+// TestApplyPatchBounds: a patch past its size or file count is refused
+// before anything is read.
+func TestApplyPatchBounds(t *testing.T) {
+	_, root := tree(t, map[string]string{"ok.txt": "a\n"})
+	var b strings.Builder
+	for i := range MaxDiffs + 1 {
+		fmt.Fprintf(&b, "--- a/f%d\n+++ b/f%d\n@@ -1 +1 @@\n-a\n+b\n", i, i)
+	}
+	_, err := ApplyPatch(context.Background(), root, []byte(b.String()), StripDetect, Options{})
+	if CodeOf(err) != CodeTooLarge || !strings.Contains(err.Error(), "1001 files, more than 1000") {
+		t.Fatalf("files: %v", err)
+	}
+	big := make([]byte, MaxPatchBytes+1)
+	_, err = ApplyPatch(context.Background(), root, big, StripDetect, Options{})
+	if CodeOf(err) != CodeTooLarge {
+		t.Fatalf("size: %v", err)
 	}
 }
