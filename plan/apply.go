@@ -497,16 +497,31 @@ func hunkOutcomes(res *patch.Result) []HunkOutcome {
 }
 
 // ApplyPatch applies a plain multi-file unified diff (git's "diff --git"
-// output, or that of "diff -u" and "diff -ruN") to the files under root,
-// with the engine and the guarantees of Apply: each file's diff is applied
-// in memory first, and the files are written only when all of them
-// succeed. strip is the number of leading components removed from the
-// names in the "---"/"+++" and "diff --git" headers, as patch -p does;
-// StripDetect takes 1 for git's format and otherwise looks at the names
-// (ReadPatch says how). A patch has no checksums: each hunk is placed by
-// content only, and the report's Note says so.
+// output, with new files, deletions, renames and mode lines, or that of
+// "diff -u" and "diff -ruN") to the files under root, with the engine and
+// the guarantees of Apply: each file's diff is applied in memory first,
+// and the files are written only when all of them succeed. A patch has no
+// checksums: each hunk is placed by content only, and the report's Note
+// says so. Mode changes are not applied (a warning says so); binary
+// diffs, copies, symbolic links and submodules are refused, naming the
+// file. Each path is checked as a plan's path is (relative, local, clean,
+// not in .git), and no file may appear twice.
+//
+// strip is the number of leading components removed from the names of
+// the "---"/"+++" and "diff --git" headers, as patch -p does (git's rename
+// lines, written without a prefix, lose one fewer). With StripDetect,
+// git's format strips 1 (its a/ and b/); otherwise 1 when every name
+// starts with "a/" or "b/", or when the two names differ in their first
+// component only ("diff -ruN old new"), else 0; the first section with
+// two names decides for every section not in git's format (a new file's
+// or a deletion's one name cannot tell).
+//
+// When the two names of a section not in git's format differ ("---
+// x.c.orig", "+++ x.c"), the file is the one that exists under root; when
+// both or neither do, the one with fewer components, then the shorter
+// base name, then the shorter name, as GNU patch does.
 func ApplyPatch(ctx context.Context, root *os.Root, text []byte, strip int, opts Options) (*Report, error) {
-	p, err := ReadPatch(root, text, strip)
+	p, err := readPatch(root, text, strip)
 	if err != nil {
 		return nil, err
 	}
@@ -540,7 +555,7 @@ func readChange(d *dirs, i int, name string, keep bool) (*change, error) {
 
 // preparePatch reads the files of fd, the i-th file of a plain patch, and
 // applies its diff in memory. A file it leaves unchanged is closed.
-func preparePatch(d *dirs, i int, fd *FileDiff, out *Outcome, keep bool) (cs []*change, err error) {
+func preparePatch(d *dirs, i int, fd *fileDiff, out *Outcome, keep bool) (cs []*change, err error) {
 	*out = Outcome{Index: i, Path: fd.Path, From: fd.From}
 	fail := func(code Code, cause error, format string, args ...any) error {
 		return &Error{Code: code, Path: fmt.Sprintf("diffs[%d]", i), File: fd.Path, Msg: fmt.Sprintf(format, args...), Err: cause}
@@ -670,16 +685,13 @@ func preparePatch(d *dirs, i int, fd *FileDiff, out *Outcome, keep bool) (cs []*
 		}
 		c.after = res.Content
 	}
+	// A missing file hashes as empty input, as in a plan.
 	out.Status, out.SHA256Before = StatusApplied, Checksum(c.before)
 	c.changes = true
-	switch {
-	case fd.Delete:
+	if fd.Delete {
 		c.delete, out.Deleted = true, true
-	case !c.exists:
-		out.Created, out.SHA256Before = true, Checksum(nil)
-		fallthrough
-	default:
-		out.SHA256After = Checksum(c.after)
+	} else {
+		out.Created, out.SHA256After = !c.exists, Checksum(c.after)
 	}
 	return []*change{c}, nil
 }

@@ -505,7 +505,7 @@ func (d *decoder) int(field string, into *int64) error {
 const (
 	// MaxPatchBytes bounds a plain patch.
 	MaxPatchBytes = MaxPlanBytes
-	// StripDetect asks ReadPatch and ApplyPatch to tell how many leading
+	// StripDetect asks ApplyPatch to tell how many leading
 	// components to strip from each name.
 	StripDetect = -1
 	// maxStrip bounds an explicit strip count.
@@ -516,13 +516,13 @@ const (
 // version of each file it was written against.
 const NoChecksums = "no checksums: the patch was applied by content only"
 
-// Patch is a plain multi-file unified diff, read into one diff per file.
-type Patch struct {
-	Files []FileDiff
+// plainPatch is a plain multi-file unified diff, read into one diff per file.
+type plainPatch struct {
+	Files []fileDiff
 }
 
-// FileDiff is one file's diff of a plain patch.
-type FileDiff struct {
+// fileDiff is one file's diff of a plain patch.
+type fileDiff struct {
 	// Path is the file changed, created or deleted (for a rename, its
 	// new path); From is a rename's old path.
 	Path, From string
@@ -538,28 +538,9 @@ type FileDiff struct {
 	file *patch.File
 }
 
-// ReadPatch reads a plain multi-file unified diff: git's format ("diff
-// --git", with new files, deletions, renames and mode lines) or that of
-// "diff -u" and "diff -ruN". Binary diffs, copies, symbolic links and
-// submodules are refused, naming the file.
-//
-// strip is the number of leading components removed from the names of
-// the "---"/"+++" and "diff --git" headers (git's rename lines, written
-// without a prefix, lose one fewer). With StripDetect, git's format
-// strips 1 (its a/ and b/); otherwise 1 when every name starts with "a/"
-// or "b/", or when the two names differ in their first component only
-// ("diff -ruN old new"), else 0; the first section with two names decides
-// for every section not in git's format (a new file's or a deletion's
-// one name cannot tell).
-//
-// When the two names of a non-git section differ ("--- x.c.orig",
-// "+++ x.c"), the file is the one that exists under root; when both or
-// neither do, the one with fewer components, then the shorter base name,
-// then the shorter name, as GNU patch does.
-//
-// Each path is checked as a plan's path is (relative, local, clean, not
-// in .git), and no file may appear twice.
-func ReadPatch(root *os.Root, text []byte, strip int) (*Patch, error) {
+// readPatch reads a plain multi-file unified diff into one diff per file,
+// its paths resolved and checked, as ApplyPatch describes.
+func readPatch(root *os.Root, text []byte, strip int) (*plainPatch, error) {
 	switch {
 	case len(text) > MaxPatchBytes:
 		return nil, &Error{Code: CodeTooLarge, Path: "patch", Msg: fmt.Sprintf("%d bytes, more than %d", len(text), MaxPatchBytes)}
@@ -583,7 +564,7 @@ func ReadPatch(root *os.Root, text []byte, strip int) (*Patch, error) {
 	if len(m.Sections) > MaxDiffs {
 		return nil, &Error{Code: CodeTooLarge, Path: "patch", Msg: fmt.Sprintf("%d files, more than %d", len(m.Sections), MaxDiffs)}
 	}
-	p := &Patch{Files: make([]FileDiff, len(m.Sections))}
+	p := &plainPatch{Files: make([]fileDiff, len(m.Sections))}
 	seen := map[string]int{}
 	plain := StripDetect // the strip count found for sections not in git's format
 	if strip == StripDetect {
@@ -620,15 +601,15 @@ func ReadPatch(root *os.Root, text []byte, strip int) (*Patch, error) {
 }
 
 // readSection reads the i-th section of a plain patch.
-func readSection(root *os.Root, i int, sec *patch.Section, strip int) (FileDiff, error) {
+func readSection(root *os.Root, i int, sec *patch.Section, strip int) (fileDiff, error) {
 	field := fmt.Sprintf("diffs[%d]", i)
-	fd := FileDiff{Line: sec.Line, OldMode: sec.OldMode, NewMode: sec.NewMode, New: sec.NewFile, Delete: sec.Deleted}
+	fd := fileDiff{Line: sec.Line, OldMode: sec.OldMode, NewMode: sec.NewMode, New: sec.NewFile, Delete: sec.Deleted}
 	display := sec.NewName
 	if display == "" || display == patch.DevNull {
 		display = sec.OldName
 	}
-	bad := func(code Code, format string, args ...any) (FileDiff, error) {
-		return FileDiff{}, &Error{Code: code, Path: field, File: display,
+	bad := func(code Code, format string, args ...any) (fileDiff, error) {
+		return fileDiff{}, &Error{Code: code, Path: field, File: display,
 			Msg: fmt.Sprintf("patch line %d: ", sec.HeaderLine) + fmt.Sprintf(format, args...)}
 	}
 	n := strip
@@ -696,7 +677,7 @@ func readSection(root *os.Root, i int, sec *patch.Section, strip int) (FileDiff,
 		if err := CheckPath(name); err != nil {
 			err.Path = field
 			err.Msg = fmt.Sprintf("patch line %d: the path %s", sec.HeaderLine, err.Msg)
-			return FileDiff{}, err
+			return fileDiff{}, err
 		}
 	}
 	if sec.Hunks == 0 {
@@ -712,7 +693,7 @@ func readSection(root *os.Root, i int, sec *patch.Section, strip int) (FileDiff,
 		if errors.As(err, &pe) && pe.Line > 0 {
 			pe.Line += sec.Line - 1
 		}
-		return FileDiff{}, &Error{Code: codeOfPatch(err), Path: field, File: display, Err: err}
+		return fileDiff{}, &Error{Code: codeOfPatch(err), Path: field, File: display, Err: err}
 	}
 	for h := range f.Hunks {
 		// Errors name lines of the patch, not of the section.
