@@ -101,3 +101,38 @@ func TestApplyHalfAppliedPlan(t *testing.T) {
 		t.Fatal("notes not written")
 	}
 }
+
+// BenchmarkApplyAgain compares a dry run of a 100-diff plan on the files
+// it was written against (fresh) with one on the files it already changed
+// (again: each diff reversed, its checksum compared and applied once more).
+func BenchmarkApplyAgain(b *testing.B) {
+	files, p := manyFilePlan(50)
+	dir := b.TempDir()
+	for name, content := range files {
+		fp := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(fp), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(fp, []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer root.Close()
+	run := func(b *testing.B, want Status) {
+		for b.Loop() {
+			rep, err := Apply(context.Background(), root, p, Options{})
+			if err != nil || rep.Diffs[0].Status != want {
+				b.Fatalf("%v %+v", err, rep.Diffs[0])
+			}
+		}
+	}
+	b.Run("fresh", func(b *testing.B) { run(b, StatusApplied) })
+	if _, err := Apply(context.Background(), root, p, Options{Strategy: Write{}}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("again", func(b *testing.B) { run(b, StatusNoop) })
+}
