@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strconv"
@@ -19,6 +20,10 @@ const historyBase = "a02c340"
 type historyDiff struct {
 	path, diff string
 	pre, post  []byte
+	// commit is the commit's patch, the same for each of its files;
+	// binary is set when it holds a binary diff.
+	commit string
+	binary bool
 }
 
 // history reads the text files changed by the last n commits up to
@@ -57,11 +62,15 @@ func history(t *testing.T, n int) []historyDiff {
 		if err != nil {
 			t.Fatalf("%s: %v", c[:12], err)
 		}
+		binary := false
+		for _, s := range m.Sections {
+			binary = binary || s.Binary
+		}
 		for _, s := range m.Sections {
 			if s.Binary || s.Hunks == 0 {
 				continue
 			}
-			d := historyDiff{diff: s.Text, path: strings.TrimPrefix(s.NewName, "b/")}
+			d := historyDiff{diff: s.Text, path: strings.TrimPrefix(s.NewName, "b/"), commit: text, binary: binary}
 			pre, post := c+"^:"+strings.TrimPrefix(s.OldName, "a/"), c+":"+d.path
 			if s.NewFile {
 				pre = ""
@@ -183,4 +192,52 @@ func mutateNewLine(post []byte, f *patch.File) []byte {
 		}
 	}
 	return nil
+}
+
+// TestApplyPatchHistory applies whole commits of ctxkit's history as
+// plain patches (git's format, several files each) to the files before
+// them: each file comes out as the commit made it.
+func TestApplyPatchHistory(t *testing.T) {
+	diffs := history(t, 400)
+	if len(diffs) < 50 {
+		t.Logf("only %d diffs of history: the test needs the git repository", len(diffs))
+		return
+	}
+	commits, files := 0, 0
+	for i := 0; i < len(diffs); {
+		j := i
+		for j < len(diffs) && diffs[j].commit == diffs[i].commit {
+			j++
+		}
+		group := diffs[i:j]
+		i = j
+		if group[0].binary || len(group) < 2 {
+			continue
+		}
+		tr := map[string]string{}
+		for _, d := range group {
+			if d.pre != nil {
+				tr[d.path] = string(d.pre)
+			}
+		}
+		dir, root := tree(t, tr)
+		if _, err := ApplyPatch(context.Background(), root, []byte(group[0].commit), StripDetect, Options{Strategy: Write{}}); err != nil {
+			t.Errorf("a commit of %d files: %v", len(group), err)
+			continue
+		}
+		for _, d := range group {
+			got := read(t, dir, d.path)
+			if d.post == nil && !strings.HasPrefix(got, "<") {
+				t.Errorf("%s: not deleted", d.path)
+			} else if d.post != nil && got != string(d.post) {
+				t.Errorf("%s: not as the commit made it", d.path)
+			}
+		}
+		commits++
+		files += len(group)
+	}
+	t.Logf("%d commits of history applied as plain patches, %d files, each as the commit made it", commits, files)
+	if commits < 10 {
+		t.Errorf("only %d commits applied", commits)
+	}
 }
