@@ -235,3 +235,28 @@ func TestApplyPatchBounds(t *testing.T) {
 		t.Fatalf("size: %v", err)
 	}
 }
+
+// TestApplyPatchEmptyFiles: git's new and deleted empty files have no
+// hunks; a deletion of an "empty" file that is not empty is refused.
+func TestApplyPatchEmptyFiles(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "patch", "testdata", "multi", "empty.patch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, root := tree(t, map[string]string{"e1": ""})
+	rep, err := ApplyPatch(context.Background(), root, b, StripDetect, Options{Strategy: Write{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Diffs[0].Deleted || !rep.Diffs[1].Created || read(t, dir, "e2") != "" || read(t, dir, "z.txt") != "z\n" {
+		t.Fatalf("%+v", rep.Diffs)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "e1")); !os.IsNotExist(err) {
+		t.Fatal("e1 still exists")
+	}
+	_, root = tree(t, map[string]string{"e1": "not empty\n"})
+	_, err = ApplyPatch(context.Background(), root, b, StripDetect, Options{Strategy: Write{}})
+	if CodeOf(err) != "hunk_not_found" || !strings.Contains(err.Error(), "diffs[0] (e1): the diff deletes an empty file, but the file holds 10 bytes") {
+		t.Fatalf("got %v", err)
+	}
+}
