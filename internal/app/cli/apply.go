@@ -23,7 +23,7 @@ import (
 func init() {
 	register(&command{
 		name:    "apply",
-		summary: "apply a plan of unified diffs atomically, verify it, record it",
+		summary: "apply a plan (or a plain patch) of unified diffs atomically, verify it, record it",
 		usage: `Usage: ctxkit apply PLAN.json --root DIR [--dry-run | --backup SUFFIX] [--verify]
                     [--schema FILE] [--record FILE] [--json]
        ctxkit apply --patch FILE --root DIR [-p N] [--dry-run | --backup SUFFIX]
