@@ -260,3 +260,46 @@ func TestApplyPatchEmptyFiles(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// FuzzReadPatch: reading a patch never panics, fails only with *Error,
+// and every path it accepts passes CheckPath, each file once.
+func FuzzReadPatch(f *testing.F) {
+	for _, name := range []string{"git.patch", "format.patch", "ruN.patch", "u.patch", "empty.patch"} {
+		b, err := os.ReadFile(filepath.Join("..", "patch", "testdata", "multi", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, int8(-1))
+	}
+	f.Add([]byte("--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n"), int8(0))
+	f.Add([]byte("diff --git a/x b/y\nrename from x\nrename to .git/y\n"), int8(1))
+	root, err := os.OpenRoot(f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer root.Close()
+	f.Fuzz(func(t *testing.T, text []byte, strip int8) {
+		p, err := readPatch(root, text, int(strip))
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("error %T is not *Error: %v", err, err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, fd := range p.Files {
+			for _, name := range []string{fd.Path, fd.From} {
+				if name == "" && name == fd.From {
+					continue
+				}
+				if CheckPath(name) != nil || seen[strings.ToLower(name)] {
+					t.Fatalf("accepted path %q", name)
+				}
+				seen[strings.ToLower(name)] = true
+			}
+			if fd.file == nil && !(fd.New || fd.Delete || fd.From != "" || fd.OldMode != fd.NewMode) {
+				t.Fatalf("a file diff without hunks that changes nothing: %+v", fd)
+			}
+		}
+	})
+}
