@@ -107,8 +107,9 @@ type splitter struct {
 	facts []sectionFacts
 	line  int // lines read
 	// pending is the offset of text after a section's hunks that is not
-	// part of a diff (-1 when none): the next section starts there.
-	pending int
+	// part of a diff (-1 when none), pendingLine its line: the next
+	// section starts there.
+	pending, pendingLine int
 	// hunk state: inside a hunk, and the old and new lines its header
 	// counts that are not read yet (-1 for a header without numbers).
 	inHunk     bool
@@ -143,8 +144,7 @@ func (s *splitter) start(off, n int) (*Section, *sectionFacts, error) {
 	}
 	at, line := off, n
 	if s.pending >= 0 && len(s.secs) > 0 {
-		at = s.pending
-		line = 1 + strings.Count(s.text[:at], "\n")
+		at, line = s.pending, s.pendingLine
 	}
 	s.pending = -1
 	s.inHunk, s.binaryBody = false, false
@@ -225,7 +225,7 @@ func (s *splitter) step(l, next string, off, n int) (int, error) {
 			// A mail signature after a hunk whose counts are complete
 			// (git format-patch): not a deleted line.
 			s.inHunk = false
-			s.pending = off
+			s.pending, s.pendingLine = off, n
 			return 1, nil
 		case headerPair(l, next):
 			s.inHunk = false
@@ -301,7 +301,7 @@ func (s *splitter) step(l, next string, off, n int) (int, error) {
 	if sec.Hunks > 0 || f.headers || sec.Binary {
 		// Text after a section's diff: it ends the section.
 		if s.pending < 0 {
-			s.pending = off
+			s.pending, s.pendingLine = off, n
 		}
 	}
 	return 1, nil
