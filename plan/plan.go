@@ -5,12 +5,14 @@
 package plan
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -92,6 +94,10 @@ const (
 	// CodeRollbackIncomplete: a write failed and restoring the files
 	// already written failed too; Report.Unrestored names them.
 	CodeRollbackIncomplete Code = "rollback_incomplete"
+	// Plain patches only (they have no checksums to tell these apart):
+	CodeFileMissing Code = "file_missing"      // the file a patch changes does not exist
+	CodeFileExists  Code = "file_exists"       // the file a patch creates or renames onto exists
+	CodeUnsupported Code = "patch_unsupported" // a copy, a symbolic link or a submodule
 )
 
 // Error is a failure the plan caused. Path names the place in the plan
@@ -493,4 +499,295 @@ func (d *decoder) int(field string, into *int64) error {
 	}
 	*into = v
 	return nil
+}
+
+// Plain patches (ctxkit apply --patch).
+const (
+	// MaxPatchBytes bounds a plain patch.
+	MaxPatchBytes = MaxPlanBytes
+	// StripDetect asks ApplyPatch to tell how many leading
+	// components to strip from each name.
+	StripDetect = -1
+	// maxStrip bounds an explicit strip count.
+	maxStrip = 64
+)
+
+// NoChecksums is the note of a run of a plain patch: nothing tells which
+// version of each file it was written against.
+const NoChecksums = "no checksums: the patch was applied by content only"
+
+// plainPatch is a plain multi-file unified diff, read into one diff per file.
+type plainPatch struct {
+	Files []fileDiff
+}
+
+// fileDiff is one file's diff of a plain patch.
+type fileDiff struct {
+	// Path is the file changed, created or deleted (for a rename, its
+	// new path); From is a rename's old path.
+	Path, From string
+	// New and Delete say that the diff creates or deletes the file.
+	New, Delete bool
+	// OldMode and NewMode are git's modes, which are not applied (a
+	// warning says so).
+	OldMode, NewMode string
+	// Line is the patch line where the file's section starts.
+	Line int
+	// file is the parsed diff, nil for a section without hunks (an
+	// empty file created or deleted, a rename or a mode change only).
+	file *patch.File
+}
+
+// readPatch reads a plain multi-file unified diff into one diff per file,
+// its paths resolved and checked, as ApplyPatch describes.
+func readPatch(root *os.Root, text []byte, strip int) (*plainPatch, error) {
+	switch {
+	case len(text) > MaxPatchBytes:
+		return nil, &Error{Code: CodeTooLarge, Path: "patch", Msg: fmt.Sprintf("%d bytes, more than %d", len(text), MaxPatchBytes)}
+	case strip < StripDetect || strip > maxStrip:
+		return nil, &Error{Code: CodeField, Path: "strip", Msg: fmt.Sprintf("%d: must be between 0 and %d", strip, maxStrip)}
+	}
+	if i := bytes.IndexByte(text, 0); i >= 0 {
+		return nil, &Error{Code: CodeNotText, Path: fmt.Sprintf("patch line %d", 1+bytes.Count(text[:i], []byte{'\n'})), Msg: "a NUL byte: only text diffs can be applied"}
+	}
+	if !utf8.Valid(text) {
+		return nil, &Error{Code: CodeNotText, Path: "patch", Msg: "invalid UTF-8: only text diffs can be applied"}
+	}
+	m, err := patch.Split(string(text))
+	if err != nil {
+		var pe *patch.Error
+		if errors.As(err, &pe) {
+			return nil, &Error{Code: Code(pe.Code), Path: fmt.Sprintf("patch line %d", pe.Line), Msg: pe.Msg}
+		}
+		return nil, err
+	}
+	if len(m.Sections) > MaxDiffs {
+		return nil, &Error{Code: CodeTooLarge, Path: "patch", Msg: fmt.Sprintf("%d files, more than %d", len(m.Sections), MaxDiffs)}
+	}
+	p := &plainPatch{Files: make([]fileDiff, len(m.Sections))}
+	seen := map[string]int{}
+	plain := StripDetect // the strip count found for sections not in git's format
+	if strip == StripDetect {
+		for _, sec := range m.Sections {
+			if !sec.Git && sec.OldName != patch.DevNull && sec.NewName != patch.DevNull && sec.OldName != "" && sec.NewName != "" {
+				plain = detectStrip(&sec)
+				break
+			}
+		}
+	}
+	for i, sec := range m.Sections {
+		n := strip
+		if n == StripDetect && !sec.Git && plain != StripDetect {
+			n = plain
+		}
+		fd, err := readSection(root, i, &sec, n)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range []string{fd.Path, fd.From} {
+			if name == "" {
+				continue
+			}
+			key := strings.ToLower(name)
+			if j, ok := seen[key]; ok {
+				return nil, &Error{Code: CodePathRejected, Path: fmt.Sprintf("diffs[%d]", i), File: name,
+					Msg: fmt.Sprintf("patch line %d: the same file as diffs[%d]: a patch may change each file once", sec.HeaderLine, j)}
+			}
+			seen[key] = i
+		}
+		p.Files[i] = fd
+	}
+	return p, nil
+}
+
+// readSection reads the i-th section of a plain patch.
+func readSection(root *os.Root, i int, sec *patch.Section, strip int) (fileDiff, error) {
+	field := fmt.Sprintf("diffs[%d]", i)
+	fd := fileDiff{Line: sec.Line, OldMode: sec.OldMode, NewMode: sec.NewMode, New: sec.NewFile, Delete: sec.Deleted}
+	display := sec.NewName
+	if display == "" || display == patch.DevNull {
+		display = sec.OldName
+	}
+	bad := func(code Code, format string, args ...any) (fileDiff, error) {
+		return fileDiff{}, &Error{Code: code, Path: field, File: display,
+			Msg: fmt.Sprintf("patch line %d: ", sec.HeaderLine) + fmt.Sprintf(format, args...)}
+	}
+	n := strip
+	if n == StripDetect {
+		n = detectStrip(sec)
+	}
+	oldName, err1 := stripName(sec.OldName, n)
+	newName, err2 := stripName(sec.NewName, n)
+	if err1 == nil && err2 == nil {
+		if newName != patch.DevNull && newName != "" {
+			display = newName
+		} else if oldName != "" {
+			display = oldName
+		}
+	}
+	switch {
+	case sec.Binary:
+		return bad(CodeNotText, "a binary diff: only text diffs can be applied")
+	case sec.CopyFrom != "" || sec.CopyTo != "":
+		return bad(CodeUnsupported, "a copy (copy from %s): ctxkit applies changes, new files, deletions and renames, not copies", sec.CopyFrom)
+	case sec.OldMode == "120000" || sec.NewMode == "120000":
+		return bad(CodeUnsupported, "a symbolic link (mode 120000): a patch changes regular files only")
+	case sec.OldMode == "160000" || sec.NewMode == "160000":
+		return bad(CodeUnsupported, "a submodule (mode 160000): a patch changes regular files only")
+	case err1 != nil:
+		return bad(CodePathRejected, "%v", err1)
+	case err2 != nil:
+		return bad(CodePathRejected, "%v", err2)
+	case oldName == "" || newName == "":
+		return bad(CodeField, "the headers do not tell the file's name")
+	case oldName == patch.DevNull && newName == patch.DevNull:
+		return bad(CodeField, "both names are /dev/null")
+	}
+	fd.New = fd.New || oldName == patch.DevNull
+	fd.Delete = fd.Delete || newName == patch.DevNull
+	switch {
+	case sec.RenameFrom != "" || sec.RenameTo != "":
+		from, err1 := stripName(sec.RenameFrom, max(n-1, 0))
+		to, err2 := stripName(sec.RenameTo, max(n-1, 0))
+		if sec.RenameFrom == "" || sec.RenameTo == "" || err1 != nil || err2 != nil {
+			return bad(CodeField, "a rename needs both \"rename from\" and \"rename to\" names")
+		}
+		fd.Path, fd.From = to, from
+		if fd.Path == fd.From {
+			fd.From = ""
+		}
+	case fd.New:
+		fd.Path = newName
+	case fd.Delete:
+		fd.Path = oldName
+	case oldName == newName:
+		fd.Path = newName
+	case sec.Git:
+		return bad(CodeField, "the headers name two files, %s and %s, and no rename", oldName, newName)
+	default:
+		fd.Path = pickName(root, oldName, newName)
+	}
+	if fd.New && fd.Delete {
+		return bad(CodeField, "the diff both creates and deletes the file")
+	}
+	for _, name := range []string{fd.Path, fd.From} {
+		if name == "" {
+			continue
+		}
+		if err := CheckPath(name); err != nil {
+			err.Path = field
+			err.Msg = fmt.Sprintf("patch line %d: the path %s", sec.HeaderLine, err.Msg)
+			return fileDiff{}, err
+		}
+	}
+	if sec.Hunks == 0 {
+		modeOnly := sec.OldMode != "" && sec.NewMode != "" && sec.OldMode != sec.NewMode
+		if !sec.Git || !(fd.New || fd.Delete || fd.From != "" || modeOnly) {
+			return bad(Code(patch.CodeSyntax), "no hunks: the diff changes nothing")
+		}
+		return fd, nil
+	}
+	f, err := patch.Parse(sec.Text)
+	if err != nil {
+		var pe *patch.Error
+		if errors.As(err, &pe) && pe.Line > 0 {
+			pe.Line += sec.Line - 1
+		}
+		return fileDiff{}, &Error{Code: codeOfPatch(err), Path: field, File: display, Err: err}
+	}
+	for h := range f.Hunks {
+		// Errors name lines of the patch, not of the section.
+		f.Hunks[h].Pos += sec.Line - 1
+	}
+	f.OldName, f.NewName = fd.Path, fd.Path
+	if fd.New {
+		f.OldName = patch.DevNull
+	}
+	if fd.Delete {
+		f.NewName = patch.DevNull
+	}
+	fd.file = f
+	return fd, nil
+}
+
+// detectStrip is the strip count StripDetect takes for sec.
+func detectStrip(sec *patch.Section) int {
+	if sec.Git {
+		return 1
+	}
+	var names []string
+	for _, n := range []string{sec.OldName, sec.NewName} {
+		if n != "" && n != patch.DevNull {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return 0
+	}
+	prefixed := true
+	for _, n := range names {
+		prefixed = prefixed && (strings.HasPrefix(n, "a/") || strings.HasPrefix(n, "b/"))
+	}
+	if prefixed {
+		return 1
+	}
+	if len(names) == 2 {
+		a1, ar, aok := strings.Cut(names[0], "/")
+		b1, br, bok := strings.Cut(names[1], "/")
+		if aok && bok && a1 != b1 && ar == br {
+			return 1
+		}
+	}
+	return 0
+}
+
+// stripName removes n leading components from name (DevNull and "" stay).
+func stripName(name string, n int) (string, error) {
+	if name == "" || name == patch.DevNull {
+		return name, nil
+	}
+	s := name
+	for range n {
+		i := strings.IndexByte(s, '/')
+		if i < 0 {
+			return "", fmt.Errorf("%q has fewer than %d components: strip fewer (-p)", name, n+1)
+		}
+		s = s[i+1:]
+	}
+	return s, nil
+}
+
+// pickName is the file two different names of a non-git section mean:
+// the one that exists under root, else as GNU patch picks.
+func pickName(root *os.Root, a, b string) string {
+	exists := func(n string) bool {
+		if CheckPath(n) != nil {
+			return false
+		}
+		_, err := root.Lstat(n)
+		return err == nil
+	}
+	ea, eb := exists(a), exists(b)
+	switch {
+	case ea && !eb:
+		return a
+	case eb && !ea:
+		return b
+	}
+	ca, cb := strings.Count(a, "/"), strings.Count(b, "/")
+	switch {
+	case ca != cb:
+		if ca < cb {
+			return a
+		}
+		return b
+	case len(path.Base(a)) != len(path.Base(b)):
+		if len(path.Base(a)) < len(path.Base(b)) {
+			return a
+		}
+		return b
+	case len(a) < len(b):
+		return a
+	}
+	return b
 }

@@ -19,10 +19,16 @@ type Record struct {
 	Root     string    `json:"root"`
 	Strategy string    `json:"strategy"`
 	// PlanSHA256 is the SHA-256 of the plan document as read.
-	PlanSHA256 string    `json:"plan_sha256"`
-	Plan       *Plan     `json:"plan,omitempty"`
-	Diffs      []Outcome `json:"diffs"`
-	Written    bool      `json:"written"`
+	PlanSHA256 string `json:"plan_sha256,omitempty"`
+	Plan       *Plan  `json:"plan,omitempty"`
+	// PatchSHA256 and Patch are, for a plain patch (apply --patch), its
+	// SHA-256 and its text; a plain patch's record has no plan.
+	PatchSHA256 string `json:"patch_sha256,omitempty"`
+	Patch       string `json:"patch,omitempty"`
+	// Note says what the run could not check (NoChecksums).
+	Note    string    `json:"note,omitempty"`
+	Diffs   []Outcome `json:"diffs"`
+	Written bool      `json:"written"`
 	// Unrestored lists the files a failed write changed and could not
 	// restore (the code is then rollback_incomplete).
 	Unrestored []string         `json:"unrestored,omitempty"`

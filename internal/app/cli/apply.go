@@ -15,6 +15,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/plan"
 )
@@ -22,9 +23,11 @@ import (
 func init() {
 	register(&command{
 		name:    "apply",
-		summary: "apply a plan of unified diffs atomically, verify it, record it",
+		summary: "apply a plan (or a plain patch) of unified diffs atomically, verify it, record it",
 		usage: `Usage: ctxkit apply PLAN.json --root DIR [--dry-run | --backup SUFFIX] [--verify]
                     [--schema FILE] [--record FILE] [--json]
+       ctxkit apply --patch FILE --root DIR [-p N] [--dry-run | --backup SUFFIX]
+                    [--record FILE] [--json]
 
 Applies a plan (a JSON object of single-file unified diffs, each with the
 SHA-256 of the file it was written against, and post commands) to the
@@ -40,7 +43,16 @@ then with whitespace ignored, then with up to two context lines ignored per
 side, and only where the match is unique. Every diff is applied in memory
 first; files are written only if all apply, each through a temporary file,
 fsync and rename, and restored if a write fails midway. A diff that is
-already applied is reported as noop.
+already applied is reported as noop: also when the file no longer matches
+the checksum but is exactly the diff's result (reversing the diff gives
+back the content the checksum names).
+
+With --patch, applies a plain multi-file unified diff instead (git diff or
+git format-patch output, diff -u or diff -ruN output; "-" reads standard
+input) with the same engine, all or nothing. A patch has no checksums: it
+is applied by content only, and the output and the record say so. git's new
+files, deletions and renames are applied; mode changes are not (a warning
+says so); binary diffs, copies, symbolic links and submodules are refused.
 
 Flags:
   --root DIR        the directory the plan's paths are relative to (required);
@@ -51,13 +63,19 @@ Flags:
   --verify          after writing, run the plan's post commands in DIR without
                     a shell, each with its timeout (default 60s)
   --schema FILE     a JSON Schema the plan must also satisfy
-  --record FILE     append an audit record (one JSON line: plan hash, each
-                    diff's outcome and hashes, command outcomes, timestamps)
+  --patch FILE      apply a plain multi-file unified diff instead of a plan
+  -p N              with --patch: remove N leading components from each name
+                    of the ---/+++ and diff --git headers (like patch -pN);
+                    default: 1 for git's format, else 1 when the names start
+                    with a/ and b/ or differ in their first component only, else 0
+  --record FILE     append an audit record (one JSON line: plan or patch hash,
+                    each diff's outcome and hashes, command outcomes, timestamps)
   --json            print the record instead of the table
 
 Exit status: 0 when every diff applied (or was already applied) and every
-command succeeded; 1 when the plan is invalid, a diff failed (nothing is
-written then), or a command failed or timed out; 2 on a usage error.
+command succeeded; 1 when the plan or patch is invalid, a diff failed
+(nothing is written then), or a command failed or timed out; 2 on a usage
+error.
 `,
 		run: runApply,
 	})
@@ -65,8 +83,9 @@ written then), or a command failed or timed out; 2 on a usage error.
 
 // applyFlags are apply's flags.
 type applyFlags struct {
-	root, backup, schema, record string
-	dryRun, verify, json         bool
+	root, backup, schema, record, patch string
+	strip                               int
+	dryRun, verify, json                bool
 }
 
 // parseInterspersed parses flags that may come before or after the
@@ -95,15 +114,33 @@ func runApply(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.backup, "backup", "", "")
 	fs.StringVar(&f.schema, "schema", "", "")
 	fs.StringVar(&f.record, "record", "", "")
+	fs.StringVar(&f.patch, "patch", "", "")
+	fs.IntVar(&f.strip, "p", plan.StripDetect, "")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "")
 	fs.BoolVar(&f.verify, "verify", false, "")
 	fs.BoolVar(&f.json, "json", false, "")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := parseInterspersed(fs, stripArgs(args))
 	if err != nil {
 		return err
 	}
+	stripSet := false
+	fs.Visit(func(fl *flag.Flag) { stripSet = stripSet || fl.Name == "p" })
+	isPatch := false
+	fs.Visit(func(fl *flag.Flag) { isPatch = isPatch || fl.Name == "patch" })
 	switch {
-	case len(pos) == 0:
+	case isPatch && f.patch == "":
+		return usagef("--patch needs a file (or - for standard input)")
+	case isPatch && len(pos) > 0:
+		return usagef("unexpected argument %q: --patch applies a patch, not a plan", pos[0])
+	case isPatch && f.verify:
+		return usagef("--verify runs a plan's post commands: a patch has none")
+	case isPatch && f.schema != "":
+		return usagef("--schema checks a plan: it does not go with --patch")
+	case !isPatch && stripSet:
+		return usagef("-p strips names of a patch: it goes with --patch")
+	case stripSet && (f.strip < 0 || f.strip > 64):
+		return usagef("-p %d: the strip count must be between 0 and 64", f.strip)
+	case !isPatch && len(pos) == 0:
 		return usagef("the plan file is required: ctxkit apply PLAN.json --root DIR")
 	case len(pos) > 1:
 		return usagef("unexpected argument %q: apply takes one plan", pos[1])
@@ -114,14 +151,20 @@ func runApply(ctx context.Context, e *env, args []string) error {
 	case f.dryRun && f.verify:
 		return usagef("--verify runs the commands on the written files: it does not go with --dry-run")
 	}
-	var raw []byte
-	if pos[0] == "-" {
-		raw, err = io.ReadAll(io.LimitReader(e.stdin, plan.MaxPlanBytes+1))
+	src, limit, what := "", int64(plan.MaxPlanBytes), "the plan"
+	if isPatch {
+		src, limit, what = f.patch, plan.MaxPatchBytes, "the patch"
 	} else {
-		raw, err = readPlanFile(pos[0], plan.MaxPlanBytes+1)
+		src = pos[0]
+	}
+	var raw []byte
+	if src == "-" {
+		raw, err = io.ReadAll(io.LimitReader(e.stdin, limit+1))
+	} else {
+		raw, err = readPlanFile(src, limit+1)
 	}
 	if err != nil {
-		return fmt.Errorf("reading the plan: %w", err)
+		return fmt.Errorf("reading %s: %w", what, err)
 	}
 	schema, err := loadSchema(f.schema)
 	if err != nil {
@@ -148,7 +191,12 @@ func runApply(ctx context.Context, e *env, args []string) error {
 	// system call for all of them.
 	out := bufio.NewWriter(e.stdout)
 	defer out.Flush()
-	rec, err := applyPlan(ctx, root, raw, schema, strategy, f.verify)
+	var rec *plan.Record
+	if isPatch {
+		rec, err = applyPatch(ctx, root, raw, f.strip, strategy)
+	} else {
+		rec, err = applyPlan(ctx, root, raw, schema, strategy, f.verify)
+	}
 	if f.record != "" {
 		if rerr := plan.AppendRecord(f.record, rec); rerr != nil && err == nil {
 			err = fmt.Errorf("--record: %w", rerr)
@@ -249,6 +297,44 @@ func applyPlan(ctx context.Context, root *os.Root, raw []byte, schema *plan.Sche
 	return finish(nil)
 }
 
+// stripArgs splits patch's "-pN" spelling into "-p" "N" for the flag
+// package.
+func stripArgs(args []string) []string {
+	out := make([]string, 0, len(args)+1)
+	for _, a := range args {
+		if len(a) > 2 && strings.HasPrefix(a, "-p") && strings.Trim(a[2:], "0123456789") == "" {
+			out = append(out, "-p", a[2:])
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// applyPatch reads and applies a plain patch and returns the audit record
+// of the run; the error is the run's first failure.
+func applyPatch(ctx context.Context, root *os.Root, raw []byte, strip int, strategy plan.Strategy) (*plan.Record, error) {
+	abs, err := filepath.Abs(root.Name())
+	if err != nil {
+		abs = root.Name()
+	}
+	rec := &plan.Record{Started: time.Now().UTC(), Root: abs, Strategy: plan.StrategyName(strategy),
+		PatchSHA256: plan.Checksum(raw), Note: plan.NoChecksums}
+	if len(raw) <= plan.MaxPatchBytes && utf8.Valid(raw) {
+		rec.Patch = string(raw)
+	}
+	rep, err := plan.ApplyPatch(ctx, root, raw, strip, plan.Options{Strategy: strategy})
+	if rep != nil {
+		rec.Diffs, rec.Written, rec.Unrestored = rep.Diffs, rep.Written, rep.Unrestored
+	}
+	rec.Finished = time.Now().UTC()
+	rec.OK = err == nil
+	if err != nil {
+		rec.Code, rec.Error = plan.CodeOf(err), oneLine(err.Error())
+	}
+	return rec, err
+}
+
 // printReport writes the human report of a run: the diffs' table, the
 // summary, the commands' table.
 func printReport(w io.Writer, rec *plan.Record) {
@@ -284,7 +370,11 @@ func printDiffs(w io.Writer, rec *plan.Record) {
 		if o.Deleted {
 			after = "deleted"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", o.Index, o.Path, status, strings.Join(hunks, ", "), shortSum(o.SHA256Before), after)
+		name := o.Path
+		if o.From != "" {
+			name = o.From + " -> " + o.Path
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", o.Index, name, status, strings.Join(hunks, ", "), shortSum(o.SHA256Before), after)
 	}
 	tw.Flush()
 	for _, o := range rec.Diffs {
@@ -311,6 +401,9 @@ func printSummary(w io.Writer, rec *plan.Record) {
 		state = "written"
 	case rec.Strategy == "dry-run":
 		state = "dry run: nothing written"
+	}
+	if rec.Note != "" {
+		fmt.Fprintln(w, rec.Note)
 	}
 	fmt.Fprintf(w, "%d applied, %d noop, %d failed; %s\n", counts[plan.StatusApplied], counts[plan.StatusNoop], counts[plan.StatusFailed], state)
 }
