@@ -160,7 +160,7 @@ func variantCorpus(t *testing.T) (entries []*variantEntry, fromHistory bool) {
 			t.Fatalf("CI=true but the history up to %s is missing: the variant corpus needs a full clone", corpusTip[:12])
 		}
 		t.Logf("no history corpus (no git, a shallow clone or a source archive): using generated file pairs")
-		raw = syntheticCorpus(t, 120)
+		raw = syntheticCorpus(t, 60)
 	}
 	var goEntries []*variantEntry
 	for _, c := range raw {
@@ -744,29 +744,37 @@ func normalisedText(lines []string) string {
 	return b.String()
 }
 
-// judgeVariant applies v and classifies the outcome; got is the content Apply
+// judgeVariant applies v and classifies the outcome; res is what Apply
 // returned (nil when refused), why the refusal.
-func judgeVariant(v variant) (o variantOutcome, got []byte, why error) {
+func judgeVariant(v variant) (o variantOutcome, res *Result, why error) {
 	f, err := Parse(v.diff)
 	if err != nil {
 		return outRefused, nil, err
 	}
-	res, err := Apply(v.src, f)
+	res, err = Apply(v.src, f)
 	if err != nil {
 		return outRefused, nil, err
 	}
-	got = res.Content
 	switch {
 	case v.refuse:
-		return outWrong, got, nil
+		return outWrong, res, nil
 	case res.Status == Noop && !v.noop:
-		return outFalseNoop, got, nil
-	case v.noop && (res.Status != Noop || !bytes.Equal(got, v.src)):
-		return outWrong, got, nil
-	case !v.noop && !bytes.Equal(got, v.want):
-		return outWrong, got, nil
+		return outFalseNoop, res, nil
+	case v.noop && (res.Status != Noop || !bytes.Equal(res.Content, v.src)):
+		return outWrong, res, nil
+	case !v.noop && !bytes.Equal(res.Content, v.want):
+		return outWrong, res, nil
 	}
-	return outApplied, got, nil
+	return outApplied, res, nil
+}
+
+// placements says where and how Apply placed each hunk.
+func placements(res *Result) string {
+	var ps []string
+	for _, h := range res.Hunks {
+		ps = append(ps, fmt.Sprintf("line %d (%s)", h.Match.Line, h.Match))
+	}
+	return fmt.Sprintf("%s, hunks placed at %s", res.Status, strings.Join(ps, ", "))
 }
 
 // lineDiffSummary shows where got departs from want: the lines between their
@@ -826,6 +834,9 @@ func TestVariantCorpus(t *testing.T) {
 		src = "ctxkit's history up to " + corpusTip[:12]
 	}
 	fmt.Fprintf(&report, "variant corpus: %d single-file changes from %s (%s)\n\n", len(corpus), src, strings.Join(langs, ", "))
+	report.WriteString("applied: the expected file (for \"already applied\": Noop, content unchanged); refused: Parse or Apply\n" +
+		"failed; wrong: another result (any result where only a refusal is right); false no-op: Noop for a file that\n" +
+		"is not already the result.\n\n")
 	fmt.Fprintf(&report, "%-32s %6s %8s %8s %6s %12s\n", "variant", "total", "applied", "refused", "wrong", "false no-op")
 
 	// Every variant of an entry is generated and applied by one worker;
@@ -837,6 +848,7 @@ func TestVariantCorpus(t *testing.T) {
 		made      bool
 		o         variantOutcome
 		want, got []byte // kept for a wrong outcome only
+		placed    string
 	}
 	results := make([][]result, len(corpus)) // [entry][kind]
 	var (
@@ -859,10 +871,10 @@ func TestVariantCorpus(t *testing.T) {
 					if !ok {
 						continue
 					}
-					o, got, _ := judgeVariant(v)
+					o, res, _ := judgeVariant(v)
 					rs[j] = result{made: true, o: o}
 					if o == outWrong || o == outFalseNoop {
-						rs[j].want, rs[j].got = v.want, got
+						rs[j].want, rs[j].got, rs[j].placed = v.want, res.Content, placements(res)
 						if v.noop || v.refuse {
 							rs[j].want = v.src
 						}
@@ -878,6 +890,7 @@ func TestVariantCorpus(t *testing.T) {
 		key       variantKey
 		o         variantOutcome
 		want, got []byte
+		placed    string
 	}
 	var (
 		failures []failure
@@ -897,7 +910,7 @@ func TestVariantCorpus(t *testing.T) {
 				continue
 			}
 			key := variantKey{e.name, k.name}
-			f := failure{key, r.o, r.want, r.got}
+			f := failure{key, r.o, r.want, r.got, r.placed}
 			if o, ok := knownWrong[key]; ok && o == r.o {
 				known = append(known, f)
 				seen[key] = true
@@ -960,6 +973,55 @@ func TestVariantCorpus(t *testing.T) {
 			t.Errorf("%d more:\n%s", len(failures)-i, strings.Join(rest, "\n"))
 			break
 		}
-		t.Errorf("%s | %s | %s\n%s", f.key.entry, f.key.variant, f.o, lineDiffSummary(f.want, f.got))
+		t.Errorf("%s | %s | %s\n      %s\n%s", f.key.entry, f.key.variant, f.o, f.placed, lineDiffSummary(f.want, f.got))
+	}
+}
+
+// TestJudgeVariant holds the classes the variant corpus counts to their
+// definitions, so that a broken judge cannot pass every variant.
+func TestJudgeVariant(t *testing.T) {
+	const (
+		before = "alpha\nbravo\ncharlie\ndelta\necho\n"
+		after  = "alpha\nbravo\nCHARLIE\ndelta\necho\n"
+		diff   = "--- a/f\n+++ b/f\n@@ -1,5 +1,5 @@\n alpha\n bravo\n-charlie\n+CHARLIE\n delta\n echo\n"
+	)
+	for _, c := range []struct {
+		name string
+		v    variant
+		want variantOutcome
+	}{
+		{"applied as expected", variant{src: []byte(before), diff: diff, want: []byte(after)}, outApplied},
+		{"applied, another result", variant{src: []byte(before), diff: diff, want: []byte(before)}, outWrong},
+		{"applied where only a refusal is right", variant{src: []byte(before), diff: diff, refuse: true}, outWrong},
+		{"refused where only a refusal is right", variant{src: []byte("x\ny\n"), diff: diff, refuse: true}, outRefused},
+		{"not found", variant{src: []byte("x\ny\n"), diff: diff, want: []byte(after)}, outRefused},
+		{"unreadable diff", variant{src: []byte(before), diff: "@@ -1 +1 @@\n", want: []byte(after)}, outRefused},
+		{"noop for a file not yet changed", variant{src: []byte(after), diff: diff, want: []byte(before)}, outFalseNoop},
+		{"noop for an applied diff", variant{src: []byte(after), diff: diff, want: []byte(after), noop: true}, outApplied},
+		{"applied again", variant{src: []byte(before), diff: diff, want: []byte(before), noop: true}, outWrong},
+	} {
+		if got, _, _ := judgeVariant(c.v); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// TestSpliceLines checks the line edits the expected files of "changed
+// since" and "ambiguous" are made with.
+func TestSpliceLines(t *testing.T) {
+	lines := []string{"a\n", "b\n", "c\n", "d\n"}
+	got, ok := spliceLines(lines, []lineEdit{
+		{at: 3, old: []string{"d\n"}, new: []string{"D\n"}},
+		{at: 0, new: []string{"0\n"}},
+		{at: 1, old: []string{"b\n", "c\n"}},
+	})
+	if want := []string{"0\n", "a\n", "D\n"}; !ok || !slices.Equal(got, want) {
+		t.Errorf("spliceLines = %q, %v; want %q", got, ok, want)
+	}
+	if _, ok := spliceLines(lines, []lineEdit{{at: 1, old: []string{"c\n"}}}); ok {
+		t.Error("spliceLines accepted an edit whose old lines are not there")
+	}
+	if _, ok := spliceLines(lines, []lineEdit{{at: 0, old: []string{"a\n", "b\n"}}, {at: 1, old: []string{"b\n"}}}); ok {
+		t.Error("spliceLines accepted overlapping edits")
 	}
 }
