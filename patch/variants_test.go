@@ -432,22 +432,23 @@ func genExtraInside(rng *rand.Rand, e *variantEntry, _ []*variantEntry) (variant
 	case 1:
 		extra.Text = prev.Text
 	default:
-		extra.Text = prev.Text[:leadingSpace(prev.Text)] + commentMark(e.kind) + " see below"
+		extra.Text = prev.Text[:leadingSpace(prev.Text)] + madeUpLine(e.kind)
 	}
 	hs[c.h].Lines = slices.Insert(hs[c.h].Lines, c.l, extra)
 	return variant{src: e.pre, diff: renderDiff(e, hs, nil), want: e.post}, true
 }
 
-func commentMark(kind string) string {
+// madeUpLine is a line a model might invent in a file of the kind.
+func madeUpLine(kind string) string {
 	switch kind {
 	case "YAML", "shell", "other":
-		return "#"
+		return "# see below"
 	case "Markdown":
-		return "Note:"
+		return "See below."
 	case "JSON":
-		return `"note": "`
+		return `"note": "see below",`
 	}
-	return "//"
+	return "// see below"
 }
 
 // genIndent rewrites the indentation of the context and added lines in the
@@ -684,7 +685,11 @@ func genAmbiguousBetween(rng *rand.Rand, e *variantEntry, _ []*variantEntry) (va
 	if !ok {
 		return variant{}, false
 	}
-	return variant{src: concatLines(a.src), diff: a.diff(e, (a.orig+a.dup)/2), refuse: true}, true
+	at := (a.orig + a.dup) / 2
+	if old := hunkLineEdits([]Hunk{a.hunk})[0].old; at+len(old) <= len(a.src) && slices.Equal(a.src[at:at+len(old)], old) {
+		return variant{}, false // a third copy, where the header points: the hunk may go there
+	}
+	return variant{src: concatLines(a.src), diff: a.diff(e, at), refuse: true}, true
 }
 
 func genAmbiguousNoNumbers(rng *rand.Rand, e *variantEntry, _ []*variantEntry) (variant, bool) {
