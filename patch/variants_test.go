@@ -177,10 +177,7 @@ func variantCorpus(t *testing.T) (entries []*variantEntry, fromHistory bool) {
 			e.path = c.name[i+1:]
 		}
 		e.kind = corpusFileKind(e.path, c.pre)
-		e.preLines = strings.SplitAfter(string(c.pre), "\n")
-		e.postLines = strings.SplitAfter(string(c.post), "\n")
-		e.preLines = e.preLines[:len(e.preLines)-1] // the empty text after the final newline (or the unterminated last line)
-		e.postLines = e.postLines[:len(e.postLines)-1]
+		e.preLines, e.postLines = linesOf(c.pre), linesOf(c.post)
 		if bytes.HasSuffix(c.pre, []byte("\n")) && bytes.HasSuffix(c.post, []byte("\n")) &&
 			!bytes.Contains(c.pre, []byte("\r")) && !bytes.Contains(c.post, []byte("\r")) {
 			got, ok := spliceLines(e.preLines, hunkLineEdits(f.Hunks))
@@ -194,6 +191,16 @@ func variantCorpus(t *testing.T) (entries []*variantEntry, fromHistory bool) {
 	}
 	n := max(0, min(len(goEntries), maxVariantEntries-len(entries)))
 	return append(entries, goEntries[:n]...), fromHistory
+}
+
+// linesOf splits b after each newline; an unterminated last line is a
+// line too.
+func linesOf(b []byte) []string {
+	ls := strings.SplitAfter(string(b), "\n")
+	if ls[len(ls)-1] == "" {
+		ls = ls[:len(ls)-1]
+	}
+	return ls
 }
 
 // corpusFileKind names the language of a corpus file for the report.
