@@ -52,8 +52,11 @@ func historyCorpus(t testing.TB, dir string, max int) []corpusEntry {
 	}
 	// One git log for every commit's diff: a process per commit costs
 	// seconds on a loaded machine. The NUL before each commit line cannot
-	// occur in a text diff.
+	// occur in a text diff. The diff options are spelled out so that a
+	// user's configuration cannot change the corpus (and what the tests
+	// expect of it).
 	out, err := git("log", "-p", "--no-merges", "--no-color", "--no-renames", "--no-ext-diff", "--full-index",
+		"-U3", "--diff-algorithm=myers", "--indent-heuristic", "--src-prefix=a/", "--dst-prefix=b/",
 		"--format=%x00%H %P", "-n", strconv.Itoa(max), corpusTip)
 	if err != nil {
 		return nil
