@@ -2,6 +2,7 @@ package patch
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -858,6 +859,7 @@ func TestVariantCorpus(t *testing.T) {
 	knownWrong := loadKnownWrong(t, kinds)
 	type result struct {
 		made      bool
+		code      Code // the refusal's
 		o         variantOutcome
 		want, got []byte // kept for a wrong outcome only
 		placed    string
@@ -883,8 +885,11 @@ func TestVariantCorpus(t *testing.T) {
 					if !ok {
 						continue
 					}
-					o, res, _ := judgeVariant(v)
+					o, res, why := judgeVariant(v)
 					rs[j] = result{made: true, o: o}
+					if pe := (*Error)(nil); errors.As(why, &pe) {
+						rs[j].code = pe.Code
+					}
 					if o == outWrong || o == outFalseNoop {
 						rs[j].want, rs[j].got, rs[j].placed = v.want, res.Content, placements(res)
 						if v.noop || v.refuse {
@@ -938,6 +943,28 @@ func TestVariantCorpus(t *testing.T) {
 		fmt.Fprintf(&report, "%-32s %6d %8d %8d %6d %12d\n", k.name, total, count[outApplied], count[outRefused], count[outWrong], count[outFalseNoop])
 	}
 	fmt.Fprintf(&report, "%-32s %6d %8d %8d %6d %12d\n", "all", sum[0]+sum[1]+sum[2]+sum[3], sum[outApplied], sum[outRefused], sum[outWrong], sum[outFalseNoop])
+	// Why the variants were refused, per kind: where leniency could grow.
+	report.WriteString("\nrefused, by error code:\n")
+	for j, k := range kinds {
+		codes := map[Code]int{}
+		for i := range corpus {
+			if r := results[i][j]; r.made && r.o == outRefused {
+				codes[r.code]++
+			}
+		}
+		if len(codes) == 0 {
+			continue
+		}
+		var cs []string
+		for c, n := range codes {
+			if c == "" {
+				c = "other"
+			}
+			cs = append(cs, fmt.Sprintf("%s %d", c, n))
+		}
+		slices.Sort(cs)
+		fmt.Fprintf(&report, "  %-32s %s\n", k.name, strings.Join(cs, ", "))
+	}
 	if len(known) > 0 {
 		fmt.Fprintf(&report, "\nknown wrong, to be fixed (%d):\n", len(known))
 		for _, f := range known {
