@@ -381,7 +381,11 @@ func (r formatRule) apply(_ context.Context, e *env) (any, error) {
 	for _, p := range r.parts {
 		if p.path == nil {
 			b.WriteString(p.text)
-		} else if v, ok := lookup(root, p.path); ok {
+		} else if v, ok := lookup(root, p.path); !ok {
+			if _, has := root[p.path[0].key]; !has && p.path[0].index < 0 {
+				e.missingAtRoot(p.path[0].key)
+			}
+		} else {
 			if s, isStr := v.(string); isStr {
 				b.WriteString(s)
 			} else {

@@ -287,7 +287,7 @@ func checkParam(n ast.Node, line int) error {
 func (r templateRule) apply(ctx context.Context, e *env) (any, error) {
 	rctx, cancel := r.timeout(ctx)
 	defer cancel()
-	run := &tplRun{ctx: rctx, meter: e.meter, maxIter: r.maxIter, maxOut: r.maxOut, scopes: []any{e.root()}, frames: []frame{{}}}
+	run := &tplRun{ctx: rctx, meter: e.meter, maxIter: r.maxIter, maxOut: r.maxOut, scopes: []any{e.root()}, frames: []frame{{}}, env: e}
 	if err := run.program(r.prog); err != nil {
 		return nil, err
 	}
@@ -309,6 +309,7 @@ type tplRun struct {
 	scopes  []any            // context stack: [0] is the root, the last is "this"
 	frames  []frame          // @data frames: one per {{#each}} iteration
 	params  []map[string]any // block parameters, innermost last
+	env     *env             // where warnings go
 }
 
 type frame struct {
@@ -545,6 +546,9 @@ func (r *tplRun) path(p *ast.PathExpression) any {
 			return nil
 		}
 		v = r.scopes[i]
+		if i == 0 && len(parts) > 0 && r.env != nil && field(v, parts[0]) == nil {
+			r.env.missingAtRoot(parts[0])
+		}
 	}
 	for _, part := range parts {
 		if len(part) >= 2 && part[0] == '[' && part[len(part)-1] == ']' {

@@ -212,6 +212,9 @@ type viewMeta struct {
 	Message        string             `json:"message,omitempty"`
 	Source         envelope.Source    `json:"source"`
 	FreshnessState envelope.Freshness `json:"freshness_state"`
+	// Warnings: what the view's rules met that is likely a mistake (a
+	// path that exists only under context.), see view.Result.Warnings.
+	Warnings []view.Warning `json:"warnings,omitempty"`
 }
 
 // viewStatus is a view's status in the envelope's vocabulary: OK when
@@ -249,7 +252,8 @@ func (s *Server) getView(w http.ResponseWriter, r *http.Request, p Principal) er
 	writeJSON(w, http.StatusOK, viewReply{
 		ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags, SchemaName: b.SchemaName,
 		Version: b.Version, UpdatedAt: b.UpdatedAt, Context: v.value,
-		Meta: viewMeta{Status: viewStatus(v.status), ErrorCode: v.code, Message: v.reason, Source: envelope.SourceStore, FreshnessState: envelope.Fresh},
+		Meta: viewMeta{Status: viewStatus(v.status), ErrorCode: v.code, Message: v.reason, Source: envelope.SourceStore, FreshnessState: envelope.Fresh,
+			Warnings: v.warnings},
 	})
 	return nil
 }
@@ -292,7 +296,7 @@ func (s *Server) applyView(ctx context.Context, b *store.Breadcrumb) (cachedView
 		return cachedView{}, err
 	}
 	s.metrics.views.WithLabelValues(string(res.Status)).Inc()
-	c := cachedView{value: out, status: res.Status}
+	c := cachedView{value: out, status: res.Status, warnings: res.Warnings}
 	if res.Err != nil {
 		c.code, c.reason = string(res.Err.Code), res.Err.Error()
 	}
@@ -519,7 +523,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 		// a view to show.
 		return &Error{Status: http.StatusUnprocessableEntity, Code: Code(view.CodeTooCostly), Path: "llm_hints", Msg: "llm_hints." + res.Err.Error(), Err: res.Err}
 	}
-	meta := viewMeta{Status: viewStatus(res.Status), Source: envelope.SourceView, FreshnessState: envelope.Fresh}
+	meta := viewMeta{Status: viewStatus(res.Status), Source: envelope.SourceView, FreshnessState: envelope.Fresh, Warnings: res.Warnings}
 	if res.Err != nil {
 		meta.ErrorCode, meta.Message = string(res.Err.Code), res.Err.Error()
 	}

@@ -34,7 +34,7 @@ type Options struct {
 	Logger       *slog.Logger       // nil: discard
 	MaxBodyBytes int64              // default 1 MiB
 	MaxDepth     int                // JSON nesting depth of a request body; default 64
-	RuleTimeout  time.Duration      // view rules' deadline; default 100ms
+	RuleTimeout  time.Duration      // view rules' deadline; default view.DefaultRuleTimeout
 	PingEvery    time.Duration      // event-stream keep-alive; default 15s
 	RelayTimeout time.Duration      // POST /relay's deadline, waiting for a slot included; default 5s
 	// MaxConcurrentViews bounds how many views are computed at once (cache
@@ -119,12 +119,19 @@ type Server struct {
 type cachedView struct {
 	value  json.RawMessage
 	status view.Status
-	code   string // the view error code when status is FALLBACK
-	reason string
+	code     string // the view error code when status is FALLBACK
+	reason   string
+	warnings []view.Warning
 }
 
 // size is what a cached view holds in memory, its key included, roughly.
-func (c cachedView) size() int64 { return int64(len(c.value)+len(c.reason)) + 256 }
+func (c cachedView) size() int64 {
+	n := int64(len(c.value)+len(c.reason)) + 256
+	for _, w := range c.warnings {
+		n += int64(len(w.Path)+len(w.Message)) + 32
+	}
+	return n
+}
 
 // New returns a server.
 func New(opts Options) *Server {

@@ -436,9 +436,17 @@ func TestPreview(t *testing.T) {
 		"llm_hints": map[string]any{"transform": map[string]any{"h": map[string]any{"type": "jq", "query": "error(\"no\")"}}},
 		"context":   map[string]any{"n": 3},
 	}), 200, `"status":"FALLBACK"`)
+	// A path that exists only under context. renders "" and says so, in the
+	// preview and in a stored breadcrumb's view.
+	hints := map[string]any{"transform": map[string]any{"h": map[string]any{"type": "template", "template": "{{#each users}}{{name}}{{/each}}"}}}
+	want(t, e.do("POST", "/views/preview", tok, map[string]any{"llm_hints": hints, "context": map[string]any{"users": []any{map[string]any{"name": "ada"}}}}),
+		200, `"warnings":[{"path":"transform.h","message":"\"users\" is not a record field, so it rendered as nothing; the context has one: write context.users"}]`)
+	emitter := e.token("acme", "w", server.RoleEmitter)
+	id := e.create(emitter, map[string]any{"title": "t", "context": map[string]any{"users": []any{}}, "llm_hints": hints})
+	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 200, `"warnings":[{"path":"transform.h"`)
 	want(t, e.do("POST", "/views/preview", tok, map[string]any{"llm_hints": map[string]any{"mode": "x"}, "context": map[string]any{}}), 400, "llm_hints.mode")
 	want(t, e.do("POST", "/views/preview", tok, map[string]any{"llm_hints": map[string]any{}}), 400, "context: required")
-	if items := e.do("GET", "/breadcrumbs", tok, nil).json(t)["items"].([]any); len(items) != 0 {
+	if items := e.do("GET", "/breadcrumbs", tok, nil).json(t)["items"].([]any); len(items) != 1 {
 		t.Fatal("preview stored something")
 	}
 }
