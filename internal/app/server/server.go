@@ -117,8 +117,8 @@ type Server struct {
 }
 
 type cachedView struct {
-	value  json.RawMessage
-	status view.Status
+	value    json.RawMessage
+	status   view.Status
 	code     string // the view error code when status is FALLBACK
 	reason   string
 	warnings []view.Warning
