@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/version"
 )
 
 // route is one row of the API: what the mux serves at a pattern, who may
@@ -126,7 +127,7 @@ func whole(errs ...int) []reply {
 func (s *Server) routeTable() []route {
 	rows := []route{
 		{method: "GET", path: "/health", auth: authNone, plain: func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusOK, health{Status: "ok"})
+			writeJSON(w, http.StatusOK, health{Status: "ok", Version: version.String()})
 		}, doc: operation{Summary: "Liveness", Responses: []reply{{Status: 200, Desc: "ok"}}}},
 		{method: "GET", path: "/openapi.json", auth: authNone, plain: s.serveOpenAPI,
 			doc: operation{Summary: "This document", Responses: []reply{{Status: 200, Desc: "the OpenAPI document"}}}},
@@ -328,7 +329,8 @@ func (s *Server) routes() {
 
 // health is GET /health's answer.
 type health struct {
-	Status string `json:"status"` // always "ok": the process serves
+	Status  string `json:"status"`  // always "ok": the process serves
+	Version string `json:"version"` // the binary's version, as ctxkit version says it
 }
 
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
