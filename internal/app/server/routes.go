@@ -160,7 +160,7 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/breadcrumbs/{id}/tags/remove", role: RoleEmitter, serve: s.tags(false), doc: operation{
 			Summary: "Remove tags (emitter)", Params: []string{"ifMatch"}, Body: "Tags", Responses: whole(400, 404)}},
 		{method: "POST", path: "/breadcrumbs/{id}/context/merge", role: RoleEmitter, serve: s.merge, doc: operation{
-			Summary: "Deep-merge an object into context (emitter)", Params: []string{"ifMatch"}, Body: "MergeRequest",
+			Summary: "Apply an RFC 7396 JSON Merge Patch to context (emitter): null deletes, arrays replace", Params: []string{"ifMatch"}, Body: "MergeRequest",
 			Responses: whole(400, 404)}},
 		{method: "POST", path: "/views/preview", serve: s.preview, doc: operation{
 			Summary: "Apply hints to a posted context without storing anything", Body: "PreviewRequest",

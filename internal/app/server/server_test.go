@@ -630,3 +630,13 @@ func TestViewConcurrencyBound(t *testing.T) {
 		t.Fatalf("two views took %v with one slot: they ran at the same time", d)
 	}
 }
+
+// TestContextMergeIsJSONMergePatch: POST context/merge applies RFC 7396
+// over HTTP: null deletes a member, objects merge, arrays replace.
+func TestContextMergeIsJSONMergePatch(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleEmitter)
+	id := e.create(tok, map[string]any{"title": "t", "context": map[string]any{"a": 1, "o": map[string]any{"x": 1, "y": 2}, "l": []any{1, 2}}})
+	r := e.do("POST", "/breadcrumbs/"+id+"/context/merge", tok, map[string]any{"context": map[string]any{"a": nil, "o": map[string]any{"y": nil, "z": 3}, "l": []any{3}}})
+	want(t, r, 200, `"context":{"l":[3],"o":{"x":1,"z":3}}`)
+}
