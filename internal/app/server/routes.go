@@ -145,14 +145,16 @@ func (s *Server) routeTable() []route {
 			Params:    []string{"tag", "schemaName", "listLimit", "cursor", "includeContext"},
 			Responses: answer(200, "a page", "Page", 400)}},
 		{method: "GET", path: "/breadcrumbs/{id}", serve: s.getView, doc: operation{
-			Summary: "The LLM view (counts a read for usage TTLs)", Responses: answer(200, "the view", "View", 404)}},
+			Summary: "The LLM view (counts a read for usage TTLs); ETag is the version", Params: []string{"ifNoneMatch", "ifMatch"},
+			Responses: append(answer(200, "the view", "View", 404, 412), reply{Status: 304, Desc: "not modified: If-None-Match names the current version"})}},
 		{method: "PATCH", path: "/breadcrumbs/{id}", role: RoleEmitter, serve: s.patch, doc: operation{
 			Summary: "Change fields (emitter)", Params: []string{"ifMatch"}, Body: "PatchRequest",
 			Responses: whole(400, 404, 412)}},
 		{method: "DELETE", path: "/breadcrumbs/{id}", role: RoleCurator, serve: s.delete, doc: operation{
 			Summary: "Delete (curator); the history stays", Responses: answer(204, "deleted", "", 403, 404)}},
 		{method: "GET", path: "/breadcrumbs/{id}/full", serve: s.getFull, doc: operation{
-			Summary: "The whole record", Responses: whole(404)}},
+			Summary: "The whole record; ETag is the version", Params: []string{"ifNoneMatch", "ifMatch"},
+			Responses: append(whole(404, 412), reply{Status: 304, Desc: "not modified: If-None-Match names the current version"})}},
 		{method: "GET", path: "/breadcrumbs/{id}/history", serve: s.history, doc: operation{
 			Summary: "Every version, newest first", Responses: answer(200, "versions", "History", 404)}},
 		{method: "POST", path: "/breadcrumbs/{id}/tags/add", role: RoleEmitter, serve: s.tags(true), doc: operation{

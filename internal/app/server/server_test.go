@@ -640,3 +640,46 @@ func TestContextMergeIsJSONMergePatch(t *testing.T) {
 	r := e.do("POST", "/breadcrumbs/"+id+"/context/merge", tok, map[string]any{"context": map[string]any{"a": nil, "o": map[string]any{"y": nil, "z": 3}, "l": []any{3}}})
 	want(t, r, 200, `"context":{"l":[3],"o":{"x":1,"z":3}}`)
 }
+
+// TestConditionalGet: GET /breadcrumbs/{id} (and /full) sends the version
+// as its ETag; If-None-Match naming it is a 304 with no body that spends
+// no read budget; If-Match naming another version is a 412.
+func TestConditionalGet(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleEmitter)
+	id := e.create(tok, map[string]any{"title": "t", "context": map[string]any{"a": 1}, "ttl_type": "usage", "ttl_config": map[string]any{"max_reads": 2}})
+	get := func(path, header, value string) (int, string, string) {
+		req, _ := http.NewRequest("GET", e.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if header != "" {
+			req.Header.Set(header, value)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("ETag"), string(b)
+	}
+	for _, path := range []string{"/breadcrumbs/" + id, "/breadcrumbs/" + id + "/full"} {
+		for i := 0; i < 5; i++ {
+			if code, tag, body := get(path, "If-None-Match", `"1"`); code != 304 || tag != `"1"` || body != "" {
+				t.Fatalf("%s If-None-Match: %d %q %q", path, code, tag, body)
+			}
+		}
+		if code, _, body := get(path, "If-Match", `"7"`); code != 412 || !strings.Contains(body, "version 1, not 7") {
+			t.Fatalf("%s If-Match: %d %s", path, code, body)
+		}
+	}
+	// Ten conditional answers later the read budget of 2 is untouched.
+	if code, tag, _ := get("/breadcrumbs/"+id, "If-None-Match", `"2", W/"3"`); code != 200 || tag != `"1"` {
+		t.Fatalf("another version: %d %q", code, tag)
+	}
+	if code, _, _ := get("/breadcrumbs/"+id, "", ""); code != 200 {
+		t.Fatalf("second read: %d", code)
+	}
+	if code, _, _ := get("/breadcrumbs/"+id, "", ""); code != 404 {
+		t.Fatalf("the read budget is spent by reads only: %d", code)
+	}
+}
