@@ -167,8 +167,10 @@ func normalizeTags(tags []string) ([]string, error) {
 	return out, nil
 }
 
-// MergeContext deep-merges patch into context: objects merge recursively,
-// any other value replaces. Both are JSON objects; the result is canonical.
+// MergeContext applies patch to context as an RFC 7396 JSON Merge Patch:
+// objects merge recursively, a null deletes the member, and any other
+// value (arrays included) replaces. patch is a JSON object; a context that
+// is not one is replaced by the patch's members. The result is canonical.
 func MergeContext(context, patch json.RawMessage) (json.RawMessage, error) {
 	base, err := view.DecodeJSON(context)
 	if err != nil {
@@ -178,30 +180,29 @@ func MergeContext(context, patch json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, invalid("context", "%v", err)
 	}
-	pm, ok := p.(map[string]any)
-	if !ok {
+	if _, ok := p.(map[string]any); !ok {
 		return nil, invalid("context", "a merge takes a JSON object")
 	}
-	bm, ok := base.(map[string]any)
-	if !ok {
-		bm = map[string]any{}
-	}
-	return canonjson.Marshal(deepMerge(bm, pm))
+	return canonjson.Marshal(mergePatch(base, p))
 }
 
-func deepMerge(base, patch map[string]any) map[string]any {
-	out := make(map[string]any, len(base)+len(patch))
-	for k, v := range base {
+// mergePatch is RFC 7396's MergePatch(target, patch).
+func mergePatch(target, patch any) any {
+	pm, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	tm, _ := target.(map[string]any)
+	out := make(map[string]any, len(tm)+len(pm))
+	for k, v := range tm {
 		out[k] = v
 	}
-	for k, pv := range patch {
-		if pm, ok := pv.(map[string]any); ok {
-			if bm, ok := out[k].(map[string]any); ok {
-				out[k] = deepMerge(bm, pm)
-				continue
-			}
+	for k, pv := range pm {
+		if pv == nil {
+			delete(out, k)
+			continue
 		}
-		out[k] = pv
+		out[k] = mergePatch(out[k], pv)
 	}
 	return out
 }

@@ -315,3 +315,39 @@ func TestHintsSizeLimit(t *testing.T) {
 		t.Fatalf("deep hints: %v", err)
 	}
 }
+
+// TestWarningsForContextPaths: a template or format path that is not a
+// record field while the context has one of that name renders "" — and
+// the result says so, naming the rule and the context. path; a path that
+// is right, or that neither has, warns of nothing.
+func TestWarningsForContextPaths(t *testing.T) {
+	hints := []byte(`{"transform": {
+		"list": {"type": "template", "template": "{{#each users}}{{name}}{{/each}}|{{#each context.users}}{{name}}{{/each}}|{{nothere}}|{{title}}"},
+		"line": {"type": "format", "format": "{region} / {context.region} / {title}"},
+		"ok":   {"type": "template", "template": "{{context.region}}"}}}`)
+	v, err := view.Compile(hints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := view.DecodeJSON([]byte(`{"users": [{"name": "ada"}], "region": "eu"}`))
+	res := v.Apply(context.Background(), view.Record{Title: "T", Context: c})
+	if res.Status != view.StatusOK {
+		t.Fatalf("status %s: %v", res.Status, res.Err)
+	}
+	got := map[string][]string{}
+	for _, w := range res.Warnings {
+		got[w.Path] = append(got[w.Path], w.Message)
+	}
+	if len(res.Warnings) != 2 || len(got["transform.list"]) != 1 || len(got["transform.line"]) != 1 ||
+		!strings.Contains(got["transform.list"][0], "context.users") || !strings.Contains(got["transform.line"][0], "context.region") {
+		t.Fatalf("warnings: %+v", res.Warnings)
+	}
+	if out := res.Value.(map[string]any); out["list"] != "|ada||T" || out["line"] != " / eu / T" {
+		t.Fatalf("value: %v", res.Value)
+	}
+	// Through ApplyJSON too, and none when the paths are right.
+	_, res, err = v.ApplyJSON(context.Background(), []byte(`{"other": 1}`), view.Record{Title: "T"})
+	if err != nil || len(res.Warnings) != 0 {
+		t.Fatalf("no such context field: %v %+v", err, res.Warnings)
+	}
+}

@@ -25,10 +25,19 @@ func (r literalRule) apply(context.Context, *env) (any, error) { return r.value,
 // A singular query (names and indexes only) yields its value or null; any
 // other query yields an array, even of zero or one nodes.
 type extractRule struct {
-	path     *jsonpath.Path
-	singular bool
-	maxOut   int
+	path      *jsonpath.Path
+	singular  bool
+	maxOut    int
+	rootScans int // absolute queries in filters that are not singular
 }
+
+// maxRootScanVisits bounds the node visits of a query whose filter holds
+// an absolute query that is not singular: that query reads the document
+// once per candidate node, n×n visits in all, and a JSONPath selection
+// cannot be interrupted. A few million visits take well under the rule
+// deadline; past that, the query is refused as too costly for the record
+// (a jq rule, which the deadline interrupts, can do the same work).
+const maxRootScanVisits = 4 << 20
 
 // maxQueryBytes bounds a JSONPath query: filter functions such as match()
 // may compile their pattern once per node.
@@ -44,46 +53,98 @@ func compileExtract(src, where string, opts Options) (rule, error) {
 		return nil, &Error{Code: CodeInvalidJSONPath, Path: where, Msg: msg, Err: err}
 	}
 	// Bound the work a query can do, since Select cannot be interrupted: a
-	// descendant segment visits every node below it, and an absolute query
-	// inside a filter walks the whole document once per candidate node.
-	descendants, absolute := scanJSONPath(p.String())
+	// descendant segment visits every node below it. An absolute query
+	// inside a filter costs one lookup per candidate node when it is
+	// singular (names and indexes only, all RFC 9535 allows in a
+	// comparison); one that is not walks the document once per candidate,
+	// which apply bounds by the record's size.
+	descendants, rootScans := scanJSONPath(p.String())
 	if descendants > 1 {
 		return nil, errorf(CodeInvalidJSONPath, where, "%d descendant segments (..): a query may use at most one; use a jq rule for deeper searches", descendants)
 	}
-	if absolute {
-		return nil, errorf(CodeInvalidJSONPath, where, "a filter may not query the document root ($); use @ for the current node, or a jq rule")
-	}
-	return extractRule{path: p, singular: p.Query().Singular() != nil, maxOut: opts.MaxOutputBytes}, nil
+	return extractRule{path: p, singular: p.Query().Singular() != nil, maxOut: opts.MaxOutputBytes, rootScans: rootScans}, nil
 }
 
-// scanJSONPath reads a query in its normalized form and counts descendant
-// segments ("..") and root references ("$") after the leading one, skipping
-// string literals.
-func scanJSONPath(q string) (descendants int, absolute bool) {
+// scanJSONPath reads a query in its normalized form (segments written
+// ["name"], [0], [*], [a:b], [?…], ..) and counts descendant segments
+// ("..") and the absolute queries after the leading $ that are not
+// singular, skipping string literals.
+func scanJSONPath(q string) (descendants, rootScans int) {
 	for i := 0; i < len(q); i++ {
 		switch q[i] {
 		case '\'', '"':
-			quote := q[i]
-			for i++; i < len(q) && q[i] != quote; i++ {
-				if q[i] == '\\' {
-					i++
-				}
-			}
+			i = skipQuoted(q, i)
 		case '.':
 			if i+1 < len(q) && q[i+1] == '.' {
 				descendants++
 				i++
 			}
 		case '$':
-			if i > 0 {
-				absolute = true
+			if i > 0 && !singularAt(q, i+1) {
+				rootScans++
 			}
 		}
 	}
-	return descendants, absolute
+	return descendants, rootScans
+}
+
+// skipQuoted returns the index of the quote closing the string literal
+// that opens at q[i].
+func skipQuoted(q string, i int) int {
+	quote := q[i]
+	for i++; i < len(q) && q[i] != quote; i++ {
+		if q[i] == '\\' {
+			i++
+		}
+	}
+	return i
+}
+
+// singularAt reports whether the segments of the normalized query from
+// q[i] on, up to the end of the query they belong to, are a singular
+// query's: each one name (["x"]) or one index ([0]).
+func singularAt(q string, i int) bool {
+	for i < len(q) {
+		switch {
+		case strings.HasPrefix(q[i:], ".."):
+			return false
+		case q[i] != '[':
+			return true
+		}
+		j := i + 1
+		switch {
+		case j < len(q) && (q[j] == '"' || q[j] == '\''):
+			j = skipQuoted(q, j) + 1
+		default:
+			k := j
+			if k < len(q) && q[k] == '-' {
+				k++
+			}
+			for k < len(q) && q[k] >= '0' && q[k] <= '9' {
+				k++
+			}
+			if k == j || (k == j+1 && q[j] == '-') {
+				return false // a wildcard, slice or filter
+			}
+			j = k
+		}
+		if j >= len(q) || q[j] != ']' {
+			return false // several selectors, or a slice
+		}
+		i = j + 1
+	}
+	return true
 }
 
 func (r extractRule) apply(_ context.Context, e *env) (any, error) {
+	if r.rootScans > 0 {
+		// Each such query reads up to every node once per candidate node.
+		n := countNodes(e.context, maxRootScanVisits+1)
+		if visits := mulCost(mulCost(n, n), int64(r.rootScans)); visits < 0 || visits > maxRootScanVisits {
+			return nil, errorf(CodeTooCostly, "", "the query's filter reads the whole document once per node (%d nodes: about %d visits; the limit is %d): use a singular query ($.a.b) or a jq rule",
+				n, max(visits, n), maxRootScanVisits)
+		}
+	}
 	nodes := r.path.Select(e.context)
 	if err := e.meter.spend(mulCost(int64(len(nodes)), 16), "the JSONPath selection"); err != nil {
 		return nil, err
@@ -381,7 +442,11 @@ func (r formatRule) apply(_ context.Context, e *env) (any, error) {
 	for _, p := range r.parts {
 		if p.path == nil {
 			b.WriteString(p.text)
-		} else if v, ok := lookup(root, p.path); ok {
+		} else if v, ok := lookup(root, p.path); !ok {
+			if _, has := root[p.path[0].key]; !has && p.path[0].index < 0 {
+				e.missingAtRoot(p.path[0].key)
+			}
+		} else {
 			if s, isStr := v.(string); isStr {
 				b.WriteString(s)
 			} else {
@@ -403,4 +468,25 @@ func (r formatRule) apply(_ context.Context, e *env) (any, error) {
 		return nil, err
 	}
 	return b.String(), nil
+}
+
+// countNodes counts the JSON values in v (v itself included), stopping at
+// limit.
+func countNodes(v any, limit int64) int64 {
+	n := int64(0)
+	stack := []any{v}
+	for len(stack) > 0 && n < limit {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n++
+		switch c := x.(type) {
+		case map[string]any:
+			for _, m := range c {
+				stack = append(stack, m)
+			}
+		case []any:
+			stack = append(stack, c...)
+		}
+	}
+	return n
 }

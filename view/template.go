@@ -211,10 +211,13 @@ func checkBlock(b *ast.BlockStatement) error {
 	maxParams, isHelper := blockHelpers[name]
 	switch {
 	case isHelper:
-		if len(b.Expression.Params) != 1 || b.Expression.Hash != nil {
+		if len(b.Expression.Params) != 1 {
 			return fmt.Errorf("line %d: {{#%s}} takes one value, as in {{#%s context.items}}", b.Line, name, name)
 		}
 		if err := checkParam(b.Expression.Params[0], b.Line); err != nil {
+			return err
+		}
+		if err := checkBlockHash(b, name); err != nil {
 			return err
 		}
 	case b.Program != nil:
@@ -233,6 +236,25 @@ func checkBlock(b *ast.BlockStatement) error {
 		}
 	}
 	return checkProgram(b.Inverse)
+}
+
+// checkBlockHash allows the one hash argument of handlebars.js's block
+// helpers that ctxkit supports: includeZero on {{#if}} and {{#unless}},
+// which makes 0 count as a value.
+func checkBlockHash(b *ast.BlockStatement, name string) error {
+	h := b.Expression.Hash
+	if h == nil {
+		return nil
+	}
+	for _, pair := range h.Pairs {
+		if pair.Key != "includeZero" || (name != "if" && name != "unless") {
+			return fmt.Errorf("line %d: {{#%s}} takes no hash argument %q (only {{#if}} and {{#unless}} take includeZero=true)", b.Line, name, pair.Key)
+		}
+		if err := checkParam(pair.Val, b.Line); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkExpr(e *ast.Expression, line int) error {
@@ -265,7 +287,7 @@ func checkParam(n ast.Node, line int) error {
 func (r templateRule) apply(ctx context.Context, e *env) (any, error) {
 	rctx, cancel := r.timeout(ctx)
 	defer cancel()
-	run := &tplRun{ctx: rctx, meter: e.meter, maxIter: r.maxIter, maxOut: r.maxOut, scopes: []any{e.root()}, frames: []frame{{}}}
+	run := &tplRun{ctx: rctx, meter: e.meter, maxIter: r.maxIter, maxOut: r.maxOut, scopes: []any{e.root()}, frames: []frame{{}}, env: e}
 	if err := run.program(r.prog); err != nil {
 		return nil, err
 	}
@@ -287,6 +309,7 @@ type tplRun struct {
 	scopes  []any            // context stack: [0] is the root, the last is "this"
 	frames  []frame          // @data frames: one per {{#each}} iteration
 	params  []map[string]any // block parameters, innermost last
+	env     *env             // where warnings go
 }
 
 type frame struct {
@@ -523,6 +546,9 @@ func (r *tplRun) path(p *ast.PathExpression) any {
 			return nil
 		}
 		v = r.scopes[i]
+		if i == 0 && len(parts) > 0 && r.env != nil && field(v, parts[0]) == nil {
+			r.env.missingAtRoot(parts[0])
+		}
 	}
 	for _, part := range parts {
 		if len(part) >= 2 && part[0] == '[' && part[len(part)-1] == ']' {
@@ -609,16 +635,19 @@ func (r *tplRun) block(b *ast.BlockStatement) error {
 		return err
 	}
 	switch name {
-	case "if":
-		if truthy(v) {
+	case "if", "unless":
+		yes := truthy(v)
+		if !yes && isZero(v) {
+			if yes, err = r.includeZero(b.Expression.Hash); err != nil {
+				return err
+			}
+		}
+		if yes == (name == "if") {
 			return r.program(b.Program)
 		}
 		return r.program(b.Inverse)
-	case "unless":
-		if !truthy(v) {
-			return r.program(b.Program)
-		}
-		return r.program(b.Inverse)
+	}
+	switch name {
 	case "with": // as in handlebars.js, 0 is a value here, not "empty"
 		if v == nil || v == false || v == "" || isEmptyArray(v) {
 			return r.program(b.Inverse)
@@ -695,6 +724,38 @@ func (r *tplRun) each(b *ast.BlockStatement, v any) error {
 		return r.program(b.Inverse)
 	}
 	return nil
+}
+
+// includeZero is the value of {{#if}}'s includeZero argument, as
+// handlebars.js reads it: any truthy value turns it on.
+func (r *tplRun) includeZero(h *ast.Hash) (bool, error) {
+	if h == nil {
+		return false, nil
+	}
+	for _, pair := range h.Pairs {
+		if pair.Key == "includeZero" {
+			v, err := r.value(pair.Val)
+			return truthy(v), err
+		}
+	}
+	return false, nil
+}
+
+// isZero reports whether v is the number 0, the one falsy value
+// includeZero turns into a value.
+func isZero(v any) bool {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		return err == nil && f == 0
+	case float64:
+		return x == 0
+	case int:
+		return x == 0
+	case int64:
+		return x == 0
+	}
+	return false
 }
 
 func isEmptyArray(v any) bool {

@@ -46,12 +46,22 @@ const (
 	StatusFallback Status = "FALLBACK" // a rule failed; Value is the filtered context
 )
 
+// DefaultRuleTimeout is a rule's deadline when Options.RuleTimeout is
+// zero. The cost bounds stop expensive queries before they run; the
+// deadline is the backstop for the work no price sees, so it is set for
+// a busy machine: jq's strptime/mktime, the slowest of jq's own tests,
+// takes 0.23–0.31 s as a whole ctxkit view process on a 2-core machine at
+// load 24, and fails the 100 ms this was before.
+const DefaultRuleTimeout = 2 * time.Second
+
 // Options bound the work a view may do. The zero value gives the defaults.
 type Options struct {
-	RuleTimeout           time.Duration // deadline for each jq and template rule; default 100ms
-	MaxOutputBytes        int           // cap on one rule's output, measured as JSON; default 1 MiB
-	MaxTemplateIterations int           // cap on {{#each}} iterations in one template run; default 100,000
-	MaxHintsBytes         int           // cap on the hints document; default 256 KiB
+	// RuleTimeout is the deadline of each jq and template rule; default
+	// DefaultRuleTimeout.
+	RuleTimeout           time.Duration
+	MaxOutputBytes        int // cap on one rule's output, measured as JSON; default 1 MiB
+	MaxTemplateIterations int // cap on {{#each}} iterations in one template run; default 100,000
+	MaxHintsBytes         int // cap on the hints document; default 256 KiB
 	// MaxMemory is one evaluation's memory budget, in bytes (see Budget
 	// for how it is kept): no costly step may allocate more, the view's
 	// output together may not hold more, and its costly steps together
@@ -65,7 +75,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.RuleTimeout <= 0 {
-		o.RuleTimeout = 100 * time.Millisecond
+		o.RuleTimeout = DefaultRuleTimeout
 	}
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = 1 << 20
@@ -101,7 +111,21 @@ type Result struct {
 	Value  any
 	Status Status
 	Err    *Error // why the view fell back; nil when Status is OK
+	// Warnings name what the rules met that is likely a mistake although
+	// it is not an error: a template or format path that is not a record
+	// field while the context has one of that name (context.users was
+	// meant), which renders "" without a word otherwise.
+	Warnings []Warning
 }
+
+// Warning is one thing a view's rules met that is likely a mistake.
+type Warning struct {
+	Path    string `json:"path"` // the rule, as in errors: transform.NAME
+	Message string `json:"message"`
+}
+
+// maxWarnings bounds the warnings of one evaluation.
+const maxWarnings = 16
 
 // View is a compiled hints document.
 type View struct {
@@ -125,10 +149,32 @@ type rule interface {
 
 // env is what rules see during one application.
 type env struct {
-	rec     *Record
-	meter   *meter
-	context any // the filtered context
-	rootMap map[string]any
+	rec      *Record
+	meter    *meter
+	context  any // the filtered context
+	rootMap  map[string]any
+	rule     string // the rule running: transform.NAME
+	warnings []Warning
+}
+
+// missingAtRoot notes that name, looked up at the root by the running
+// rule, is no record field, when the context has a field of that name:
+// the rule most likely meant context.NAME. Once per rule and name.
+func (e *env) missingAtRoot(name string) {
+	c, ok := e.context.(map[string]any)
+	if !ok || len(e.warnings) >= maxWarnings {
+		return
+	}
+	if _, has := c[name]; !has {
+		return
+	}
+	msg := fmt.Sprintf("%q is not a record field, so it rendered as nothing; the context has one: write context.%s", name, name)
+	for _, w := range e.warnings {
+		if w.Path == e.rule && w.Message == msg {
+			return
+		}
+	}
+	e.warnings = append(e.warnings, Warning{Path: e.rule, Message: msg})
 }
 
 // root is the template/format root: the filtered context under "context" and
@@ -410,8 +456,13 @@ func (v *View) apply(m *meter, rec Record) Result {
 	if len(v.rules) == 0 {
 		return Result{Value: filtered, Status: StatusOK}
 	}
+	var e *env
 	fallback := func(err *Error) Result {
-		return Result{Value: filtered, Status: StatusFallback, Err: err}
+		res := Result{Value: filtered, Status: StatusFallback, Err: err}
+		if e != nil {
+			res.Warnings = e.warnings
+		}
+		return res
 	}
 	var base map[string]any
 	if v.mode == ModeMerge {
@@ -421,7 +472,7 @@ func (v *View) apply(m *meter, rec Record) Result {
 		}
 		base = m
 	}
-	e := &env{rec: &rec, context: filtered, meter: m}
+	e = &env{rec: &rec, context: filtered, meter: m}
 	out := make(map[string]any, len(v.rules)+len(base))
 	for k, val := range base {
 		out[k] = val
@@ -433,13 +484,14 @@ func (v *View) apply(m *meter, rec Record) Result {
 			}
 			return fallback(&Error{Code: CodeRuleTimeout, Path: "transform." + r.name, Msg: "not run: " + err.Error(), Err: err})
 		}
+		e.rule = "transform." + r.name
 		val, err := safeApply(ctx, r.rule, e)
 		if err != nil {
 			return fallback(wrapError(CodeRuleFailed, "transform."+r.name, err))
 		}
 		out[r.name] = val
 	}
-	return Result{Value: out, Status: StatusOK}
+	return Result{Value: out, Status: StatusOK, Warnings: e.warnings}
 }
 
 // safeApply runs one rule, turning a panic inside an engine into a rule

@@ -69,7 +69,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		printOverview(stdout)
 		return exitOK
-	case "-version", "--version":
+	case "-version", "--version", "-v":
 		name = "version"
 	}
 	c, ok := commands[name]

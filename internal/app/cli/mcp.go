@@ -8,13 +8,15 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ctxkit/ctxkit/internal/apiclient"
 	"github.com/ctxkit/ctxkit/internal/app/mcpserver"
+	"github.com/ctxkit/ctxkit/internal/version"
 )
 
 func init() {
@@ -24,7 +26,8 @@ func init() {
 		usage: `Usage: ctxkit mcp --server URL --token T
 
 Runs an MCP server on standard input and output whose tools call the ctxkit
-server at URL with the bearer token T: breadcrumb_get, breadcrumb_search,
+server at URL with the bearer token T (both checked at start: an
+unreachable server or a refused token exits 1 saying which): breadcrumb_get, breadcrumb_search,
 breadcrumb_list, breadcrumb_create, breadcrumb_update and workspace_search.
 Every result is an envelope (meta: status OK, FALLBACK or ERROR, source,
 freshness_state, index_status; items). 'ctxkit serve' also serves the same
@@ -52,7 +55,10 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("--server: %q is not an http:// or https:// URL", *server)
 	}
-	s := mcpserver.New(&mcpserver.Remote{BaseURL: *server, Token: *token}, mcpserver.Options{Version: mcpVersion()})
+	if err := checkRemote(ctx, *server, *token); err != nil {
+		return err
+	}
+	s := mcpserver.New(&mcpserver.Remote{BaseURL: *server, Token: *token}, mcpserver.Options{Version: version.String()})
 	err = s.Run(ctx, &drainTransport{Transport: &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}}})
 	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
 		return nil // the client went away, or a signal: a normal end
@@ -61,12 +67,6 @@ func runMCP(ctx context.Context, e *env, args []string) error {
 }
 
 // mcpVersion is the module version this binary was built from.
-func mcpVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
-}
 
 // drainTransport holds back the end of input until every request read
 // before it has been answered: a client may write its requests and close
@@ -158,3 +158,29 @@ func (c *drainConn) pending() bool {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// checkRemote asks the server for one breadcrumb with the token, so that a
+// wrong URL or token is an error at start (exit 1, naming the flag) rather
+// than at the first tool call, which an MCP client shows far from its cause.
+func checkRemote(ctx context.Context, server, token string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c := apiclient.Client{BaseURL: server, Token: token}
+	resp, err := c.Do(ctx, apiclient.Request{Method: "GET", Path: "/breadcrumbs", Query: url.Values{"limit": {"1"}}}, 64<<10)
+	if resp.Status == 0 {
+		return fmt.Errorf("--server %s: not reachable: %v", server, err)
+	}
+	var reply struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	json.Unmarshal(resp.Body, &reply)
+	switch {
+	case resp.Status == 401:
+		return fmt.Errorf("--token: the server at %s refused it (%s: %s); mint one with 'ctxkit token'", server, reply.Error.Code, reply.Error.Message)
+	case resp.Status == 403:
+		return fmt.Errorf("--token: it may not read breadcrumbs on %s (%s); give it the subscriber or emitter role", server, reply.Error.Message)
+	case resp.Status != 200:
+		return fmt.Errorf("--server %s: GET /breadcrumbs answered %d, not a ctxkit server's answer", server, resp.Status)
+	}
+	return nil
+}

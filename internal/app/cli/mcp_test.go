@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -56,5 +58,64 @@ func TestMCPStdioAnswersAllBeforeExit(t *testing.T) {
 	}
 	if code, body := call(t, "GET", s.url+"/breadcrumbs?limit=100", tok, ""); code != 200 || strings.Count(body, `"title":"t`) != n/2 {
 		t.Fatalf("breadcrumbs created: %d %s", code, body)
+	}
+}
+
+// TestMCPChecksServerAndTokenAtStart: a wrong URL or token is an error
+// at start, exit 1 naming the flag, before any MCP message is read.
+func TestMCPChecksServerAndTokenAtStart(t *testing.T) {
+	data := t.TempDir()
+	s := startServe(t, data)
+	for _, c := range []struct {
+		name, server, token, want string
+	}{
+		{"refused token", s.url, "not.a.token", "--token: the server at " + s.url + " refused it"},
+		{"unreachable", "http://127.0.0.1:1", "t", "--server http://127.0.0.1:1: not reachable"},
+		{"not ctxkit", s.url + "/nothing", mint(t, "--data", data, "--owner", "o", "--agent", "a", "--roles", "subscriber"), "not a ctxkit server's answer"},
+	} {
+		var out, errOut bytes.Buffer
+		code := cli.Main(context.Background(), []string{"mcp", "--server", c.server, "--token", c.token}, strings.NewReader(""), &out, &errOut)
+		if code != 1 || !strings.Contains(errOut.String(), c.want) || out.Len() != 0 {
+			t.Errorf("%s: exit %d: %s %s", c.name, code, errOut.String(), out.String())
+		}
+	}
+}
+
+// TestVersionIsOneString: ctxkit version, GET /health and the MCP
+// serverInfo over stdio and over HTTP all say the same version.
+func TestVersionIsOneString(t *testing.T) {
+	data := t.TempDir()
+	s := startServe(t, data)
+	tok := mint(t, "--data", data, "--owner", "acme", "--agent", "bot", "--roles", "emitter")
+	var vout bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"version"}, nil, &vout, io.Discard); code != 0 {
+		t.Fatal(code)
+	}
+	long := strings.TrimSpace(vout.String())
+	code, body := call(t, "GET", s.url+"/health", "", "")
+	var h struct{ Status, Version string }
+	if code != 200 || json.Unmarshal([]byte(body), &h) != nil || h.Version == "" || !strings.HasPrefix(long, "ctxkit "+h.Version) {
+		t.Fatalf("health %d %s; version %q", code, body, long)
+	}
+	initialize := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	var out bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"mcp", "--server", s.url, "--token", tok}, strings.NewReader(initialize+"\n"), &out, io.Discard); code != 0 {
+		t.Fatalf("mcp exit %d", code)
+	}
+	if want := `"serverInfo":{"name":"ctxkit","version":"` + h.Version + `"}`; !strings.Contains(out.String(), want) {
+		t.Fatalf("stdio: want %s in %s", want, out.String())
+	}
+	req, _ := http.NewRequest("POST", s.url+"/mcp", strings.NewReader(initialize))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if want := `"serverInfo":{"name":"ctxkit","version":"` + h.Version + `"}`; !strings.Contains(string(b), want) {
+		t.Fatalf("HTTP: want %s in %s", want, b)
 	}
 }

@@ -31,8 +31,14 @@ func init() {
 
 Serves the breadcrumb API. With no flags it keeps everything in ./.ctxkit: the
 SQLite database (ctxkit.db) and the signing key for bearer tokens
-(signing.key). The start that creates the signing key prints an admin
-(curator) token once; mint more with 'ctxkit token'.
+(signing.key); a data directory serve creates gets a .gitignore ignoring
+it all. The configuration and the address are checked before anything is
+created. The start that creates the signing key prints an admin (curator)
+token; every later start says how to mint one ('ctxkit token --admin').
+
+Every flag may come from the environment instead: CTXKIT_ and the flag's
+name in capitals (CTXKIT_ADDR, CTXKIT_MAX_CONNS, ...; CTXKIT_KEY_FILE for
+--key; CTXKIT_WORKSPACE a list separated by ':'). The command line wins.
 
 Flags:
   --addr HOST:PORT   where to listen (default 127.0.0.1:8700; port 0 picks a free one)
@@ -84,18 +90,21 @@ const adminTokenTTL = 30 * 24 * time.Hour
 func runServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("serve")
 	addr := fs.String("addr", "127.0.0.1:8700", "")
-	data := fs.String("data", envOr("CTXKIT_DATA", ".ctxkit"), "")
-	dbURL := fs.String("db", os.Getenv("CTXKIT_DB"), "")
-	keyFile := fs.String("key", os.Getenv("CTXKIT_KEY_FILE"), "")
+	data := fs.String("data", ".ctxkit", "")
+	dbURL := fs.String("db", "", "")
+	keyFile := fs.String("key", "", "")
 	maxBody := fs.Int64("max-body", 1<<20, "")
 	expireEvery := fs.Duration("expire-every", 30*time.Second, "")
-	configFile := fs.String("config", os.Getenv("CTXKIT_CONFIG"), "")
+	configFile := fs.String("config", "", "")
 	maxConns := fs.Int("max-conns", 0, "")
 	viewMemory := byteSize(server.DefaultViewMemory)
 	fs.Var(&viewMemory, "view-memory", "")
 	var workspaces stringList
 	fs.Var(&workspaces, "workspace", "")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := flagsFromEnv(fs, os.Getenv); err != nil {
 		return err
 	}
 	for i, w := range workspaces {
@@ -145,8 +154,29 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	log := newLogger(e)
 
-	if err := os.MkdirAll(*data, 0o700); err != nil {
-		return fmt.Errorf("data directory: %w", err)
+	// Everything that can fail for a reason the user must fix is checked
+	// before anything is created: a start that creates the signing key
+	// and then fails would lose the admin token it prints.
+	var gw *gateway.Gateway
+	if *configFile != "" {
+		cfg, err := gateway.LoadConfig(*configFile)
+		if err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+		gw = gateway.New(cfg, gateway.Options{Logger: log})
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("--addr: %w", err)
+	}
+	defer ln.Close()
+
+	// The data directory is made only when something lives in it: with
+	// --db and --key both given, nothing does.
+	if *keyFile == "" || sqliteFile(*dbURL, *data) == filepath.Join(*data, "ctxkit.db") {
+		if err := makeDataDir(*data); err != nil {
+			return err
+		}
 	}
 	if *keyFile == "" {
 		*keyFile = filepath.Join(*data, server.KeyFile)
@@ -167,19 +197,27 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("signing key: %w", err)
 	}
-
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	var gw *gateway.Gateway
-	if *configFile != "" {
-		cfg, err := gateway.LoadConfig(*configFile)
+	url := "http://" + ln.Addr().String()
+	// One write, so a reader never sees the URL without the token that
+	// follows it; printed at once, before anything else can fail.
+	banner := fmt.Sprintf("ctxkit serving on %s (data in %s)\n", url, dataDesc(*data, *dbURL, *keyFile))
+	if created {
+		tok, err := server.Mint(key, server.Principal{OwnerID: "default", AgentID: "admin", Roles: []string{server.RoleCurator}}, adminTokenTTL, time.Now())
 		if err != nil {
-			return fmt.Errorf("--config: %w", err)
+			return err
 		}
-		gw = gateway.New(cfg, gateway.Options{Logger: log})
+		banner += fmt.Sprintf("new signing key in %s; admin token (owner default, curator, valid %s), shown only now:\n%s\n", *keyFile, adminTokenTTL, tok)
+	} else {
+		banner += fmt.Sprintf("tokens: ctxkit token --admin --key %s (or --owner O --agent A --roles R)\n", shellQuote(*keyFile))
 	}
+	if gw != nil {
+		banner += "gateway models: " + strings.Join(gw.ModelNames(), ", ") + "\n"
+	}
+	for _, w := range workspaces {
+		banner += "workspace: " + w + "\n"
+	}
+	fmt.Fprint(e.stdout, banner)
+
 	api := server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody, Gateway: gw,
 		Workspaces: workspaces, ViewMemory: int64(viewMemory)})
 	srv := &http.Server{
@@ -192,17 +230,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	srv.RegisterOnShutdown(api.StopStreams)
 	ln = connlimit.Wrap(srv, ln, connlimit.Options{Max: *maxConns,
 		Admit: func(r *http.Request) bool { return r.Method == http.MethodGet && r.URL.Path == "/health" }})
-	url := "http://" + ln.Addr().String()
-	// One write, so a reader never sees the URL without the token that follows it.
-	banner := fmt.Sprintf("ctxkit serving on %s (data in %s)\n", url, *data)
-	if created {
-		tok, err := server.Mint(key, server.Principal{OwnerID: "default", AgentID: "admin", Roles: []string{server.RoleCurator}}, adminTokenTTL, time.Now())
-		if err != nil {
-			return err
-		}
-		banner += fmt.Sprintf("new signing key in %s; admin token (owner default, curator, valid %s), shown only now:\n%s\n", *keyFile, adminTokenTTL, tok)
-	}
-	fmt.Fprint(e.stdout, banner)
 	log.Info("serving", "url", url, "db", dbDesc)
 
 	go expireLoop(ctx, db, *expireEvery, log)
@@ -425,4 +452,76 @@ func relOrAbs(p string) string {
 		}
 	}
 	return p
+}
+
+// makeDataDir creates the data directory, and in a directory it creates a
+// .gitignore ignoring everything, so that a data directory made inside a
+// repository (./.ctxkit by default) never lands in a commit.
+func makeDataDir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("# ctxkit's data: the database and the signing key\n*\n"), 0o600); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	return nil
+}
+
+// dataDesc says where the server keeps its data, for the first line.
+func dataDesc(data, db, keyFile string) string {
+	if db == "" {
+		return data
+	}
+	return "database " + redact(db) + ", key " + keyFile
+}
+
+// shellQuote quotes p for a command line the user may paste, when it
+// needs it.
+func shellQuote(p string) string {
+	if p != "" && strings.Trim(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@+=,") == "" {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}
+
+// serveEnv names the environment variable of each serve flag: CTXKIT_
+// and the flag's name in capitals, but for --key, whose variable names a
+// file.
+func serveEnv(flagName string) string {
+	if flagName == "key" {
+		return "CTXKIT_KEY_FILE"
+	}
+	return "CTXKIT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// flagsFromEnv gives each flag not on the command line the value of its
+// environment variable (serveEnv), when set: a container or a unit file
+// configures serve without a command line. A repeatable flag takes a
+// list separated by the OS's path list separator. A bad value is an
+// error naming the variable.
+func flagsFromEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := serveEnv(f.Name)
+		v := getenv(name)
+		if given[f.Name] || v == "" || err != nil {
+			return
+		}
+		values := []string{v}
+		if _, repeatable := f.Value.(*stringList); repeatable {
+			values = filepath.SplitList(v)
+		}
+		for _, x := range values {
+			if serr := fs.Set(f.Name, x); serr != nil {
+				err = usagef("%s=%q: %v", name, x, serr)
+				return
+			}
+		}
+	})
+	return err
 }

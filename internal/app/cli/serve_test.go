@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path"
@@ -46,11 +47,17 @@ type running struct {
 // startServe runs 'ctxkit serve' in-process on a free loopback port.
 func startServe(t *testing.T, data string, flags ...string) running {
 	t.Helper()
+	return startServeArgs(t, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, flags...))
+}
+
+// startServeArgs runs ctxkit with args (a serve command line) in-process.
+func startServeArgs(t *testing.T, args []string) running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Main(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, flags...), strings.NewReader(""), out, errOut)
+		done <- cli.Main(ctx, args, strings.NewReader(""), out, errOut)
 	}()
 	re := regexp.MustCompile(`ctxkit serving on (http://\S+)`)
 	deadline := time.Now().Add(10 * time.Second)
@@ -371,5 +378,103 @@ func TestServeDamageLoggedOnce(t *testing.T) {
 	api, expiry := strings.Count(s.stderr.String(), "the store is damaged"), strings.Count(s.stderr.String(), "expiring breadcrumbs")
 	if api != 1 || expiry != 1 {
 		t.Fatalf("the damage was logged %d times by the API and %d by expiry, want once each:\n%s", api, expiry, s.stderr)
+	}
+}
+
+// TestServeNeverLosesTheAdminToken: a start that fails for a reason the
+// user must fix (a bad --config, a key variable unset, the port taken)
+// creates nothing, so the start after the fix is the one that creates the
+// key and prints the token. The data directory serve creates holds a
+// .gitignore; later starts say how to mint an admin token, and 'ctxkit
+// token --admin' mints one that works.
+func TestServeNeverLosesTheAdminToken(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"providers": [{"name": "x", "type": "nope"}]}`), 0o600)
+	unset := filepath.Join(dir, "unset.json")
+	os.WriteFile(unset, []byte(`{"providers": [{"name": "o", "type": "openai", "base_url": "http://127.0.0.1:9", "api_key_env": "CTXKIT_TEST_UNSET_KEY", "models": ["m"]}]}`), 0o600)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, c := range []struct {
+		name  string
+		flags []string
+		msg   string
+	}{
+		{"bad config", []string{"--config", bad}, "--config"},
+		{"key variable unset", []string{"--config", unset}, "CTXKIT_TEST_UNSET_KEY"},
+		{"port taken", []string{"--addr", taken.Addr().String()}, "--addr"},
+	} {
+		code, stderr := serveOnce(t, data, c.flags...)
+		if code == 0 || !strings.Contains(stderr, c.msg) {
+			t.Fatalf("%s: exit %d: %s", c.name, code, stderr)
+		}
+		if _, err := os.Stat(data); err == nil {
+			t.Fatalf("%s: the failed start created %s", c.name, data)
+		}
+	}
+
+	s := startServe(t, data)
+	if !strings.Contains(s.stdout.String(), "admin token") {
+		t.Fatalf("the first start that succeeds prints the token:\n%s", s.stdout)
+	}
+	if ignore, err := os.ReadFile(filepath.Join(data, ".gitignore")); err != nil || !strings.Contains(string(ignore), "*") {
+		t.Fatalf(".gitignore: %q %v", ignore, err)
+	}
+	s.stop()
+	s = startServe(t, data)
+	want := "tokens: ctxkit token --admin --key " + filepath.Join(data, "signing.key")
+	if !strings.Contains(s.stdout.String(), want) {
+		t.Fatalf("a later start says how to get a token (%q):\n%s", want, s.stdout)
+	}
+	admin := mint(t, "--admin", "--data", data)
+	if code, body := call(t, "POST", s.url+"/breadcrumbs", admin, `{"title":"t","context":{}}`); code != 201 {
+		t.Fatalf("admin token: %d %s", code, body)
+	}
+	if code, body := call(t, "DELETE", s.url+"/breadcrumbs/x", admin, ""); code != 404 {
+		t.Fatalf("admin token is a curator's: %d %s", code, body)
+	}
+	var errOut bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"token", "--admin", "--data", data, "--roles", "emitter"}, nil, io.Discard, &errOut); code != 2 {
+		t.Fatalf("--admin with --roles: exit %d %s", code, errOut.String())
+	}
+}
+
+// TestServeCreatesNoDataDirectoryItDoesNotUse: with --db and --key given,
+// nothing lives in the data directory, so none is created.
+func TestServeCreatesNoDataDirectoryItDoesNotUse(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "unused")
+	s := startServe(t, data, "--db", filepath.Join(dir, "x.db"), "--key", filepath.Join(dir, "k.key"))
+	if _, err := os.Stat(data); err == nil {
+		t.Fatalf("created %s", data)
+	}
+	if !strings.Contains(s.stdout.String(), "admin token") {
+		t.Fatalf("first start: %s", s.stdout)
+	}
+}
+
+// TestServeFlagsFromEnvironment: every serve flag may come from its
+// CTXKIT_ variable; the command line wins; a bad value names the variable.
+func TestServeFlagsFromEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CTXKIT_ADDR", "127.0.0.1:0")
+	t.Setenv("CTXKIT_DATA", filepath.Join(dir, "d"))
+	s := startServeArgs(t, []string{"serve"})
+	if !strings.Contains(s.stdout.String(), filepath.Join(dir, "d")) {
+		t.Fatalf("CTXKIT_DATA: %s", s.stdout)
+	}
+	s.stop()
+	t.Setenv("CTXKIT_VIEW_MEMORY", "lots")
+	code, stderr := serveOnce(t, filepath.Join(dir, "d"))
+	if code != 2 || !strings.Contains(stderr, `CTXKIT_VIEW_MEMORY="lots"`) {
+		t.Fatalf("bad variable: exit %d %s", code, stderr)
+	}
+	code, stderr = serveOnce(t, filepath.Join(dir, "d"), "--view-memory", "64MiB", "--addr", "256.0.0.1:1")
+	if code == 0 || strings.Contains(stderr, "CTXKIT_VIEW_MEMORY") {
+		t.Fatalf("the command line wins: exit %d %s", code, stderr)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -20,6 +21,7 @@ func init() {
 		name:    "token",
 		summary: "mint a bearer token for an agent; revoke tokens, list revocations",
 		usage: `Usage: ctxkit token (--data DIR | --key FILE) --owner O --agent A --roles r1,r2 [--ttl 24h]
+       ctxkit token (--data DIR | --key FILE) --admin [--owner O] [--ttl 720h]
        ctxkit token revoke (--data DIR | --db URL) (--id ID | --agent A [--before TIME]) [--owner O]
        ctxkit token revocations (--data DIR | --db URL)
 
@@ -27,6 +29,9 @@ Prints a bearer token (and nothing else) signed with the server's key; its
 id, by which it can be revoked, goes to standard error.
 Roles: curator (everything, including delete), emitter (read, create,
 update), subscriber (read, stream events).
+--admin mints the token 'ctxkit serve' prints on its first start (agent
+admin, curator of owner default or --owner O, valid 30 days): the way to
+get one again at any time from the signing key.
 
 'ctxkit token revoke' records a revocation in the server's database: the
 token with id ID (of any owner, or only of --owner O), or every token of
@@ -45,6 +50,7 @@ Flags:
                  (default ./.ctxkit; env CTXKIT_DATA)
   --key FILE     the signing key itself (env CTXKIT_KEY_FILE)
   --db URL       revoke, revocations: the server's database, as for 'ctxkit serve' (env CTXKIT_DB)
+  --admin        an admin token: --agent admin --roles curator, owner default
   --owner O      the owner the agent acts for
   --agent A      the agent's id (the token's subject)
   --roles LIST   comma-separated roles
@@ -72,8 +78,23 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	agent := flags.String("agent", "", "")
 	roles := flags.String("roles", "", "")
 	ttl := flags.Duration("ttl", 24*time.Hour, "")
+	admin := flags.Bool("admin", false, "")
 	if err := parseFlags(flags, args); err != nil {
 		return err
+	}
+	if *admin {
+		set := map[string]bool{}
+		flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if set["agent"] || set["roles"] {
+			return usagef("--admin mints the admin agent's curator token: give --agent and --roles without it")
+		}
+		*agent, *roles = "admin", server.RoleCurator
+		if !set["owner"] {
+			*owner = "default"
+		}
+		if !set["ttl"] {
+			*ttl = adminTokenTTL
+		}
 	}
 	switch {
 	case *owner == "":

@@ -3,23 +3,26 @@ package cli
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
+
+	"github.com/ctxkit/ctxkit/internal/version"
 )
 
 func init() {
 	register(&command{
 		name:    "version",
 		summary: "print the ctxkit version",
-		usage:   "Usage: ctxkit version\n\nPrints the version of this ctxkit binary.\n",
+		usage: `Usage: ctxkit version   (also ctxkit --version, ctxkit -v)
+
+Prints the version of this ctxkit binary: the module version (devel and the
+commit for a build from a work tree), the commit and its time, as the Go
+toolchain recorded them. The MCP server's serverInfo.version and GET
+/health's version are the same string.
+`,
 		run: func(_ context.Context, e *env, args []string) error {
 			if err := parseFlags(newFlags("version"), args); err != nil {
 				return err
 			}
-			v := "devel"
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-				v = bi.Main.Version
-			}
-			fmt.Fprintf(e.stdout, "ctxkit %s\n", v)
+			fmt.Fprintln(e.stdout, version.Long())
 			return nil
 		},
 	})

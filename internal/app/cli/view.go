@@ -11,7 +11,6 @@ import (
 	"runtime/metrics"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/internal/tokencount"
@@ -39,7 +38,7 @@ Flags:
   --encoding NAME   token encoding for --stats: ` + strings.Join(tokencount.Encodings(), ", ") + `
                     (default ` + tokencount.Default + `)
   --compact         print the view on one line instead of indented
-  --timeout D       deadline for each jq and template rule (default 100ms)
+  --timeout D       deadline for each jq and template rule (default 2s)
   --memory SIZE     memory the view may take beyond its input, as in 256MiB
                     (default 1GiB; at least 64MiB); a step that would need
                     more than a quarter of it (at most 64MiB), or a heap that
@@ -60,7 +59,7 @@ func runView(ctx context.Context, e *env, args []string) error {
 	stats := fs.Bool("stats", false, "")
 	encoding := fs.String("encoding", tokencount.Default, "")
 	compact := fs.Bool("compact", false, "")
-	timeout := fs.Duration("timeout", 100*time.Millisecond, "")
+	timeout := fs.Duration("timeout", view.DefaultRuleTimeout, "")
 	memory := byteSize(1 << 30)
 	fs.Var(&memory, "memory", "")
 	if err := parseFlags(fs, args); err != nil {
@@ -135,6 +134,9 @@ func runView(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "tokens (%s): %d before, %d after, %.1f%% saved\n", s.Encoding, s.TokensBefore, s.TokensAfter, s.SavedPercent)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s: %s\n", w.Path, w.Message)
 	}
 	if res.Status != view.StatusOK {
 		return fmt.Errorf("%s: %w (printed the filtered context instead)", res.Status, res.Err)

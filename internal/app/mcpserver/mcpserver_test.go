@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -295,8 +296,20 @@ func TestStdio(t *testing.T) {
 	s := f.stdioSession(t, f.token(t, "acme", server.RoleEmitter))
 	other := f.stdioSession(t, f.token(t, "evil", server.RoleCurator))
 	exercise(t, f, s, other)
-	// A server that is down: an ERROR envelope, not a crash.
-	down := &fixture{url: "http://127.0.0.1:1", key: f.key}
+	// A server that goes down after ctxkit mcp checked it at start: an
+	// ERROR envelope, not a crash.
+	var answered atomic.Int32
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answered.Add(1) == 1 {
+			w.Write([]byte(`{"items":[]}`))
+			return
+		}
+		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			c.Close()
+		}
+	}))
+	defer flaky.Close()
+	down := &fixture{url: flaky.URL, key: f.key}
 	s2 := down.stdioSession(t, "tok")
 	wantStatus(t, call(t, s2, "breadcrumb_list", map[string]any{}), envelope.StatusError, "unavailable")
 }

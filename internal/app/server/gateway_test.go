@@ -76,6 +76,21 @@ func TestGatewayAuth(t *testing.T) {
 	if r.status != 401 || ae.Type != "error" || ae.Error.Type != "authentication_error" {
 		t.Fatalf("bad key, Anthropic dialect: %d %s", r.status, r.body)
 	}
+	// A provider's key where a ctxkit token belongs: the 401 says what to
+	// send instead, and never repeats the key.
+	for _, k := range []struct{ key, says string }{
+		{"sk-ant-api03-secretsecret", "Anthropic API key"},
+		{"sk-proj-secretsecret", "OpenAI-style API key"},
+		{"AIzaSyDsecretsecret", "Google API key"},
+	} {
+		r = e.do("POST", "/v1/messages", "", body, "x-api-key", k.key)
+		if r.status != 401 || !strings.Contains(string(r.body), k.says) || !strings.Contains(string(r.body), "ctxkit token") || strings.Contains(string(r.body), "secret") {
+			t.Fatalf("provider key %s: %d %s", k.says, r.status, r.body)
+		}
+	}
+	if r := e.do("GET", "/breadcrumbs", "sk-proj-secretsecret", nil); r.status != 401 || !strings.Contains(string(r.body), "not a ctxkit token") {
+		t.Fatalf("provider key on the store API: %d %s", r.status, r.body)
+	}
 	r = e.do("POST", "/v1/chat/completions", "", `{}`)
 	var oe struct{ Error struct{ Type string } }
 	json.Unmarshal(r.body, &oe)

@@ -212,6 +212,9 @@ type viewMeta struct {
 	Message        string             `json:"message,omitempty"`
 	Source         envelope.Source    `json:"source"`
 	FreshnessState envelope.Freshness `json:"freshness_state"`
+	// Warnings: what the view's rules met that is likely a mistake (a
+	// path that exists only under context.), see view.Result.Warnings.
+	Warnings []view.Warning `json:"warnings,omitempty"`
 }
 
 // viewStatus is a view's status in the envelope's vocabulary: OK when
@@ -238,8 +241,8 @@ type viewReply struct {
 }
 
 func (s *Server) getView(w http.ResponseWriter, r *http.Request, p Principal) error {
-	b, err := s.read(r, p)
-	if err != nil {
+	b, done, err := s.readConditional(w, r, p)
+	if err != nil || done {
 		return err
 	}
 	v, err := s.applyView(r.Context(), &b)
@@ -249,9 +252,59 @@ func (s *Server) getView(w http.ResponseWriter, r *http.Request, p Principal) er
 	writeJSON(w, http.StatusOK, viewReply{
 		ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags, SchemaName: b.SchemaName,
 		Version: b.Version, UpdatedAt: b.UpdatedAt, Context: v.value,
-		Meta: viewMeta{Status: viewStatus(v.status), ErrorCode: v.code, Message: v.reason, Source: envelope.SourceStore, FreshnessState: envelope.Fresh},
+		Meta: viewMeta{Status: viewStatus(v.status), ErrorCode: v.code, Message: v.reason, Source: envelope.SourceStore, FreshnessState: envelope.Fresh,
+			Warnings: v.warnings},
 	})
 	return nil
+}
+
+// etag is a breadcrumb version's entity tag: the version, quoted, as
+// PATCH and the other writes return it.
+func etag(version int64) string { return strconv.Quote(strconv.FormatInt(version, 10)) }
+
+// readConditional is read for a GET that may carry If-None-Match (a 304
+// when the version is still the one named, delivering nothing, so it
+// spends no read budget) or If-Match (a 412 when the version differs).
+// done says the answer has been written. The answer carries the ETag.
+func (s *Server) readConditional(w http.ResponseWriter, r *http.Request, p Principal) (b store.Breadcrumb, done bool, err error) {
+	want, err := expectedVersion(r)
+	if err != nil {
+		return b, false, err
+	}
+	// A condition is checked on a lookup that counts no read: an answer
+	// that delivers nothing spends no read budget.
+	if inm := r.Header.Get("If-None-Match"); inm != "" || want != 0 {
+		cur, err := s.opts.Store.Get(r.Context(), actor(p), r.PathValue("id"))
+		if err != nil {
+			return b, false, err
+		}
+		if want != 0 && cur.Version != want {
+			return b, false, &store.Error{Code: store.CodeVersionMismatch,
+				Msg: fmt.Sprintf("If-Match: the breadcrumb is at version %d, not %d", cur.Version, want)}
+		}
+		if inm != "" && etagMatches(inm, cur.Version) {
+			w.Header().Set("ETag", etag(cur.Version))
+			w.WriteHeader(http.StatusNotModified)
+			return b, true, nil
+		}
+	}
+	if b, err = s.read(r, p); err != nil {
+		return b, false, err
+	}
+	w.Header().Set("ETag", etag(b.Version))
+	return b, false, nil
+}
+
+// etagMatches reports whether an If-None-Match list names version (or is
+// "*"); weak tags compare as strong ones, as RFC 9110 says for it.
+func etagMatches(header string, version int64) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.Trim(strings.TrimPrefix(t, "W/"), `"`) == strconv.FormatInt(version, 10) {
+			return true
+		}
+	}
+	return false
 }
 
 // read loads the breadcrumb a GET of /breadcrumbs/{id} or its /full
@@ -292,7 +345,7 @@ func (s *Server) applyView(ctx context.Context, b *store.Breadcrumb) (cachedView
 		return cachedView{}, err
 	}
 	s.metrics.views.WithLabelValues(string(res.Status)).Inc()
-	c := cachedView{value: out, status: res.Status}
+	c := cachedView{value: out, status: res.Status, warnings: res.Warnings}
 	if res.Err != nil {
 		c.code, c.reason = string(res.Err.Code), res.Err.Error()
 	}
@@ -307,8 +360,8 @@ func (s *Server) applyView(ctx context.Context, b *store.Breadcrumb) (cachedView
 
 func (s *Server) getFull(w http.ResponseWriter, r *http.Request, p Principal) error {
 	// The raw record is a read of the content too: it counts against a read budget.
-	b, err := s.read(r, p)
-	if err != nil {
+	b, done, err := s.readConditional(w, r, p)
+	if err != nil || done {
 		return err
 	}
 	writeJSON(w, http.StatusOK, b)
@@ -384,7 +437,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, p Principal, wan
 	if err != nil {
 		return err
 	}
-	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(b.Version, 10)))
+	w.Header().Set("ETag", etag(b.Version))
 	writeJSON(w, http.StatusOK, b)
 	return nil
 }
@@ -519,7 +572,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 		// a view to show.
 		return &Error{Status: http.StatusUnprocessableEntity, Code: Code(view.CodeTooCostly), Path: "llm_hints", Msg: "llm_hints." + res.Err.Error(), Err: res.Err}
 	}
-	meta := viewMeta{Status: viewStatus(res.Status), Source: envelope.SourceView, FreshnessState: envelope.Fresh}
+	meta := viewMeta{Status: viewStatus(res.Status), Source: envelope.SourceView, FreshnessState: envelope.Fresh, Warnings: res.Warnings}
 	if res.Err != nil {
 		meta.ErrorCode, meta.Message = string(res.Err.Code), res.Err.Error()
 	}

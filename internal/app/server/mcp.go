@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ctxkit/ctxkit/internal/app/mcpserver"
+	"github.com/ctxkit/ctxkit/internal/version"
 )
 
 // mcpHandler serves MCP (streamable HTTP, stateless) at /mcp, behind the
@@ -24,7 +25,7 @@ import (
 // tools have no use for is accepted and ignored, as JSON-RPC has a server
 // do.
 func (s *Server) mcpHandler() handlerFunc {
-	tools := mcpserver.New(inProcess{s}, mcpserver.Options{})
+	tools := mcpserver.New(inProcess{s}, mcpserver.Options{Version: version.String()})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return tools },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: s.opts.MaxBodyBytes})
 	return func(w http.ResponseWriter, r *http.Request, _ Principal) error {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/version"
 )
 
 // route is one row of the API: what the mux serves at a pattern, who may
@@ -126,7 +127,7 @@ func whole(errs ...int) []reply {
 func (s *Server) routeTable() []route {
 	rows := []route{
 		{method: "GET", path: "/health", auth: authNone, plain: func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusOK, health{Status: "ok"})
+			writeJSON(w, http.StatusOK, health{Status: "ok", Version: version.String()})
 		}, doc: operation{Summary: "Liveness", Responses: []reply{{Status: 200, Desc: "ok"}}}},
 		{method: "GET", path: "/openapi.json", auth: authNone, plain: s.serveOpenAPI,
 			doc: operation{Summary: "This document", Responses: []reply{{Status: 200, Desc: "the OpenAPI document"}}}},
@@ -144,14 +145,16 @@ func (s *Server) routeTable() []route {
 			Params:    []string{"tag", "schemaName", "listLimit", "cursor", "includeContext"},
 			Responses: answer(200, "a page", "Page", 400)}},
 		{method: "GET", path: "/breadcrumbs/{id}", serve: s.getView, doc: operation{
-			Summary: "The LLM view (counts a read for usage TTLs)", Responses: answer(200, "the view", "View", 404)}},
+			Summary: "The LLM view (counts a read for usage TTLs); ETag is the version", Params: []string{"ifNoneMatch", "ifMatch"},
+			Responses: append(answer(200, "the view", "View", 404, 412), reply{Status: 304, Desc: "not modified: If-None-Match names the current version"})}},
 		{method: "PATCH", path: "/breadcrumbs/{id}", role: RoleEmitter, serve: s.patch, doc: operation{
 			Summary: "Change fields (emitter)", Params: []string{"ifMatch"}, Body: "PatchRequest",
 			Responses: whole(400, 404, 412)}},
 		{method: "DELETE", path: "/breadcrumbs/{id}", role: RoleCurator, serve: s.delete, doc: operation{
 			Summary: "Delete (curator); the history stays", Responses: answer(204, "deleted", "", 403, 404)}},
 		{method: "GET", path: "/breadcrumbs/{id}/full", serve: s.getFull, doc: operation{
-			Summary: "The whole record", Responses: whole(404)}},
+			Summary: "The whole record; ETag is the version", Params: []string{"ifNoneMatch", "ifMatch"},
+			Responses: append(whole(404, 412), reply{Status: 304, Desc: "not modified: If-None-Match names the current version"})}},
 		{method: "GET", path: "/breadcrumbs/{id}/history", serve: s.history, doc: operation{
 			Summary: "Every version, newest first", Responses: answer(200, "versions", "History", 404)}},
 		{method: "POST", path: "/breadcrumbs/{id}/tags/add", role: RoleEmitter, serve: s.tags(true), doc: operation{
@@ -159,7 +162,7 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/breadcrumbs/{id}/tags/remove", role: RoleEmitter, serve: s.tags(false), doc: operation{
 			Summary: "Remove tags (emitter)", Params: []string{"ifMatch"}, Body: "Tags", Responses: whole(400, 404)}},
 		{method: "POST", path: "/breadcrumbs/{id}/context/merge", role: RoleEmitter, serve: s.merge, doc: operation{
-			Summary: "Deep-merge an object into context (emitter)", Params: []string{"ifMatch"}, Body: "MergeRequest",
+			Summary: "Apply an RFC 7396 JSON Merge Patch to context (emitter): null deletes, arrays replace", Params: []string{"ifMatch"}, Body: "MergeRequest",
 			Responses: whole(400, 404)}},
 		{method: "POST", path: "/views/preview", serve: s.preview, doc: operation{
 			Summary: "Apply hints to a posted context without storing anything", Body: "PreviewRequest",
@@ -328,7 +331,8 @@ func (s *Server) routes() {
 
 // health is GET /health's answer.
 type health struct {
-	Status string `json:"status"` // always "ok": the process serves
+	Status  string `json:"status"`  // always "ok": the process serves
+	Version string `json:"version"` // the binary's version, as ctxkit version says it
 }
 
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {

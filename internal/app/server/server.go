@@ -34,7 +34,7 @@ type Options struct {
 	Logger       *slog.Logger       // nil: discard
 	MaxBodyBytes int64              // default 1 MiB
 	MaxDepth     int                // JSON nesting depth of a request body; default 64
-	RuleTimeout  time.Duration      // view rules' deadline; default 100ms
+	RuleTimeout  time.Duration      // view rules' deadline; default view.DefaultRuleTimeout
 	PingEvery    time.Duration      // event-stream keep-alive; default 15s
 	RelayTimeout time.Duration      // POST /relay's deadline, waiting for a slot included; default 5s
 	// MaxConcurrentViews bounds how many views are computed at once (cache
@@ -117,14 +117,21 @@ type Server struct {
 }
 
 type cachedView struct {
-	value  json.RawMessage
-	status view.Status
-	code   string // the view error code when status is FALLBACK
-	reason string
+	value    json.RawMessage
+	status   view.Status
+	code     string // the view error code when status is FALLBACK
+	reason   string
+	warnings []view.Warning
 }
 
 // size is what a cached view holds in memory, its key included, roughly.
-func (c cachedView) size() int64 { return int64(len(c.value)+len(c.reason)) + 256 }
+func (c cachedView) size() int64 {
+	n := int64(len(c.value)+len(c.reason)) + 256
+	for _, w := range c.warnings {
+		n += int64(len(w.Path)+len(w.Message)) + 32
+	}
+	return n
+}
 
 // New returns a server.
 func New(opts Options) *Server {
@@ -341,6 +348,12 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	if v, ok := s.tokens.Get(key); ok && !now.Before(v.notBefore) && now.Before(v.expires) {
 		return s.unlessRevoked(r.Context(), v)
 	}
+	if strings.Count(token, ".") != 2 {
+		// Not a JWT at all: most often a provider's API key given to a
+		// client whose base URL points at ctxkit's gateway.
+		return Principal{}, errorf(http.StatusUnauthorized, CodeUnauthorized,
+			"invalid token: this is not a ctxkit token (%s): send a token that 'ctxkit token' mints (or 'ctxkit token --admin'); a provider's API key belongs in the gateway's configuration, not in the client", tokenShape(token))
+	}
 	_, v, err := verifyClaims(s.pub, token, now)
 	if err != nil {
 		ae := errorf(http.StatusUnauthorized, CodeUnauthorized, "invalid token: %v", err)
@@ -349,6 +362,23 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	}
 	s.tokens.Add(key, v)
 	return s.unlessRevoked(r.Context(), v)
+}
+
+// tokenShape says what a credential that is not a ctxkit token looks
+// like, without repeating any of it.
+func tokenShape(token string) string {
+	for _, k := range []struct{ prefix, what string }{
+		{"sk-ant-", "it looks like an Anthropic API key"},
+		{"sk-or-", "it looks like an OpenRouter API key"},
+		{"sk-", "it looks like an OpenAI-style API key"},
+		{"AIza", "it looks like a Google API key"},
+		{"AKIA", "it looks like an AWS access key"},
+	} {
+		if strings.HasPrefix(token, k.prefix) {
+			return k.what
+		}
+	}
+	return "a ctxkit token has three dot-separated parts"
 }
 
 func actor(p Principal) store.Actor {

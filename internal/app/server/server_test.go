@@ -436,9 +436,17 @@ func TestPreview(t *testing.T) {
 		"llm_hints": map[string]any{"transform": map[string]any{"h": map[string]any{"type": "jq", "query": "error(\"no\")"}}},
 		"context":   map[string]any{"n": 3},
 	}), 200, `"status":"FALLBACK"`)
+	// A path that exists only under context. renders "" and says so, in the
+	// preview and in a stored breadcrumb's view.
+	hints := map[string]any{"transform": map[string]any{"h": map[string]any{"type": "template", "template": "{{#each users}}{{name}}{{/each}}"}}}
+	want(t, e.do("POST", "/views/preview", tok, map[string]any{"llm_hints": hints, "context": map[string]any{"users": []any{map[string]any{"name": "ada"}}}}),
+		200, `"warnings":[{"path":"transform.h","message":"\"users\" is not a record field, so it rendered as nothing; the context has one: write context.users"}]`)
+	emitter := e.token("acme", "w", server.RoleEmitter)
+	id := e.create(emitter, map[string]any{"title": "t", "context": map[string]any{"users": []any{}}, "llm_hints": hints})
+	want(t, e.do("GET", "/breadcrumbs/"+id, tok, nil), 200, `"warnings":[{"path":"transform.h"`)
 	want(t, e.do("POST", "/views/preview", tok, map[string]any{"llm_hints": map[string]any{"mode": "x"}, "context": map[string]any{}}), 400, "llm_hints.mode")
 	want(t, e.do("POST", "/views/preview", tok, map[string]any{"llm_hints": map[string]any{}}), 400, "context: required")
-	if items := e.do("GET", "/breadcrumbs", tok, nil).json(t)["items"].([]any); len(items) != 0 {
+	if items := e.do("GET", "/breadcrumbs", tok, nil).json(t)["items"].([]any); len(items) != 1 {
 		t.Fatal("preview stored something")
 	}
 }
@@ -620,5 +628,58 @@ func TestViewConcurrencyBound(t *testing.T) {
 	wg.Wait()
 	if d := time.Since(start); d < 2*deadline {
 		t.Fatalf("two views took %v with one slot: they ran at the same time", d)
+	}
+}
+
+// TestContextMergeIsJSONMergePatch: POST context/merge applies RFC 7396
+// over HTTP: null deletes a member, objects merge, arrays replace.
+func TestContextMergeIsJSONMergePatch(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleEmitter)
+	id := e.create(tok, map[string]any{"title": "t", "context": map[string]any{"a": 1, "o": map[string]any{"x": 1, "y": 2}, "l": []any{1, 2}}})
+	r := e.do("POST", "/breadcrumbs/"+id+"/context/merge", tok, map[string]any{"context": map[string]any{"a": nil, "o": map[string]any{"y": nil, "z": 3}, "l": []any{3}}})
+	want(t, r, 200, `"context":{"l":[3],"o":{"x":1,"z":3}}`)
+}
+
+// TestConditionalGet: GET /breadcrumbs/{id} (and /full) sends the version
+// as its ETag; If-None-Match naming it is a 304 with no body that spends
+// no read budget; If-Match naming another version is a 412.
+func TestConditionalGet(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token("acme", "a", server.RoleEmitter)
+	id := e.create(tok, map[string]any{"title": "t", "context": map[string]any{"a": 1}, "ttl_type": "usage", "ttl_config": map[string]any{"max_reads": 2}})
+	get := func(path, header, value string) (int, string, string) {
+		req, _ := http.NewRequest("GET", e.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if header != "" {
+			req.Header.Set(header, value)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("ETag"), string(b)
+	}
+	for _, path := range []string{"/breadcrumbs/" + id, "/breadcrumbs/" + id + "/full"} {
+		for i := 0; i < 5; i++ {
+			if code, tag, body := get(path, "If-None-Match", `"1"`); code != 304 || tag != `"1"` || body != "" {
+				t.Fatalf("%s If-None-Match: %d %q %q", path, code, tag, body)
+			}
+		}
+		if code, _, body := get(path, "If-Match", `"7"`); code != 412 || !strings.Contains(body, "version 1, not 7") {
+			t.Fatalf("%s If-Match: %d %s", path, code, body)
+		}
+	}
+	// Ten conditional answers later the read budget of 2 is untouched.
+	if code, tag, _ := get("/breadcrumbs/"+id, "If-None-Match", `"2", W/"3"`); code != 200 || tag != `"1"` {
+		t.Fatalf("another version: %d %q", code, tag)
+	}
+	if code, _, _ := get("/breadcrumbs/"+id, "", ""); code != 200 {
+		t.Fatalf("second read: %d", code)
+	}
+	if code, _, _ := get("/breadcrumbs/"+id, "", ""); code != 404 {
+		t.Fatalf("the read budget is spent by reads only: %d", code)
 	}
 }

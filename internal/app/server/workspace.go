@@ -114,6 +114,8 @@ type workspaceSearcher struct {
 
 	mu        sync.Mutex
 	manifests map[string]cachedManifest // by workspace directory
+	tracked   map[string]cachedList     // git's list of tracked files, by workspace directory
+	textless  map[textlessKey]struct{}  // tracked files not indexed that are not text
 }
 
 type cachedManifest struct {
@@ -133,7 +135,8 @@ func newWorkspaceSearcher(s *Server) *workspaceSearcher {
 	if budget <= 0 {
 		budget = workspaceVerifyBudget
 	}
-	return &workspaceSearcher{s: s, scans: make(chan struct{}, n), timeout: timeout, budget: budget, manifests: map[string]cachedManifest{}}
+	return &workspaceSearcher{s: s, scans: make(chan struct{}, n), timeout: timeout, budget: budget, manifests: map[string]cachedManifest{},
+		tracked: map[string]cachedList{}, textless: map[textlessKey]struct{}{}}
 }
 
 // search is GET /workspace/search?repo=NAME&q=QUERY[&limit=N]. Any valid
@@ -200,7 +203,9 @@ func (ws *workspaceSearcher) run(ctx context.Context, p Principal, repo, text st
 		case !ws.ownsIndex(ctx, p, repo, man):
 			d.Freshness, d.Reason = envelope.Unknown, "the index of this workspace holds no files this caller may read"
 		default:
-			res, notAuthoritative, err := ws.fromIndex(ctx, sctx, p, root, repo, e, text, limit, d.Status, man)
+			tracked := ws.trackedList(sctx, root, dir)
+			drift, budget := ws.drift(sctx, root, dir, man, tracked, d.Status.LastIndexedAt, ws.budget)
+			res, notAuthoritative, err := ws.fromIndex(ctx, sctx, p, root, repo, e, text, limit, d.Status, man, drift, budget)
 			if err != nil || notAuthoritative == "" {
 				return res, err
 			}
@@ -274,7 +279,7 @@ func (ws *workspaceSearcher) ownsIndex(ctx context.Context, p Principal, repo st
 // Verifying reads files: it stops when rctx ends or the searcher's byte
 // budget is spent, and the hits left are reported as not verified.
 func (ws *workspaceSearcher) fromIndex(ctx, rctx context.Context, p Principal, root *os.Root, repo string, e *store.SearchExpr, text string, limit int,
-	st *envelope.IndexStatus, man *workspace.Manifest) (res envelope.Result[WorkspaceHit], notAuthoritative string, err error) {
+	st *envelope.IndexStatus, man *workspace.Manifest, drift []drifted, budget int64) (res envelope.Result[WorkspaceHit], notAuthoritative string, err error) {
 	sq := store.SearchQuery{Text: text, Tags: []string{workspace.RepoTag(repo)}, SchemaName: workspace.FileSchema, Limit: min(store.MaxSearchLimit, 2*limit),
 		MaxRanked: ws.s.opts.SearchMaxRanked}
 	found, err := ws.s.opts.Store.Search(ctx, actor(p), sq)
@@ -288,7 +293,11 @@ func (ws *workspaceSearcher) fromIndex(ctx, rctx context.Context, p Principal, r
 		untrusted int
 	)
 	dirs := map[string]bool{}
-	budget, unverified, why := ws.budget, 0, ""
+	unverified, why := 0, ""
+	drifts := make(map[string]bool, len(drift))
+	for _, d := range drift {
+		drifts[d.path] = true
+	}
 	for _, h := range hits {
 		if len(items) == limit {
 			break
@@ -297,6 +306,9 @@ func (ws *workspaceSearcher) fromIndex(ctx, rctx context.Context, p Principal, r
 		if err := json.Unmarshal(h.Context, &fc); err != nil {
 			untrusted++
 			continue
+		}
+		if drifts[fc.Path] {
+			continue // read from disk below
 		}
 		entry, ok := man.Files[fc.Path]
 		if !ok || entry.ID != h.ID || entry.SHA256 == "" || entry.SHA256 != fc.SHA256 || !trackedPath(fc.Path) {
@@ -342,13 +354,31 @@ func (ws *workspaceSearcher) fromIndex(ctx, rctx context.Context, p Principal, r
 	if untrusted > 0 {
 		notes = append(notes, fmt.Sprintf("ignored %d index hits that this workspace's manifest does not name", untrusted))
 	}
+	if len(drift) > 0 {
+		// The files that differ from the index are searched on disk; their
+		// hits come first (an agent's uncommitted work is what it is most
+		// likely looking for, and the two rankings are not on one scale).
+		var onDisk []string
+		for _, d := range drift {
+			if d.why != "gone" {
+				onDisk = append(onDisk, d.path)
+			}
+		}
+		found, partial := scanFiles(rctx, root, onDisk, e, limit)
+		items = append(found, items...)[:min(limit, len(found)+len(items))]
+		notes = append(notes, driftNote(drift))
+		if partial != "" {
+			notes = append(notes, partial)
+		}
+	}
 	if unverified > 0 {
 		notes = append(notes, fmt.Sprintf("%d index hits not verified against the files on disk (%s), so left out: results are partial", unverified, why))
-		return envelope.Fallback(items, envelope.WithIndexStatus(st), envelope.WithMessage(strings.Join(notes, "; "))), "", nil
 	}
 	if len(changed) > 0 {
 		sort.Strings(changed)
 		notes = append(notes, "changed since indexing, read from disk: "+strings.Join(changed, ", "))
+	}
+	if unverified > 0 || len(changed) > 0 || len(drift) > 0 {
 		return envelope.Fallback(items, envelope.WithIndexStatus(st), envelope.WithMessage(strings.Join(notes, "; "))), "", nil
 	}
 	opts := []envelope.Option{envelope.WithIndexStatus(st)}

@@ -356,3 +356,95 @@ func TestWorkspaceIndexVerifyBudget(t *testing.T) {
 		t.Fatalf("budget: %s", r.body)
 	}
 }
+
+// TestWorkspaceUncommittedChangesAreStale: an index of the commit HEAD
+// names is FRESH only while every tracked file is what it indexed. A word
+// added to a tracked file without committing, a file staged but not
+// committed, and a tracked file deleted each make the answer
+// FALLBACK/STALE, with those files read from disk; undoing them makes it
+// FRESH again. A binary file git tracks but the indexer skipped does not.
+func TestWorkspaceUncommittedChangesAreStale(t *testing.T) {
+	files := map[string]string{"main.go": "package main // servehttp\n", "docs/guide.md": "# Guide\nservehttp here\n", "notes.txt": "plain\n"}
+	dir := gitRepo(t, "shop", files)
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	os.WriteFile(filepath.Join(dir, "logo.png"), []byte("\x89PNG\x00\x01 servehttp"), 0o644)
+	git("add", "logo.png")
+	git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "logo")
+	head := git("rev-parse", "HEAD")
+	// Indexed a while ago, of the files as committed.
+	old := time.Now().Add(-2 * time.Hour)
+	for p := range files {
+		os.Chtimes(filepath.Join(dir, p), old, old)
+	}
+	e := newEnv(t, func(o *server.Options) { o.Workspaces = []string{dir} })
+	tok := e.token("acme", "a", server.RoleEmitter)
+	e.indexFiles(tok, "shop", dir, files)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := workspace.WriteStatus(root, envelope.IndexStatus{Repo: "shop", IndexState: envelope.IndexFresh, LastIndexedAt: time.Now().Add(-time.Hour),
+		LastIndexedCommit: head, SchemaVersion: workspace.SchemaVersion}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := func(step string) {
+		t.Helper()
+		r, sr := e.workspaceSearch(tok, "shop", "servehttp")
+		if sr.Meta.Status != "OK" || sr.Meta.FreshnessState != "FRESH" || len(sr.Items) != 2 {
+			t.Fatalf("%s: want OK/FRESH with 2 hits: %s", step, r.body)
+		}
+	}
+	stale := func(step, q, path, mention string) {
+		t.Helper()
+		r, sr := e.workspaceSearch(tok, "shop", q)
+		if sr.Meta.Status != "FALLBACK" || sr.Meta.FreshnessState != "STALE" || !strings.Contains(sr.Meta.Message, mention) {
+			t.Fatalf("%s: want FALLBACK/STALE naming %q: %s", step, mention, r.body)
+		}
+		found := false
+		for _, it := range sr.Items {
+			found = found || it.Path == path
+		}
+		if path != "" && !found {
+			t.Fatalf("%s: %s not found on disk: %s", step, path, r.body)
+		}
+	}
+	fresh("committed")
+
+	// A word added to a tracked file, not committed (same size is not
+	// needed: the mtime moved).
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("plain uncommittedword\n"), 0o644)
+	stale("modified", "uncommittedword", "notes.txt", "notes.txt")
+	// The same size and an old mtime, but other content: still caught.
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("plaiN\n"), 0o644)
+	os.Chtimes(filepath.Join(dir, "notes.txt"), old, old)
+	_, sr := e.workspaceSearch(tok, "shop", "servehttp")
+	if sr.Meta.FreshnessState != "STALE" || !strings.Contains(sr.Meta.Message, "notes.txt") {
+		t.Fatalf("same size, old mtime: %+v", sr.Meta)
+	}
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte(files["notes.txt"]), 0o644)
+	fresh("restored")
+
+	// A new file, staged but not committed.
+	os.WriteFile(filepath.Join(dir, "staged.go"), []byte("package main // stagedword servehttp\n"), 0o644)
+	git("add", "staged.go")
+	stale("staged", "stagedword", "staged.go", "staged.go (new)")
+	git("rm", "-q", "--cached", "staged.go")
+	os.Remove(filepath.Join(dir, "staged.go"))
+	fresh("unstaged")
+
+	// A tracked file deleted (from disk, and from git's index).
+	os.Remove(filepath.Join(dir, "docs/guide.md"))
+	stale("deleted", "servehttp", "main.go", "docs/guide.md (gone)")
+	git("rm", "-q", "docs/guide.md")
+	stale("deleted and staged", "servehttp", "main.go", "docs/guide.md (gone)")
+}

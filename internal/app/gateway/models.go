@@ -1,0 +1,11 @@
+package gateway
+
+// ModelNames lists the model names clients may ask for (routes and the
+// models the providers list), in the order GET /v1/models gives them.
+func (g *Gateway) ModelNames() []string {
+	names := make([]string, len(g.models))
+	for i, m := range g.models {
+		names[i] = m.ID
+	}
+	return names
+}
