@@ -39,7 +39,8 @@ const (
 // Schema is a compiled JSON Schema (draft 2020-12 or draft-07) a plan must
 // satisfy.
 type Schema struct {
-	res *jsonschema.Resolved
+	res  *jsonschema.Resolved
+	refs *refIndex
 	// byName finds a subschema by the name the validator's errors give it:
 	// "root", its JSON Pointer from the root, or its $id.
 	byName map[string]*jsonschema.Schema
@@ -70,36 +71,54 @@ func CompileSchema(doc []byte) (*Schema, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeSchema, Msg: "the schema does not compile", Err: err}
 	}
-	s := &Schema{res: res, byName: map[string]*jsonschema.Schema{}, draft: root.Schema}
-	s.name(root, "root")
+	refs, err := newRefIndex(root, strings.Contains(root.Schema, "draft-07"))
+	if err == nil {
+		err = refs.checkLoops(root)
+	}
+	if err != nil {
+		return nil, &Error{Code: CodeSchema, Msg: "the schema does not compile", Err: err}
+	}
+	s := &Schema{res: res, refs: refs, byName: map[string]*jsonschema.Schema{}, draft: root.Schema}
+	for sub, path := range refs.path {
+		switch {
+		case sub.ID != "":
+			s.byName[sub.ID] = sub
+		case path == "":
+			s.byName["root"] = sub
+		default:
+			s.byName[path] = sub
+		}
+	}
+	if err := s.checkTypes(); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// checkTypes refuses a "type" the validator would let through unnoticed:
+// a misspelt type name would otherwise refuse every plan, or none.
+func (s *Schema) checkTypes() error {
+	names := make([]string, 0, len(s.byName))
+	for n := range s.byName {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		sub := s.byName[n]
+		for _, t := range append([]string{sub.Type}, sub.Types...) {
+			switch t {
+			case "", "null", "boolean", "object", "array", "number", "integer", "string":
+			default:
+				return &Error{Code: CodeSchema, Msg: fmt.Sprintf("the schema does not compile: %s: type %q is not one of null, boolean, object, array, number, integer, string", n, t)}
+			}
+		}
+	}
+	return nil
 }
 
 // refuseLoad refuses every reference to a document outside the schema.
 func refuseLoad(u *url.URL) (*jsonschema.Schema, error) {
 	return nil, fmt.Errorf("the schema refers to %s: references outside the schema document are not loaded", u)
-}
-
-// name records s and its subschemas under the names the validator uses.
-func (s *Schema) name(sub *jsonschema.Schema, path string) {
-	if sub.ID != "" {
-		s.byName[sub.ID] = sub
-	} else {
-		s.byName[path] = sub
-	}
-	if path == "root" {
-		path = ""
-	}
-	for _, e := range edges(sub) {
-		seg := "/" + e.kw
-		if e.hasKey {
-			seg += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(e.key)
-		}
-		if e.index >= 0 {
-			seg += "/" + strconv.Itoa(e.index)
-		}
-		s.name(e.child, path+seg)
-	}
 }
 
 // edge is one subschema of a schema: the keyword holding it and, for
@@ -189,7 +208,9 @@ type locator struct {
 	frames []*jsonschema.Schema
 	leaf   string
 	checks int
+	name   string // the property name propertyNames refused
 	probes map[*jsonschema.Schema]*jsonschema.Resolved
+	wholes map[*jsonschema.Schema]*jsonschema.Resolved
 }
 
 // locate says where in inst the failure err reports lies and what is
@@ -197,7 +218,7 @@ type locator struct {
 // known for certain and passes the validator's own message on.
 func (s *Schema) locate(inst any, err error) (string, string) {
 	names, leaf := unchain(err)
-	l := &locator{s: s, leaf: leaf, probes: map[*jsonschema.Schema]*jsonschema.Resolved{}}
+	l := &locator{s: s, leaf: leaf, probes: map[*jsonschema.Schema]*jsonschema.Resolved{}, wholes: map[*jsonschema.Schema]*jsonschema.Resolved{}}
 	for _, n := range names {
 		f, ok := s.byName[n]
 		if !ok {
@@ -212,7 +233,11 @@ func (s *Schema) locate(inst any, err error) (string, string) {
 	if !ok {
 		return l.certain(inst), oneLine(leaf)
 	}
-	return render(path), l.message(l.frames[len(l.frames)-1], v)
+	msg := l.message(l.frames[len(l.frames)-1], v)
+	if l.name != "" {
+		msg = "property name " + quote(l.name) + ": " + msg
+	}
+	return render(path), msg
 }
 
 // unchain splits the validator's error, "validating A: validating B: X",
@@ -252,17 +277,24 @@ type transition struct {
 	key   string
 	index int
 	keyOK func(string) bool
+	// cond, when set, says whether a value reaches the next schema at all
+	// (then, else and dependentSchemas apply only under a condition).
+	cond func(any) bool
 }
 
 // relate says how the chain moves from schema a to schema b.
 func (l *locator) relate(a, b *jsonschema.Schema) transition {
 	// A $ref (or $dynamicRef) that names b by its pointer is a jump, even
 	// when b happens to sit under a.
-	if a.Ref != "" || a.DynamicRef != "" {
-		for n, s := range l.s.byName {
-			if s == b && (strings.HasSuffix(a.Ref, "#"+n) || a.Ref == n || a.DynamicRef == n) {
-				return transition{m: moveSame}
-			}
+	for _, ref := range []struct {
+		s       string
+		dynamic bool
+	}{{a.Ref, false}, {a.DynamicRef, true}} {
+		if ref.s == "" {
+			continue
+		}
+		if t, err := l.s.refs.targets(a, ref.s, ref.dynamic); err == nil && slices.Contains(t, b) {
+			return transition{m: moveSame}
 		}
 	}
 	for name, c := range a.Properties {
@@ -303,6 +335,23 @@ func (l *locator) relate(a, b *jsonschema.Schema) transition {
 	case a.PropertyNames:
 		return transition{m: moveNameOnly}
 	}
+	switch b {
+	case a.Then:
+		return transition{m: moveSame, cond: func(v any) bool { return l.passes(a.If, v) }}
+	case a.Else:
+		return transition{m: moveSame, cond: func(v any) bool { return a.If != nil && !l.passes(a.If, v) && l.judgeable(a.If) }}
+	}
+	for _, m := range []map[string]*jsonschema.Schema{a.DependentSchemas, a.DependencySchemas} {
+		for name, c := range m {
+			if c == b {
+				return transition{m: moveSame, cond: func(v any) bool {
+					obj, ok := v.(map[string]any)
+					_, has := obj[name]
+					return ok && has
+				}}
+			}
+		}
+	}
 	for re, c := range a.PatternProperties {
 		if c == b {
 			return transition{m: moveAnyKey, keyOK: func(k string) bool {
@@ -323,6 +372,9 @@ func (l *locator) search(k int, v any, path []step) ([]step, any, bool) {
 	t := l.relate(l.frames[k], l.frames[k+1])
 	switch t.m {
 	case moveSame:
+		if t.cond != nil && !t.cond(v) {
+			return nil, nil, false
+		}
 		return l.search(k+1, v, path)
 	case moveKey:
 		obj, ok := v.(map[string]any)
@@ -374,9 +426,11 @@ func (l *locator) search(k int, v any, path []step) ([]step, any, bool) {
 		if !ok {
 			return nil, nil, false
 		}
-		// A property's name is no place in the plan: the object is.
+		// A property's name is no place in the plan: the object is, and
+		// the message names the property.
 		for _, key := range sortedKeys(obj) {
 			if _, w, ok := l.search(k+1, key, path); ok {
+				l.name = key
 				return path, w, true
 			}
 		}
@@ -436,11 +490,41 @@ func (l *locator) leafHolds(s *jsonschema.Schema, v any) bool {
 	if err == nil {
 		return false
 	}
+	// The same keyword failing on v is enough: items are tried in the
+	// validator's order, and any property refused this way is at fault.
 	_, got := unchain(err)
-	return got == l.leaf || keyword(got) == keyword(l.leaf) && keyword(got) == additionalKeyword
+	return got == l.leaf || keyword(got) != "" && keyword(got) == keyword(l.leaf)
 }
 
 const additionalKeyword = "unexpected additional properties"
+
+// passes reports whether v satisfies s judged alone; false when s cannot
+// be judged alone (it holds references).
+func (l *locator) passes(s *jsonschema.Schema, v any) bool {
+	if s == nil {
+		return true
+	}
+	r := l.whole(s)
+	return r != nil && r.Validate(v) == nil
+}
+
+// judgeable reports whether s can be judged alone.
+func (l *locator) judgeable(s *jsonschema.Schema) bool { return l.whole(s) != nil }
+
+// whole resolves a copy of s on its own, nil when s holds references.
+func (l *locator) whole(s *jsonschema.Schema) *jsonschema.Resolved {
+	if r, ok := l.wholes[s]; ok {
+		return r
+	}
+	var r *jsonschema.Resolved
+	if s.Ref == "" && s.DynamicRef == "" {
+		p := s.CloneSchemas()
+		p.ID, p.Schema = "", l.s.draft
+		r, _ = p.Resolve(&jsonschema.ResolveOptions{Loader: refuseLoad})
+	}
+	l.wholes[s] = r
+	return r
+}
 
 func (l *locator) probe(s *jsonschema.Schema) *jsonschema.Resolved {
 	var p *jsonschema.Schema
