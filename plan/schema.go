@@ -317,8 +317,12 @@ func (l *locator) relate(a, b *jsonschema.Schema) transition {
 	case a.AdditionalItems:
 		return transition{m: moveAnyItem, index: len(a.ItemsArray)}
 	case a.UnevaluatedItems:
-		return transition{m: moveAnyItem}
-	case a.AdditionalProperties:
+		// Items its own prefixItems evaluated are not among them (those
+		// an in-place applicator evaluated are not told apart).
+		return transition{m: moveAnyItem, index: len(a.PrefixItems)}
+	case a.AdditionalProperties, a.UnevaluatedProperties:
+		// The names a's own properties and patternProperties evaluate are
+		// not among them.
 		return transition{m: moveAnyKey, keyOK: func(k string) bool {
 			if _, ok := a.Properties[k]; ok {
 				return false
@@ -330,8 +334,6 @@ func (l *locator) relate(a, b *jsonschema.Schema) transition {
 			}
 			return true
 		}}
-	case a.UnevaluatedProperties:
-		return transition{m: moveAnyKey, keyOK: func(string) bool { return true }}
 	case a.PropertyNames:
 		return transition{m: moveNameOnly}
 	}

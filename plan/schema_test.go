@@ -68,6 +68,14 @@ func TestValidateLocations(t *testing.T) {
 			`diffs[1].path: schema: 'lib/b.go' does not match pattern '^src/'`},
 		{"prefix items", `{"properties": {"post": {"properties": {"commands": {"prefixItems": [{}, {"properties": {"program": {"const": "go"}}}]}}}}}`,
 			`post.commands[1].program: schema: value must be 'go'`},
+		// commands[0] fails the const too, but prefixItems evaluated it.
+		{"unevaluated items", `{"properties": {"post": {"properties": {"commands": {"prefixItems": [{}],
+			"unevaluatedItems": {"properties": {"program": {"const": "zzz"}}}}}}}}`,
+			`post.commands[1].program: schema: value must be 'zzz'`},
+		// checksum fails the maxLength too, but properties evaluated it.
+		{"unevaluated properties", `{"properties": {"diffs": {"items": {"properties": {"checksum": {}},
+			"unevaluatedProperties": {"maxLength": 3}}}}}`,
+			`diffs[0].path: schema: maxLength: got 8, want 3`},
 		{"allOf", `{"properties": {"diffs": {"items": {"allOf": [{}, {"properties": {"path": {"maxLength": 5}}}]}}}}`,
 			`diffs[0].path: schema: maxLength: got 8, want 5`},
 		{"anyOf", `{"properties": {"diffs": {"items": {"anyOf": [
