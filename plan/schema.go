@@ -75,6 +75,9 @@ func CompileSchema(doc []byte) (*Schema, error) {
 	if err == nil {
 		err = refs.checkLoops(root)
 	}
+	if err == nil {
+		err = refs.checkFanOut(root)
+	}
 	if err != nil {
 		return nil, &Error{Code: CodeSchema, Msg: "the schema does not compile", Err: err}
 	}

@@ -225,6 +225,56 @@ func (x *refIndex) checkLoops(root *jsonschema.Schema) error {
 	return nil
 }
 
+// maxApplied bounds how many schemas the validator may apply along one
+// path of a plan: references that fan out ({"allOf": [{"$ref":
+// "#/$defs/b"}, {"$ref": "#/$defs/b"}]} with b doing the same, and so on)
+// multiply without looping, and forty levels would take years to check a
+// plan.
+const maxApplied = 10000
+
+// maxPlanDepth is how deep a plan's JSON goes: post.commands[i].args[j].
+const maxPlanDepth = 5
+
+// checkFanOut refuses a schema that applies more than maxApplied schemas
+// to a plan with one item per array. It runs after checkLoops: the
+// in-place graph is acyclic, and moving into a value is bounded by the
+// plan's depth.
+func (x *refIndex) checkFanOut(root *jsonschema.Schema) error {
+	type at struct {
+		s     *jsonschema.Schema
+		depth int
+	}
+	cost := map[at]int{}
+	var count func(s *jsonschema.Schema, depth int) int
+	count = func(s *jsonschema.Schema, depth int) int {
+		if depth > maxPlanDepth {
+			return 0
+		}
+		if c, ok := cost[at{s, depth}]; ok {
+			return c
+		}
+		c := 1
+		next, _ := x.inPlace(s) // resolved once already by checkLoops
+		for _, t := range next {
+			c = min(c+count(t, depth), maxApplied+1)
+		}
+		for _, e := range edges(s) {
+			switch e.kw {
+			case "$defs", "definitions", "contentSchema", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies":
+				// Not applied, or applied in place (counted above).
+			default:
+				c = min(c+count(e.child, depth+1), maxApplied+1)
+			}
+		}
+		cost[at{s, depth}] = c
+		return c
+	}
+	if c := count(root, 0); c > maxApplied {
+		return fmt.Errorf("the schema applies more than %d schemas along one path of a plan through its references: the plan could not be checked in bounded time", maxApplied)
+	}
+	return nil
+}
+
 func (x *refIndex) name(s *jsonschema.Schema) string {
 	if p := x.path[s]; p != "" {
 		return p

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -192,6 +193,11 @@ func TestCompileSchemaRefuses(t *testing.T) {
 		{"loop through an anchor", `{"$defs": {"a": {"$anchor": "x", "allOf": [{"not": {"$ref": "#x"}}]}}}`, "without end"},
 		{"loop through an id", `{"$defs": {"a": {"$id": "urn:ctxkit:a", "if": {"$ref": "urn:ctxkit:a"}}}}`, "without end"},
 		{"loop through dependent schemas", `{"dependentSchemas": {"diffs": {"$ref": "#"}}}`, "without end"},
+		{"fan out", fanOutSchema(20), "applies more than 10000 schemas along one path"},
+		// Each level fans out 2^7 times within the bound, but the levels
+		// multiply along the plan's depth.
+		{"fan out across levels", `{"$defs": {` + strings.Join(fanOutDefs("a", 7, `{"properties": {"diffs": {"$ref": "#/$defs/b0"}}}`), ",") + "," +
+			strings.Join(fanOutDefs("b", 7, `{"type": "array"}`), ",") + `}, "$ref": "#/$defs/a0"}`, "applies more than 10000 schemas along one path"},
 		{"too large", `{"description": "` + strings.Repeat("x", maxSchemaBytes) + `"}`, "more than"},
 	}
 	for _, tt := range tests {
@@ -201,6 +207,49 @@ func TestCompileSchemaRefuses(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// fanOutDefs are n definitions named prefix0..prefixN-1, each applying
+// the next twice, the last being leaf.
+func fanOutDefs(prefix string, n int, leaf string) []string {
+	var out []string
+	for i := range n {
+		if i == n-1 {
+			out = append(out, fmt.Sprintf(`"%s%d": %s`, prefix, i, leaf))
+			continue
+		}
+		out = append(out, fmt.Sprintf(`"%s%d": {"allOf": [{"$ref": "#/$defs/%s%d"}, {"$ref": "#/$defs/%s%d"}]}`, prefix, i, prefix, i+1, prefix, i+1))
+	}
+	return out
+}
+
+// fanOutSchema is n definitions, each applying the next twice: 2^n
+// schemas for one value, without a loop.
+func fanOutSchema(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"$ref": "#/$defs/d0", "$defs": {`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		if i == n-1 {
+			fmt.Fprintf(&b, `"d%d": {"type": "object"}`, i)
+			continue
+		}
+		fmt.Fprintf(&b, `"d%d": {"allOf": [{"$ref": "#/$defs/d%d"}, {"$ref": "#/$defs/d%d"}]}`, i, i+1, i+1)
+	}
+	b.WriteString("}}")
+	return b.String()
+}
+
+func TestCompileSchemaFanOutWithinBound(t *testing.T) {
+	s, err := CompileSchema([]byte(fanOutSchema(10))) // 2^10 - 1 + ... ≈ 2,000 schemas
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(schemaPlan(), s); err != nil {
+		t.Fatal(err)
 	}
 }
 
