@@ -368,7 +368,7 @@ func (p *Provider) checkKeys(at string, getenv func(string) string) error {
 		id := kc.ID
 		if id == "" {
 			id = fmt.Sprintf("key%d", j+1)
-		} else if !keyID.MatchString(id) {
+		} else if !keyID().MatchString(id) {
 			return fmt.Errorf("%s.id: %q is not an id of letters, digits, '_', '.' and '-' (at most 64)", kat, id)
 		}
 		if ids[id] {

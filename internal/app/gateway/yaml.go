@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -27,7 +28,8 @@ func (e *yamlError) Error() string { return e.msg }
 
 // yamlLine reads the line out of a message of the YAML parser's
 // TypeError: "line 2: mapping key "a" already defined at line 1".
-var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+// Compiled on first use, not in every process at start.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line (\d+): (.*)$`) })
 
 // yamlToJSON turns a YAML configuration into JSON, so both go through the
 // same strict decoding. Keys must be strings; an error of a key that is
@@ -38,7 +40,7 @@ func yamlToJSON(data []byte) ([]byte, error) {
 		var te *yaml.TypeError
 		if errors.As(err, &te) && len(te.Errors) > 0 {
 			// Placed by the nodes it read: the lines are the file's.
-			if m := yamlLine.FindStringSubmatch(te.Errors[0]); m != nil {
+			if m := yamlLine().FindStringSubmatch(te.Errors[0]); m != nil {
 				n, _ := strconv.Atoi(m[1])
 				return nil, &yamlError{line: n, msg: m[2]}
 			}
