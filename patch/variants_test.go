@@ -157,10 +157,9 @@ func variantCorpus(t *testing.T) (entries []*variantEntry, fromHistory bool) {
 	raw := historyCorpus(t, moduleRoot(t), 1000)
 	fromHistory = len(raw) > 0
 	if !fromHistory {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but the history up to %s is missing: the variant corpus needs a full clone", corpusTip[:12])
-		}
-		t.Logf("no history corpus (no git, a shallow clone or a source archive): using generated file pairs")
+		// A checkout without the history (a shallow clone, a source
+		// archive) still runs every variant kind, on generated pairs.
+		t.Logf("NOTE: no history corpus up to %s (no git, a shallow clone or a source archive): using generated file pairs", corpusTip[:12])
 		raw = syntheticCorpus(t, 60)
 	}
 	var goEntries []*variantEntry
