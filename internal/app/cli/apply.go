@@ -256,7 +256,7 @@ func applyPlan(ctx context.Context, root *os.Root, raw []byte, schema *plan.Sche
 	if err != nil {
 		abs = root.Name()
 	}
-	rec := &plan.Record{Started: time.Now().UTC(), Root: abs, Strategy: plan.StrategyName(strategy)}
+	rec := &plan.Record{Version: plan.RecordVersion, Started: time.Now().UTC(), Root: abs, Strategy: plan.StrategyName(strategy)}
 	// The plan's hash (megabytes for a plan of hundreds of diffs) is
 	// taken while the plan is parsed and applied.
 	sum := make(chan string, 1)
@@ -318,7 +318,7 @@ func applyPatch(ctx context.Context, root *os.Root, raw []byte, strip int, strat
 	if err != nil {
 		abs = root.Name()
 	}
-	rec := &plan.Record{Started: time.Now().UTC(), Root: abs, Strategy: plan.StrategyName(strategy),
+	rec := &plan.Record{Version: plan.RecordVersion, Started: time.Now().UTC(), Root: abs, Strategy: plan.StrategyName(strategy),
 		PatchSHA256: plan.Checksum(raw), Note: plan.NoChecksums}
 	if len(raw) <= plan.MaxPatchBytes && utf8.Valid(raw) {
 		rec.Patch = string(raw)
