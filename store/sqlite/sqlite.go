@@ -349,43 +349,116 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 		return store.Breadcrumb{}, false, err
 	}
 	var (
-		out      = b
+		out      store.Breadcrumb
 		replayed bool
 	)
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
-		if idem.Key != "" {
-			var hash, rec string
-			err := tx.QueryRowContext(ctx, `SELECT request_hash, record FROM idempotency WHERE owner_id = ? AND agent_id = ? AND key = ?`, a.OwnerID, a.AgentID, idem.Key).Scan(&hash, &rec)
-			switch {
-			case err == nil:
-				if hash != idem.RequestHash {
-					return store.ErrIdempotencyConflict
-				}
-				replayed = true
-				return json.Unmarshal([]byte(rec), &out)
-			case !errors.Is(err, sql.ErrNoRows):
+		var err error
+		out, replayed, err = create(ctx, tx, a, b, idem, now)
+		return err
+	})
+	if err != nil {
+		return store.Breadcrumb{}, false, err
+	}
+	return out, replayed, nil
+}
+
+// create stores b, a new record of a, inside tx; with an idempotency key
+// already used it returns the first result instead.
+func create(ctx context.Context, tx *sql.Tx, a store.Actor, b store.Breadcrumb, idem store.Idempotency, now time.Time) (store.Breadcrumb, bool, error) {
+	if idem.Key != "" {
+		var hash, rec string
+		err := tx.QueryRowContext(ctx, `SELECT request_hash, record FROM idempotency WHERE owner_id = ? AND agent_id = ? AND key = ?`, a.OwnerID, a.AgentID, idem.Key).Scan(&hash, &rec)
+		switch {
+		case err == nil:
+			if hash != idem.RequestHash {
+				return store.Breadcrumb{}, false, store.ErrIdempotencyConflict
+			}
+			var out store.Breadcrumb
+			if err := json.Unmarshal([]byte(rec), &out); err != nil {
+				return store.Breadcrumb{}, false, err
+			}
+			return out, true, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return store.Breadcrumb{}, false, err
+		}
+	}
+	if err := insertVersion(ctx, tx, &b, true); err != nil {
+		return store.Breadcrumb{}, false, err
+	}
+	if err := addEvent(ctx, tx, store.Created, &b, now); err != nil {
+		return store.Breadcrumb{}, false, err
+	}
+	if idem.Key != "" {
+		rec, _ := json.Marshal(b)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (owner_id, agent_id, key, request_hash, record, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			a.OwnerID, a.AgentID, idem.Key, idem.RequestHash, string(rec), now.UnixMicro()); err != nil {
+			return store.Breadcrumb{}, false, err
+		}
+	}
+	return b, false, nil
+}
+
+// CreateBatch implements store.BatchCreator: one transaction, each
+// create inside a savepoint of its own, so that a create SQLite refuses
+// is rolled back alone and the others commit.
+func (d *DB) CreateBatch(ctx context.Context, cs []store.Creation) ([]store.CreateResult, error) {
+	if err := store.CheckBatch(cs); err != nil {
+		return nil, err
+	}
+	now := d.stamp()
+	out := make([]store.CreateResult, len(cs))
+	recs := make([]store.Breadcrumb, len(cs))
+	todo := 0
+	for i, c := range cs {
+		if recs[i], out[i].Err = store.NewRecord(c.Actor, c.In, now); out[i].Err == nil {
+			todo++
+		}
+	}
+	if todo == 0 {
+		return out, nil
+	}
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		for i, c := range cs {
+			if out[i].Err != nil {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT batch_create`); err != nil {
 				return err
 			}
-		}
-		if err := insertVersion(ctx, tx, &b, true); err != nil {
-			return err
-		}
-		if err := addEvent(ctx, tx, store.Created, &b, now); err != nil {
-			return err
-		}
-		if idem.Key != "" {
-			rec, _ := json.Marshal(b)
-			if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (owner_id, agent_id, key, request_hash, record, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-				a.OwnerID, a.AgentID, idem.Key, idem.RequestHash, string(rec), now.UnixMicro()); err != nil {
+			b, replayed, err := create(ctx, tx, c.Actor, recs[i], c.Idem, now)
+			if err != nil {
+				if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO batch_create`); rerr != nil {
+					return rerr
+				}
+				if failed := d.fail(err); ctx.Err() != nil || wholeFailure(failed) {
+					return failed
+				}
+				out[i].Err = d.fail(err)
+			} else {
+				out[i].Breadcrumb, out[i].Replayed = b, replayed
+			}
+			if _, err := tx.ExecContext(ctx, `RELEASE batch_create`); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return store.Breadcrumb{}, false, err
+		// Nothing of the transaction was kept.
+		for i := range out {
+			if out[i].Err == nil {
+				out[i] = store.CreateResult{Err: err}
+			}
+		}
 	}
-	return out, replayed, nil
+	return out, nil
+}
+
+// wholeFailure says err is the database's, not one create's: the
+// creates after it would fail the same way.
+func wholeFailure(err error) bool {
+	return store.IsCode(err, store.CodeCorrupt) || store.IsCode(err, store.CodeInsufficientStorage) || store.IsCode(err, store.CodeUnavailable)
 }
 
 // insertVersion writes b as the current row (insert or replace), its tags
