@@ -399,9 +399,12 @@ func create(ctx context.Context, tx *sql.Tx, a store.Actor, b store.Breadcrumb, 
 	return b, false, nil
 }
 
-// CreateBatch implements store.BatchCreator: one transaction, each
-// create inside a savepoint of its own, so that a create SQLite refuses
-// is rolled back alone and the others commit.
+// CreateBatch implements store.BatchCreator: one transaction for the
+// batch. A savepoint per create would let a refused row roll back alone,
+// but each costs a statement journal and a flush of the search index, so
+// the batch first goes without them; only when SQLite refuses one row
+// (and not the database as a whole) is it made again with a savepoint
+// per create, the one at fault failing alone.
 func (d *DB) CreateBatch(ctx context.Context, cs []store.Creation) ([]store.CreateResult, error) {
 	if err := store.CheckBatch(cs); err != nil {
 		return nil, err
@@ -418,32 +421,52 @@ func (d *DB) CreateBatch(ctx context.Context, cs []store.Creation) ([]store.Crea
 	if todo == 0 {
 		return out, nil
 	}
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		for i, c := range cs {
-			if out[i].Err != nil {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, `SAVEPOINT batch_create`); err != nil {
-				return err
-			}
-			b, replayed, err := create(ctx, tx, c.Actor, recs[i], c.Idem, now)
-			if err != nil {
-				if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO batch_create`); rerr != nil {
-					return rerr
+	run := func(savepoints bool) error {
+		return d.inTx(ctx, func(tx *sql.Tx) error {
+			for i, c := range cs {
+				if out[i].Err != nil {
+					continue
 				}
-				if failed := d.fail(err); ctx.Err() != nil || wholeFailure(failed) {
-					return failed
+				if !savepoints {
+					b, replayed, err := create(ctx, tx, c.Actor, recs[i], c.Idem, now)
+					if err != nil {
+						return err
+					}
+					out[i].Breadcrumb, out[i].Replayed = b, replayed
+					continue
 				}
-				out[i].Err = d.fail(err)
-			} else {
-				out[i].Breadcrumb, out[i].Replayed = b, replayed
+				if _, err := tx.ExecContext(ctx, `SAVEPOINT batch_create`); err != nil {
+					return err
+				}
+				b, replayed, err := create(ctx, tx, c.Actor, recs[i], c.Idem, now)
+				if err != nil {
+					if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO batch_create`); rerr != nil {
+						return rerr
+					}
+					if failed := d.fail(err); ctx.Err() != nil || wholeFailure(failed) {
+						return failed
+					}
+					out[i].Err = d.fail(err)
+				} else {
+					out[i].Breadcrumb, out[i].Replayed = b, replayed
+				}
+				if _, err := tx.ExecContext(ctx, `RELEASE batch_create`); err != nil {
+					return err
+				}
 			}
-			if _, err := tx.ExecContext(ctx, `RELEASE batch_create`); err != nil {
-				return err
+			return nil
+		})
+	}
+	err := run(false)
+	if err != nil && ctx.Err() == nil && !wholeFailure(err) {
+		// One row refused: nothing was kept; again, each create alone.
+		for i := range out {
+			if out[i].Err == nil {
+				out[i] = store.CreateResult{}
 			}
 		}
-		return nil
-	})
+		err = run(true)
+	}
 	if err != nil {
 		// Nothing of the transaction was kept.
 		for i := range out {

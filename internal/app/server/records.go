@@ -56,7 +56,13 @@ const (
 	// be written, besides records.queue bounding their number: a full
 	// queue of large bodies would otherwise hold gigabytes.
 	maxQueuedRecordBytes = 64 << 20
-	// recordWriteTimeout bounds one record's write to the store.
+	// maxRecordBatch and maxRecordBatchBytes bound the records one write
+	// to the store takes (one transaction, one commit): the writer takes
+	// what is queued when it is ready, so under load a commit serves many
+	// records, and a lone record waits for none.
+	maxRecordBatch      = 64
+	maxRecordBatchBytes = 8 << 20
+	// recordWriteTimeout bounds one write of records to the store.
 	recordWriteTimeout = 10 * time.Second
 	// recordContextBytes is what a record's context may take: the
 	// store's limit, less room for its canonical form's changes.
@@ -161,25 +167,45 @@ func (rc *exchangeRecorder) Record(_ context.Context, x *gateway.Exchange) {
 	}
 }
 
-// write is one writer: it writes queued records until the exchangeRecorder
+// write is one writer: it writes queued records, as many at a time as
+// are queued (within the batch's bounds), until the exchangeRecorder
 // stops, then those still queued.
 func (rc *exchangeRecorder) write() {
 	defer rc.writers.Done()
+	batch := make([]*gateway.Exchange, 0, maxRecordBatch)
 	for {
 		select {
 		case x := <-rc.queue:
-			rc.keep(x)
+			rc.keep(rc.take(append(batch[:0], x)))
 		case <-rc.stop:
 			for {
-				select {
-				case x := <-rc.queue:
-					rc.keep(x)
-				default:
+				batch = rc.take(batch[:0])
+				if len(batch) == 0 {
 					return
 				}
+				rc.keep(batch)
 			}
 		}
 	}
+}
+
+// take adds the records queued to batch, without waiting, until the
+// batch holds maxRecordBatch records or maxRecordBatchBytes of bodies.
+func (rc *exchangeRecorder) take(batch []*gateway.Exchange) []*gateway.Exchange {
+	var size int
+	for _, x := range batch {
+		size += len(x.Request) + len(x.Response)
+	}
+	for len(batch) < maxRecordBatch && size < maxRecordBatchBytes {
+		select {
+		case x := <-rc.queue:
+			batch = append(batch, x)
+			size += len(x.Request) + len(x.Response)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // drain stops taking records and writes those queued, until ctx ends;
@@ -199,29 +225,53 @@ func (rc *exchangeRecorder) drain(ctx context.Context) error {
 	}
 }
 
-// keep writes x as a breadcrumb of its caller.
-func (rc *exchangeRecorder) keep(x *gateway.Exchange) {
-	rc.queued.Add(-int64(len(x.Request) + len(x.Response)))
-	if rc.ctx.Err() != nil {
-		rc.dropped.WithLabelValues("shutdown").Inc()
-		return
-	}
-	in, err := rc.breadcrumb(x)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(rc.ctx, recordWriteTimeout)
-		_, _, err = rc.s.opts.Store.Create(ctx, store.Actor{OwnerID: x.Caller.Owner, AgentID: x.Caller.Agent}, in, store.Idempotency{})
-		cancel()
-	}
-	if err != nil {
-		reason := "store_error"
+// keep writes the records of batch, each a breadcrumb of its caller,
+// in one call to the store: one transaction and one commit for them all
+// where the store can (store.BatchCreator).
+func (rc *exchangeRecorder) keep(batch []*gateway.Exchange) {
+	cs := make([]store.Creation, 0, len(batch))
+	xs := make([]*gateway.Exchange, 0, len(batch))
+	for _, x := range batch {
+		rc.queued.Add(-int64(len(x.Request) + len(x.Response)))
 		if rc.ctx.Err() != nil {
-			reason = "shutdown"
+			rc.dropped.WithLabelValues("shutdown").Inc()
+			continue
 		}
-		rc.dropped.WithLabelValues(reason).Inc()
-		rc.s.opts.Logger.Warn("gateway record not written", "owner", x.Caller.Owner, "agent", x.Caller.Agent, "route", x.Route, "err", err.Error())
+		in, err := rc.breadcrumb(x)
+		if err != nil {
+			rc.lost(x, err)
+			continue
+		}
+		cs = append(cs, store.Creation{Actor: store.Actor{OwnerID: x.Caller.Owner, AgentID: x.Caller.Agent}, In: in})
+		xs = append(xs, x)
+	}
+	if len(cs) == 0 {
 		return
 	}
-	rc.written.Inc()
+	ctx, cancel := context.WithTimeout(rc.ctx, recordWriteTimeout)
+	out, err := store.CreateBatch(ctx, rc.s.opts.Store, cs)
+	cancel()
+	for i, x := range xs {
+		e := err
+		if e == nil {
+			e = out[i].Err
+		}
+		if e != nil {
+			rc.lost(x, e)
+			continue
+		}
+		rc.written.Inc()
+	}
+}
+
+// lost counts and logs a record not written.
+func (rc *exchangeRecorder) lost(x *gateway.Exchange, err error) {
+	reason := "store_error"
+	if rc.ctx.Err() != nil {
+		reason = "shutdown"
+	}
+	rc.dropped.WithLabelValues(reason).Inc()
+	rc.s.opts.Logger.Warn("gateway record not written", "owner", x.Caller.Owner, "agent", x.Caller.Agent, "route", x.Route, "err", err.Error())
 }
 
 // exchangeRecord is the context of a traffic record.
