@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/internal/app/server"
+	"github.com/ctxkit/ctxkit/internal/testkit/openloop"
 	"github.com/ctxkit/ctxkit/store"
 )
 
@@ -521,15 +521,19 @@ func TestGatewayUsage(t *testing.T) {
 	}
 }
 
-// BenchmarkRecordOverhead sends requests on a fixed schedule (an open
-// loop, CTXKIT_RECORD_BENCH_RATE requests/s each way, default 500, for
-// CTXKIT_RECORD_BENCH_DURATION, default 5s; latency from the scheduled
-// start): first straight to the fake upstream alternating with the
-// gateway's plain route, for the upstream's own p50; then the gateway's
-// route that records alternating with the same route that does not, so
-// that both meet the same load. It reports each route's added p50 (its
-// p50 minus the upstream's) and "rec/plain-added-p50", their ratio (the
-// goal: at most 1.1), with the records written and dropped.
+// BenchmarkRecordOverhead measures, in the same interleaved rounds of an
+// open loop (openloop.Rounds: requests on a fixed schedule,
+// CTXKIT_RECORD_BENCH_RATE requests/s, default 500, for
+// CTXKIT_RECORD_BENCH_DURATION per target, default 5s; latency from the
+// scheduled start), three paths to the same fake upstream: straight to
+// it, through the gateway's route that does not record, and through the
+// route that does. Each route's added p50 is its p50 less the direct
+// one's, measured in the same rounds, so a slow moment of a shared
+// machine weighs on all three alike; "rec/plain-added-p50" is their
+// ratio (the goal: at most 1.1). cpu-µs/record is the process's CPU time
+// in the recording route's turns less that in the plain route's, per
+// request: what a record costs, which the machine's other work hardly
+// changes.
 func BenchmarkRecordOverhead(b *testing.B) {
 	e := newRecEnv(b, "")
 	rate, dur := 500, 5*time.Second
@@ -543,12 +547,29 @@ func BenchmarkRecordOverhead(b *testing.B) {
 			rate = n
 		}
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-	prompt := `{"model":%q,"max_tokens":50,"messages":[{"role":"user","content":"hello there, a prompt of a few words"}]}`
-	via := func(e *recEnv, model string) func() *http.Request {
-		tok := e.token("acme", "agent", "emitter")
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+	send := func(newReq func() *http.Request) func(context.Context) error {
+		return func(ctx context.Context) error {
+			res, err := client.Do(newReq().WithContext(ctx))
+			if err != nil {
+				return err
+			}
+			defer res.Body.Close()
+			body, err := io.ReadAll(res.Body)
+			if err != nil {
+				return err
+			}
+			if res.StatusCode != http.StatusOK || !strings.Contains(string(body), "Hello") {
+				return fmt.Errorf("%d %.200s", res.StatusCode, body)
+			}
+			return nil
+		}
+	}
+	tok := e.token("acme", "agent", "emitter")
+	via := func(model string) func() *http.Request {
+		body := fmt.Sprintf(`{"model":%q,"max_tokens":50,"messages":[{"role":"user","content":"hello there, a prompt of a few words"}]}`, model)
 		return func() *http.Request {
-			r, _ := http.NewRequest("POST", e.url+"/v1/messages", strings.NewReader(fmt.Sprintf(prompt, model)))
+			r, _ := http.NewRequest("POST", e.url+"/v1/messages", strings.NewReader(body))
 			r.Header.Set("x-api-key", tok)
 			return r
 		}
@@ -558,30 +579,56 @@ func BenchmarkRecordOverhead(b *testing.B) {
 		r.Header.Set("Authorization", "Bearer sk-upstream")
 		return r
 	}
-	lat := map[string][]time.Duration{}
+	targets := []openloop.Target{
+		{Name: "direct", Send: send(direct)},
+		{Name: "plain", Send: send(via("gpt-plain"))},
+		{Name: "rec", Send: send(via("gpt-x"))},
+	}
+	var (
+		lat   = make([][]time.Duration, len(targets))
+		sent  = make([]int, len(targets))
+		cpu   = make([]time.Duration, len(targets))
+		errs  error
+		turns int
+		cur   = -1
+		since time.Duration
+	)
+	// before is called at the start of every turn: the CPU time since
+	// the last one is that turn's (the warm-up turns are not counted).
+	before := func(i int) {
+		now := server.ProcessCPU()
+		if cur >= 0 && turns > len(targets) {
+			cpu[cur] += now - since
+		}
+		turns++
+		cur, since = i, now
+	}
 	for b.Loop() {
-		// The upstream alone, then the recording route interleaved with
-		// the plain one: the two compared meet the same load (on a
-		// shared machine it changes from one second to the next).
-		d, _ := fixedRate(b, client, rate, dur, direct, via(e, "gpt-plain"))
-		lat["direct"] = append(lat["direct"], d...)
-		p, r := fixedRate(b, client, rate, dur, via(e, "gpt-plain"), via(e, "gpt-x"))
-		lat["plain"] = append(lat["plain"], p...)
-		lat["rec"] = append(lat["rec"], r...)
+		res := openloop.Rounds(context.Background(), targets, openloop.Options{Rate: rate, Total: dur}, before)
+		before(-1)
+		cur, turns = -1, 0
+		for i, r := range res {
+			lat[i] = append(lat[i], r.Latencies...)
+			sent[i] += r.Sent
+			if r.Err != nil && errs == nil {
+				errs = r.Err
+			}
+		}
 	}
-	p := func(l []time.Duration, q float64) time.Duration {
-		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
-		return l[int(float64(len(l)-1)*q)]
+	if errs != nil {
+		b.Fatal(errs)
 	}
-	direct50 := p(lat["direct"], 0.5)
-	b.ReportMetric(float64(direct50.Microseconds()), "upstream-p50-µs")
-	plain, rec := p(lat["plain"], 0.5)-direct50, p(lat["rec"], 0.5)-direct50
+	p50 := func(i int) time.Duration { return openloop.Quantile(lat[i], 0.5) }
+	plain, rec := p50(1)-p50(0), p50(2)-p50(0)
+	b.ReportMetric(float64(p50(0).Microseconds()), "direct-p50-µs")
 	b.ReportMetric(float64(plain.Microseconds()), "plain-added-p50-µs")
 	b.ReportMetric(float64(rec.Microseconds()), "rec-added-p50-µs")
-	b.ReportMetric(float64(p(lat["plain"], 0.99).Microseconds()), "plain-p99-µs")
-	b.ReportMetric(float64(p(lat["rec"], 0.99).Microseconds()), "rec-p99-µs")
-	b.ReportMetric(float64(len(lat["rec"])), "rec-requests")
 	b.ReportMetric(float64(rec)/float64(plain), "rec/plain-added-p50")
+	b.ReportMetric(float64(openloop.Quantile(lat[1], 0.99).Microseconds()), "plain-p99-µs")
+	b.ReportMetric(float64(openloop.Quantile(lat[2], 0.99).Microseconds()), "rec-p99-µs")
+	if cpu[2] > 0 && sent[2] > 0 {
+		b.ReportMetric(float64((cpu[2]-cpu[1]).Microseconds())/float64(sent[2]), "cpu-µs/record")
+	}
 	e.drain()
 	b.ReportMetric(e.metric("ctxkit_gateway_records_written_total"), "records-written")
 	for _, reason := range []string{"queue_full", "store_error", "shutdown"} {
