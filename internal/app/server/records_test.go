@@ -282,6 +282,58 @@ func TestRecordsIsolation(t *testing.T) {
 	}
 }
 
+// TestRecordsEvidence: an agent can neither change nor delete its own
+// traffic record (403 saying why), so it cannot hide its traffic; the
+// record stays as written and counted. The owner's curators may change
+// and delete it; another agent does not even see it.
+func TestRecordsEvidence(t *testing.T) {
+	e := newRecEnv(t, "")
+	alice := e.token("acme", "alice", "emitter")
+	bob := e.token("acme", "bob", "emitter")
+	curator := e.token("acme", "boss", "curator")
+	e.ask(alice, "openai", "gpt-x", "traffic to hide", false)
+	e.drain()
+	id := e.records(alice, 1)[0]["id"].(string)
+	for _, c := range []struct {
+		method, path string
+		body         any
+		why          string // what the 403 says
+	}{
+		{"PATCH", "/breadcrumbs/" + id, map[string]any{"title": "nothing to see"}, "gateway traffic record"},
+		{"PATCH", "/breadcrumbs/" + id, map[string]any{"schema_name": "notes"}, "gateway traffic record"},
+		{"PATCH", "/breadcrumbs/" + id, map[string]any{"context": map[string]any{"status": 200}}, "gateway traffic record"},
+		{"POST", "/breadcrumbs/" + id + "/tags/remove", map[string]any{"tags": []string{"gateway.exchange"}}, "gateway traffic record"},
+		{"POST", "/breadcrumbs/" + id + "/context/merge", map[string]any{"context": map[string]any{"usage": nil}}, "gateway traffic record"},
+		{"DELETE", "/breadcrumbs/" + id, nil, "curator"},
+	} {
+		r := e.do(c.method, c.path, alice, c.body)
+		var er struct {
+			Error struct{ Code, Message string }
+		}
+		json.Unmarshal(r.body, &er)
+		if r.status != 403 || er.Error.Code != "forbidden" || !strings.Contains(er.Error.Message, c.why) {
+			t.Errorf("the record's agent: %s %s: %d %s, want 403 naming %q", c.method, c.path, r.status, r.body, c.why)
+		}
+		if r := e.do(c.method, c.path, bob, c.body); r.status != 404 && r.status != 403 {
+			t.Errorf("another agent: %s %s: %d %s", c.method, c.path, r.status, r.body)
+		}
+	}
+	full := e.do("GET", "/breadcrumbs/"+id+"/full", alice, nil).json(t)
+	if full["version"] != 1.0 || full["schema_name"] != server.ExchangeSchema {
+		t.Errorf("the record changed: %v", full)
+	}
+	if u := e.usage(alice, ""); u.Total.Requests != 1 {
+		t.Errorf("usage after the attempts: %+v", u)
+	}
+	if r := e.do("PATCH", "/breadcrumbs/"+id, curator, map[string]any{"description": "reviewed"}); r.status != 200 {
+		t.Errorf("a curator's change: %d %s", r.status, r.body)
+	}
+	if r := e.do("DELETE", "/breadcrumbs/"+id, curator, nil); r.status != 204 {
+		t.Errorf("a curator's delete: %d %s", r.status, r.body)
+	}
+	e.records(alice, 0)
+}
+
 // slowStore holds every Create until release is closed.
 type slowStore struct {
 	store.Store
