@@ -284,7 +284,8 @@ type exchangeRecord struct {
 	ErrorClass string          `json:"error_class,omitempty"`
 	Attempts   []attemptRecord `json:"attempts"`
 	Usage      *chat.Usage     `json:"usage,omitempty"`
-	CostUSD    *float64        `json:"cost_usd,omitempty"` // absent: the model has no price
+	CostUSD    *float64        `json:"cost_usd,omitempty"` // absent: no price (see Unpriced)
+	Unpriced   bool            `json:"unpriced,omitempty"` // the exchange used tokens no price was put on
 	FirstByte  float64         `json:"first_byte_ms"`      // 0: nothing was written
 	Total      float64         `json:"total_ms"`
 	Summary    exchangeSummary `json:"summary"`
@@ -326,12 +327,18 @@ func (rc *exchangeRecorder) breadcrumb(x *gateway.Exchange) (store.Breadcrumb, e
 		ErrorClass: x.ErrorClass, Attempts: []attemptRecord{}, Usage: x.Usage, FirstByte: ms(x.FirstByte), Total: ms(x.Total),
 		RequestBytes: x.RequestSize, ResponseBytes: x.ResponseSize,
 	}
-	if x.Usage != nil && x.Usage.Cost != nil {
-		c := *x.Usage.Cost
+	cost := x.CostUSD
+	if cost == nil && x.Usage != nil {
+		cost = x.Usage.Cost
+	}
+	switch {
+	case cost != nil:
+		c := *cost
 		rec.CostUSD = &c
-	} else if x.CostUSD != 0 {
-		c := x.CostUSD
-		rec.CostUSD = &c
+	case x.Usage != nil:
+		// Tokens were used and no price was put on them: say so, as
+		// a cost of 0 would say something else.
+		rec.Unpriced = true
 	}
 	for _, a := range x.Attempts {
 		rec.Attempts = append(rec.Attempts, attemptRecord{Provider: a.Provider, Model: a.Model, KeyID: a.KeyID,
@@ -547,7 +554,10 @@ type usageTotals struct {
 	Errors   int64       `json:"errors"` // answered with a status of 400 or more, or not at all
 	Tokens   usageTokens `json:"tokens"`
 	CostUSD  float64     `json:"cost_usd"`
-	Unpriced int64       `json:"unpriced"` // exchanges with usage but no price: their cost is not in cost_usd
+	// UnpricedRequests are the exchanges that used tokens no price was
+	// put on: their cost is not in CostUSD, which is a lower bound when
+	// there are any.
+	UnpricedRequests int64 `json:"unpriced_requests"`
 }
 
 type usageTokens struct {
@@ -570,7 +580,7 @@ func (t *usageTotals) add(rec *exchangeRecord) {
 		t.Tokens.CacheWrite += u.CacheWrite
 		t.Tokens.Reasoning += u.Reasoning
 		if rec.CostUSD == nil {
-			t.Unpriced++
+			t.UnpricedRequests++
 		}
 	}
 	if rec.CostUSD != nil {
