@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -334,6 +335,116 @@ func TestRecordsEvidence(t *testing.T) {
 	e.records(alice, 0)
 }
 
+// TestRecordsCost: a record says what its exchange cost, a price of 0
+// included, or that it had no price ("unpriced", no cost_usd); GET
+// /gateway/usage sums the costs and counts the unpriced requests apart.
+func TestRecordsCost(t *testing.T) {
+	for _, c := range []struct {
+		name, prices string
+		cost         *float64
+	}{
+		{"priced", `,"prices":[{"provider":"up","model":"gpt-x","input":1000,"output":2000}]`, ptr(0.114)},
+		{"free", `,"prices":[{"provider":"up","model":"gpt-x","input":0,"output":0}]`, ptr(0.0)},
+		{"unpriced", "", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newRecEnv(t, c.prices)
+			tok := e.token("acme", "alice", "emitter")
+			e.ask(tok, "openai", "gpt-x", "what does this cost", false)
+			e.drain()
+			var rec struct {
+				Context struct {
+					CostUSD  *float64 `json:"cost_usd"`
+					Unpriced bool
+				}
+			}
+			full := e.do("GET", "/breadcrumbs/"+e.records(tok, 1)[0]["id"].(string)+"/full", tok, nil)
+			if err := json.Unmarshal(full.body, &rec); err != nil {
+				t.Fatal(err)
+			}
+			got := rec.Context
+			switch {
+			case c.cost == nil && (got.CostUSD != nil || !got.Unpriced):
+				t.Errorf("an unpriced exchange's record: cost %v, unpriced %v, want no cost and unpriced", got.CostUSD, got.Unpriced)
+			case c.cost != nil && (got.CostUSD == nil || math.Abs(*got.CostUSD-*c.cost) > 1e-9 || got.Unpriced):
+				t.Errorf("record: cost %v, unpriced %v, want %v", got.CostUSD, got.Unpriced, *c.cost)
+			}
+			u := e.usage(tok, "")
+			wantUnpriced, wantCost := int64(1), 0.0
+			if c.cost != nil {
+				wantUnpriced, wantCost = 0, *c.cost
+			}
+			if u.Total.Requests != 1 || u.Total.Unpriced != wantUnpriced || math.Abs(u.Total.CostUSD-wantCost) > 1e-9 {
+				t.Errorf("usage: %+v, want unpriced_requests %d and cost_usd %v", u.Total, wantUnpriced, wantCost)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestOpenAPIGatewayHeaders: /openapi.json documents the x-ctxkit-*
+// headers of the gateway's chat routes, and every such header a real
+// answer carries (a success, with its cost, and an upstream's failure)
+// is documented for its route and status.
+func TestOpenAPIGatewayHeaders(t *testing.T) {
+	e := newRecEnv(t, `,"prices":[{"provider":"up","model":"gpt-x","input":1000,"output":2000}]`)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []map[string]string
+			Responses  map[string]struct {
+				Headers map[string]any
+			}
+		}
+	}
+	if err := json.Unmarshal(e.do("GET", "/openapi.json", "", nil).body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/messages", "/v1/chat/completions", "/v1/responses", "/v1beta/models/{call}"} {
+		op := doc.Paths[path]["post"]
+		for _, h := range []string{"x-ctxkit-upstream", "x-ctxkit-attempts", "x-ctxkit-cost-usd", "x-ctxkit-context-ids", "x-ctxkit-warnings"} {
+			if op.Responses["200"].Headers[h] == nil {
+				t.Errorf("POST %s: 200 does not document %s", path, h)
+			}
+		}
+		if op.Responses["502"].Headers["x-ctxkit-upstream"] == nil {
+			t.Errorf("POST %s: 502 does not document x-ctxkit-upstream", path)
+		}
+		if len(op.Parameters) == 0 || !strings.Contains(op.Parameters[0]["$ref"], "ctxkitContext") {
+			t.Errorf("POST %s: x-ctxkit-context not documented: %v", path, op.Parameters)
+		}
+	}
+	if doc.Paths["/v1/messages/count_tokens"]["post"].Responses["200"].Headers["x-ctxkit-token-count"] == nil {
+		t.Error("count_tokens: x-ctxkit-token-count not documented")
+	}
+	tok := e.token("acme", "alice", "emitter")
+	for _, c := range []struct {
+		dialect, path, prompt string
+		status                int
+		want                  []string
+	}{
+		{"openai", "/v1/chat/completions", "hello", 200, []string{"x-ctxkit-upstream", "x-ctxkit-attempts", "x-ctxkit-cost-usd"}},
+		{"anthropic", "/v1/messages", "hello", 200, []string{"x-ctxkit-upstream", "x-ctxkit-attempts", "x-ctxkit-cost-usd"}},
+		{"openai", "/v1/chat/completions", "fail500", 502, []string{"x-ctxkit-upstream", "x-ctxkit-attempts"}},
+	} {
+		r := e.ask(tok, c.dialect, "gpt-x", c.prompt, false)
+		if r.status != c.status {
+			t.Fatalf("%s %s: %d %s", c.path, c.prompt, r.status, r.body)
+		}
+		documented := doc.Paths[c.path]["post"].Responses[strconv.Itoa(c.status)].Headers
+		for name := range r.header {
+			if h := strings.ToLower(name); strings.HasPrefix(h, "x-ctxkit-") && documented[h] == nil {
+				t.Errorf("%s %d carries %s, which /openapi.json does not document", c.path, c.status, h)
+			}
+		}
+		for _, h := range c.want {
+			if r.header.Get(h) == "" {
+				t.Errorf("%s %d: no %s header", c.path, c.status, h)
+			}
+		}
+	}
+}
+
 // slowStore holds every Create until release is closed.
 type slowStore struct {
 	store.Store
@@ -472,8 +583,10 @@ type usageReply struct {
 		Tokens   struct{ Input, Output int64 }
 	}
 	Total struct {
-		Requests, Errors, Unpriced int64
-		Tokens                     struct{ Input, Output int64 }
+		Requests, Errors int64
+		Unpriced         int64   `json:"unpriced_requests"`
+		CostUSD          float64 `json:"cost_usd"`
+		Tokens           struct{ Input, Output int64 }
 	}
 	Complete bool
 }
