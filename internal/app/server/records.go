@@ -20,7 +20,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/relay"
@@ -274,58 +273,78 @@ func (rc *exchangeRecorder) lost(x *gateway.Exchange, err error) {
 	rc.s.opts.Logger.Warn("gateway record not written", "owner", x.Caller.Owner, "agent", x.Caller.Agent, "route", x.Route, "err", err.Error())
 }
 
-// exchangeRecord is the context of a traffic record.
+// exchangeRecord is the context of a traffic record. Its fields, and
+// those of the types in it, are in the order of their JSON names, so
+// that encoding it with HTML escaping off writes the store's canonical
+// form (keys sorted) at once: the seal is taken over that form, and
+// the writer spends no decoding and re-encoding on it.
 type exchangeRecord struct {
-	Dialect    string          `json:"dialect"`
-	Route      string          `json:"route"`
-	Stream     bool            `json:"stream"`
-	Started    time.Time       `json:"started"`
-	Status     int             `json:"status"` // 0: the client went away before any answer
-	ErrorClass string          `json:"error_class,omitempty"`
-	Attempts   []attemptRecord `json:"attempts"`
-	Usage      *chat.Usage     `json:"usage,omitempty"`
-	CostUSD    *float64        `json:"cost_usd,omitempty"` // absent: no price (see Unpriced)
-	Unpriced   bool            `json:"unpriced,omitempty"` // the exchange used tokens no price was put on
-	FirstByte  float64         `json:"first_byte_ms"`      // 0: nothing was written
-	Total      float64         `json:"total_ms"`
-	Summary    exchangeSummary `json:"summary"`
-
+	Attempts          []attemptRecord `json:"attempts"`
+	CostUSD           *float64        `json:"cost_usd,omitempty"` // absent: no price (see Unpriced)
+	Dialect           string          `json:"dialect"`
+	ErrorClass        string          `json:"error_class,omitempty"`
+	FirstByte         float64         `json:"first_byte_ms"` // 0: nothing was written
+	Request           json.RawMessage `json:"request"`
 	RequestBytes      int64           `json:"request_bytes"`
 	RequestTruncated  bool            `json:"request_truncated,omitempty"`
-	Request           json.RawMessage `json:"request"`
+	Response          json.RawMessage `json:"response"`
 	ResponseBytes     int64           `json:"response_bytes"`
 	ResponseTruncated bool            `json:"response_truncated,omitempty"`
-	Response          json.RawMessage `json:"response"`
+	Route             string          `json:"route"`
+	Seal              string          `json:"seal,omitempty"` // see seal
+	Started           time.Time       `json:"started"`
+	Status            int             `json:"status"` // 0: the client went away before any answer
+	Stream            bool            `json:"stream"`
+	Summary           exchangeSummary `json:"summary"`
+	Total             float64         `json:"total_ms"`
+	Unpriced          bool            `json:"unpriced,omitempty"` // the exchange used tokens no price was put on
+	Usage             *usageRecord    `json:"usage,omitempty"`
 }
 
 type attemptRecord struct {
-	Provider   string  `json:"provider"`
-	Model      string  `json:"model"`
-	KeyID      string  `json:"key_id,omitempty"`
-	Status     int     `json:"status"`
-	Latency    float64 `json:"latency_ms"`
 	ErrorClass string  `json:"error_class,omitempty"`
+	KeyID      string  `json:"key_id,omitempty"`
+	Latency    float64 `json:"latency_ms"`
+	Model      string  `json:"model"`
+	Provider   string  `json:"provider"`
+	Status     int     `json:"status"`
 }
 
 // exchangeSummary is what a reader of the view needs first.
 type exchangeSummary struct {
+	CostUSD      *float64 `json:"cost_usd,omitempty"`
+	FirstMessage string   `json:"first_message,omitempty"`
+	LastMessage  string   `json:"last_message,omitempty"`
 	Model        string   `json:"model"` // the upstream model of the last attempt; the route when none was made
 	Provider     string   `json:"provider,omitempty"`
 	Status       int      `json:"status"`
 	Tokens       int64    `json:"tokens"` // input and output
-	CostUSD      *float64 `json:"cost_usd,omitempty"`
-	FirstMessage string   `json:"first_message,omitempty"`
-	LastMessage  string   `json:"last_message,omitempty"`
+}
+
+// usageRecord is chat.Usage as a record keeps it: its JSON names, in
+// their order.
+type usageRecord struct {
+	CacheRead  int64    `json:"cache_read_tokens,omitempty"`
+	CacheWrite int64    `json:"cache_write_tokens,omitempty"`
+	Cost       *float64 `json:"cost,omitempty"`
+	Input      int64    `json:"input_tokens"`
+	Output     int64    `json:"output_tokens"`
+	Reasoning  int64    `json:"reasoning_tokens,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // breadcrumb is the record of x, redacted, bounded and sealed.
 func (rc *exchangeRecorder) breadcrumb(x *gateway.Exchange) (store.Breadcrumb, error) {
+	// The names come from the configuration and the client: kept as the
+	// store keeps text. The bodies and excerpts are made so below.
 	rec := exchangeRecord{
-		Dialect: x.Dialect, Route: x.Route, Stream: x.Stream, Started: x.Started.UTC(), Status: x.Status,
-		ErrorClass: x.ErrorClass, Attempts: []attemptRecord{}, Usage: x.Usage, FirstByte: ms(x.FirstByte), Total: ms(x.Total),
+		Dialect: storable(x.Dialect), Route: storable(x.Route), Stream: x.Stream, Started: x.Started.UTC(), Status: x.Status,
+		ErrorClass: storable(x.ErrorClass), Attempts: []attemptRecord{}, FirstByte: ms(x.FirstByte), Total: ms(x.Total),
 		RequestBytes: x.RequestSize, ResponseBytes: x.ResponseSize,
+	}
+	if u := x.Usage; u != nil {
+		rec.Usage = &usageRecord{CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Cost: u.Cost, Input: u.Input, Output: u.Output, Reasoning: u.Reasoning}
 	}
 	cost := x.CostUSD
 	if cost == nil && x.Usage != nil {
@@ -341,13 +360,13 @@ func (rc *exchangeRecorder) breadcrumb(x *gateway.Exchange) (store.Breadcrumb, e
 		rec.Unpriced = true
 	}
 	for _, a := range x.Attempts {
-		rec.Attempts = append(rec.Attempts, attemptRecord{Provider: a.Provider, Model: a.Model, KeyID: a.KeyID,
-			Status: a.Status, Latency: ms(a.Latency), ErrorClass: a.ErrorClass})
+		rec.Attempts = append(rec.Attempts, attemptRecord{Provider: storable(a.Provider), Model: storable(a.Model), KeyID: storable(a.KeyID),
+			Status: a.Status, Latency: ms(a.Latency), ErrorClass: storable(a.ErrorClass)})
 	}
-	rec.Summary = exchangeSummary{Model: x.Route, Status: x.Status, CostUSD: rec.CostUSD,
+	rec.Summary = exchangeSummary{Model: rec.Route, Status: x.Status, CostUSD: rec.CostUSD,
 		FirstMessage: rc.excerpt(x.FirstMessage), LastMessage: rc.excerpt(x.LastMessage)}
 	if n := len(x.Attempts); n > 0 {
-		rec.Summary.Model, rec.Summary.Provider = x.Attempts[n-1].Model, x.Attempts[n-1].Provider
+		rec.Summary.Model, rec.Summary.Provider = rec.Attempts[n-1].Model, rec.Attempts[n-1].Provider
 	}
 	if x.Usage != nil {
 		rec.Summary.Tokens = x.Usage.Input + x.Usage.Output
@@ -408,7 +427,7 @@ func (rc *exchangeRecorder) body(b []byte, size int64, limit int) (json.RawMessa
 	if len(text) > limit {
 		text = cut(text, limit)
 	}
-	out, _ := json.Marshal(text)
+	out, _ := canonjson.Marshal(text)
 	return out, truncated
 }
 
@@ -448,25 +467,6 @@ func storable(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
-// storableJSON is v with every string storable.
-func storableJSON(v any) any {
-	switch t := v.(type) {
-	case string:
-		return storable(t)
-	case []any:
-		for i := range t {
-			t[i] = storableJSON(t[i])
-		}
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[storable(k)] = storableJSON(e)
-		}
-		return out
-	}
-	return v
-}
-
 // cut is the start of s at most n bytes long, at a character boundary.
 func cut(s string, n int) string {
 	if len(s) <= n {
@@ -484,25 +484,16 @@ func cut(s string, n int) string {
 // records only, each seal once, so an agent cannot add to its owner's
 // usage by writing look-alike breadcrumbs or copies of real ones (its
 // own, or, for a curator, another agent's), nor change a record's
-// figures.
+// figures. rec's text must be storable (valid UTF-8 without NUL) and
+// its bodies canonical already.
 func (rc *exchangeRecorder) seal(c gateway.Caller, rec *exchangeRecord) ([]byte, error) {
-	raw, err := json.Marshal(rec)
+	rec.Seal = ""
+	canon, err := canonjson.Marshal(rec)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := view.DecodeJSON(raw)
-	if err != nil {
-		return nil, err
-	}
-	// The bodies are clean already; the names (route, models) come from
-	// the configuration and the client.
-	m := storableJSON(doc).(map[string]any)
-	canon, err := canonjson.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	m["seal"] = rc.sealOf(c.Owner, c.Agent, canon)
-	return canonjson.Marshal(m)
+	rec.Seal = rc.sealOf(c.Owner, c.Agent, canon)
+	return canonjson.Marshal(rec)
 }
 
 // sealOf is the seal of canon, a record written for owner's agent.

@@ -32,13 +32,14 @@ func FuzzExchangeRecord(f *testing.F) {
 	f.Add([]byte("not json \x00 \xff sk-live0123456789abcdefghijklmnopqrstuv"), []byte("data: {}\n\n"), "\x00", 0)
 	f.Add([]byte(`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`), []byte(`"\u0000"`), "", 1<<20)
 	f.Add([]byte(strings.Repeat(`\"`, 1000)), []byte(strings.Repeat("\x01", 3000)), strings.Repeat("é", 300), 5)
+	f.Add([]byte(`{"b":"<a href=\"x\">&amp;</a> \u2028","a":[1e300,-0.0000001,1.5e-7,12345678901234567890]}`), []byte("<&>\u2028 \xe2\x80\xa8"), "<route & model>", 7)
 	rc := testRecorder(f)
 	const secret = "sk-live0123456789abcdefghijklmnopqrstuv"
 	f.Fuzz(func(t *testing.T, req, resp []byte, msg string, extra int) {
 		if extra < 0 {
 			extra = -extra
 		}
-		cost := 0.5
+		cost := 0.5 + float64(extra)/3e9 // fractions and exponents as the encoder writes them
 		x := &gateway.Exchange{
 			Caller: gateway.Caller{Owner: "o", Agent: "a"}, Dialect: "openai", Route: msg, Started: time.Now(), Status: 200,
 			Attempts: []gateway.Attempt{{Provider: "p", Model: msg, Status: 200}}, Usage: &chat.Usage{Input: 1, Output: 2, Cost: &cost},
@@ -53,12 +54,15 @@ func FuzzExchangeRecord(f *testing.F) {
 		if err := store.Prepare(&b); err != nil {
 			t.Fatalf("the store refuses the record: %v", err)
 		}
+		if string(b.Context) != string(ctx) {
+			t.Fatalf("the record is not in the store's canonical form:\n%s\n%s", ctx, b.Context)
+		}
 		if strings.Contains(string(b.Context), secret) {
 			t.Fatalf("the secret is in the record")
 		}
 		b.OwnerID, b.CreatedBy = x.Caller.Owner, x.Caller.Agent
 		rec, _, ok := rc.open(&b)
-		if !ok || rec.Usage == nil || rec.Usage.Output != 2 || rec.CostUSD == nil || *rec.CostUSD != 0.5 {
+		if !ok || rec.Usage == nil || rec.Usage.Output != 2 || rec.CostUSD == nil || *rec.CostUSD != cost {
 			t.Fatalf("the record does not open: %s", ctx)
 		}
 		if extra > 0 && !rec.RequestTruncated {
