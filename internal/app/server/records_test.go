@@ -468,7 +468,7 @@ func TestRecordsQueueFull(t *testing.T) {
 	release := make(chan struct{})
 	e := newRecEnv(t, `,"records":{"queue":4}`, func(o *server.Options) { o.Store = slowStore{Store: o.Store, release: release} })
 	tok := e.token("acme", "alice", "emitter")
-	const flood = 60
+	const flood = 120
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range flood {
@@ -485,11 +485,11 @@ func TestRecordsQueueFull(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the flood took %v with the store stuck: requests waited for records", d)
 	}
-	// The writer holds a batch in the stuck store (what was queued when
-	// it took the first record: at least that one), four wait.
+	// The writer holds a batch in the stuck store (what came while it
+	// gathered: at least one record, at most a batch), four wait.
 	dropped := e.metric(`ctxkit_gateway_records_dropped_total{reason="queue_full"}`)
-	if dropped > flood-5 || dropped < flood-5-8 {
-		t.Errorf("dropped %v, want %d, a few less if the writer took several at once", dropped, flood-5)
+	if dropped > flood-5 || dropped < flood-4-64 {
+		t.Errorf("dropped %v, want %d less the writer's batch", dropped, flood-4)
 	}
 	close(release)
 	e.drain()
@@ -545,7 +545,11 @@ func TestRecordsBatched(t *testing.T) {
 	e.records(tok, n)
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	if len(bs.sizes) > 3 || bs.sizes[len(bs.sizes)-1] < n-2 {
+	sum := 0
+	for _, k := range bs.sizes {
+		sum += k
+	}
+	if len(bs.sizes) > 3 || sum != n {
 		t.Errorf("batches of %v: the records queued behind the first were not written together", bs.sizes)
 	}
 	if got := e.metric("ctxkit_gateway_records_written_total"); got != n {
