@@ -253,3 +253,62 @@ func IsCode(err error, code Code) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
 }
+
+// MaxBatch is how many breadcrumbs one CreateBatch creates at most.
+const MaxBatch = 256
+
+// Creation is one create of a batch: what Create takes.
+type Creation struct {
+	Actor Actor
+	In    Breadcrumb
+	Idem  Idempotency
+}
+
+// CreateResult is what became of one Creation: what Create returns.
+type CreateResult struct {
+	Breadcrumb Breadcrumb
+	Replayed   bool
+	Err        error
+}
+
+// BatchCreator is a Store that creates several breadcrumbs in one
+// transaction: a writer with many small records (the gateway's traffic
+// records) pays for one commit instead of one per record.
+type BatchCreator interface {
+	// CreateBatch creates cs in order, each as Create would (validation,
+	// versions, events, idempotency; a key used twice in the batch
+	// replays the first of them), and returns their outcomes at their
+	// indexes. One create that fails (invalid input, an idempotency
+	// conflict, a row the database refuses) fails alone: the others
+	// are stored. A failure of the database as a whole (unavailable,
+	// full, damaged, ctx done) fails every create it kept from being
+	// stored. The error is for the batch itself (more than MaxBatch
+	// creates): then nothing was written.
+	CreateBatch(ctx context.Context, cs []Creation) ([]CreateResult, error)
+}
+
+// CreateBatch creates cs in s: in one transaction when s is a
+// BatchCreator, else one Create after another, with the outcomes of
+// BatchCreator.CreateBatch.
+func CreateBatch(ctx context.Context, s Store, cs []Creation) ([]CreateResult, error) {
+	if err := CheckBatch(cs); err != nil {
+		return nil, err
+	}
+	if bc, ok := s.(BatchCreator); ok {
+		return bc.CreateBatch(ctx, cs)
+	}
+	out := make([]CreateResult, len(cs))
+	for i, c := range cs {
+		out[i].Breadcrumb, out[i].Replayed, out[i].Err = s.Create(ctx, c.Actor, c.In, c.Idem)
+	}
+	return out, nil
+}
+
+// CheckBatch refuses a batch larger than MaxBatch (CodeTooLarge, path
+// "batch"): the backends' check before they write.
+func CheckBatch(cs []Creation) error {
+	if len(cs) > MaxBatch {
+		return &Error{Code: CodeTooLarge, Path: "batch", Msg: fmt.Sprintf("%d creates; a batch holds at most %d", len(cs), MaxBatch)}
+	}
+	return nil
+}

@@ -492,6 +492,146 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 	return out, replayed, nil
 }
 
+// CreateBatch implements store.BatchCreator: one transaction whose reads
+// (the idempotency keys) come first and whose writes and COMMIT go in one
+// pipeline, the scope set anew wherever the owner changes. A pipeline
+// stops at its first failing statement, so when the transaction fails for
+// one create (a context PostgreSQL cannot store, say) and not for the
+// database as a whole, the creates are made again one by one: the one at
+// fault fails alone.
+func (d *DB) CreateBatch(ctx context.Context, cs []store.Creation) ([]store.CreateResult, error) {
+	if err := store.CheckBatch(cs); err != nil {
+		return nil, err
+	}
+	now := d.stamp()
+	out := make([]store.CreateResult, len(cs))
+	recs := make([]store.Breadcrumb, len(cs))
+	var todo []int
+	for i, c := range cs {
+		if recs[i], out[i].Err = store.NewRecord(c.Actor, c.In, now); out[i].Err == nil {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return out, nil
+	}
+	type key struct{ owner, agent, key string }
+	first := map[key]int{} // a key's first create in the batch
+	dup := map[int]int{}   // a later create with the key: the index of the first
+	err := d.inTx(ctx, scope{owner: cs[todo[0]].Actor.OwnerID}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+		owner := cs[todo[0]].Actor.OwnerID
+		var stored []int
+		for _, i := range todo {
+			a, idem := cs[i].Actor, cs[i].Idem
+			if idem.Key == "" {
+				stored = append(stored, i)
+				continue
+			}
+			k := key{a.OwnerID, a.AgentID, idem.Key}
+			if f, ok := first[k]; ok {
+				dup[i] = f
+				continue
+			}
+			first[k] = i
+			if a.OwnerID != owner {
+				if _, err := c.Exec(ctx, setScope, scope{owner: a.OwnerID}.args()...); err != nil {
+					return nil, err
+				}
+				owner = a.OwnerID
+			}
+			if _, err := c.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, a.OwnerID+"\x1f"+a.AgentID+"\x1f"+idem.Key); err != nil {
+				return nil, err
+			}
+			var hash, rec string
+			err := c.QueryRow(ctx, `SELECT request_hash, record FROM idempotency WHERE owner_id = $1 AND agent_id = $2 AND key = $3`,
+				a.OwnerID, a.AgentID, idem.Key).Scan(&hash, &rec)
+			switch {
+			case err == nil:
+				if hash != idem.RequestHash {
+					out[i].Err = store.ErrIdempotencyConflict
+				} else if err := json.Unmarshal([]byte(rec), &out[i].Breadcrumb); err != nil {
+					out[i].Err = err
+				} else {
+					out[i].Replayed = true
+				}
+			case errors.Is(err, pgx.ErrNoRows):
+				stored = append(stored, i)
+			default:
+				return nil, err
+			}
+		}
+		batch := &pgx.Batch{}
+		// Rows first, then the events, each run of one owner's under
+		// that owner's scope: the event lock is taken as late as it
+		// can be.
+		runs := func(each func(i int) error) error {
+			for j, i := range stored {
+				if j == 0 || cs[i].Actor.OwnerID != cs[stored[j-1]].Actor.OwnerID {
+					batch.Queue(setScope, scope{owner: cs[i].Actor.OwnerID}.args()...)
+				}
+				if err := each(i); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		err := runs(func(i int) error {
+			b := &recs[i]
+			if err := queueVersion(batch, b, true); err != nil {
+				return err
+			}
+			if idem := cs[i].Idem; idem.Key != "" {
+				rec, _ := json.Marshal(b)
+				batch.Queue(`INSERT INTO idempotency (owner_id, agent_id, key, request_hash, record, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+					b.OwnerID, b.CreatedBy, idem.Key, idem.RequestHash, string(rec), now)
+			}
+			out[i].Breadcrumb = *b
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		runs(func(i int) error {
+			queueEvents(batch, store.Created, now, &recs[i])
+			return nil
+		})
+		return batch, nil
+	})
+	switch {
+	case err == nil:
+		for i, f := range dup {
+			// A key used again within the batch: a replay of the first
+			// create with it, as a second Create would be.
+			switch {
+			case out[f].Err != nil:
+				out[i].Err = out[f].Err
+			case cs[i].Idem.RequestHash != cs[f].Idem.RequestHash:
+				out[i].Err = store.ErrIdempotencyConflict
+			default:
+				out[i].Breadcrumb, out[i].Replayed = out[f].Breadcrumb, true
+			}
+		}
+		woken := map[string]bool{}
+		for _, i := range todo {
+			if o := cs[i].Actor.OwnerID; !woken[o] && !out[i].Replayed && out[i].Err == nil {
+				woken[o] = true
+				d.feed.WakeFor(o)
+			}
+		}
+	case ctx.Err() != nil || store.IsCode(err, store.CodeUnavailable) || store.IsCode(err, store.CodeInsufficientStorage):
+		for _, i := range todo {
+			out[i] = store.CreateResult{Err: err}
+		}
+	default:
+		// One create may be at fault: each on its own.
+		for _, i := range todo {
+			out[i] = store.CreateResult{}
+			out[i].Breadcrumb, out[i].Replayed, out[i].Err = d.Create(ctx, cs[i].Actor, cs[i].In, cs[i].Idem)
+		}
+	}
+	return out, nil
+}
+
 // queueVersion queues b as the current row (a new one, or an update of
 // the version before it), its tags and its history entry.
 func queueVersion(batch *pgx.Batch, b *store.Breadcrumb, create bool) error {

@@ -24,7 +24,7 @@ func ownerWord(owner string) string {
 // indexSearch writes b's search rows for the breadcrumbs row at rowid:
 // the full-text index, which finds the matches, and the document, from
 // which they are ranked.
-func indexSearch(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, rowid int64) error {
+func indexSearch(ctx context.Context, tx execer, b *store.Breadcrumb, rowid int64) error {
 	d := store.Document(b)
 	_, err := tx.ExecContext(ctx, `INSERT INTO breadcrumb_search (rowid, owner, title, tags, description, body) VALUES (?, ?, ?, ?, ?, ?)`,
 		rowid, ownerWord(b.OwnerID), strings.Join(d.Title, " "), strings.Join(d.Tags, " "), strings.Join(d.Description, " "), strings.Join(d.Body, " "))
@@ -36,7 +36,7 @@ func indexSearch(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, rowid int
 }
 
 // unindexSearch removes the search rows of breadcrumb id, if any.
-func unindexSearch(ctx context.Context, tx *sql.Tx, id string) error {
+func unindexSearch(ctx context.Context, tx execer, id string) error {
 	for _, table := range []string{"breadcrumb_search", "search_docs"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE rowid = (SELECT rowid FROM breadcrumbs WHERE id = ?)`, id); err != nil {
 			return err

@@ -349,38 +349,13 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 		return store.Breadcrumb{}, false, err
 	}
 	var (
-		out      = b
+		out      store.Breadcrumb
 		replayed bool
 	)
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
-		if idem.Key != "" {
-			var hash, rec string
-			err := tx.QueryRowContext(ctx, `SELECT request_hash, record FROM idempotency WHERE owner_id = ? AND agent_id = ? AND key = ?`, a.OwnerID, a.AgentID, idem.Key).Scan(&hash, &rec)
-			switch {
-			case err == nil:
-				if hash != idem.RequestHash {
-					return store.ErrIdempotencyConflict
-				}
-				replayed = true
-				return json.Unmarshal([]byte(rec), &out)
-			case !errors.Is(err, sql.ErrNoRows):
-				return err
-			}
-		}
-		if err := insertVersion(ctx, tx, &b, true); err != nil {
-			return err
-		}
-		if err := addEvent(ctx, tx, store.Created, &b, now); err != nil {
-			return err
-		}
-		if idem.Key != "" {
-			rec, _ := json.Marshal(b)
-			if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (owner_id, agent_id, key, request_hash, record, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-				a.OwnerID, a.AgentID, idem.Key, idem.RequestHash, string(rec), now.UnixMicro()); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		out, replayed, err = create(ctx, tx, a, b, idem, now)
+		return err
 	})
 	if err != nil {
 		return store.Breadcrumb{}, false, err
@@ -388,9 +363,179 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 	return out, replayed, nil
 }
 
+// create stores b, a new record of a, inside tx; with an idempotency key
+// already used it returns the first result instead.
+func create(ctx context.Context, tx execer, a store.Actor, b store.Breadcrumb, idem store.Idempotency, now time.Time) (store.Breadcrumb, bool, error) {
+	if idem.Key != "" {
+		var hash, rec string
+		err := tx.QueryRowContext(ctx, `SELECT request_hash, record FROM idempotency WHERE owner_id = ? AND agent_id = ? AND key = ?`, a.OwnerID, a.AgentID, idem.Key).Scan(&hash, &rec)
+		switch {
+		case err == nil:
+			if hash != idem.RequestHash {
+				return store.Breadcrumb{}, false, store.ErrIdempotencyConflict
+			}
+			var out store.Breadcrumb
+			if err := json.Unmarshal([]byte(rec), &out); err != nil {
+				return store.Breadcrumb{}, false, err
+			}
+			return out, true, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return store.Breadcrumb{}, false, err
+		}
+	}
+	if err := insertVersion(ctx, tx, &b, true); err != nil {
+		return store.Breadcrumb{}, false, err
+	}
+	if err := addEvent(ctx, tx, store.Created, &b, now); err != nil {
+		return store.Breadcrumb{}, false, err
+	}
+	if idem.Key != "" {
+		rec, _ := json.Marshal(b)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (owner_id, agent_id, key, request_hash, record, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			a.OwnerID, a.AgentID, idem.Key, idem.RequestHash, string(rec), now.UnixMicro()); err != nil {
+			return store.Breadcrumb{}, false, err
+		}
+	}
+	return b, false, nil
+}
+
+// CreateBatch implements store.BatchCreator: one transaction for the
+// batch. A savepoint per create would let a refused row roll back alone,
+// but each costs a statement journal and a flush of the search index, so
+// the batch first goes without them; only when SQLite refuses one row
+// (and not the database as a whole) is it made again with a savepoint
+// per create, the one at fault failing alone.
+func (d *DB) CreateBatch(ctx context.Context, cs []store.Creation) ([]store.CreateResult, error) {
+	if err := store.CheckBatch(cs); err != nil {
+		return nil, err
+	}
+	now := d.stamp()
+	out := make([]store.CreateResult, len(cs))
+	recs := make([]store.Breadcrumb, len(cs))
+	todo := 0
+	for i, c := range cs {
+		if recs[i], out[i].Err = store.NewRecord(c.Actor, c.In, now); out[i].Err == nil {
+			todo++
+		}
+	}
+	if todo == 0 {
+		return out, nil
+	}
+	run := func(savepoints bool) error {
+		return d.inTx(ctx, func(sqlTx *sql.Tx) error {
+			tx := &stmtCache{Tx: sqlTx}
+			for i, c := range cs {
+				if out[i].Err != nil {
+					continue
+				}
+				if !savepoints {
+					b, replayed, err := create(ctx, tx, c.Actor, recs[i], c.Idem, now)
+					if err != nil {
+						return err
+					}
+					out[i].Breadcrumb, out[i].Replayed = b, replayed
+					continue
+				}
+				if _, err := tx.ExecContext(ctx, `SAVEPOINT batch_create`); err != nil {
+					return err
+				}
+				b, replayed, err := create(ctx, tx, c.Actor, recs[i], c.Idem, now)
+				if err != nil {
+					if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO batch_create`); rerr != nil {
+						return rerr
+					}
+					if failed := d.fail(err); ctx.Err() != nil || wholeFailure(failed) {
+						return failed
+					}
+					out[i].Err = d.fail(err)
+				} else {
+					out[i].Breadcrumb, out[i].Replayed = b, replayed
+				}
+				if _, err := tx.ExecContext(ctx, `RELEASE batch_create`); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	err := run(false)
+	if err != nil && ctx.Err() == nil && !wholeFailure(err) {
+		// One row refused: nothing was kept; again, each create alone.
+		for i := range out {
+			if out[i].Err == nil {
+				out[i] = store.CreateResult{}
+			}
+		}
+		err = run(true)
+	}
+	if err != nil {
+		// Nothing of the transaction was kept.
+		for i := range out {
+			if out[i].Err == nil {
+				out[i] = store.CreateResult{Err: err}
+			}
+		}
+	}
+	return out, nil
+}
+
+// execer runs a transaction's statements: a *sql.Tx, or a *stmtCache
+// that prepares each once.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// stmtCache is a transaction whose statements are prepared once each: a
+// batch runs the same few statements for every create, and parsing them
+// anew took a good part of a small create's CPU. The statements close
+// with the transaction.
+type stmtCache struct {
+	*sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (c *stmtCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := c.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := c.Tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if c.stmts == nil {
+		c.stmts = map[string]*sql.Stmt{}
+	}
+	c.stmts[query] = st
+	return st, nil
+}
+
+func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := c.stmt(ctx, query)
+	if err != nil {
+		// The transaction's own call reports the error in the Row.
+		return c.Tx.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// wholeFailure says err is the database's, not one create's: the
+// creates after it would fail the same way.
+func wholeFailure(err error) bool {
+	return store.IsCode(err, store.CodeCorrupt) || store.IsCode(err, store.CodeInsufficientStorage) || store.IsCode(err, store.CodeUnavailable)
+}
+
 // insertVersion writes b as the current row (insert or replace), its tags
 // and its history entry.
-func insertVersion(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, create bool) error {
+func insertVersion(ctx context.Context, tx execer, b *store.Breadcrumb, create bool) error {
 	q := `INSERT INTO breadcrumbs (` + columns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	if !create {
 		q = `REPLACE INTO breadcrumbs (` + columns + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
@@ -429,7 +574,7 @@ func insertVersion(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, create 
 	return err
 }
 
-func addEvent(ctx context.Context, tx *sql.Tx, kind store.EventKind, b *store.Breadcrumb, at time.Time) error {
+func addEvent(ctx context.Context, tx execer, kind store.EventKind, b *store.Breadcrumb, at time.Time) error {
 	tags, _ := json.Marshal(b.Tags)
 	_, err := tx.ExecContext(ctx, `INSERT INTO events (kind, breadcrumb_id, owner_id, version, visibility, created_by, tags, schema_name, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, string(kind), b.ID, b.OwnerID, b.Version, string(b.Visibility), b.CreatedBy, string(tags), b.SchemaName, at.UnixMicro())
@@ -489,7 +634,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 	return b, err
 }
 
-func deleteRow(ctx context.Context, tx *sql.Tx, b *store.Breadcrumb, now time.Time) error {
+func deleteRow(ctx context.Context, tx execer, b *store.Breadcrumb, now time.Time) error {
 	if err := unindexSearch(ctx, tx, b.ID); err != nil {
 		return err
 	}

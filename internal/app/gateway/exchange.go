@@ -41,11 +41,14 @@ type Exchange struct {
 	Status     int
 	ErrorClass string
 	Usage      *chat.Usage
-	CostUSD    float64
-	FirstByte  time.Duration // from the request to the first byte written to the client
-	Total      time.Duration
-	Request    []byte // the client's request body
-	Response   []byte // the answer in the client's dialect (a stream as one response)
+	// CostUSD is what the exchange cost in US dollars; nil when it has
+	// no price (the model has none, or there was no usage to price),
+	// which is not a cost of 0.
+	CostUSD   *float64
+	FirstByte time.Duration // from the request to the first byte written to the client
+	Total     time.Duration
+	Request   []byte // the client's request body
+	Response  []byte // the answer in the client's dialect (a stream as one response)
 	// RequestSize and ResponseSize are the bodies' whole sizes: larger
 	// than Request and Response when the gateway kept only their start
 	// (RecordedBodyBytes and a little more).

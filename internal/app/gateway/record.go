@@ -299,7 +299,7 @@ func (g *Gateway) finish(rw *recordWriter, r *http.Request) {
 		x.Response, x.ResponseSize = rw.body, rw.size
 	}
 	if x.Usage != nil && x.Usage.Cost != nil {
-		x.CostUSD = *x.Usage.Cost
+		x.CostUSD = x.Usage.Cost
 	}
 	switch {
 	case x.Status == 0 && r.Context().Err() != nil:

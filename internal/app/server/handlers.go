@@ -433,7 +433,18 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, p Principal) erro
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, p Principal, want int64, m store.Mutation) error {
-	b, err := s.searchable().Update(r.Context(), s.opts.Store, actor(p), r.PathValue("id"), want, m)
+	a := actor(p)
+	guarded := func(b *store.Breadcrumb) error {
+		// The gateway's traffic records are evidence of an agent's
+		// traffic: the agent may not change them (their figures, tags,
+		// schema or visibility) to hide it; the owner's curators may,
+		// as they may delete them (DELETE is theirs only).
+		if b.SchemaName == ExchangeSchema && !a.Curator {
+			return errorf(http.StatusForbidden, CodeForbidden, "breadcrumb %s is a gateway traffic record (%s): only the owner's curators may change or delete it", b.ID, ExchangeSchema)
+		}
+		return m(b)
+	}
+	b, err := s.searchable().Update(r.Context(), s.opts.Store, a, r.PathValue("id"), want, guarded)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/relay"
@@ -56,7 +55,20 @@ const (
 	// be written, besides records.queue bounding their number: a full
 	// queue of large bodies would otherwise hold gigabytes.
 	maxQueuedRecordBytes = 64 << 20
-	// recordWriteTimeout bounds one record's write to the store.
+	// maxRecordBatch and maxRecordBatchBytes bound the records one write
+	// to the store takes (one transaction, one commit): the writer takes
+	// what is queued when it is ready, so under load a commit serves many
+	// records, and a lone record waits for none.
+	maxRecordBatch      = 64
+	maxRecordBatchBytes = 8 << 20
+	// recordLinger is how long the writer waits for more records once it
+	// has one: a commit and a flush of the search index cost about a
+	// millisecond of CPU however many records they carry, so at a few
+	// hundred requests a second a batch gathered over recordLinger
+	// costs a fraction of one written as soon as it comes. A record is
+	// in the store that much later; a drain does not wait.
+	recordLinger = 25 * time.Millisecond
+	// recordWriteTimeout bounds one write of records to the store.
 	recordWriteTimeout = 10 * time.Second
 	// recordContextBytes is what a record's context may take: the
 	// store's limit, less room for its canonical form's changes.
@@ -161,25 +173,71 @@ func (rc *exchangeRecorder) Record(_ context.Context, x *gateway.Exchange) {
 	}
 }
 
-// write is one writer: it writes queued records until the exchangeRecorder
+// write is one writer: it writes queued records, as many at a time as
+// are queued (within the batch's bounds), until the exchangeRecorder
 // stops, then those still queued.
 func (rc *exchangeRecorder) write() {
 	defer rc.writers.Done()
+	batch := make([]*gateway.Exchange, 0, maxRecordBatch)
 	for {
 		select {
 		case x := <-rc.queue:
-			rc.keep(x)
+			rc.keep(rc.gather(rc.take(append(batch[:0], x))))
 		case <-rc.stop:
 			for {
-				select {
-				case x := <-rc.queue:
-					rc.keep(x)
-				default:
+				batch = rc.take(batch[:0])
+				if len(batch) == 0 {
 					return
 				}
+				rc.keep(batch)
 			}
 		}
 	}
+}
+
+// gather adds to batch the records that come within recordLinger, until
+// the batch is full or the exchangeRecorder stops.
+func (rc *exchangeRecorder) gather(batch []*gateway.Exchange) []*gateway.Exchange {
+	var size int
+	for _, x := range batch {
+		size += len(x.Request) + len(x.Response)
+	}
+	if len(batch) >= maxRecordBatch || size >= maxRecordBatchBytes {
+		return batch
+	}
+	linger := time.NewTimer(recordLinger)
+	defer linger.Stop()
+	for len(batch) < maxRecordBatch && size < maxRecordBatchBytes {
+		select {
+		case x := <-rc.queue:
+			batch = append(batch, x)
+			size += len(x.Request) + len(x.Response)
+		case <-linger.C:
+			return batch
+		case <-rc.stop:
+			return batch
+		}
+	}
+	return batch
+}
+
+// take adds the records queued to batch, without waiting, until the
+// batch holds maxRecordBatch records or maxRecordBatchBytes of bodies.
+func (rc *exchangeRecorder) take(batch []*gateway.Exchange) []*gateway.Exchange {
+	var size int
+	for _, x := range batch {
+		size += len(x.Request) + len(x.Response)
+	}
+	for len(batch) < maxRecordBatch && size < maxRecordBatchBytes {
+		select {
+		case x := <-rc.queue:
+			batch = append(batch, x)
+			size += len(x.Request) + len(x.Response)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // drain stops taking records and writes those queued, until ctx ends;
@@ -199,98 +257,149 @@ func (rc *exchangeRecorder) drain(ctx context.Context) error {
 	}
 }
 
-// keep writes x as a breadcrumb of its caller.
-func (rc *exchangeRecorder) keep(x *gateway.Exchange) {
-	rc.queued.Add(-int64(len(x.Request) + len(x.Response)))
-	if rc.ctx.Err() != nil {
-		rc.dropped.WithLabelValues("shutdown").Inc()
-		return
-	}
-	in, err := rc.breadcrumb(x)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(rc.ctx, recordWriteTimeout)
-		_, _, err = rc.s.opts.Store.Create(ctx, store.Actor{OwnerID: x.Caller.Owner, AgentID: x.Caller.Agent}, in, store.Idempotency{})
-		cancel()
-	}
-	if err != nil {
-		reason := "store_error"
+// keep writes the records of batch, each a breadcrumb of its caller,
+// in one call to the store: one transaction and one commit for them all
+// where the store can (store.BatchCreator).
+func (rc *exchangeRecorder) keep(batch []*gateway.Exchange) {
+	cs := make([]store.Creation, 0, len(batch))
+	xs := make([]*gateway.Exchange, 0, len(batch))
+	for _, x := range batch {
+		rc.queued.Add(-int64(len(x.Request) + len(x.Response)))
 		if rc.ctx.Err() != nil {
-			reason = "shutdown"
+			rc.dropped.WithLabelValues("shutdown").Inc()
+			continue
 		}
-		rc.dropped.WithLabelValues(reason).Inc()
-		rc.s.opts.Logger.Warn("gateway record not written", "owner", x.Caller.Owner, "agent", x.Caller.Agent, "route", x.Route, "err", err.Error())
+		in, err := rc.breadcrumb(x)
+		if err != nil {
+			rc.lost(x, err)
+			continue
+		}
+		cs = append(cs, store.Creation{Actor: store.Actor{OwnerID: x.Caller.Owner, AgentID: x.Caller.Agent}, In: in})
+		xs = append(xs, x)
+	}
+	if len(cs) == 0 {
 		return
 	}
-	rc.written.Inc()
+	ctx, cancel := context.WithTimeout(rc.ctx, recordWriteTimeout)
+	out, err := store.CreateBatch(ctx, rc.s.opts.Store, cs)
+	cancel()
+	for i, x := range xs {
+		e := err
+		if e == nil {
+			e = out[i].Err
+		}
+		if e != nil {
+			rc.lost(x, e)
+			continue
+		}
+		rc.written.Inc()
+	}
 }
 
-// exchangeRecord is the context of a traffic record.
-type exchangeRecord struct {
-	Dialect    string          `json:"dialect"`
-	Route      string          `json:"route"`
-	Stream     bool            `json:"stream"`
-	Started    time.Time       `json:"started"`
-	Status     int             `json:"status"` // 0: the client went away before any answer
-	ErrorClass string          `json:"error_class,omitempty"`
-	Attempts   []attemptRecord `json:"attempts"`
-	Usage      *chat.Usage     `json:"usage,omitempty"`
-	CostUSD    *float64        `json:"cost_usd,omitempty"` // absent: the model has no price
-	FirstByte  float64         `json:"first_byte_ms"`      // 0: nothing was written
-	Total      float64         `json:"total_ms"`
-	Summary    exchangeSummary `json:"summary"`
+// lost counts and logs a record not written.
+func (rc *exchangeRecorder) lost(x *gateway.Exchange, err error) {
+	reason := "store_error"
+	if rc.ctx.Err() != nil {
+		reason = "shutdown"
+	}
+	rc.dropped.WithLabelValues(reason).Inc()
+	rc.s.opts.Logger.Warn("gateway record not written", "owner", x.Caller.Owner, "agent", x.Caller.Agent, "route", x.Route, "err", err.Error())
+}
 
+// exchangeRecord is the context of a traffic record. Its fields, and
+// those of the types in it, are in the order of their JSON names, so
+// that encoding it with HTML escaping off writes the store's canonical
+// form (keys sorted) at once: the seal is taken over that form, and
+// the writer spends no decoding and re-encoding on it.
+type exchangeRecord struct {
+	Attempts          []attemptRecord `json:"attempts"`
+	CostUSD           *float64        `json:"cost_usd,omitempty"` // absent: no price (see Unpriced)
+	Dialect           string          `json:"dialect"`
+	ErrorClass        string          `json:"error_class,omitempty"`
+	FirstByte         float64         `json:"first_byte_ms"` // 0: nothing was written
+	Request           json.RawMessage `json:"request"`
 	RequestBytes      int64           `json:"request_bytes"`
 	RequestTruncated  bool            `json:"request_truncated,omitempty"`
-	Request           json.RawMessage `json:"request"`
+	Response          json.RawMessage `json:"response"`
 	ResponseBytes     int64           `json:"response_bytes"`
 	ResponseTruncated bool            `json:"response_truncated,omitempty"`
-	Response          json.RawMessage `json:"response"`
+	Route             string          `json:"route"`
+	Seal              string          `json:"seal,omitempty"` // see seal
+	Started           time.Time       `json:"started"`
+	Status            int             `json:"status"` // 0: the client went away before any answer
+	Stream            bool            `json:"stream"`
+	Summary           exchangeSummary `json:"summary"`
+	Total             float64         `json:"total_ms"`
+	Unpriced          bool            `json:"unpriced,omitempty"` // the exchange used tokens no price was put on
+	Usage             *usageRecord    `json:"usage,omitempty"`
 }
 
 type attemptRecord struct {
-	Provider   string  `json:"provider"`
-	Model      string  `json:"model"`
-	KeyID      string  `json:"key_id,omitempty"`
-	Status     int     `json:"status"`
-	Latency    float64 `json:"latency_ms"`
 	ErrorClass string  `json:"error_class,omitempty"`
+	KeyID      string  `json:"key_id,omitempty"`
+	Latency    float64 `json:"latency_ms"`
+	Model      string  `json:"model"`
+	Provider   string  `json:"provider"`
+	Status     int     `json:"status"`
 }
 
 // exchangeSummary is what a reader of the view needs first.
 type exchangeSummary struct {
+	CostUSD      *float64 `json:"cost_usd,omitempty"`
+	FirstMessage string   `json:"first_message,omitempty"`
+	LastMessage  string   `json:"last_message,omitempty"`
 	Model        string   `json:"model"` // the upstream model of the last attempt; the route when none was made
 	Provider     string   `json:"provider,omitempty"`
 	Status       int      `json:"status"`
 	Tokens       int64    `json:"tokens"` // input and output
-	CostUSD      *float64 `json:"cost_usd,omitempty"`
-	FirstMessage string   `json:"first_message,omitempty"`
-	LastMessage  string   `json:"last_message,omitempty"`
+}
+
+// usageRecord is chat.Usage as a record keeps it: its JSON names, in
+// their order.
+type usageRecord struct {
+	CacheRead  int64    `json:"cache_read_tokens,omitempty"`
+	CacheWrite int64    `json:"cache_write_tokens,omitempty"`
+	Cost       *float64 `json:"cost,omitempty"`
+	Input      int64    `json:"input_tokens"`
+	Output     int64    `json:"output_tokens"`
+	Reasoning  int64    `json:"reasoning_tokens,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // breadcrumb is the record of x, redacted, bounded and sealed.
 func (rc *exchangeRecorder) breadcrumb(x *gateway.Exchange) (store.Breadcrumb, error) {
+	// The names come from the configuration and the client: kept as the
+	// store keeps text. The bodies and excerpts are made so below.
 	rec := exchangeRecord{
-		Dialect: x.Dialect, Route: x.Route, Stream: x.Stream, Started: x.Started.UTC(), Status: x.Status,
-		ErrorClass: x.ErrorClass, Attempts: []attemptRecord{}, Usage: x.Usage, FirstByte: ms(x.FirstByte), Total: ms(x.Total),
+		Dialect: storable(x.Dialect), Route: storable(x.Route), Stream: x.Stream, Started: x.Started.UTC(), Status: x.Status,
+		ErrorClass: storable(x.ErrorClass), Attempts: []attemptRecord{}, FirstByte: ms(x.FirstByte), Total: ms(x.Total),
 		RequestBytes: x.RequestSize, ResponseBytes: x.ResponseSize,
 	}
-	if x.Usage != nil && x.Usage.Cost != nil {
-		c := *x.Usage.Cost
+	if u := x.Usage; u != nil {
+		rec.Usage = &usageRecord{CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Cost: u.Cost, Input: u.Input, Output: u.Output, Reasoning: u.Reasoning}
+	}
+	cost := x.CostUSD
+	if cost == nil && x.Usage != nil {
+		cost = x.Usage.Cost
+	}
+	switch {
+	case cost != nil:
+		c := *cost
 		rec.CostUSD = &c
-	} else if x.CostUSD != 0 {
-		c := x.CostUSD
-		rec.CostUSD = &c
+	case x.Usage != nil:
+		// Tokens were used and no price was put on them: say so, as
+		// a cost of 0 would say something else.
+		rec.Unpriced = true
 	}
 	for _, a := range x.Attempts {
-		rec.Attempts = append(rec.Attempts, attemptRecord{Provider: a.Provider, Model: a.Model, KeyID: a.KeyID,
-			Status: a.Status, Latency: ms(a.Latency), ErrorClass: a.ErrorClass})
+		rec.Attempts = append(rec.Attempts, attemptRecord{Provider: storable(a.Provider), Model: storable(a.Model), KeyID: storable(a.KeyID),
+			Status: a.Status, Latency: ms(a.Latency), ErrorClass: storable(a.ErrorClass)})
 	}
-	rec.Summary = exchangeSummary{Model: x.Route, Status: x.Status, CostUSD: rec.CostUSD,
+	rec.Summary = exchangeSummary{Model: rec.Route, Status: x.Status, CostUSD: rec.CostUSD,
 		FirstMessage: rc.excerpt(x.FirstMessage), LastMessage: rc.excerpt(x.LastMessage)}
 	if n := len(x.Attempts); n > 0 {
-		rec.Summary.Model, rec.Summary.Provider = x.Attempts[n-1].Model, x.Attempts[n-1].Provider
+		rec.Summary.Model, rec.Summary.Provider = rec.Attempts[n-1].Model, rec.Attempts[n-1].Provider
 	}
 	if x.Usage != nil {
 		rec.Summary.Tokens = x.Usage.Input + x.Usage.Output
@@ -351,7 +460,7 @@ func (rc *exchangeRecorder) body(b []byte, size int64, limit int) (json.RawMessa
 	if len(text) > limit {
 		text = cut(text, limit)
 	}
-	out, _ := json.Marshal(text)
+	out, _ := canonjson.Marshal(text)
 	return out, truncated
 }
 
@@ -391,25 +500,6 @@ func storable(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
-// storableJSON is v with every string storable.
-func storableJSON(v any) any {
-	switch t := v.(type) {
-	case string:
-		return storable(t)
-	case []any:
-		for i := range t {
-			t[i] = storableJSON(t[i])
-		}
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[storable(k)] = storableJSON(e)
-		}
-		return out
-	}
-	return v
-}
-
 // cut is the start of s at most n bytes long, at a character boundary.
 func cut(s string, n int) string {
 	if len(s) <= n {
@@ -427,25 +517,16 @@ func cut(s string, n int) string {
 // records only, each seal once, so an agent cannot add to its owner's
 // usage by writing look-alike breadcrumbs or copies of real ones (its
 // own, or, for a curator, another agent's), nor change a record's
-// figures.
+// figures. rec's text must be storable (valid UTF-8 without NUL) and
+// its bodies canonical already.
 func (rc *exchangeRecorder) seal(c gateway.Caller, rec *exchangeRecord) ([]byte, error) {
-	raw, err := json.Marshal(rec)
+	rec.Seal = ""
+	canon, err := canonjson.Marshal(rec)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := view.DecodeJSON(raw)
-	if err != nil {
-		return nil, err
-	}
-	// The bodies are clean already; the names (route, models) come from
-	// the configuration and the client.
-	m := storableJSON(doc).(map[string]any)
-	canon, err := canonjson.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	m["seal"] = rc.sealOf(c.Owner, c.Agent, canon)
-	return canonjson.Marshal(m)
+	rec.Seal = rc.sealOf(c.Owner, c.Agent, canon)
+	return canonjson.Marshal(rec)
 }
 
 // sealOf is the seal of canon, a record written for owner's agent.
@@ -497,7 +578,10 @@ type usageTotals struct {
 	Errors   int64       `json:"errors"` // answered with a status of 400 or more, or not at all
 	Tokens   usageTokens `json:"tokens"`
 	CostUSD  float64     `json:"cost_usd"`
-	Unpriced int64       `json:"unpriced"` // exchanges with usage but no price: their cost is not in cost_usd
+	// UnpricedRequests are the exchanges that used tokens no price was
+	// put on: their cost is not in CostUSD, which is a lower bound when
+	// there are any.
+	UnpricedRequests int64 `json:"unpriced_requests"`
 }
 
 type usageTokens struct {
@@ -520,7 +604,7 @@ func (t *usageTotals) add(rec *exchangeRecord) {
 		t.Tokens.CacheWrite += u.CacheWrite
 		t.Tokens.Reasoning += u.Reasoning
 		if rec.CostUSD == nil {
-			t.Unpriced++
+			t.UnpricedRequests++
 		}
 	}
 	if rec.CostUSD != nil {

@@ -1,15 +1,21 @@
 package server
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/sqlite"
 )
 
 func testRecorder(t testing.TB) *exchangeRecorder {
@@ -26,13 +32,14 @@ func FuzzExchangeRecord(f *testing.F) {
 	f.Add([]byte("not json \x00 \xff sk-live0123456789abcdefghijklmnopqrstuv"), []byte("data: {}\n\n"), "\x00", 0)
 	f.Add([]byte(`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`), []byte(`"\u0000"`), "", 1<<20)
 	f.Add([]byte(strings.Repeat(`\"`, 1000)), []byte(strings.Repeat("\x01", 3000)), strings.Repeat("é", 300), 5)
+	f.Add([]byte(`{"b":"<a href=\"x\">&amp;</a> \u2028","a":[1e300,-0.0000001,1.5e-7,12345678901234567890]}`), []byte("<&>\u2028 \xe2\x80\xa8"), "<route & model>", 7)
 	rc := testRecorder(f)
 	const secret = "sk-live0123456789abcdefghijklmnopqrstuv"
 	f.Fuzz(func(t *testing.T, req, resp []byte, msg string, extra int) {
 		if extra < 0 {
 			extra = -extra
 		}
-		cost := 0.5
+		cost := 0.5 + float64(extra)/3e9 // fractions and exponents as the encoder writes them
 		x := &gateway.Exchange{
 			Caller: gateway.Caller{Owner: "o", Agent: "a"}, Dialect: "openai", Route: msg, Started: time.Now(), Status: 200,
 			Attempts: []gateway.Attempt{{Provider: "p", Model: msg, Status: 200}}, Usage: &chat.Usage{Input: 1, Output: 2, Cost: &cost},
@@ -47,12 +54,15 @@ func FuzzExchangeRecord(f *testing.F) {
 		if err := store.Prepare(&b); err != nil {
 			t.Fatalf("the store refuses the record: %v", err)
 		}
+		if string(b.Context) != string(ctx) {
+			t.Fatalf("the record is not in the store's canonical form:\n%s\n%s", ctx, b.Context)
+		}
 		if strings.Contains(string(b.Context), secret) {
 			t.Fatalf("the secret is in the record")
 		}
 		b.OwnerID, b.CreatedBy = x.Caller.Owner, x.Caller.Agent
 		rec, _, ok := rc.open(&b)
-		if !ok || rec.Usage == nil || rec.Usage.Output != 2 || rec.CostUSD == nil || *rec.CostUSD != 0.5 {
+		if !ok || rec.Usage == nil || rec.Usage.Output != 2 || rec.CostUSD == nil || *rec.CostUSD != cost {
 			t.Fatalf("the record does not open: %s", ctx)
 		}
 		if extra > 0 && !rec.RequestTruncated {
@@ -83,5 +93,78 @@ func TestExchangeRecordLarge(t *testing.T) {
 	rec, _, ok := rc.open(&b)
 	if !ok || !rec.RequestTruncated || !rec.ResponseTruncated || len(b.Context) > store.MaxContextBytes {
 		t.Fatalf("%d bytes, truncated %v %v", len(b.Context), rec.RequestTruncated, rec.ResponseTruncated)
+	}
+}
+
+// benchExchange is an exchange like those of BenchmarkRecordOverhead: a
+// short prompt, a short answer in the Anthropic dialect.
+func benchExchange() *gateway.Exchange {
+	req := []byte(`{"model":"gpt-x","max_tokens":50,"messages":[{"role":"user","content":"hello there, a prompt of a few words"}]}`)
+	resp := []byte(`{"id":"msg_0123456789","type":"message","role":"assistant","model":"gpt-x","content":[{"type":"text","text":"Hello, world"}],` +
+		`"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":7}}`)
+	return &gateway.Exchange{
+		Caller: gateway.Caller{Owner: "acme", Agent: "agent"}, Dialect: "anthropic", Route: "gpt-x", Started: time.Now(), Status: 200,
+		Attempts: []gateway.Attempt{{Provider: "up", Model: "gpt-x", Status: 200, Latency: 700 * time.Microsecond}},
+		Usage:    &chat.Usage{Input: 100, Output: 7}, FirstByte: 800 * time.Microsecond, Total: 900 * time.Microsecond,
+		Request: req, RequestSize: int64(len(req)), Response: resp, ResponseSize: int64(len(resp)),
+		FirstMessage: "hello there, a prompt of a few words", LastMessage: "Hello, world",
+	}
+}
+
+// BenchmarkRecordWriter is the writer's cost per record, apart from any
+// load: "record" makes the sealed breadcrumb of an exchange; "store/1"
+// makes it and writes it to a SQLite store alone (a transaction per
+// record), "store/32" in batches of 32, as the writer does under load.
+// cpu-ns/record is the process's CPU time (user and system) per record,
+// which the machine's other work hardly changes.
+func BenchmarkRecordWriter(b *testing.B) {
+	cpu := func(b *testing.B, run func()) {
+		b.ReportAllocs()
+		start := ProcessCPU()
+		n := 0
+		for b.Loop() {
+			run()
+			n++
+		}
+		if used := ProcessCPU() - start; used > 0 {
+			b.ReportMetric(float64(used.Nanoseconds())/float64(n), "cpu-ns/record")
+		}
+	}
+	b.Run("record", func(b *testing.B) {
+		rc := testRecorder(b)
+		x := benchExchange()
+		cpu(b, func() {
+			if _, err := rc.breadcrumb(x); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	for _, size := range []int{1, 32} {
+		b.Run(fmt.Sprintf("store/%d", size), func(b *testing.B) {
+			db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ctxkit.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			_, key, _ := ed25519.GenerateKey(nil)
+			s := New(Options{Store: db, Key: key, Gateway: gateway.New(&gateway.Config{}, gateway.Options{})})
+			rc := s.records
+			x := benchExchange()
+			var batch []*gateway.Exchange
+			// One op is one record; a batch is written when it is full.
+			cpu(b, func() {
+				if batch = append(batch, x); len(batch) == size {
+					rc.keep(batch)
+					batch = batch[:0]
+				}
+			})
+			if len(batch) > 0 {
+				rc.keep(batch)
+			}
+			var lost dto.Metric
+			if rc.dropped.WithLabelValues("store_error").Write(&lost); lost.GetCounter().GetValue() > 0 {
+				b.Fatalf("%v records not written", lost.GetCounter().GetValue())
+			}
+		})
 	}
 }

@@ -101,6 +101,9 @@ type reply struct {
 	Schema string // in components/schemas; "" no body
 	Media  string // default application/json
 	Record bool   // the shared record response (components/responses/Record)
+	// Headers are the response headers it may carry, by name, each
+	// described in components/headers under its name in lower case.
+	Headers []string
 }
 
 // failures is the shared error response for each status.
@@ -217,12 +220,22 @@ func (s *Server) routeTable() []route {
 	if g := s.opts.Gateway; g != nil {
 		// The gateway's errors are its dialect's, not the API's; an
 		// upstream's own error is answered with a status of these too.
-		dialectErrors := func(desc string) []reply {
+		dialectErrors := func(desc string, headers ...string) []reply {
 			var r []reply
 			for _, st := range []int{400, 401, 404, 413, 429, 500, 502, 503} {
-				r = append(r, reply{Status: st, Desc: desc, Schema: "DialectError"})
+				r = append(r, reply{Status: st, Desc: desc, Schema: "DialectError", Headers: headers})
 			}
 			return r
+		}
+		// A chat answer names the attempt that served it and what it
+		// cost, the context x-ctxkit-context added and what was not
+		// carried upstream; an error names the attempt whose failure
+		// it passes on (when one was made) and the warnings.
+		answered := []string{gateway.UpstreamHeader, gateway.AttemptsHeader, gateway.CostHeader, gateway.ContextIDsHeader, gateway.WarningsHeader}
+		failed := []string{gateway.UpstreamHeader, gateway.AttemptsHeader, gateway.WarningsHeader}
+		chatReplies := func(desc, dialect string) []reply {
+			return append([]reply{{Status: 200, Desc: desc, Schema: "ChatResponse", Headers: answered}},
+				dialectErrors("an error in the "+dialect+" dialect", failed...)...)
 		}
 		rows = append(rows,
 			route{method: "GET", path: "/gateway/usage", serve: s.gatewayUsage, doc: operation{
@@ -235,13 +248,13 @@ func (s *Server) routeTable() []route {
 				Responses: answer(200, "the sums", "GatewayUsage", 400, 401)}},
 			route{method: "POST", path: "/v1/messages", auth: authGateway, dialect: gateway.Anthropic, plain: g.Messages, doc: operation{
 				Summary: "The Anthropic Messages dialect, served by the upstream the model names (any valid token)", Body: "ChatRequest",
-				Responses: append(answer(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the Anthropic dialect")...)}},
+				Params: []string{"ctxkitContext"}, Responses: chatReplies("the upstream's answer", "Anthropic")}},
 			route{method: "POST", path: "/v1/chat/completions", auth: authGateway, dialect: gateway.OpenAI, plain: g.ChatCompletions, doc: operation{
 				Summary: "The OpenAI Chat Completions dialect, served by the upstream the model names (any valid token)", Body: "ChatRequest",
-				Responses: append(answer(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
+				Params: []string{"ctxkitContext"}, Responses: chatReplies("the upstream's answer", "OpenAI")}},
 			route{method: "POST", path: "/v1/responses", auth: authGateway, dialect: gateway.Responses, plain: g.Responses, doc: operation{
 				Summary: "The OpenAI Responses dialect, served by the upstream the model names; store (the default) keeps the response as a private breadcrumb of the caller (any valid token)", Body: "ChatRequest",
-				Responses: append(answer(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
+				Params: []string{"ctxkitContext"}, Responses: chatReplies("the upstream's answer", "OpenAI")}},
 			route{method: "GET", path: "/v1/responses/{id}", auth: authGateway, dialect: gateway.Responses, plain: g.Response, doc: operation{
 				Summary:   "A stored response of the caller (any valid token)",
 				Responses: append(answer(200, "the response object", "ChatResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
@@ -250,7 +263,7 @@ func (s *Server) routeTable() []route {
 				Responses: append(answer(200, "{id, object, deleted: true}", "ChatResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
 			route{method: "POST", path: "/v1beta/models/{call}", auth: authGateway, dialect: gateway.Gemini, plain: g.GenerateContent, doc: operation{
 				Summary: "The Gemini dialect: {model}:generateContent, and {model}:streamGenerateContent (SSE with alt=sse, else a JSON array); the token in x-goog-api-key (any valid token)", Body: "ChatRequest",
-				Responses: append(answer(200, "the upstream's answer", "ChatResponse"), dialectErrors("an error in the Gemini dialect")...)}},
+				Params: []string{"ctxkitContext"}, Responses: chatReplies("the upstream's answer", "Gemini")}},
 			route{method: "GET", path: "/v1/models", auth: authGateway, dialect: gateway.OpenAI, plain: g.Models, doc: operation{
 				Summary:   "The models the gateway serves (any valid token)",
 				Responses: append(answer(200, "the model list", "ModelList"), reply{Status: 401, Desc: "an error in the OpenAI dialect", Schema: "DialectError"})}},
@@ -264,14 +277,16 @@ func (s *Server) routeTable() []route {
 			route{method: "POST", path: "/v1/messages/count_tokens", auth: authGateway, dialect: gateway.Anthropic, plain: g.CountTokens, doc: operation{
 				Summary: "Count a Messages request's input tokens (any valid token): the upstream's own count where it has one " +
 					"(Anthropic), else ctxkit's offline estimate; the X-Ctxkit-Token-Count header says exact or estimate",
-				Body:      "ChatRequest",
-				Responses: append(answer(200, "the count", "TokenCount"), dialectErrors("an error in the Anthropic dialect")...)}},
+				Body: "ChatRequest",
+				Responses: append([]reply{{Status: 200, Desc: "the count", Schema: "TokenCount", Headers: []string{gateway.TokenCountHeader, gateway.WarningsHeader}}},
+					dialectErrors("an error in the Anthropic dialect")...)}},
 			route{method: "POST", path: "/v1/embeddings", auth: authGateway, dialect: gateway.OpenAI, plain: g.Embeddings, doc: operation{
 				Summary: "The OpenAI embeddings dialect, served by the embedding API of the upstream the model names " +
 					"(openai, mistral, gemini, bedrock; any valid token); usage estimated offline where the upstream " +
 					"reports none (X-Ctxkit-Token-Count: estimate)",
-				Body:      "EmbeddingRequest",
-				Responses: append(answer(200, "the embeddings", "EmbeddingResponse"), dialectErrors("an error in the OpenAI dialect")...)}},
+				Body: "EmbeddingRequest",
+				Responses: append([]reply{{Status: 200, Desc: "the embeddings", Schema: "EmbeddingResponse", Headers: []string{gateway.TokenCountHeader}}},
+					dialectErrors("an error in the OpenAI dialect")...)}},
 			route{method: "GET", path: "/v1beta/models", auth: authGateway, dialect: gateway.Gemini, plain: g.GeminiModels, doc: operation{
 				Summary:   "The models the gateway serves, in the Gemini API's shape (any valid token)",
 				Params:    []string{"pageSize", "pageToken"},
@@ -359,6 +374,7 @@ func openAPIDocument(rows []route) ([]byte, error) {
 	var c struct {
 		Parameters map[string]json.RawMessage `json:"parameters"`
 		Schemas    map[string]json.RawMessage `json:"schemas"`
+		Headers    map[string]json.RawMessage `json:"headers"`
 	}
 	if err := json.Unmarshal(openAPIComponents, &base); err != nil {
 		return nil, fmt.Errorf("openapi_components.json: %w", err)
@@ -409,13 +425,27 @@ func openAPIDocument(rows []route) ([]byte, error) {
 			if _, dup := op.Responses[code]; dup || http.StatusText(rp.Status) == "" {
 				return nil, fmt.Errorf("%s: status %s twice or not a status", where, code)
 			}
+			var headers map[string]any
+			for _, h := range rp.Headers {
+				name := strings.ToLower(h)
+				if _, ok := c.Headers[name]; !ok {
+					return nil, fmt.Errorf("%s: %s: no header %q in openapi_components.json", where, code, name)
+				}
+				if headers == nil {
+					headers = map[string]any{}
+				}
+				headers[name] = map[string]string{"$ref": "#/components/headers/" + name}
+			}
+			if headers != nil && (rp.Record || rp.Desc == "" && rp.Schema == "") {
+				return nil, fmt.Errorf("%s: %s: headers on a shared response", where, code)
+			}
 			switch {
 			case rp.Record:
 				op.Responses[code] = map[string]string{"$ref": "#/components/responses/Record"}
 			case rp.Desc == "" && rp.Schema == "":
 				op.Responses[code] = map[string]string{"$ref": "#/components/responses/Error"}
 			case rp.Schema == "":
-				op.Responses[code] = openAPIResponse{Description: rp.Desc}
+				op.Responses[code] = openAPIResponse{Description: rp.Desc, Headers: headers}
 			default:
 				sc, err := schema(rp.Schema)
 				if err != nil {
@@ -425,7 +455,7 @@ func openAPIDocument(rows []route) ([]byte, error) {
 				if media == "" {
 					media = "application/json"
 				}
-				op.Responses[code] = openAPIResponse{Description: rp.Desc, Content: map[string]openAPIMedia{media: {Schema: sc}}}
+				op.Responses[code] = openAPIResponse{Description: rp.Desc, Headers: headers, Content: map[string]openAPIMedia{media: {Schema: sc}}}
 			}
 		}
 		item := paths[rt.path]
@@ -472,5 +502,6 @@ type openAPIMedia struct {
 
 type openAPIResponse struct {
 	Description string                  `json:"description"`
+	Headers     map[string]any          `json:"headers,omitempty"`
 	Content     map[string]openAPIMedia `json:"content,omitempty"`
 }

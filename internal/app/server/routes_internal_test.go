@@ -167,6 +167,15 @@ func TestOpenAPIDocumentRefusesGaps(t *testing.T) {
 			t.Errorf("%+v: documented", rt.doc)
 		}
 	}
+	for _, rp := range []reply{
+		{Status: 200, Desc: "ok", Headers: []string{"X-Nothing"}},
+		{Status: 200, Headers: []string{gateway.UpstreamHeader}},
+		{Status: 200, Record: true, Headers: []string{gateway.UpstreamHeader}},
+	} {
+		if _, err := openAPIDocument([]route{{method: "GET", path: "/x", doc: operation{Summary: "x", Responses: []reply{rp}}}}); err == nil {
+			t.Errorf("%+v: documented", rp)
+		}
+	}
 	row := route{method: "GET", path: "/x", doc: operation{Summary: "x", Responses: okReply}}
 	if _, err := openAPIDocument([]route{row, row}); err == nil {
 		t.Error("a route twice: documented")
