@@ -37,6 +37,12 @@ type forwarder struct {
 	seen      int  // chunks Stream was given
 	passing   bool // the chunks being yielded are of an event forwarded
 	werr      error
+
+	// tmpl is the shape of the last delta skimmed whole, tmplS what it
+	// held: a delta of the same shape holds the same but for its string,
+	// and is not read key by key.
+	tmpl  jsonscan.Template
+	tmplS skimmed
 }
 
 // forward is the dialect row's Forward.
@@ -87,6 +93,7 @@ type skimmed struct {
 	idxFrom, idxTo int  // the index's digits in the data
 	typ            kind // the delta's type
 	value          []byte
+	valueAt        [2]int // where value is in the data
 }
 
 // forward writes the event (name, data) as it came, if it can be (see
@@ -101,11 +108,26 @@ func (f *forwarder) forward(name kind, data []byte) (done, more bool, err error)
 		return false, true, nil
 	}
 	var sk skimmed
-	if !skim(data, &sk) {
+	var hole [1][2]int
+	switch {
+	case f.tmpl.Match(data, hole[:]):
+		sk = f.tmplS
+		sk.value, sk.valueAt = data[hole[0][0]:hole[0][1]], hole[0]
+		if t := &f.tmplS; t.idxFrom >= t.valueAt[1] {
+			// The index after the string: moved with its end.
+			shift := hole[0][1] - t.valueAt[1]
+			sk.idxFrom, sk.idxTo = t.idxFrom+shift, t.idxTo+shift
+		}
+	case skim(data, &sk):
+		if f.tmpl.Learn(data, [][2]int{sk.valueAt}) {
+			f.tmplS = sk
+		}
+	default:
 		return false, true, nil
 	}
 	ob := f.d.blocks[sk.index]
-	if ob == nil {
+	// An empty string makes no chunk: the decode path writes nothing.
+	if ob == nil || len(sk.value) <= 2 {
 		return false, true, nil
 	}
 	var c chat.Chunk
@@ -187,7 +209,7 @@ func unquote(raw []byte) (string, bool) {
 
 // skim reads data as a content_block_delta to forward into sk: only
 // "type", "index" and "delta", each once, the delta's type and its one
-// non-empty string; false for anything else.
+// string; false for anything else.
 func skim(data []byte, sk *skimmed) bool {
 	if bytes.IndexByte(data, '\n') >= 0 {
 		return false // written as one data line
@@ -267,15 +289,18 @@ func skimDelta(r *jsonscan.Reader, sk *skimmed) bool {
 			default:
 				field = kindInputJSONDelta
 			}
+			r.Space()
+			at := r.Pos()
 			if sk.value, ok = r.ValidString(); !ok {
 				return false
 			}
+			sk.valueAt = [2]int{at, r.Pos()}
 		default:
 			return false
 		}
 		if r.Eat(',') {
 			continue
 		}
-		return r.Eat('}') && len(sk.value) > 2 && field != kindNone && field == sk.typ
+		return r.Eat('}') && field != kindNone && field == sk.typ
 	}
 }

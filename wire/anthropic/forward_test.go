@@ -201,6 +201,20 @@ var forwardStreams = []string{
 		event("content_block_stop", `{"type":"content_block_stop","index":1}`) +
 		event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":5}}`) +
 		event("message_stop", `{"type":"message_stop"}`),
+	// The index after the string, in deltas of one shape but for their
+	// text, for a block the client numbers apart from the upstream.
+	forwardStart +
+		event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srv","name":"web_search","input":{}}}`) +
+		event("content_block_stop", `{"type":"content_block_stop","index":0}`) +
+		event("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`) +
+		event("content_block_delta", `{"delta":{"type":"text_delta","text":"a"},"index":1,"type":"content_block_delta"}`) +
+		event("content_block_delta", `{"delta":{"type":"text_delta","text":"bb"},"index":1,"type":"content_block_delta"}`) +
+		event("content_block_delta", `{"delta":{"type":"text_delta","text":"ccc\n"},"index":1,"type":"content_block_delta"}`) +
+		event("content_block_delta", `{"delta":{"type":"text_delta","text":""},"index":1,"type":"content_block_delta"}`) +
+		event("content_block_delta", `{"delta":{"type":"text_delta","text":"d"},"index":1,"type":"content_block_delta"}`) +
+		event("content_block_stop", `{"type":"content_block_stop","index":1}`) +
+		event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":5}}`) +
+		event("message_stop", `{"type":"message_stop"}`),
 	// An error mid-block; a cut stream; a stream that breaks in a delta.
 	forwardStart +
 		event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +

@@ -46,6 +46,12 @@ type forwarder struct {
 	// head is `data: {"id":…,"object":…,"created":…,"model":…,` and the
 	// upstream's members of upPrefix the gateway keeps.
 	head []byte
+
+	// tmpl is the shape, from "choices" on, of the last event skimmed
+	// whole, and tmplS what that event held: an event of the same shape
+	// holds the same but for its strings, and is not read key by key.
+	tmpl  jsonscan.Template
+	tmplS skimmed
 }
 
 // forward is the dialect row's Forward.
@@ -112,6 +118,31 @@ type skimmed struct {
 	// did not ask for usage; 0, 0 when there is none.
 	usageFrom, usageTo int
 	from               int // where "choices" starts
+	// The event's string values from "choices" on, as spans of data, and
+	// what each is: the holes of its template.
+	holes [maxHoles][2]int
+	kinds [maxHoles]uint8
+	nh    int
+}
+
+// maxHoles bounds the string values of an event that is learnt as a
+// template.
+const maxHoles = 8
+
+// What a template's hole is.
+const (
+	holeKept = iota
+	holeContent
+	holeReasoning
+	holeArgs
+)
+
+// hole notes a string value of the event at [from, to).
+func (s *skimmed) hole(from, to int, kind uint8) {
+	if s.nh < maxHoles {
+		s.holes[s.nh], s.kinds[s.nh] = [2]int{from, to}, kind
+	}
+	s.nh++
 }
 
 // forward writes the event whose data is data as it came, if it can be
@@ -241,6 +272,9 @@ func (f *forwarder) skim(data []byte, s *skimmed) bool {
 		return false
 	}
 	s.from = from
+	if f.matches(data, s) {
+		return true
+	}
 	r := jsonscan.NewAt(data, from)
 	if k, ok := r.RawString(); !ok || string(k) != "choices" || !r.Eat(':') || !r.Eat('[') {
 		return false
@@ -252,7 +286,11 @@ func (f *forwarder) skim(data []byte, s *skimmed) bool {
 		r.Space()
 		at := r.Pos()
 		if r.Eat('}') {
-			return r.End()
+			if !r.End() {
+				return false
+			}
+			f.learn(data, s)
+			return true
 		}
 		if !r.Eat(',') {
 			return false
@@ -269,9 +307,12 @@ func (f *forwarder) skim(data []byte, s *skimmed) bool {
 			s.usageFrom, s.usageTo = at, r.Pos()
 		case keptKey(k):
 			if !r.Literal("null") {
-				if _, ok := r.RawString(); !ok {
+				r.Space()
+				at := r.Pos()
+				if _, ok := r.ValidString(); !ok {
 					return false
 				}
+				s.hole(at, r.Pos(), holeKept)
 			}
 		default:
 			return false
@@ -349,12 +390,12 @@ func (f *forwarder) delta(r *jsonscan.Reader, s *skimmed) bool {
 			}
 		case "content":
 			bit = keyContent
-			if !nullableRaw(r, &s.content) {
+			if !nullableRaw(r, &s.content, s, holeContent) {
 				return false
 			}
 		case "reasoning_content":
 			bit = keyReasoning
-			if !nullableRaw(r, &s.reasoning) {
+			if !nullableRaw(r, &s.reasoning, s, holeReasoning) {
 				return false
 			}
 		case "refusal":
@@ -384,14 +425,18 @@ func (f *forwarder) delta(r *jsonscan.Reader, s *skimmed) bool {
 	}
 }
 
-// nullableRaw reads a valid string as written into *dst, or null.
-func nullableRaw(r *jsonscan.Reader, dst *[]byte) bool {
+// nullableRaw reads a valid string as written into *dst, a hole of s of
+// kind, or null.
+func nullableRaw(r *jsonscan.Reader, dst *[]byte, s *skimmed, kind uint8) bool {
 	if r.Literal("null") {
 		*dst = nil
 		return true
 	}
+	r.Space()
+	at := r.Pos()
 	v, ok := r.ValidString()
 	*dst = v
+	s.hole(at, r.Pos(), kind)
 	return ok
 }
 
@@ -422,9 +467,12 @@ func toolFragment(r *jsonscan.Reader, s *skimmed) bool {
 			if k, ok := r.RawString(); !ok || string(k) != "arguments" || !r.Eat(':') {
 				return false
 			}
+			r.Space()
+			at := r.Pos()
 			if s.args, ok = r.ValidString(); !ok || !r.Eat('}') {
 				return false
 			}
+			s.hole(at, r.Pos(), holeArgs)
 		default:
 			return false
 		}
@@ -486,4 +534,54 @@ func (f *forwarder) prefix(data []byte) int {
 			return -1
 		}
 	}
+}
+
+// learn makes the event s was skimmed from (whole, from "choices" on)
+// the template of the next ones.
+func (f *forwarder) learn(data []byte, s *skimmed) {
+	if s.nh > maxHoles {
+		return
+	}
+	var holes [maxHoles][2]int
+	for i := range s.nh {
+		holes[i] = [2]int{s.holes[i][0] - s.from, s.holes[i][1] - s.from}
+	}
+	if f.tmpl.Learn(data[s.from:], holes[:s.nh]) {
+		f.tmplS = *s
+	}
+}
+
+// matches reports whether data, from s.from on, has the shape of the
+// template, and fills s as skimming it whole would.
+func (f *forwarder) matches(data []byte, s *skimmed) bool {
+	t := &f.tmplS
+	if !f.tmpl.Learnt() || !f.tmpl.Match(data[s.from:], s.holes[:t.nh]) {
+		return false
+	}
+	from := s.from
+	*s = skimmed{role: t.role, tool: t.tool, toolKey: t.toolKey, from: from, nh: t.nh, kinds: t.kinds, holes: s.holes}
+	for i := range t.nh {
+		h := &s.holes[i]
+		h[0], h[1] = h[0]+from, h[1]+from
+		switch raw := data[h[0]:h[1]]; t.kinds[i] {
+		case holeContent:
+			s.content = raw
+		case holeReasoning:
+			s.reasoning = raw
+		case holeArgs:
+			s.args = raw
+		}
+	}
+	if t.usageTo > 0 {
+		// Where the template had it, moved by the holes before it.
+		base, tbase := from, t.from
+		for i := range t.nh {
+			if t.holes[i][1] <= t.usageFrom {
+				base, tbase = s.holes[i][1], t.holes[i][1]
+			}
+		}
+		s.usageFrom = base + t.usageFrom - tbase
+		s.usageTo = s.usageFrom + t.usageTo - t.usageFrom
+	}
+	return true
 }

@@ -233,6 +233,37 @@ data: not json
 data: {"choices":[{"index":0,"delta":{"content":"b"}}]}
 
 `,
+	// Events of one shape but for their strings (content, reasoning,
+	// arguments, obfuscation of every length), usage:null after them.
+	`data: {"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"usage":null,"obfuscation":""}
+
+data: {"id":"c","choices":[{"index":0,"delta":{"content":"a"}}],"usage":null,"obfuscation":"xyz"}
+
+data: {"id":"c","choices":[{"index":0,"delta":{"content":"bbbbbb\n"}}],"usage":null,"obfuscation":""}
+
+data: {"id":"c","choices":[{"index":0,"delta":{"content":""}}],"usage":null,"obfuscation":"q"}
+
+data: {"id":"c","choices":[{"index":0,"delta":{"content":"\ud83d\ude00"}}],"usage":null,"obfuscation":"qq"}
+
+data: {"id":"c","choices":[{"index":0,"delta":{"content":"\ud83d"}}],"usage":null,"obfuscation":"qq"}
+
+data: {"id":"c","choices":[{"index":0,"delta":{"reasoning_content":"r1","content":"c1"}}],"usage":null,"obfuscation":"o"}
+
+data: {"id":"c","choices":[{"index":0,"delta":{"reasoning_content":"r22","content":""}}],"usage":null,"obfuscation":"oo"}
+
+data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"f","arguments":""}}]}}],"usage":null}
+
+data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}],"usage":null,"obfuscation":"a"}
+
+data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"k\":1"}}]}}],"usage":null,"obfuscation":"abc"}
+
+data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":""}}]}}],"usage":null,"obfuscation":"ab"}
+
+data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]}}],"usage":null,"obfuscation":"b"}
+
+data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":null}
+
+`,
 	// Shapes left to the decoder: a lone surrogate, logprobs, an error
 	// event name, a second choice, duplicate keys, a multi-line event, usage
 	// before choices, a role other than assistant.
