@@ -3,8 +3,13 @@
 package gateway_test
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"runtime"
 	"strings"
@@ -88,4 +93,77 @@ func threadCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkForwardHop is BenchmarkProxyHop's streamed requests on
+// loopback with a fourth path: the fake upstream straight, a bare
+// reverse proxy, a gateway that forwards same-dialect streams and one
+// that decodes and encodes every event, taken in turn request by request.
+// It reports each gateway's added p50 as a multiple of the bare proxy's
+// ("x-bare-fwd", "x-bare-enc") beside the absolute figures.
+//
+//	go test ./internal/app/gateway -run '^$' -bench ForwardHop -benchtime 2000x -count 3
+func BenchmarkForwardHop(b *testing.B) {
+	up := httptest.NewServer(http.HandlerFunc(fakeupstream.Handler))
+	defer up.Close()
+	b.Setenv("CTXKIT_BENCH_KEY", "k")
+	cfg := writeConfigB(b, fmt.Sprintf(`{"providers":[
+		{"name":"oai","type":"openai","base_url":%q,"api_key_env":"CTXKIT_BENCH_KEY","models":["gpt-bench"]},
+		{"name":"ant","type":"anthropic","base_url":%q,"api_key_env":"CTXKIT_BENCH_KEY","models":["claude-bench"]}]}`, up.URL+"/v1", up.URL))
+	var gws [2]*httptest.Server
+	for i := range gws {
+		c, err := gateway.LoadConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		g := gateway.New(c, gateway.Options{})
+		gateway.SetForwarding(g, i == 0)
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST /v1/messages", g.Messages)
+		mux.HandleFunc("POST /v1/chat/completions", g.ChatCompletions)
+		gws[i] = httptest.NewServer(mux)
+		defer gws[i].Close()
+	}
+	target, _ := url.Parse(up.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	rp.Transport = tr
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rp.ServeHTTP(w, r)
+	}))
+	defer bare.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	for _, d := range fakeupstream.Clients[:2] {
+		body := d.Body(true)
+		b.Run(d.Name+"/stream", func(b *testing.B) {
+			paths := [4]string{up.URL + d.Path, bare.URL + d.Path, gws[0].URL + d.Path, gws[1].URL + d.Path}
+			var lat [4][]time.Duration
+			for _, p := range paths {
+				benchRequest(b, client, p, body, d.Header)
+			}
+			for b.Loop() {
+				for i, p := range paths {
+					t0 := time.Now()
+					benchRequest(b, client, p, body, d.Header)
+					lat[i] = append(lat[i], time.Since(t0))
+				}
+			}
+			direct := p50(lat[0])
+			bareAdded := p50(lat[1]) - direct
+			fwd, enc := p50(lat[2])-direct, p50(lat[3])-direct
+			b.ReportMetric(float64(bareAdded.Nanoseconds())/1e3, "bare-added-µs")
+			b.ReportMetric(float64(fwd.Nanoseconds())/1e3, "fwd-added-µs")
+			b.ReportMetric(float64(enc.Nanoseconds())/1e3, "enc-added-µs")
+			b.ReportMetric(float64(fwd)/float64(bareAdded), "x-bare-fwd")
+			b.ReportMetric(float64(enc)/float64(bareAdded), "x-bare-enc")
+		})
+	}
 }
