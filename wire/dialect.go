@@ -36,6 +36,52 @@ type Dialect struct {
 	// IDPrefix starts the ids the gateway gives responses ("msg_",
 	// "chatcmpl-").
 	IDPrefix string
+	// Forward, when not nil, answers a client of the dialect from a
+	// stream of its own API (an upstream whose provider row has the
+	// dialect's Name) by passing the upstream's events on with only what
+	// the gateway changes rewritten, rather than decoding every event and
+	// encoding it again. See Forwarder.
+	Forward func(out Outgoing, o ForwardOptions) Forwarder
+}
+
+// Forwarder passes one upstream stream of a dialect's own API to a client
+// of the dialect. Decode reads the upstream's stream and Stream writes the
+// client's; the gateway's chunk pipeline runs between them:
+//
+//	f.Stream(w, pipeline(f.Decode(upstreamBody)))
+//
+// An event whose meaning for the client is the same once a few of its
+// fields are rewritten (a text delta: the response's id and model) is
+// written by Decode itself, as it came but for those fields, and its
+// chunks are not yielded (but see ForwardOptions.Chunks). Every other
+// event (the stream's start and end, usage, stops, errors, tool-call
+// starts, anything in doubt) is decoded to chunks as the provider row's
+// Decode does, and Stream encodes them as the dialect's Stream does. What
+// the client reads is the same either way; the forwarded events only cost
+// less.
+//
+// The pipeline must pass each chunk on as it comes (it may change a
+// tool-call start's id, an error, a usage's cost; end the stream after a
+// chunk; add an error at the end): Decode forwards an event only while
+// Stream has been given every chunk Decode yielded, so that events reach
+// the client in order. The forwarded kinds (text, reasoning, tool-call
+// argument deltas) must be ones the pipeline passes unchanged.
+type Forwarder interface {
+	// Decode reads the upstream's stream as the provider row's Decode
+	// does, less the chunks of the events it forwards.
+	Decode(r io.Reader) iter.Seq2[chat.Chunk, error]
+	// Stream writes the client's stream, as the dialect's Stream does,
+	// from the chunks of the events Decode did not forward; it returns
+	// the first write error, Decode's included.
+	Stream(w io.Writer, chunks iter.Seq2[chat.Chunk, error]) error
+}
+
+// ForwardOptions tune a Forwarder.
+type ForwardOptions struct {
+	// Chunks makes Decode yield the chunks of the events it forwards too,
+	// for a pipeline that keeps the response (a recorder); Stream then
+	// takes them as written.
+	Chunks bool
 }
 
 // Incoming is what a request says outside its body.

@@ -12,7 +12,9 @@ import (
 // Dialect is the Messages client dialect's row: requests read by
 // chat.DecodeRequest (the canonical form is Anthropic's), answered by
 // EncodeResponse and EncodeStream, errors in Anthropic's
-// {"type":"error","error":{"type","message"}}.
+// {"type":"error","error":{"type","message"}}. From an Anthropic
+// upstream, its stream's content deltas are forwarded as they came (see
+// wire.Forwarder).
 func Dialect() wire.Dialect {
 	return wire.Dialect{
 		Name:   "anthropic",
@@ -25,6 +27,7 @@ func Dialect() wire.Dialect {
 		},
 		Error:    ErrorBody,
 		IDPrefix: "msg_",
+		Forward:  forward,
 	}
 }
 

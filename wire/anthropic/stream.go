@@ -135,7 +135,7 @@ const MaxOpenBlocks = 1000
 func DecodeStream(r io.Reader) iter.Seq2[chat.Chunk, error] {
 	return chat.Stream(r, func(yield func(chat.Chunk) bool) error {
 		d := decoder{yield: yield, blocks: map[int]*openBlock{}}
-		return d.run(r)
+		return d.run(r, nil)
 	})
 }
 
@@ -307,7 +307,10 @@ type decoder struct {
 	input, output, cacheWrite, cacheRead int64
 }
 
-func (d *decoder) run(r io.Reader) error {
+// run decodes the events of r. skip, when not nil, is given each event
+// first, and the events it handles (done) are not decoded: more is then
+// false when the stream is over.
+func (d *decoder) run(r io.Reader, skip func(name kind, data []byte) (done, more bool, err error)) error {
 	var e event
 	for ev, err := range sse.ReadLent(r, MaxEvent) {
 		if err != nil {
@@ -316,6 +319,14 @@ func (d *decoder) run(r io.Reader) error {
 		name := kindOf(ev.Name)
 		if name != kindNone && !name.isEvent() {
 			continue // ping, or an event type added later
+		}
+		if skip != nil {
+			if done, more, err := skip(name, ev.Data); done {
+				if err != nil || !more {
+					return err
+				}
+				continue
+			}
 		}
 		e = event{}
 		if err := parseEvent(ev.Data, &e); err != nil {

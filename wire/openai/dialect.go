@@ -15,7 +15,8 @@ import (
 // OpenAI's {"error":{"message","type","param","code"}}. Its streams carry
 // usage only when the request asked for it
 // (stream_options.include_usage, kept in chat.Request.StreamUsage), as
-// the API's do.
+// the API's do. From an OpenAI upstream, its stream's text and tool-call
+// argument deltas are forwarded as they came (see wire.Forwarder).
 func Dialect() wire.Dialect {
 	return wire.Dialect{
 		Name:   "openai",
@@ -29,6 +30,7 @@ func Dialect() wire.Dialect {
 		},
 		Error:    ErrorBody,
 		IDPrefix: "chatcmpl-",
+		Forward:  forward,
 	}
 }
 

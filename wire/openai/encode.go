@@ -68,10 +68,15 @@ func EncodeStream(w io.Writer, flush func(), model, id string, created int64, ch
 // encodeStream is EncodeStream, with the usage written only when
 // withUsage is set.
 func encodeStream(w io.Writer, flush func(), model, id string, created int64, withUsage bool, chunks iter.Seq2[chat.Chunk, error]) error {
+	return newStreamEncoder(w, flush, model, id, created, withUsage).run(chunks)
+}
+
+// newStreamEncoder is the encoder of one stream.
+func newStreamEncoder(w io.Writer, flush func(), model, id string, created int64, withUsage bool) *streamEncoder {
 	// One buffer for the head and the events: a text event is the head and
 	// a few tens of bytes.
 	buf := make([]byte, 0, 1024+2*(len(id)+len(model)))
-	e := streamEncoder{w: w, flush: flush, withUsage: withUsage}
+	e := &streamEncoder{w: w, flush: flush, withUsage: withUsage}
 	e.head = append(buf, `data: {"id":`...)
 	e.head = chat.AppendString(e.head, id)
 	e.head = append(e.head, `,"object":"chat.completion.chunk","created":`...)
@@ -82,15 +87,31 @@ func encodeStream(w io.Writer, flush func(), model, id string, created int64, wi
 	// The events are written after the head, in the rest of its buffer.
 	h := e.head
 	e.head, e.buf = h[:len(h):len(h)], h[len(h):]
+	return e
+}
+
+// run encodes chunks and ends the stream.
+func (e *streamEncoder) run(chunks iter.Seq2[chat.Chunk, error]) error {
 	for c, err := range chunks {
 		if err != nil {
-			_ = e.error(&chat.StreamError{Type: "server_error", Message: err.Error()})
+			_ = e.fail(err)
 			return err
 		}
 		if err := e.chunk(&c); err != nil {
 			return err
 		}
 	}
+	return e.finish()
+}
+
+// fail writes the error line for err, a decode error of the chunks.
+func (e *streamEncoder) fail(err error) error {
+	return e.error(&chat.StreamError{Type: "server_error", Message: err.Error()})
+}
+
+// finish ends the stream: the usage chunk, when the client asked for it
+// and there was usage, then [DONE].
+func (e *streamEncoder) finish() error {
 	if e.withUsage && e.usage != nil {
 		b := append(e.buf[:0], e.head...)
 		b = append(b, `[],"usage":`...)

@@ -123,6 +123,11 @@ type Gateway struct {
 
 	// recording are the client model names whose exchanges are recorded.
 	recording map[string]bool
+
+	// noForward turns the forwarding of same-dialect streams off: every
+	// event is decoded and encoded (the reference the forwarding is
+	// tested against).
+	noForward bool
 }
 
 // Model is one entry of GET /v1/models.
@@ -382,9 +387,16 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	if !streaming {
 		src = &capped{r: upBody, left: g.opts.MaxResponseBytes}
 	}
+	decode := p.row.Upstream.Decode
+	var fw wire.Forwarder
+	if streaming {
+		if fw = g.forwarder(w, d, p, &sent, out, kept != nil); fw != nil {
+			decode = fw.Decode
+		}
+	}
 	// The client's own tool-call ids come back first, then a format sent
 	// as a forced tool becomes the text the client asked for.
-	chunks := sent.ids.Chunks(p.row.Upstream.Decode(src))
+	chunks := sent.ids.Chunks(decode(src))
 	if sent.tool != "" {
 		chunks = wire.ToolAsText(chunks, sent.tool)
 	}
@@ -406,7 +418,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 			}
 		})
 	}
-	g.stream(w, r, d, p, upBody, out, recordStream(w, out, chunks))
+	g.stream(w, r, d, p, upBody, out, recordStream(w, out, chunks), fw)
 	return nil
 }
 
@@ -580,8 +592,8 @@ func (g *Gateway) whole(ctx context.Context, r *http.Request, p *Provider, sent 
 }
 
 // stream writes chunks to a streaming client in its dialect, each event
-// as it is decoded.
-func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, upBody *upstream.Body, out wire.Outgoing, chunks iter.Seq2[chat.Chunk, error]) {
+// as it is decoded; by fw, when not nil, whose Decode made chunks.
+func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, d Dialect, p *Provider, upBody *upstream.Body, out wire.Outgoing, chunks iter.Seq2[chat.Chunk, error], fw wire.Forwarder) {
 	h := w.Header()
 	ct := "text/event-stream"
 	if t := d.row().StreamType; t != nil {
@@ -599,7 +611,12 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, d Dialect, p *P
 	// wait for the upstream: the events decoded from one upstream read
 	// leave in one write, and none waits behind a slow upstream.
 	upBody.BeforeRead(flush)
-	err := d.row().Stream(cw, out, chunks)
+	var err error
+	if fw != nil {
+		err = fw.Stream(cw, chunks)
+	} else {
+		err = d.row().Stream(cw, out, chunks)
+	}
 	if err != nil && r.Context().Err() == nil {
 		g.opts.Logger.Warn("gateway stream", "provider", p.Name, "err", p.redact(err.Error()))
 	}

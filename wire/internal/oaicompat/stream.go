@@ -213,6 +213,21 @@ func (a *ToolCallAssembler) Fragment(key int, id, name, args string, emit func(c
 	return true
 }
 
+// Open is the canonical index of the call open under the provider's key:
+// started and not closed, so that a fragment with arguments only (no id,
+// no name) is one tool_call_delta of it; ok is false for any other key.
+func (a *ToolCallAssembler) Open(key int) (index int, ok bool) {
+	pos, ok := a.byKey[key]
+	if !ok || a.err != nil {
+		return 0, false
+	}
+	c := &a.calls[pos]
+	if !c.started || c.closed {
+		return 0, false
+	}
+	return c.index, true
+}
+
 // start emits the start of call pos and the arguments it already has.
 func (a *ToolCallAssembler) start(pos int, emit func(chat.Chunk) bool) bool {
 	c := &a.calls[pos]
