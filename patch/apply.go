@@ -977,10 +977,15 @@ func (a *applier) candidates(s *side, step, hint int) ([]cand, *Error) {
 	case stepRstrip, stepFields:
 		return a.scan(s, step-stepRstrip+levelRstrip, cand{}, hint, nil, 2, nil)
 	case stepIndent:
-		return a.scan(s, levelIndent, cand{}, hint, nil, 2, func(c *cand) bool {
-			c.ind = a.reindentAt(s, *c)
-			return c.ind != nil
-		})
+		// Unique once indentation is ignored, then at the file's depths.
+		found, err := a.scan(s, levelIndent, cand{}, hint, nil, 2, nil)
+		if err != nil || len(found) != 1 {
+			return found, err
+		}
+		if found[0].ind = a.reindentAt(s, found[0]); found[0].ind == nil {
+			return nil, nil
+		}
+		return found, nil
 	case stepInner:
 		return a.inner(s, hint)
 	}
@@ -1100,10 +1105,13 @@ func lcs(x, y []byte) int {
 
 // rival refuses candidate c of s, found at step, when a context line it
 // ignores points at another place: a place that holds the line and
-// matches the hunk about as well as c does (at most one line less). The
-// ignored line may be the very line that tells the hunk's place, so
-// neither place is certain. A line the target holds in many places tells
-// no place, nor does a blank one.
+// matches the hunk about as well as c does, the text that c matches and
+// the other place does not being less than minInfo non-space characters,
+// the least text ctxkit places a hunk by. The ignored line may be the
+// very line that tells the hunk's place, so neither place is certain. A
+// line the target holds in many places tells no place, nor does a blank
+// one; counting characters, not lines, keeps braces and blank lines that
+// match anywhere from making a rival.
 func (a *applier) rival(s *side, c cand, step int) *Error {
 	if step < stepFuzz1 || step == stepIndent {
 		return nil
@@ -1135,7 +1143,7 @@ func (a *applier) rival(s *side, c cand, step int) *Error {
 			if abs(q-where) <= nearLines {
 				continue
 			}
-			if r := (cand{region: q - j}); a.score(s, r)+1 >= score {
+			if r := (cand{region: q - j}); a.score(s, r)+minInfo > score {
 				line := c.region + c.lead + 1
 				e := a.ambiguous(s, []cand{c, r}, "")
 				e.Msg = fmt.Sprintf("matches at line %d only %s, and the line it ignores there, %q, is at line %d, where the hunk matches about as well: add context lines that make it unique",
@@ -1147,8 +1155,8 @@ func (a *applier) rival(s *side, c cand, step int) *Error {
 	return nil
 }
 
-// score counts the old lines of s that the target holds, indentation
-// ignored, at their lines at c.
+// score counts the non-space characters of the old lines of s that the
+// target holds, indentation ignored, at their lines at c.
 func (a *applier) score(s *side, c cand) int {
 	n := 0
 	for j := range s.old {
@@ -1158,29 +1166,30 @@ func (a *applier) score(s *side, c cand) int {
 		}
 		a.work++
 		if eqLine(levelIndent, a.t.line(p), s.old[j]) {
-			n++
+			n += info1(s.old[j])
 		}
 	}
 	return n
 }
 
-// occurrences is the target lines equal to text, indentation ignored,
-// stopping after limit of them.
+// occurrences is the target lines equal to text once whitespace is
+// collapsed (the indentation as written), stopping after limit of them.
+// (The fuzz steps that call it have built the index at that level.)
 func (a *applier) occurrences(text string, limit int) []int {
 	t := &a.t
 	var out []int
 	if t.n < indexMin {
 		for i := 0; i < t.n && len(out) < limit; i++ {
 			a.work++
-			if eqLine(levelIndent, t.line(i), text) {
+			if eqLine(levelFields, t.line(i), text) {
 				out = append(out, i)
 			}
 		}
 		return out
 	}
-	for _, k := range lookup(t.index(levelIndent), hashLine(levelIndent, text)) {
+	for _, k := range lookup(t.index(levelFields), hashLine(levelFields, text)) {
 		a.work++
-		if i := int(k & lineMask); eqLine(levelIndent, t.line(i), text) {
+		if i := int(k & lineMask); eqLine(levelFields, t.line(i), text) {
 			if out = append(out, i); len(out) == limit {
 				break
 			}
@@ -1230,6 +1239,24 @@ func (a *applier) inner(s *side, hint int) ([]cand, *Error) {
 		sig := changeSig(s, c, ops, insAt)
 		if !slices.ContainsFunc(sigs, func(o []int) bool { return slices.Equal(o, sig) }) {
 			out, sigs = append(out, c), append(sigs, sig)
+		}
+	}
+	// A context line found extra may instead be a line the file has
+	// changed: when the hunk matches somewhere with another line in its
+	// place, either reading could be the right one.
+	for _, c := range out {
+		if c.skip == 0 {
+			continue
+		}
+		alt, err := a.scan(s, levelFields, cand{skip: c.skip, gap: c.skip}, hint, nil, 0, nil)
+		if err != nil {
+			return nil, err
+		}
+		if len(alt) > 0 {
+			e := a.ambiguous(s, []cand{c, alt[0]}, "")
+			e.Msg = fmt.Sprintf("matches at line %d with its context line %q left out, and at line %d with another line in its place: add context lines that make it unique",
+				c.region+1, clip(s.old[c.skip-1], 60), alt[0].region+1)
+			return nil, e
 		}
 	}
 	return out, nil
@@ -1916,51 +1943,74 @@ func gcd(x, y int) int {
 // the target's indentation there.
 const unitWindow = 40
 
-// indentUnit is the indentation unit the target uses around lines b to
-// e (or, when nothing there is indented, in the whole target): a tab when
-// most indented lines start with one, else the spaces that the greatest
-// common divisor of their widths gives, or when that is 1 (alignment
-// spaces in the mix) the commonest step by which the indentation of one
-// line exceeds the line before. "" when no line is indented.
+// indentUnit is the indentation unit the target uses at lines b to e: a
+// tab or some spaces, or "" when no line of the target is indented.
+// Tabs or spaces is what most indented lines of the nearest range that
+// has any use: lines b to e, then unitWindow lines around them, then the
+// whole target (a file indented with tabs may hold a text indented with
+// spaces a few lines away). The number of spaces is the greatest common
+// divisor of the widths of the space-indented lines around (or of the
+// whole target), or when that is 1 (alignment spaces in the mix) the
+// commonest step by which one line's indentation exceeds the line
+// before.
 func (t *target) indentUnit(b, e int) string {
-	for _, r := range [2][2]int{{max(b-unitWindow, 0), min(e+unitWindow, t.n)}, {0, t.n}} {
-		tabs, spaced, g, prev := 0, 0, 0, 0
-		var steps [maxIndentWidth + 1]int
-		for i := r[0]; i < r[1]; i++ {
-			l := t.line(i)
-			n := leadingSpace(l)
-			if n == len(l) {
-				continue
-			}
-			w := 0
-			for w < n && l[w] == ' ' {
-				w++
-			}
-			switch {
-			case n > 0 && l[0] == '\t':
-				tabs++
-			case w > 0:
-				spaced++
-				g = gcd(g, w)
-			}
-			if d := w - prev; d > 0 && d <= maxIndentWidth {
-				steps[d]++
-			}
-			prev = w
+	ranges := [3][2]int{{b, e}, {max(b-unitWindow, 0), min(e+unitWindow, t.n)}, {0, t.n}}
+	tabs := false
+	found := false
+	for _, r := range ranges {
+		nt, ns, _ := t.indentStats(r[0], r[1])
+		if nt+ns > 0 {
+			tabs, found = nt >= ns, true
+			break
+		}
+	}
+	switch {
+	case !found:
+		return ""
+	case tabs:
+		return "\t"
+	}
+	for _, r := range ranges[1:] {
+		if _, ns, g := t.indentStats(r[0], r[1]); ns > 0 {
+			return strings.Repeat(" ", min(g, 2*maxIndentWidth))
+		}
+	}
+	return " " // not reached: the ranges hold a space-indented line
+}
+
+// indentStats counts the lines from b to e indented with a tab and with
+// spaces, and gives the spaces' unit (see indentUnit).
+func (t *target) indentStats(b, e int) (tabs, spaced, unit int) {
+	prev := 0
+	var steps [maxIndentWidth + 1]int
+	for i := b; i < e; i++ {
+		l := t.line(i)
+		n := leadingSpace(l)
+		if n == len(l) {
+			continue
+		}
+		w := 0
+		for w < n && l[w] == ' ' {
+			w++
 		}
 		switch {
-		case tabs == 0 && spaced == 0:
-			continue
-		case tabs >= spaced:
-			return "\t"
-		case g == 1:
-			for d := 2; d <= maxIndentWidth; d++ {
-				if steps[d] > steps[g] {
-					g = d
-				}
+		case n > 0 && l[0] == '\t':
+			tabs++
+		case w > 0:
+			spaced++
+			unit = gcd(unit, w)
+		}
+		if d := w - prev; d > 0 && d <= maxIndentWidth {
+			steps[d]++
+		}
+		prev = w
+	}
+	if unit == 1 {
+		for d := 2; d <= maxIndentWidth; d++ {
+			if steps[d] > steps[unit] {
+				unit = d
 			}
 		}
-		return strings.Repeat(" ", min(g, 2*maxIndentWidth))
 	}
-	return ""
+	return tabs, spaced, unit
 }

@@ -94,11 +94,13 @@ func TestLenientIndentation(t *testing.T) {
 			msg:  []string{"lines 2 and 8", "indentation"},
 		},
 		{
-			name:  "of two places once indentation is ignored, the one at the diff's depth",
-			file:  "func f() {\n\tif ok {\n\t\trun(task)\n\t}\n\tfor {\n\t\tif ok {\n\t\t\trun(task)\n\t\t}\n\t}\n}\n",
-			diff:  "@@ ... @@\n     if ok {\n-        run(task)\n+        go run(task)\n     }\n",
-			want:  "func f() {\n\tif ok {\n\t\tgo run(task)\n\t}\n\tfor {\n\t\tif ok {\n\t\t\trun(task)\n\t\t}\n\t}\n}\n",
-			match: []string{"indent"},
+			// Unique once indentation is ignored comes first: the depth
+			// only confirms the one place.
+			name: "two places once indentation is ignored, one at the diff's depth",
+			file: "func f() {\n\tif ok {\n\t\trun(task)\n\t}\n\tfor {\n\t\tif ok {\n\t\t\trun(task)\n\t\t}\n\t}\n}\n",
+			diff: "@@ ... @@\n     if ok {\n-        run(task)\n+        go run(task)\n     }\n",
+			err:  CodeAmbiguous,
+			msg:  []string{"lines 2 and 6"},
 		},
 		{
 			name:  "the same indentation with stale trailing spaces is not re-indented",
@@ -167,6 +169,15 @@ func TestLenientInnerContext(t *testing.T) {
 			diff: "@@ -9,4 +9,5 @@\n \tstep()\n \tprepare(a)\n-\tfinish()\n+\tfinish(now)\n \tcleanup()\n \tvalidate()\n",
 			err:  CodeAmbiguous,
 			msg:  []string{"line 3", "line 9"},
+		},
+		{
+			// The line left out places the hunk in two(); one() has
+			// another line in its place: an edit, perhaps.
+			name: "one extra line, or one changed line elsewhere",
+			file: "func one() {\n\topen()\n\tlock()\n\tcheck(1)\n\tread()\n\tclose()\n\tunlock()\n}\n\nfunc two() {\n\topen()\n\tlock()\n\tread()\n\tclose()\n\tunlock()\n}\n",
+			diff: "@@ ... @@\n \topen()\n \tlock()\n \tcheck(0)\n \tread()\n-\tclose()\n+\tclose(true)\n \tunlock()\n",
+			err:  CodeAmbiguous,
+			msg:  []string{"line 2", "line 11"},
 		},
 	}
 	runRuleCases(t, cases)
