@@ -656,6 +656,7 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 	}
 	pin := pinOf(fwd, hintF)
 	judgeApplied := len(rev.old) > 0 // a hunk without new lines proves nothing applied
+	blank := !a.changesText(fwd.index)
 	var away []cand                  // a pinned hunk's matches in other places
 	for step := range steps {
 		fc, err := a.candidates(fwd, step, hintF)
@@ -674,6 +675,14 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 			if rc, err = a.candidates(rev, step, hintR); err != nil {
 				return loc{}, err
 			}
+		}
+		if blank && len(fc) > 0 && len(rc) > 0 {
+			// Blank lines added or deleted beside blank lines: the new
+			// lines found around the old ones say nothing either way.
+			e := a.ambiguous(fwd, append(fc, rc...), "")
+			e.Msg = fmt.Sprintf("its changed lines are blank, and the file holds both its old lines (line %d) and its new lines (line %d) %s: whether it is already applied cannot be told; add context lines with text",
+				fc[0].region+fc[0].lead+1, rc[0].region+rc[0].lead+1, stepWhy(step))
+			return loc{}, e
 		}
 		fc, rc = dropInner(fc, fwd, rc, rev), dropInner(rc, rev, fc, fwd)
 		if len(fc) > 0 && len(rc) > 0 {
@@ -973,12 +982,12 @@ func (a *applier) candidates(s *side, step, hint int) ([]cand, *Error) {
 	}
 	switch step {
 	case stepExact:
-		return a.scan(s, levelExact, cand{}, hint, nil, maxCands, nil)
+		return a.scan(s, levelExact, cand{}, hint, nil, maxCands)
 	case stepRstrip, stepFields:
-		return a.scan(s, step-stepRstrip+levelRstrip, cand{}, hint, nil, 2, nil)
+		return a.scan(s, step-stepRstrip+levelRstrip, cand{}, hint, nil, 2)
 	case stepIndent:
 		// Unique once indentation is ignored, then at the file's depths.
-		found, err := a.scan(s, levelIndent, cand{}, hint, nil, 2, nil)
+		found, err := a.scan(s, levelIndent, cand{}, hint, nil, 2)
 		if err != nil || len(found) != 1 {
 			return found, err
 		}
@@ -989,8 +998,16 @@ func (a *applier) candidates(s *side, step, hint int) ([]cand, *Error) {
 	case stepInner:
 		return a.inner(s, hint)
 	}
-	fuzz := step - stepFields
-	fits := func(c *cand) bool { return a.dropsFit(s, c) }
+	return a.fuzzy(s, step-stepFields, hint)
+}
+
+// fuzzy is where s's old lines match with up to fuzz context lines
+// ignored at each edge (and fuzz at one of them at least). The lines left
+// must match in one place only, whatever the lines ignored are there:
+// a place is a candidate before its ignored lines are judged, so a place
+// they do not fit still makes the hunk ambiguous. At the one place, the
+// ignored lines must fit (dropsFit); otherwise the step finds nothing.
+func (a *applier) fuzzy(s *side, fuzz, hint int) ([]cand, *Error) {
 	var found []cand
 	for lead := 0; lead <= fuzz; lead++ {
 		for trail := 0; trail <= fuzz; trail++ {
@@ -1002,14 +1019,33 @@ func (a *applier) candidates(s *side, step, hint int) ([]cand, *Error) {
 				continue
 			}
 			for lv := levelExact; lv <= levelFields; lv++ {
-				var err *Error
-				if found, err = a.scan(s, lv, cand{lead: lead, trail: trail}, hint, found, 3, fits); err != nil {
+				cs, err := a.scan(s, lv, cand{lead: lead, trail: trail}, hint, nil, 2)
+				if err != nil {
 					return nil, err
+				}
+				for _, c := range cs {
+					if !slices.ContainsFunc(found, func(f cand) bool { return f.region == c.region && f.lead == c.lead && f.trail == c.trail }) {
+						found = append(found, c)
+					}
 				}
 			}
 		}
 	}
-	return found, nil
+	var places []cand // one candidate per place
+	for _, c := range found {
+		if !slices.ContainsFunc(places, c.same) {
+			places = append(places, c)
+		}
+	}
+	if len(places) != 1 {
+		return places, nil
+	}
+	for _, c := range found {
+		if a.dropsFit(s, &c) {
+			return []cand{c}, nil
+		}
+	}
+	return nil, nil
 }
 
 // nearLines is how far from its place a context line that a loose pass
@@ -1218,7 +1254,7 @@ func (a *applier) inner(s *side, hint int) ([]cand, *Error) {
 			continue
 		}
 		for lv := levelExact; lv <= levelFields; lv++ {
-			if found, err = a.scan(s, lv, cand{skip: k + 1}, hint, found, innerLimit, nil); err != nil {
+			if found, err = a.scan(s, lv, cand{skip: k + 1}, hint, found, innerLimit); err != nil {
 				return nil, err
 			}
 		}
@@ -1228,7 +1264,7 @@ func (a *applier) inner(s *side, hint int) ([]cand, *Error) {
 			continue
 		}
 		for lv := levelExact; lv <= levelFields; lv++ {
-			if found, err = a.scan(s, lv, cand{gap: g + 1}, hint, found, innerLimit, nil); err != nil {
+			if found, err = a.scan(s, lv, cand{gap: g + 1}, hint, found, innerLimit); err != nil {
 				return nil, err
 			}
 		}
@@ -1248,7 +1284,7 @@ func (a *applier) inner(s *side, hint int) ([]cand, *Error) {
 		if c.skip == 0 {
 			continue
 		}
-		alt, err := a.scan(s, levelFields, cand{skip: c.skip, gap: c.skip}, hint, nil, 0, nil)
+		alt, err := a.scan(s, levelFields, cand{skip: c.skip, gap: c.skip}, hint, nil, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -1352,11 +1388,10 @@ func info1(l string) int {
 // stopping once found holds more than limit entries. q says which old
 // lines: without q.lead and q.trail context lines at the edges, without
 // old line q.skip-1, with one target line of any content before old line
-// q.gap-1. A place already in found is not added again, nor one that
-// fits (when not nil) rejects; fits may fill in the candidate. The
-// candidates come from the target's index: the places of the old line
-// the target holds least often, each checked line by line.
-func (a *applier) scan(s *side, level int, q cand, hint int, found []cand, limit int, fits func(*cand) bool) ([]cand, *Error) {
+// q.gap-1. A place already in found is not added again. The candidates
+// come from the target's index: the places of the old line the target
+// holds least often, each checked line by line.
+func (a *applier) scan(s *side, level int, q cand, hint int, found []cand, limit int) ([]cand, *Error) {
 	old := s.old[q.lead : len(s.old)-q.trail]
 	if q.skip > 0 {
 		k := q.skip - 1 - q.lead
@@ -1435,7 +1470,7 @@ func (a *applier) scan(s *side, level int, q cand, hint int, found []cand, limit
 		}
 		c := q
 		c.region = region
-		if !slices.ContainsFunc(found, c.same) && (fits == nil || fits(&c)) {
+		if !slices.ContainsFunc(found, c.same) {
 			found = append(found, c)
 			if len(found) > limit {
 				break

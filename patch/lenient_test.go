@@ -163,12 +163,14 @@ func TestLenientInnerContext(t *testing.T) {
 		},
 		{
 			// Left out, the extra line places the hunk in b; but a holds
-			// that line and as much of the rest.
+			// that line and nearly all the rest (one line there is
+			// edited).
 			name: "one extra line naming another place",
-			file: "func a() {\n\tstep()\n\tprepare(a)\n\tfinish()\n\tcleanup()\n}\n\nfunc b() {\n\tstep()\n\tfinish()\n\tcleanup()\n\tvalidate()\n}\n",
-			diff: "@@ -9,4 +9,5 @@\n \tstep()\n \tprepare(a)\n-\tfinish()\n+\tfinish(now)\n \tcleanup()\n \tvalidate()\n",
+			file: "func a() {\n\tbegin()\n\tstep()\n\tprepare(a)\n\tfinish(x)\n\tflush()\n\tcleanup()\n\tend()\n}\n\n" +
+				"func b() {\n\tbegin()\n\tstep()\n\tfinish()\n\tflush()\n\tcleanup()\n\tend()\n}\n",
+			diff: "@@ ... @@\n \tbegin()\n \tstep()\n \tprepare(a)\n \tfinish()\n-\tflush()\n+\tflush(true)\n \tcleanup()\n \tend()\n",
 			err:  CodeAmbiguous,
-			msg:  []string{"line 3", "line 9"},
+			msg:  []string{"line 4", "line 12"},
 		},
 		{
 			// The line left out places the hunk in two(); one() has

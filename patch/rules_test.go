@@ -388,6 +388,13 @@ func TestRuleBlankOnlyNeverNoop(t *testing.T) {
 		{name: "a blank line added, found added", file: spaced, diff: addBlank, err: CodeNotFound},
 		{name: "a blank line deleted, found deleted", file: two, diff: delBlank, err: CodeNotFound},
 		{name: "a blank line added", file: two, diff: addBlank, want: spaced, match: []string{"exact"}},
+		{
+			name: "a blank line added beside blank lines",
+			file: "first := compute(1)\n\n\nsecond := compute(2)\n",
+			diff: "@@ -1,2 +1,3 @@\n first := compute(1)\n+\n \n",
+			err:  CodeAmbiguous,
+			msg:  []string{"blank"},
+		},
 		{name: "a blank line deleted", file: spaced, diff: delBlank, want: two, match: []string{"exact"}},
 		{
 			name: "a line of spaces added, found added",
