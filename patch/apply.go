@@ -657,7 +657,7 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 	pin := pinOf(fwd, hintF)
 	judgeApplied := len(rev.old) > 0 // a hunk without new lines proves nothing applied
 	blank := !a.changesText(fwd.index)
-	var away []cand                  // a pinned hunk's matches in other places
+	var away []cand // a pinned hunk's matches in other places
 	for step := range steps {
 		fc, err := a.candidates(fwd, step, hintF)
 		if err != nil {
