@@ -509,8 +509,10 @@ func (c cand) same(d cand) bool {
 }
 
 type applier struct {
-	t     target
-	f     *File
+	t target
+	f *File
+	// pin is the pinning of the hunk being placed (forward).
+	pin   pinning
 	work  int // line comparisons made for the current hunk
 	warns []string
 }
@@ -614,10 +616,12 @@ func (s *side) headerLine() int {
 	return max(s.start-1, 0)
 }
 
-// Search steps, from the strictest to the loosest: the fuzz steps ignore
-// one, then two context lines per side; the indentation step ignores
-// indentation; the inner step allows one context line missing or extra
-// inside the hunk.
+// Search steps, from the strictest to the loosest. The first fuzz step
+// takes a hunk one context line off: one ignored at an edge, or one
+// missing or extra inside it (both readings at once, so that a place
+// found one way and another place found the other make the hunk
+// ambiguous); the second ignores two context lines per side; the
+// indentation step ignores indentation.
 //
 // Ignoring a few edge context lines comes before ignoring indentation:
 // the edge lines it ignores must be like the lines that stand there, and
@@ -630,7 +634,6 @@ const (
 	stepFuzz1
 	stepFuzz2
 	stepIndent
-	stepInner
 	steps
 )
 
@@ -655,6 +658,7 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 		hintF, hintR = fwd.headerLine()+delta, rev.headerLine()+delta
 	}
 	pin := pinOf(fwd, hintF)
+	a.pin = pin
 	judgeApplied := len(rev.old) > 0 // a hunk without new lines proves nothing applied
 	blank := !a.changesText(fwd.index)
 	var away []cand // a pinned hunk's matches in other places
@@ -703,6 +707,9 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 				e.Msg = "its new lines (the diff already applied) " + e.Msg
 				return loc{}, e
 			}
+			if e := a.appliedOnly(fwd, rc[0], step, hintF); e != nil {
+				return loc{}, e
+			}
 			return a.mk(rev, rc[0], step), nil
 		case len(fc) == 0:
 			continue
@@ -723,14 +730,14 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 		case step == stepExact:
 		case step == stepRstrip || step == stepFields:
 			a.warnf("hunk %d matched only with whitespace ignored", fwd.index+1)
-		case step == stepFuzz1 || step == stepFuzz2:
-			a.warnf("hunk %d matched with %s ignored", fwd.index+1, plural(step-stepFields, "context line"))
 		case step == stepIndent:
 			a.warnf("hunk %d matched only with indentation ignored; its added lines are indented as the file is there (%s)", fwd.index+1, c.ind.describe())
 		case c.skip > 0:
 			a.warnf("hunk %d matched with its context line %q, which the file does not hold there, ignored", fwd.index+1, clip(fwd.old[c.skip-1], 60))
-		default:
+		case c.gap > 0:
 			a.warnf("hunk %d matched with line %d of the file, which the hunk leaves out, taken as context", fwd.index+1, c.region+c.gap)
+		default:
+			a.warnf("hunk %d matched with %s ignored", fwd.index+1, plural(step-stepFields, "context line"))
 		}
 		return a.mk(fwd, c, step), nil
 	}
@@ -738,6 +745,31 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 		return loc{}, a.unpinned(fwd, pin, away[0])
 	}
 	return loc{}, a.notFound(fwd, hintF)
+}
+
+// appliedOnly checks a hunk's new lines found at step (at c) against its
+// old lines at the looser steps: already applied is the new lines found
+// and the old lines not (a match of the old lines however loose says the
+// change may be still to make). From an exact or whitespace match of the
+// new lines that is taken as settled, as it always was; from a looser
+// one, a looser reading of the old lines makes the hunk ambiguous.
+func (a *applier) appliedOnly(fwd *side, c cand, step, hint int) *Error {
+	if step < stepFuzz1 {
+		return nil
+	}
+	for later := step + 1; later < steps; later++ {
+		lc, err := a.candidates(fwd, later, hint)
+		if err != nil {
+			return err
+		}
+		if len(lc) > 0 {
+			e := a.ambiguous(fwd, append(lc, c), "")
+			e.Msg = fmt.Sprintf("its new lines are at line %d %s, and its old lines at line %d %s: the file may already be changed; add context lines that make it unique",
+				c.region+c.lead+1, stepWhy(step), lc[0].region+lc[0].lead+1, stepWhy(later))
+			return e
+		}
+	}
+	return nil
 }
 
 func stepWhy(step int) string {
@@ -748,8 +780,8 @@ func stepWhy(step int) string {
 		return "when whitespace is ignored"
 	case stepIndent:
 		return "when indentation is ignored"
-	case stepInner:
-		return "with one context line missing or extra"
+	case stepFuzz1:
+		return "with one context line ignored, missing or extra"
 	}
 	return fmt.Sprintf("with %s ignored", plural(step-stepFields, "context line"))
 }
@@ -878,11 +910,22 @@ func pinOf(s *side, hint int) pinning {
 	return pinning{on: true, at: hint}
 }
 
+// allows reports whether the pin allows candidate c found at step.
+func (p pinning) allows(c cand, step int) bool {
+	switch {
+	case !p.on:
+		return true
+	case p.at < 0:
+		return step <= stepFields
+	}
+	return c.region == p.at || c.region == 0
+}
+
 // split divides the candidates found at step into those where the pin
 // allows and the others.
 func (p pinning) split(cands []cand, step int) (in, out []cand) {
 	for _, c := range cands {
-		if (p.at < 0 && step <= stepFields) || (p.at >= 0 && (c.region == p.at || c.region == 0)) {
+		if p.allows(c, step) {
 			in = append(in, c)
 		} else {
 			out = append(out, c)
@@ -959,10 +1002,11 @@ func (a *applier) mk(s *side, c cand, step int) loc {
 		m.Pass = PassWhitespace
 	case stepFuzz1, stepFuzz2:
 		m.Pass, m.Fuzz = PassFuzz, step-stepFields
+		if c.skip > 0 || c.gap > 0 {
+			m.Pass, m.Fuzz = PassInner, 0
+		}
 	case stepIndent:
 		m.Pass = PassIndent
-	case stepInner:
-		m.Pass = PassInner
 	}
 	if s.numbered {
 		m.Offset = c.region - s.headerLine()
@@ -995,18 +1039,69 @@ func (a *applier) candidates(s *side, step, hint int) ([]cand, *Error) {
 			return nil, nil
 		}
 		return found, nil
-	case stepInner:
-		return a.inner(s, hint)
 	}
-	return a.fuzzy(s, step-stepFields, hint)
+	found, err := a.fuzzy(s, step-stepFields, hint)
+	if err != nil {
+		return nil, err
+	}
+	if step == stepFuzz1 {
+		in, err := a.inner(s, hint)
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, in...)
+	}
+	return a.settle(s, found, step), nil
+}
+
+// settle reduces the candidates of a fuzz step to one per place (the
+// target lines they change), and when there is one place, to the
+// candidate that holds there: an edge-trimmed one whose ignored lines
+// fit, else an inner one, either preferably where the hunk's pin allows;
+// none when neither holds. The places are counted before the ignored
+// lines are judged, so a place they do not fit still makes the hunk
+// ambiguous.
+func (a *applier) settle(s *side, found []cand, step int) []cand {
+	if len(found) == 0 {
+		return nil
+	}
+	ops, insAt := a.oldOps(s)
+	sig0 := changeSig(s, found[0], ops, insAt)
+	var places []cand
+	var sigs [][]int
+	for _, c := range found {
+		sig := changeSig(s, c, ops, insAt)
+		if !slices.ContainsFunc(sigs, func(o []int) bool { return slices.Equal(o, sig) }) {
+			places, sigs = append(places, c), append(sigs, sig)
+		}
+	}
+	if len(places) > 1 {
+		return places
+	}
+	var fit, inner []cand
+	for _, c := range found {
+		switch {
+		case c.skip > 0 || c.gap > 0:
+			inner = append(inner, c)
+		case a.dropsFit(s, &c) && slices.Equal(changeSig(s, c, ops, insAt), sig0):
+			fit = append(fit, c)
+		}
+	}
+	held := append(fit, inner...)
+	for _, c := range held {
+		if s.reverse || a.pin.allows(c, step) {
+			return []cand{c}
+		}
+	}
+	if len(held) > 0 {
+		return held[:1]
+	}
+	return nil
 }
 
 // fuzzy is where s's old lines match with up to fuzz context lines
-// ignored at each edge (and fuzz at one of them at least). The lines left
-// must match in one place only, whatever the lines ignored are there:
-// a place is a candidate before its ignored lines are judged, so a place
-// they do not fit still makes the hunk ambiguous. At the one place, the
-// ignored lines must fit (dropsFit); otherwise the step finds nothing.
+// ignored at each edge (and fuzz at one of them at least), each place
+// once per number of lines ignored at each edge.
 func (a *applier) fuzzy(s *side, fuzz, hint int) ([]cand, *Error) {
 	var found []cand
 	for lead := 0; lead <= fuzz; lead++ {
@@ -1031,21 +1126,7 @@ func (a *applier) fuzzy(s *side, fuzz, hint int) ([]cand, *Error) {
 			}
 		}
 	}
-	var places []cand // one candidate per place
-	for _, c := range found {
-		if !slices.ContainsFunc(places, c.same) {
-			places = append(places, c)
-		}
-	}
-	if len(places) != 1 {
-		return places, nil
-	}
-	for _, c := range found {
-		if a.dropsFit(s, &c) {
-			return []cand{c}, nil
-		}
-	}
-	return nil, nil
+	return found, nil
 }
 
 // nearLines is how far from its place a context line that a loose pass
@@ -1234,47 +1315,38 @@ func (a *applier) occurrences(text string, limit int) []int {
 	return out
 }
 
-// innerLimit is how many candidates the inner step collects: the
-// variants of a hunk (each context line left out, each place for a
-// missing one) can find one place several ways.
-const innerLimit = 8
-
 // inner is where s's old lines match with one context line inside the
 // hunk left out (the target does not have it), or with one target line
 // between two of them (the hunk left it out). A missing line is never
 // allowed where a pure insertion goes (it could go before or after that
-// line) nor between two deleted lines. Candidates that change the same
-// target lines are one.
+// line) nor between two deleted lines.
 func (a *applier) inner(s *side, hint int) ([]cand, *Error) {
 	ops, insAt := a.oldOps(s)
-	var found []cand
-	var err *Error
+	var variants []cand
 	for k := 1; k+1 < len(s.old); k++ {
-		if ops[k] != Context {
-			continue
-		}
-		for lv := levelExact; lv <= levelFields; lv++ {
-			if found, err = a.scan(s, lv, cand{skip: k + 1}, hint, found, innerLimit); err != nil {
-				return nil, err
-			}
+		if ops[k] == Context {
+			variants = append(variants, cand{skip: k + 1})
 		}
 	}
 	for g := 1; g < len(s.old); g++ {
-		if insAt[g] || (ops[g-1] == Delete && ops[g] == Delete) {
-			continue
-		}
-		for lv := levelExact; lv <= levelFields; lv++ {
-			if found, err = a.scan(s, lv, cand{gap: g + 1}, hint, found, innerLimit); err != nil {
-				return nil, err
-			}
+		if !insAt[g] && (ops[g-1] != Delete || ops[g] != Delete) {
+			variants = append(variants, cand{gap: g + 1})
 		}
 	}
+	// Each variant searched on its own, so that none hides another's
+	// second place.
 	var out []cand
-	var sigs [][]int
-	for _, c := range found {
-		sig := changeSig(s, c, ops, insAt)
-		if !slices.ContainsFunc(sigs, func(o []int) bool { return slices.Equal(o, sig) }) {
-			out, sigs = append(out, c), append(sigs, sig)
+	for _, q := range variants {
+		for lv := levelExact; lv <= levelFields; lv++ {
+			cs, err := a.scan(s, lv, q, hint, nil, 2)
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range cs {
+				if !slices.ContainsFunc(out, c.same) {
+					out = append(out, c)
+				}
+			}
 		}
 	}
 	// A context line found extra may instead be a line the file has

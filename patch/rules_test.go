@@ -475,3 +475,23 @@ func TestRuleMessagesSayWhatIsMissing(t *testing.T) {
 	}
 	runRuleCases(t, cases)
 }
+
+// TestRuleAppliedOnlyWhenOldLinesAbsent: a hunk's new lines found only
+// loosely make it already applied only when its old lines are found at
+// no looser step either.
+func TestRuleAppliedOnlyWhenOldLinesAbsent(t *testing.T) {
+	file := "func check(token string) error {\n\treturn nil\n}\n\n// verify checks a token.\nfunc verify(token string) error {\n\treturn check(token)\n}\n\n// verified is a checked token.\ntype verified struct {\n\ttoken string\n}\n"
+	deleteVerify := "@@ -3,9 +3,5 @@\n }\n \n // verify checks a token.\n-func verify(token string) error {\n-    return check(token)\n-}\n-\n // verified is a checked token.\n type verified struct {\n"
+	cases := []ruleCase{
+		{
+			// Its new lines are there with its comment line taken as
+			// extra, its old lines with indentation ignored.
+			name: "new lines one line off, old lines with indentation ignored",
+			file: file,
+			diff: deleteVerify,
+			err:  CodeAmbiguous,
+			msg:  []string{"already be changed"},
+		},
+	}
+	runRuleCases(t, cases)
+}
