@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestLenientIndentation: a hunk whose lines differ from the file's only
@@ -357,4 +358,125 @@ func TestLenientCorpus(t *testing.T) {
 			t.Logf("%d applied, %d applied with the diff's own indentation, %d refused %v, %d wrong", applied, reindented, refused, fmt.Sprint(codes), wrong)
 		})
 	}
+}
+
+// FuzzApplyLenient builds a correct one-hunk diff for an edit of a
+// tab-indented target, rewrites it the way models get diffs wrong (spaces
+// for tabs, an inner context line left out, a context line added that the
+// target does not have) and applies it. It is refused, or it gives the
+// edited target; a hunk placed by a loose pass never lands elsewhere, and
+// the indentation pass leaves the target's tabs.
+func FuzzApplyLenient(f *testing.F) {
+	goFile := "package main\n\nfunc handle(req *Request) error {\n\tif req == nil {\n\t\treturn errNil\n\t}\n\treturn serve(req)\n}\n"
+	f.Add(goFile, uint8(6), uint8(0), "\tif req.Closed {\n\t\treturn errClosed\n\t}", uint8(3), uint8(0))
+	f.Add(goFile, uint8(4), uint8(1), "\t\treturn errGone", uint8(3), uint8(1))
+	f.Add(goFile, uint8(5), uint8(1), "\t}\n\tlog(req)", uint8(3), uint8(2))
+	f.Add("a()\nb()\nc()\nd()\ne()\nf()\ng()\n", uint8(3), uint8(1), "x()", uint8(3), uint8(1))
+	f.Fuzz(func(t *testing.T, src string, at, del uint8, ins string, ctx, mode uint8) {
+		if len(src) > 1<<12 || len(ins) > 1<<10 || strings.ContainsAny(src+ins, "\x00\r") || !utf8.ValidString(src) || !utf8.ValidString(ins) {
+			return
+		}
+		tabbed := func(s string) []string {
+			if s == "" {
+				return nil
+			}
+			ls := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+			for i, l := range ls {
+				// Tabs only, and none on a blank line (the indentation
+				// pass adds a blank line without any).
+				if body := strings.TrimLeft(l, " \t\v\f"); body != "" {
+					ls[i] = strings.Repeat("\t", strings.Count(l[:len(l)-len(body)], "\t")) + body
+				} else {
+					ls[i] = ""
+				}
+			}
+			return ls
+		}
+		lines, insLines := tabbed(src), tabbed(ins)
+		n := len(lines)
+		a := min(int(at), n)
+		d := min(int(del), n-a)
+		if d == 0 && len(insLines) == 0 {
+			return
+		}
+		c := 2 + int(ctx%3)
+		from, to := max(a-c, 0), min(a+d+c, n)
+		var body []string
+		for _, l := range lines[from:a] {
+			body = append(body, " "+l)
+		}
+		for _, l := range lines[a : a+d] {
+			body = append(body, "-"+l)
+		}
+		for _, l := range insLines {
+			body = append(body, "+"+l)
+		}
+		for _, l := range lines[a+d : to] {
+			body = append(body, " "+l)
+		}
+		text := strings.Join(lines, "\n") + "\n"
+		if n == 0 {
+			text = ""
+		}
+		switch mode % 3 {
+		case 0:
+			for j, l := range body {
+				k := len(l) - len(strings.TrimLeft(l[1:], "\t")) - 1
+				body[j] = l[:1] + strings.Repeat("    ", k) + l[1+k:]
+			}
+		case 1:
+			at := innerContext(body)
+			if len(at) == 0 {
+				return
+			}
+			j := at[len(at)/2]
+			body = append(body[:j:j], body[j+1:]...)
+		case 2:
+			at := innerContext(body)
+			const extra = "\tctxkit: a line the target does not have"
+			if len(at) == 0 || strings.Contains(text, strings.TrimSpace(extra)) {
+				return
+			}
+			j := at[len(at)/2]
+			body = append(body[:j:j], append([]string{" " + extra}, body[j:]...)...)
+		}
+		diff := fmt.Sprintf("@@ -%d +%d @@\n%s\n", from+1, from+1, strings.Join(body, "\n"))
+		parts := append(append(append([]string{}, lines[:a]...), insLines...), lines[a+d:]...)
+		want := strings.Join(parts, "\n")
+		if len(parts) > 0 {
+			want += "\n"
+		}
+		p, err := Parse(diff)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", diff, err)
+		}
+		res, err := Apply([]byte(text), p)
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("error %T is not *Error", err)
+			}
+			return
+		}
+		if res.Status == Noop {
+			// The target may hold the hunk's new lines too; a Noop is
+			// judged by the corpus tests, not here.
+			if string(res.Content) != text {
+				t.Fatal("a Noop changed the content")
+			}
+			return
+		}
+		m := res.Hunks[0].Match
+		switch m.Pass {
+		case PassExact, PassOffset, PassWhitespace:
+			// The rewritten diff matches as written, wherever that is.
+		case PassIndent, PassInner:
+			if string(res.Content) != want {
+				t.Fatalf("Apply(%q, %q) by %s = %q, want %q", text, diff, m, res.Content, want)
+			}
+		case PassFuzz:
+			if string(res.Content) != want && !(mode%3 == 0 && sameButIndentation(res.Content, []byte(want))) {
+				t.Fatalf("Apply(%q, %q) by %s = %q, want %q", text, diff, m, res.Content, want)
+			}
+		}
+	})
 }
