@@ -638,16 +638,16 @@ const (
 )
 
 // locate places hunk fwd (rev is the same hunk reversed). At each step,
-// from exact to one inner context line missing or extra, it looks for
-// the old lines and for the new lines (the hunk already applied), and
-// stops at the first step where either is found: a looser match in one
-// direction never wins over a stricter one in the other. Found both ways
-// at one step, the hunk is ambiguous, unless one match lies inside the
-// other (the lines of an insertion's context, found inside the hunk's new
-// lines, are no sign that it is not applied). Already applied is
-// believed only from a unique match with enough text to be sure of it,
-// of a hunk whose changed lines hold text: blank lines added or deleted
-// are found applied almost anywhere.
+// from exact to indentation ignored, it looks for the old lines and for
+// the new lines (the hunk already applied), and stops at the first step
+// where either is found: a looser match in one direction never wins over
+// a stricter one in the other. Found both ways at one step, the hunk is
+// ambiguous, unless one match lies inside the other (the lines of an
+// insertion's context, found inside the hunk's new lines, are no sign
+// that it is not applied). Already applied is believed only from a
+// unique match with enough text to be sure of it, and from a loose match
+// only when the old lines are found at no looser step; for the diff as a
+// whole, only from hunks whose changed lines hold text (see Apply).
 func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 	a.work = 0
 	if len(fwd.old) == 0 {
@@ -1066,7 +1066,6 @@ func (a *applier) settle(s *side, found []cand, step int) []cand {
 		return nil
 	}
 	ops, insAt := a.oldOps(s)
-	sig0 := changeSig(s, found[0], ops, insAt)
 	var places []cand
 	var sigs [][]int
 	for _, c := range found {
@@ -1083,7 +1082,7 @@ func (a *applier) settle(s *side, found []cand, step int) []cand {
 		switch {
 		case c.skip > 0 || c.gap > 0:
 			inner = append(inner, c)
-		case a.dropsFit(s, &c) && slices.Equal(changeSig(s, c, ops, insAt), sig0):
+		case a.dropsFit(s, &c):
 			fit = append(fit, c)
 		}
 	}
