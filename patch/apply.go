@@ -1112,17 +1112,12 @@ func (a *applier) fuzzy(s *side, fuzz, hint int) ([]cand, *Error) {
 			if info(s.old[lead:len(s.old)-trail]) < minInfo {
 				continue
 			}
-			for lv := levelExact; lv <= levelFields; lv++ {
-				cs, err := a.scan(s, lv, cand{lead: lead, trail: trail}, hint, nil, 2)
-				if err != nil {
-					return nil, err
-				}
-				for _, c := range cs {
-					if !slices.ContainsFunc(found, func(f cand) bool { return f.region == c.region && f.lead == c.lead && f.trail == c.trail }) {
-						found = append(found, c)
-					}
-				}
+			// Whitespace collapsed: its matches take in the exact ones.
+			cs, err := a.scan(s, levelFields, cand{lead: lead, trail: trail}, hint, nil, 2)
+			if err != nil {
+				return nil, err
 			}
+			found = append(found, cs...)
 		}
 	}
 	return found, nil
@@ -1336,17 +1331,11 @@ func (a *applier) inner(s *side, hint int) ([]cand, *Error) {
 	// second place.
 	var out []cand
 	for _, q := range variants {
-		for lv := levelExact; lv <= levelFields; lv++ {
-			cs, err := a.scan(s, lv, q, hint, nil, 2)
-			if err != nil {
-				return nil, err
-			}
-			for _, c := range cs {
-				if !slices.ContainsFunc(out, c.same) {
-					out = append(out, c)
-				}
-			}
+		cs, err := a.scan(s, levelFields, q, hint, nil, 2)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, cs...)
 	}
 	// A context line found extra may instead be a line the file has
 	// changed: when the hunk matches somewhere with another line in its
