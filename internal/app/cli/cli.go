@@ -84,13 +84,6 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	err := c.run(ctx, e, rest)
 	var ue *usageError
-	if errors.As(err, &ue) && strings.HasPrefix(ue.msg, undefinedFlag) {
-		// A command that parses its flags itself (not through parseFlags)
-		// gets its unknown flag explained here, from its flag set.
-		if fs := c.flagSet(); fs != nil {
-			err = explainFlagError(fs, rest, errors.New(ue.msg))
-		}
-	}
 	switch {
 	case err == nil:
 		return exitOK
