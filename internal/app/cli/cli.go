@@ -65,7 +65,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 				fmt.Fprint(stdout, c.usage)
 				return exitOK
 			}
-			fmt.Fprintf(stderr, "ctxkit help: unknown command %q\n", rest[0])
+			if s := suggest(rest[0], commandNames()); s != "" {
+				fmt.Fprintf(stderr, "ctxkit help: unknown command %q; did you mean %s?\n", rest[0], s)
+			} else {
+				fmt.Fprintf(stderr, "ctxkit help: unknown command %q\n", rest[0])
+			}
 			return exitUsage
 		}
 		printOverview(stdout)
