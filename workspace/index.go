@@ -32,6 +32,13 @@ type Options struct {
 	Name     string           // the repository's name; default: Repo's base name
 	MaxBytes int64            // content kept per file; default DefaultMaxBytes
 	Now      func() time.Time // the clock of LastIndexedAt; default time.Now
+	// State is a directory that keeps the index's state (StatusFile,
+	// ManifestFile and InstanceFile, at the same paths under it) instead
+	// of Repo, so a read-only tree can be indexed; "" means Repo.
+	State string
+	// Progress, when set, is called after each file with the files done
+	// and the files found.
+	Progress func(done, total int)
 }
 
 // Stats counts what a run of Index did.
@@ -70,11 +77,18 @@ func Index(ctx context.Context, target Target, o Options) (envelope.IndexStatus,
 		return envelope.IndexStatus{}, Stats{}, fmt.Errorf("--repo: %v", err)
 	}
 	defer root.Close()
+	state := root
+	if o.State != "" {
+		if state, err = os.OpenRoot(o.State); err != nil {
+			return envelope.IndexStatus{}, Stats{}, fmt.Errorf("--state: %v", err)
+		}
+		defer state.Close()
+	}
 	name := o.Name
 	if name == "" {
 		name = filepath.Base(abs)
 	}
-	r := &run{ctx: ctx, target: target, root: root, name: name, maxBytes: o.MaxBytes}
+	r := &run{ctx: ctx, target: target, root: root, state: state, name: name, maxBytes: o.MaxBytes}
 	started := o.Now().UTC()
 	head, _ := readHead(root)
 	if err := r.begin(); err != nil {
@@ -87,23 +101,26 @@ func Index(ctx context.Context, target Target, o Options) (envelope.IndexStatus,
 	if walked {
 		r.next.Source, r.done.Source = SourceWalk, SourceWalk
 	}
-	for _, p := range files {
+	for i, p := range files {
 		if err := ctx.Err(); err != nil {
 			return r.fail(err)
 		}
 		if err := r.file(p); err != nil {
 			return r.fail(err)
 		}
+		if o.Progress != nil {
+			o.Progress(i+1, len(files))
+		}
 	}
 	if err := r.removeGone(); err != nil {
 		return r.fail(err)
 	}
-	if err := WriteManifest(root, r.next); err != nil {
+	if err := WriteManifest(state, r.next); err != nil {
 		return r.fail(err)
 	}
 	st := envelope.IndexStatus{Repo: name, IndexState: envelope.IndexFresh, LastIndexedAt: started,
 		LastIndexedCommit: head, SchemaVersion: SchemaVersion}
-	if err := WriteStatus(root, st); err != nil {
+	if err := WriteStatus(state, st); err != nil {
 		return st, r.stats, err
 	}
 	return st, r.stats, nil
@@ -113,7 +130,8 @@ func Index(ctx context.Context, target Target, o Options) (envelope.IndexStatus,
 type run struct {
 	ctx      context.Context
 	target   Target
-	root     *os.Root
+	root     *os.Root // the tree indexed, only read
+	state    *os.Root // where the status, manifest and instance id are kept
 	name     string
 	maxBytes int64
 	instance string
@@ -140,23 +158,23 @@ type run struct {
 
 // begin marks the index as rebuilding and reads what the run before left.
 func (r *run) begin() error {
-	prev, _ := ReadStatus(r.root)
+	prev, _ := ReadStatus(r.state)
 	r.status = envelope.IndexStatus{Repo: r.name, IndexState: envelope.IndexRebuilding, SchemaVersion: SchemaVersion}
 	if prev != nil {
 		r.status.LastIndexedAt, r.status.LastIndexedCommit = prev.LastIndexedAt, prev.LastIndexedCommit
 	}
-	if err := WriteStatus(r.root, r.status); err != nil {
+	if err := WriteStatus(r.state, r.status); err != nil {
 		return fmt.Errorf("--repo: writing the index status: %w", err)
 	}
-	instance, err := instanceID(r.root)
+	instance, err := instanceID(r.state)
 	if err != nil {
 		r.status.IndexState, r.status.LastError = envelope.IndexError, err.Error()
-		WriteStatus(r.root, r.status)
+		WriteStatus(r.state, r.status)
 		return fmt.Errorf("--repo: %w", err)
 	}
 	r.instance = instance
 	desc := r.target.describe()
-	man, _ := ReadManifest(r.root)
+	man, _ := ReadManifest(r.state)
 	if man == nil || man.Target != desc || man.Repo != r.name || man.Instance != "" && man.Instance != instance {
 		man = &Manifest{Files: map[string]ManifestEntry{}}
 	}
@@ -168,11 +186,11 @@ func (r *run) begin() error {
 
 // fail records err in the status and saves what is known in the manifest.
 func (r *run) fail(err error) (envelope.IndexStatus, Stats, error) {
-	if werr := WriteManifest(r.root, r.done); werr != nil {
+	if werr := WriteManifest(r.state, r.done); werr != nil {
 		err = fmt.Errorf("%w (and saving the manifest: %v)", err, werr)
 	}
 	r.status.IndexState, r.status.LastError = envelope.IndexError, err.Error()
-	WriteStatus(r.root, r.status)
+	WriteStatus(r.state, r.status)
 	return r.status, r.stats, err
 }
 
@@ -180,7 +198,7 @@ func (r *run) fail(err error) (envelope.IndexStatus, Stats, error) {
 func (r *run) record(p string, e ManifestEntry) error {
 	r.next.Files[p], r.done.Files[p] = e, e
 	if r.writes++; r.writes%manifestSaveEvery == 0 {
-		return WriteManifest(r.root, r.done)
+		return WriteManifest(r.state, r.done)
 	}
 	return nil
 }

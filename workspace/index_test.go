@@ -214,3 +214,40 @@ func TestIndexFailsWhenGitFails(t *testing.T) {
 		t.Fatalf("%d breadcrumbs written", n)
 	}
 }
+
+// TestIndexStateOutsideTree: with Options.State the tree is only read,
+// the state is kept under State, and a second run finds it there.
+func TestIndexStateOutsideTree(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	for _, f := range []string{"a.go", "b.md"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("package a\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := openTestStore(t)
+	target := &storeTarget{db: db, desc: "test", actor: store.Actor{OwnerID: "o", AgentID: "ctxkit-index", Curator: true}}
+	var calls [][2]int
+	o := Options{Repo: dir, State: state, Progress: func(done, total int) { calls = append(calls, [2]int{done, total}) }}
+	if _, stats, err := Index(context.Background(), target, o); err != nil || stats.Created != 2 {
+		t.Fatalf("first run: %+v, %v", stats, err)
+	}
+	if want := [][2]int{{1, 2}, {2, 2}}; !slices.Equal(calls, want) {
+		t.Errorf("progress %v, want %v", calls, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".ctxkit")); !os.IsNotExist(err) {
+		t.Errorf("the tree got a .ctxkit: %v", err)
+	}
+	for _, f := range []string{StatusFile, ManifestFile, InstanceFile} {
+		if _, err := os.Stat(filepath.Join(state, f)); err != nil {
+			t.Errorf("state: %v", err)
+		}
+	}
+	o.Progress = nil
+	if _, stats, err := Index(context.Background(), target, o); err != nil || stats.Unchanged != 2 || stats.Created != 0 {
+		t.Fatalf("second run: %+v, %v", stats, err)
+	}
+	o.State = filepath.Join(state, "missing")
+	if _, _, err := Index(context.Background(), target, o); err == nil || !strings.HasPrefix(err.Error(), "--state: ") {
+		t.Errorf("missing state dir: %v", err)
+	}
+}

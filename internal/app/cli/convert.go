@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/view"
 	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/providers"
 )
@@ -49,13 +50,16 @@ func init() {
 		summary: "convert a canonical chat request to a provider's wire format",
 		usage: `Usage: ctxkit convert --to FORMAT [--cache STRATEGY] [--cache-every N] [--model ID]
                       [--cache-state FILE] [--no-vision] [--dedup-images] [--options JSON]
-                      [--compact] < request.json
+                      [--strict | --lenient] [-c|--compact] [INPUT]
 
 Reads a canonical request (the Anthropic Messages shape: system, messages,
-tools, tool_choice, max_tokens, ...) on standard input and prints the
-request body for FORMAT. What the format cannot carry is converted by a
-documented fallback and reported as a warning on standard error
-("warning: messages[2].content[1]: ..."); nothing is dropped silently.
+tools, tool_choice, max_tokens, ...) from INPUT, or standard input when
+INPUT is absent or -, and prints the request body for FORMAT. What the
+format cannot carry is converted by a documented fallback and reported as a
+warning on standard error ("warning: messages[2].content[1]: ..."); nothing
+is dropped silently. A message the format cannot carry at all, or a request
+that names no model (in the request or with --model), is an error unless
+--lenient.
 
 Flags:
   --to FORMAT         openai, deepseek, mistral, gemini, bedrock, anthropic,
@@ -64,18 +68,22 @@ Flags:
                       openrouter or gemini-every-n (with --to openai), bedrock
                       (with --to bedrock)
   --cache-every N     gemini-every-n: mark every Nth user message (default 10)
-  --model ID          the model, for limits that depend on it (bedrock caching)
+  --model ID          the model when the request names none, and for limits
+                      that depend on it (bedrock caching)
   --cache-state FILE  bedrock: cache points of the previous turn, read if the
                       file exists and written back, so points stay stable
   --no-vision         the model has no vision: every image becomes a text stub
   --dedup-images      an image that repeats an earlier one becomes a reference
   --options JSON      the format's own options as a JSON object (see its package
                       documentation), e.g. '{"schema":"openapi"}' for gemini
-  --compact           print the request on one line instead of indented
+  --strict            every warning is an error: nothing is printed on stdout
+  --lenient           a dropped message or a missing model is a warning
+  -c, --compact       print the request on one line instead of indented
 
 Exit status: 0 on success (warnings or not); 1 when the input is not a valid
-request (the message names the message and block at fault); 2 on a usage
-error.
+request (the message names the line and column, or the message and block
+at fault), when a message was dropped or the model is missing (without
+--lenient), or on any warning with --strict; 2 on a usage error.
 `,
 		run: runConvert,
 	})
@@ -92,11 +100,15 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 	dedup := fs.Bool("dedup-images", false, "")
 	optionsJSON := fs.String("options", "", "")
 	compact := fs.Bool("compact", false, "")
-	if err := parseFlags(fs, args); err != nil {
+	fs.BoolVar(compact, "c", false, "")
+	strict := fs.Bool("strict", false, "")
+	lenient := fs.Bool("lenient", false, "")
+	file, err := parseFlagsInput(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q: the request is read from standard input", fs.Arg(0))
+	if *strict && *lenient {
+		return usagef("--strict and --lenient do not go together")
 	}
 	conv, ok := providers.Lookup(*to)
 	if !ok {
@@ -143,18 +155,25 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 		}
 		return usagef("--cache-state goes with --to %s", strings.Join(stateful, " or "))
 	}
-	var optRaw json.RawMessage
-	if len(options) > 0 {
-		optRaw, _ = json.Marshal(options)
-	}
 
-	input, err := readInput(e.stdin)
+	input, err := readInputFile(e, file)
 	if err != nil {
 		return err
 	}
-	req, err := chat.DecodeRequest(input)
+	req, err := decodeRequest(input)
 	if err != nil {
 		return fmt.Errorf("request: %w", err)
+	}
+	if req.Model == "" {
+		// --model names the model of a request that names none; only a
+		// request with its own model passes --model to the format's
+		// options (bedrock's caching limits).
+		req.Model = *model
+		delete(options, "model")
+	}
+	var optRaw json.RawMessage
+	if len(options) > 0 {
+		optRaw, _ = json.Marshal(options)
 	}
 	var warns []chat.Warning
 	if *dedup {
@@ -190,8 +209,25 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 		}
 		body = b.Bytes()
 	}
+	if req.Model == "" {
+		warns = append(warns, chat.Warnf("model", "the request names no model: give it in the request or with --model"))
+	}
+	var faults []chat.Warning
 	for _, w := range warns {
+		if *strict || !*lenient && fatalWarning(w) {
+			faults = append(faults, w)
+			continue
+		}
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
+	switch {
+	case len(faults) == 1:
+		return errors.New(faults[0].String())
+	case len(faults) > 1:
+		for _, w := range faults[:len(faults)-1] {
+			fmt.Fprintf(e.stderr, "error: %s\n", w)
+		}
+		return fmt.Errorf("%s (and %d more errors above)", faults[len(faults)-1], len(faults)-1)
 	}
 	if *stateFile != "" && newState != nil {
 		if err := writeFileAtomic(*stateFile, newState); err != nil {
@@ -200,6 +236,56 @@ func runConvert(ctx context.Context, e *env, args []string) error {
 	}
 	_, err = e.stdout.Write(append(body, '\n'))
 	return err
+}
+
+// decodeRequest decodes a canonical request. JSON that does not parse is
+// reported as view reports its input, with the line and column at fault.
+func decodeRequest(input []byte) (chat.Request, error) {
+	req, err := chat.DecodeRequest(input)
+	if err != nil && !json.Valid(input) {
+		if _, jerr := view.DecodeJSON(input); jerr != nil {
+			return req, jerr
+		}
+	}
+	return req, err
+}
+
+// fatalWarning reports whether w is one that fails a conversion unless
+// --lenient: the request names no model, or a whole message was left out
+// (the converters say "messages[i]: ... message omitted", "... the message
+// is omitted" or "... message dropped").
+func fatalWarning(w chat.Warning) bool {
+	if w.Path == "model" {
+		return true
+	}
+	if !isMessagePath(w.Path) {
+		return false
+	}
+	for _, end := range []string{"message omitted", "message is omitted", "message dropped"} {
+		if strings.HasSuffix(w.Message, end) {
+			return true
+		}
+	}
+	return false
+}
+
+// isMessagePath reports whether p is "messages[i]": a whole message, not a
+// block or field of one.
+func isMessagePath(p string) bool {
+	n, ok := strings.CutPrefix(p, "messages[")
+	if !ok {
+		return false
+	}
+	n, ok = strings.CutSuffix(n, "]")
+	if !ok || n == "" {
+		return false
+	}
+	for _, r := range n {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // writeFileAtomic replaces path with data: written whole to a temporary

@@ -17,13 +17,13 @@ func init() {
 	register(&command{
 		name:    "relay",
 		summary: "pass a parent agent's prompts through a relay pipeline for a sub-agent",
-		usage: `Usage: ctxkit relay --pipeline FILE [--assemble] [--compact] < relay-context.json
+		usage: `Usage: ctxkit relay --pipeline FILE [--assemble] [-c|--compact] [INPUT]
 
-Reads a relay context on standard input (source_agent, target_agent, task,
-prompts, memory, constraints), runs its prompts through the transformers the
-pipeline file names, and prints the relayed prompts as a JSON array. What each
-transformer added, removed or changed is printed on standard error, one line
-per step ("trace: scope_narrower: removed style, perf").
+Reads a relay context (source_agent, target_agent, task, prompts, memory,
+constraints) from INPUT, or standard input when INPUT is absent or -,
+runs its prompts through the transformers the pipeline file names, and
+prints the relayed prompts as a JSON array. What each transformer added,
+removed or changed is printed on standard error, one line per step ("trace: scope_narrower: removed style, perf").
 
 The pipeline file is JSON or YAML:
   {"transformers": [
@@ -37,7 +37,7 @@ Flags:
   --pipeline FILE  the pipeline file (JSON, or YAML)
   --assemble       print the canonical chat request the prompts make (the input
                    of 'ctxkit convert') instead of the prompts
-  --compact        print on one line instead of indented
+  -c, --compact    print on one line instead of indented
 
 Exit status: 0 on success; 1 when the pipeline, the relay context or a
 transformer failed (the message names the field, prompt or transformer at
@@ -52,7 +52,9 @@ func runRelay(ctx context.Context, e *env, args []string) error {
 	pipelineFile := fs.String("pipeline", "", "")
 	assemble := fs.Bool("assemble", false, "")
 	compact := fs.Bool("compact", false, "")
-	if err := parseFlags(fs, args); err != nil {
+	fs.BoolVar(compact, "c", false, "")
+	file, err := parseFlagsInput(fs, args)
+	if err != nil {
 		return err
 	}
 	if *pipelineFile == "" {
@@ -67,7 +69,7 @@ func runRelay(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
-	input, err := readInput(e.stdin)
+	input, err := readInputFile(e, file)
 	if err != nil {
 		return err
 	}

@@ -24,10 +24,11 @@ func init() {
 	register(&command{
 		name:    "view",
 		summary: "print the LLM view of a JSON document through llm_hints",
-		usage: `Usage: ctxkit view --hints FILE [--record] [--stats] [--encoding NAME] [--compact] [--timeout D] < input.json
+		usage: `Usage: ctxkit view --hints FILE [--record] [--stats] [--encoding NAME] [-c|--compact]
+                   [--timeout D] [--memory SIZE] [INPUT]
 
-Reads a JSON context on standard input, applies the llm_hints in FILE and
-prints the view as JSON.
+Reads a JSON context from INPUT (standard input when INPUT is absent or -),
+applies the llm_hints in FILE and prints the view as JSON.
 
 Flags:
   --hints FILE      the hints document (llm_hints JSON); with --record it may be
@@ -37,7 +38,7 @@ Flags:
   --stats           print token counts before and after to standard error
   --encoding NAME   token encoding for --stats: ` + strings.Join(tokencount.Encodings(), ", ") + `
                     (default ` + tokencount.Default + `)
-  --compact         print the view on one line instead of indented
+  -c, --compact     print the view on one line instead of indented
   --timeout D       deadline for each jq and template rule (default 2s)
   --memory SIZE     memory the view may take beyond its input, as in 256MiB
                     (default 1GiB; at least 64MiB); a step that would need
@@ -59,10 +60,12 @@ func runView(ctx context.Context, e *env, args []string) error {
 	stats := fs.Bool("stats", false, "")
 	encoding := fs.String("encoding", tokencount.Default, "")
 	compact := fs.Bool("compact", false, "")
+	fs.BoolVar(compact, "c", false, "")
 	timeout := fs.Duration("timeout", view.DefaultRuleTimeout, "")
 	memory := byteSize(1 << 30)
 	fs.Var(&memory, "memory", "")
-	if err := parseFlags(fs, args); err != nil {
+	file, err := parseFlagsInput(fs, args)
+	if err != nil {
 		return err
 	}
 	if !slices.Contains(tokencount.Encodings(), *encoding) {
@@ -78,7 +81,7 @@ func runView(ctx context.Context, e *env, args []string) error {
 		return usagef("--hints FILE is required")
 	}
 
-	input, err := readInput(e.stdin)
+	input, err := readInputFile(e, file)
 	if err != nil {
 		return err
 	}
@@ -150,6 +153,25 @@ func heapInUse() int64 {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
 	return int64(sample[0].Value.Uint64())
+}
+
+// readInputFile reads the input file a command was given, or standard
+// input when file is "", up to maxInput bytes. A file that cannot be read
+// is named in the error.
+func readInputFile(e *env, file string) ([]byte, error) {
+	if file == "" {
+		return readInput(e.stdin)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	defer f.Close()
+	data, err := readInput(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return data, nil
 }
 
 // readInput reads standard input up to maxInput bytes.
