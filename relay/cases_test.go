@@ -159,7 +159,7 @@ func run(c tableCase) ([]relay.Prompt, *relay.Trace, error) {
 
 // The tour files (shown in the README) stay valid and do what it says.
 func TestTourFiles(t *testing.T) {
-	pf, err := os.Open("testdata/tour/pipeline.yaml")
+	pf, err := os.Open("../examples/relay/pipeline.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestTourFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile("testdata/tour/delegation.json")
+	data, err := os.ReadFile("../examples/relay/delegation.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,22 +15,27 @@ import (
 	"testing"
 
 	"github.com/ctxkit/ctxkit/internal/app/cli"
+	"github.com/itchyny/gojq"
 )
 
-// tourMarker precedes a README tour that needs a running server: a sh
-// block the test runs line by line (see runTour).
-const tourMarker = "<!-- tour:gateway -->"
+// skipMarker precedes a README sh block the test does not run, with the
+// reason: `<!-- tour:skip needs PostgreSQL -->`.
+const skipMarker = "<!-- tour:skip "
 
-// TestReadmeGatewayTour runs the README's gateway quick start (the block
-// after the marker): it writes the configuration, starts `ctxkit serve` on
-// a free loopback port in a fresh directory, mints the token and makes
-// each curl call, comparing what it prints with the "# → " lines after it.
-func TestReadmeGatewayTour(t *testing.T) {
+// TestReadmeShellBlocks runs every sh block of the README, each in a fresh
+// directory holding a copy of examples/ (so a block finds the inputs the
+// README names and starts on a fresh data directory .ctxkit): `go run
+// ./cmd/ctxkit serve` starts the server on a free loopback port, which
+// stands for localhost:8700 (in curl URLs, and as $CTXKIT_UPSTREAM for
+// scaffold), then every command runs in turn and what it prints is
+// compared with the "# → " lines after it. A block the test cannot run is
+// marked in the README with `<!-- tour:skip REASON -->`, and logged.
+func TestReadmeShellBlocks(t *testing.T) {
 	readme, err := os.ReadFile("../../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := tourBlock(string(readme))
+	blocks, err := shellBlocks(string(readme))
 	if err != nil {
 		t.Fatalf("README.md: %v", err)
 	}
@@ -37,26 +43,84 @@ func TestReadmeGatewayTour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Chdir(t.TempDir())
-	runTour(t, root, want)
+	run := 0
+	for _, b := range blocks {
+		if b.skip != "" {
+			t.Logf("README.md line %d: not run: %s", b.line, b.skip)
+			continue
+		}
+		run++
+		t.Run(fmt.Sprintf("line %d", b.line), func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(filepath.Join(dir, "examples"), os.DirFS(filepath.Join(root, "examples"))); err != nil {
+				t.Fatal(err)
+			}
+			t.Chdir(dir)
+			runTour(t, root, b.body)
+		})
+	}
+	if run < 5 {
+		t.Fatalf("ran %d README sh blocks; the README has at least 5", run)
+	}
 }
 
-// tourBlock is the sh block after the tour marker in text.
-func tourBlock(text string) (string, error) {
-	_, after, ok := strings.Cut(text, tourMarker)
-	if !ok {
-		return "", fmt.Errorf("no %s", tourMarker)
+// TestReadmeGatewayConfig: the gateway configuration the README shows is
+// examples/gateway.yaml, which its tour starts the server with.
+func TestReadmeGatewayConfig(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
 	}
-	after = strings.TrimLeft(after, "\n")
-	body, ok := strings.CutPrefix(after, "```sh\n")
-	if !ok {
-		return "", fmt.Errorf("%s is not followed by a sh block", tourMarker)
+	cfg, err := os.ReadFile("../../../examples/gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	body, _, ok = strings.Cut(body, "\n```")
-	if !ok {
-		return "", fmt.Errorf("the tour's sh block does not end")
+	if !strings.Contains(string(readme), "```yaml\n"+string(cfg)+"```\n") {
+		t.Fatalf("README.md does not show examples/gateway.yaml as it is:\n%s", cfg)
 	}
-	return body, nil
+}
+
+// shellBlock is a README sh block: where it starts, its text, and the
+// reason it is not run, if it is marked so.
+type shellBlock struct {
+	line int
+	body string
+	skip string
+}
+
+// shellBlocks finds the sh blocks of text, each with the skip marker on
+// the last non-blank line before it, if any.
+func shellBlocks(text string) ([]shellBlock, error) {
+	lines := strings.Split(text, "\n")
+	var blocks []shellBlock
+	prev := ""
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if line != "```sh" {
+			if strings.TrimSpace(line) != "" {
+				prev = line
+			}
+			continue
+		}
+		b := shellBlock{line: i + 1}
+		if rest, ok := strings.CutPrefix(prev, skipMarker); ok {
+			b.skip = strings.TrimSpace(strings.TrimSuffix(rest, "-->"))
+			if b.skip == "" {
+				return nil, fmt.Errorf("line %d: %s gives no reason", i, skipMarker)
+			}
+		}
+		var body []string
+		for i++; i < len(lines) && lines[i] != "```"; i++ {
+			body = append(body, lines[i])
+		}
+		if i == len(lines) {
+			return nil, fmt.Errorf("line %d: the sh block does not end", b.line)
+		}
+		b.body = strings.Join(body, "\n")
+		blocks = append(blocks, b)
+		prev = ""
+	}
+	return blocks, nil
 }
 
 // tourStep is one command of a tour and the output it must print.
@@ -113,8 +177,11 @@ func parseTour(t *testing.T, block string) []tourStep {
 }
 
 // runTour runs the commands of block in the current directory, as the
-// repository root's `go run ./cmd/ctxkit` would: ctxkit in process,
-// curl as an HTTP client, localhost:8700 the server it started.
+// repository root's `go run ./cmd/ctxkit` would: ctxkit in process (its
+// stdout and stderr in one stream, as a terminal shows them), curl as an
+// HTTP client, localhost:8700 the server it started, `| jq -r QUERY` by
+// gojq, `cp -r`, and `NAME=$(…)` or `export NAME=$(…)` keeping what the
+// command printed on stdout.
 func runTour(t *testing.T, root, block string) {
 	vars := map[string]string{}
 	server := ""
@@ -132,13 +199,20 @@ func runTour(t *testing.T, root, block string) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			assign := ""
+			assign, export := "", false
+			if len(words) > 1 && words[0] == "export" {
+				words, export = words[1:], true
+			}
 			if len(words) > 0 {
 				if v, rest, ok := strings.Cut(words[0], "=$("); ok && strings.HasSuffix(words[len(words)-1], ")") {
 					assign = v
 					words[0] = rest
 					words[len(words)-1] = strings.TrimSuffix(words[len(words)-1], ")")
 				}
+			}
+			var jq []string
+			if i := slices.Index(words, "|"); i >= 0 {
+				words, jq = words[:i], words[i+1:]
 			}
 			switch {
 			case len(words) >= 4 && slices.Equal(words[:4], []string{"go", "run", "./cmd/ctxkit", "serve"}):
@@ -147,15 +221,22 @@ func runTour(t *testing.T, root, block string) {
 				}
 				words = slices.DeleteFunc(words[4:], func(w string) bool { return w == "&" })
 				server = startServe(t, ".ctxkit", words...).url
+				// scaffold's default upstream is the gateway on localhost:8700.
+				t.Setenv("CTXKIT_UPSTREAM", server+"/v1")
 				continue
 			case len(words) >= 3 && slices.Equal(words[:3], []string{"go", "run", "./cmd/ctxkit"}):
 				var stdout, stderr bytes.Buffer
-				if code := cli.Main(context.Background(), words[3:], strings.NewReader(""), &stdout, &stderr); code != 0 {
-					t.Fatalf("%s: %s: exit %d: %s", name, s.cmd, code, stderr.String())
+				errOut := &stderr
+				if assign == "" {
+					errOut = &stdout
+				}
+				if code := cli.Main(context.Background(), words[3:], strings.NewReader(""), &stdout, errOut); code != 0 {
+					t.Fatalf("%s: %s: exit %d: %s%s", name, s.cmd, code, stdout.String(), stderr.String())
 				}
 				out = stdout.String()
-				if assign == "" {
-					out += stderr.String()
+			case len(words) == 4 && words[0] == "cp" && words[1] == "-r":
+				if err := os.CopyFS(words[3], os.DirFS(words[2])); err != nil {
+					t.Fatalf("%s: %v", name, err)
 				}
 			case len(words) > 0 && words[0] == "curl":
 				if server == "" {
@@ -165,8 +246,14 @@ func runTour(t *testing.T, root, block string) {
 			default:
 				t.Fatalf("%s: the tour test cannot run %q", name, s.cmd)
 			}
+			if jq != nil {
+				out = jqRaw(t, name, jq, out)
+			}
 			if assign != "" {
 				vars[assign] = strings.TrimSpace(out)
+				if export {
+					t.Setenv(assign, vars[assign])
+				}
 				continue
 			}
 		}
@@ -174,9 +261,44 @@ func runTour(t *testing.T, root, block string) {
 			t.Fatalf("%s: %s\nthe README shows\n%s\nit prints\n%s", name, s.cmd, strings.Join(s.want, "\n"), out)
 		}
 	}
-	if server == "" {
-		t.Fatal("the tour started no server")
+}
+
+// jqRaw runs `jq -r QUERY` (args: jq and its arguments) on the JSON in
+// in, as jq prints it: strings raw, other values as JSON, one a line.
+func jqRaw(t *testing.T, name string, args []string, in string) string {
+	t.Helper()
+	if len(args) != 3 || args[0] != "jq" || args[1] != "-r" {
+		t.Fatalf("%s: the tour test pipes only to jq -r QUERY, not %q", name, args)
 	}
+	q, err := gojq.Parse(args[2])
+	if err != nil {
+		t.Fatalf("%s: jq %s: %v", name, args[2], err)
+	}
+	var v any
+	if err := json.Unmarshal([]byte(in), &v); err != nil {
+		t.Fatalf("%s: jq input: %v: %s", name, err, in)
+	}
+	var b strings.Builder
+	iter := q.Run(v)
+	for {
+		r, ok := iter.Next()
+		if !ok {
+			break
+		}
+		if err, ok := r.(error); ok {
+			t.Fatalf("%s: jq %s: %v", name, args[2], err)
+		}
+		if str, ok := r.(string); ok {
+			b.WriteString(str + "\n")
+			continue
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b.Write(append(data, '\n'))
+	}
+	return b.String()
 }
 
 // tourMatch reports whether out matches want, the lines the README shows
@@ -222,6 +344,11 @@ func shellWords(cmd string, vars map[string]string) ([]string, error) {
 			if inWord {
 				words, inWord = append(words, cur.String()), false
 				cur.Reset()
+			}
+		case c == '#' && !inWord:
+			// a comment: to the end of the line
+			for i < len(cmd) && cmd[i] != '\n' {
+				i++
 			}
 		case c == ' ' || c == '\t' || c == '\n':
 			if inWord {

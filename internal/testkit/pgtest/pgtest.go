@@ -8,7 +8,9 @@
 // them; under CI=true it fails instead, because CI must run these tests.
 //
 // CTXKIT_TEST_POSTGRES=postgres://... uses an existing server instead; its
-// user must be allowed to create roles and databases.
+// user must be allowed to create roles and databases. CTXKIT_TEST_POSTGRES=off
+// starts none, so the tests skip as without the binaries (`./scripts/test
+// quick`); under CI=true they fail, as they always do without PostgreSQL.
 package pgtest
 
 import (
@@ -156,7 +158,9 @@ func freePort() (int, error) {
 }
 
 func start() (*Server, error) {
-	if u := os.Getenv("CTXKIT_TEST_POSTGRES"); u != "" {
+	if u := os.Getenv("CTXKIT_TEST_POSTGRES"); u == "off" {
+		return nil, errors.New("CTXKIT_TEST_POSTGRES=off")
+	} else if u != "" {
 		return &Server{AdminURL: u}, nil
 	}
 	bin, err := binDir()
@@ -255,7 +259,7 @@ func (s *Server) run() (log []byte, err error) {
 // process cannot restart.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	if os.Getenv("CTXKIT_TEST_POSTGRES") != "" {
+	if u := os.Getenv("CTXKIT_TEST_POSTGRES"); u != "" && u != "off" {
 		t.Skip("CTXKIT_TEST_POSTGRES names an existing server, which this test would have to restart")
 	}
 	s, err := start()
