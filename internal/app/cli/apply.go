@@ -97,7 +97,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, usagef("%v", err)
+			return nil, explainFlagError(fs, args, err)
 		}
 		if fs.NArg() == 0 {
 			return pos, nil
