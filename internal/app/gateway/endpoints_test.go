@@ -883,12 +883,6 @@ func newEmbedFake(t *testing.T, plan ...string) *embedFake {
 	return f
 }
 
-func (f *embedFake) calls() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.keys)
-}
-
 // embedRouted is a gateway on loopback serving POST /v1/embeddings with
 // the configuration cfg (JSON), and its metrics registry.
 func embedRouted(t *testing.T, cfg string) (*httptest.Server, *prometheus.Registry) {

@@ -107,7 +107,6 @@ type Gateway struct {
 	// recorder keeps the exchanges of routes that record; nil: none.
 	recorder Recorder
 	metrics  *metrics
-	byModel  map[string]*Provider
 	routes   map[string]*route // by the model name clients send
 	up       *upstream.Client
 	mocks    map[*Provider]*upstream.Client // the clients of providers of type mock
@@ -173,7 +172,7 @@ func New(cfg *Config, opts Options) *Gateway {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	g := &Gateway{cfg: cfg, byModel: map[string]*Provider{}, routes: cfg.routes, opts: opts, metrics: newMetrics(), recording: recordingRoutes(cfg)}
+	g := &Gateway{cfg: cfg, routes: cfg.routes, opts: opts, metrics: newMetrics(), recording: recordingRoutes(cfg)}
 	// A redirect is answered as the upstream's error: following it
 	// would send the provider's key (x-api-key, x-goog-api-key) to
 	// another host, and turn the POST into a GET.
@@ -200,7 +199,6 @@ func New(cfg *Config, opts Options) *Gateway {
 		}
 		keyless(p)
 		for _, m := range p.Models {
-			g.byModel[m] = p
 			g.models = append(g.models, Model{ID: m, Object: "model", Type: "model", DisplayName: m, OwnedBy: p.Name,
 				CreatedAt: start.Format(time.RFC3339), Created: start.Unix()})
 		}
