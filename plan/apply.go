@@ -75,8 +75,9 @@ const (
 // HunkOutcome is how one hunk was placed or why it was not.
 type HunkOutcome struct {
 	Index int `json:"index"`
-	// Match is the pass that placed it: exact, offset, whitespace or
-	// "fuzz N".
+	// Match is the pass that placed it: exact, offset, whitespace,
+	// "fuzz N", inner (one context line inside missing or extra) or
+	// indent (another indentation; the added lines re-indented).
 	Match  string `json:"match,omitempty"`
 	Offset int    `json:"offset"`
 	// Line is the 1-based line of the file before where the hunk's old
