@@ -95,6 +95,12 @@ type exchangeRecorder struct {
 
 	written prometheus.Counter
 	dropped *prometheus.CounterVec
+
+	// mu guards owners: the records each owner has in the queue. An
+	// owner may hold at most three quarters of the queue, so one owner's
+	// flood cannot crowd out the records of an owner with none queued.
+	mu     sync.Mutex
+	owners map[string]int
 }
 
 // tokenPattern finds a JSON Web Token, such as a ctxkit token, wherever
@@ -160,8 +166,13 @@ func (rc *exchangeRecorder) Record(_ context.Context, x *gateway.Exchange) {
 		}
 	})
 	size := int64(len(x.Request) + len(x.Response))
+	if !rc.admit(x.Caller.Owner) {
+		rc.dropped.WithLabelValues("owner_share").Inc()
+		return
+	}
 	if rc.queued.Add(size) > maxQueuedRecordBytes {
 		rc.queued.Add(-size)
+		rc.release(x.Caller.Owner)
 		rc.dropped.WithLabelValues("queue_full").Inc()
 		return
 	}
@@ -169,7 +180,33 @@ func (rc *exchangeRecorder) Record(_ context.Context, x *gateway.Exchange) {
 	case rc.queue <- x:
 	default:
 		rc.queued.Add(-size)
+		rc.release(x.Caller.Owner)
 		rc.dropped.WithLabelValues("queue_full").Inc()
+	}
+}
+
+// admit counts a record of owner into the queue, unless owner already
+// holds three quarters of it.
+func (rc *exchangeRecorder) admit(owner string) bool {
+	share := max(1, cap(rc.queue)-cap(rc.queue)/4)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.owners == nil {
+		rc.owners = map[string]int{}
+	}
+	if rc.owners[owner] >= share {
+		return false
+	}
+	rc.owners[owner]++
+	return true
+}
+
+// release counts a record of owner out of the queue.
+func (rc *exchangeRecorder) release(owner string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.owners[owner]--; rc.owners[owner] <= 0 {
+		delete(rc.owners, owner)
 	}
 }
 
@@ -265,6 +302,7 @@ func (rc *exchangeRecorder) keep(batch []*gateway.Exchange) {
 	xs := make([]*gateway.Exchange, 0, len(batch))
 	for _, x := range batch {
 		rc.queued.Add(-int64(len(x.Request) + len(x.Response)))
+		rc.release(x.Caller.Owner)
 		if rc.ctx.Err() != nil {
 			rc.dropped.WithLabelValues("shutdown").Inc()
 			continue
