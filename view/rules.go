@@ -139,8 +139,17 @@ func singularAt(q string, i int) bool {
 func (r extractRule) apply(_ context.Context, e *env) (any, error) {
 	if r.rootScans > 0 {
 		// Each such query reads up to every node once per candidate node.
+		// k such queries may nest (each in the other's filter), so the
+		// work is priced as n^(k+1): exact for nested ones, an
+		// overestimate for queries side by side.
 		n := countNodes(e.context, maxRootScanVisits+1)
-		if visits := mulCost(mulCost(n, n), int64(r.rootScans)); visits < 0 || visits > maxRootScanVisits {
+		visits := n
+		for range r.rootScans {
+			if visits = mulCost(visits, n); visits < 0 || visits > maxRootScanVisits {
+				break
+			}
+		}
+		if visits < 0 || visits > maxRootScanVisits {
 			return nil, errorf(CodeTooCostly, "", "the query's filter reads the whole document once per node (%d nodes: about %d visits; the limit is %d): use a singular query ($.a.b) or a jq rule",
 				n, max(visits, n), maxRootScanVisits)
 		}
