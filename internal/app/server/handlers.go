@@ -124,6 +124,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, p Principal) err
 		Visibility: store.Visibility(req.Visibility), Sensitivity: store.Sensitivity(req.Sensitivity),
 		ExpiresAt: exp, MaxReads: reads,
 	}
+	if err := notExchange(&in); err != nil {
+		return err
+	}
 	in.SearchText = s.searchable().Text(r.Context(), &in, 1)
 	idem := store.Idempotency{Key: r.Header.Get("Idempotency-Key")}
 	if idem.Key != "" {
@@ -432,6 +435,17 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, p Principal) erro
 	})
 }
 
+// notExchange refuses a breadcrumb written through the API that would
+// pass for one of the gateway's traffic records (their schema or tag):
+// look-alikes could crowd the real ones out of GET /gateway/usage, which
+// reads a bounded number of them, newest first.
+func notExchange(b *store.Breadcrumb) error {
+	if b.SchemaName == ExchangeSchema || slices.Contains(b.Tags, exchangeTag) {
+		return errorf(http.StatusForbidden, CodeForbidden, "schema %s and tag %s are the gateway's traffic records: only the server writes them", ExchangeSchema, exchangeTag)
+	}
+	return nil
+}
+
 func (s *Server) update(w http.ResponseWriter, r *http.Request, p Principal, want int64, m store.Mutation) error {
 	a := actor(p)
 	guarded := func(b *store.Breadcrumb) error {
@@ -439,10 +453,16 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, p Principal, wan
 		// traffic: the agent may not change them (their figures, tags,
 		// schema or visibility) to hide it; the owner's curators may,
 		// as they may delete them (DELETE is theirs only).
-		if b.SchemaName == ExchangeSchema && !a.Curator {
-			return errorf(http.StatusForbidden, CodeForbidden, "breadcrumb %s is a gateway traffic record (%s): only the owner's curators may change or delete it", b.ID, ExchangeSchema)
+		if b.SchemaName == ExchangeSchema {
+			if !a.Curator {
+				return errorf(http.StatusForbidden, CodeForbidden, "breadcrumb %s is a gateway traffic record (%s): only the owner's curators may change or delete it", b.ID, ExchangeSchema)
+			}
+			return m(b)
 		}
-		return m(b)
+		if err := m(b); err != nil {
+			return err
+		}
+		return notExchange(b)
 	}
 	b, err := s.searchable().Update(r.Context(), s.opts.Store, a, r.PathValue("id"), want, guarded)
 	if err != nil {

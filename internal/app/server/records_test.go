@@ -627,14 +627,19 @@ func TestGatewayUsage(t *testing.T) {
 	e.drain()
 	e.records(curator, 4)
 
-	// A forged record: a copy of a real one, private, with more tokens.
+	// A forged record: a copy of a real one, private, with more tokens:
+	// refused through the API, and not counted when written to the store
+	// directly (its seal does not hold).
 	real := e.records(bob, 1)[0]
 	full := e.do("GET", "/breadcrumbs/"+real["id"].(string)+"/full", bob, nil).json(t)
 	ctx := full["context"].(map[string]any)
 	ctx["usage"].(map[string]any)["input_tokens"] = 1e6
-	if r := e.do("POST", "/breadcrumbs", bob, map[string]any{"title": "forged", "context": ctx, "schema_name": server.ExchangeSchema,
-		"tags": []string{"gateway.exchange"}, "visibility": "private"}); r.status != 201 {
-		t.Fatalf("forge: %d %s", r.status, r.body)
+	want(t, e.do("POST", "/breadcrumbs", bob, map[string]any{"title": "forged", "context": ctx, "schema_name": server.ExchangeSchema,
+		"tags": []string{"gateway.exchange"}, "visibility": "private"}), 403, "only the server writes them")
+	forged, _ := json.Marshal(ctx)
+	if _, _, err := e.db.Create(context.Background(), store.Actor{OwnerID: "acme", AgentID: "bob"}, store.Breadcrumb{Title: "forged",
+		Context: forged, SchemaName: server.ExchangeSchema, Tags: []string{"gateway.exchange"}, Visibility: store.Private}, store.Idempotency{}); err != nil {
+		t.Fatal(err)
 	}
 
 	u := e.usage(curator, "?group_by=agent")
@@ -850,8 +855,9 @@ func FuzzGatewayUsage(f *testing.F) {
 
 // TestGatewayUsageReplayedRecord: a record's context copied unchanged
 // into a new breadcrumb (seal and all), by the agent it belongs to or by
-// a curator of its owner, adds nothing to /gateway/usage: the seal holds
-// for the one record the server wrote, not for its copies.
+// a curator of its owner, adds nothing to /gateway/usage: such a copy is
+// refused through the API, and one written to the store directly does
+// not count (the seal holds for the one record the server wrote).
 func TestGatewayUsageReplayedRecord(t *testing.T) {
 	e := newRecEnv(t, "")
 	bob := e.token("acme", "bob", "emitter")
@@ -860,10 +866,16 @@ func TestGatewayUsageReplayedRecord(t *testing.T) {
 	e.drain()
 	real := e.records(bob, 1)[0]
 	full := e.do("GET", "/breadcrumbs/"+real["id"].(string)+"/full", bob, nil).json(t)
-	for _, tok := range []string{bob, bob, curator} {
-		if r := e.do("POST", "/breadcrumbs", tok, map[string]any{"title": "replayed", "context": full["context"], "schema_name": server.ExchangeSchema,
-			"tags": []string{"gateway.exchange"}, "visibility": "private"}); r.status != 201 {
-			t.Fatalf("replay: %d %s", r.status, r.body)
+	ctxJSON, _ := json.Marshal(full["context"])
+	for _, tok := range []string{bob, curator} {
+		want(t, e.do("POST", "/breadcrumbs", tok, map[string]any{"title": "replayed", "context": full["context"], "schema_name": server.ExchangeSchema,
+			"tags": []string{"gateway.exchange"}, "visibility": "private"}), 403, "only the server writes them")
+	}
+	for _, agent := range []string{"bob", "bob", "boss"} {
+		if _, _, err := e.db.Create(context.Background(), store.Actor{OwnerID: "acme", AgentID: agent, Curator: agent == "boss"},
+			store.Breadcrumb{Title: "replayed", Context: ctxJSON, SchemaName: server.ExchangeSchema, Tags: []string{"gateway.exchange"}, Visibility: store.Private},
+			store.Idempotency{}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if u := e.usage(bob, ""); u.Total.Requests != 1 || u.Total.Tokens.Input != 100 {
