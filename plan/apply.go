@@ -625,12 +625,15 @@ func preparePatch(d *dirs, i int, fd *fileDiff, out *Outcome, keep bool) (cs []*
 			if !c.exists {
 				return nil, fail(CodeFileMissing, nil, "the rename's source %s does not exist", fd.From)
 			}
-			// Renamed already: the target must be the diff's result.
-			if fd.file != nil {
-				res, err := apply(c)
-				if err != nil || res.Status != patch.Noop {
-					return nil, fail(CodeFileMissing, nil, "the rename's source %s does not exist, and %s is not the diff's result", fd.From, fd.Path)
-				}
+			// Renamed already: the target must be the diff's result. A
+			// rename without changes carries no content to check the
+			// target against, so it cannot be told already applied.
+			if fd.file == nil {
+				return nil, fail(CodeFileMissing, nil, "the rename's source %s does not exist; %s does, but a rename without changes carries no content to check it against", fd.From, fd.Path)
+			}
+			res, err := apply(c)
+			if err != nil || res.Status != patch.Noop {
+				return nil, fail(CodeFileMissing, nil, "the rename's source %s does not exist, and %s is not the diff's result", fd.From, fd.Path)
 			}
 			return noop(c, fmt.Sprintf("already renamed: %s is gone and %s holds the diff's result", fd.From, fd.Path))
 		}

@@ -93,10 +93,15 @@ func TestApplyPatchGit(t *testing.T) {
 		t.Errorf("new file: %+v", o)
 	}
 	// Again: every file is already as the patch makes it (but "x" to
-	// "y" is too little text to tell it is applied: refused).
+	// "y" is too little text to tell it is applied, and a rename without
+	// changes carries no content to check its target against: refused).
 	rep, _ = ApplyPatch(context.Background(), root, text, StripDetect, Options{Strategy: Write{}})
 	for _, o := range rep.Diffs {
-		if o.Status != StatusNoop && o.Path != "with space.txt" {
+		pureRename := o.From == "pure.txt" || o.From == "emptygone"
+		switch {
+		case pureRename && o.Code != CodeFileMissing:
+			t.Errorf("second run, a rename without changes: %+v", o)
+		case !pureRename && o.Status != StatusNoop && o.Path != "with space.txt":
 			t.Errorf("second run: %+v", o)
 		}
 	}

@@ -6,13 +6,13 @@ import (
 	"testing"
 )
 
-// TestReviewRenameNoopUnchecked: a rename without changes (git's
+// TestPureRenameNotTakenForApplied: a rename without changes (git's
 // "similarity index 100%") whose source is gone is reported a no-op
 // whose warning says the target "holds the diff's result", whatever the
 // target holds: nothing was compared. A file of other content must not
 // be taken for the renamed one (refuse, or say that it could not be
 // checked, and not noop).
-func TestReviewRenameNoopUnchecked(t *testing.T) {
+func TestPureRenameNotTakenForApplied(t *testing.T) {
 	dir, root := tree(t, map[string]string{"new.go": "package unrelated\n"})
 	p := "diff --git a/old.go b/new.go\nsimilarity index 100%\nrename from old.go\nrename to new.go\n"
 	rep, err := ApplyPatch(context.Background(), root, []byte(p), StripDetect, Options{Strategy: Write{}})
