@@ -27,9 +27,9 @@ import (
 // driftMaxNamed bounds the files an answer's message names.
 const driftMaxNamed = 20
 
-// workspaceMaxTextless bounds the cache of tracked files that are not in
-// the manifest and are not text (skipped by the indexer, as binaries are).
-const workspaceMaxTextless = 10_000
+// workspaceMaxTextCache bounds the cache of what tracked files that are
+// not in the manifest are (text, or skipped by the indexer as binaries are).
+const workspaceMaxTextCache = 10_000
 
 // drifted is one tracked file whose content is not what the index holds.
 type drifted struct {
@@ -44,8 +44,8 @@ func (d drifted) String() string {
 	return d.path + " (" + d.why + ")"
 }
 
-// textlessKey names a version of a file by its stat data.
-type textlessKey struct {
+// textKey names a version of a file by its stat data.
+type textKey struct {
 	dir, path   string
 	size, mtime int64
 }
@@ -87,7 +87,19 @@ func (ws *workspaceSearcher) drift(ctx context.Context, root *os.Root, dir strin
 			}
 			continue
 		case !indexed:
-			if lst.Size() <= workspaceMaxFileBytes && ws.isText(root, dir, p, lst, dirs) {
+			if lst.Size() > workspaceMaxFileBytes {
+				continue // a disk scan does not read it either
+			}
+			text, known := ws.knownText(dir, p, lst)
+			if !known {
+				if ctx.Err() != nil || lst.Size() > budget {
+					out = append(out, drifted{p, "not checked"})
+					continue
+				}
+				budget -= lst.Size()
+				text = ws.isText(root, dir, p, lst, dirs)
+			}
+			if text {
 				out = append(out, drifted{p, "new"})
 			}
 			continue
@@ -138,28 +150,27 @@ func hashTracked(root *os.Root, name string, dirs map[string]bool) (string, erro
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// knownText is what isText found for this version of the file (by its
+// stat data), if it looked before.
+func (ws *workspaceSearcher) knownText(dir, p string, lst fs.FileInfo) (text, known bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	text, known = ws.texts[textKey{dir, p, lst.Size(), lst.ModTime().UnixNano()}]
+	return text, known
+}
+
 // isText reports whether the tracked file p, not in the manifest, is one
-// a disk scan reads (text). A file that is not is remembered by its stat
-// data, so a repository's binaries are not read on every search.
+// a disk scan reads (text), and remembers the answer by the file's stat
+// data, so that a repository's files are not read on every search.
 func (ws *workspaceSearcher) isText(root *os.Root, dir, p string, lst fs.FileInfo, dirs map[string]bool) bool {
-	key := textlessKey{dir, p, lst.Size(), lst.ModTime().UnixNano()}
-	ws.mu.Lock()
-	_, textless := ws.textless[key]
-	ws.mu.Unlock()
-	if textless {
-		return false
-	}
 	_, err := readTracked(root, p, dirs)
-	if err == nil {
-		return true
-	}
 	ws.mu.Lock()
-	if len(ws.textless) >= workspaceMaxTextless {
-		clear(ws.textless)
+	if len(ws.texts) >= workspaceMaxTextCache {
+		clear(ws.texts)
 	}
-	ws.textless[key] = struct{}{}
+	ws.texts[textKey{dir, p, lst.Size(), lst.ModTime().UnixNano()}] = err == nil
 	ws.mu.Unlock()
-	return false
+	return err == nil
 }
 
 // trackedList is git's list of dir's tracked files, cached while git's

@@ -115,7 +115,7 @@ type workspaceSearcher struct {
 	mu        sync.Mutex
 	manifests map[string]cachedManifest // by workspace directory
 	tracked   map[string]cachedList     // git's list of tracked files, by workspace directory
-	textless  map[textlessKey]struct{}  // tracked files not indexed that are not text
+	texts     map[textKey]bool          // whether tracked files not indexed are text
 }
 
 type cachedManifest struct {
@@ -136,7 +136,7 @@ func newWorkspaceSearcher(s *Server) *workspaceSearcher {
 		budget = workspaceVerifyBudget
 	}
 	return &workspaceSearcher{s: s, scans: make(chan struct{}, n), timeout: timeout, budget: budget, manifests: map[string]cachedManifest{},
-		tracked: map[string]cachedList{}, textless: map[textlessKey]struct{}{}}
+		tracked: map[string]cachedList{}, texts: map[textKey]bool{}}
 }
 
 // search is GET /workspace/search?repo=NAME&q=QUERY[&limit=N]. Any valid
