@@ -153,6 +153,7 @@ func Apply(src []byte, f *File) (*Result, error) {
 		return res, nil
 	}
 	locs, errs := a.locateAll()
+	a.indentAll(locs, errs)
 	// Whether the diff is already applied is judged from the hunks whose
 	// changed lines hold text: blank lines added or deleted are found
 	// "applied" almost anywhere. A hunk of blank lines found applied only
@@ -2108,4 +2109,169 @@ func (t *target) indentStats(b, e int) (tabs, spaced, unit int) {
 		}
 	}
 	return tabs, spaced, unit
+}
+
+// indentNote is what the old lines of a diff, against the target lines
+// they were placed on, say about the diff's indentation: the widths of
+// the runs of spaces it writes for one of the target's tabs, and the runs
+// of the target's spaces it writes as one tab.
+type indentNote struct {
+	spacesPerTab map[int]bool
+	tabAsSpaces  map[int]bool
+	// tabsAgree and spacesAgree say that an old line indented with tabs
+	// (with spaces) is indented exactly as the target's line.
+	tabsAgree, spacesAgree bool
+}
+
+// learnIndent reads the diff's indentation from every hunk placed forward:
+// each indented old line beside the target's line it stands for.
+func (a *applier) learnIndent(locs []loc, errs []*Error) indentNote {
+	n := indentNote{spacesPerTab: map[int]bool{}, tabAsSpaces: map[int]bool{}}
+	for i := range locs {
+		if errs[i] != nil || locs[i].reverse {
+			continue
+		}
+		if ind := locs[i].ind; ind != nil && ind.unit == "\t" && ind.width > 1 {
+			n.spacesPerTab[ind.width] = true
+		}
+		j := -1 // the old line l is
+		for _, l := range a.f.Hunks[i].Lines {
+			if l.Op == Insert {
+				continue
+			}
+			j++
+			text := l.Text
+			at := locs[i].at(j)
+			if at < 0 || at >= a.t.n {
+				continue
+			}
+			dw := text[:leadingSpace(text)]
+			fl := a.t.line(at)
+			fw := string(fl[:leadingSpace(fl)])
+			// Agreement is taken from context lines only: a deleted line
+			// may have been copied from the file where the lines written
+			// around it were not.
+			if l.Op == Context && dw != "" && dw == fw && len(dw) < len(text) {
+				if dw[0] == '\t' {
+					n.tabsAgree = true
+				} else {
+					n.spacesAgree = true
+				}
+			}
+			if dw == "" || fw == "" || dw == fw || len(dw) == len(text) || len(fw) == len(fl) {
+				continue
+			}
+			ft, fs := strings.Count(fw, "\t"), strings.Count(fw, " ")
+			dt, ds := strings.Count(dw, "\t"), strings.Count(dw, " ")
+			switch {
+			case dt == 0 && ft > 0 && strings.TrimLeft(fw, "\t") == strings.Repeat(" ", fs) && ds > fs && (ds-fs)%ft == 0:
+				n.spacesPerTab[(ds-fs)/ft] = true
+			case ds == 0 && fs > 0 && ft == 0 && fs%dt == 0:
+				n.tabAsSpaces[fs/dt] = true
+			}
+		}
+	}
+	return n
+}
+
+// indentAll gives every hunk placed forward by a pass other than the
+// indentation pass the same rule as that pass: added lines indented
+// against the target's convention at their place (spaces where it indents
+// with tabs, tabs where it indents with spaces) are re-indented to it,
+// depth for depth, by the mapping the diff's old lines show against the
+// target's. A hunk whose foreign indentation has no such mapping (no
+// indented old line differs from the target's, or they disagree), or
+// whose mapping leaves spaces over, is refused: mixed indentation is
+// never written.
+func (a *applier) indentAll(locs []loc, errs []*Error) {
+	var note *indentNote
+	var s side
+	for i := range locs {
+		if errs[i] != nil || locs[i].reverse || locs[i].ind != nil {
+			continue
+		}
+		a.side(&s, i, false, s.old)
+		b, e := locs[i].span(&s)
+		unit := a.t.indentUnit(b, e)
+		if unit == "" {
+			continue
+		}
+		lo, hi := max(b-unitWindow, 0), min(e+unitWindow, a.t.n)
+		tabs, spaced, _ := a.t.indentStats(lo, hi)
+		foreign := func(ws string) bool {
+			if unit == "\t" {
+				return ws[0] == ' '
+			}
+			return strings.Contains(ws, "\t")
+		}
+		var odd []int // diff lines of added lines indented against the target
+		for j, l := range a.f.Hunks[i].Lines {
+			if w := leadingSpace(l.Text); l.Op == Insert && w > 0 && w < len(l.Text) && foreign(l.Text[:w]) {
+				odd = append(odd, j)
+			}
+		}
+		if len(odd) == 0 {
+			continue
+		}
+		if note == nil {
+			nn := a.learnIndent(locs, errs)
+			note = &nn
+		}
+		learnt := note.spacesPerTab
+		if unit != "\t" {
+			learnt = note.tabAsSpaces
+		}
+		h := &a.f.Hunks[i]
+		first := h.Lines[odd[0]].Text
+		fail := func(why string) {
+			errs[i] = &Error{Code: CodeAmbiguous, Hunk: i + 1, Path: hunkPath(i), Line: h.Pos, FileLine: b + 1,
+				Msg: fmt.Sprintf("its added line %q is indented with %s where the file indents with %s at line %d, and %s: write the added lines with the file's indentation",
+					clip(first, 60), map[bool]string{true: "tabs", false: "spaces"}[unit != "\t"], (&reindent{unit: unit}).describe(), b+1, why)}
+		}
+		if len(learnt) == 0 {
+			// Nothing maps the diff's indentation onto the target's. When
+			// the diff's old lines are indented as the target's, its
+			// added lines are as meant (a raw string, an aligned
+			// continuation); so they may be where the target mixes tabs
+			// and spaces. Elsewhere they cannot be left mixed.
+			if (unit == "\t" && (spaced > 0 || note.tabsAgree)) || (unit != "\t" && (tabs > 0 || note.spacesAgree)) {
+				continue
+			}
+			fail("no indented line of the diff's context shows how its indentation maps onto the file's")
+			continue
+		}
+		if len(learnt) > 1 {
+			fail("the diff's context lines map its indentation onto the file's in more than one way")
+			continue
+		}
+		var w int
+		for k := range learnt {
+			w = k
+		}
+		r := &reindent{unit: unit, width: w}
+		if unit != "\t" {
+			// A tab stands for w of the target's spaces; spaces stay.
+			r = &reindent{unit: strings.Repeat(" ", w), width: 1 << 30}
+		}
+		for _, j := range odd {
+			text := h.Lines[j].Text
+			ws := text[:leadingSpace(text)]
+			if unit == "\t" {
+				if _, rem := diffDepth(ws, w); rem > 0 {
+					first = text
+					fail(fmt.Sprintf("its %d leading spaces are not a whole number of the diff's %s per tab", strings.Count(ws, " "), plural(w, "space")))
+					break
+				}
+			} else if strings.TrimLeft(ws, "\t") != "" && strings.TrimRight(ws, " ") != strings.Repeat("\t", strings.Count(ws, "\t")) {
+				first = text
+				fail("its indentation mixes tabs and spaces")
+				break
+			}
+		}
+		if errs[i] != nil {
+			continue
+		}
+		locs[i].ind = r
+		a.warnf("hunk %d's added lines were indented against the file's convention; re-indented to %s", i+1, r.describe())
+	}
 }
