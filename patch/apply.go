@@ -671,6 +671,15 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 		if pin.on {
 			var off []cand
 			fc, off = pin.split(fc, step)
+			if pin.at > 0 && len(fc) > 0 && len(off) > 0 && !slices.ContainsFunc(fc, func(c cand) bool { return c.region == pin.at }) {
+				// Allowed at the start of the file only, with a copy
+				// elsewhere and a header pointing at neither: the start
+				// of the file is where such a hunk may be, not where it
+				// must be.
+				e := a.ambiguous(fwd, append(fc, off...), "")
+				e.Msg = fmt.Sprintf("matches at lines %s %s, and its header's line %d points at none of them: add context lines that make it unique", e.lineList(), stepWhy(step), fwd.start)
+				return loc{}, e
+			}
 			if away == nil {
 				away = off
 			}
@@ -808,9 +817,9 @@ const (
 // as ambiguous. The header points exactly at a copy when the copy is at
 // its line as written or moved by delta, the offset the hunks before it
 // were found at. Failing that, a copy is chosen when it is far nearer
-// the header (see tieRatio), or when it is the nearest and the only one
-// where a diff tool's hunk of this shape must be: a hunk with context
-// before its changes and none after ends the file.
+// the header (see tieRatio), or when it is the nearest by more than a
+// line and the only one where a diff tool's hunk of this shape must be:
+// a hunk with context before its changes and none after ends the file.
 func (a *applier) pick(s *side, cands []cand, hint, delta int) (cand, *Error) {
 	if hint < 0 {
 		return cand{}, a.ambiguous(s, cands, "with no line number to choose between them")
@@ -827,6 +836,12 @@ func (a *applier) pick(s *side, cands []cand, hint, delta int) (cand, *Error) {
 		return cand{}, e
 	}
 	best, d1, d2 := nearest2(cands, hint)
+	// A copy where a diff tool would put a hunk of this shape (one
+	// without trailing context at the end of the file) is chosen only
+	// when the header is nearer it than any other copy by more than a
+	// line: a header midway between two copies (off by the rounding of
+	// a midpoint) points at neither, and the shape alone does not
+	// decide, a model drops trailing context as readily as leading.
 	shaped, bestShaped := 0, false
 	for _, c := range cands {
 		if a.shaped(s, c) {
@@ -837,7 +852,7 @@ func (a *applier) pick(s *side, cands []cand, hint, delta int) (cand, *Error) {
 	switch {
 	case len(at) == 1:
 		best = at[0]
-	case shaped == 1 && bestShaped:
+	case shaped == 1 && bestShaped && d2 > d1+1:
 	case shaped == 0 && d2 >= tieRatio*d1+tieSlack:
 	default:
 		e := a.ambiguous(s, cands, "")
