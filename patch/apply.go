@@ -2202,7 +2202,20 @@ func (a *applier) indentAll(locs []loc, errs []*Error) {
 	var note *indentNote
 	var s side
 	for i := range locs {
-		if errs[i] != nil || locs[i].reverse || locs[i].ind != nil {
+		if errs[i] != nil || locs[i].reverse {
+			continue
+		}
+		if ind := locs[i].ind; ind != nil {
+			// Placed by the indentation pass: its mapping must leave no
+			// added line opening with spaces where the file has tabs.
+			for _, l := range a.f.Hunks[i].Lines {
+				if w := leadingSpace(l.Text); l.Op == Insert && ind.unit == "\t" && w > 0 && w < len(l.Text) && ind.apply(l.Text)[0] == ' ' {
+					errs[i] = &Error{Code: CodeAmbiguous, Hunk: i + 1, Path: hunkPath(i), Line: a.f.Hunks[i].Pos, FileLine: locs[i].match.Line,
+						Msg: fmt.Sprintf("its added line %q is indented with %d spaces, less than the diff's %s per tab, where the file indents with tabs: write the added lines with the file's indentation",
+							clip(l.Text, 60), w, plural(ind.width, "space"))}
+					break
+				}
+			}
 			continue
 		}
 		a.side(&s, i, false, s.old)

@@ -2,6 +2,7 @@ package patch
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -45,6 +46,13 @@ func TestRuleIndentEveryPass(t *testing.T) {
 			diff:  "@@ -1,3 +1,4 @@\n def f():\n \ta()\n+\tx()\n \tb()\n@@ -6,2 +7,2 @@\n def g():\n-    c()\n+\td()\n",
 			want:  "def f():\n    a()\n    x()\n    b()\n\n\ndef g():\n    d()\n",
 			match: []string{"indent", "exact"},
+		},
+		{
+			name: "the indentation pass refuses an added line shallower than one tab",
+			file: goFile,
+			diff: "@@ -3,4 +3,5 @@\n func f() {\n     a()\n+  x()\n     b()\n }\n",
+			err:  CodeAmbiguous,
+			msg:  []string{"2 spaces, less than the diff's 4 spaces per tab"},
 		},
 		{
 			name:  "a diff indented as the file keeps its space-indented lines",
@@ -104,4 +112,36 @@ func TestRuleHeaderBetweenCopies(t *testing.T) {
 		},
 	}
 	runRuleCases(t, cases)
+}
+
+// tabIndented finds a line indented with tabs that holds text.
+var tabIndented = regexp.MustCompile(`(?m)^\t+\S`)
+
+// FuzzApplyTabFile: applied to a file indented only with tabs, a diff
+// written without tabs either leaves no line of the result opening with
+// spaces or is refused: mixed indentation is never written.
+func FuzzApplyTabFile(f *testing.F) {
+	goFile := "package p\n\nfunc f() {\n\ta()\n\tb()\n}\n\nfunc g() {\n\tc()\n}\n"
+	f.Add(goFile, "@@ -3,4 +3,5 @@\n func f() {\n     a()\n+    x()\n     b()\n }\n@@ -8,3 +9,3 @@\n func g() {\n-    c()\n+    d()\n }\n")
+	f.Add(goFile, "@@ -8,3 +8,3 @@\n func g() {\n-\tc()\n+    d()\n }\n")
+	f.Add(goFile, "@@ -3,4 +3,5 @@\n func f() {\n   a()\n+  x()\n+   y()\n   b()\n }\n")
+	f.Add(goFile, "@@ -3,4 +3,5 @@\n func f() {\n     a()\n+  x()\n     b()\n }\n")
+	f.Fuzz(func(t *testing.T, src, diff string) {
+		if strings.Contains(diff, "\t") || !tabIndented.MatchString(src) || strings.HasPrefix(src, " ") || strings.Contains(src, "\n ") {
+			return
+		}
+		p, err := Parse(diff)
+		if err != nil {
+			return
+		}
+		res, err := Apply([]byte(src), p)
+		if err != nil {
+			return
+		}
+		for _, l := range strings.Split(string(res.Content), "\n") {
+			if strings.HasPrefix(l, " ") && strings.TrimSpace(l) != "" {
+				t.Fatalf("line %q of the result opens with spaces in a file indented with tabs:\n%s", l, res.Content)
+			}
+		}
+	})
 }
