@@ -671,6 +671,18 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 		if pin.on {
 			var off []cand
 			fc, off = pin.split(fc, step)
+			if len(fc) == 0 && len(off) == 1 && pin.at > 0 && !pin.start && step <= stepFields && info(fwd.old) >= minInfo &&
+				off[0].region > pin.at && off[0].region-pin.at <= pinSlack {
+				// The one place in the file its lines are, one line after
+				// its header's line: a context line dropped before the
+				// insertion, the header kept (found before the
+				// header's line, the header itself is wrong). Its lines
+				// say where the insertion goes; the header, that this
+				// copy is meant. A header naming the start of the file
+				// says more than a line number and stays strict.
+				a.warnf("hunk %d placed at line %d, %s after where its header puts it, the only place its lines are", fwd.index+1, off[0].region+off[0].lead+1, plural(off[0].region-pin.at, "line"))
+				fc, off = off, nil
+			}
 			if pin.at > 0 && len(fc) > 0 && len(off) > 0 && !slices.ContainsFunc(fc, func(c cand) bool { return c.region == pin.at }) {
 				// Allowed at the start of the file only, with a copy
 				// elsewhere and a header pointing at neither: the start
@@ -908,6 +920,12 @@ func (a *applier) shaped(s *side, c cand) bool {
 // else by the context after it, it could go anywhere that context
 // repeats. Without a header, only an exact or whitespace match places
 // it.
+// pinSlack is how far after its header's line a pinned hunk may be found
+// when its lines are at that one place in the file: the context line a
+// model drops before an insertion while keeping the header. Two lines
+// off is as likely a wrong header as two dropped lines, and is refused.
+const pinSlack = 1
+
 type pinning struct {
 	on    bool
 	at    int  // the 0-based target line where the old lines start; -1 without a header

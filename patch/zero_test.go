@@ -145,3 +145,39 @@ func FuzzApplyTabFile(f *testing.F) {
 		}
 	})
 }
+
+// TestRulePinnedOneLineAfter: an insertion with less context before it
+// than after, whose one leading context line was dropped with the header
+// kept, is found one line after its header: placed when its lines are at
+// that one place in the file, refused when they are anywhere else too or
+// further off.
+func TestRulePinnedOneLineAfter(t *testing.T) {
+	file := "package h\n\nimport \"os\"\n\ntype Handle struct {\n\tf *os.File\n}\n\nfunc (h *Handle) Name() string {\n\treturn h.f.Name()\n}\n\nfunc (h *Handle) Close() error {\n\treturn h.f.Close()\n}\n"
+	// The hunk as written with its leading context "" at line 12, then
+	// with that line dropped and the header kept.
+	hunk := "+// Close releases the handle.\n func (h *Handle) Close() error {\n \treturn h.f.Close()\n }\n"
+	want := strings.Replace(file, "func (h *Handle) Close", "// Close releases the handle.\nfunc (h *Handle) Close", 1)
+	twice := file + "\nfunc (h *Handle) Close() error {\n\treturn h.f.Close()\n}\n"
+	cases := []ruleCase{
+		{
+			name:  "one line after the header, the only place",
+			file:  file,
+			diff:  "@@ -12,3 +12,4 @@\n" + hunk,
+			want:  want,
+			match: []string{"offset"},
+		},
+		{
+			name: "one line after the header, with another copy",
+			file: twice,
+			diff: "@@ -12,3 +12,4 @@\n" + hunk,
+			err:  CodeNeedsContext,
+		},
+		{
+			name: "two lines after the header",
+			file: file,
+			diff: "@@ -11,3 +11,4 @@\n" + hunk,
+			err:  CodeNeedsContext,
+		},
+	}
+	runRuleCases(t, cases)
+}
