@@ -153,6 +153,7 @@ func Apply(src []byte, f *File) (*Result, error) {
 		return res, nil
 	}
 	locs, errs := a.locateAll()
+	a.indentAll(locs, errs)
 	// Whether the diff is already applied is judged from the hunks whose
 	// changed lines hold text: blank lines added or deleted are found
 	// "applied" almost anywhere. A hunk of blank lines found applied only
@@ -670,6 +671,27 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 		if pin.on {
 			var off []cand
 			fc, off = pin.split(fc, step)
+			if len(fc) == 0 && len(off) == 1 && pin.at > 0 && !pin.start && step <= stepFields && info(fwd.old) >= minInfo &&
+				off[0].region > pin.at && off[0].region-pin.at <= pinSlack {
+				// The one place in the file its lines are, one line after
+				// its header's line: a context line dropped before the
+				// insertion, the header kept (found before the
+				// header's line, the header itself is wrong). Its lines
+				// say where the insertion goes; the header, that this
+				// copy is meant. A header naming the start of the file
+				// says more than a line number and stays strict.
+				a.warnf("hunk %d placed at line %d, %s after where its header puts it, the only place its lines are", fwd.index+1, off[0].region+off[0].lead+1, plural(off[0].region-pin.at, "line"))
+				fc, off = off, nil
+			}
+			if pin.at > 0 && len(fc) > 0 && len(off) > 0 && !slices.ContainsFunc(fc, func(c cand) bool { return c.region == pin.at }) {
+				// Allowed at the start of the file only, with a copy
+				// elsewhere and a header pointing at neither: the start
+				// of the file is where such a hunk may be, not where it
+				// must be.
+				e := a.ambiguous(fwd, append(fc, off...), "")
+				e.Msg = fmt.Sprintf("matches at lines %s %s, and its header's line %d points at none of them: add context lines that make it unique", e.lineList(), stepWhy(step), fwd.start)
+				return loc{}, e
+			}
 			if away == nil {
 				away = off
 			}
@@ -807,9 +829,9 @@ const (
 // as ambiguous. The header points exactly at a copy when the copy is at
 // its line as written or moved by delta, the offset the hunks before it
 // were found at. Failing that, a copy is chosen when it is far nearer
-// the header (see tieRatio), or when it is the nearest and the only one
-// where a diff tool's hunk of this shape must be: a hunk with context
-// before its changes and none after ends the file.
+// the header (see tieRatio), or when it is the nearest by more than a
+// line and the only one where a diff tool's hunk of this shape must be:
+// a hunk with context before its changes and none after ends the file.
 func (a *applier) pick(s *side, cands []cand, hint, delta int) (cand, *Error) {
 	if hint < 0 {
 		return cand{}, a.ambiguous(s, cands, "with no line number to choose between them")
@@ -826,6 +848,12 @@ func (a *applier) pick(s *side, cands []cand, hint, delta int) (cand, *Error) {
 		return cand{}, e
 	}
 	best, d1, d2 := nearest2(cands, hint)
+	// A copy where a diff tool would put a hunk of this shape (one
+	// without trailing context at the end of the file) is chosen only
+	// when the header is nearer it than any other copy by more than a
+	// line: a header midway between two copies (off by the rounding of
+	// a midpoint) points at neither, and the shape alone does not
+	// decide, a model drops trailing context as readily as leading.
 	shaped, bestShaped := 0, false
 	for _, c := range cands {
 		if a.shaped(s, c) {
@@ -836,7 +864,7 @@ func (a *applier) pick(s *side, cands []cand, hint, delta int) (cand, *Error) {
 	switch {
 	case len(at) == 1:
 		best = at[0]
-	case shaped == 1 && bestShaped:
+	case shaped == 1 && bestShaped && d2 > d1+1:
 	case shaped == 0 && d2 >= tieRatio*d1+tieSlack:
 	default:
 		e := a.ambiguous(s, cands, "")
@@ -892,6 +920,12 @@ func (a *applier) shaped(s *side, c cand) bool {
 // else by the context after it, it could go anywhere that context
 // repeats. Without a header, only an exact or whitespace match places
 // it.
+// pinSlack is how far after its header's line a pinned hunk may be found
+// when its lines are at that one place in the file: the context line a
+// model drops before an insertion while keeping the header. Two lines
+// off is as likely a wrong header as two dropped lines, and is refused.
+const pinSlack = 1
+
 type pinning struct {
 	on    bool
 	at    int  // the 0-based target line where the old lines start; -1 without a header
@@ -2108,4 +2142,182 @@ func (t *target) indentStats(b, e int) (tabs, spaced, unit int) {
 		}
 	}
 	return tabs, spaced, unit
+}
+
+// indentNote is what the old lines of a diff, against the target lines
+// they were placed on, say about the diff's indentation: the widths of
+// the runs of spaces it writes for one of the target's tabs, and the runs
+// of the target's spaces it writes as one tab.
+type indentNote struct {
+	spacesPerTab map[int]bool
+	tabAsSpaces  map[int]bool
+	// tabsAgree and spacesAgree say that an old line indented with tabs
+	// (with spaces) is indented exactly as the target's line.
+	tabsAgree, spacesAgree bool
+}
+
+// learnIndent reads the diff's indentation from every hunk placed forward:
+// each indented old line beside the target's line it stands for.
+func (a *applier) learnIndent(locs []loc, errs []*Error) indentNote {
+	n := indentNote{spacesPerTab: map[int]bool{}, tabAsSpaces: map[int]bool{}}
+	for i := range locs {
+		if errs[i] != nil || locs[i].reverse {
+			continue
+		}
+		if ind := locs[i].ind; ind != nil && ind.unit == "\t" && ind.width > 1 {
+			n.spacesPerTab[ind.width] = true
+		}
+		j := -1 // the old line l is
+		for _, l := range a.f.Hunks[i].Lines {
+			if l.Op == Insert {
+				continue
+			}
+			j++
+			text := l.Text
+			at := locs[i].at(j)
+			if at < 0 || at >= a.t.n {
+				continue
+			}
+			dw := text[:leadingSpace(text)]
+			fl := a.t.line(at)
+			fw := string(fl[:leadingSpace(fl)])
+			// Agreement is taken from context lines only: a deleted line
+			// may have been copied from the file where the lines written
+			// around it were not.
+			if l.Op == Context && dw != "" && dw == fw && len(dw) < len(text) {
+				if dw[0] == '\t' {
+					n.tabsAgree = true
+				} else {
+					n.spacesAgree = true
+				}
+			}
+			if dw == "" || fw == "" || dw == fw || len(dw) == len(text) || len(fw) == len(fl) {
+				continue
+			}
+			ft, fs := strings.Count(fw, "\t"), strings.Count(fw, " ")
+			dt, ds := strings.Count(dw, "\t"), strings.Count(dw, " ")
+			switch {
+			case dt == 0 && ft > 0 && strings.TrimLeft(fw, "\t") == strings.Repeat(" ", fs) && ds > fs && (ds-fs)%ft == 0:
+				n.spacesPerTab[(ds-fs)/ft] = true
+			case ds == 0 && fs > 0 && ft == 0 && fs%dt == 0:
+				n.tabAsSpaces[fs/dt] = true
+			}
+		}
+	}
+	return n
+}
+
+// indentAll gives every hunk placed forward by a pass other than the
+// indentation pass the same rule as that pass: added lines indented
+// against the target's convention at their place (spaces where it indents
+// with tabs, tabs where it indents with spaces) are re-indented to it,
+// depth for depth, by the mapping the diff's old lines show against the
+// target's. A hunk whose foreign indentation has no such mapping (no
+// indented old line differs from the target's, or they disagree), or
+// whose mapping leaves spaces over, is refused: mixed indentation is
+// never written.
+func (a *applier) indentAll(locs []loc, errs []*Error) {
+	var note *indentNote
+	var s side
+	for i := range locs {
+		if errs[i] != nil || locs[i].reverse {
+			continue
+		}
+		if ind := locs[i].ind; ind != nil {
+			// Placed by the indentation pass: its mapping must leave no
+			// added line opening with spaces where the file has tabs.
+			for _, l := range a.f.Hunks[i].Lines {
+				if w := leadingSpace(l.Text); l.Op == Insert && ind.unit == "\t" && w > 0 && w < len(l.Text) && ind.apply(l.Text)[0] == ' ' {
+					errs[i] = &Error{Code: CodeAmbiguous, Hunk: i + 1, Path: hunkPath(i), Line: a.f.Hunks[i].Pos, FileLine: locs[i].match.Line,
+						Msg: fmt.Sprintf("its added line %q is indented with %d spaces, less than the diff's %s per tab, where the file indents with tabs: write the added lines with the file's indentation",
+							clip(l.Text, 60), w, plural(ind.width, "space"))}
+					break
+				}
+			}
+			continue
+		}
+		a.side(&s, i, false, s.old)
+		b, e := locs[i].span(&s)
+		unit := a.t.indentUnit(b, e)
+		if unit == "" {
+			continue
+		}
+		lo, hi := max(b-unitWindow, 0), min(e+unitWindow, a.t.n)
+		tabs, spaced, _ := a.t.indentStats(lo, hi)
+		foreign := func(ws string) bool {
+			if unit == "\t" {
+				return ws[0] == ' '
+			}
+			return strings.Contains(ws, "\t")
+		}
+		var odd []int // diff lines of added lines indented against the target
+		for j, l := range a.f.Hunks[i].Lines {
+			if w := leadingSpace(l.Text); l.Op == Insert && w > 0 && w < len(l.Text) && foreign(l.Text[:w]) {
+				odd = append(odd, j)
+			}
+		}
+		if len(odd) == 0 {
+			continue
+		}
+		if note == nil {
+			nn := a.learnIndent(locs, errs)
+			note = &nn
+		}
+		learnt := note.spacesPerTab
+		if unit != "\t" {
+			learnt = note.tabAsSpaces
+		}
+		h := &a.f.Hunks[i]
+		first := h.Lines[odd[0]].Text
+		fail := func(why string) {
+			errs[i] = &Error{Code: CodeAmbiguous, Hunk: i + 1, Path: hunkPath(i), Line: h.Pos, FileLine: b + 1,
+				Msg: fmt.Sprintf("its added line %q is indented with %s where the file indents with %s at line %d, and %s: write the added lines with the file's indentation",
+					clip(first, 60), map[bool]string{true: "tabs", false: "spaces"}[unit != "\t"], (&reindent{unit: unit}).describe(), b+1, why)}
+		}
+		if len(learnt) == 0 {
+			// Nothing maps the diff's indentation onto the target's. When
+			// the diff's old lines are indented as the target's, its
+			// added lines are as meant (a raw string, an aligned
+			// continuation); so they may be where the target mixes tabs
+			// and spaces. Elsewhere they cannot be left mixed.
+			if (unit == "\t" && (spaced > 0 || note.tabsAgree)) || (unit != "\t" && (tabs > 0 || note.spacesAgree)) {
+				continue
+			}
+			fail("no indented line of the diff's context shows how its indentation maps onto the file's")
+			continue
+		}
+		if len(learnt) > 1 {
+			fail("the diff's context lines map its indentation onto the file's in more than one way")
+			continue
+		}
+		var w int
+		for k := range learnt {
+			w = k
+		}
+		r := &reindent{unit: unit, width: w}
+		if unit != "\t" {
+			// A tab stands for w of the target's spaces; spaces stay.
+			r = &reindent{unit: strings.Repeat(" ", w), width: 1 << 30}
+		}
+		for _, j := range odd {
+			text := h.Lines[j].Text
+			ws := text[:leadingSpace(text)]
+			if unit == "\t" {
+				if _, rem := diffDepth(ws, w); rem > 0 {
+					first = text
+					fail(fmt.Sprintf("its %d leading spaces are not a whole number of the diff's %s per tab", strings.Count(ws, " "), plural(w, "space")))
+					break
+				}
+			} else if strings.TrimLeft(ws, "\t") != "" && strings.TrimRight(ws, " ") != strings.Repeat("\t", strings.Count(ws, "\t")) {
+				first = text
+				fail("its indentation mixes tabs and spaces")
+				break
+			}
+		}
+		if errs[i] != nil {
+			continue
+		}
+		locs[i].ind = r
+		a.warnf("hunk %d's added lines were indented against the file's convention; re-indented to %s", i+1, r.describe())
+	}
 }
