@@ -703,6 +703,13 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 			}
 		}
 		if blank && len(fc) > 0 && len(rc) > 0 {
+			// A hunk that ends the file is judged where it must be:
+			// deleting a blank last line leaves its other lines in
+			// place, found as its new lines, but only the old ones end
+			// the file.
+			fc, rc = a.anchored(fc, fwd, rc, rev)
+		}
+		if blank && len(fc) > 0 && len(rc) > 0 {
 			// Blank lines added or deleted beside blank lines: the new
 			// lines found around the old ones say nothing either way.
 			e := a.ambiguous(fwd, append(fc, rc...), "")

@@ -181,3 +181,23 @@ func TestRulePinnedOneLineAfter(t *testing.T) {
 	}
 	runRuleCases(t, cases)
 }
+
+// TestBlankLastLineDeleted: a hunk that deletes the blank line ending a
+// file (its other lines, found as its new lines, stay in place) is
+// applied, and is not applied a second time.
+func TestBlankLastLineDeleted(t *testing.T) {
+	diff := "@@ -2,4 +2,3 @@\n \t}\n \treturn sb.String()\n }\n-\n"
+	file := "func f() {\n\t}\n\treturn sb.String()\n}\n\n"
+	f, err := Parse(diff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply([]byte(file), f)
+	if err != nil || string(res.Content) != "func f() {\n\t}\n\treturn sb.String()\n}\n" || res.Status != Applied {
+		t.Fatalf("applied: %v %q", err, res)
+	}
+	again, err := Apply(res.Content, f)
+	if err == nil && again.Status == Applied {
+		t.Fatalf("applied twice: %q", again.Content)
+	}
+}
