@@ -252,6 +252,12 @@ func (s *Server) getView(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err != nil {
 		return err
 	}
+	if v.status != view.StatusOK {
+		// A view that fell back may succeed later (a rule out of time
+		// under load): its tag matches no If-None-Match, so a client
+		// never keeps a fallback through 304s.
+		w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(b.Version, 10)+"-fallback"))
+	}
 	writeJSON(w, http.StatusOK, viewReply{
 		ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags, SchemaName: b.SchemaName,
 		Version: b.Version, UpdatedAt: b.UpdatedAt, Context: v.value,

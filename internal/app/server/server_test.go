@@ -682,4 +682,11 @@ func TestConditionalGet(t *testing.T) {
 	if code, _, _ := get("/breadcrumbs/"+id, "", ""); code != 404 {
 		t.Fatalf("the read budget is spent by reads only: %d", code)
 	}
+	// A view that fell back has a tag of its own, which no If-None-Match
+	// of the version matches.
+	hints := map[string]any{"transform": map[string]any{"x": map[string]any{"type": "jq", "query": "error(\"no\")"}}}
+	fb := e.create(tok, map[string]any{"title": "t", "context": map[string]any{"a": 1}, "llm_hints": hints})
+	if code, tag, _ := get("/breadcrumbs/"+fb, "", ""); code != 200 || tag != `"1-fallback"` {
+		t.Fatalf("fallback view: %d %q", code, tag)
+	}
 }
