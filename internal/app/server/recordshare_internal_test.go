@@ -7,13 +7,13 @@ import (
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 )
 
-// TestReviewRecordQueueIsShared: the traffic-record queue is one FIFO for
+// TestRecordQueueIsShared: the traffic-record queue is one FIFO for
 // every owner, bounded in count and bytes only. One owner's agents that
 // send requests faster than the store writes fill it, and then every
 // other owner's records are dropped (queue_full): another owner's
 // evidence is lost to a flood it did not make. An owner's share must be
 // bounded so that a record of an owner with nothing queued is kept.
-func TestReviewRecordQueueIsShared(t *testing.T) {
+func TestRecordQueueIsShared(t *testing.T) {
 	rc := testRecorder(t)
 	rc.start.Do(func() {}) // no writer: the queue holds what is queued
 	flood := func() *gateway.Exchange {

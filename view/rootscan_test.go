@@ -10,13 +10,13 @@ import (
 	"github.com/ctxkit/ctxkit/view"
 )
 
-// TestReviewNestedRootScansAreBounded: a filter whose absolute query
+// TestNestedRootScansAreBounded: a filter whose absolute query
 // holds a filter with another absolute query reads the document once per
 // candidate of each level, n×n×n visits, while the bound counts n×n per
 // root query. A record of 1,400 numbers (about 7 KiB) passes the bound
 // (2×1402² < 4M) and makes the uninterruptible selection run billions of
 // visits. The view must be refused (TOO_COSTLY) or finish quickly.
-func TestReviewNestedRootScansAreBounded(t *testing.T) {
+func TestNestedRootScansAreBounded(t *testing.T) {
 	const n = 1400
 	nums := make([]string, n)
 	for i := range nums {
