@@ -205,8 +205,11 @@ func (rc *exchangeRecorder) admit(owner string) bool {
 func (rc *exchangeRecorder) release(owner string) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if rc.owners[owner]--; rc.owners[owner] <= 0 {
-		delete(rc.owners, owner)
+	switch n := rc.owners[owner]; {
+	case n > 1:
+		rc.owners[owner] = n - 1
+	default:
+		delete(rc.owners, owner) // a nil map, or a record counted in by no Record
 	}
 }
 
