@@ -20,7 +20,9 @@ const maxTemplate = 4 << 10
 
 // Learn makes doc the template, holes the spans of its holes (in order,
 // each a string, quotes included). It reports false, leaving t empty, for
-// a document larger than 4 KiB or holes not in order.
+// a document larger than 4 KiB, holes not in order, or a hole that is not
+// exactly one valid string (a byte after the string would be a hole's in
+// the template and a literal's in a document matched).
 func (t *Template) Learn(doc []byte, holes [][2]int) bool {
 	t.lit, t.cuts = t.lit[:0], t.cuts[:0]
 	if len(doc) > maxTemplate {
@@ -28,7 +30,7 @@ func (t *Template) Learn(doc []byte, holes [][2]int) bool {
 	}
 	at := 0
 	for _, h := range holes {
-		if h[0] < at || h[1] < h[0]+2 || h[1] > len(doc) {
+		if h[0] < at || h[1] < h[0]+2 || h[1] > len(doc) || !oneString(doc[h[0]:h[1]]) {
 			t.lit, t.cuts = t.lit[:0], t.cuts[:0]
 			return false
 		}
@@ -67,4 +69,11 @@ func (t *Template) Match(doc []byte, holes [][2]int) bool {
 		pos, from = r.i, cut
 	}
 	return bytes.Equal(doc[pos:], t.lit[from:])
+}
+
+// oneString reports whether b is one valid string and nothing else.
+func oneString(b []byte) bool {
+	r := Reader{b: b}
+	_, ok := r.ValidString()
+	return ok && r.i == len(b)
 }

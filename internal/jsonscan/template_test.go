@@ -48,6 +48,15 @@ func TestTemplate(t *testing.T) {
 	if tm.Learn(make([]byte, maxTemplate+1), nil) || tm.Learnt() {
 		t.Error("a document past the bound was learnt")
 	}
+	// A hole that runs past its string would let a document whose string
+	// swallows that byte match a template of another shape.
+	brace := []byte(`{"f":{"a":"x"}}`)
+	if tm.Learn(brace, [][2]int{{10, 14}}) || tm.Learnt() {
+		t.Error("a hole of a string and a brace was learnt")
+	}
+	if !tm.Learn(brace, [][2]int{{10, 13}}) || tm.Match([]byte(`{"f":{"a":"x}"}`), make([][2]int, 1)) {
+		t.Error("a string holding the brace matched")
+	}
 }
 
 // FuzzTemplate: a document that matches a template is the template's

@@ -469,10 +469,15 @@ func toolFragment(r *jsonscan.Reader, s *skimmed) bool {
 			}
 			r.Space()
 			at := r.Pos()
-			if s.args, ok = r.ValidString(); !ok || !r.Eat('}') {
+			if s.args, ok = r.ValidString(); !ok {
 				return false
 			}
+			// The hole is the string alone: the brace after it is the
+			// template's.
 			s.hole(at, r.Pos(), holeArgs)
+			if !r.Eat('}') {
+				return false
+			}
 		default:
 			return false
 		}
