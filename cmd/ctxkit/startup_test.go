@@ -46,7 +46,10 @@ func BenchmarkStartup(b *testing.B) {
 	}
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "ctxkit")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	// Built as the README installs it: without cgo, a static binary.
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	one := newStartupFixture(b, filepath.Join(dir, "one"), 1)
