@@ -246,7 +246,8 @@ func (d *streamDecoder) end() error {
 
 func (d *streamDecoder) sse(r io.Reader) error {
 	n := 0
-	for ev, err := range sse.Read(r, MaxStreamChunk) {
+	tail := &tailReader{r: r}
+	for ev, err := range sse.Read(tail, MaxStreamChunk) {
 		if err != nil {
 			return fmt.Errorf("gemini: after event %d: %w", n, err)
 		}
@@ -263,7 +264,86 @@ func (d *streamDecoder) sse(r io.Reader) error {
 			return d.err
 		}
 	}
+	if !d.stopped && !d.failed {
+		// A failure after the stream began can come as Google's plain
+		// error body, outside any SSE event: the SSE reader passes over
+		// such lines, and the stream would look cut.
+		if e := strayError(tail.tail); e != nil {
+			d.failed = true
+			d.yield(chat.Chunk{Type: chat.ChunkError, Error: streamError(e)})
+			return nil
+		}
+	}
 	return d.end()
+}
+
+// maxTail bounds what is kept of a stream's last bytes for strayError.
+const maxTail = 8 << 10
+
+// tailReader keeps the last maxTail bytes read through it.
+type tailReader struct {
+	r    io.Reader
+	tail []byte
+}
+
+func (t *tailReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n >= maxTail {
+		t.tail = append(t.tail[:0], p[n-maxTail:n]...)
+	} else {
+		if over := len(t.tail) + n - maxTail; over > 0 {
+			t.tail = append(t.tail[:0], t.tail[over:]...)
+		}
+		t.tail = append(t.tail, p[:n]...)
+	}
+	return n, err
+}
+
+// strayError reads the error object that ends an SSE stream outside any
+// event: the run of lines at the end of tail that are not SSE fields
+// ("data:", "event:", "id:", "retry:", comments), which holds a JSON
+// object with an "error" member, or an array of one such object. nil
+// when there is none.
+func strayError(tail []byte) *apiError {
+	lines := bytes.Split(tail, []byte("\n"))
+	from := len(lines)
+	for from > 0 {
+		l := bytes.TrimRight(lines[from-1], "\r")
+		if sseField(l) {
+			break
+		}
+		from--
+	}
+	if from == 0 && len(tail) == maxTail {
+		return nil // the run may have begun before what was kept
+	}
+	body := bytes.TrimSpace(bytes.Join(lines[from:], []byte("\n")))
+	if len(body) > 1 && body[0] == '[' && body[len(body)-1] == ']' {
+		body = bytes.TrimSpace(body[1 : len(body)-1])
+	}
+	if len(body) == 0 || body[0] != '{' {
+		return nil
+	}
+	var resp struct {
+		Error *apiError `json:"error"`
+	}
+	if json.Unmarshal(body, &resp) != nil {
+		return nil
+	}
+	return resp.Error
+}
+
+// sseField reports whether line is an SSE field or comment.
+func sseField(line []byte) bool {
+	if len(line) > 0 && line[0] == ':' {
+		return true
+	}
+	for _, f := range []string{"data", "event", "id", "retry"} {
+		if rest, ok := bytes.CutPrefix(line, []byte(f)); ok && (len(rest) == 0 || rest[0] == ':') {
+			return true
+		}
+	}
+	return false
 }
 
 // array decodes the JSON array mode element by element. lead is the

@@ -278,6 +278,30 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// TestStrayErrorBody: Google ends a failing SSE stream with its plain
+// error body, outside any event; the client hears the error, not a cut.
+func TestStrayErrorBody(t *testing.T) {
+	head := `data: {"candidates":[{"content":{"parts":[{"text":"a"}]}}]}` + "\r\n\r\n"
+	want := chat.StreamError{Type: "RESOURCE_EXHAUSTED", Message: "quota \"x\"", Retryable: true}
+	for _, body := range []string{
+		`{"error":{"code":429,"message":"quota \"x\"","status":"RESOURCE_EXHAUSTED"}}`,
+		"{\n  \"error\": {\n    \"code\": 429,\n    \"message\": \"quota \\\"x\\\"\",\n    \"status\": \"RESOURCE_EXHAUSTED\"\n  }\n}\n",
+		"[{\r\n  \"error\": {\"code\": 429, \"message\": \"quota \\\"x\\\"\", \"status\": \"RESOURCE_EXHAUSTED\"}\r\n}\r\n]",
+	} {
+		res := decode(strings.NewReader(head + body))
+		if res.err != "" || len(res.chunks) != 2 || res.chunks[1].Type != chat.ChunkError || *res.chunks[1].Error != want {
+			t.Errorf("%q: %+v", body, res)
+		}
+	}
+	// Anything else after the events is still a cut stream.
+	for _, body := range []string{"", "{\"candidates\":[]}\n", "{\"error\":", "garbage\n", `{"error":{"code":429}} trailing`} {
+		_, err := wiretest.DecodeAll(gemini.DecodeStream, strings.NewReader(head+body))
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("%q: error %v, want a cut stream", body, err)
+		}
+	}
+}
+
 func TestReadError(t *testing.T) {
 	boom := errors.New("connection reset")
 	for _, head := range []string{
