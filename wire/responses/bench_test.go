@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/responses"
 )
 
@@ -65,6 +66,21 @@ func BenchmarkStreamHop(b *testing.B) {
 	for b.Loop() {
 		chunks := responses.DecodeStream(bytes.NewReader(benchSSE))
 		if err := responses.EncodeStream(io.Discard, benchReq, "resp-bench", "resp_hop", 1754000001, chunks); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStreamHopForward is BenchmarkStreamHop through the dialect's
+// Forwarder, which writes the text deltas after an item's first as they
+// are read: the same client stream.
+func BenchmarkStreamHopForward(b *testing.B) {
+	b.SetBytes(int64(len(benchSSE)))
+	b.ReportAllocs()
+	out := wire.Outgoing{Request: benchReq, Model: "resp-bench", ID: "resp_hop", Created: 1754000001}
+	for b.Loop() {
+		fw := responses.Dialect().Forward(out, wire.ForwardOptions{})
+		if err := fw.Stream(io.Discard, fw.Decode(bytes.NewReader(benchSSE))); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -25,6 +25,7 @@ func Dialect() wire.Dialect {
 		},
 		Error:    openai.ErrorBody,
 		IDPrefix: "resp_",
+		Forward:  forward,
 	}
 }
 

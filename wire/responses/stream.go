@@ -78,6 +78,24 @@ var ErrStreamTooLarge = errors.New("responses: the response is larger than " + s
 // sets a deadline on each Write does it once per chunk. A write error
 // ends the encoding and is returned.
 func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
+	e := newStreamEncoder(w, req, model, id, created)
+	if err := e.begin(); err != nil {
+		return err
+	}
+	var failure error
+	for c, err := range chunks {
+		var werr error
+		if failure, werr = e.take(&c, err); werr != nil {
+			return werr
+		}
+		if failure != nil {
+			break
+		}
+	}
+	return e.end(failure)
+}
+
+func newStreamEncoder(w io.Writer, req *chat.Request, model, id string, created int64) *streamEncoder {
 	e := &streamEncoder{w: w, id: id, resp: echo(req, model, id, created)}
 	// The buffers start in room the encoder holds: a short answer is
 	// written without allocating them.
@@ -87,36 +105,46 @@ func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int6
 	e.spare = e.room[keptRoom:keptRoom:argsRoom]
 	e.items = e.room[argsRoom:argsRoom]
 	e.spans = e.spanRoom[:0]
+	return e
+}
+
+// begin writes the stream's first events.
+func (e *streamEncoder) begin() error {
 	if err := e.event("response.created", e.start); err != nil {
 		return err
 	}
 	if err := e.event("response.in_progress", e.start); err != nil {
 		return err
 	}
+	return e.send()
+}
+
+// take encodes one chunk of the stream, or the error that ends it: it
+// returns the failure the stream ends with (err, or ErrStreamTooLarge),
+// and apart a write error.
+func (e *streamEncoder) take(c *chat.Chunk, err error) (failure, werr error) {
+	if err != nil {
+		if e.err == nil {
+			e.err = &chat.StreamError{Type: "server_error", Message: err.Error(), Retryable: true}
+		}
+		return err, nil
+	}
+	if err := e.chunk(c); err != nil {
+		return nil, err
+	}
 	if err := e.send(); err != nil {
-		return err
+		return nil, err
 	}
-	var failure error
-	for c, err := range chunks {
-		if err != nil {
-			failure = err
-			if e.err == nil {
-				e.err = &chat.StreamError{Type: "server_error", Message: err.Error(), Retryable: true}
-			}
-			break
-		}
-		if err := e.chunk(&c); err != nil {
-			return err
-		}
-		if err := e.send(); err != nil {
-			return err
-		}
-		if e.size > MaxStreamOutput {
-			failure = ErrStreamTooLarge
-			e.err = &chat.StreamError{Type: "server_error", Message: ErrStreamTooLarge.Error()}
-			break
-		}
+	if e.size > MaxStreamOutput {
+		e.err = &chat.StreamError{Type: "server_error", Message: ErrStreamTooLarge.Error()}
+		return ErrStreamTooLarge, nil
 	}
+	return nil, nil
+}
+
+// end closes what is open and writes the terminal event and [DONE];
+// it returns failure, or the write error.
+func (e *streamEncoder) end(failure error) error {
 	if err := e.closeAll(); err != nil {
 		return err
 	}
@@ -274,6 +302,17 @@ func (e *streamEncoder) appendKept(b []byte, k, s string) []byte {
 	e.kept = append(e.kept, esc...)
 	e.size += len(esc)
 	return b
+}
+
+// appendKeptEscaped is appendKept of a string already escaped as
+// chat.AppendString escapes it (esc, without its quotes).
+func (e *streamEncoder) appendKeptEscaped(b []byte, k string, esc []byte) []byte {
+	b = appendKey(b, k)
+	b = append(b, '"')
+	b = append(b, esc...)
+	e.kept = append(e.kept, esc...)
+	e.size += len(esc)
+	return append(b, '"')
 }
 
 // next is the output index of a new item.

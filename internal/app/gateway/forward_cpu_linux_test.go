@@ -33,7 +33,8 @@ import (
 func BenchmarkForwardCPU(b *testing.B) {
 	cfg := writeConfigB(b, `{"providers":[
 		{"name":"oai","type":"openai","base_url":"http://upstream.invalid/v1","api_key_env":"CTXKIT_BENCH_KEY","models":["gpt-bench"]},
-		{"name":"ant","type":"anthropic","base_url":"http://upstream.invalid","api_key_env":"CTXKIT_BENCH_KEY","models":["claude-bench"]}]}`)
+		{"name":"ant","type":"anthropic","base_url":"http://upstream.invalid","api_key_env":"CTXKIT_BENCH_KEY","models":["claude-bench"]},
+		{"name":"resp","type":"openai","api":"responses","base_url":"http://upstream.invalid/v1","api_key_env":"CTXKIT_BENCH_KEY","models":["resp-bench"]}]}`)
 	b.Setenv("CTXKIT_BENCH_KEY", "k")
 	var gs [2]*gateway.Gateway
 	for i := range gs {
@@ -44,7 +45,7 @@ func BenchmarkForwardCPU(b *testing.B) {
 		gs[i] = gateway.New(c, gateway.Options{Client: &http.Client{Transport: byPath{}}})
 		gateway.SetForwarding(gs[i], i == 0)
 	}
-	for _, d := range fakeupstream.Clients[:2] {
+	for _, d := range fakeupstream.Clients {
 		body := d.Body(true)
 		b.Run(d.Name, func(b *testing.B) {
 			var spent [2]time.Duration
@@ -53,10 +54,7 @@ func BenchmarkForwardCPU(b *testing.B) {
 			defer runtime.UnlockOSThread()
 			for b.Loop() {
 				for i, g := range gs {
-					serve := g.ChatCompletions
-					if d.Name == "messages" {
-						serve = g.Messages
-					}
+					serve := handlerOf(g, d.Name)
 					r := httptest.NewRequest(http.MethodPost, d.Path, strings.NewReader(body))
 					r.Header = d.Header.Clone()
 					w := &discardWriter{h: http.Header{}}
@@ -110,7 +108,8 @@ func BenchmarkForwardHop(b *testing.B) {
 	b.Setenv("CTXKIT_BENCH_KEY", "k")
 	cfg := writeConfigB(b, fmt.Sprintf(`{"providers":[
 		{"name":"oai","type":"openai","base_url":%q,"api_key_env":"CTXKIT_BENCH_KEY","models":["gpt-bench"]},
-		{"name":"ant","type":"anthropic","base_url":%q,"api_key_env":"CTXKIT_BENCH_KEY","models":["claude-bench"]}]}`, up.URL+"/v1", up.URL))
+		{"name":"ant","type":"anthropic","base_url":%q,"api_key_env":"CTXKIT_BENCH_KEY","models":["claude-bench"]},
+		{"name":"resp","type":"openai","api":"responses","base_url":%q,"api_key_env":"CTXKIT_BENCH_KEY","models":["resp-bench"]}]}`, up.URL+"/v1", up.URL, up.URL+"/v1"))
 	var gws [2]*httptest.Server
 	for i := range gws {
 		c, err := gateway.LoadConfig(cfg)
@@ -122,6 +121,7 @@ func BenchmarkForwardHop(b *testing.B) {
 		mux := http.NewServeMux()
 		mux.HandleFunc("POST /v1/messages", g.Messages)
 		mux.HandleFunc("POST /v1/chat/completions", g.ChatCompletions)
+		mux.HandleFunc("POST /v1/responses", g.Responses)
 		gws[i] = httptest.NewServer(mux)
 		defer gws[i].Close()
 	}
@@ -142,7 +142,7 @@ func BenchmarkForwardHop(b *testing.B) {
 	}))
 	defer bare.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	for _, d := range fakeupstream.Clients[:2] {
+	for _, d := range fakeupstream.Clients {
 		body := d.Body(true)
 		b.Run(d.Name+"/stream", func(b *testing.B) {
 			paths := [4]string{up.URL + d.Path, bare.URL + d.Path, gws[0].URL + d.Path, gws[1].URL + d.Path}

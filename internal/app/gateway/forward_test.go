@@ -21,6 +21,7 @@ import (
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/wire/anthropic"
 	"github.com/ctxkit/ctxkit/wire/openai"
+	"github.com/ctxkit/ctxkit/wire/responses"
 )
 
 // The client's own tool-call ids in the conversations of these tests: one
@@ -116,10 +117,64 @@ var forwardShapes = map[string]map[string]string{
 	},
 }
 
+// respEvent is an event of a Responses stream, as the API writes it.
+func respEvent(data string) string {
+	var t struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal([]byte(data), &t)
+	return "event: " + t.Type + "\ndata: " + data + "\n\n"
+}
+
+const (
+	respStart = `{"type":"response.created","sequence_number":0,"response":{"id":"resp_up","object":"response","status":"in_progress","model":"resp-x","output":[],"usage":null}}`
+	respMsg   = `{"type":"response.output_item.added","sequence_number":1,"output_index":%d,"item":{"id":"msg_up","type":"message","status":"in_progress","content":[],"role":"assistant"}}`
+	respPart  = `{"type":"response.content_part.added","sequence_number":2,"item_id":"msg_up","output_index":%d,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}}`
+)
+
+// respText is a message item at index whose text comes in deltas.
+func respText(index int, deltas ...string) string {
+	s := respEvent(fmt.Sprintf(respMsg, index)) + respEvent(fmt.Sprintf(respPart, index))
+	for _, d := range deltas {
+		v, _ := json.Marshal(d)
+		s += respEvent(fmt.Sprintf(`{"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_up","output_index":%d,"content_index":0,"delta":%s,"logprobs":[],"obfuscation":"Ab"}`, index, v))
+	}
+	return s
+}
+
+func respEnd(status string) string {
+	return respEvent(`{"type":"response.` + status + `","sequence_number":50,"response":{"id":"resp_up","object":"response","status":"` + status + `","incomplete_details":{"reason":"max_output_tokens"},"output":[],"usage":{"input_tokens":30,"input_tokens_details":{"cached_tokens":10},"output_tokens":12,"output_tokens_details":{"reasoning_tokens":4}}}}`)
+}
+
+func init() {
+	forwardShapes["responses"] = map[string]string{
+		"text": respEvent(respStart) + respText(0, "Hello", ` "world"`+"\n\u00e9", "!") + respEnd("completed"),
+		"tools": respEvent(respStart) + respText(0, "Checking", " now.") +
+			respEvent(`{"type":"response.output_item.added","output_index":1,"item":{"id":"fc_up","type":"function_call","status":"in_progress","arguments":"","call_id":"{id}","name":"get_weather"}}`) +
+			respEvent(`{"type":"response.function_call_arguments.delta","item_id":"fc_up","output_index":1,"delta":"{\"city\":"}`) +
+			respEvent(`{"type":"response.function_call_arguments.delta","item_id":"fc_up","output_index":1,"delta":"\"Paris\"}"}`) +
+			respEvent(`{"type":"response.output_item.done","output_index":1,"item":{"id":"fc_up","type":"function_call","status":"completed","arguments":"{\"city\":\"Paris\"}","call_id":"{id}","name":"get_weather"}}`) +
+			respEnd("completed"),
+		"thinking": respEvent(respStart) +
+			respEvent(`{"type":"response.output_item.added","output_index":0,"item":{"id":"rs_up","type":"reasoning","summary":[]}}`) +
+			respEvent(`{"type":"response.reasoning_summary_part.added","item_id":"rs_up","output_index":0,"summary_index":0,"part":{"type":"summary_text","text":""}}`) +
+			respEvent(`{"type":"response.reasoning_summary_text.delta","item_id":"rs_up","output_index":0,"summary_index":0,"delta":"Let me"}`) +
+			respEvent(`{"type":"response.reasoning_summary_text.delta","item_id":"rs_up","output_index":0,"summary_index":0,"delta":" think."}`) +
+			respEvent(`{"type":"response.output_item.done","output_index":0,"item":{"id":"rs_up","type":"reasoning","summary":[],"encrypted_content":"c2lnbmF0dXJl"}}`) +
+			respText(1, "Answer", " given.") + respEnd("incomplete"),
+		"error": respEvent(respStart) + respText(0, "partial", " answer") +
+			respEvent(`{"type":"error","code":"server_error","message":"key `+forwardKey+` is over quota"}`) + respText(0, "after"),
+		"cut":  respEvent(respStart) + respText(0, "never", " finished"),
+		"idle": respEvent(respStart) + respText(0, "slow", " start") + pause + respText(0, " late") + respEnd("completed"),
+	}
+}
+
+var createdAt = regexp.MustCompile(`"created_at":\d+`)
+
 var shapeName = regexp.MustCompile(`shape:(\w+)`)
 
 // sentID is the tool-call id the gateway sent upstream for the client's.
-var sentID = regexp.MustCompile(`"(?:id|tool_call_id|tool_use_id)":"((?:call_|toolu_)[0-9A-Za-z]{20,})"`)
+var sentID = regexp.MustCompile(`"(?:id|tool_call_id|tool_use_id|call_id)":"((?:call_|toolu_)[0-9A-Za-z]{20,})"`)
 
 // shapeUpstream serves the shape a request names, for its type, event by
 // event.
@@ -173,20 +228,23 @@ func (r *recorded) Record(_ context.Context, x *gateway.Exchange) {
 // forwardGateway is a gateway before an OpenAI and an Anthropic upstream
 // of the shapes, with prices, recording routes and a short idle timeout;
 // forwarding on or off.
-func forwardGateway(t *testing.T, forward bool, oai, ant string) (*httptest.Server, *gateway.Gateway, *recorded) {
+func forwardGateway(t *testing.T, forward bool, oai, ant, resp string) (*httptest.Server, *gateway.Gateway, *recorded, *memKeeper) {
 	t.Setenv("CTXKIT_FORWARD_KEY", forwardKey)
 	cfg := map[string]any{
 		"providers": []map[string]any{
 			{"name": "oai", "type": "openai", "base_url": oai + "/v1", "api_key_env": "CTXKIT_FORWARD_KEY", "models": []string{"gpt-x"}},
 			{"name": "ant", "type": "anthropic", "base_url": ant, "api_key_env": "CTXKIT_FORWARD_KEY", "models": []string{"claude-x"}},
+			{"name": "resp", "type": "openai", "api": "responses", "base_url": resp + "/v1", "api_key_env": "CTXKIT_FORWARD_KEY", "models": []string{"resp-x"}},
 		},
 		"routes": []map[string]any{
 			{"model": "gpt-route", "targets": []map[string]any{{"provider": "oai", "model": "gpt-x"}}, "record": true},
 			{"model": "claude-route", "targets": []map[string]any{{"provider": "ant", "model": "claude-x"}}, "record": true},
+			{"model": "resp-route", "targets": []map[string]any{{"provider": "resp", "model": "resp-x"}}, "record": true},
 		},
 		"prices": []map[string]any{
 			{"provider": "oai", "model": "gpt-x", "input": 1, "output": 2},
 			{"provider": "ant", "model": "claude-x", "input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75},
+			{"provider": "resp", "model": "resp-x", "input": 1, "output": 2},
 		},
 	}
 	c, err := gateway.LoadConfig(writeConfig(t, cfg))
@@ -197,12 +255,63 @@ func forwardGateway(t *testing.T, forward bool, oai, ant string) (*httptest.Serv
 	gateway.SetForwarding(g, forward)
 	rec := &recorded{}
 	g.SetRecorder(rec)
+	keep := &memKeeper{kept: map[string][]byte{}}
+	g.SetKeeper(keep)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", g.Messages)
 	mux.HandleFunc("POST /v1/chat/completions", g.ChatCompletions)
+	mux.HandleFunc("POST /v1/responses", g.Responses)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return srv, g, rec
+	return srv, g, rec, keep
+}
+
+// memKeeper keeps a gateway's stored responses in memory, in the order
+// they came.
+type memKeeper struct {
+	mu    sync.Mutex
+	kept  map[string][]byte
+	order []string
+}
+
+func (k *memKeeper) Keep(_ context.Context, id string, record []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.kept[id] = bytes.Clone(record)
+	k.order = append(k.order, id)
+	return nil
+}
+
+func (k *memKeeper) Recall(_ context.Context, id string) ([]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if r, ok := k.kept[id]; ok {
+		return r, nil
+	}
+	return nil, gateway.ErrNotKept
+}
+
+func (k *memKeeper) Forget(_ context.Context, id string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.kept[id]; !ok {
+		return gateway.ErrNotKept
+	}
+	delete(k.kept, id)
+	return nil
+}
+
+// records are the responses k kept, in order, each with its id's own
+// part (which the items' ids repeat) made "ID" and its time 0.
+func (k *memKeeper) records() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for _, id := range k.order {
+		r := strings.ReplaceAll(string(k.kept[id]), strings.TrimPrefix(id, "resp_"), "ID")
+		out = append(out, createdAt.ReplaceAllString(r, `"created_at":0`))
+	}
+	return out
 }
 
 // forwardRequest is a streamed request for shape, with a conversation
@@ -214,6 +323,14 @@ func forwardRequest(dialect, model, shape string, usage bool) (path, body string
 			{"role":"assistant","content":[{"type":"tool_use","id":%q,"name":"get_weather","input":{"city":"Oslo"}}]},
 			{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"cold"},{"type":"text","text":"shape:%s"}]}]}`,
 			model, colonID, colonID, shape)
+	}
+	if dialect == "responses" {
+		// usage stands for store: a kept response or not.
+		return "/v1/responses", fmt.Sprintf(`{"model":%q,"stream":true,"store":%v,"input":[
+			{"role":"user","content":"weather?"},
+			{"type":"function_call","call_id":%q,"name":"get_weather","arguments":"{}"},
+			{"type":"function_call_output","call_id":%q,"output":"cold"},
+			{"role":"user","content":"shape:%s"}]}`, model, usage, longID, longID, shape)
 	}
 	opts := ""
 	if usage {
@@ -232,8 +349,11 @@ func forwardRequest(dialect, model, shape string, usage bool) (path, body string
 func clientReads(t *testing.T, dialect string, body []byte) (chunks []chat.Chunk, decodeErr string, ids, models []string) {
 	t.Helper()
 	decode := openai.DecodeStream
-	if dialect == "anthropic" {
+	switch dialect {
+	case "anthropic":
 		decode = anthropic.DecodeStream
+	case "responses":
+		decode = responses.DecodeStream
 	}
 	for c, err := range decode(bytes.NewReader(body)) {
 		if err != nil {
@@ -266,12 +386,19 @@ func clientReads(t *testing.T, dialect string, body []byte) (chunks []chat.Chunk
 				ID    string `json:"id"`
 				Model string `json:"model"`
 			} `json:"message"`
+			Response *struct {
+				ID    string `json:"id"`
+				Model string `json:"model"`
+			} `json:"response"`
 		}
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {
 			t.Fatalf("event %s: %v", data, err)
 		}
 		if ev.Message != nil {
 			ev.ID, ev.Model = ev.Message.ID, ev.Message.Model
+		}
+		if ev.Response != nil {
+			ev.ID, ev.Model = ev.Response.ID, ev.Response.Model
 		}
 		if ev.ID != "" || ev.Model != "" {
 			ids, models = append(ids, ev.ID), append(models, ev.Model)
@@ -312,19 +439,19 @@ func metricTotals(t *testing.T, g *gateway.Gateway) map[string]float64 {
 // holds what the clients read, the records and the metrics of the one to
 // the other's.
 func TestForwardedStreamsMatchEncoded(t *testing.T) {
-	oai, ant := shapeUpstream(t, "openai"), shapeUpstream(t, "anthropic")
-	fwdSrv, fwdG, fwdRec := forwardGateway(t, true, oai.URL, ant.URL)
-	encSrv, encG, encRec := forwardGateway(t, false, oai.URL, ant.URL)
+	oai, ant, resp := shapeUpstream(t, "openai"), shapeUpstream(t, "anthropic"), shapeUpstream(t, "responses")
+	fwdSrv, fwdG, fwdRec, fwdKeep := forwardGateway(t, true, oai.URL, ant.URL, resp.URL)
+	encSrv, encG, encRec, encKeep := forwardGateway(t, false, oai.URL, ant.URL, resp.URL)
 	type call struct {
 		dialect, model, shape string
 		usage                 bool
 	}
 	var calls []call
-	for _, d := range []struct{ dialect, upstream string }{{"openai", "openai"}, {"anthropic", "anthropic"}} {
+	for _, d := range []struct{ dialect, upstream string }{{"openai", "openai"}, {"anthropic", "anthropic"}, {"responses", "responses"}} {
 		for shape := range forwardShapes[d.upstream] {
-			for _, model := range map[string][]string{"openai": {"gpt-x", "gpt-route"}, "anthropic": {"claude-x", "claude-route"}}[d.dialect] {
+			for _, model := range map[string][]string{"openai": {"gpt-x", "gpt-route"}, "anthropic": {"claude-x", "claude-route"}, "responses": {"resp-x", "resp-route"}}[d.dialect] {
 				calls = append(calls, call{d.dialect, model, shape, false})
-				if d.dialect == "openai" {
+				if d.dialect != "anthropic" {
 					calls = append(calls, call{d.dialect, model, shape, true})
 				}
 			}
@@ -359,7 +486,7 @@ func TestForwardedStreamsMatchEncoded(t *testing.T) {
 			}
 			for _, ids := range [][]string{fids, eids} {
 				for _, id := range ids {
-					if id != ids[0] || !strings.HasPrefix(id, map[string]string{"openai": "chatcmpl-", "anthropic": "msg_"}[c.dialect]) {
+					if id != ids[0] || !strings.HasPrefix(id, map[string]string{"openai": "chatcmpl-", "anthropic": "msg_", "responses": "resp_"}[c.dialect]) {
 						t.Fatalf("ids %q: not one id of the gateway's", ids)
 					}
 				}
@@ -371,7 +498,7 @@ func TestForwardedStreamsMatchEncoded(t *testing.T) {
 					}
 				}
 			}
-			if c.shape == "tools" && !strings.Contains(string(fj), `"id":"`+map[string]string{"openai": longID, "anthropic": colonID}[c.dialect]+`"`) {
+			if c.shape == "tools" && !strings.Contains(string(fj), `"id":"`+map[string]string{"openai": longID, "anthropic": colonID, "responses": longID}[c.dialect]+`"`) {
 				t.Fatalf("the client's own tool-call id is not in\n%s", fj)
 			}
 			if c.dialect == "openai" && strings.Contains(string(got[0]), "fp_up") {
@@ -395,6 +522,10 @@ func TestForwardedStreamsMatchEncoded(t *testing.T) {
 		if string(fu) != string(eu) || f.LastMessage != e.LastMessage || f.ErrorClass != e.ErrorClass || f.Status != e.Status || string(fc) != string(ec) {
 			t.Errorf("record %d: forwarded %s %q %q %d %s, encoded %s %q %q %d %s", i, fu, f.LastMessage, f.ErrorClass, f.Status, fc, eu, e.LastMessage, e.ErrorClass, e.Status, ec)
 		}
+	}
+	// The kept responses: the same, but for their ids.
+	if f, e := fwdKeep.records(), encKeep.records(); len(f) == 0 || !slices.Equal(f, e) {
+		t.Errorf("kept responses: forwarded\n%s\nencoded\n%s", strings.Join(f, "\n"), strings.Join(e, "\n"))
 	}
 	if f, e := metricTotals(t, fwdG), metricTotals(t, encG); fmt.Sprint(f) != fmt.Sprint(e) {
 		t.Errorf("metrics: forwarded %v, encoded %v", f, e)

@@ -65,7 +65,8 @@ func BenchmarkHopCPU(b *testing.B) {
 	cfgPath := filepath.Join(b.TempDir(), "g.json")
 	cfg := `{"providers":[
 		{"name":"oai","type":"openai","base_url":"http://upstream.invalid/v1","api_key_env":"CTXKIT_BENCH_KEY","models":["gpt-bench"]},
-		{"name":"ant","type":"anthropic","base_url":"http://upstream.invalid","api_key_env":"CTXKIT_BENCH_KEY","models":["claude-bench"]}]}`
+		{"name":"ant","type":"anthropic","base_url":"http://upstream.invalid","api_key_env":"CTXKIT_BENCH_KEY","models":["claude-bench"]},
+		{"name":"resp","type":"openai","api":"responses","base_url":"http://upstream.invalid/v1","api_key_env":"CTXKIT_BENCH_KEY","models":["resp-bench"]}]}`
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}
@@ -75,17 +76,14 @@ func BenchmarkHopCPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	g := gateway.New(c, gateway.Options{Client: &http.Client{Transport: byPath{}}})
-	for _, d := range fakeupstream.Clients[:2] {
+	for _, d := range fakeupstream.Clients {
 		for _, stream := range []bool{false, true} {
 			name := d.Name + "/plain"
 			if stream {
 				name = d.Name + "/stream"
 			}
 			body := d.Body(stream)
-			serve := g.ChatCompletions
-			if d.Name == "messages" {
-				serve = g.Messages
-			}
+			serve := handlerOf(g, d.Name)
 			b.Run(name, func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
@@ -100,4 +98,15 @@ func BenchmarkHopCPU(b *testing.B) {
 			})
 		}
 	}
+}
+
+// handlerOf is g's handler of a client dialect of fakeupstream.Clients.
+func handlerOf(g *gateway.Gateway, dialect string) http.HandlerFunc {
+	switch dialect {
+	case "messages":
+		return g.Messages
+	case "responses":
+		return g.Responses
+	}
+	return g.ChatCompletions
 }
