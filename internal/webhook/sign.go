@@ -221,7 +221,7 @@ func Verify(h http.Header, body []byte, now time.Time, tolerance time.Duration, 
 		if !ok || version != "v1" {
 			continue // other schemes (v1a, …) are not ours to judge
 		}
-		got, err := base64.StdEncoding.DecodeString(b64)
+		got, err := base64.StdEncoding.Strict().DecodeString(b64)
 		if err != nil {
 			continue
 		}
