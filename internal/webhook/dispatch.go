@@ -210,7 +210,7 @@ func (d *Dispatcher) attempt(ctx context.Context, dl Delivery) {
 		}
 		if d.o.Policy.ShouldPause(since, now) {
 			reason := fmt.Sprintf("failing since %s; last: %s", since.UTC().Format(time.RFC3339), describe(a))
-			d.queueOp(ctx, dl, "pause", func(c context.Context) error { return d.q.Pause(c, dl.Endpoint, reason) })
+			d.queueOp(ctx, dl, "pause", func(c context.Context) error { return d.q.Pause(c, dl.Endpoint, since, reason) })
 			if d.o.Metrics != nil {
 				d.o.Metrics.Paused(dl.Endpoint)
 			}

@@ -269,14 +269,18 @@ func (q *MemQueue) Release(_ context.Context, d Delivery) error {
 }
 
 // Pause implements Queue.
-func (q *MemQueue) Pause(_ context.Context, endpoint, reason string) error {
+func (q *MemQueue) Pause(_ context.Context, endpoint string, since time.Time, reason string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.init()
 	if reason == "" {
 		reason = "paused"
 	}
-	q.endpoint(endpoint).paused = reason
+	e := q.endpoint(endpoint)
+	if e.failingSince.IsZero() || e.failingSince.After(since) {
+		return nil
+	}
+	e.paused = reason
 	return nil
 }
 

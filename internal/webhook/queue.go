@@ -71,8 +71,10 @@ type Queue interface {
 	// once, attempts unchanged.
 	Release(ctx context.Context, d Delivery) error
 	// Pause stops the endpoint's deliveries (none is Due) until its owner
-	// resumes it, and keeps the reason to show them.
-	Pause(ctx context.Context, endpoint, reason string) error
+	// resumes it, and keeps the reason to show them; unless the endpoint's
+	// current run of failures began after since, or it is not failing (a
+	// success or a resume came in between: the pause is stale).
+	Pause(ctx context.Context, endpoint string, since time.Time, reason string) error
 	// Trim moves each endpoint's oldest pending deliveries beyond
 	// perEndpoint to its dead-letter list, and reports every endpoint's
 	// backlog.
