@@ -123,7 +123,9 @@ func enqueue(t *testing.T, q *MemQueue, endpoint, url string, secret Secret, n i
 	}
 }
 
-func fastPolicy() Policy { return Policy{Base: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond} }
+func fastPolicy() Policy {
+	return Policy{Base: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}
+}
 
 // TestDispatcherOutcomes: a healthy endpoint gets every delivery once; a
 // flaky one (503 with Retry-After: 0, then 200) after retries; one that
