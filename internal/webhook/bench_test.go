@@ -85,19 +85,22 @@ func runLoad(b *testing.B, dur time.Duration, perMinute int) loadResult {
 			s := httptest.NewServer(slow)
 			servers = append(servers, s)
 			urls[i] = s.URL
-		case i < slowN+deadN:
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			urls[i] = "http://" + l.Addr().String()
-			l.Close()
-		default:
+		case i >= slowN+deadN:
 			s := httptest.NewServer(healthy)
 			servers = append(servers, s)
 			urls[i] = s.URL
 			isHealthy[i] = true
 		}
+	}
+	// The dead endpoints' ports are taken and let go after every server
+	// is listening, so no server can be given one of them.
+	for i := slowN; i < slowN+deadN; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		urls[i] = "http://" + l.Addr().String()
+		l.Close()
 	}
 	defer func() {
 		for _, s := range servers {

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -27,6 +28,8 @@ const (
 	drainLimit = 64 << 10
 	// maxRetryAfterLen bounds the Retry-After value an Attempt keeps.
 	maxRetryAfterLen = 64
+	// maxHeaderBytes bounds a response's header block.
+	maxHeaderBytes = 64 << 10
 )
 
 // ClientOptions tune a Client; the zero value is the safe default: https
@@ -69,15 +72,16 @@ func NewClient(o ClientOptions) *Client {
 		d.Control = controlAddr
 	}
 	t := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           d.DialContext,
-		TLSClientConfig:       o.TLS,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   o.Timeout,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: o.Timeout,
+		Proxy:                  nil,
+		DialContext:            d.DialContext,
+		TLSClientConfig:        o.TLS,
+		ForceAttemptHTTP2:      true,
+		TLSHandshakeTimeout:    o.Timeout,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        90 * time.Second,
+		ResponseHeaderTimeout:  o.Timeout,
+		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 	return &Client{
 		o: o,
@@ -205,8 +209,8 @@ type Attempt struct {
 
 // Send makes one attempt at delivering m to target. It never returns an
 // error: every failure is an Attempt's Class and Err.
-func (c *Client) Send(ctx context.Context, target string, m Message) Attempt {
-	a := Attempt{Start: time.Now()}
+func (c *Client) Send(ctx context.Context, target string, m Message) (a Attempt) {
+	a.Start = time.Now()
 	defer func() { a.Latency = time.Since(a.Start) }()
 	u, err := c.CheckURL(target)
 	if err != nil {
@@ -215,7 +219,7 @@ func (c *Client) Send(ctx context.Context, target string, m Message) Attempt {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(string(m.Body)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(m.Body))
 	if err != nil {
 		a.Class, a.Err = ClassURL, "webhook: url: "+err.Error()
 		return a

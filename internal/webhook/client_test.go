@@ -71,7 +71,7 @@ func TestSendSigned(t *testing.T) {
 	c := NewClient(ClientOptions{AllowPrivate: true, TLS: rc.tls()})
 	defer c.Close()
 	a := c.Send(context.Background(), rc.srv.URL+"/hook", rc.message("msg_1"))
-	if a.Class != ClassOK || a.Status != http.StatusOK || rc.got.Load() != 1 {
+	if a.Class != ClassOK || a.Status != http.StatusOK || a.Latency <= 0 || rc.got.Load() != 1 {
 		t.Fatalf("attempt %+v, receiver got %d", a, rc.got.Load())
 	}
 	if id := <-rc.ids; id != "msg_1" {

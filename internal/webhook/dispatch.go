@@ -177,7 +177,9 @@ func (d *Dispatcher) attempt(ctx context.Context, dl Delivery) {
 		d.Wake() // a slot is free
 	}()
 	a := d.o.Client.Send(ctx, dl.URL, dl.Message)
-	if a.Class == ClassCanceled || ctx.Err() != nil {
+	if a.Class == ClassCanceled {
+		// Stopped mid-attempt: due again at once, attempts unchanged. An
+		// attempt that finished as the stop came is settled as usual.
 		d.queueOp(ctx, dl, "release", func(c context.Context) error { return d.q.Release(c, dl) })
 		return
 	}
