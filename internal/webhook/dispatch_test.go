@@ -385,3 +385,26 @@ func TestStalePause(t *testing.T) {
 		t.Fatalf("current pause: %v %q", err, q.Paused("ep"))
 	}
 }
+
+// TestDeadClaimantRecovered: a delivery claimed by a replica that died
+// mid-attempt is delivered by another once the lease runs out, and the
+// dead replica's late answer is refused.
+func TestDeadClaimantRecovered(t *testing.T) {
+	rc := newReceiver(t, false, nil)
+	q := &MemQueue{Lease: 50 * time.Millisecond}
+	enqueue(t, q, "ep", rc.srv.URL, rc.secret, 1)
+	lost, err := q.Due(context.Background(), Claim{Limit: 1, PerEndpoint: 1})
+	if err != nil || len(lost) != 1 {
+		t.Fatalf("claim: %v %d", err, len(lost))
+	}
+	c := NewClient(ClientOptions{AllowPrivate: true, AllowHTTP: true})
+	defer c.Close()
+	run(t, q, DispatcherOptions{Client: c, Poll: 10 * time.Millisecond})
+	waitFor(t, "the delivery after the lease", func() bool { return q.Pending() == 0 })
+	if rc.got.Load() != 1 {
+		t.Fatalf("received %d", rc.got.Load())
+	}
+	if err := q.Done(context.Background(), lost[0], Attempt{}); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("the dead claimant's Done = %v", err)
+	}
+}
