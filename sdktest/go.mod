@@ -7,6 +7,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.26
 	github.com/ctxkit/ctxkit v0.0.0-00010101000000-000000000000
 	github.com/openai/openai-go/v3 v3.98.0
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	google.golang.org/genai v1.77.0
 )
 
@@ -48,7 +49,6 @@ require (
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
-	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
 	github.com/theory/jsonpath v0.12.1 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect

@@ -1,0 +1,258 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// DispatcherOptions tune a Dispatcher; the zero value (with a Client) is
+// the default.
+type DispatcherOptions struct {
+	Client   *Client  // nil: NewClient(ClientOptions{})
+	Policy   Policy   // retry and pause rules
+	Recorder Recorder // nil: attempts are not kept
+	Metrics  Metrics  // nil: none
+	Logger   *slog.Logger
+	// MaxInFlight bounds attempts in flight in all (default 64);
+	// PerEndpoint bounds them per endpoint (default 4), so a slow endpoint
+	// holds at most PerEndpoint of the MaxInFlight slots.
+	MaxInFlight int
+	PerEndpoint int
+	// Backlog caps each endpoint's pending deliveries (default 10,000);
+	// the oldest beyond it are dead-lettered, and counted.
+	Backlog int
+	// Poll is how often the queue is asked for due deliveries when nothing
+	// wakes the dispatcher (default 1 s); TrimEvery how often backlogs are
+	// trimmed and measured (default 10 s).
+	Poll      time.Duration
+	TrimEvery time.Duration
+	Now       func() time.Time // default time.Now
+	Rand      func() float64   // jitter draws in [0, 1); default math/rand/v2
+}
+
+// Dispatcher runs deliveries from a Queue.
+type Dispatcher struct {
+	q    Queue
+	o    DispatcherOptions
+	wake chan struct{}
+
+	mu       sync.Mutex
+	inFlight int
+	busy     map[string]int
+}
+
+// NewDispatcher is a dispatcher over q.
+func NewDispatcher(q Queue, o DispatcherOptions) *Dispatcher {
+	if o.Client == nil {
+		o.Client = NewClient(ClientOptions{})
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 64
+	}
+	if o.PerEndpoint <= 0 {
+		o.PerEndpoint = 4
+	}
+	if o.Backlog <= 0 {
+		o.Backlog = 10_000
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	if o.TrimEvery <= 0 {
+		o.TrimEvery = 10 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Dispatcher{q: q, o: o, wake: make(chan struct{}, 1), busy: map[string]int{}}
+}
+
+// Wake tells the dispatcher that deliveries may be due (an event just
+// committed), so it asks the queue now instead of at the next poll.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers until ctx ends, then cancels the attempts in flight (their
+// deliveries are released, due again at once) and returns ctx's error
+// once they have all finished.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	nextTrim := time.Time{}
+	for {
+		if now := d.o.Now(); !now.Before(nextTrim) {
+			d.trim(ctx, now)
+			nextTrim = now.Add(d.o.TrimEvery)
+		}
+		full := d.claim(ctx, &wg)
+		if full {
+			// The batch was as large as asked: more may be due already.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			default:
+				continue
+			}
+		}
+		poll.Reset(d.o.Poll)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-d.wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// claim asks the queue for what fits the free slots and starts it; full
+// reports that every slot asked for was filled.
+func (d *Dispatcher) claim(ctx context.Context, wg *sync.WaitGroup) (full bool) {
+	d.mu.Lock()
+	free := d.o.MaxInFlight - d.inFlight
+	busy := make(map[string]int, len(d.busy))
+	for e, n := range d.busy {
+		busy[e] = n
+	}
+	d.mu.Unlock()
+	if free <= 0 {
+		return false
+	}
+	batch, err := d.q.Due(ctx, Claim{Limit: free, PerEndpoint: d.o.PerEndpoint, Busy: busy})
+	if err != nil {
+		if ctx.Err() == nil {
+			d.o.Logger.Error("webhook: asking the queue for due deliveries", "err", err)
+		}
+		return false
+	}
+	started := 0
+	for i, dl := range batch {
+		d.mu.Lock()
+		ok := i < free && d.inFlight < d.o.MaxInFlight && d.busy[dl.Endpoint] < d.o.PerEndpoint
+		if ok {
+			d.inFlight++
+			d.busy[dl.Endpoint]++
+		}
+		d.mu.Unlock()
+		if !ok {
+			// The queue gave more than the claim allowed: give it back.
+			d.queueOp(ctx, dl, "release", func(c context.Context) error { return d.q.Release(c, dl) })
+			continue
+		}
+		started++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.attempt(ctx, dl)
+		}()
+	}
+	return started > 0 && len(batch) >= free
+}
+
+// attempt makes one attempt at dl and settles it.
+func (d *Dispatcher) attempt(ctx context.Context, dl Delivery) {
+	defer func() {
+		d.mu.Lock()
+		d.inFlight--
+		if d.busy[dl.Endpoint]--; d.busy[dl.Endpoint] <= 0 {
+			delete(d.busy, dl.Endpoint)
+		}
+		d.mu.Unlock()
+		d.Wake() // a slot is free
+	}()
+	a := d.o.Client.Send(ctx, dl.URL, dl.Message)
+	if a.Class == ClassCanceled {
+		// Stopped mid-attempt: due again at once, attempts unchanged. An
+		// attempt that finished as the stop came is settled as usual.
+		d.queueOp(ctx, dl, "release", func(c context.Context) error { return d.q.Release(c, dl) })
+		return
+	}
+	now := d.o.Now()
+	dec := d.o.Policy.Decide(dl.FirstDue, dl.Attempts+1, a, now, d.o.Rand())
+	var err error
+	switch dec.Verdict {
+	case Delivered:
+		d.queueOp(ctx, dl, "done", func(c context.Context) error { err = d.q.Done(c, dl, a); return err })
+	case Retrying:
+		d.queueOp(ctx, dl, "retry", func(c context.Context) error { err = d.q.Retry(c, dl, a, dec.At); return err })
+	case Dead:
+		d.queueOp(ctx, dl, "dead", func(c context.Context) error { err = d.q.Dead(c, dl, a, dec.Reason); return err })
+	}
+	if errors.Is(err, ErrLeaseLost) {
+		return // another claimant owns the delivery and records its own attempt
+	}
+	if d.o.Recorder != nil {
+		if err := d.o.Recorder.Record(context.WithoutCancel(ctx), dl, a, dec); err != nil {
+			d.o.Logger.Error("webhook: recording an attempt", "endpoint", dl.Endpoint, "delivery", dl.ID, "err", err)
+		}
+	}
+	if d.o.Metrics != nil {
+		d.o.Metrics.Attempt(dl.Endpoint, a.Class, dec.Verdict, a.Latency)
+	}
+	if dec.Verdict != Delivered {
+		since := dl.FailingSince
+		if since.IsZero() {
+			since = a.Start
+		}
+		if d.o.Policy.ShouldPause(since, now) {
+			reason := fmt.Sprintf("failing since %s; last: %s", since.UTC().Format(time.RFC3339), describe(a))
+			d.queueOp(ctx, dl, "pause", func(c context.Context) error { return d.q.Pause(c, dl.Endpoint, since, reason) })
+			if d.o.Metrics != nil {
+				d.o.Metrics.Paused(dl.Endpoint)
+			}
+		}
+	}
+}
+
+// queueOp runs op with a context that outlives Run's by a few seconds, so
+// an attempt that finished as the dispatcher stopped is still settled.
+func (d *Dispatcher) queueOp(ctx context.Context, dl Delivery, what string, op func(context.Context) error) {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := op(c); err != nil {
+		level := slog.LevelError
+		if errors.Is(err, ErrLeaseLost) {
+			level = slog.LevelWarn
+		}
+		d.o.Logger.Log(ctx, level, "webhook: settling a delivery", "op", what, "endpoint", dl.Endpoint, "delivery", dl.ID, "err", err)
+	}
+}
+
+func (d *Dispatcher) trim(ctx context.Context, now time.Time) {
+	bl, err := d.q.Trim(ctx, d.o.Backlog)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.o.Logger.Error("webhook: trimming backlogs", "err", err)
+		}
+		return
+	}
+	if d.o.Metrics == nil {
+		return
+	}
+	for _, b := range bl {
+		age := time.Duration(0)
+		if !b.Oldest.IsZero() {
+			age = now.Sub(b.Oldest)
+		}
+		d.o.Metrics.Backlog(b.Endpoint, b.Pending, age)
+		if b.Trimmed > 0 {
+			d.o.Metrics.Trimmed(b.Endpoint, b.Trimmed)
+		}
+	}
+}
