@@ -266,7 +266,9 @@ func FuzzCredentialFault(f *testing.F) {
 // too, whatever its message says; the message is read only for a 403
 // whose structure says neither (the last resort), and never for a 400.
 func TestCredentialFaultByProvider(t *testing.T) {
-	amzn := func(typ string) http.Header { return http.Header{"X-Amzn-Errortype": {typ + ":http://internal.amazon.com/coral/com.amazon.bedrock/"}} }
+	amzn := func(typ string) http.Header {
+		return http.Header{"X-Amzn-Errortype": {typ + ":http://internal.amazon.com/coral/com.amazon.bedrock/"}}
+	}
 	type fault struct {
 		status int
 		header http.Header
