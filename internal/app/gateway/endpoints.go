@@ -147,8 +147,12 @@ const maxCountAnswer = 64 << 10
 // header), less the fields that only steer generation (named in
 // X-Ctxkit-Warnings when the client gave them); otherwise ctxkit's
 // offline estimate of what the upstream would be sent (see
-// EstimateTokens). X-Ctxkit-Token-Count says which. Errors are
-// Anthropic's.
+// EstimateTokens). X-Ctxkit-Token-Count says which. The route's targets
+// are tried as for POST /v1/messages (see try): fallbacks, key pools,
+// max_attempts and max_time, each call counted in the attempts metric
+// and named in X-Ctxkit-Upstream and X-Ctxkit-Attempts; a target whose
+// upstream counts nothing is estimated for its model, nothing sent.
+// Errors are Anthropic's.
 func (g *Gateway) CountTokens(w http.ResponseWriter, r *http.Request) {
 	if err := g.countTokens(w, r); err != nil {
 		g.fail(w, Anthropic, err)
