@@ -147,8 +147,12 @@ const maxCountAnswer = 64 << 10
 // header), less the fields that only steer generation (named in
 // X-Ctxkit-Warnings when the client gave them); otherwise ctxkit's
 // offline estimate of what the upstream would be sent (see
-// EstimateTokens). X-Ctxkit-Token-Count says which. Errors are
-// Anthropic's.
+// EstimateTokens). X-Ctxkit-Token-Count says which. The route's targets
+// are tried as for POST /v1/messages (see try): fallbacks, key pools,
+// max_attempts and max_time, each call counted in the attempts metric
+// and named in X-Ctxkit-Upstream and X-Ctxkit-Attempts; a target whose
+// upstream counts nothing is estimated for its model, nothing sent.
+// Errors are Anthropic's.
 func (g *Gateway) CountTokens(w http.ResponseWriter, r *http.Request) {
 	if err := g.countTokens(w, r); err != nil {
 		g.fail(w, Anthropic, err)
@@ -171,22 +175,19 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request) error {
 	if err := g.addContext(w, r, &req); err != nil {
 		return err
 	}
-	// A count goes to the first target with a key to use, for its model.
-	now := time.Now()
-	t, k, err := usable(rt, now)
+	// A count goes where the request would: the route's targets by the
+	// rules of try. A target whose upstream counts nothing is estimated
+	// offline, for its model, and nothing is sent.
+	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
+	defer cancel()
+	c := &tokenCount{g: g, r: r, req: req}
+	a, err := try(g, ctx, w, r, rt, &Exchange{}, endpoint[int](c))
 	if err != nil {
 		return err
 	}
-	p := t.p
-	req.Model = t.model
-	req.Stream = false
-	encoded, _, _, err := p.row.Encode(req, nil, nil)
-	if err != nil {
-		return badRequest(err)
-	}
-	cc := p.row.Upstream.CountTokens
-	if cc == nil {
-		n, err := EstimateTokens(req)
+	a.end()
+	if c.local {
+		n, err := EstimateTokens(c.sent)
 		if err != nil {
 			return err
 		}
@@ -194,40 +195,79 @@ func (g *Gateway) countTokens(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": n})
 		return nil
 	}
+	warningsHeader(w, c.warns)
+	w.Header().Set(TokenCountHeader, "exact")
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": a.v})
+	return nil
+}
+
+// tokenCount is a token count as an endpoint of the attempt loop: prepare
+// encodes the request for a target as its row would send it (or, when
+// its upstream has no count call, marks the count local), send asks the
+// upstream's count call.
+type tokenCount struct {
+	g   *Gateway
+	r   *http.Request
+	req chat.Request
+
+	// The count readied for the target last prepared.
+	sent   chat.Request // the request counted, with the target's model
+	local  bool         // estimated offline
+	cc     *wire.CountCall
+	header http.Header
+	data   []byte
+	warns  []chat.Warning
+}
+
+func (c *tokenCount) serves(*target) bool { return true }
+
+func (c *tokenCount) none(*route) error { return nil }
+
+func (c *tokenCount) prepare(t *target, k *poolKey) (bool, error) {
+	p := t.p
+	req := c.req
+	req.Model = t.model
+	req.Stream = false
+	encoded, _, _, err := p.row.Encode(req, nil, nil)
+	if err != nil {
+		return false, badRequest(err)
+	}
+	c.sent, c.cc = req, p.row.Upstream.CountTokens
+	if c.local = c.cc == nil; c.local {
+		return true, nil
+	}
 	data, err := json.Marshal(encoded)
 	if err != nil {
-		return badRequest(err)
+		return false, badRequest(err)
 	}
-	data, warns, err := cc.Body(data)
+	if c.data, c.warns, err = c.cc.Body(data); err != nil {
+		return false, badRequest(err)
+	}
+	c.header = jsonHeader(k)
+	if beta := c.r.Header.Values("anthropic-beta"); len(beta) > 0 {
+		c.header["Anthropic-Beta"] = beta
+	}
+	return false, nil
+}
+
+func (c *tokenCount) send(actx context.Context, t *target, _ *poolKey, firstByte time.Duration, _ bool) (int, int, error) {
+	p := t.p
+	resp, err := c.g.client(p).Do(actx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + c.cc.Path(c.sent.Model), Header: c.header, Body: c.data, Redact: p.redact,
+		ConnectTimeout: time.Duration(p.Timeouts.Connect), FirstByte: firstByte})
 	if err != nil {
-		return badRequest(err)
-	}
-	h := jsonHeader(k)
-	if beta := r.Header.Values("anthropic-beta"); len(beta) > 0 {
-		h["Anthropic-Beta"] = beta
-	}
-	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
-	defer cancel()
-	resp, err := g.client(p).Do(ctx, upstream.Request{Method: http.MethodPost, URL: p.BaseURL + cc.Path(req.Model), Header: h, Body: data, Redact: p.redact,
-		ConnectTimeout: time.Duration(p.Timeouts.Connect)})
-	if err != nil {
-		o, _ := classify(r, p, err)
-		g.restKey(p, k, o, err, now)
-		return g.upstreamFailure(r, p, err)
+		return 0, 0, err
 	}
 	answer, err := readAnswer(resp, maxCountAnswer, p)
 	if err != nil {
-		return err
+		return 0, 0, &answerFailure{outcome: outcomeServerError, status: resp.StatusCode, err: err}
 	}
-	n, err := cc.Decode(answer)
+	n, err := c.cc.Decode(answer)
 	if err != nil {
-		g.opts.Logger.Warn("gateway count", "provider", p.Name, "err", p.redact(err.Error()))
-		return &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s sent a count ctxkit could not read", p.Name), Err: err}
+		c.g.opts.Logger.Warn("gateway count", "provider", p.Name, "err", p.redact(err.Error()))
+		return 0, 0, &answerFailure{outcome: outcomeServerError, status: resp.StatusCode,
+			err: &Error{Code: CodeAPI, Status: http.StatusBadGateway, Msg: fmt.Sprintf("upstream %s sent a count ctxkit could not read", p.Name), Err: err}}
 	}
-	warningsHeader(w, warns)
-	w.Header().Set(TokenCountHeader, "exact")
-	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": n})
-	return nil
+	return n, resp.StatusCode, nil
 }
 
 // Token estimates of what a tokenizer cannot read.
@@ -509,7 +549,7 @@ const embedConcurrency = 4
 
 // Embeddings serves POST /v1/embeddings (the OpenAI dialect; see
 // openai.DecodeEmbeddingRequest). The model is routed as a chat model is:
-// the route's targets in turn, with the same rules (see attempt): a
+// the route's targets in turn, with the same rules (see try): a
 // target fails over to the next on a connection error, no first byte in
 // time or 429, 500, 502, 503, 504 or 529, within the route's
 // max_attempts and max_time; a target whose keys all rest is skipped; a
@@ -549,13 +589,17 @@ func (g *Gateway) embeddings(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.MaxDuration, errTooLong)
 	defer cancel()
-	a, err := g.embedAttempt(ctx, w, r, rt, req.EmbedRequest)
+	// The attempts are counted, not kept: embeddings are not recorded as
+	// exchanges.
+	e := &embedding{g: g, req: req.EmbedRequest}
+	a, err := try(g, ctx, w, r, rt, &Exchange{}, endpoint[[]wire.Embeddings](e))
 	if err != nil {
 		return err
 	}
+	a.end()
 	p := a.t.p
 	total := wire.Embeddings{Vectors: make([][]float32, 0, req.Inputs()), Counted: true}
-	for _, res := range a.results {
+	for _, res := range a.v {
 		total.Vectors = append(total.Vectors, res.Vectors...)
 		total.InputTokens += res.InputTokens
 		total.Counted = total.Counted && res.Counted
@@ -576,7 +620,7 @@ func (g *Gateway) embeddings(w http.ResponseWriter, r *http.Request) error {
 	if u.Cost != nil {
 		w.Header().Set(CostHeader, formatCost(*u.Cost))
 	}
-	warningsHeader(w, a.warns)
+	warningsHeader(w, e.warns)
 	w.Header().Set("Content-Type", "application/json")
 	cw := g.clientWriter(w)
 	defer cw.done()
@@ -600,136 +644,48 @@ func embedCall(p *Provider) *wire.EmbedCall {
 	return p.row.Upstream.Embed
 }
 
-// embedded is the attempt that answered an embedding request: its
-// target, the answers to its calls in order, and the warnings of its
-// encoding.
-type embedded struct {
-	t       *target
-	results []wire.Embeddings
-	warns   []chat.Warning
+// embedding is an embedding request as an endpoint of the attempt loop:
+// the targets whose provider has an embedding call serve it; prepare
+// makes a target's calls, send makes them (embedParts).
+type embedding struct {
+	g   *Gateway
+	req wire.EmbedRequest
+
+	// The calls readied for the target last prepared, and the warnings of
+	// their encoding.
+	call  *wire.EmbedCall
+	parts []wire.EmbedPart
+	warns []chat.Warning
 }
 
-// embedAttempt sends req to rt's targets that embed, in turn, until one
-// answers, by the rules of attempt: within max_attempts and max_time,
-// skipping a target whose keys all rest, handing over on a connection
-// error, a timeout before the first byte or 429/5xx, and giving the
-// client any other failure at once. A target that cannot take the
-// request (token ids, a field its API lacks) is passed over when an
-// earlier one failed, else its refusal is the client's answer. The
-// attempts are counted; embeddings are not recorded as exchanges.
-func (g *Gateway) embedAttempt(ctx context.Context, w http.ResponseWriter, r *http.Request, rt *route, req wire.EmbedRequest) (embedded, error) {
-	h := w.Header()
-	x := &Exchange{} // for tally: the attempts are counted, not kept
-	var deadline time.Time
-	if rt.maxTime > 0 {
-		deadline = time.Now().Add(rt.maxTime)
+func (e *embedding) serves(t *target) bool { return embedCall(t.p) != nil }
+
+func (e *embedding) none(rt *route) error { return noEmbedding(rt) }
+
+func (e *embedding) prepare(t *target, _ *poolKey) (bool, error) {
+	call := embedCall(t.p)
+	req := e.req
+	req.Model = t.model
+	parts, warns, err := encodeEmbed(t.p, call, req)
+	if err != nil {
+		return false, err
 	}
-	var last error
-	var soonest time.Time
-	sent, embeds := 0, false
-	for i := range rt.targets {
-		t := &rt.targets[i]
-		p := t.p
-		call := embedCall(p)
-		if call == nil {
-			continue
-		}
-		embeds = true
-		if sent == rt.maxAttempts || ctx.Err() != nil {
-			break
-		}
-		now := time.Now()
-		if !deadline.IsZero() && !now.Before(deadline) {
-			break
-		}
-		treq := req
-		treq.Model = t.model
-		parts, warns, err := encodeEmbed(p, call, treq)
-		if err != nil {
-			if last != nil {
-				continue
-			}
-			return embedded{}, err
-		}
-		k, free := p.keys.pick(now)
-		if k == nil {
-			g.tally(x, t, nil, outcomeNoKey, 0, 0)
-			if !free.IsZero() && (soonest.IsZero() || free.Before(soonest)) {
-				soonest = free
-			}
-			e := noKey(p, soonest, now)
-			if !soonest.Equal(free) {
-				e.Msg = fmt.Sprintf("route %s: no target has a key free; the first is free in %ss", rt.name, e.RetryAfter)
-			}
-			last = e
-			continue
-		}
-		sent++
-		actx, end := ctx, context.CancelFunc(nothing)
-		if p.Timeouts.Total > 0 {
-			actx, end = context.WithTimeoutCause(ctx, time.Duration(p.Timeouts.Total), errAttemptTooLong)
-		}
-		firstByte, cut := time.Duration(p.Timeouts.FirstByte), false
-		if firstByte == 0 {
-			firstByte = defaultFirstByte
-		}
-		if !deadline.IsZero() {
-			if left := deadline.Sub(now); left < firstByte {
-				firstByte, cut = left, true
-			}
-		}
-		results, err := g.embedParts(actx, p, k, call, parts, firstByte)
-		end()
-		h[UpstreamHeader] = t.upstream
-		h[AttemptsHeader] = attemptsValues[sent]
-		if err == nil {
-			g.tally(x, t, k, outcomeOK, http.StatusOK, time.Since(now))
-			return embedded{t: t, results: results, warns: warns}, nil
-		}
+	e.call, e.parts, e.warns = call, parts, warns
+	return false, nil
+}
+
+func (e *embedding) send(actx context.Context, t *target, k *poolKey, firstByte time.Duration, _ bool) ([]wire.Embeddings, int, error) {
+	results, err := e.g.embedParts(actx, t.p, k, e.call, e.parts, firstByte)
+	if err != nil {
 		var bad *Error
 		if errors.As(err, &bad) {
 			// The upstream answered, with what ctxkit cannot read: not a
 			// failure another target is tried for.
-			g.tally(x, t, k, outcomeServerError, 0, time.Since(now))
-			return embedded{}, bad
+			return nil, 0, &answerFailure{outcome: outcomeServerError, err: bad}
 		}
-		o, status := classify(r, p, err)
-		g.tally(x, t, k, o, status, time.Since(now))
-		if o == outcomeCanceled {
-			return embedded{}, errClientGone
-		}
-		g.restKey(p, k, o, err, now)
-		var fail error
-		switch {
-		case o == outcomeTimeout && cut:
-			fail = &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Err: err,
-				Msg: fmt.Sprintf("route %s: no target answered within its max_time (%v)", rt.name, rt.maxTime)}
-		case o == outcomeTimeout:
-			msg := fmt.Sprintf("upstream %s sent no answer within %v", p.Name, attemptLimit(actx, firstByte, p))
-			if tl := g.tooLong(actx, p); tl != nil {
-				// Between two calls, the request's or the attempt's
-				// whole time ran out.
-				msg = tl.Error()
-			}
-			fail = &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Err: err, Msg: msg}
-			g.opts.Logger.Warn("gateway upstream", "provider", p.Name, "err", err.Error())
-		default:
-			fail = g.upstreamFailure(r, p, err)
-		}
-		if !fallback(o, status) || cut && o == outcomeTimeout {
-			return embedded{}, fail
-		}
-		last = fail
+		return nil, 0, err
 	}
-	switch {
-	case !embeds:
-		return embedded{}, noEmbedding(rt)
-	case last == nil && r.Context().Err() != nil:
-		return embedded{}, errClientGone
-	case last == nil:
-		return embedded{}, &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Msg: fmt.Sprintf("route %s: no target answered in time", rt.name)}
-	}
-	return embedded{}, last
+	return results, http.StatusOK, nil
 }
 
 // encodeEmbed makes the calls that embed req at p, or the 400 that

@@ -216,6 +216,22 @@ var credentialTypes = map[string]bool{
 	"optinrequired":                       true,
 }
 
+// requestTypes are the error types and codes, lower case, that name the
+// request or the account, not the credential, as the fault of a 403: a
+// key the upstream knows and that another request could use.
+// Anthropic's permission_error ("does not have permission to use the
+// specified resource"), OpenAI's region refusal, AWS's validation and
+// model-access exceptions that are not AccessDeniedException. A 403 of
+// one of these is never read for its phrases.
+var requestTypes = map[string]bool{
+	"permission_error":                     true,
+	"unsupported_country_region_territory": true,
+	"validationexception":                  true,
+	"resourcenotfoundexception":            true,
+	"modelnotreadyexception":               true,
+	"servicequotaexceededexception":        true,
+}
+
 // credentialReasons are the reasons of Google's ErrorInfo details that
 // name the credential, besides every reason that begins with API_KEY_
 // (API_KEY_INVALID, API_KEY_SERVICE_BLOCKED, API_KEY_IP_ADDRESS_BLOCKED,
@@ -273,29 +289,34 @@ func keyRefused(p *Provider, ue *upstream.Error) bool {
 }
 
 // credentialFault reports whether an error answer of p's upstream names
-// the credential as its fault: its type or code (as p's row reads it, or
-// any type, code, status or Google reason in the common error shapes) is
-// one of credentialTypes or credentialReasons, or, for a 403, its
-// message says so (credentialPhrases). A 400's message is not read: it
-// may quote the request.
+// the credential as its fault. The providers' structured errors decide
+// first: a type or code (as p's row reads it, or any type, code, status
+// or AWS __type in the common error shapes) in credentialTypes, or a
+// Google ErrorInfo reason in credentialReasons or beginning API_KEY_, is
+// the key's fault; one in requestTypes is not. Only a 403 whose
+// structure says neither — AWS's AccessDeniedException and Google's
+// PERMISSION_DENIED cover a refused key and a model not allowed alike,
+// some answers have no type at all — is read for its message, the last
+// resort (credentialPhrases). A 400's message is never read: it may
+// quote the request.
 func credentialFault(p *Provider, status int, h http.Header, body []byte) bool {
 	body = body[:min(len(body), maxFaultBody)]
 	e := p.row.Upstream.ParseError(status, h, body)
-	if credentialTypes[strings.ToLower(e.Type)] {
-		return true
-	}
 	codes, reasons := errorCodes(body)
-	for _, c := range codes {
-		if credentialTypes[strings.ToLower(c)] {
+	request := false
+	for _, c := range append(codes, e.Type) {
+		c = strings.ToLower(c)
+		if credentialTypes[c] {
 			return true
 		}
+		request = request || requestTypes[c]
 	}
 	for _, r := range reasons {
 		if strings.HasPrefix(r, "API_KEY_") || credentialReasons[r] {
 			return true
 		}
 	}
-	if status != http.StatusForbidden {
+	if status != http.StatusForbidden || request {
 		return false
 	}
 	msg := strings.ToLower(e.Message)

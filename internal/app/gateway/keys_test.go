@@ -259,3 +259,74 @@ func FuzzCredentialFault(f *testing.F) {
 		}
 	})
 }
+
+// TestCredentialFaultByProvider: for each provider, the structured error
+// (type, code, Google's status and reasons, AWS's exception name) decides
+// whether a refusal is the key's; a type that names the request decides
+// too, whatever its message says; the message is read only for a 403
+// whose structure says neither (the last resort), and never for a 400.
+func TestCredentialFaultByProvider(t *testing.T) {
+	amzn := func(typ string) http.Header {
+		return http.Header{"X-Amzn-Errortype": {typ + ":http://internal.amazon.com/coral/com.amazon.bedrock/"}}
+	}
+	type fault struct {
+		status int
+		header http.Header
+		body   string
+		want   bool
+	}
+	for typ, cases := range map[string][]fault{
+		TypeAnthropic: {
+			{401, nil, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, true},
+			{403, nil, `{"type":"error","error":{"type":"authentication_error","message":"x"}}`, true},
+			{403, nil, `{"type":"error","error":{"type":"permission_error","message":"Your API key does not have permission to use the specified resource."}}`, false},
+			{403, nil, `{"type":"error","error":{"type":"permission_error","message":"invalid api key for this workspace's model"}}`, false},
+			{403, nil, `<html>Forbidden</html>`, false},
+			{400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"invalid api key quoted in messages[0]"}}`, false},
+		},
+		TypeOpenAI: {
+			{401, nil, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`, true},
+			{403, nil, `{"error":{"message":"x","type":"invalid_request_error","code":"invalid_api_key"}}`, true},
+			{403, nil, `{"error":{"message":"Country, region, or territory not supported; incorrect api key","type":"request_forbidden","code":"unsupported_country_region_territory"}}`, false},
+			{403, nil, `{"error":{"message":"You have insufficient permissions for this operation. Missing scopes: model.request.","type":"invalid_request_error"}}`, true},
+			{403, nil, `{"error":{"message":"You are not allowed to sample from this model","type":"invalid_request_error"}}`, false},
+			{400, nil, `{"error":{"message":"invalid api key in the text","type":"invalid_request_error"}}`, false},
+		},
+		TypeGemini: {
+			{400, nil, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}`, true},
+			{400, nil, `{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT"}}`, false},
+			{401, nil, `{"error":{"code":401,"message":"x","status":"UNAUTHENTICATED"}}`, true},
+			{403, nil, `{"error":{"code":403,"message":"x","status":"PERMISSION_DENIED","details":[{"reason":"API_KEY_SERVICE_BLOCKED"}]}}`, true},
+			{403, nil, `{"error":{"code":403,"message":"x","status":"PERMISSION_DENIED","details":[{"reason":"CONSUMER_SUSPENDED"}]}}`, true},
+			{403, nil, `{"error":{"code":403,"message":"The caller does not have permission","status":"PERMISSION_DENIED"}}`, false},
+			{403, nil, `{"error":{"code":403,"message":"Your API key was reported as leaked. Please use another API key.","status":"PERMISSION_DENIED"}}`, true},
+		},
+		TypeBedrock: {
+			{403, amzn("UnrecognizedClientException"), `{"message":"The security token included in the request is invalid."}`, true},
+			{403, nil, `{"__type":"com.amazon.coral.service#ExpiredTokenException","message":"x"}`, true},
+			{403, amzn("AccessDeniedException"), `{"message":"You don't have access to the model with the specified model ID."}`, false},
+			{403, amzn("AccessDeniedException"), `{"message":"The security token included in the request is invalid."}`, true},
+			{403, amzn("ValidationException"), `{"message":"authentication failed for the input's field"}`, false},
+			{400, amzn("ValidationException"), `{"message":"Malformed input request"}`, false},
+			{400, amzn("IncompleteSignature"), `{"message":"x"}`, true},
+		},
+		TypeMistral: {
+			{401, nil, `{"message":"Unauthorized","request_id":"r"}`, true},
+			{403, nil, `{"message":"Forbidden","type":"invalid_request_error"}`, false},
+		},
+	} {
+		t.Run(typ, func(t *testing.T) {
+			p := providerOf(t, typ)
+			for _, c := range cases {
+				h := c.header
+				if h == nil {
+					h = http.Header{}
+				}
+				ue := &upstream.Error{Code: upstream.CodeStatus, StatusCode: c.status, Header: h, Body: []byte(c.body)}
+				if got := keyRefused(p, ue); got != c.want {
+					t.Errorf("%d %v %s: %v, want %v", c.status, c.header, c.body, got, c.want)
+				}
+			}
+		})
+	}
+}

@@ -165,20 +165,11 @@ func recordStart(w http.ResponseWriter, rt *route, x *Exchange, req *chat.Reques
 	rw.x = x
 }
 
-// statusClass is the error class of an upstream's or the gateway's
-// failure status.
+// statusClass is the error class of a failure status the client got
+// where no attempt's outcome says more (see try): statusOutcome's rule,
+// with a 401 the only refusal a status alone shows.
 func statusClass(status int) string {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return "rate_limited"
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return "auth_error"
-	case status >= 500:
-		return "server_error"
-	case status >= 400:
-		return "client_error"
-	}
-	return ""
+	return statusOutcome(status, status == http.StatusUnauthorized)
 }
 
 // recorded notes res, the whole response a non-streaming client gets.
@@ -304,7 +295,9 @@ func (g *Gateway) finish(rw *recordWriter, r *http.Request) {
 	switch {
 	case x.Status == 0 && r.Context().Err() != nil:
 		x.ErrorClass = "canceled"
-	case x.Status >= 400:
+	case x.Status >= 400 && x.ErrorClass == "":
+		// A failure of the attempts has its class already, the last
+		// attempt's: the record and its attempts agree.
 		x.ErrorClass = statusClass(x.Status)
 	case x.ErrorClass == "stream_error" && r.Context().Err() != nil:
 		x.ErrorClass = "canceled"

@@ -285,29 +285,88 @@ func (g *Gateway) exchange(r *http.Request, d Dialect, rt *route, streaming bool
 	return &xa.x
 }
 
-// attempt sends req to rt's targets in turn until one answers, within the
-// route's max_attempts and max_time, while the client has got nothing: a
-// target whose keys all rest is skipped; one that fails to connect, sends
-// no first byte in time or answers 429, 500, 502, 503, 504 or 529 hands
-// over to the next; any other failure is the client's at once. When no
-// target answered, the client gets the last one's failure. Every attempt
-// is counted, added to x, and named in X-Ctxkit-Upstream and
-// X-Ctxkit-Attempts (the last one sent).
-func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Request, d Dialect, rt *route, req chat.Request, streaming bool, x *Exchange) (served, error) {
+// endpoint is what one kind of request does at a target of its route,
+// for the attempt loop (try): a chat request (chatCall), embeddings
+// (embedding), a token count (tokenCount). The loop holds the rules every
+// kind shares; an endpoint only readies and sends its request.
+type endpoint[T any] interface {
+	// serves reports whether t answers this kind of request at all: a
+	// target that does not is passed over without a word, not counted.
+	serves(t *target) bool
+	// prepare readies the request for t, to go with key k. A failure is
+	// a refusal: the request cannot go to t, and nothing was sent. local
+	// says the endpoint answers for t itself, without a call (a count
+	// estimated offline).
+	prepare(t *target, k *poolKey) (local bool, err error)
+	// send sends what prepare readied, within actx, its first byte due
+	// within firstByte; more says whether another target may still be
+	// tried after this one. It returns the answer and the upstream's
+	// status, or the failure: an *upstream.Error or the context's, which
+	// classify reads, or an *answerFailure the endpoint read from an
+	// answer.
+	send(actx context.Context, t *target, k *poolKey, firstByte time.Duration, more bool) (T, int, error)
+	// none is the failure of a route none of whose targets serves.
+	none(rt *route) error
+}
+
+// answerFailure is an attempt that the upstream answered with a failure
+// the endpoint read from the answer itself (a stream that opens with an
+// overload, an answer ctxkit cannot read): its outcome and status, and
+// whether the next target may serve.
+type answerFailure struct {
+	outcome string
+	status  int
+	retry   bool
+	err     error // the client's failure
+}
+
+func (e *answerFailure) Error() string { return e.err.Error() }
+func (e *answerFailure) Unwrap() error { return e.err }
+
+// tried is the attempt that answered: its target, the endpoint's answer
+// and the attempt's context, which end releases once the answer is
+// read.
+type tried[T any] struct {
+	t   *target
+	v   T
+	ctx context.Context
+	end context.CancelFunc
+}
+
+// try sends a request to rt's targets that serve it (e), in turn, until
+// one answers, within the route's max_attempts and max_time, while the
+// client has got nothing: a target whose keys all rest is skipped; a
+// target the request cannot go to (e.prepare refuses it) is passed over
+// when an earlier target failed or was skipped, else its refusal is the
+// client's answer; one that fails to connect, sends no first byte in time
+// or answers 429, 500, 502, 503, 504 or 529 hands over to the next; any
+// other failure is the client's at once. When no target answered, the
+// client gets the last one's failure. Every attempt is counted, added to
+// x, and named in X-Ctxkit-Upstream and X-Ctxkit-Attempts (the last one
+// sent); the failure the client gets sets x's error class to that
+// attempt's outcome.
+func try[T any](g *Gateway, ctx context.Context, w http.ResponseWriter, r *http.Request, rt *route, x *Exchange, e endpoint[T]) (tried[T], error) {
 	h := w.Header()
 	warned, hadWarnings := h[WarningsHeader]
 	var deadline time.Time
 	if rt.maxTime > 0 {
 		deadline = time.Now().Add(rt.maxTime)
 	}
-	var last error
-	var soonest time.Time // the first a key of a skipped target is free
-	sent := 0
+	var (
+		last      error
+		lastClass string
+		soonest   time.Time // the first a key of a skipped target is free
+	)
+	sent, serving, prepared := 0, false, false
 	for i := range rt.targets {
+		t := &rt.targets[i]
+		if !e.serves(t) {
+			continue
+		}
+		serving = true
 		if sent == rt.maxAttempts || ctx.Err() != nil {
 			break
 		}
-		t := &rt.targets[i]
 		p := t.p
 		now := time.Now()
 		if !deadline.IsZero() && !now.Before(deadline) {
@@ -321,22 +380,15 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 			}
 			// With no other failure, the client may come back as soon as
 			// any target has a key again.
-			e := noKey(p, soonest, now)
+			f := noKey(p, soonest, now)
 			if !soonest.Equal(free) {
 				// The time is another target's.
-				e.Msg = fmt.Sprintf("route %s: no target has a key free; the first is free in %ss", rt.name, e.RetryAfter)
+				f.Msg = fmt.Sprintf("route %s: no target has a key free; the first is free in %ss", rt.name, f.RetryAfter)
 			}
-			last = e
+			last, lastClass = f, outcomeNoKey
 			continue
 		}
-		treq := req
-		treq.Model = t.model
-		t.params.apply(&treq)
-		// A client that does not stream is answered from one whole
-		// upstream response where the provider offers one: less work on
-		// both sides than a stream collected.
-		treq.Stream = streaming || p.row.Upstream.Unary == nil
-		if sent > 0 {
+		if prepared {
 			// The warnings are the answering attempt's.
 			if hadWarnings {
 				h[WarningsHeader] = warned
@@ -344,19 +396,18 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 				delete(h, WarningsHeader)
 			}
 		}
-		out, err := g.prepare(w, r, d, p, k, treq)
-		if err != nil {
-			if last != nil {
-				// A target the request cannot go to is passed over
-				// when an earlier one failed: the route's failure is
-				// that one's, not a refusal of a request a target took.
-				continue
-			}
-			return served{}, err
-		}
-		url, data, err := g.encode(w, p, &out)
-		if err != nil {
-			return served{}, err
+		prepared = true
+		local, err := e.prepare(t, k)
+		switch {
+		case err != nil && last != nil:
+			// A target the request cannot go to is passed over when an
+			// earlier one failed: the route's failure is that one's, not
+			// a refusal of a request a target took.
+			continue
+		case err != nil:
+			return tried[T]{}, err
+		case local:
+			return tried[T]{t: t, ctx: ctx, end: nothing}, nil
 		}
 		sent++
 		actx, end := ctx, context.CancelFunc(nothing)
@@ -372,63 +423,147 @@ func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Re
 				firstByte, cut = left, true
 			}
 		}
-		resp, err := g.call(actx, p, url, out.header, data, firstByte)
+		v, status, err := e.send(actx, t, k, firstByte, i+1 < len(rt.targets) && sent < rt.maxAttempts)
 		h[UpstreamHeader] = t.upstream
 		h[AttemptsHeader] = attemptsValues[sent]
-		if err == nil && i+1 < len(rt.targets) && sent < rt.maxAttempts && (out.req.Stream || streamed(resp.Header)) {
-			// A 200 whose stream opens with an overload or a rate limit
-			// has failed as a 529 or 429 would, and the client has got
-			// nothing yet: the next target may serve.
-			if se := openingFailure(p, resp.Body.Head()); se != nil {
-				resp.Body.Close()
-				end()
-				o, code, status := outcomeServerError, CodeOverloaded, http.StatusServiceUnavailable
-				if p.row.Upstream.RateLimit(se.Type) {
-					o, code, status = outcomeRateLimited, CodeRateLimit, http.StatusTooManyRequests
-					g.restKey(p, k, outcomeRateLimited, nil, now)
-				}
-				g.tally(x, t, k, o, resp.StatusCode, time.Since(now))
-				last = &Error{Code: code, Status: status, Err: se,
-					Msg: fmt.Sprintf("upstream %s: %s: %s", p.Name, p.redact(se.Type), p.redact(se.Message))}
-				continue
-			}
-		}
 		if err == nil {
-			g.tally(x, t, k, outcomeOK, resp.StatusCode, time.Since(now))
-			return served{t: t, sent: out, resp: resp, ctx: actx, end: end}, nil
+			g.tally(x, t, k, outcomeOK, status, time.Since(now))
+			return tried[T]{t: t, v: v, ctx: actx, end: end}, nil
 		}
 		end()
-		o, status := classify(r, p, err)
+		var (
+			o     string
+			fail  error
+			retry bool
+			af    *answerFailure
+		)
+		if errors.As(err, &af) {
+			o, status, fail, retry = af.outcome, af.status, af.err, af.retry
+		} else {
+			o, status = classify(r, p, err)
+			fail, retry = g.attemptFailure(r, rt, p, o, err, actx, firstByte, cut), fallback(o, status) && !(cut && o == outcomeTimeout)
+		}
 		g.tally(x, t, k, o, status, time.Since(now))
 		if o == outcomeCanceled {
-			return served{}, errClientGone
+			return tried[T]{}, errClientGone
 		}
 		g.restKey(p, k, o, err, now)
-		var fail error
-		switch {
-		case o == outcomeTimeout && cut:
-			fail = &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Err: err,
-				Msg: fmt.Sprintf("route %s: no target answered within its max_time (%v)", rt.name, rt.maxTime)}
-		case o == outcomeTimeout:
-			fail = &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Err: err,
-				Msg: fmt.Sprintf("upstream %s sent no answer within %v", p.Name, attemptLimit(actx, firstByte, p))}
-			g.opts.Logger.Warn("gateway upstream", "provider", p.Name, "err", err.Error())
-		default:
-			fail = g.upstreamFailure(r, p, err)
+		if !retry {
+			x.ErrorClass = o
+			return tried[T]{}, fail
 		}
-		if !fallback(o, status) || cut && o == outcomeTimeout {
-			return served{}, fail
-		}
-		last = fail
+		last, lastClass = fail, o
 	}
-	if last == nil {
+	switch {
+	case !serving:
+		return tried[T]{}, e.none(rt)
+	case last != nil:
+		x.ErrorClass = lastClass
+		return tried[T]{}, last
+	case r.Context().Err() != nil:
 		// The request's own time ran out between attempts.
-		if r.Context().Err() != nil {
-			return served{}, errClientGone
-		}
-		return served{}, &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Msg: fmt.Sprintf("route %s: no target answered in time", rt.name)}
+		return tried[T]{}, errClientGone
 	}
-	return served{}, last
+	x.ErrorClass = outcomeTimeout
+	return tried[T]{}, &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Msg: fmt.Sprintf("route %s: no target answered in time", rt.name)}
+}
+
+// attemptFailure is the failure for the client of an attempt at p that
+// ended with outcome o (classify) and err: a timeout names the limit it
+// passed — the route's max_time when that cut the attempt, the request's
+// or the attempt's whole time when either ran out, else the first-byte
+// time —, any other failure is the upstream's (upstreamFailure).
+func (g *Gateway) attemptFailure(r *http.Request, rt *route, p *Provider, o string, err error, actx context.Context, firstByte time.Duration, cut bool) error {
+	switch {
+	case o == outcomeTimeout && cut:
+		return &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Err: err,
+			Msg: fmt.Sprintf("route %s: no target answered within its max_time (%v)", rt.name, rt.maxTime)}
+	case o == outcomeTimeout:
+		msg := fmt.Sprintf("upstream %s sent no answer within %v", p.Name, attemptLimit(actx, firstByte, p))
+		if tl := g.tooLong(actx, p); tl != nil {
+			msg = tl.Error()
+		}
+		g.opts.Logger.Warn("gateway upstream", "provider", p.Name, "err", err.Error())
+		return &Error{Code: CodeAPI, Status: http.StatusGatewayTimeout, Err: err, Msg: msg}
+	}
+	return g.upstreamFailure(r, p, err)
+}
+
+// chatCall is a chat request (any dialect) as an endpoint of the attempt
+// loop: prepare readies and encodes it for a target, send calls the
+// upstream and, while another target may serve, reads the opening of a
+// stream for a failure.
+type chatCall struct {
+	g         *Gateway
+	w         http.ResponseWriter
+	r         *http.Request
+	d         Dialect
+	req       chat.Request
+	streaming bool
+
+	// The request prepared for the target last readied.
+	out  outbound
+	url  string
+	data []byte
+}
+
+func (c *chatCall) serves(*target) bool { return true }
+
+func (c *chatCall) none(*route) error { return nil }
+
+func (c *chatCall) prepare(t *target, k *poolKey) (bool, error) {
+	p := t.p
+	treq := c.req
+	treq.Model = t.model
+	t.params.apply(&treq)
+	// A client that does not stream is answered from one whole upstream
+	// response where the provider offers one: less work on both sides
+	// than a stream collected.
+	treq.Stream = c.streaming || p.row.Upstream.Unary == nil
+	out, err := c.g.prepare(c.w, c.r, c.d, p, k, treq)
+	if err != nil {
+		return false, err
+	}
+	url, data, err := c.g.encode(c.w, p, &out)
+	if err != nil {
+		return false, err
+	}
+	c.out, c.url, c.data = out, url, data
+	return false, nil
+}
+
+func (c *chatCall) send(actx context.Context, t *target, k *poolKey, firstByte time.Duration, more bool) (*upstream.Response, int, error) {
+	p := t.p
+	resp, err := c.g.call(actx, p, c.url, c.out.header, c.data, firstByte)
+	if err != nil {
+		return nil, 0, err
+	}
+	if more && (c.out.req.Stream || streamed(resp.Header)) {
+		// A 200 whose stream opens with an overload or a rate limit has
+		// failed as a 529 or 429 would, and the client has got nothing
+		// yet: the next target may serve.
+		if se := openingFailure(p, resp.Body.Head()); se != nil {
+			resp.Body.Close()
+			o, code, status := outcomeServerError, CodeOverloaded, http.StatusServiceUnavailable
+			if p.row.Upstream.RateLimit(se.Type) {
+				o, code, status = outcomeRateLimited, CodeRateLimit, http.StatusTooManyRequests
+			}
+			return nil, 0, &answerFailure{outcome: o, status: resp.StatusCode, retry: true, err: &Error{Code: code, Status: status, Err: se,
+				Msg: fmt.Sprintf("upstream %s: %s: %s", p.Name, p.redact(se.Type), p.redact(se.Message))}}
+		}
+	}
+	return resp, resp.StatusCode, nil
+}
+
+// attempt sends req, a chat request of dialect d, to rt's targets by the
+// rules of try.
+func (g *Gateway) attempt(ctx context.Context, w http.ResponseWriter, r *http.Request, d Dialect, rt *route, req chat.Request, streaming bool, x *Exchange) (served, error) {
+	c := &chatCall{g: g, w: w, r: r, d: d, req: req, streaming: streaming}
+	a, err := try(g, ctx, w, r, rt, x, endpoint[*upstream.Response](c))
+	if err != nil {
+		return served{}, err
+	}
+	return served{t: a.t, sent: c.out, resp: a.v, ctx: a.ctx, end: a.end}, nil
 }
 
 // openingFailure is the failure a stream opens with, read from head (its
@@ -503,16 +638,7 @@ func classify(r *http.Request, p *Provider, err error) (string, int) {
 	case !errors.As(err, &ue):
 		return outcomeConnectError, 0
 	case ue.Code == upstream.CodeStatus:
-		switch s := ue.StatusCode; {
-		case s == http.StatusTooManyRequests:
-			return outcomeRateLimited, s
-		case keyRefused(p, ue):
-			return outcomeAuthError, s
-		case s >= 500:
-			return outcomeServerError, s
-		default:
-			return outcomeClientError, s
-		}
+		return statusOutcome(ue.StatusCode, keyRefused(p, ue)), ue.StatusCode
 	}
 	var op *net.OpError
 	if errors.As(ue.Err, &op) && op.Op == "dial" {
@@ -524,6 +650,25 @@ func classify(r *http.Request, p *Provider, err error) (string, int) {
 		return outcomeTimeout, 0
 	}
 	return outcomeConnectError, 0
+}
+
+// statusOutcome is the outcome of a failure status: the one rule for the
+// attempts (classify), their counter's outcome label and the error class
+// of an exchange (statusClass). refused says the upstream refused the
+// key (keyRefused): a 401, or a 403 or 400 naming the credential; any
+// other 403 is about the request, a client_error like any other 4xx.
+func statusOutcome(status int, refused bool) string {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return outcomeRateLimited
+	case refused:
+		return outcomeAuthError
+	case status >= 500:
+		return outcomeServerError
+	case status >= 400:
+		return outcomeClientError
+	}
+	return ""
 }
 
 // tally counts an attempt of t with key k (nil: none) in the attempts
@@ -579,19 +724,4 @@ func noKey(p *Provider, free, now time.Time) *Error {
 	secs := int64(math.Ceil(free.Sub(now).Seconds()))
 	return &Error{Code: CodeRateLimit, Status: http.StatusTooManyRequests, RetryAfter: strconv.FormatInt(max(secs, 1), 10),
 		Msg: fmt.Sprintf("upstream %s: every key of the gateway's is resting after a rate limit", p.Name)}
-}
-
-// usable is the first target of rt with a key to use, for the calls that
-// go to one target (count_tokens).
-func usable(rt *route, now time.Time) (*target, *poolKey, error) {
-	var err error
-	for i := range rt.targets {
-		t := &rt.targets[i]
-		k, free := t.p.keys.pick(now)
-		if k != nil {
-			return t, k, nil
-		}
-		err = noKey(t.p, free, now)
-	}
-	return nil, nil, err
 }

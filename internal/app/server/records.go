@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/hmac"
@@ -11,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp/syntax"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -78,12 +81,15 @@ const (
 // exchangeRecorder is the server's gateway.Recorder: a bounded queue and writers
 // that turn exchanges into breadcrumbs off the request path.
 type exchangeRecorder struct {
-	s       *Server
-	ttl     time.Duration
-	queue   chan *gateway.Exchange
-	queued  atomic.Int64 // bytes of the bodies in the queue
-	redact  *relay.Redactor
-	sealKey []byte
+	s      *Server
+	ttl    time.Duration
+	queue  chan *gateway.Exchange
+	queued atomic.Int64 // bytes of the bodies in the queue
+	redact *relay.Redactor
+	// shortestSecret is the fewest bytes any of redact's patterns
+	// matches: shorter text holds no secret.
+	shortestSecret int
+	sealKey        []byte
 
 	start   sync.Once
 	stop    chan struct{}
@@ -112,7 +118,8 @@ var tokenPattern = relay.Pattern{Kind: "token", Regex: `\beyJ[A-Za-z0-9_-]+\.eyJ
 
 func newRecorder(s *Server, g *gateway.Gateway) *exchangeRecorder {
 	ttl, queue := g.RecordSettings()
-	red, err := relay.NewRedactor(relay.RedactorOptions{Patterns: []relay.Pattern{tokenPattern}})
+	opts := relay.RedactorOptions{Patterns: []relay.Pattern{tokenPattern}}
+	red, err := relay.NewRedactor(opts)
 	if err != nil {
 		panic(err) // the built-in patterns are part of the binary
 	}
@@ -127,7 +134,8 @@ func newRecorder(s *Server, g *gateway.Gateway) *exchangeRecorder {
 	mac.Write([]byte("ctxkit " + ExchangeSchema + " seal"))
 	rc := &exchangeRecorder{
 		s: s, ttl: ttl, queue: make(chan *gateway.Exchange, queue), redact: red, sealKey: mac.Sum(nil),
-		stop: make(chan struct{}),
+		shortestSecret: shortestMatch(append(slices.Clone(relay.BuiltinPatterns), opts.Patterns...)),
+		stop:           make(chan struct{}),
 		written: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ctxkit_gateway_records_written_total", Help: "Gateway traffic records written to the store.",
 		}),
@@ -506,30 +514,97 @@ func (rc *exchangeRecorder) body(b []byte, size int64, limit int) (json.RawMessa
 }
 
 // redactJSON is v with every string (keys too) redacted and its NUL
-// characters replaced (the store keeps none).
+// characters replaced (the store keeps none). An object is changed in
+// place, and copied only when a key changes.
 func (rc *exchangeRecorder) redactJSON(v any) any {
 	switch t := v.(type) {
 	case string:
-		s, _ := rc.redact.Redact(t)
-		return strings.ReplaceAll(s, "\x00", "\uFFFD")
+		return rc.redactString(t)
 	case []any:
 		for i := range t {
 			t[i] = rc.redactJSON(t[i])
 		}
 	case map[string]any:
+		rekey := false
+		for k, e := range t {
+			rekey = rekey || rc.redactString(k) != k
+			t[k] = rc.redactJSON(e)
+		}
+		if !rekey {
+			return t
+		}
 		out := make(map[string]any, len(t))
 		for k, e := range t {
-			out[rc.redactJSON(k).(string)] = rc.redactJSON(e)
+			out[rc.redactString(k)] = e
 		}
 		return out
 	}
 	return v
 }
 
+// redactString is s redacted, its NUL characters replaced. A string
+// shorter than any secret the redactor finds (most keys and many values
+// of a body: "role", "user", "model") is not searched.
+func (rc *exchangeRecorder) redactString(s string) string {
+	if len(s) < rc.shortestSecret && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	s, _ = rc.redact.Redact(s)
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// shortestMatch is the fewest bytes any of pats matches.
+func shortestMatch(pats []relay.Pattern) int {
+	n := -1
+	for _, p := range pats {
+		re, err := syntax.Parse(p.Regex, syntax.Perl)
+		if err != nil {
+			return 0 // not a pattern the redactor takes: search everything
+		}
+		if m := minBytes(re.Simplify()); n < 0 || m < n {
+			n = m
+		}
+	}
+	return max(n, 0)
+}
+
+// minBytes is the fewest bytes re matches: a character takes one at
+// least, an empty-width assertion none.
+func minBytes(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		n := 0
+		for _, r := range re.Rune {
+			n += utf8.RuneLen(r)
+		}
+		return n
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1
+	case syntax.OpCapture, syntax.OpPlus:
+		return minBytes(re.Sub[0])
+	case syntax.OpRepeat:
+		return re.Min * minBytes(re.Sub[0])
+	case syntax.OpConcat:
+		n := 0
+		for _, s := range re.Sub {
+			n += minBytes(s)
+		}
+		return n
+	case syntax.OpAlternate:
+		n := -1
+		for _, s := range re.Sub {
+			if m := minBytes(s); n < 0 || m < n {
+				n = m
+			}
+		}
+		return max(n, 0)
+	}
+	return 0 // empty-width assertions, *, ?, the empty string
+}
+
 // excerpt is s redacted and cut to gateway.ExcerptBytes.
 func (rc *exchangeRecorder) excerpt(s string) string {
-	s, _ = rc.redact.Redact(strings.ToValidUTF8(s, "\uFFFD"))
-	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	s = rc.redactString(strings.ToValidUTF8(s, "\uFFFD"))
 	if len(s) > gateway.ExcerptBytes {
 		s = cut(s, gateway.ExcerptBytes) + "…"
 	}
@@ -567,7 +642,21 @@ func (rc *exchangeRecorder) seal(c gateway.Caller, rec *exchangeRecord) ([]byte,
 		return nil, err
 	}
 	rec.Seal = rc.sealOf(c.Owner, c.Agent, canon)
-	return canonjson.Marshal(rec)
+	// The seal's field goes in where its name sorts, before "started":
+	// encoding the record, bodies and all, a second time would cost as
+	// much as the first. The last `,"started":` of canon is the record's
+	// own: no field after it holds one, and in a string a quote is
+	// escaped.
+	i := bytes.LastIndex(canon, []byte(`,"started":`))
+	if i < 0 {
+		return canonjson.Marshal(rec)
+	}
+	out := make([]byte, 0, len(canon)+len(`,"seal":""`)+len(rec.Seal))
+	out = append(out, canon[:i]...)
+	out = append(out, `,"seal":"`...)
+	out = append(out, rec.Seal...)
+	out = append(out, '"')
+	return append(out, canon[i:]...), nil
 }
 
 // sealOf is the seal of canon, a record written for owner's agent.
