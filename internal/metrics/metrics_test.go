@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -398,5 +399,29 @@ func TestStandardLibraryOnly(t *testing.T) {
 	}
 	if got := strings.TrimSpace(string(out)); got != "github.com/ctxkit/ctxkit/internal/metrics" {
 		t.Errorf("dependencies beyond the standard library:\n%s", got)
+	}
+}
+
+// TestHistogramBucketSearch: with many buckets (found by binary search)
+// and with few (scanned), an observation lands in the bucket of the least
+// bound not below it, NaN in +Inf.
+func TestHistogramBucketSearch(t *testing.T) {
+	for _, n := range []int{3, 40} {
+		bounds := make([]float64, n)
+		for i := range bounds {
+			bounds[i] = float64(i + 1)
+		}
+		reg := metrics.NewRegistry()
+		h := metrics.NewHistogramVec(metrics.HistogramOpts{Name: "h", Buckets: bounds}, nil)
+		reg.MustRegister(h)
+		for _, v := range []float64{-5, 0.5, 1, 1.5, 2, float64(n), float64(n) + 0.1, math.NaN(), math.Inf(1)} {
+			h.WithLabelValues().Observe(v)
+		}
+		fams := scrape(t, reg, nil)
+		for le, want := range map[string]float64{"1": 3, "2": 5, strconv.Itoa(n): 6, "+Inf": 9} {
+			if v, ok := find(fams, "h_bucket", label{"le", le}); !ok || v != want {
+				t.Errorf("%d buckets: le=%s holds %v (%v), want %v", n, le, v, ok, want)
+			}
+		}
 	}
 }
