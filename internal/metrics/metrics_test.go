@@ -258,6 +258,10 @@ func TestRegisterTwice(t *testing.T) {
 	if err := reg.Register(metrics.NewGoCollector(), metrics.NewGoCollector()); err == nil {
 		t.Fatal("two Go collectors registered")
 	}
+	vec := metrics.NewCounterVec(metrics.CounterOpts{Name: "v_total"}, []string{"x"})
+	if err := reg.Register(vec.WithLabelValues("1")); err == nil || !strings.Contains(err.Error(), "vector") {
+		t.Fatalf("a vector's counter registered alone: %v", err)
+	}
 	if got := text(reg); got != "# HELP a_total h\n# TYPE a_total counter\na_total 0\n" {
 		t.Errorf("registry after refusals:\n%s", got)
 	}

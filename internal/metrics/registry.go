@@ -19,6 +19,7 @@ const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 // Type is the type of a family, as its TYPE line says it.
 type Type uint8
 
+// The types of the format ("untyped" is never written).
 const (
 	TypeCounter Type = iota
 	TypeGauge
@@ -100,6 +101,9 @@ func (r *Registry) Register(cs ...Collector) error {
 	defer r.mu.Unlock()
 	seen := map[string]bool{}
 	for _, c := range cs {
+		if c, ok := c.(*Counter); ok && c.desc == nil {
+			return fmt.Errorf("metrics: a vector's counter is registered with its vector, not alone")
+		}
 		for _, n := range c.names() {
 			if r.taken[n] || seen[n] {
 				return fmt.Errorf("metrics: family %s is registered twice", n)
