@@ -18,10 +18,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	metric "github.com/ctxkit/ctxkit/internal/metrics"
-
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/internal/canonjson"
+	metric "github.com/ctxkit/ctxkit/internal/metrics"
 	"github.com/ctxkit/ctxkit/relay"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/view"
