@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/ctxkit/ctxkit/internal/metrics"
 
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 )
@@ -36,7 +36,7 @@ func (e *exchanges) next(t *testing.T, n int) *gateway.Exchange {
 // gatewayServing is a gateway on loopback with the configuration cfg
 // (JSON) and opts, serving the chat, count and embeddings paths, its
 // exchanges going to rec (nil: none); and its metrics registry.
-func gatewayServing(t *testing.T, cfg string, opts gateway.Options, rec gateway.Recorder) (*httptest.Server, *prometheus.Registry) {
+func gatewayServing(t *testing.T, cfg string, opts gateway.Options, rec gateway.Recorder) (*httptest.Server, *metrics.Registry) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "gateway.json")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -50,7 +50,7 @@ func gatewayServing(t *testing.T, cfg string, opts gateway.Options, rec gateway.
 	if rec != nil {
 		g.SetRecorder(rec)
 	}
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	reg.MustRegister(g.Collectors()...)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", g.Messages)

@@ -21,11 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/metrics"
 	"github.com/ctxkit/ctxkit/internal/tokencount"
 )
 
@@ -885,7 +883,7 @@ func newEmbedFake(t *testing.T, plan ...string) *embedFake {
 
 // embedRouted is a gateway on loopback serving POST /v1/embeddings with
 // the configuration cfg (JSON), and its metrics registry.
-func embedRouted(t *testing.T, cfg string) (*httptest.Server, *prometheus.Registry) {
+func embedRouted(t *testing.T, cfg string) (*httptest.Server, *metrics.Registry) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "gateway.json")
 	os.WriteFile(path, []byte(cfg), 0o600)
@@ -894,7 +892,7 @@ func embedRouted(t *testing.T, cfg string) (*httptest.Server, *prometheus.Regist
 		t.Fatal(err)
 	}
 	g := gateway.New(c, gateway.Options{})
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	reg.MustRegister(g.Collectors()...)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/embeddings", g.Embeddings)
@@ -1068,7 +1066,7 @@ func TestEmbeddingsCost(t *testing.T) {
 		}
 	}
 	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	reg.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if m := rec.Body.String(); !strings.Contains(m, `ctxkit_gateway_cost_usd_total{agent="",model="amazon.titan-embed-text-v2:0",owner="",provider="br"} 1.8e-07`) ||
 		!strings.Contains(m, `ctxkit_gateway_unpriced_total{model="cohere.embed-english-v3",provider="br"} 1`) {
 		t.Fatalf("metrics:\n%s", m)

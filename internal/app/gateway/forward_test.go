@@ -15,10 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/metrics"
 	"github.com/ctxkit/ctxkit/wire/anthropic"
 	"github.com/ctxkit/ctxkit/wire/openai"
 	"github.com/ctxkit/ctxkit/wire/responses"
@@ -410,22 +409,18 @@ func clientReads(t *testing.T, dialect string, body []byte) (chunks []chat.Chunk
 // metricTotals are a gateway's token and cost counters, summed by name
 // and kind.
 func metricTotals(t *testing.T, g *gateway.Gateway) map[string]float64 {
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	reg.MustRegister(g.Collectors()...)
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]float64{}
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			key := f.GetName()
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" || l.GetName() == "outcome" {
-					key += "/" + l.GetValue()
+	for _, f := range reg.Gather() {
+		for _, m := range f.Series {
+			key := f.Name
+			for _, l := range m.Labels {
+				if l.Name == "kind" || l.Name == "outcome" {
+					key += "/" + l.Value
 				}
 			}
-			out[key] += m.GetCounter().GetValue()
+			out[key] += m.Value
 		}
 	}
 	return out

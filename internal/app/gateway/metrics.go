@@ -3,7 +3,9 @@ package gateway
 import (
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
+	// The package's name is this file's type's: metric reads as what it
+	// makes.
+	metric "github.com/ctxkit/ctxkit/internal/metrics"
 )
 
 // metrics are the gateway's Prometheus metrics. Every label takes its
@@ -14,15 +16,15 @@ import (
 type metrics struct {
 	// attempts counts upstream attempts by provider, model, outcome and
 	// key id.
-	attempts *prometheus.CounterVec
+	attempts *metric.CounterVec
 	// tokens sums tokens by owner, agent, provider, model and kind
 	// (input, output, cache_read, cache_write, reasoning); cost the
 	// dollars by owner, agent, provider and model.
-	tokens *prometheus.CounterVec
-	cost   *prometheus.CounterVec
+	tokens *metric.CounterVec
+	cost   *metric.CounterVec
 	// unpriced counts the responses whose model has no price, by
 	// provider and model.
-	unpriced *prometheus.CounterVec
+	unpriced *metric.CounterVec
 	// callers bounds the owner and agent label values.
 	owners, agents *bounded
 }
@@ -33,16 +35,16 @@ const maxCallerLabels = 200
 
 func newMetrics() *metrics {
 	return &metrics{
-		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		attempts: metric.NewCounterVec(metric.CounterOpts{
 			Name: "ctxkit_gateway_attempts_total", Help: "Upstream attempts by provider, model, outcome and key id.",
 		}, []string{"provider", "model", "outcome", "key"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+		tokens: metric.NewCounterVec(metric.CounterOpts{
 			Name: "ctxkit_gateway_tokens_total", Help: "Tokens by owner, agent, provider, model and kind (input not cached, cache_read, cache_write, output not reasoning, reasoning: they add up to every token).",
 		}, []string{"owner", "agent", "provider", "model", "kind"}),
-		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+		cost: metric.NewCounterVec(metric.CounterOpts{
 			Name: "ctxkit_gateway_cost_usd_total", Help: "Cost in US dollars by owner, agent, provider and model.",
 		}, []string{"owner", "agent", "provider", "model"}),
-		unpriced: prometheus.NewCounterVec(prometheus.CounterOpts{
+		unpriced: metric.NewCounterVec(metric.CounterOpts{
 			Name: "ctxkit_gateway_unpriced_total", Help: "Responses whose model has no price, by provider and model.",
 		}, []string{"provider", "model"}),
 		owners: &bounded{max: maxCallerLabels, seen: map[string]bool{}},
@@ -51,8 +53,8 @@ func newMetrics() *metrics {
 }
 
 // Collectors are the gateway's metrics, for the server's registry.
-func (g *Gateway) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{g.metrics.attempts, g.metrics.tokens, g.metrics.cost, g.metrics.unpriced}
+func (g *Gateway) Collectors() []metric.Collector {
+	return []metric.Collector{g.metrics.attempts, g.metrics.tokens, g.metrics.cost, g.metrics.unpriced}
 }
 
 // bounded hands out label values: the first max distinct values as they

@@ -13,10 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/metrics"
 )
 
 // Every fake upstream answers with the usage of the streams above: 100
@@ -267,40 +265,27 @@ func TestCostInEveryDialect(t *testing.T) {
 // collectors as /metrics shows them; false when there is none.
 func sample(t *testing.T, g *gateway.Gateway, name string, labels map[string]string) (float64, bool) {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	for _, c := range g.Collectors() {
-		reg.MustRegister(c)
-	}
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() != name {
+	reg := metrics.NewRegistry()
+	reg.MustRegister(g.Collectors()...)
+	for _, f := range reg.Gather() {
+		if f.Name != name {
 			continue
 		}
 	next:
-		for _, m := range f.GetMetric() {
+		for _, m := range f.Series {
 			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
+			for _, l := range m.Labels {
+				have[l.Name] = l.Value
 			}
 			for k, v := range labels {
 				if have[k] != v {
 					continue next
 				}
 			}
-			return value(m), true
+			return m.Value, true
 		}
 	}
 	return 0, false
-}
-
-func value(m *dto.Metric) float64 {
-	if c := m.GetCounter(); c != nil {
-		return c.GetValue()
-	}
-	return m.GetGauge().GetValue()
 }
 
 // TestCostMetrics: tokens by kind and cost are summed per owner, agent,
@@ -359,12 +344,11 @@ func TestCostMetricsBoundOwners(t *testing.T) {
 	if v, _ := sample(t, g, "ctxkit_gateway_cost_usd_total", map[string]string{"owner": "other"}); !near(v, 5*costMiniConfigured) {
 		t.Errorf("other: %v, want the cost of the last 5 owners %v", v, 5*costMiniConfigured)
 	}
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	reg.MustRegister(g.Collectors()...)
-	fams, _ := reg.Gather()
-	for _, f := range fams {
-		if f.GetName() == "ctxkit_gateway_cost_usd_total" && len(f.GetMetric()) != 201 {
-			t.Errorf("%d cost series, want 201 (200 owners and other)", len(f.GetMetric()))
+	for _, f := range reg.Gather() {
+		if f.Name == "ctxkit_gateway_cost_usd_total" && len(f.Series) != 201 {
+			t.Errorf("%d cost series, want 201 (200 owners and other)", len(f.Series))
 		}
 	}
 }

@@ -17,10 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/metrics"
 )
 
 // fake is an OpenAI-type upstream on loopback that fails on demand: each
@@ -136,7 +134,7 @@ func (f *fake) setKey(key, step string) {
 
 // routed is a gateway on loopback with the configuration cfg (JSON), its
 // metrics registry and its log.
-func routed(t *testing.T, cfg string) (*httptest.Server, *prometheus.Registry, *lockedBuffer) {
+func routed(t *testing.T, cfg string) (*httptest.Server, *metrics.Registry, *lockedBuffer) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "gateway.json")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -148,7 +146,7 @@ func routed(t *testing.T, cfg string) (*httptest.Server, *prometheus.Registry, *
 	}
 	logs := &lockedBuffer{}
 	g := gateway.New(c, gateway.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	reg := prometheus.NewRegistry()
+	reg := metrics.NewRegistry()
 	reg.MustRegister(g.Collectors()...)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", g.Messages)
@@ -161,10 +159,10 @@ func routed(t *testing.T, cfg string) (*httptest.Server, *prometheus.Registry, *
 }
 
 // attempts is the value of the attempts counter for these labels.
-func attempts(t *testing.T, reg *prometheus.Registry, provider, model, outcome, key string) float64 {
+func attempts(t *testing.T, reg *metrics.Registry, provider, model, outcome, key string) float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	reg.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	want := fmt.Sprintf(`ctxkit_gateway_attempts_total{key=%q,model=%q,outcome=%q,provider=%q} `, key, model, outcome, provider)
 	sc := bufio.NewScanner(rec.Body)
 	for sc.Scan() {

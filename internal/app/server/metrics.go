@@ -5,86 +5,63 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
+	// The package's name is this file's type's: metric reads as what it
+	// makes.
+	metric "github.com/ctxkit/ctxkit/internal/metrics"
 )
 
 // metrics are the server's Prometheus metrics, in a registry of its own.
 type metrics struct {
-	reg        *prometheus.Registry
-	requests   *prometheus.CounterVec
-	latency    *prometheus.HistogramVec
-	viewCache  *prometheus.CounterVec
-	views      *prometheus.CounterVec
-	storeFails prometheus.Counter
+	reg        *metric.Registry
+	requests   *metric.CounterVec
+	latency    *metric.HistogramVec
+	viewCache  *metric.CounterVec
+	views      *metric.CounterVec
+	storeFails *metric.Counter
 }
 
 func newMetrics() *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		reg: metric.NewRegistry(),
+		requests: metric.NewCounterVec(metric.CounterOpts{
 			Name: "ctxkit_http_requests_total", Help: "HTTP requests by route, method and status.",
 		}, []string{"route", "method", "status"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		latency: metric.NewHistogramVec(metric.HistogramOpts{
 			Name: "ctxkit_http_request_duration_seconds", Help: "HTTP request latency by route.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route"}),
-		viewCache: prometheus.NewCounterVec(prometheus.CounterOpts{
+		viewCache: metric.NewCounterVec(metric.CounterOpts{
 			Name: "ctxkit_view_cache_total", Help: "View cache lookups by result (hit or miss).",
 		}, []string{"result"}),
-		views: prometheus.NewCounterVec(prometheus.CounterOpts{
+		views: metric.NewCounterVec(metric.CounterOpts{
 			Name: "ctxkit_views_total", Help: "Views computed, by status (OK or FALLBACK).",
 		}, []string{"status"}),
-		storeFails: prometheus.NewCounter(prometheus.CounterOpts{
+		storeFails: metric.NewCounter(metric.CounterOpts{
 			Name: "ctxkit_store_errors_total", Help: "Requests that failed with an internal (store) error.",
 		}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.viewCache, m.views, m.storeFails,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		metric.NewGoCollector(), metric.NewProcessCollector())
 	return m
 }
 
 // handler serves the metrics a curator of owner may read: every series,
 // but for those labelled with an owner, only the owner's own. The
 // gateway's token and cost series name owners and agents; another
-// owner's would tell who uses the server, and how much.
+// owner's would tell who uses the server, and how much. A family left
+// without series is not written: its name would say an owner was there.
 func (m *metrics) handler(owner string) http.Handler {
-	return promhttp.HandlerFor(ownerGatherer{m.reg, owner}, promhttp.HandlerOpts{})
+	return m.reg.Handler(func(labels []metric.Label) bool { return readable(labels, owner) })
 }
 
-// ownerGatherer gathers g's metrics without the series of owners other
-// than owner (and the series of owners past the label bound, "other",
-// which sum several).
-type ownerGatherer struct {
-	g     prometheus.Gatherer
-	owner string
-}
-
-func (o ownerGatherer) Gather() ([]*dto.MetricFamily, error) {
-	families, err := o.g.Gather()
-	out := families[:0]
-	for _, f := range families {
-		kept := f.Metric[:0]
-		for _, m := range f.Metric {
-			if o.readable(m) {
-				kept = append(kept, m)
-			}
-		}
-		if len(kept) == 0 {
-			continue // a family without series says an owner was there
-		}
-		f.Metric = kept
-		out = append(out, f)
-	}
-	return out, err
-}
-
-func (o ownerGatherer) readable(m *dto.Metric) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == "owner" {
-			return l.GetValue() == o.owner
+// readable reports whether a curator of owner may read the series with
+// these labels: one without an owner label, or one of owner's own. The
+// series of owners past the label bound, "other", sum several owners and
+// are nobody's, even an owner named "other".
+func readable(labels []metric.Label, owner string) bool {
+	for _, l := range labels {
+		if l.Name == "owner" {
+			return l.Value == owner && l.Value != "other"
 		}
 	}
 	return true

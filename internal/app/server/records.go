@@ -21,10 +21,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/internal/canonjson"
+	metric "github.com/ctxkit/ctxkit/internal/metrics"
 	"github.com/ctxkit/ctxkit/relay"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/view"
@@ -99,8 +98,8 @@ type exchangeRecorder struct {
 	ctx     context.Context // of the store's writes; cancelled when a drain runs out of time
 	cancel  context.CancelFunc
 
-	written prometheus.Counter
-	dropped *prometheus.CounterVec
+	written *metric.Counter
+	dropped *metric.CounterVec
 
 	// mu guards owners: the records each owner has in the queue. An
 	// owner may hold at most three quarters of the queue, so one owner's
@@ -136,10 +135,10 @@ func newRecorder(s *Server, g *gateway.Gateway) *exchangeRecorder {
 		s: s, ttl: ttl, queue: make(chan *gateway.Exchange, queue), redact: red, sealKey: mac.Sum(nil),
 		shortestSecret: shortestMatch(append(slices.Clone(relay.BuiltinPatterns), opts.Patterns...)),
 		stop:           make(chan struct{}),
-		written: prometheus.NewCounter(prometheus.CounterOpts{
+		written: metric.NewCounter(metric.CounterOpts{
 			Name: "ctxkit_gateway_records_written_total", Help: "Gateway traffic records written to the store.",
 		}),
-		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+		dropped: metric.NewCounterVec(metric.CounterOpts{
 			Name: "ctxkit_gateway_records_dropped_total",
 			Help: "Gateway traffic records not written, by reason (queue_full, store_error, shutdown, no_caller).",
 		}, []string{"reason"}),
@@ -151,8 +150,8 @@ func newRecorder(s *Server, g *gateway.Gateway) *exchangeRecorder {
 	return rc
 }
 
-func (rc *exchangeRecorder) collectors() []prometheus.Collector {
-	return []prometheus.Collector{rc.written, rc.dropped}
+func (rc *exchangeRecorder) collectors() []metric.Collector {
+	return []metric.Collector{rc.written, rc.dropped}
 }
 
 // Record queues x to be written, or drops and counts it when the queue
