@@ -74,6 +74,8 @@ func Run(t *testing.T, open Open) {
 		{"SearchBadQueries", testSearchBadQueries},
 		{"Revocations", testRevocations},
 		{"RevocationsInOrder", testRevocationsInOrder},
+		{"Subscriptions", testSubscriptions},
+		{"SelectorPrivacy", testSelectorPrivacy},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
