@@ -327,3 +327,34 @@ func reference(t *testing.T, src string, e *store.Event, doc any) bool {
 	}
 	return true
 }
+
+// BenchmarkSelectorFanOut is the feed reader's work for one change with
+// 100 open streams: 100 tag matches, against decoding the context once
+// and 100 matches with two context conditions.
+func BenchmarkSelectorFanOut(b *testing.B) {
+	const streams = 100
+	raw := []byte(`{"status":"open","n":3,"items":[{"sku":"a","qty":1},{"sku":"b","qty":2}],"note":"a context of a few hundred bytes, as records commonly are"}`)
+	ev := store.Event{Kind: store.Created, Tags: []string{"bench", "x"}, SchemaName: "s.v1"}
+	for _, c := range []struct{ name, src string }{
+		{"tag", `{"all_tags":["bench"]}`},
+		{"context", `{"all_tags":["bench"],"context_match":[{"path":"$.status","op":"eq","value":"open"},{"path":"$.n","op":"gt","value":0}]}`},
+	} {
+		sel, err := store.ParseSelector([]byte(c.src))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				var doc any
+				if sel.NeedsContext() {
+					doc, _ = view.DecodeJSON(raw)
+				}
+				for range streams {
+					if !sel.Match(&ev, doc) {
+						b.Fatal("no match")
+					}
+				}
+			}
+		})
+	}
+}
