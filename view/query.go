@@ -1,6 +1,7 @@
 package view
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/theory/jsonpath"
@@ -12,6 +13,9 @@ import (
 type Query struct {
 	path      *jsonpath.Path
 	rootScans int
+	// steps are a singular query's names (string) and indexes (int), which
+	// Select follows without the general evaluator; nil otherwise.
+	steps []any
 }
 
 // CompileQuery parses src as an extract rule's query would be: at most
@@ -30,7 +34,57 @@ func CompileQuery(src string) (*Query, error) {
 	if descendants > 1 {
 		return nil, errorf(CodeInvalidJSONPath, "", "%d descendant segments (..): a query may use at most one", descendants)
 	}
-	return &Query{path: p, rootScans: rootScans}, nil
+	q := &Query{path: p, rootScans: rootScans}
+	if p.Query().Singular() != nil {
+		q.steps, _ = singularSteps(p.String())
+	}
+	return q, nil
+}
+
+// singularSteps reads a singular query's normalized form ($, then ["name"]
+// written by strconv.Quote, or [index]); ok is false for any other form.
+func singularSteps(q string) (steps []any, ok bool) {
+	if !strings.HasPrefix(q, "$") {
+		return nil, false
+	}
+	steps = []any{}
+	for i := 1; i < len(q); {
+		if q[i] != '[' || i+1 >= len(q) {
+			return nil, false
+		}
+		j := i + 1
+		if q[j] == '"' {
+			end := skipQuoted(q, j)
+			if end >= len(q) {
+				return nil, false
+			}
+			name, err := strconv.Unquote(q[j : end+1])
+			if err != nil {
+				return nil, false
+			}
+			steps = append(steps, name)
+			j = end + 1
+		} else {
+			k := j
+			if q[k] == '-' {
+				k++
+			}
+			for k < len(q) && q[k] >= '0' && q[k] <= '9' {
+				k++
+			}
+			n, err := strconv.Atoi(q[j:k])
+			if err != nil {
+				return nil, false
+			}
+			steps = append(steps, n)
+			j = k
+		}
+		if j >= len(q) || q[j] != ']' {
+			return nil, false
+		}
+		i = j + 1
+	}
+	return steps, true
 }
 
 // String is the query in its normalized form.
@@ -50,5 +104,40 @@ func (q *Query) Select(doc any) ([]any, error) {
 			}
 		}
 	}
+	if q.steps != nil {
+		return follow(doc, q.steps), nil
+	}
 	return q.path.Select(doc), nil
+}
+
+// follow selects the node a singular query's steps lead to from doc: at
+// most one, as RFC 9535 says (a negative index counts from the end).
+func follow(doc any, steps []any) []any {
+	cur := doc
+	for _, s := range steps {
+		switch s := s.(type) {
+		case string:
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil
+			}
+			if cur, ok = m[s]; !ok {
+				return nil
+			}
+		case int:
+			a, ok := cur.([]any)
+			if !ok {
+				return nil
+			}
+			i := s
+			if i < 0 {
+				i += len(a)
+			}
+			if i < 0 || i >= len(a) {
+				return nil
+			}
+			cur = a[i]
+		}
+	}
+	return []any{cur}
 }
