@@ -104,6 +104,9 @@ const (
 	Created EventKind = "created"
 	Updated EventKind = "updated"
 	Deleted EventKind = "deleted"
+	// Expired: the breadcrumb went because its expiry time passed or its
+	// read budget was used up (Expire, or the read that used it up).
+	Expired EventKind = "expired"
 )
 
 // Event is one change, numbered by a sequence that only grows. The
@@ -160,14 +163,15 @@ type Store interface {
 	// History returns the versions of a breadcrumb the actor may see, newest
 	// first; after a delete or expiry, only to the owner's curators.
 	History(ctx context.Context, a Actor, id string) ([]Breadcrumb, error)
-	// Events yields the changes the actor may see that pass filter, with
+	// Events yields the changes the actor may see that pass sel (nil: every
+	// change; context conditions see the record at the event's version), with
 	// Seq > after: first the backlog, then live changes until ctx ends.
 	// after < 0 starts after the newest change, so only live changes
 	// arrive. Backends serve it with one reader per store instance,
 	// however many streams are open. Seq is one sequence across owners
 	// (a client resumes on any replica from the last Seq it got), so the
 	// gaps between the numbers a stream sees reveal how much others wrote.
-	Events(ctx context.Context, a Actor, after int64, filter EventFilter) iter.Seq2[Event, error]
+	Events(ctx context.Context, a Actor, after int64, sel *Selector) iter.Seq2[Event, error]
 	// LatestSeq is the sequence number of the newest change (0 when none):
 	// a stream that starts "now" passes it to Events.
 	LatestSeq(ctx context.Context) (int64, error)
@@ -188,6 +192,17 @@ type Store interface {
 	// A revocation is visible only after every one with a smaller Seq is,
 	// so a reader may poll with the last Seq it saw.
 	Revocations(ctx context.Context, after int64) ([]Revocation, error)
+	// CreateSubscription stores a named selector for the actor's agent
+	// (at most MaxSubscriptions per agent: CodeTooManySubscriptions beyond) and returns
+	// it with its ID and CreatedAt.
+	CreateSubscription(ctx context.Context, a Actor, sub Subscription) (Subscription, error)
+	// Subscriptions returns the actor's agent's subscriptions, oldest first.
+	Subscriptions(ctx context.Context, a Actor) ([]Subscription, error)
+	// Subscription returns one of the actor's agent's subscriptions; one
+	// of another agent's is ErrNotFound, as an unknown id is.
+	Subscription(ctx context.Context, a Actor, id string) (Subscription, error)
+	// DeleteSubscription removes one of the actor's agent's subscriptions.
+	DeleteSubscription(ctx context.Context, a Actor, id string) error
 	Close() error
 }
 
@@ -202,7 +217,10 @@ const (
 	CodeVersionMismatch     Code = "version_mismatch"     // If-Match failed
 	CodeIdempotencyConflict Code = "idempotency_conflict" // key reused with another request
 	CodeTooLarge            Code = "too_large"
-	CodeUnavailable         Code = "unavailable" // the database is busy or gone for now: retry later
+	// CodeTooManySubscriptions: the agent has MaxSubscriptions already;
+	// delete one first.
+	CodeTooManySubscriptions Code = "too_many_subscriptions"
+	CodeUnavailable          Code = "unavailable" // the database is busy or gone for now: retry later
 	// CodeInsufficientStorage: the server's storage is full; nothing of
 	// the write was kept. Writes succeed again once space is freed.
 	CodeInsufficientStorage Code = "insufficient_storage"

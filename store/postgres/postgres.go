@@ -61,6 +61,10 @@ const (
 	migrateLock = 0x63_74_78_6b_01 // "ctxk" 1: migrations
 	eventLock   = 0x63_74_78_6b_02 // "ctxk" 2: drawing an event number
 	revokeLock  = 0x63_74_78_6b_03 // "ctxk" 3: drawing a revocation number
+	// subscriptionLock (with a hash of the owner and agent as the second
+	// key) serializes one agent's subscription creates, so that replicas
+	// creating at once never pass store.MaxSubscriptions together.
+	subscriptionLock = 0x63_74_78_6b // "ctxk"
 )
 
 // pollEvery is how often the event feed's reader looks at the events table,
@@ -741,7 +745,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 		}
 		// This read uses up the budget: it is served, and the record goes.
 		deleted = true
-		queueDelete(batch, d.stamp(), &b)
+		queueRemove(batch, store.Expired, d.stamp(), &b)
 		return batch, nil
 	})
 	if err != nil {
@@ -756,10 +760,16 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 // queueDelete queues the deletion of breadcrumbs (their tags go with them)
 // and their events.
 func queueDelete(batch *pgx.Batch, now time.Time, bs ...*store.Breadcrumb) {
+	queueRemove(batch, store.Deleted, now, bs...)
+}
+
+// queueRemove is queueDelete with events of kind: deleted, or expired
+// when the breadcrumbs' time or read budget ran out.
+func queueRemove(batch *pgx.Batch, kind store.EventKind, now time.Time, bs ...*store.Breadcrumb) {
 	for _, b := range bs {
 		batch.Queue(`DELETE FROM breadcrumbs WHERE id = $1 AND owner_id = $2`, b.ID, b.OwnerID)
 	}
-	queueEvents(batch, store.Deleted, now, bs...)
+	queueEvents(batch, kind, now, bs...)
 }
 
 // List implements store.Store.
@@ -896,21 +906,34 @@ func (d *DB) History(ctx context.Context, a store.Actor, id string) ([]store.Bre
 // Events implements store.Store: the backlog from the events table, then
 // what the feed's reader loads after a notification (from any replica) or
 // this replica's own commit says there is something new.
-func (d *DB) Events(ctx context.Context, a store.Actor, after int64, f store.EventFilter) iter.Seq2[store.Event, error] {
-	return d.feed.Events(ctx, a, after, f)
+func (d *DB) Events(ctx context.Context, a store.Actor, after int64, sel *store.Selector) iter.Seq2[store.Event, error] {
+	return d.feed.Events(ctx, a, after, sel)
 }
 
-const eventColumns = `seq, kind, breadcrumb_id, version, tags, schema_name, at`
+const eventColumns = `e.seq, e.kind, e.breadcrumb_id, e.version, e.tags, e.schema_name, e.at`
+
+// eventsFrom is the FROM clause of an events query (the table as e) and,
+// with withContext, the column that reads the breadcrumb's context at
+// the event's version from its history (created and updated events only).
+func eventsFrom(withContext bool) (cols, from string) {
+	if withContext {
+		return `, h.record::json -> 'context'`, ` FROM events e LEFT JOIN history h
+			ON e.kind IN ('created', 'updated') AND h.breadcrumb_id = e.breadcrumb_id AND h.version = e.version`
+	}
+	return ``, ` FROM events e`
+}
 
 // backlog reads up to limit events a may see after seq after: a stream's
 // backlog, and what a stream that fell behind missed.
-func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int) ([]store.Event, error) {
-	var out []store.Event
+func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int, withContext bool) ([]store.Change, error) {
+	var out []store.Change
 	args := append(append([]any{after}, actorArgs(a)...), limit)
-	err := d.query(ctx, scope{owner: a.OwnerID}, `SELECT `+eventColumns+` FROM events
-		WHERE seq > $1 AND `+writableBy(2)+` ORDER BY seq LIMIT $5`, args, func(rows pgx.Rows) error {
-		c, err := scanEvent(rows, false)
-		out = append(out, c.Event)
+	cols, from := eventsFrom(withContext)
+	err := d.query(ctx, scope{owner: a.OwnerID}, `SELECT `+eventColumns+cols+from+`
+		WHERE e.seq > $1 AND (e.owner_id = $2 AND (e.visibility <> 'private' OR e.created_by = $3 OR $4::boolean))
+		ORDER BY e.seq LIMIT $5`, args, func(rows pgx.Rows) error {
+		c, err := scanEvent(rows, false, withContext)
+		out = append(out, c)
 		return err
 	})
 	return out, err
@@ -919,11 +942,12 @@ func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int)
 // loadChanges reads up to limit changes of every owner after seq after,
 // for the feed's reader, which decides who may see each: it reads across
 // owners, as maintenance does.
-func (d *DB) loadChanges(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+func (d *DB) loadChanges(ctx context.Context, after int64, limit int, withContext bool) ([]store.Change, error) {
 	var out []store.Change
-	err := d.query(ctx, scope{system: true}, `SELECT `+eventColumns+`, owner_id, visibility, created_by FROM events
-		WHERE seq > $1 ORDER BY seq LIMIT $2`, []any{after, limit}, func(rows pgx.Rows) error {
-		c, err := scanEvent(rows, true)
+	cols, from := eventsFrom(withContext)
+	err := d.query(ctx, scope{system: true}, `SELECT `+eventColumns+`, e.owner_id, e.visibility, e.created_by`+cols+from+`
+		WHERE e.seq > $1 ORDER BY e.seq LIMIT $2`, []any{after, limit}, func(rows pgx.Rows) error {
+		c, err := scanEvent(rows, true, withContext)
 		out = append(out, c)
 		return err
 	})
@@ -931,18 +955,25 @@ func (d *DB) loadChanges(ctx context.Context, after int64, limit int) ([]store.C
 }
 
 // scanEvent reads a row of eventColumns and, with who, owner_id,
-// visibility and created_by.
-func scanEvent(rows pgx.Rows, who bool) (store.Change, error) {
+// visibility and created_by, and with withContext the context.
+func scanEvent(rows pgx.Rows, who, withContext bool) (store.Change, error) {
 	var (
 		c         store.Change
 		kind, vis string
+		doc       []byte
 	)
 	dest := []any{&c.Seq, &kind, &c.BreadcrumbID, &c.Version, &c.Tags, &c.SchemaName, &c.At}
 	if who {
 		dest = append(dest, &c.OwnerID, &vis, &c.CreatedBy)
 	}
+	if withContext {
+		dest = append(dest, &doc)
+	}
 	if err := rows.Scan(dest...); err != nil {
 		return c, err
+	}
+	if doc != nil {
+		c.Context = json.RawMessage(doc)
 	}
 	c.Kind, c.At, c.Visibility = store.EventKind(kind), c.At.UTC(), store.Visibility(vis)
 	if c.Tags == nil {
@@ -990,7 +1021,7 @@ func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 			for i := range due {
 				ptrs[i] = &due[i]
 			}
-			queueDelete(batch, now.UTC(), ptrs...)
+			queueRemove(batch, store.Expired, now.UTC(), ptrs...)
 			return batch, nil
 		})
 		if err != nil {

@@ -170,7 +170,7 @@ func TestEventsSurviveListenerLoss(t *testing.T) {
 	actor := store.Actor{OwnerID: "o", AgentID: "x"}
 	got := make(chan store.Event, 16)
 	go func() {
-		for e, err := range a.Events(ctx, actor, -1, store.EventFilter{}) {
+		for e, err := range a.Events(ctx, actor, -1, nil) {
 			if err != nil {
 				return
 			}

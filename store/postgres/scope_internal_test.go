@@ -85,7 +85,7 @@ func TestListenerPings(t *testing.T) {
 	}
 	defer b.Close()
 	actor := store.Actor{OwnerID: "o", AgentID: "x"}
-	events := a.Events(ctx, actor, -1, store.EventFilter{})
+	events := a.Events(ctx, actor, -1, nil)
 	time.Sleep(300 * time.Millisecond) // several silent periods, several pings
 	go func() {
 		time.Sleep(100 * time.Millisecond)

@@ -29,3 +29,13 @@ func BenchmarkSearchLargeDocuments(b *testing.B) {
 	defer db.Close()
 	storetest.BenchSearchLargeDocuments(b, db, db)
 }
+
+// BenchmarkSelectorStreams: see storetest.BenchSelectorStreams.
+func BenchmarkSelectorStreams(b *testing.B) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ctxkit.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	storetest.BenchSelectorStreams(b, db)
+}

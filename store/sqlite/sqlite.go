@@ -629,19 +629,25 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 			return err
 		}
 		// This read uses up the budget: it is served, and the record goes.
-		return deleteRow(ctx, tx, &b, d.stamp())
+		return removeRow(ctx, tx, store.Expired, &b, d.stamp())
 	})
 	return b, err
 }
 
 func deleteRow(ctx context.Context, tx execer, b *store.Breadcrumb, now time.Time) error {
+	return removeRow(ctx, tx, store.Deleted, b, now)
+}
+
+// removeRow deletes a breadcrumb with an event of kind: deleted, or
+// expired when its time or read budget ran out.
+func removeRow(ctx context.Context, tx execer, kind store.EventKind, b *store.Breadcrumb, now time.Time) error {
 	if err := unindexSearch(ctx, tx, b.ID); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM breadcrumbs WHERE id = ?`, b.ID); err != nil {
 		return err
 	}
-	return addEvent(ctx, tx, store.Deleted, b, now)
+	return addEvent(ctx, tx, kind, b, now)
 }
 
 // List implements store.Store.
@@ -774,33 +780,53 @@ func (d *DB) History(ctx context.Context, a store.Actor, id string) ([]store.Bre
 }
 
 // Events implements store.Store.
-func (d *DB) Events(ctx context.Context, a store.Actor, after int64, f store.EventFilter) iter.Seq2[store.Event, error] {
-	return d.feed.Events(ctx, a, after, f)
+func (d *DB) Events(ctx context.Context, a store.Actor, after int64, sel *store.Selector) iter.Seq2[store.Event, error] {
+	return d.feed.Events(ctx, a, after, sel)
 }
 
-const eventColumns = `seq, kind, breadcrumb_id, version, tags, schema_name, at`
+const eventColumnsE = `e.seq, e.kind, e.breadcrumb_id, e.version, e.tags, e.schema_name, e.at`
+
+// eventContext is the context column of an events query that reads the
+// breadcrumb's context at the event's version from its history (created
+// and updated events only), and the join it needs.
+const (
+	eventContext     = `, json_extract(h.record, '$.context')`
+	eventContextJoin = ` LEFT JOIN history h ON e.kind IN ('created', 'updated') AND h.breadcrumb_id = e.breadcrumb_id AND h.version = e.version`
+)
+
+// eventsFrom is the FROM clause of an events query, with the history
+// join when it reads contexts.
+func eventsFrom(withContext bool) (cols, from string) {
+	if withContext {
+		return eventContext, ` FROM events e` + eventContextJoin
+	}
+	return ``, ` FROM events e`
+}
 
 // backlog reads up to limit events a may see after seq after: a stream's
 // backlog, and what a stream that fell behind missed.
-func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int) ([]store.Event, error) {
-	var out []store.Event
-	err := d.readEvents(ctx, `SELECT `+eventColumns+` FROM events WHERE seq > ? AND `+writableBy+` ORDER BY seq LIMIT ?`,
-		append(append([]any{after}, actorArgs(a)...), limit), false, func(c *store.Change) { out = append(out, c.Event) })
+func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int, withContext bool) ([]store.Change, error) {
+	var out []store.Change
+	cols, from := eventsFrom(withContext)
+	err := d.readEvents(ctx, `SELECT `+eventColumnsE+cols+from+` WHERE e.seq > ? AND (e.owner_id = ? AND (e.visibility != 'private' OR e.created_by = ? OR ?)) ORDER BY e.seq LIMIT ?`,
+		append(append([]any{after}, actorArgs(a)...), limit), false, withContext, func(c *store.Change) { out = append(out, *c) })
 	return out, err
 }
 
 // loadChanges reads up to limit changes of every owner after seq after,
 // for the feed's reader, which decides who may see each.
-func (d *DB) loadChanges(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+func (d *DB) loadChanges(ctx context.Context, after int64, limit int, withContext bool) ([]store.Change, error) {
 	var out []store.Change
-	err := d.readEvents(ctx, `SELECT `+eventColumns+`, owner_id, visibility, created_by FROM events WHERE seq > ? ORDER BY seq LIMIT ?`,
-		[]any{after, limit}, true, func(c *store.Change) { out = append(out, *c) })
+	cols, from := eventsFrom(withContext)
+	err := d.readEvents(ctx, `SELECT `+eventColumnsE+`, e.owner_id, e.visibility, e.created_by`+cols+from+` WHERE e.seq > ? ORDER BY e.seq LIMIT ?`,
+		[]any{after, limit}, true, withContext, func(c *store.Change) { out = append(out, *c) })
 	return out, err
 }
 
 // readEvents runs an events query whose columns are eventColumns and,
-// with who, owner_id, visibility and created_by.
-func (d *DB) readEvents(ctx context.Context, query string, args []any, who bool, each func(*store.Change)) error {
+// with who, owner_id, visibility and created_by, and with withContext the
+// context (eventContext).
+func (d *DB) readEvents(ctx context.Context, query string, args []any, who, withContext bool, each func(*store.Change)) error {
 	rows, err := d.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return d.fail(err)
@@ -817,8 +843,15 @@ func (d *DB) readEvents(ctx context.Context, query string, args []any, who bool,
 		if who {
 			dest = append(dest, &c.OwnerID, &vis, &c.CreatedBy)
 		}
+		var context sql.NullString
+		if withContext {
+			dest = append(dest, &context)
+		}
 		if err := rows.Scan(dest...); err != nil {
 			return d.fail(err)
+		}
+		if context.Valid {
+			c.Context = json.RawMessage(context.String)
 		}
 		c.Kind, c.At, c.Visibility = store.EventKind(kind), time.UnixMicro(at).UTC(), store.Visibility(vis)
 		if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
@@ -858,7 +891,7 @@ func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 			return err
 		}
 		for i := range due {
-			if err := deleteRow(ctx, tx, &due[i], now.UTC()); err != nil {
+			if err := removeRow(ctx, tx, store.Expired, &due[i], now.UTC()); err != nil {
 				return err
 			}
 		}

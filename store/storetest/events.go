@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,12 +11,13 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/view"
 )
 
 // eventStream records what one Events stream receives.
 type eventStream struct {
 	a      store.Actor
-	filter store.EventFilter
+	filter *store.Selector
 	mu     sync.Mutex
 	got    []store.Event
 	err    error
@@ -29,10 +31,37 @@ func (s *eventStream) snapshot() ([]store.Event, error) {
 
 // change is what a stream should hear of a write.
 func change(kind store.EventKind, b store.Breadcrumb) store.Change {
-	return store.Change{
+	c := store.Change{
 		Event:   store.Event{Kind: kind, BreadcrumbID: b.ID, Version: b.Version, Tags: b.Tags, SchemaName: b.SchemaName},
 		OwnerID: b.OwnerID, Visibility: b.Visibility, CreatedBy: b.CreatedBy,
 	}
+	if kind == store.Created || kind == store.Updated {
+		c.Context = b.Context
+	}
+	return c
+}
+
+// selector parses a selector the test means to be valid.
+func selector(t *testing.T, src string) *store.Selector {
+	t.Helper()
+	sel, err := store.ParseSelector([]byte(src))
+	if err != nil {
+		t.Fatalf("selector %s: %v", src, err)
+	}
+	return sel
+}
+
+// matches is the reference of what a stream with sel should hear of c.
+func matches(t *testing.T, sel *store.Selector, c *store.Change) bool {
+	t.Helper()
+	var doc any
+	if len(c.Context) > 0 {
+		var err error
+		if doc, err = view.DecodeJSON(c.Context); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sel.Match(&c.Event, doc)
 }
 
 func sameEvent(got store.Event, want store.Change) bool {
@@ -64,7 +93,11 @@ func testEventsFanOut(t *testing.T, s store.Store) {
 	eve := store.Actor{OwnerID: "evil", AgentID: "eve"}
 	stranger := store.Actor{OwnerID: "initech", AgentID: "peter", Curator: true}
 	actors := []store.Actor{alice, bob, curator, mallory, eve, stranger}
-	filters := []store.EventFilter{{}, {Tags: []string{"hot"}}, {Tags: []string{"hot", "cold"}}, {SchemaName: "s.v1"}}
+	filters := []*store.Selector{nil, selector(t, `{"all_tags":["hot"]}`), selector(t, `{"all_tags":["hot","cold"]}`),
+		selector(t, `{"schema_name":"s.v1"}`), selector(t, `{"any_tags":["cold"],"schema_name":"s.*"}`),
+		selector(t, `{"kinds":["deleted","updated"]}`),
+		selector(t, `{"context_match":[{"path":"$.n","op":"gt","value":1}]}`),
+		selector(t, `{"all_tags":["hot"],"context_match":[{"path":"$.n","op":"in","value":[0,3]}]}`)}
 	start, err := s.LatestSeq(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +108,7 @@ func testEventsFanOut(t *testing.T, s store.Store) {
 		streams []*eventStream
 		wg      sync.WaitGroup
 	)
-	listen := func(a store.Actor, f store.EventFilter, gate <-chan struct{}) *eventStream {
+	listen := func(a store.Actor, f *store.Selector, gate <-chan struct{}) *eventStream {
 		st := &eventStream{a: a, filter: f}
 		wg.Add(1)
 		go func() {
@@ -99,7 +132,7 @@ func testEventsFanOut(t *testing.T, s store.Store) {
 		for _, f := range filters {
 			streams = append(streams, listen(a, f, nil))
 		}
-		stalled = append(stalled, listen(a, store.EventFilter{}, gate))
+		stalled = append(stalled, listen(a, nil, gate))
 	}
 
 	// Writes, mostly acme's so that its curator's stalled stream falls far
@@ -119,8 +152,9 @@ func testEventsFanOut(t *testing.T, s store.Store) {
 			}
 		}
 		b.SchemaName = []string{"", "s.v1", "s.v2"}[r.IntN(3)]
+		b.Context = json.RawMessage(fmt.Sprintf(`{"n":%d}`, r.IntN(4)))
 	}
-	const writes = 400
+	const writes = 450
 	for i := range writes {
 		a := writers[r.IntN(len(writers))]
 		var mine []int
@@ -159,7 +193,7 @@ func testEventsFanOut(t *testing.T, s store.Store) {
 		t.Helper()
 		var want []store.Change
 		for _, c := range log {
-			if c.VisibleTo(st.a) && st.filter.Match(&c.Event) {
+			if c.VisibleTo(st.a) && matches(t, st.filter, &c) {
 				want = append(want, c)
 			}
 		}
@@ -201,7 +235,7 @@ func testEventsFanOut(t *testing.T, s store.Store) {
 
 // collectFiltered reads n events from a stream that starts after the
 // writes, so from the backlog.
-func collectFiltered(t *testing.T, s store.Store, a store.Actor, after int64, f store.EventFilter, n int) []store.Event {
+func collectFiltered(t *testing.T, s store.Store, a store.Actor, after int64, f *store.Selector, n int) []store.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

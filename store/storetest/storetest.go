@@ -74,6 +74,8 @@ func Run(t *testing.T, open Open) {
 		{"SearchBadQueries", testSearchBadQueries},
 		{"Revocations", testRevocations},
 		{"RevocationsInOrder", testRevocationsInOrder},
+		{"Subscriptions", testSubscriptions},
+		{"SelectorPrivacy", testSelectorPrivacy},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -576,7 +578,7 @@ func collect(t *testing.T, s store.Store, a store.Actor, after int64, n int) []s
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var out []store.Event
-	for e, err := range s.Events(ctx, a, after, store.EventFilter{}) {
+	for e, err := range s.Events(ctx, a, after, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -656,8 +658,8 @@ func testExpiry(t *testing.T, s store.Store) {
 		t.Fatalf("expire: %d %v", n, err)
 	}
 	ev := collect(t, s, alice, 0, 3)
-	if ev[2].Kind != store.Deleted || ev[2].BreadcrumbID != gone.ID {
-		t.Fatalf("no delete event for the expired record: %+v", ev)
+	if ev[2].Kind != store.Expired || ev[2].BreadcrumbID != gone.ID {
+		t.Fatalf("no expired event for the expired record: %+v", ev)
 	}
 	if n, _ := s.Expire(ctx, time.Now()); n != 0 {
 		t.Fatalf("expired twice: %d", n)
@@ -702,8 +704,8 @@ func testReadBudget(t *testing.T, s store.Store) {
 		t.Fatalf("other owner read a used-up breadcrumb: %v", err)
 	}
 	evs := collect(t, s, alice, after, 2)
-	if evs[1].Kind != store.Deleted || evs[1].BreadcrumbID != p.ID {
-		t.Fatalf("no delete event for the owner: %+v", evs)
+	if evs[1].Kind != store.Expired || evs[1].BreadcrumbID != p.ID {
+		t.Fatalf("no expired event for the owner: %+v", evs)
 	}
 	// Get (the raw record) does not count reads.
 	c := create(t, s, alice, store.Breadcrumb{Title: "1 read", Context: json.RawMessage(`{}`), MaxReads: 1})

@@ -14,7 +14,7 @@ import (
 )
 
 // stream serves GET /events/stream: Server-Sent Events of the changes the
-// caller may see, filtered by tag (all must match) and schema_name. Each
+// caller may see that pass its selector (streamSelector). Each
 // event's id is its sequence number; a client that reconnects with
 // Last-Event-ID gets what it missed from the store's backlog. Without one,
 // the stream starts with the next change. A ping event keeps idle
@@ -42,8 +42,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 		}
 		after = latest
 	}
-	filter := store.EventFilter{Tags: r.URL.Query()["tag"], SchemaName: r.URL.Query().Get("schema_name")}
-	if err := filter.Check(); err != nil {
+	filter, err := s.streamSelector(r, p)
+	if err != nil {
 		return err
 	}
 	flusher, ok := w.(http.Flusher)
@@ -131,6 +131,63 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p Principal) err
 			flusher.Flush()
 		}
 	}
+}
+
+// streamSelector is the selector of an event stream: the JSON of the
+// selector parameter, the caller's stored subscription named by the
+// subscription parameter, or the shorthand of tag (all must match) and
+// schema_name; nil (every change) with none of them. Only one of the three
+// ways may be used.
+func (s *Server) streamSelector(r *http.Request, p Principal) (*store.Selector, error) {
+	q := r.URL.Query()
+	ways := 0
+	for _, set := range []bool{q.Has("selector"), q.Has("subscription"), q.Has("tag") || q.Has("schema_name")} {
+		if set {
+			ways++
+		}
+	}
+	if ways > 1 {
+		return nil, errorAt(http.StatusBadRequest, store.CodeInvalid, "selector", "give one of selector, subscription, or tag and schema_name")
+	}
+	switch {
+	case q.Has("selector"):
+		sel, err := store.ParseSelector([]byte(q.Get("selector")))
+		if err != nil {
+			return nil, selectorError("selector", err)
+		}
+		return sel, nil
+	case q.Has("subscription"):
+		sub, err := s.opts.Store.Subscription(r.Context(), actor(p), q.Get("subscription"))
+		if err != nil {
+			return nil, err
+		}
+		return sub.Selector, nil
+	case ways == 0:
+		return nil, nil
+	}
+	// The shorthand keeps its own parameter names in its errors.
+	sel, err := (&store.Selector{AllTags: q["tag"], SchemaName: q.Get("schema_name")}).Compile()
+	var se *store.Error
+	if errors.As(err, &se) && strings.HasPrefix(se.Path, "all_tags") {
+		return nil, errorAt(http.StatusBadRequest, store.CodeInvalid, "tag", "%s", se.Msg)
+	}
+	return sel, err
+}
+
+// selectorError places a selector's error under the parameter or field
+// that held it (selector.context_match[1].op).
+func selectorError(field string, err error) error {
+	var se *store.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	path := field
+	if se.Path != "" {
+		path += "." + se.Path
+	}
+	// A selector over its size is still a fault of its text: 400, as an
+	// invalid one, with the store's code (too_large).
+	return &Error{Status: http.StatusBadRequest, Code: Code(se.Code), Path: path, Msg: path + ": " + se.Msg, Err: se}
 }
 
 // frame is the Server-Sent Events frame of a change. A change goes to every

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/internal/app/server"
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/view"
 )
 
 type sse struct {
@@ -199,12 +200,22 @@ func TestEventStreamsGetTheirShare(t *testing.T) {
 	}
 	filters := []struct {
 		query  string
-		filter store.EventFilter
+		filter *store.Selector
 	}{
-		{"", store.EventFilter{}},
-		{"?tag=hot", store.EventFilter{Tags: []string{"hot"}}},
-		{"?tag=hot&tag=cold", store.EventFilter{Tags: []string{"hot", "cold"}}},
-		{"?schema_name=s.v1", store.EventFilter{SchemaName: "s.v1"}},
+		{"", nil},
+		{"?tag=hot", mustSelector(t, `{"all_tags":["hot"]}`)},
+		{"?tag=hot&tag=cold", mustSelector(t, `{"all_tags":["hot","cold"]}`)},
+		{"?schema_name=s.v1", mustSelector(t, `{"schema_name":"s.v1"}`)},
+	}
+	for _, src := range []string{
+		`{"any_tags":["cold"],"schema_name":"s.*","kinds":["created","deleted"]}`,
+		`{"context_match":[{"path":"$.i","op":"lt","value":60}]}`,
+		`{"all_tags":["hot"],"context_match":[{"path":"$.i","op":"gt","value":20},{"path":"$.i","op":"ne","value":77}]}`,
+	} {
+		filters = append(filters, struct {
+			query  string
+			filter *store.Selector
+		}{"?selector=" + url.QueryEscape(src), mustSelector(t, src)})
 	}
 	many := url.Values{}
 	for i := range store.MaxTags + 1 {
@@ -217,7 +228,7 @@ func TestEventStreamsGetTheirShare(t *testing.T) {
 	type stream struct {
 		c      caller
 		query  string
-		filter store.EventFilter
+		filter *store.Selector
 		mu     sync.Mutex
 		got    []sse
 		stop   func()
@@ -261,7 +272,7 @@ func TestEventStreamsGetTheirShare(t *testing.T) {
 			t.Fatalf("%s: %s", kind, body)
 		}
 		log = append(log, store.Change{Event: store.Event{Kind: kind, BreadcrumbID: b.ID, Version: b.Version, Tags: b.Tags, SchemaName: b.SchemaName},
-			OwnerID: b.OwnerID, Visibility: b.Visibility, CreatedBy: b.CreatedBy})
+			OwnerID: b.OwnerID, Visibility: b.Visibility, CreatedBy: b.CreatedBy, Context: b.Context})
 		return b
 	}
 	for i := range 150 {
@@ -320,7 +331,11 @@ func TestEventStreamsGetTheirShare(t *testing.T) {
 	for _, st := range streams {
 		var expect []seen
 		for _, c := range log {
-			if c.VisibleTo(st.c.actor) && st.filter.Match(&c.Event) {
+			var doc any
+			if c.Context != nil {
+				doc, _ = view.DecodeJSON(c.Context)
+			}
+			if c.VisibleTo(st.c.actor) && st.filter.Match(&c.Event, doc) {
 				expect = append(expect, seen{c.BreadcrumbID, string(c.Kind), c.Version})
 			}
 		}
@@ -363,4 +378,14 @@ func TestEventStreamsGetTheirShare(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > baseline {
 		t.Fatalf("%d goroutines after the streams closed, %d before they opened", n, baseline)
 	}
+}
+
+// mustSelector parses a selector the test means to be valid.
+func mustSelector(t *testing.T, src string) *store.Selector {
+	t.Helper()
+	sel, err := store.ParseSelector([]byte(src))
+	if err != nil {
+		t.Fatalf("selector %s: %v", src, err)
+	}
+	return sel
 }

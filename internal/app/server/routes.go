@@ -178,11 +178,30 @@ func (s *Server) routeTable() []route {
 			Body: "RevokeRequest",
 			Responses: append(answer(201, "the revocation recorded", "Revocation", 400, 401, 403),
 				reply{Status: 409, Desc: "too_many_revocations: the owner's curators have recorded as many revocations as they may", Schema: "Error"})}},
+		// Event stream and stored subscriptions: one selector language.
 		{method: "GET", path: "/events/stream", role: RoleSubscriber, serve: s.stream, doc: operation{
-			Summary: "Server-Sent Events of changes the caller may see (subscriber)",
-			Params:  []string{"streamTag", "schemaName", "lastEventID"},
+			Summary: "Server-Sent Events of changes the caller may see (subscriber), filtered by one of: a selector " +
+				"(selector=JSON), a stored subscription of the caller's agent (subscription=ID), or the shorthand " +
+				"tag/schema_name (all_tags and schema_name of a selector)",
+			Params: []string{"streamSelector", "streamSubscription", "streamTag", "schemaName", "lastEventID"},
 			Responses: append([]reply{{Status: 200, Media: "text/event-stream", Schema: "Event",
-				Desc: "text/event-stream: events created, updated, deleted (data: Event) and ping every 15 s"}}, failures(400, 403)...)}},
+				Desc: "text/event-stream: events created, updated, deleted, expired (data: Event) and ping every 15 s"}},
+				failures(400, 403, 404)...)}},
+		{method: "POST", path: "/subscriptions", role: RoleSubscriber, serve: s.createSubscription, doc: operation{
+			Summary: "Store a named selector for the caller's agent (subscriber; at most 100 per agent)",
+			Body:    "SubscriptionRequest",
+			Responses: append(answer(201, "the subscription", "Subscription", 400, 403),
+				reply{Status: 409, Desc: "too_many_subscriptions: the agent has 100 subscriptions; delete one first", Schema: "Error"})}},
+		{method: "GET", path: "/subscriptions", role: RoleSubscriber, serve: s.subscriptions, doc: operation{
+			Summary:   "The caller's agent's subscriptions, oldest first (subscriber)",
+			Responses: answer(200, "the subscriptions", "SubscriptionList", 403)}},
+		{method: "GET", path: "/subscriptions/{id}", role: RoleSubscriber, serve: s.subscription, doc: operation{
+			Summary:   "One of the caller's agent's subscriptions (subscriber); another agent's is 404",
+			Responses: answer(200, "the subscription", "Subscription", 403, 404)}},
+		{method: "DELETE", path: "/subscriptions/{id}", role: RoleSubscriber, serve: s.deleteSubscription, doc: operation{
+			Summary:   "Delete one of the caller's agent's subscriptions (subscriber); open streams keep their selector",
+			Responses: answer(204, "deleted", "", 403, 404)}},
+		// End of the event stream and subscriptions.
 
 		{method: "GET", path: "/breadcrumbs/search", serve: s.search, doc: operation{
 			Summary: "Full-text search over the breadcrumbs the caller may list (title, tags, description and the text " +

@@ -12,17 +12,21 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/view"
 )
 
 // Source is how a Feed reads a backend's events table.
 type Source struct {
 	// Load returns up to limit changes of every owner with Seq > after, in
 	// Seq order. Backends commit changes in Seq order, so once Load has
-	// returned seq N, no change numbered N or less is still to come.
-	Load func(ctx context.Context, after int64, limit int) ([]store.Change, error)
-	// Backlog returns up to limit events a may see with Seq > after, in
-	// Seq order (the backend's own query, scoped to the actor's owner).
-	Backlog func(ctx context.Context, a store.Actor, after int64, limit int) ([]store.Event, error)
+	// returned seq N, no change numbered N or less is still to come. With
+	// withContext, created and updated changes carry the breadcrumb's
+	// context at their version (Change.Context).
+	Load func(ctx context.Context, after int64, limit int, withContext bool) ([]store.Change, error)
+	// Backlog returns up to limit changes a may see with Seq > after, in
+	// Seq order (the backend's own query, scoped to the actor's owner);
+	// only their Event and, with withContext, Context are read.
+	Backlog func(ctx context.Context, a store.Actor, after int64, limit int, withContext bool) ([]store.Change, error)
 	// Latest is the backend's LatestSeq.
 	Latest func(ctx context.Context) (int64, error)
 }
@@ -36,6 +40,10 @@ type Options struct {
 	// Page is how many changes one read of the events table returns at most
 	// (default 512).
 	Page int
+	// ContextPage is Page for reads that carry contexts (up to
+	// store.MaxContextBytes each), for streams whose selectors have
+	// context conditions (default 16).
+	ContextPage int
 	// Poll is how often the feed reads the events table while streams are
 	// open even without a Wake (default: never): a safety net for backends
 	// whose wake-ups travel over a connection that can drop.
@@ -66,6 +74,7 @@ type Feed struct {
 	mu     sync.Mutex
 	owners map[string]map[*feedStream]struct{} // open streams by actor owner
 	n      int                                 // open streams
+	nCtx   int                                 // open streams whose selectors read contexts
 	cursor int64                               // every change up to it has been handed out
 	known  bool                                // cursor is set (only while streams are open)
 	closed bool
@@ -73,10 +82,10 @@ type Feed struct {
 
 // feedStream is one open stream, as the reader sees it.
 type feedStream struct {
-	a      store.Actor
-	filter store.EventFilter
-	ch     chan *store.Event // shared with the other streams: read only
-	lost   atomic.Bool       // a change was dropped: read the database before going on
+	a    store.Actor
+	sel  *store.Selector
+	ch   chan *store.Event // shared with the other streams: read only
+	lost atomic.Bool       // a change was dropped: read the database before going on
 	// lostKick wakes a consumer that emptied ch before lost was set, so a
 	// dropped change never waits for the next one to be found.
 	lostKick chan struct{}
@@ -91,6 +100,9 @@ func New(src Source, opts Options) *Feed {
 	}
 	if opts.Page <= 0 {
 		opts.Page = 512
+	}
+	if opts.ContextPage <= 0 {
+		opts.ContextPage = 16
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	f := &Feed{
@@ -154,7 +166,7 @@ func (f *Feed) endAll(err error) {
 		}
 		delete(f.owners, owner)
 	}
-	f.n = 0
+	f.n, f.nCtx = 0, 0
 	f.known = false
 }
 
@@ -187,9 +199,14 @@ func (f *Feed) read() {
 			return
 		}
 		from := f.cursor
+		withContext := f.nCtx > 0
 		f.mu.Unlock()
 
-		changes, err := f.src.Load(f.ctx, from, f.opts.Page)
+		page := f.opts.Page
+		if withContext {
+			page = min(page, f.opts.ContextPage)
+		}
+		changes, err := f.src.Load(f.ctx, from, page, withContext)
 
 		f.mu.Lock()
 		if err != nil {
@@ -214,8 +231,20 @@ func (f *Feed) read() {
 			// One copy per change, shared by its streams: a pointer into
 			// changes would keep the whole page alive while a stream holds it.
 			var e *store.Event
+			// The context is decoded once per change, for every stream
+			// that reads it, and only for streams that may see the change.
+			var (
+				doc     any
+				decoded bool
+			)
 			for s := range f.owners[c.OwnerID] {
-				if c.VisibleTo(s.a) && s.filter.Match(&c.Event) {
+				if !c.VisibleTo(s.a) {
+					continue
+				}
+				if s.sel.NeedsContext() && !decoded {
+					doc, decoded = decodeContext(c.Context), true
+				}
+				if s.sel.Match(&c.Event, doc) {
 					if e == nil {
 						e = new(store.Event)
 						*e = c.Event
@@ -233,15 +262,28 @@ func (f *Feed) read() {
 			}
 		}
 		f.mu.Unlock()
-		if len(changes) < f.opts.Page {
+		if len(changes) < page {
 			return
 		}
 	}
 }
 
+// decodeContext decodes a change's context for a selector's conditions;
+// nil (no context: every condition fails) when it has none.
+func decodeContext(raw []byte) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	doc, err := view.DecodeJSON(raw)
+	if err != nil {
+		return nil
+	}
+	return doc
+}
+
 // subscribe opens a stream for a: from now on the reader hands it every
 // change after the cursor that it may see.
-func (f *Feed) subscribe(ctx context.Context, a store.Actor, filter store.EventFilter) (*feedStream, error) {
+func (f *Feed) subscribe(ctx context.Context, a store.Actor, sel *store.Selector) (*feedStream, error) {
 	f.mu.Lock()
 	known, closed := f.known, f.closed
 	f.mu.Unlock()
@@ -263,7 +305,7 @@ func (f *Feed) subscribe(ctx context.Context, a store.Actor, filter store.EventF
 	if !f.known {
 		f.cursor, f.known = latest, true
 	}
-	s := &feedStream{a: a, filter: filter, ch: make(chan *store.Event, f.opts.Buffer), end: make(chan struct{}),
+	s := &feedStream{a: a, sel: sel, ch: make(chan *store.Event, f.opts.Buffer), end: make(chan struct{}),
 		lostKick: make(chan struct{}, 1)}
 	set := f.owners[a.OwnerID]
 	if set == nil {
@@ -272,6 +314,9 @@ func (f *Feed) subscribe(ctx context.Context, a store.Actor, filter store.EventF
 	}
 	set[s] = struct{}{}
 	f.n++
+	if sel.NeedsContext() {
+		f.nCtx++
+	}
 	return s, nil
 }
 
@@ -287,6 +332,9 @@ func (f *Feed) unsubscribe(s *feedStream) {
 		delete(f.owners, s.a.OwnerID)
 	}
 	f.n--
+	if s.sel.NeedsContext() {
+		f.nCtx--
+	}
 	if f.n == 0 {
 		// Nobody listens: the reader stops reading, and the next stream
 		// starts it from the newest change.
@@ -294,12 +342,22 @@ func (f *Feed) unsubscribe(s *feedStream) {
 	}
 }
 
-// Events yields the changes a may see that pass filter with Seq > after:
+// Events yields the changes a may see that pass sel with Seq > after:
 // first the backlog, then live changes until ctx ends; after < 0 starts
 // after the newest change. It implements store.Store's Events for a
 // backend.
-func (f *Feed) Events(ctx context.Context, a store.Actor, after int64, filter store.EventFilter) iter.Seq2[store.Event, error] {
+func (f *Feed) Events(ctx context.Context, a store.Actor, after int64, sel *store.Selector) iter.Seq2[store.Event, error] {
 	return func(yield func(store.Event, error) bool) {
+		sel, err := sel.Compile()
+		if err != nil {
+			yield(store.Event{}, err)
+			return
+		}
+		withContext := sel.NeedsContext()
+		page := f.opts.Page
+		if withContext {
+			page = min(page, f.opts.ContextPage)
+		}
 		if after < 0 {
 			var err error
 			if after, err = f.src.Latest(ctx); err != nil {
@@ -310,7 +368,7 @@ func (f *Feed) Events(ctx context.Context, a store.Actor, after int64, filter st
 		// Subscribe first, then read the backlog: a change committed after
 		// subscribing comes from the reader, one committed before is in
 		// the backlog, and one in both is skipped by its Seq.
-		s, err := f.subscribe(ctx, a, filter)
+		s, err := f.subscribe(ctx, a, sel)
 		if err != nil {
 			if ctx.Err() == nil {
 				yield(store.Event{}, err)
@@ -323,7 +381,7 @@ func (f *Feed) Events(ctx context.Context, a store.Actor, after int64, filter st
 		// the stream is over.
 		catchUp := func() bool {
 			for {
-				events, err := f.src.Backlog(ctx, a, last, f.opts.Page)
+				events, err := f.src.Backlog(ctx, a, last, page, withContext)
 				if err != nil {
 					if ctx.Err() == nil {
 						yield(store.Event{}, err)
@@ -331,13 +389,17 @@ func (f *Feed) Events(ctx context.Context, a store.Actor, after int64, filter st
 					return false
 				}
 				for i := range events {
-					e := &events[i]
+					e := &events[i].Event
 					last = e.Seq
-					if filter.Match(e) && !yield(*e, nil) {
+					var doc any
+					if withContext {
+						doc = decodeContext(events[i].Context)
+					}
+					if sel.Match(e, doc) && !yield(*e, nil) {
 						return false
 					}
 				}
-				if len(events) < f.opts.Page {
+				if len(events) < page {
 					return true
 				}
 			}

@@ -2,6 +2,7 @@ package feed_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/internal/feed"
+	"github.com/ctxkit/ctxkit/view"
 )
 
 // memLog is an events table in memory, with the reads a Feed makes
@@ -33,7 +35,7 @@ func (l *memLog) source() feed.Source {
 	return feed.Source{Load: l.load, Backlog: l.backlog, Latest: l.latest}
 }
 
-func (l *memLog) load(ctx context.Context, after int64, limit int) ([]store.Change, error) {
+func (l *memLog) load(ctx context.Context, after int64, limit int, withContext bool) ([]store.Change, error) {
 	l.loads.Add(1)
 	if err := l.fail.Load(); err != nil {
 		return nil, *err
@@ -49,23 +51,29 @@ func (l *memLog) load(ctx context.Context, after int64, limit int) ([]store.Chan
 			if l.pad > 0 {
 				c.Tags = append(slices.Clone(c.Tags), strings.Repeat("x", l.pad))
 			}
+			if !withContext {
+				c.Context = nil
+			}
 			out = append(out, c)
 		}
 	}
 	return out, nil
 }
 
-func (l *memLog) backlog(ctx context.Context, a store.Actor, after int64, limit int) ([]store.Event, error) {
+func (l *memLog) backlog(ctx context.Context, a store.Actor, after int64, limit int, withContext bool) ([]store.Change, error) {
 	l.backlogs.Add(1)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []store.Event
+	var out []store.Change
 	for _, c := range l.changes {
 		if c.Seq > after && c.VisibleTo(a) && len(out) < limit {
-			out = append(out, c.Event)
+			if !withContext {
+				c.Context = nil
+			}
+			out = append(out, c)
 		}
 	}
 	return out, nil
@@ -97,12 +105,16 @@ func (l *memLog) add(f *feed.Feed, c store.Change) store.Change {
 
 // expected is what a stream for a with filter, starting after seq after,
 // must see.
-func (l *memLog) expected(a store.Actor, filter store.EventFilter, after int64) []store.Event {
+func (l *memLog) expected(a store.Actor, filter *store.Selector, after int64) []store.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []store.Event
 	for _, c := range l.changes {
-		if c.Seq > after && c.VisibleTo(a) && filter.Match(&c.Event) {
+		var doc any
+		if c.Context != nil {
+			doc, _ = view.DecodeJSON(c.Context)
+		}
+		if c.Seq > after && c.VisibleTo(a) && filter.Match(&c.Event, doc) {
 			out = append(out, c.Event)
 		}
 	}
@@ -124,12 +136,13 @@ func randomChange(r *rand.Rand) store.Change {
 		Event: store.Event{Kind: store.Created, Version: 1, Tags: tags, SchemaName: []string{"", "s.v1", "s.v2"}[r.IntN(3)],
 			At: time.Now()},
 		OwnerID: owners[r.IntN(2)], Visibility: vis, CreatedBy: agents[r.IntN(3)],
+		Context: json.RawMessage(fmt.Sprintf(`{"n":%d}`, r.IntN(3))),
 	}
 }
 
 type feedSub struct {
 	a      store.Actor
-	filter store.EventFilter
+	filter *store.Selector
 	after  int64
 	mu     sync.Mutex
 	got    []store.Event
@@ -138,7 +151,7 @@ type feedSub struct {
 }
 
 // open starts a stream that records what it receives until ctx ends.
-func open(ctx context.Context, f *feed.Feed, a store.Actor, filter store.EventFilter, after int64, gate <-chan struct{}) *feedSub {
+func open(ctx context.Context, f *feed.Feed, a store.Actor, filter *store.Selector, after int64, gate <-chan struct{}) *feedSub {
 	s := &feedSub{a: a, filter: filter, after: after, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
@@ -200,14 +213,22 @@ func seqs(es []store.Event) []int64 {
 
 // actorsAndFilters are streams of every kind: each owner's agents,
 // curators, and other owners, with and without filters.
-func actorsAndFilters() (as []store.Actor, fs []store.EventFilter) {
+func actorsAndFilters() (as []store.Actor, fs []*store.Selector) {
 	for _, o := range append(owners, "initech") {
 		for _, ag := range agents {
 			as = append(as, store.Actor{OwnerID: o, AgentID: ag})
 		}
 		as = append(as, store.Actor{OwnerID: o, AgentID: "root", Curator: true})
 	}
-	fs = []store.EventFilter{{}, {Tags: []string{"hot"}}, {Tags: []string{"hot", "cold"}}, {SchemaName: "s.v1"}, {Tags: []string{"x"}, SchemaName: "s.v2"}}
+	for _, src := range []string{`{}`, `{"all_tags":["hot"]}`, `{"all_tags":["hot","cold"]}`, `{"schema_name":"s.v1"}`,
+		`{"all_tags":["x"],"schema_name":"s.v2"}`, `{"context_match":[{"path":"$.n","op":"eq","value":1}]}`,
+		`{"any_tags":["cold","x"],"context_match":[{"path":"$.n","op":"ne","value":2}]}`} {
+		sel, err := store.ParseSelector([]byte(src))
+		if err != nil {
+			panic(err)
+		}
+		fs = append(fs, sel)
+	}
 	return as, fs
 }
 
@@ -218,7 +239,9 @@ func actorsAndFilters() (as []store.Actor, fs []store.EventFilter) {
 // stream.
 func TestFeedFanOut(t *testing.T) {
 	log := &memLog{}
-	f := feed.New(log.source(), feed.Options{})
+	// Pages as large for streams that read contexts as for the others: each
+	// stream's backlog is one read.
+	f := feed.New(log.source(), feed.Options{ContextPage: 512})
 	defer f.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -284,16 +307,16 @@ func TestFeedSlowConsumer(t *testing.T) {
 	defer cancel()
 	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
 	gate := make(chan struct{})
-	slow := open(ctx, f, a, store.EventFilter{}, 0, gate)
-	fast := open(ctx, f, a, store.EventFilter{}, 0, nil)
+	slow := open(ctx, f, a, nil, 0, gate)
+	fast := open(ctx, f, a, nil, 0, nil)
 	for i := range 100 {
 		log.add(f, store.Change{Event: store.Event{Kind: store.Created, Version: int64(i)}, OwnerID: "acme", Visibility: store.Team, CreatedBy: "bob"})
 		if i%10 == 0 {
 			// The fast stream keeps up while the slow one reads nothing.
-			fast.waitFor(t, log.expected(a, store.EventFilter{}, 0))
+			fast.waitFor(t, log.expected(a, nil, 0))
 		}
 	}
-	want := log.expected(a, store.EventFilter{}, 0)
+	want := log.expected(a, nil, 0)
 	fast.waitFor(t, want)
 	if got, _ := slow.snapshot(); len(got) != 0 {
 		t.Fatalf("the gated consumer received %d", len(got))
@@ -325,9 +348,9 @@ func TestFeedStalledStreamsHoldLittle(t *testing.T) {
 	gate := make(chan struct{})
 	var subs []*feedSub
 	for range streams {
-		subs = append(subs, open(ctx, f, a, store.EventFilter{}, 0, gate))
+		subs = append(subs, open(ctx, f, a, nil, 0, gate))
 	}
-	probe := open(ctx, f, store.Actor{OwnerID: "probe", AgentID: "p"}, store.EventFilter{}, 0, nil)
+	probe := open(ctx, f, store.Actor{OwnerID: "probe", AgentID: "p"}, nil, 0, nil)
 	for f.Streams() < streams+1 {
 		time.Sleep(time.Millisecond)
 	}
@@ -354,7 +377,7 @@ func TestFeedStalledStreamsHoldLittle(t *testing.T) {
 		t.Fatalf("the heap grew by %d MiB with %d stalled streams and %d MB of changes", grown>>20, streams, writes*pad/1_000_000)
 	}
 	close(gate)
-	want := seqs(log.expected(a, store.EventFilter{}, 0))
+	want := seqs(log.expected(a, nil, 0))
 	for _, s := range subs {
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			got, err := s.snapshot()
@@ -381,7 +404,7 @@ func TestFeedWakeFor(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	acme := store.Actor{OwnerID: "acme", AgentID: "alice", Curator: true}
-	s := open(ctx, f, acme, store.EventFilter{}, 0, nil)
+	s := open(ctx, f, acme, nil, 0, nil)
 	for f.Streams() < 1 {
 		time.Sleep(time.Millisecond)
 	}
@@ -400,7 +423,7 @@ func TestFeedWakeFor(t *testing.T) {
 		t.Fatalf("%d reads for changes no open stream may see", n)
 	}
 	add("acme")
-	s.waitFor(t, log.expected(acme, store.EventFilter{}, 0))
+	s.waitFor(t, log.expected(acme, nil, 0))
 	if n := log.loads.Load(); n != 1 {
 		t.Fatalf("%d reads for one change", n)
 	}
@@ -418,7 +441,7 @@ func TestFeedEndsCleanly(t *testing.T) {
 	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
 	var subs []*feedSub
 	for range 100 {
-		subs = append(subs, open(ctx, f, a, store.EventFilter{}, -1, nil))
+		subs = append(subs, open(ctx, f, a, nil, -1, nil))
 	}
 	for f.Streams() < 100 {
 		time.Sleep(time.Millisecond)
@@ -458,7 +481,7 @@ func TestFeedReaderFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
-	s := open(ctx, f, a, store.EventFilter{}, 0, nil)
+	s := open(ctx, f, a, nil, 0, nil)
 	for f.Streams() < 1 {
 		time.Sleep(time.Millisecond)
 	}
@@ -470,9 +493,9 @@ func TestFeedReaderFailure(t *testing.T) {
 		t.Fatalf("stream ended with %v, want the reader's error", err)
 	}
 	log.fail.Store(nil)
-	again := open(ctx, f, a, store.EventFilter{}, 0, nil)
+	again := open(ctx, f, a, nil, 0, nil)
 	log.add(f, store.Change{Event: store.Event{Kind: store.Created}, OwnerID: "acme", Visibility: store.Team})
-	again.waitFor(t, log.expected(a, store.EventFilter{}, 0))
+	again.waitFor(t, log.expected(a, nil, 0))
 }
 
 // TestFeedClose: closing the store ends its streams with an error a
@@ -483,7 +506,7 @@ func TestFeedClose(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
-	s := open(ctx, f, a, store.EventFilter{}, 0, nil)
+	s := open(ctx, f, a, nil, 0, nil)
 	for f.Streams() < 1 {
 		time.Sleep(time.Millisecond)
 	}
@@ -492,7 +515,7 @@ func TestFeedClose(t *testing.T) {
 	if _, err := s.snapshot(); !store.IsCode(err, store.CodeUnavailable) {
 		t.Fatalf("stream ended with %v", err)
 	}
-	after := open(ctx, f, a, store.EventFilter{}, 0, nil)
+	after := open(ctx, f, a, nil, 0, nil)
 	<-after.done
 	if _, err := after.snapshot(); !store.IsCode(err, store.CodeUnavailable) {
 		t.Fatalf("stream on a closed feed: %v", err)
@@ -527,10 +550,10 @@ func TestFeedHandOver(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		after, _ := log.latest(ctx)
 		after = max(0, after-int64(round%5)) // below 0 would mean "from the newest"
-		s := open(ctx, f, a, store.EventFilter{}, after, nil)
+		s := open(ctx, f, a, nil, after, nil)
 		time.Sleep(time.Duration(rand.IntN(8)) * time.Millisecond)
 		cur, _ := log.latest(ctx)
-		want := log.expected(a, store.EventFilter{}, after)
+		want := log.expected(a, nil, after)
 		want = slices.DeleteFunc(want, func(e store.Event) bool { return e.Seq > cur })
 		deadline := time.Now().Add(5 * time.Second)
 		for {
@@ -556,31 +579,7 @@ func TestFeedHandOver(t *testing.T) {
 	wg.Wait()
 }
 
-func TestEventFilterAndVisibility(t *testing.T) {
-	e := store.Event{Tags: []string{"a", "b"}, SchemaName: "s"}
-	for _, c := range []struct {
-		f    store.EventFilter
-		want bool
-	}{
-		{store.EventFilter{}, true},
-		{store.EventFilter{Tags: []string{"a"}}, true},
-		{store.EventFilter{Tags: []string{"b", "a"}}, true},
-		{store.EventFilter{Tags: []string{"a", "c"}}, false},
-		{store.EventFilter{SchemaName: "s"}, true},
-		{store.EventFilter{SchemaName: "t"}, false},
-		{store.EventFilter{Tags: []string{"a"}, SchemaName: "t"}, false},
-	} {
-		if got := c.f.Match(&e); got != c.want {
-			t.Errorf("%+v: %v", c.f, got)
-		}
-	}
-	var many []string
-	for i := range store.MaxTags + 1 {
-		many = append(many, fmt.Sprint("t", i))
-	}
-	if err := (store.EventFilter{Tags: many}).Check(); !store.IsCode(err, store.CodeInvalid) || !errors.As(err, new(*store.Error)) {
-		t.Errorf("too many tag filters: %v", err)
-	}
+func TestChangeVisibility(t *testing.T) {
 	// A change is visible exactly when its breadcrumb would be writable.
 	as, _ := actorsAndFilters()
 	for _, a := range as {

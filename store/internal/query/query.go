@@ -55,5 +55,12 @@ func Tags(tags []string) []string {
 // as an event stream's filter does: no breadcrumb could match them all,
 // and each costs the query work.
 func checkTagFilters(tags []string) error {
-	return store.EventFilter{Tags: tags}.Check()
+	distinct := make(map[string]bool, len(tags))
+	for _, t := range tags {
+		distinct[t] = true
+	}
+	if n := len(distinct); n > store.MaxTags {
+		return &store.Error{Code: store.CodeInvalid, Path: "tag", Msg: fmt.Sprintf("%d tag filters; the limit is %d", n, store.MaxTags)}
+	}
+	return nil
 }
