@@ -127,8 +127,9 @@ func TestMockStreamsInChunks(t *testing.T) {
 	srv := mockGateway(t, mockYAML+`    mock:
       text: "one two three four five six seven"
       chunk_words: 2
-      chunk_delay: 40ms
+      chunk_delay: 100ms
 `)
+	const chunkDelay = 100 * time.Millisecond
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
 		strings.NewReader(`{"model":"demo-model","stream":true,"messages":[{"role":"user","content":"count"}]}`))
 	start := time.Now()
@@ -161,10 +162,18 @@ func TestMockStreamsInChunks(t *testing.T) {
 	if strings.Join(pieces, "|") != strings.Join(want, "|") {
 		t.Fatalf("pieces %q, want %q", pieces, want)
 	}
-	for i := 1; i < len(at); i++ {
-		if gap := at[i] - at[i-1]; gap < 30*time.Millisecond {
-			t.Fatalf("events %d and %d arrived %v apart (chunk_delay 40ms): %v", i-1, i, gap, at)
+	// The delays are the mock's: no event can arrive before its time.
+	// That they reach the client as sent, not held to the end, shows in
+	// the first arriving a delay before the last; a reader descheduled
+	// on a busy machine may see two events together, so no gap between
+	// neighbours is asked for.
+	for i := range at {
+		if at[i] < time.Duration(i)*chunkDelay {
+			t.Fatalf("event %d arrived after %v, before its delay (chunk_delay %v): %v", i, at[i], chunkDelay, at)
 		}
+	}
+	if spread := at[len(at)-1] - at[0]; spread < chunkDelay {
+		t.Fatalf("the first event arrived only %v before the last (chunk_delay %v): held back? %v", spread, chunkDelay, at)
 	}
 }
 
