@@ -112,14 +112,21 @@ func sameValue(a, b flag.Value) bool {
 
 // echo quotes a value for a message, cut short when long.
 func echo(v string) string {
-	if len(v) > maxEnvEcho {
-		cut := maxEnvEcho
-		for cut > 0 && !utf8.RuneStart(v[cut]) {
-			cut--
-		}
-		return fmt.Sprintf("%q…", v[:cut])
+	if c := cut(v, maxEnvEcho); c != v {
+		return fmt.Sprintf("%q…", c)
 	}
 	return fmt.Sprintf("%q", v)
+}
+
+// cut is s cut to at most n bytes, at a character's start.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // wants says what flag f takes, after the error its value gave.
@@ -136,7 +143,12 @@ func wants(f *flag.Flag, err error) string {
 		}
 	}
 	if what == "" {
-		return fmt.Sprintf("not a valid %s: %v", dashes(f.Name), err)
+		// The value's own error may repeat the value: bound it too.
+		msg := err.Error()
+		if c := cut(msg, 4*maxEnvEcho); c != msg {
+			msg = c + "…"
+		}
+		return fmt.Sprintf("not a valid %s: %s", dashes(f.Name), msg)
 	}
 	return fmt.Sprintf("%s takes %s", dashes(f.Name), what)
 }
