@@ -57,20 +57,24 @@ says so); binary diffs, copies, symbolic links and submodules are refused.
 Flags:
   --root DIR        the directory the plan's paths are relative to (required);
                     no path may leave it, even through a symbolic link
-  --dry-run         compute every outcome, write nothing
+                    (env CTXKIT_ROOT)
+  --dry-run         compute every outcome, write nothing (env CTXKIT_DRY_RUN)
   --backup SUFFIX   keep each changed file's previous content at PATH+SUFFIX
-                    (never overwriting an existing file)
+                    (never overwriting an existing file) (env CTXKIT_BACKUP)
   --verify          after writing, run the plan's post commands in DIR without
-                    a shell, each with its timeout (default 60s)
-  --schema FILE     a JSON Schema the plan must also satisfy
+                    a shell, each with its timeout (default 60s) (env CTXKIT_VERIFY)
+  --schema FILE     a JSON Schema the plan must also satisfy (env CTXKIT_SCHEMA)
   --patch FILE      apply a plain multi-file unified diff instead of a plan
+                    (env CTXKIT_PATCH)
   -p N              with --patch: remove N leading components from each name
                     of the ---/+++ and diff --git headers (like patch -pN);
                     default: 1 for git's format, else 1 when the names start
                     with a/ and b/ or differ in their first component only, else 0
+                    (env CTXKIT_P)
   --record FILE     append an audit record (one JSON line: plan or patch hash,
                     each diff's outcome and hashes, command outcomes, timestamps)
-  --json            print the record instead of the table
+                    (env CTXKIT_RECORD)
+  --json            print the record instead of the table (env CTXKIT_JSON)
 
 Exit status: 0 when every diff applied (or was already applied) and every
 command succeeded; 1 when the plan or patch is invalid, a diff failed
@@ -100,7 +104,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 			return nil, explainFlagError(fs, args, err)
 		}
 		if fs.NArg() == 0 {
-			return pos, nil
+			return pos, flagsFromEnv(fs, os.Getenv)
 		}
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]

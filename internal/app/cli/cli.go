@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -95,7 +96,15 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprint(stdout, c.usage)
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "ctxkit %s: %s\nrun 'ctxkit %s --help' for usage\n", name, ue.msg, name)
+		fmt.Fprintf(stderr, "ctxkit %s: %s\n", name, ue.msg)
+		// A value from the environment may be the one at fault; the
+		// message names flags, so say which came from there.
+		if fs := c.flagSet(); fs != nil && !strings.HasPrefix(ue.msg, "CTXKIT_") {
+			if vars := envSet(fs); len(vars) > 0 {
+				fmt.Fprintf(stderr, "(flags also set in the environment: %s)\n", strings.Join(vars, ", "))
+			}
+		}
+		fmt.Fprintf(stderr, "run 'ctxkit %s --help' for usage\n", name)
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "ctxkit %s: %s\n", name, oneLine(err.Error()))
@@ -110,7 +119,11 @@ func printOverview(w io.Writer) {
 	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprint(w, "\nRun 'ctxkit <command> --help' for a command's flags.\n")
+	fmt.Fprint(w, "\nRun 'ctxkit <command> --help' for a command's flags.\n"+
+		"Every flag may also come from the environment: CTXKIT_ and its name in\n"+
+		"capitals, '-' as '_' (--max-conns: CTXKIT_MAX_CONNS; each command's help\n"+
+		"names its variables). The command line wins; a repeatable flag's variable\n"+
+		"is a list separated by '"+string(filepath.ListSeparator)+"'.\n")
 }
 
 // commandNames is every command's name, sorted.
@@ -184,7 +197,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	return nil
+	return flagsFromEnv(fs, os.Getenv)
 }
 
 // parseFlagsInput parses the flags of a command that reads one input
@@ -212,9 +225,9 @@ func parseFlagsInput(fs *flag.FlagSet, args []string) (string, error) {
 	case len(pos) > 1:
 		return "", usagef("one input file at most, not %d: unexpected argument %q", len(pos), pos[1])
 	case len(pos) == 1 && pos[0] != "-":
-		return pos[0], nil
+		return pos[0], flagsFromEnv(fs, os.Getenv)
 	}
-	return "", nil
+	return "", flagsFromEnv(fs, os.Getenv)
 }
 
 // undefinedFlag begins the flag package's error for a flag a set does

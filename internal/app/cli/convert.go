@@ -63,22 +63,30 @@ that names no model (in the request or with --model), is an error unless
 
 Flags:
   --to FORMAT         openai, deepseek, mistral, gemini, bedrock, anthropic,
-                      vscodelm or simple
+                      vscodelm or simple (env CTXKIT_TO)
   --cache STRATEGY    prompt caching marks: anthropic (with --to anthropic),
                       openrouter or gemini-every-n (with --to openai), bedrock
-                      (with --to bedrock)
+                      (with --to bedrock) (env CTXKIT_CACHE)
   --cache-every N     gemini-every-n: mark every Nth user message (default 10)
+                      (env CTXKIT_CACHE_EVERY)
   --model ID          the model when the request names none, and for limits
-                      that depend on it (bedrock caching)
+                      that depend on it (bedrock caching) (env CTXKIT_MODEL)
   --cache-state FILE  bedrock: cache points of the previous turn, read if the
                       file exists and written back, so points stay stable
+                      (env CTXKIT_CACHE_STATE)
   --no-vision         the model has no vision: every image becomes a text stub
+                      (env CTXKIT_NO_VISION)
   --dedup-images      an image that repeats an earlier one becomes a reference
+                      (env CTXKIT_DEDUP_IMAGES)
   --options JSON      the format's own options as a JSON object (see its package
                       documentation), e.g. '{"schema":"openapi"}' for gemini
+                      (env CTXKIT_OPTIONS)
   --strict            every warning is an error: nothing is printed on stdout
+                      (env CTXKIT_STRICT)
   --lenient           a dropped message or a missing model is a warning
+                      (env CTXKIT_LENIENT)
   -c, --compact       print the request on one line instead of indented
+                      (env CTXKIT_COMPACT)
 
 Exit status: 0 on success (warnings or not); 1 when the input is not a valid
 request (the message names the line and column, or the message and block

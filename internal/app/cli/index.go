@@ -41,17 +41,23 @@ On a terminal, the progress (files done of those found, and the rate) is
 shown on standard error.
 
 Flags:
-  --repo DIR        the repository (required)
+  --repo DIR        the repository (required) (env CTXKIT_REPO)
   --name NAME       the repository's name (default: DIR's base name)
+                    (env CTXKIT_NAME)
   --server URL      a ctxkit server to write to, with --token (env CTXKIT_SERVER)
   --token T         bearer token with the emitter role (env CTXKIT_TOKEN)
   --data DIR        without --server: the local data directory (default ./.ctxkit)
+                    (env CTXKIT_DATA)
   --db URL          without --server: the database, as for 'ctxkit serve'
+                    (env CTXKIT_DB)
   --owner O         without --server: the owner to write as (default "default")
-  --max-bytes N     content kept per file (default 65536)
+                    (env CTXKIT_OWNER)
+  --max-bytes N     content kept per file (default 65536) (env CTXKIT_MAX_BYTES)
   --state DIR       keep the index status, manifest and instance id under DIR
                     (created if missing; outside --repo), not in the tree
+                    (env CTXKIT_STATE)
   --json            print the summary as one JSON object instead of a sentence
+                    (env CTXKIT_JSON)
 `,
 		run: runIndex,
 	})
@@ -61,10 +67,10 @@ func runIndex(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("index")
 	repo := fs.String("repo", "", "")
 	name := fs.String("name", "", "")
-	serverURL := fs.String("server", os.Getenv("CTXKIT_SERVER"), "")
-	token := fs.String("token", os.Getenv("CTXKIT_TOKEN"), "")
-	data := fs.String("data", envOr("CTXKIT_DATA", ".ctxkit"), "")
-	dbURL := fs.String("db", os.Getenv("CTXKIT_DB"), "")
+	serverURL := fs.String("server", "", "")
+	token := fs.String("token", "", "")
+	data := fs.String("data", ".ctxkit", "")
+	dbURL := fs.String("db", "", "")
 	owner := fs.String("owner", "default", "")
 	maxBytes := fs.Int64("max-bytes", workspace.DefaultMaxBytes, "")
 	stateDir := fs.String("state", "", "")

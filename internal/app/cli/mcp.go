@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"sync"
 	"time"
 
@@ -43,8 +42,8 @@ Flags:
 
 func runMCP(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("mcp")
-	server := fs.String("server", os.Getenv("CTXKIT_SERVER"), "")
-	token := fs.String("token", os.Getenv("CTXKIT_TOKEN"), "")
+	server := fs.String("server", "", "")
+	token := fs.String("token", "", "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -34,10 +34,10 @@ The pipeline file is JSON or YAML:
 Transformer types: ` + strings.Join(relay.TransformerTypes(), ", ") + `.
 
 Flags:
-  --pipeline FILE  the pipeline file (JSON, or YAML)
+  --pipeline FILE  the pipeline file (JSON, or YAML) (env CTXKIT_PIPELINE)
   --assemble       print the canonical chat request the prompts make (the input
-                   of 'ctxkit convert') instead of the prompts
-  -c, --compact    print on one line instead of indented
+                   of 'ctxkit convert') instead of the prompts (env CTXKIT_ASSEMBLE)
+  -c, --compact    print on one line instead of indented (env CTXKIT_COMPACT)
 
 Exit status: 0 on success; 1 when the pipeline, the relay context or a
 transformer failed (the message names the field, prompt or transformer at

@@ -51,23 +51,31 @@ environment is used for https upstreams only (where it sees no header).
 
 Flags:
   --model M          the model to ask (required); it must be one the upstream lists
-  --upstream URL     the OpenAI-compatible base URL (default $CTXKIT_UPSTREAM,
-                     else http://127.0.0.1:8700/v1, the gateway of 'ctxkit serve')
+                     (env CTXKIT_MODEL)
+  --upstream URL     the OpenAI-compatible base URL (default http://127.0.0.1:8700/v1,
+                     the gateway of 'ctxkit serve') (env CTXKIT_UPSTREAM)
   --api-key-env NAME the environment variable holding the API key (default
                      CTXKIT_API_KEY); unset or empty: no Authorization header
+                     (env CTXKIT_API_KEY_ENV)
   --root DIR         the repository the plan applies to (default "."); no path
-                     may leave it, even through a symbolic link
+                     may leave it, even through a symbolic link (env CTXKIT_ROOT)
   --context PATH     a file under DIR whose content and SHA-256 go in the prompt
                      (repeatable; text files of at most 1 MiB together)
-  --schema FILE      a JSON Schema the plan must also satisfy
+                     (env CTXKIT_CONTEXT)
+  --schema FILE      a JSON Schema the plan must also satisfy (env CTXKIT_SCHEMA)
   --dry-run          stop after the dry run: write nothing, run nothing
+                     (env CTXKIT_DRY_RUN)
   --backup SUFFIX    keep each changed file's previous content at PATH+SUFFIX
-  --no-verify        do not run the plan's post commands
+                     (env CTXKIT_BACKUP)
+  --no-verify        do not run the plan's post commands (env CTXKIT_NO_VERIFY)
   --record FILE      append an audit record (one JSON line, as 'ctxkit apply'
                      writes, with the model, upstream, task and reply hashes)
+                     (env CTXKIT_RECORD)
   --timeout D        bound on the whole exchange with the upstream (default 5m)
+                     (env CTXKIT_TIMEOUT)
   --max-tokens N     the reply's token limit (default: the upstream's)
-  --quiet            do not echo the reply on standard error
+                     (env CTXKIT_MAX_TOKENS)
+  --quiet            do not echo the reply on standard error (env CTXKIT_QUIET)
 
 Exit status: 0 when the plan applied and its commands succeeded; 1 when the
 upstream failed or refused, the model is not listed, the reply holds no
@@ -109,15 +117,9 @@ func coded(code plan.Code, format string, args ...any) error {
 	return &codedError{code: code, err: fmt.Errorf(format, args...)}
 }
 
-// repeated is a flag that may be given more than once.
-type repeated []string
-
-func (r *repeated) String() string     { return strings.Join(*r, ",") }
-func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
-
 type scaffoldFlags struct {
 	model, upstream, keyEnv, root, schema, backup, record string
-	context                                               repeated
+	context                                               stringList
 	dryRun, noVerify, quiet                               bool
 	timeout                                               time.Duration
 	maxTokens                                             int
@@ -128,9 +130,6 @@ func runScaffold(ctx context.Context, e *env, args []string) error {
 	var f scaffoldFlags
 	fs.StringVar(&f.model, "model", "", "")
 	fs.StringVar(&f.upstream, "upstream", defaultUpstream, "")
-	if v := os.Getenv("CTXKIT_UPSTREAM"); v != "" {
-		f.upstream = v
-	}
 	fs.StringVar(&f.keyEnv, "api-key-env", "CTXKIT_API_KEY", "")
 	fs.StringVar(&f.root, "root", ".", "")
 	fs.Var(&f.context, "context", "")

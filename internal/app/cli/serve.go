@@ -42,28 +42,30 @@ name in capitals (CTXKIT_ADDR, CTXKIT_MAX_CONNS, ...; CTXKIT_KEY_FILE for
 
 Flags:
   --addr HOST:PORT   where to listen (default 127.0.0.1:8700; port 0 picks a free one)
+                     (env CTXKIT_ADDR)
   --data DIR         data directory (default ./.ctxkit; env CTXKIT_DATA)
   --db URL           database: a SQLite file path, sqlite:PATH, or postgres://USER:PASS@HOST/DB
                      (default DIR/ctxkit.db; env CTXKIT_DB)
   --key FILE         signing key (default DIR/signing.key; env CTXKIT_KEY_FILE); replicas
                      on one PostgreSQL database share one key file
-  --max-body BYTES   request body limit (default 1048576)
+  --max-body BYTES   request body limit (default 1048576) (env CTXKIT_MAX_BODY)
   --max-conns N      most connections open at once (default: from the file-descriptor
                      limit, leaving room for the database, files and upstreams); near
                      it idle keep-alive connections are closed, and a few slots stay
-                     kept to answer GET /health
+                     kept to answer GET /health (env CTXKIT_MAX_CONNS)
   --view-memory SIZE bound on the heap while views are computed, as in 512MiB or
                      1GiB (default 1GiB; at least 64MiB): a view that needs more
                      is refused with view_too_costly (422 for a preview, its
-                     fallback when read)
+                     fallback when read) (env CTXKIT_VIEW_MEMORY)
   --expire-every D   how often expired breadcrumbs are removed (default 30s)
+                     (env CTXKIT_EXPIRE_EVERY)
   --config FILE      the gateway's upstream providers (JSON, or YAML as .yaml/.yml;
                      env CTXKIT_CONFIG): serves POST /v1/messages, POST
                      /v1/chat/completions and GET /v1/models
   --workspace DIR    a repository GET /workspace/search and the MCP tool
                      workspace_search may read (repeatable); named by its
                      'ctxkit index --name', else its base name. Nothing
-                     outside these directories is read.
+                     outside these directories is read. (env CTXKIT_WORKSPACE)
 
 MCP clients connect to /mcp (streamable HTTP) with the same bearer tokens.
 
@@ -102,9 +104,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	var workspaces stringList
 	fs.Var(&workspaces, "workspace", "")
 	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := flagsFromEnv(fs, os.Getenv); err != nil {
 		return err
 	}
 	for i, w := range workspaces {
@@ -375,18 +374,12 @@ func redact(s string) string {
 	return s
 }
 
-// stringList is a repeatable string flag.
+// stringList is a repeatable string flag; its environment variable is a
+// list (flagsFromEnv).
 type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
 
 // newLogger logs to stderr: text on a terminal, JSON otherwise.
 func newLogger(e *env) *slog.Logger {
@@ -485,43 +478,4 @@ func shellQuote(p string) string {
 		return p
 	}
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
-}
-
-// serveEnv names the environment variable of each serve flag: CTXKIT_
-// and the flag's name in capitals, but for --key, whose variable names a
-// file.
-func serveEnv(flagName string) string {
-	if flagName == "key" {
-		return "CTXKIT_KEY_FILE"
-	}
-	return "CTXKIT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-// flagsFromEnv gives each flag not on the command line the value of its
-// environment variable (serveEnv), when set: a container or a unit file
-// configures serve without a command line. A repeatable flag takes a
-// list separated by the OS's path list separator. A bad value is an
-// error naming the variable.
-func flagsFromEnv(fs *flag.FlagSet, getenv func(string) string) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := serveEnv(f.Name)
-		v := getenv(name)
-		if given[f.Name] || v == "" || err != nil {
-			return
-		}
-		values := []string{v}
-		if _, repeatable := f.Value.(*stringList); repeatable {
-			values = filepath.SplitList(v)
-		}
-		for _, x := range values {
-			if serr := fs.Set(f.Name, x); serr != nil {
-				err = usagef("%s=%q: %v", name, x, serr)
-				return
-			}
-		}
-	})
-	return err
 }

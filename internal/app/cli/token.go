@@ -51,12 +51,14 @@ Flags:
   --key FILE     the signing key itself (env CTXKIT_KEY_FILE)
   --db URL       revoke, revocations: the server's database, as for 'ctxkit serve' (env CTXKIT_DB)
   --admin        an admin token: --agent admin --roles curator, owner default
-  --owner O      the owner the agent acts for
-  --agent A      the agent's id (the token's subject)
-  --roles LIST   comma-separated roles
-  --ttl D        lifetime (default 24h)
-  --id ID        revoke: the token's id
+                 (env CTXKIT_ADMIN)
+  --owner O      the owner the agent acts for (env CTXKIT_OWNER)
+  --agent A      the agent's id (the token's subject) (env CTXKIT_AGENT)
+  --roles LIST   comma-separated roles (env CTXKIT_ROLES)
+  --ttl D        lifetime (default 24h) (env CTXKIT_TTL)
+  --id ID        revoke: the token's id (env CTXKIT_ID)
   --before TIME  revoke: with --agent, the tokens issued before TIME (default now)
+                 (env CTXKIT_BEFORE)
 `,
 		run: runToken,
 	})
@@ -72,8 +74,8 @@ func runToken(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	flags := newFlags("token")
-	data := flags.String("data", envOr("CTXKIT_DATA", ".ctxkit"), "")
-	keyFile := flags.String("key", os.Getenv("CTXKIT_KEY_FILE"), "")
+	data := flags.String("data", ".ctxkit", "")
+	keyFile := flags.String("key", "", "")
 	owner := flags.String("owner", "", "")
 	agent := flags.String("agent", "", "")
 	roles := flags.String("roles", "", "")
@@ -150,8 +152,8 @@ func revocationStore(ctx context.Context, e *env, data, db string) (store.Store,
 
 func runRevoke(ctx context.Context, e *env, args []string) error {
 	flags := newFlags("token revoke")
-	data := flags.String("data", envOr("CTXKIT_DATA", ".ctxkit"), "")
-	db := flags.String("db", os.Getenv("CTXKIT_DB"), "")
+	data := flags.String("data", ".ctxkit", "")
+	db := flags.String("db", "", "")
 	id := flags.String("id", "", "")
 	owner := flags.String("owner", "", "")
 	agent := flags.String("agent", "", "")
@@ -191,8 +193,8 @@ func runRevoke(ctx context.Context, e *env, args []string) error {
 
 func runRevocations(ctx context.Context, e *env, args []string) error {
 	flags := newFlags("token revocations")
-	data := flags.String("data", envOr("CTXKIT_DATA", ".ctxkit"), "")
-	db := flags.String("db", os.Getenv("CTXKIT_DB"), "")
+	data := flags.String("data", ".ctxkit", "")
+	db := flags.String("db", "", "")
 	if err := parseFlags(flags, args); err != nil {
 		return err
 	}

@@ -33,17 +33,25 @@ applies the llm_hints in FILE and prints the view as JSON.
 Flags:
   --hints FILE      the hints document (llm_hints JSON); with --record it may be
                     left out when the record carries its own llm_hints
+                    (env CTXKIT_HINTS)
   --record          the input is a whole breadcrumb ({"title": …, "context": …,
                     "tags": […], …}); templates and format rules see its fields
+                    (env CTXKIT_VIEW_RECORD: CTXKIT_RECORD is the record
+                    file of apply and scaffold)
   --stats           print token counts before and after to standard error
+                    (env CTXKIT_STATS)
   --encoding NAME   token encoding for --stats: ` + strings.Join(tokencount.Encodings(), ", ") + `
-                    (default ` + tokencount.Default + `)
+                    (default ` + tokencount.Default + `) (env CTXKIT_ENCODING)
   -c, --compact     print the view on one line instead of indented
+                    (env CTXKIT_COMPACT)
   --timeout D       deadline for each jq and template rule (default 2s)
+                    (env CTXKIT_VIEW_TIMEOUT: CTXKIT_TIMEOUT bounds a
+                    whole scaffold run)
   --memory SIZE     memory the view may take beyond its input, as in 256MiB
                     (default 1GiB; at least 64MiB); a step that would need
                     more than a quarter of it (at most 64MiB), or a heap that
                     grows past it, stops the view with view_too_costly
+                    (env CTXKIT_VIEW_MEMORY, as serve's --view-memory)
 
 Exit status: 0 on success; 1 when the input, the hints or a rule failed (a
 failed rule still prints the include/exclude-filtered context, never the
