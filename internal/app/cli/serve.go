@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/app/console"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/internal/app/server"
 	"github.com/ctxkit/ctxkit/internal/connlimit"
@@ -209,6 +210,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		banner += fmt.Sprintf("new signing key in %s; admin token (owner default, curator, valid %s), shown only now:\n%s\n", *keyFile, adminTokenTTL, tok)
 	} else {
 		banner += fmt.Sprintf("tokens: ctxkit token --admin --key %s (or --owner O --agent A --roles R)\n", shellQuote(*keyFile))
+	}
+	// A login link for the admin agent's console, one use within minutes:
+	// the fragment never reaches a server's log.
+	if code, err := server.MintLoginCode(key, server.Principal{OwnerID: "default", AgentID: "admin", Roles: []string{server.RoleCurator}}, server.LoginCodeTTL, time.Now()); err == nil {
+		banner += fmt.Sprintf("console: %s%s#login=%s (admin, one use within %s; more: ctxkit token --console --admin)\n", url, console.Prefix, code, server.LoginCodeTTL)
 	}
 	if gw != nil {
 		banner += "gateway models: " + strings.Join(gw.ModelNames(), ", ") + "\n"

@@ -127,10 +127,17 @@ func TestServeAndToken(t *testing.T) {
 	data := t.TempDir()
 	s := startServe(t, data)
 	lines := strings.Split(strings.TrimSpace(s.stdout.String()), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[1], "admin token") {
-		t.Fatalf("first start should print the URL and an admin token:\n%s", s.stdout)
+	if len(lines) != 4 || !strings.Contains(lines[1], "admin token") || !strings.HasPrefix(lines[3], "console: "+s.url+"/ui/#login=") {
+		t.Fatalf("first start should print the URL, an admin token and a console login link:\n%s", s.stdout)
 	}
 	admin := lines[2]
+	// The console link's code works once.
+	login, _, _ := strings.Cut(strings.TrimPrefix(lines[3], "console: "+s.url+"/ui/#login="), " ")
+	for i, want := range []int{200, 401} {
+		if got, body := call(t, "POST", s.url+"/console/login", "", `{"code":"`+login+`"}`); got != want {
+			t.Fatalf("console login %d: %d %s; want %d", i+1, got, body, want)
+		}
+	}
 
 	if code, _ := call(t, "GET", s.url+"/health", "", ""); code != 200 {
 		t.Fatalf("health %d", code)
