@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxkit/ctxkit/internal/testkit/pgtest"
 	"github.com/ctxkit/ctxkit/internal/app/server"
+	"github.com/ctxkit/ctxkit/internal/testkit/pgtest"
 	"github.com/ctxkit/ctxkit/store"
 )
 
