@@ -26,6 +26,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ctxkit/ctxkit/internal/app/server"
+	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/sqlite"
 )
 
@@ -74,6 +75,7 @@ type site struct {
 	url string
 	key ed25519.PrivateKey
 	api *server.Server
+	db  store.Store
 	// gate, when closed, holds new event streams until it is opened; drop
 	// ends the streams open now (a dropped connection, as a proxy would).
 	mu      sync.Mutex
@@ -90,7 +92,7 @@ func newSite(t *testing.T) *site {
 	}
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	api := server.New(server.Options{Store: db, Key: key})
-	s := &site{t: t, key: key, api: api, streams: map[*http.Request]context.CancelFunc{}}
+	s := &site{t: t, key: key, api: api, db: db, streams: map[*http.Request]context.CancelFunc{}}
 	h := api.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/events/stream" {

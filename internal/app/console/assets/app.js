@@ -399,6 +399,7 @@ async function renderRecord(id) {
       h("section", { class: "pane", "aria-labelledby": "full-h" }, h("h2", { id: "full-h" }, "Full record"),
         h("pre", { id: "full-json", tabindex: "0", "aria-labelledby": "full-h" }, JSON.stringify(b, null, 2)))),
   ];
+  children.push(playground(b));
   if (auth.can("emitter")) children.push(editor(b));
   if (auth.can("curator")) children.push(deleter(b));
   page(b.title || "(untitled)", ...children);
@@ -457,6 +458,126 @@ function editor(b) {
     msg);
   form.addEventListener("submit", (ev) => { ev.preventDefault(); save(version); });
   return form;
+}
+
+// lineOf is the 1-based line of a character offset in text.
+function lineOf(text, offset) {
+  return text.slice(0, Math.max(0, offset)).split("\n").length;
+}
+
+// jsonFault returns the offset of the first syntax error in JSON text
+// (the browser's JSON.parse message does not always say where), or -1.
+function jsonFault(t) {
+  let i = 0;
+  const ws = () => { while (i < t.length && " \t\n\r".includes(t[i])) i++; };
+  const fail = () => { throw i; };
+  const lit = (w) => { if (t.startsWith(w, i)) i += w.length; else fail(); };
+  const str = () => {
+    if (t[i] !== '"') fail();
+    for (i++; i < t.length && t[i] !== '"'; i++) {
+      if (t[i] < " ") fail();
+      if (t[i] === "\\") i++;
+    }
+    if (i >= t.length) fail();
+    i++;
+  };
+  const numRe = /-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
+  const num = () => { numRe.lastIndex = i; const m = numRe.exec(t); if (!m) fail(); i += m[0].length; };
+  const val = (depth) => {
+    if (depth > 256) fail();
+    ws();
+    const c = t[i];
+    if (c === "{" || c === "[") {
+      const close = c === "{" ? "}" : "]";
+      i++; ws();
+      if (t[i] === close) { i++; return; }
+      for (;;) {
+        if (c === "{") { ws(); str(); ws(); if (t[i] !== ":") fail(); i++; }
+        val(depth + 1); ws();
+        if (t[i] === ",") { i++; continue; }
+        if (t[i] === close) { i++; return; }
+        fail();
+      }
+    }
+    if (c === '"') return str();
+    if (c === "t") return lit("true");
+    if (c === "f") return lit("false");
+    if (c === "n") return lit("null");
+    num();
+  };
+  try { val(0); ws(); if (i < t.length) fail(); return -1; } catch (e) { if (typeof e === "number") return e; throw e; }
+}
+
+// playground previews llm_hints against the record's context as they are
+// typed (POST /views/preview, debounced), and saves them.
+function playground(b) {
+  const hints = h("textarea", { id: "hints", spellcheck: "false", "aria-describedby": "hints-problem" });
+  hints.value = JSON.stringify(b.llm_hints ?? { exclude: [] }, null, 2);
+  const problem = h("div", { id: "hints-problem", role: "alert" });
+  const warnings = h("ul", { id: "hints-warnings", "aria-label": "Warnings" });
+  const out = h("pre", { id: "preview-json", tabindex: "0", "aria-label": "Preview of the view" });
+  const status = h("p", { id: "preview-status", class: "muted", "aria-live": "polite" });
+  let seq = 0, timer = 0;
+  const fail = (line, rule, message) => {
+    problem.replaceChildren(h("p", { class: "error" },
+      line ? h("span", { id: "hints-line" }, "line " + line) : null, line ? ", " : "",
+      rule ? ["rule ", h("code", { id: "hints-rule" }, rule), ": "] : null, message));
+    status.textContent = "Preview not updated.";
+  };
+  const preview = async () => {
+    const n = ++seq;
+    const text = hints.value;
+    let parsed;
+    try { parsed = JSON.parse(text); } catch (e) {
+      const at = jsonFault(text);
+      return fail(at >= 0 ? lineOf(text, at + 1) : 0, "", "not JSON: " + e.message);
+    }
+    status.textContent = "Previewing…";
+    try {
+      const { json } = await api("POST", "/views/preview", { body: { llm_hints: parsed, context: b.context, id: b.id,
+        title: b.title, description: b.description, tags: b.tags, schema_name: b.schema_name, version: b.version } });
+      if (n !== seq) return;
+      problem.replaceChildren();
+      out.textContent = JSON.stringify(json.context, null, 2);
+      const meta = json.meta || {};
+      status.textContent = show(`Status ${meta.status}` + (meta.message ? ` — ${meta.message}` : "") +
+        ` · ${new TextEncoder().encode(JSON.stringify(json.context)).length} bytes`);
+      warnings.replaceChildren(...(meta.warnings || []).map((w) => h("li", {}, h("code", {}, w.path), ": ", w.message)));
+    } catch (e) {
+      if (n !== seq) return;
+      // The message names the rule at fault (llm_hints.transform.NAME…):
+      // its line is where that rule's name is written.
+      const m = /^llm_hints((?:\.[^.:\s]+)+)/.exec(e.message);
+      const rule = m ? m[1].slice(1) : "";
+      let line = 0;
+      if (rule) {
+        let at = 0;
+        for (const part of rule.split(".")) {
+          const i = text.indexOf(JSON.stringify(part), at);
+          if (i >= 0) at = i;
+        }
+        line = lineOf(text, at);
+      }
+      fail(line, rule, e.message);
+    }
+  };
+  hints.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(preview, 300); });
+  const save = h("button", { type: "button", id: "save-hints", class: "primary", onclick: async () => {
+    let parsed;
+    try { parsed = JSON.parse(hints.value); } catch (e) { return fail(0, "", "not JSON: " + e.message); }
+    try {
+      await api("PATCH", "/breadcrumbs/" + encodeURIComponent(b.id), { body: { llm_hints: parsed }, headers: { "If-Match": '"' + b.version + '"' } });
+      renderRecord(b.id);
+    } catch (e) {
+      fail(0, "", e.status === 412 ? "Not saved: someone changed the breadcrumb since it was opened; reload it." : "Not saved: " + e.message);
+    }
+  } }, "Save hints");
+  setTimeout(preview, 0);
+  return h("section", { class: "edit", id: "playground", "aria-labelledby": "play-h" },
+    h("h2", { id: "play-h" }, "View playground"),
+    h("div", { class: "panes" },
+      h("div", {}, h("label", { for: "hints" }, "llm_hints (JSON)", hints), problem, auth.can("emitter") ? save : null),
+      h("div", { class: "pane" }, h("h2", {}, "Preview"), status, warnings, out)));
 }
 
 function deleter(b) {
