@@ -93,9 +93,11 @@ func TestSubscriberSeesNoEditButtons(t *testing.T) {
 	tb.until(rows + ` === 1`)
 	tb.open("/ui/#/b/" + id)
 	tb.until(`document.querySelector("#view-json")`)
-	if n := tb.number(`document.querySelectorAll("#edit, #save, #delete, textarea, #edit-title").length`); n != 0 {
+	if n := tb.number(`document.querySelectorAll("#edit, #save, #delete, #save-hints, #edit-title, #edit-context").length`); n != 0 {
 		t.Fatalf("a subscriber's page has %v edit controls", n)
 	}
+	// It may try hints in the playground (a preview stores nothing).
+	tb.until(`document.querySelector("#preview-json") && document.querySelector("#preview-json").textContent.includes("\"n\": 1")`)
 }
 
 func TestCuratorDeletes(t *testing.T) {
