@@ -211,11 +211,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	} else {
 		banner += fmt.Sprintf("tokens: ctxkit token --admin --key %s (or --owner O --agent A --roles R)\n", shellQuote(*keyFile))
 	}
-	// A login link for the admin agent's console, one use within minutes:
-	// the fragment never reaches a server's log.
-	if code, err := server.MintLoginCode(key, server.Principal{OwnerID: "default", AgentID: "admin", Roles: []string{server.RoleCurator}}, server.LoginCodeTTL, time.Now()); err == nil {
-		banner += fmt.Sprintf("console: %s%s#login=%s (admin, one use within %s; more: ctxkit token --console --admin)\n", url, console.Prefix, code, server.LoginCodeTTL)
-	}
 	if gw != nil {
 		banner += "gateway models: " + strings.Join(gw.ModelNames(), ", ") + "\n"
 	}
@@ -223,6 +218,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		banner += "workspace: " + w + "\n"
 	}
 	fmt.Fprint(e.stdout, banner)
+	// A login link for the admin agent's console, one use within minutes
+	// (its code is in the fragment, which never reaches a server's log).
+	// On standard error: standard output stays the URL and the token that
+	// scripts read.
+	if code, err := server.MintLoginCode(key, server.Principal{OwnerID: "default", AgentID: "admin", Roles: []string{server.RoleCurator}}, server.LoginCodeTTL, time.Now()); err == nil {
+		fmt.Fprintf(e.stderr, "console: %s%s#login=%s (admin, one use within %s; more: ctxkit token --console --admin)\n", url, console.Prefix, code, server.LoginCodeTTL)
+	}
 
 	api := server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody, Gateway: gw,
 		Workspaces: workspaces, ViewMemory: int64(viewMemory)})
