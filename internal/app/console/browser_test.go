@@ -44,25 +44,33 @@ func TestMain(m *testing.M) {
 			browser.missing = "chromium is not installed (apt-get install chromium; ./scripts/test installs it as root)"
 			return m.Run()
 		}
-		dir, err := os.MkdirTemp("", "ctxkit-chromium-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-			chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-			chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 900),
-			chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-			chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-			chromedp.Flag("disable-extensions", true), chromedp.Flag("disable-default-apps", true))
-		defer cancelAlloc()
-		ctx, cancel := chromedp.NewContext(alloc)
-		defer cancel()
-		if err := chromedp.Do(ctx); err != nil { // starts the browser
-			browser.missing = "chromium did not start: " + err.Error()
-		} else {
-			browser.ctx = ctx
+		// A start can fail on a loaded machine (the browser is slow to
+		// open its DevTools endpoint): a few tries, each in a fresh profile.
+		for try := 1; try <= 3; try++ {
+			dir, err := os.MkdirTemp("", "ctxkit-chromium-")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			defer os.RemoveAll(dir)
+			alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+				chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+				chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 900),
+				chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+				chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+				chromedp.Flag("disable-extensions", true), chromedp.Flag("disable-default-apps", true))
+			defer cancelAlloc()
+			ctx, cancel := chromedp.NewContext(alloc)
+			defer cancel()
+			err = chromedp.Do(ctx) // starts the browser
+			if err == nil {
+				browser.ctx, browser.missing = ctx, ""
+				break
+			}
+			browser.missing = fmt.Sprintf("chromium did not start (%d tries): %v", try, err)
+			fmt.Fprintln(os.Stderr, "console tests:", browser.missing)
+			cancel()
+			cancelAlloc()
 		}
 		return m.Run()
 	}()

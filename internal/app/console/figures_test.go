@@ -19,9 +19,9 @@ import (
 // gap between frames while 200 changes a second arrive. The browser's own
 // timings are logged; the bounds asserted are loose (the machine is
 // shared), the figures are what to read. CTXKIT_CONSOLE_RECORDS sets the
-// store's size (default 2,000; the figures quoted are at 100,000).
+// store's size (default 1,000; the figures quoted are at 100,000).
 func TestFigures(t *testing.T) {
-	n := 2000
+	n := 1000
 	if v := os.Getenv("CTXKIT_CONSOLE_RECORDS"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > 1_000_000 {
