@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/app/console"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/internal/app/server"
 	"github.com/ctxkit/ctxkit/internal/connlimit"
@@ -216,6 +217,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		banner += "workspace: " + w + "\n"
 	}
 	fmt.Fprint(e.stdout, banner)
+	// A login link for the admin agent's console, one use within minutes
+	// (its code is in the fragment, which never reaches a server's log).
+	// On standard error: standard output stays the URL and the token that
+	// scripts read.
+	if code, err := server.MintLoginCode(key, server.Principal{OwnerID: "default", AgentID: "admin", Roles: []string{server.RoleCurator}}, server.LoginCodeTTL, time.Now()); err == nil {
+		fmt.Fprintf(e.stderr, "console: %s%s#login=%s (admin, one use within %s; more: ctxkit token --console --admin)\n", url, console.Prefix, code, server.LoginCodeTTL)
+	}
 
 	api := server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody, Gateway: gw,
 		Workspaces: workspaces, ViewMemory: int64(viewMemory)})

@@ -131,6 +131,16 @@ func TestServeAndToken(t *testing.T) {
 		t.Fatalf("first start should print the URL and an admin token:\n%s", s.stdout)
 	}
 	admin := lines[2]
+	// The console link on standard error; its code works once.
+	m := regexp.MustCompile(`console: ` + regexp.QuoteMeta(s.url) + `/ui/#login=(\S+) `).FindStringSubmatch(s.stderr.String())
+	if m == nil {
+		t.Fatalf("no console login link on standard error:\n%s", s.stderr)
+	}
+	for i, want := range []int{200, 401} {
+		if got, body := call(t, "POST", s.url+"/console/login", "", `{"code":"`+m[1]+`"}`); got != want {
+			t.Fatalf("console login %d: %d %s; want %d", i+1, got, body, want)
+		}
+	}
 
 	if code, _ := call(t, "GET", s.url+"/health", "", ""); code != 200 {
 		t.Fatalf("health %d", code)

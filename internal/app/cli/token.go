@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxkit/ctxkit/internal/app/console"
 	"github.com/ctxkit/ctxkit/internal/app/server"
 	"github.com/ctxkit/ctxkit/store"
 )
@@ -22,6 +23,7 @@ func init() {
 		summary: "mint a bearer token for an agent; revoke tokens, list revocations",
 		usage: `Usage: ctxkit token (--data DIR | --key FILE) --owner O --agent A --roles r1,r2 [--ttl 24h]
        ctxkit token (--data DIR | --key FILE) --admin [--owner O] [--ttl 720h]
+       ctxkit token (--data DIR | --key FILE) --console [--server URL] (--admin | --owner O --agent A --roles r1,r2)
        ctxkit token revoke (--data DIR | --db URL) (--id ID | --agent A [--before TIME]) [--owner O]
        ctxkit token revocations (--data DIR | --db URL)
 
@@ -32,6 +34,9 @@ update), subscriber (read, stream events).
 --admin mints the token 'ctxkit serve' prints on its first start (agent
 admin, curator of owner default or --owner O, valid 30 days): the way to
 get one again at any time from the signing key.
+--console prints a console login link instead of a token: URL/ui/#login=CODE,
+where CODE works once, within 10 minutes, on any server with this signing
+key, for a token of the agent valid 12 hours (kept in the browser tab only).
 
 'ctxkit token revoke' records a revocation in the server's database: the
 token with id ID (of any owner, or only of --owner O), or every token of
@@ -52,6 +57,8 @@ Flags:
   --db URL       revoke, revocations: the server's database, as for 'ctxkit serve' (env CTXKIT_DB)
   --admin        an admin token: --agent admin --roles curator, owner default
                  (env CTXKIT_ADMIN)
+  --console      a one-time console login link rather than a token (env CTXKIT_CONSOLE)
+  --server URL   --console: the server's URL (default http://127.0.0.1:8700) (env CTXKIT_SERVER)
   --owner O      the owner the agent acts for (env CTXKIT_OWNER)
   --agent A      the agent's id (the token's subject) (env CTXKIT_AGENT)
   --roles LIST   comma-separated roles (env CTXKIT_ROLES)
@@ -81,6 +88,8 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	roles := flags.String("roles", "", "")
 	ttl := flags.Duration("ttl", 24*time.Hour, "")
 	admin := flags.Bool("admin", false, "")
+	consoleLink := flags.Bool("console", false, "")
+	serverURL := flags.String("server", "http://127.0.0.1:8700", "")
 	if err := parseFlags(flags, args); err != nil {
 		return err
 	}
@@ -124,6 +133,24 @@ func runToken(ctx context.Context, e *env, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if *consoleLink {
+		set := map[string]bool{}
+		flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if set["ttl"] {
+			return usagef("--ttl does not apply to --console: a login code lasts %s, its token %s", server.LoginCodeTTL, server.ConsoleTokenTTL)
+		}
+		base := strings.TrimRight(*serverURL, "/")
+		if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+			return usagef("--server: %q is not an http:// or https:// URL", *serverURL)
+		}
+		code, err := server.MintLoginCode(key, server.Principal{OwnerID: *owner, AgentID: *agent, Roles: list}, server.LoginCodeTTL, time.Now())
+		if err != nil {
+			return usagef("%v", err)
+		}
+		fmt.Fprintln(e.stdout, base+console.Prefix+"#login="+code)
+		fmt.Fprintf(e.stderr, "one use, within %s\n", server.LoginCodeTTL)
+		return nil
 	}
 	tok, id, err := server.MintWithID(key, server.Principal{OwnerID: *owner, AgentID: *agent, Roles: list}, *ttl, time.Now())
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ctxkit/ctxkit/internal/app/console"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/internal/version"
 )
@@ -202,6 +203,22 @@ func (s *Server) routeTable() []route {
 			Summary:   "Delete one of the caller's agent's subscriptions (subscriber); open streams keep their selector",
 			Responses: answer(204, "deleted", "", 403, 404)}},
 		// End of the event stream and subscriptions.
+
+		// The console (internal/app/console): its page and assets need no
+		// token, since they hold no data; the page signs in with a token,
+		// or with a login link's code exchanged once for one.
+		{method: "GET", path: console.Prefix, auth: authNone, plain: console.Handler().ServeHTTP, doc: operation{
+			Summary: "The web console (HTML, scripts, styles; no data): sign in with a token or a login link",
+			Responses: []reply{{Status: 200, Desc: "the console page or asset", Media: "text/html"}, {Status: 304, Desc: "not modified"},
+				{Status: 404, Desc: "no such console asset"}}}},
+		{method: "POST", path: "/console/login", auth: authNone, plain: s.consoleLogin, doc: operation{
+			Summary: "Exchange a console login link's code (ctxkit token --console; ctxkit serve prints one) for a token of " +
+				"its principal, valid 12 hours. A code is valid 10 minutes and works once, across every replica",
+			Body:      "LoginRequest",
+			Responses: answer(200, "the token", "LoginReply", 400, 401)}},
+		{method: "GET", path: "/breadcrumbs/{id}/stats", serve: s.stats, doc: operation{
+			Summary:   "Token counts of the context and of its view (o200k_base) and the share the view saves; a lookup, spending no read budget",
+			Responses: answer(200, "the counts", "ViewStats", 404)}},
 
 		{method: "GET", path: "/breadcrumbs/search", serve: s.search, doc: operation{
 			Summary: "Full-text search over the breadcrumbs the caller may list (title, tags, description and the text " +

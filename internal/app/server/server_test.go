@@ -537,7 +537,8 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		"GET /breadcrumbs/{id}/history", "POST /breadcrumbs/{id}/tags/add", "POST /breadcrumbs/{id}/tags/remove",
 		"POST /breadcrumbs/{id}/context/merge", "POST /views/preview", "GET /events/stream",
 		"GET /breadcrumbs/search", "GET /workspace/search", "POST /mcp", "POST /relay", "POST /tokens/revoke",
-		"POST /subscriptions", "GET /subscriptions", "GET /subscriptions/{id}", "DELETE /subscriptions/{id}"}
+		"POST /subscriptions", "GET /subscriptions", "GET /subscriptions/{id}", "DELETE /subscriptions/{id}",
+		"GET /ui/", "POST /console/login", "GET /breadcrumbs/{id}/stats"}
 	for _, rt := range routes {
 		method, path, _ := strings.Cut(rt, " ")
 		if _, ok := doc.Paths[path][strings.ToLower(method)]; !ok {
