@@ -223,6 +223,9 @@ func (c *tokenCount) serves(*target) bool { return true }
 
 func (c *tokenCount) none(*route) error { return nil }
 
+// keyless: an upstream without a count of its own is estimated here.
+func (c *tokenCount) keyless(t *target) bool { return t.p.row.Upstream.CountTokens == nil }
+
 func (c *tokenCount) prepare(t *target, k *poolKey) (bool, error) {
 	p := t.p
 	req := c.req
@@ -661,6 +664,8 @@ type embedding struct {
 func (e *embedding) serves(t *target) bool { return embedCall(t.p) != nil }
 
 func (e *embedding) none(rt *route) error { return noEmbedding(rt) }
+
+func (e *embedding) keyless(*target) bool { return false }
 
 func (e *embedding) prepare(t *target, _ *poolKey) (bool, error) {
 	call := embedCall(t.p)

@@ -293,7 +293,12 @@ type endpoint[T any] interface {
 	// serves reports whether t answers this kind of request at all: a
 	// target that does not is passed over without a word, not counted.
 	serves(t *target) bool
-	// prepare readies the request for t, to go with key k. A failure is
+	// keyless reports whether t is answered without a call (a count
+	// estimated offline): it needs no key, so a resting pool does not
+	// stand in its way.
+	keyless(t *target) bool
+	// prepare readies the request for t, to go with key k (nil for a
+	// keyless target). A failure is
 	// a refusal: the request cannot go to t, and nothing was sent. local
 	// says the endpoint answers for t itself, without a call (a count
 	// estimated offline).
@@ -372,8 +377,12 @@ func try[T any](g *Gateway, ctx context.Context, w http.ResponseWriter, r *http.
 		if !deadline.IsZero() && !now.Before(deadline) {
 			break
 		}
-		k, free := p.keys.pick(now)
-		if k == nil {
+		var k *poolKey
+		free := time.Time{}
+		if !e.keyless(t) {
+			k, free = p.keys.pick(now)
+		}
+		if k == nil && !e.keyless(t) {
 			g.tally(x, t, nil, outcomeNoKey, 0, 0)
 			if !free.IsZero() && (soonest.IsZero() || free.Before(soonest)) {
 				soonest = free
@@ -510,6 +519,8 @@ type chatCall struct {
 func (c *chatCall) serves(*target) bool { return true }
 
 func (c *chatCall) none(*route) error { return nil }
+
+func (c *chatCall) keyless(*target) bool { return false }
 
 func (c *chatCall) prepare(t *target, k *poolKey) (bool, error) {
 	p := t.p
