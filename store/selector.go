@@ -345,6 +345,8 @@ func (s *Selector) NeedsContext() bool { return s != nil && len(s.ContextMatch) 
 // e.Version decoded with view.DecodeJSON, nil when the event carries none
 // (deleted and expired events); it is read only when s NeedsContext. A nil
 // selector passes every change. s must come from ParseSelector or Compile.
+// The conditions' paths share MaxMatchWork per change: a path too costly
+// for a record does not match it (ne and exists false included).
 func (s *Selector) Match(e *Event, doc any) bool {
 	if s == nil {
 		return true
