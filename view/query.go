@@ -210,12 +210,25 @@ func (q *Query) Each(b *QueryBudget, yield func(node any) bool) error {
 // document, summed over its segments. A segment of k selectors produces at
 // most k nodes per child of its input nodes, and a node is a child of one
 // parent, so after segments of k1..ki selectors a node appears at most
-// k1×…×ki times. Filters are priced as one selector (their absolute
-// queries apart: rootScans). The sum is capped past MaxQueryWork.
+// k1×…×ki times. A filter weighs one selector plus the price of each
+// query in it: a relative query reads at most its candidate's subtree
+// that many times over, and the candidates' subtrees are disjoint (an
+// absolute query is priced once more by rootScans). The sum is capped
+// past MaxQueryWork.
 func queryPerNode(q *spec.PathQuery) int64 {
 	var sum, prod int64 = 0, 1
 	for _, s := range q.Segments() {
-		prod = mulCost(prod, int64(max(len(s.Selectors()), 1)))
+		k := int64(0)
+		for _, sel := range s.Selectors() {
+			w := int64(1)
+			if f, ok := sel.(*spec.FilterSelector); ok {
+				w = filterWeight(f.String())
+			}
+			if k += w; k > MaxQueryWork {
+				return MaxQueryWork + 1
+			}
+		}
+		prod = mulCost(prod, max(k, 1))
 		if prod < 0 || prod > MaxQueryWork {
 			return MaxQueryWork + 1
 		}
@@ -224,6 +237,65 @@ func queryPerNode(q *spec.PathQuery) int64 {
 		}
 	}
 	return max(sum, 1)
+}
+
+// filterWeight prices a filter selector in its normalized form (?…): one,
+// plus queryPerNode of each query in it (@ or $ and the segments that
+// follow; queries nested in those are priced by the recursion). A query
+// that does not parse on its own is priced past MaxQueryWork: refused
+// rather than guessed.
+func filterWeight(f string) int64 {
+	w := int64(1)
+	for i := 0; i < len(f); i++ {
+		switch f[i] {
+		case '"', '\'':
+			i = skipQuoted(f, i)
+		case '@', '$':
+			end := segmentsEnd(f, i+1)
+			sub, err := jsonpath.Parse("$" + f[i+1:end])
+			if err != nil {
+				return MaxQueryWork + 1
+			}
+			if w += queryPerNode(sub.Query()); w > MaxQueryWork {
+				return MaxQueryWork + 1
+			}
+			i = end - 1
+		}
+	}
+	return w
+}
+
+// segmentsEnd returns the end of the normalized segments ([…] or ..[…])
+// that start at q[i].
+func segmentsEnd(q string, i int) int {
+	for i < len(q) {
+		j := i
+		if strings.HasPrefix(q[j:], "..") {
+			j += 2
+		}
+		if j >= len(q) || q[j] != '[' {
+			return i
+		}
+		depth := 0
+	scan:
+		for ; j < len(q); j++ {
+			switch q[j] {
+			case '"', '\'':
+				j = skipQuoted(q, j)
+			case '[':
+				depth++
+			case ']':
+				if depth--; depth == 0 {
+					break scan
+				}
+			}
+		}
+		if j >= len(q) {
+			return len(q)
+		}
+		i = j + 1
+	}
+	return i
 }
 
 // walker evaluates a query's segments depth first: a segment's results are

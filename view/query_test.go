@@ -23,6 +23,7 @@ func FuzzQuerySelect(f *testing.F) {
 		{`$..*`, `[[1,[2]],{"a":[3]}]`}, {`$[::-1][1:3,0]`, `[[1,2,3],[4,5,6]]`}, {`$[*,*][0,-1]`, `[[1,2],[3]]`},
 		{`$..[?@.k == $[0].k]`, `[{"k":1},[{"k":1}]]`}, {`$[5:1:-2]..[*]`, `[0,[1],2,[[3]],4,[5]]`},
 		{`$[?length(@) > 1]`, `[[1],[1,2],"ab"]`}, {`$.a[?@..c]`, `{"a":[{"b":{"c":1}},2]}`},
+		{`$[?@[?@[0] == "]@"] || count($[*]) > 1]`, `[[[1]],[["]@"]],[]]`}, {`$[?match(@, "a.*")]`, `["ab","b"]`},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -119,6 +120,28 @@ func TestQuerySelectCost(t *testing.T) {
 	}
 	if !strings.Contains(ve.Msg, "64 nodes per node") {
 		t.Errorf("the error does not say why: %s", ve.Msg)
+	}
+
+	// A filter weighs the queries in it: 64 wildcards read per candidate.
+	costlyFilter, err := view.CompileQuery(`$[?@[` + strings.Repeat("*,", 63) + `*]]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := costlyFilter.Select(doc); !errors.As(err, &ve) || ve.Code != view.CodeTooCostly || got != nil {
+		t.Fatalf("a filter reading 64 wildcards on %d nodes: %d nodes, error %v; want CodeTooCostly", n, len(got), err)
+	}
+	// A filter whose query multiplies (8^8 nodes per node) is refused even
+	// on a small document, before it runs.
+	nested, err := view.CompileQuery(`$[?@` + strings.Repeat("[*,*,*,*,*,*,*,*]", 8) + `]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := view.DecodeJSON([]byte(`[[[[[[[[[[0]]]]]]]]]]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := nested.Select(small); !errors.As(err, &ve) || ve.Code != view.CodeTooCostly || got != nil {
+		t.Fatalf("a filter of 8^8 nodes per node: %d nodes, error %v; want CodeTooCostly", len(got), err)
 	}
 
 	// Shared: a budget for two and a half runs of `$..*` (n+1 nodes with
