@@ -345,6 +345,8 @@ func (s *Selector) NeedsContext() bool { return s != nil && len(s.ContextMatch) 
 // e.Version decoded with view.DecodeJSON, nil when the event carries none
 // (deleted and expired events); it is read only when s NeedsContext. A nil
 // selector passes every change. s must come from ParseSelector or Compile.
+// The conditions' paths share MaxMatchWork per change: a path too costly
+// for a record does not match it (ne and exists false included).
 func (s *Selector) Match(e *Event, doc any) bool {
 	if s == nil {
 		return true
@@ -375,19 +377,38 @@ func (s *Selector) Match(e *Event, doc any) bool {
 	if doc == nil || (e.Kind != Created && e.Kind != Updated) {
 		return false
 	}
+	// One budget for all the conditions: the selector's cost per change is
+	// bounded, not each condition's.
+	b := view.NewQueryBudget(doc, MaxMatchWork)
 	for i := range s.ContextMatch {
-		if !s.ContextMatch[i].holds(doc) {
+		if !s.ContextMatch[i].holds(b) {
 			return false
 		}
 	}
 	return true
 }
 
-func (c *Condition) holds(doc any) bool {
-	nodes, err := c.query.Select(doc)
+// MaxMatchWork bounds a selector's work on one change's context, summed
+// over its conditions (view.QueryBudget's units: about one per node a path
+// may visit). Selectors are matched for every change of their owner, for
+// every stream, so the bound is the view engine's for one query: a path
+// too costly for a record does not match it, and its selector does not
+// pass the change.
+const MaxMatchWork = view.MaxQueryWork
+
+// holds evaluates c on b's document, reading the selected nodes one at a
+// time and stopping as soon as the outcome is known.
+func (c *Condition) holds(b *view.QueryBudget) bool {
+	// found: some node passes (for ne: equals the value; for exists: is
+	// there).
+	found := false
+	err := c.query.Each(b, func(n any) bool {
+		found = c.test(n)
+		return !found
+	})
 	if err != nil {
 		// Too costly for this record: the condition cannot be shown to
-		// hold.
+		// hold (ne and exists false included).
 		return false
 	}
 	switch c.Op {
@@ -396,33 +417,39 @@ func (c *Condition) holds(doc any) bool {
 		if c.value == nil {
 			want = true
 		}
-		return (len(nodes) > 0) == want
+		return found == want
 	case OpNe:
-		return !slices.ContainsFunc(nodes, func(n any) bool { return jsonEqual(n, c.value) })
+		return !found
 	}
-	return slices.ContainsFunc(nodes, func(n any) bool {
-		switch c.Op {
-		case OpEq:
-			return jsonEqual(n, c.value)
-		case OpGt:
-			r, ok := compare(n, c.value)
-			return ok && r > 0
-		case OpLt:
-			r, ok := compare(n, c.value)
-			return ok && r < 0
-		case OpIn:
-			return slices.ContainsFunc(c.value.([]any), func(v any) bool { return jsonEqual(n, v) })
-		case OpContains:
-			switch x := n.(type) {
-			case string:
-				v, ok := c.value.(string)
-				return ok && strings.Contains(x, v)
-			case []any:
-				return slices.ContainsFunc(x, func(el any) bool { return jsonEqual(el, c.value) })
-			}
+	return found
+}
+
+// test reports whether one selected node passes c; for ne, whether it
+// equals the value, and for exists, true.
+func (c *Condition) test(n any) bool {
+	switch c.Op {
+	case OpExists:
+		return true
+	case OpEq, OpNe:
+		return jsonEqual(n, c.value)
+	case OpGt:
+		r, ok := compare(n, c.value)
+		return ok && r > 0
+	case OpLt:
+		r, ok := compare(n, c.value)
+		return ok && r < 0
+	case OpIn:
+		return slices.ContainsFunc(c.value.([]any), func(v any) bool { return jsonEqual(n, v) })
+	case OpContains:
+		switch x := n.(type) {
+		case string:
+			v, ok := c.value.(string)
+			return ok && strings.Contains(x, v)
+		case []any:
+			return slices.ContainsFunc(x, func(el any) bool { return jsonEqual(el, c.value) })
 		}
-		return false
-	})
+	}
+	return false
 }
 
 // number is a JSON number's value. Numbers compare as float64: a number

@@ -358,3 +358,76 @@ func BenchmarkSelectorFanOut(b *testing.B) {
 		})
 	}
 }
+
+// TestSelectorMatchCostIsShared: a selector's conditions share one budget
+// per change (store.MaxMatchWork). A document of a quarter of
+// MaxMatchWork's nodes passes three `$..*` conditions, but not four or
+// sixteen: the sum of their prices is over the bound, and a path too
+// costly for a record does not match it (ne included, which would
+// otherwise hold).
+func TestSelectorMatchCostIsShared(t *testing.T) {
+	n := int(store.MaxMatchWork / 4)
+	doc, err := view.DecodeJSON([]byte(`[` + strings.Repeat("0,", n-1) + `0]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &store.Event{Kind: store.Updated, Version: 2}
+	for _, c := range []struct {
+		conds int
+		want  bool
+	}{{3, true}, {4, false}, {store.MaxConditions, false}} {
+		var conds []string
+		for range c.conds {
+			conds = append(conds, `{"path":"$..*","op":"ne","value":"never"}`)
+		}
+		sel, err := store.ParseSelector([]byte(`{"context_match":[` + strings.Join(conds, ",") + `]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sel.Match(e, doc); got != c.want {
+			t.Errorf("%d conditions on %d nodes: Match %v, want %v", c.conds, n+1, got, c.want)
+		}
+	}
+	// The budget is per change: the next match starts afresh.
+	sel, err := store.ParseSelector([]byte(`{"context_match":[{"path":"$..*","op":"eq","value":0}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if !sel.Match(e, doc) {
+			t.Fatalf("match %d: a condition within the bound does not hold", i)
+		}
+	}
+}
+
+// BenchmarkSelectorMatchDescendants prices the shape of a costly selector:
+// sixteen `$..*` conditions with ne (each reads every node) on a context of
+// a quarter of MaxContextBytes and of all of it, an array of zeros (on the
+// whole, the conditions past MaxMatchWork are refused unread).
+func BenchmarkSelectorMatchDescendants(b *testing.B) {
+	var conds []string
+	for range store.MaxConditions {
+		conds = append(conds, `{"path":"$..*","op":"ne","value":"never"}`)
+	}
+	sel, err := store.ParseSelector([]byte(`{"context_match":[` + strings.Join(conds, ",") + `]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, size := range []struct {
+		name  string
+		bytes int
+	}{{"quarter", store.MaxContextBytes / 4}, {"whole", store.MaxContextBytes}} {
+		n := size.bytes / 2
+		doc, err := view.DecodeJSON([]byte(`{"a":[` + strings.Repeat("0,", n-1) + `0]}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := &store.Event{Kind: store.Created, Version: 1}
+		b.Run(size.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sel.Match(e, doc)
+			}
+		})
+	}
+}
