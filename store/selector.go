@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/internal/strictjson"
 	"github.com/ctxkit/ctxkit/view"
 )
@@ -17,12 +18,19 @@ import (
 // Selector bounds. A selector is compiled once and matched against every
 // change of its owner, so each part is bounded.
 const (
-	MaxSelectorBytes  = 16 << 10 // the selector's JSON form
+	MaxSelectorBytes  = 16 << 10 // the selector's JSON form, canonical
 	MaxConditions     = 16       // context_match entries
 	MaxConditionPath  = 1 << 10  // one condition's JSONPath
-	MaxConditionValue = 1 << 10  // one condition's value, as JSON
+	MaxConditionValue = 1 << 10  // one condition's value, as canonical JSON
 	MaxInValues       = 64       // elements of an "in" condition's array
 )
+
+// The sizes are those of the canonical form (internal/canonjson: no
+// escapes a string does not need), not of the bytes as sent or stored: a
+// JSON writer that escapes "<" as \u003c makes the same selector up to
+// six times longer, and a selector accepted once must read back. The
+// bytes given are bounded at maxEscaped times the limit before decoding.
+const maxEscaped = 6
 
 // Op is a context condition's comparison.
 type Op string
@@ -82,7 +90,7 @@ type Selector struct {
 // selector over MaxSelectorBytes) whose Path names the part at fault
 // ("context_match[1].op").
 func ParseSelector(data []byte) (*Selector, error) {
-	if len(data) > MaxSelectorBytes {
+	if len(data) > maxEscaped*MaxSelectorBytes {
 		return nil, &Error{Code: CodeTooLarge, Path: "", Msg: fmt.Sprintf("selector is %d bytes; the limit is %d", len(data), MaxSelectorBytes)}
 	}
 	if _, err := strictjson.Decode(data, strictjson.Limits{Depth: 32}); err != nil {
@@ -235,7 +243,7 @@ func (s *Selector) Compile() (*Selector, error) {
 		}
 		c.ContextMatch = append(c.ContextMatch, cc)
 	}
-	if b, _ := json.Marshal(c); len(b) > MaxSelectorBytes {
+	if b, _ := canonjson.Marshal(c); len(b) > MaxSelectorBytes {
 		return nil, &Error{Code: CodeTooLarge, Msg: fmt.Sprintf("selector is %d bytes; the limit is %d", len(b), MaxSelectorBytes)}
 	}
 	return c, nil
@@ -290,7 +298,7 @@ func compileCondition(in Condition, at string) (Condition, error) {
 		return c, &Error{Code: CodeInvalid, Path: at + ".path", Msg: strings.TrimPrefix(err.Error(), ": "), Err: err}
 	}
 	c.query = q
-	if len(c.Value) > MaxConditionValue {
+	if len(c.Value) > maxEscaped*MaxConditionValue {
 		return c, invalid(at+".value", "%d bytes; the limit is %d", len(c.Value), MaxConditionValue)
 	}
 	if len(c.Value) > 0 {
@@ -300,7 +308,12 @@ func compileCondition(in Condition, at string) (Condition, error) {
 		}
 		c.value = v
 		// Canonical bytes, so that a stored selector reads back as given.
-		c.Value, _ = json.Marshal(v)
+		if c.Value, err = canonjson.Marshal(v); err != nil {
+			return c, invalid(at+".value", "%v", err)
+		}
+		if len(c.Value) > MaxConditionValue {
+			return c, invalid(at+".value", "%d bytes; the limit is %d", len(c.Value), MaxConditionValue)
+		}
 	}
 	has := len(c.Value) > 0
 	switch c.Op {

@@ -42,7 +42,11 @@ func TestParseSelectorErrors(t *testing.T) {
 		{`{"any_tags":["a"],"any_tags":["b"]}`, "invalid", "any_tags: key \"any_tags\" appears twice"},
 		{`{"any_tags":["a"]} {}`, "invalid", ""},
 		{`{"context_match":[` + strings.Repeat(`{"path":"$.a","op":"exists"},`, store.MaxConditions) + `{"path":"$.a","op":"exists"}]}`, "invalid", "context_match: more than 16 conditions"},
-		{`{"any_tags":["` + strings.Repeat("a", store.MaxSelectorBytes) + `"]}`, "too_large", "selector is"},
+		// Sizes are of the canonical form; the bytes given are bounded at
+		// six times that before anything is decoded.
+		{`{"any_tags":["` + strings.Repeat("a", 6*store.MaxSelectorBytes) + `"]}`, "too_large", "selector is"},
+		{`{"any_tags":["` + strings.Repeat("a", store.MaxSelectorBytes) + `"]}`, "invalid", "any_tags[0]: tag of 16384 bytes"},
+		{`{"context_match":[{"path":"$.a","op":"eq","value":"` + strings.Repeat(`\u0041`, 1000) + strings.Repeat("A", 30) + `"}]}`, "invalid", "context_match[0].value: 1032 bytes"},
 	} {
 		sel, err := store.ParseSelector([]byte(c.src))
 		var se *store.Error
@@ -429,5 +433,31 @@ func BenchmarkSelectorMatchDescendants(b *testing.B) {
 				sel.Match(e, doc)
 			}
 		})
+	}
+}
+
+// TestSelectorReadsBack: a selector accepted once reads back, however the
+// bytes it is stored in escape its strings (encoding/json writes "<" as
+// \u003c), and its sizes are those of its canonical form.
+func TestSelectorReadsBack(t *testing.T) {
+	value := strings.Repeat("<>&\u2028", store.MaxConditionValue/16)
+	in := `{"context_match":[{"path":"$.a","op":"eq","value":"` + value + `"}]}`
+	sel, err := store.ParseSelector([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := json.Marshal(sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) <= len(in) {
+		t.Fatalf("the stored form (%d bytes) is not the escaped one this test is about", len(stored))
+	}
+	back, err := store.ParseSelector(stored)
+	if err != nil {
+		t.Fatalf("a stored selector does not read back: %v", err)
+	}
+	if !reflect.DeepEqual(back.ContextMatch[0].Value, sel.ContextMatch[0].Value) {
+		t.Fatalf("value %s read back as %s", sel.ContextMatch[0].Value, back.ContextMatch[0].Value)
 	}
 }
