@@ -938,10 +938,10 @@ func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int,
 	if withContext {
 		args = append(args, d.now())
 	}
-	err := d.query(ctx, scope{owner: a.OwnerID}, `SELECT `+eventColumns+cols+from+`
+	err := d.query(ctx, scope{owner: a.OwnerID}, `SELECT `+eventColumns+`, e.owner_id, e.visibility, e.created_by`+cols+from+`
 		WHERE e.seq > $1 AND (e.owner_id = $2 AND (e.visibility <> 'private' OR e.created_by = $3 OR $4::boolean))
 		ORDER BY e.seq LIMIT $5`, args, func(rows pgx.Rows) error {
-		c, err := scanEvent(rows, false, withContext)
+		c, err := scanEvent(rows, true, withContext)
 		out = append(out, c)
 		return err
 	})

@@ -811,8 +811,8 @@ func (d *DB) eventsFrom(withContext bool) (cols, from string, args []any) {
 func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int, withContext bool) ([]store.Change, error) {
 	var out []store.Change
 	cols, from, args := d.eventsFrom(withContext)
-	err := d.readEvents(ctx, `SELECT `+eventColumnsE+cols+from+` WHERE e.seq > ? AND (e.owner_id = ? AND (e.visibility != 'private' OR e.created_by = ? OR ?)) ORDER BY e.seq LIMIT ?`,
-		append(append(append(args, after), actorArgs(a)...), limit), false, withContext, func(c *store.Change) { out = append(out, *c) })
+	err := d.readEvents(ctx, `SELECT `+eventColumnsE+`, e.owner_id, e.visibility, e.created_by`+cols+from+` WHERE e.seq > ? AND (e.owner_id = ? AND (e.visibility != 'private' OR e.created_by = ? OR ?)) ORDER BY e.seq LIMIT ?`,
+		append(append(append(args, after), actorArgs(a)...), limit), true, withContext, func(c *store.Change) { out = append(out, *c) })
 	return out, err
 }
 

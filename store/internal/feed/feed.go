@@ -29,9 +29,9 @@ type Source struct {
 	// or updated ones, at most Options.ContextPage of them), found by Seq.
 	Contexts func(ctx context.Context, cs []*store.Change) error
 	// Backlog returns up to limit changes a may see with Seq > after, in
-	// Seq order (the backend's own query, scoped to the actor's owner);
-	// only their Event and, with withContext, Context and ContextOpen are
-	// read.
+	// Seq order (the backend's own query, scoped to the actor's owner),
+	// with OwnerID, Visibility and CreatedBy (what ContextFor reads) and,
+	// with withContext, Context and ContextOpen.
 	Backlog func(ctx context.Context, a store.Actor, after int64, limit int, withContext bool) ([]store.Change, error)
 	// Latest is the backend's LatestSeq.
 	Latest func(ctx context.Context) (int64, error)
