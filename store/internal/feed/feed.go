@@ -271,7 +271,8 @@ func (f *Feed) needContexts(changes []store.Change, start int) (end int, need []
 	for end < len(changes) && len(need) < f.opts.ContextPage {
 		c := &changes[end]
 		end++
-		if f.wantsContext(c) {
+		// One at or below the cursor is not handed out (see hand).
+		if c.Seq > f.cursor && f.wantsContext(c) {
 			need = append(need, c)
 		}
 	}
