@@ -123,7 +123,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	}
 	lctx, stop := context.WithCancel(context.Background())
 	d := &DB{pool: pool, now: time.Now, stop: stop}
-	d.feed = feed.New(feed.Source{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, feed.Options{Poll: pollEvery})
+	d.feed = feed.New(feed.Source{Load: d.loadChanges, Contexts: d.contexts, Backlog: d.backlog, Latest: d.LatestSeq}, feed.Options{Poll: pollEvery})
 	if err := d.backfillSearch(ctx); err != nil {
 		stop()
 		d.feed.Close()
@@ -913,12 +913,18 @@ func (d *DB) Events(ctx context.Context, a store.Actor, after int64, sel *store.
 const eventColumns = `e.seq, e.kind, e.breadcrumb_id, e.version, e.tags, e.schema_name, e.at`
 
 // eventsFrom is the FROM clause of an events query (the table as e) and,
-// with withContext, the column that reads the breadcrumb's context at
-// the event's version from its history (created and updated events only).
-func eventsFrom(withContext bool) (cols, from string) {
+// with withContext, the columns that read the breadcrumb's context at
+// the event's version from its history (created and updated events only)
+// and whether the breadcrumb is still live and unbudgeted
+// (store.Change.ContextOpen), which compares expires_at with parameter
+// $now, given by the caller as d.now().
+func eventsFrom(withContext bool, now int) (cols, from string) {
 	if withContext {
-		return `, h.record::json -> 'context'`, ` FROM events e LEFT JOIN history h
-			ON e.kind IN ('created', 'updated') AND h.breadcrumb_id = e.breadcrumb_id AND h.version = e.version`
+		return fmt.Sprintf(`, h.record::json -> 'context',
+			b.id IS NOT NULL AND (b.expires_at IS NULL OR b.expires_at > $%d) AND b.max_reads = 0`, now),
+			` FROM events e LEFT JOIN history h
+			ON e.kind IN ('created', 'updated') AND h.breadcrumb_id = e.breadcrumb_id AND h.version = e.version
+			LEFT JOIN breadcrumbs b ON h.record IS NOT NULL AND b.id = e.breadcrumb_id`
 	}
 	return ``, ` FROM events e`
 }
@@ -928,11 +934,14 @@ func eventsFrom(withContext bool) (cols, from string) {
 func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int, withContext bool) ([]store.Change, error) {
 	var out []store.Change
 	args := append(append([]any{after}, actorArgs(a)...), limit)
-	cols, from := eventsFrom(withContext)
-	err := d.query(ctx, scope{owner: a.OwnerID}, `SELECT `+eventColumns+cols+from+`
+	cols, from := eventsFrom(withContext, 6)
+	if withContext {
+		args = append(args, d.now())
+	}
+	err := d.query(ctx, scope{owner: a.OwnerID}, `SELECT `+eventColumns+`, e.owner_id, e.visibility, e.created_by`+cols+from+`
 		WHERE e.seq > $1 AND (e.owner_id = $2 AND (e.visibility <> 'private' OR e.created_by = $3 OR $4::boolean))
 		ORDER BY e.seq LIMIT $5`, args, func(rows pgx.Rows) error {
-		c, err := scanEvent(rows, false, withContext)
+		c, err := scanEvent(rows, true, withContext)
 		out = append(out, c)
 		return err
 	})
@@ -944,14 +953,45 @@ func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int,
 // owners, as maintenance does.
 func (d *DB) loadChanges(ctx context.Context, after int64, limit int, withContext bool) ([]store.Change, error) {
 	var out []store.Change
-	cols, from := eventsFrom(withContext)
+	args := []any{after, limit}
+	cols, from := eventsFrom(withContext, 3)
+	if withContext {
+		args = append(args, d.now())
+	}
 	err := d.query(ctx, scope{system: true}, `SELECT `+eventColumns+`, e.owner_id, e.visibility, e.created_by`+cols+from+`
-		WHERE e.seq > $1 ORDER BY e.seq LIMIT $2`, []any{after, limit}, func(rows pgx.Rows) error {
+		WHERE e.seq > $1 ORDER BY e.seq LIMIT $2`, args, func(rows pgx.Rows) error {
 		c, err := scanEvent(rows, true, withContext)
 		out = append(out, c)
 		return err
 	})
 	return out, err
+}
+
+// contexts sets the context and ContextOpen of the feed's changes cs (a
+// few: the feed asks for at most its ContextPage), found by Seq; it reads
+// across owners, as loadChanges does.
+func (d *DB) contexts(ctx context.Context, cs []*store.Change) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	bySeq := make(map[int64]*store.Change, len(cs))
+	seqs := make([]int64, 0, len(cs))
+	for _, c := range cs {
+		bySeq[c.Seq] = c
+		seqs = append(seqs, c.Seq)
+	}
+	cols, from := eventsFrom(true, 2)
+	return d.query(ctx, scope{system: true}, `SELECT `+eventColumns+cols+from+`
+		WHERE e.seq = ANY($1)`, []any{seqs, d.now()}, func(rows pgx.Rows) error {
+		r, err := scanEvent(rows, false, true)
+		if err != nil {
+			return err
+		}
+		if c := bySeq[r.Seq]; c != nil {
+			c.Context, c.ContextOpen = r.Context, r.ContextOpen
+		}
+		return nil
+	})
 }
 
 // scanEvent reads a row of eventColumns and, with who, owner_id,
@@ -961,19 +1001,20 @@ func scanEvent(rows pgx.Rows, who, withContext bool) (store.Change, error) {
 		c         store.Change
 		kind, vis string
 		doc       []byte
+		open      *bool
 	)
 	dest := []any{&c.Seq, &kind, &c.BreadcrumbID, &c.Version, &c.Tags, &c.SchemaName, &c.At}
 	if who {
 		dest = append(dest, &c.OwnerID, &vis, &c.CreatedBy)
 	}
 	if withContext {
-		dest = append(dest, &doc)
+		dest = append(dest, &doc, &open)
 	}
 	if err := rows.Scan(dest...); err != nil {
 		return c, err
 	}
 	if doc != nil {
-		c.Context = json.RawMessage(doc)
+		c.Context, c.ContextOpen = json.RawMessage(doc), open != nil && *open
 	}
 	c.Kind, c.At, c.Visibility = store.EventKind(kind), c.At.UTC(), store.Visibility(vis)
 	if c.Tags == nil {

@@ -99,7 +99,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	d.r.SetMaxOpenConns(4)
 	d.r.SetMaxIdleConns(4)
-	d.feed = feed.New(feed.Source{Load: d.loadChanges, Backlog: d.backlog, Latest: d.LatestSeq}, feed.Options{})
+	d.feed = feed.New(feed.Source{Load: d.loadChanges, Contexts: d.contexts, Backlog: d.backlog, Latest: d.LatestSeq}, feed.Options{})
 	return d, nil
 }
 
@@ -786,30 +786,33 @@ func (d *DB) Events(ctx context.Context, a store.Actor, after int64, sel *store.
 
 const eventColumnsE = `e.seq, e.kind, e.breadcrumb_id, e.version, e.tags, e.schema_name, e.at`
 
-// eventContext is the context column of an events query that reads the
+// eventContext is the context columns of an events query: the
 // breadcrumb's context at the event's version from its history (created
-// and updated events only), and the join it needs.
+// and updated events only), and whether the breadcrumb is still live and
+// unbudgeted (store.Change.ContextOpen; its parameter is now), with the
+// joins they need.
 const (
-	eventContext     = `, json_extract(h.record, '$.context')`
-	eventContextJoin = ` LEFT JOIN history h ON e.kind IN ('created', 'updated') AND h.breadcrumb_id = e.breadcrumb_id AND h.version = e.version`
+	eventContext     = `, json_extract(h.record, '$.context'), b.id IS NOT NULL AND (b.expires_at IS NULL OR b.expires_at > ?) AND b.max_reads = 0`
+	eventContextJoin = ` LEFT JOIN history h ON e.kind IN ('created', 'updated') AND h.breadcrumb_id = e.breadcrumb_id AND h.version = e.version` +
+		` LEFT JOIN breadcrumbs b ON h.record IS NOT NULL AND b.id = e.breadcrumb_id`
 )
 
 // eventsFrom is the FROM clause of an events query, with the history
-// join when it reads contexts.
-func eventsFrom(withContext bool) (cols, from string) {
+// join when it reads contexts, and the arguments of the columns.
+func (d *DB) eventsFrom(withContext bool) (cols, from string, args []any) {
 	if withContext {
-		return eventContext, ` FROM events e` + eventContextJoin
+		return eventContext, ` FROM events e` + eventContextJoin, []any{d.now().UnixMicro()}
 	}
-	return ``, ` FROM events e`
+	return ``, ` FROM events e`, nil
 }
 
 // backlog reads up to limit events a may see after seq after: a stream's
 // backlog, and what a stream that fell behind missed.
 func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int, withContext bool) ([]store.Change, error) {
 	var out []store.Change
-	cols, from := eventsFrom(withContext)
-	err := d.readEvents(ctx, `SELECT `+eventColumnsE+cols+from+` WHERE e.seq > ? AND (e.owner_id = ? AND (e.visibility != 'private' OR e.created_by = ? OR ?)) ORDER BY e.seq LIMIT ?`,
-		append(append([]any{after}, actorArgs(a)...), limit), false, withContext, func(c *store.Change) { out = append(out, *c) })
+	cols, from, args := d.eventsFrom(withContext)
+	err := d.readEvents(ctx, `SELECT `+eventColumnsE+`, e.owner_id, e.visibility, e.created_by`+cols+from+` WHERE e.seq > ? AND (e.owner_id = ? AND (e.visibility != 'private' OR e.created_by = ? OR ?)) ORDER BY e.seq LIMIT ?`,
+		append(append(append(args, after), actorArgs(a)...), limit), true, withContext, func(c *store.Change) { out = append(out, *c) })
 	return out, err
 }
 
@@ -817,10 +820,31 @@ func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int,
 // for the feed's reader, which decides who may see each.
 func (d *DB) loadChanges(ctx context.Context, after int64, limit int, withContext bool) ([]store.Change, error) {
 	var out []store.Change
-	cols, from := eventsFrom(withContext)
+	cols, from, args := d.eventsFrom(withContext)
 	err := d.readEvents(ctx, `SELECT `+eventColumnsE+`, e.owner_id, e.visibility, e.created_by`+cols+from+` WHERE e.seq > ? ORDER BY e.seq LIMIT ?`,
-		[]any{after, limit}, true, withContext, func(c *store.Change) { out = append(out, *c) })
+		append(args, after, limit), true, withContext, func(c *store.Change) { out = append(out, *c) })
 	return out, err
+}
+
+// contexts sets the context and ContextOpen of the feed's changes cs (a
+// few: the feed asks for at most its ContextPage), found by Seq.
+func (d *DB) contexts(ctx context.Context, cs []*store.Change) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	bySeq := make(map[int64]*store.Change, len(cs))
+	cols, from, args := d.eventsFrom(true)
+	marks := strings.Repeat(",?", len(cs))[1:]
+	for _, c := range cs {
+		bySeq[c.Seq] = c
+		args = append(args, c.Seq)
+	}
+	return d.readEvents(ctx, `SELECT `+eventColumnsE+cols+from+` WHERE e.seq IN (`+marks+`)`, args, false, true,
+		func(r *store.Change) {
+			if c := bySeq[r.Seq]; c != nil {
+				c.Context, c.ContextOpen = r.Context, r.ContextOpen
+			}
+		})
 }
 
 // readEvents runs an events query whose columns are eventColumns and,
@@ -843,15 +867,18 @@ func (d *DB) readEvents(ctx context.Context, query string, args []any, who, with
 		if who {
 			dest = append(dest, &c.OwnerID, &vis, &c.CreatedBy)
 		}
-		var context sql.NullString
+		var (
+			context sql.NullString
+			open    sql.NullBool
+		)
 		if withContext {
-			dest = append(dest, &context)
+			dest = append(dest, &context, &open)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return d.fail(err)
 		}
 		if context.Valid {
-			c.Context = json.RawMessage(context.String)
+			c.Context, c.ContextOpen = json.RawMessage(context.String), open.Bool
 		}
 		c.Kind, c.At, c.Visibility = store.EventKind(kind), time.UnixMicro(at).UTC(), store.Visibility(vis)
 		if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {

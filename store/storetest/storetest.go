@@ -76,6 +76,7 @@ func Run(t *testing.T, open Open) {
 		{"RevocationsInOrder", testRevocationsInOrder},
 		{"Subscriptions", testSubscriptions},
 		{"SelectorPrivacy", testSelectorPrivacy},
+		{"SelectorContextRule", testSelectorContextRule},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,9 +131,6 @@ func testSelectorPrivacy(t *testing.T, s store.Store) {
 	if _, err := s.Update(ctx, bob, team.ID, 0, func(b *store.Breadcrumb) error { b.Context = json.RawMessage(`{"secret":"z"}`); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(ctx, curator, team.ID); err != nil {
-		t.Fatal(err)
-	}
 	marker := create(t, s, bob, store.Breadcrumb{Title: "marker", Context: json.RawMessage(`{"secret":"x","end":true}`)})
 	got := collectFiltered(t, s, alice, start, sel, 2)
 	if len(got) != 2 || got[0].BreadcrumbID != team.ID || got[0].Version != 2 || got[1].BreadcrumbID != marker.ID {
@@ -162,5 +160,84 @@ func testSelectorPrivacy(t *testing.T, s store.Store) {
 	last := create(t, s, bob, store.Breadcrumb{Title: "last", Context: json.RawMessage(`{"secret":"x"}`)})
 	if out := <-done; len(out) != 1 || out[0].BreadcrumbID != last.ID {
 		t.Fatalf("alice's live stream: %v (hidden %s)", describe(out), hidden.ID)
+	}
+}
+
+// testSelectorContextRule: a context condition is a yes/no question about
+// a record, so it answers only what its stream's agent may still read (the
+// rule of History): once a record is deleted or expired, its changes
+// match an agent's conditions no more, only a curator's; and a record with
+// a read budget never answers an agent's (a match is no counted read), so
+// neither can serve as an oracle. A live record without a budget matches
+// as before, from the backlog and live.
+func testSelectorContextRule(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	sel := selector(t, `{"kinds":["created"],"context_match":[{"path":"$.pin","op":"eq","value":"4711"}]}`)
+	pin := json.RawMessage(`{"pin":"4711"}`)
+	hour := time.Now().Add(time.Hour)
+	gone := create(t, s, alice, store.Breadcrumb{Title: "gone", Context: pin})
+	if err := s.Delete(ctx, curator, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	expired := create(t, s, alice, store.Breadcrumb{Title: "expired", Context: pin, ExpiresAt: &hour})
+	if n, err := s.Expire(ctx, hour.Add(time.Minute)); err != nil || n != 1 {
+		t.Fatalf("expire: %d %v", n, err)
+	}
+	budget := create(t, s, alice, store.Breadcrumb{Title: "budget", Context: pin, MaxReads: 3})
+	open := create(t, s, alice, store.Breadcrumb{Title: "open", Context: pin})
+
+	ids := func(es []store.Event) []string {
+		out := make([]string, len(es))
+		for i, e := range es {
+			out[i] = e.BreadcrumbID
+		}
+		return out
+	}
+	names := map[string]string{gone.ID: "gone", expired.ID: "expired", budget.ID: "budget", open.ID: "open"}
+	describeIDs := func(got []string) []string {
+		out := make([]string, len(got))
+		for i, id := range got {
+			out[i] = names[id]
+		}
+		return out
+	}
+	// From the backlog: bob learns nothing of the three; the curator, who
+	// may read their history, matches them all.
+	if got := ids(collectFiltered(t, s, bob, 0, sel, 1)); !slices.Equal(got, []string{open.ID}) {
+		t.Fatalf("bob's stream from the backlog: %v, want [open]", describeIDs(got))
+	}
+	if got := ids(collectFiltered(t, s, curator, 0, sel, 4)); !slices.Equal(got, []string{gone.ID, expired.ID, budget.ID, open.ID}) {
+		t.Fatalf("the curator's stream from the backlog: %v, want [gone expired budget open]", describeIDs(got))
+	}
+
+	// Live: a budgeted record created while bob's stream is open does not
+	// pass it either; the live record after it does.
+	live, err := s.LatestSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []store.Event, 1)
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	go func() {
+		var out []store.Event
+		for e, err := range s.Events(lctx, bob, live, sel) {
+			if err != nil {
+				break
+			}
+			if out = append(out, e); len(out) == 1 {
+				break
+			}
+		}
+		done <- out
+	}()
+	budget2 := create(t, s, alice, store.Breadcrumb{Title: "budget again", Context: pin, MaxReads: 1})
+	last := create(t, s, alice, store.Breadcrumb{Title: "last", Context: pin})
+	if out := <-done; len(out) != 1 || out[0].BreadcrumbID != last.ID {
+		t.Fatalf("bob's live stream: %v (budgeted %s, want %s)", describe(out), budget2.ID, last.ID)
+	}
+	// Matching spent none of the budget.
+	if b, err := s.Get(ctx, curator, budget.ID); err != nil || b.Reads != 0 {
+		t.Fatalf("the budgeted record after the streams: %+v %v", b, err)
 	}
 }

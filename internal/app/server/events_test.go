@@ -328,6 +328,12 @@ func TestEventStreamsGetTheirShare(t *testing.T) {
 		}
 		return out
 	}
+	gone := map[string]bool{}
+	for _, c := range log {
+		if c.Kind == store.Deleted {
+			gone[c.BreadcrumbID] = true
+		}
+	}
 	for _, st := range streams {
 		var expect []seen
 		for _, c := range log {
@@ -355,14 +361,25 @@ func TestEventStreamsGetTheirShare(t *testing.T) {
 		if len(expect) == 0 {
 			continue
 		}
-		// The same from the backlog, with the same ids.
+		// The same from the backlog, with the same ids, but for the
+		// changes of records deleted since, which answer the context
+		// conditions of no agent but a curator any more.
+		var replay []sse
+		for i, x := range decode(got) {
+			if !(st.filter.NeedsContext() && !st.c.actor.Curator && gone[x.id] && x.kind != string(store.Deleted)) {
+				replay = append(replay, got[i])
+			}
+		}
+		if len(replay) == 0 {
+			continue
+		}
 		resumed, stop := e.subscribe(st.c.token, st.query, "Last-Event-ID", "0")
 		var backlog []sse
-		for len(backlog) < len(expect) {
+		for len(backlog) < len(replay) {
 			backlog = append(backlog, next(t, resumed, true))
 		}
 		stop()
-		if !slices.EqualFunc(backlog, got, func(x, y sse) bool { return x == y }) {
+		if !slices.EqualFunc(backlog, replay, func(x, y sse) bool { return x == y }) {
 			t.Fatalf("%+v %q: live %v, from the backlog %v", st.c.actor, st.query, got, backlog)
 		}
 	}

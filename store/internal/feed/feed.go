@@ -21,11 +21,17 @@ type Source struct {
 	// Seq order. Backends commit changes in Seq order, so once Load has
 	// returned seq N, no change numbered N or less is still to come. With
 	// withContext, created and updated changes carry the breadcrumb's
-	// context at their version (Change.Context).
+	// context at their version (Change.Context and ContextOpen). The
+	// reader asks without: it reads contexts with Contexts, for just the
+	// changes a context stream may see.
 	Load func(ctx context.Context, after int64, limit int, withContext bool) ([]store.Change, error)
+	// Contexts sets Context and ContextOpen of the given changes (created
+	// or updated ones, at most Options.ContextPage of them), found by Seq.
+	Contexts func(ctx context.Context, cs []*store.Change) error
 	// Backlog returns up to limit changes a may see with Seq > after, in
-	// Seq order (the backend's own query, scoped to the actor's owner);
-	// only their Event and, with withContext, Context are read.
+	// Seq order (the backend's own query, scoped to the actor's owner),
+	// with OwnerID, Visibility and CreatedBy (what ContextFor reads) and,
+	// with withContext, Context and ContextOpen.
 	Backlog func(ctx context.Context, a store.Actor, after int64, limit int, withContext bool) ([]store.Change, error)
 	// Latest is the backend's LatestSeq.
 	Latest func(ctx context.Context) (int64, error)
@@ -42,7 +48,8 @@ type Options struct {
 	Page int
 	// ContextPage is Page for reads that carry contexts (up to
 	// store.MaxContextBytes each), for streams whose selectors have
-	// context conditions (default 16).
+	// context conditions, and how many contexts the reader holds at once
+	// (default 16).
 	ContextPage int
 	// Poll is how often the feed reads the events table while streams are
 	// open even without a Wake (default: never): a safety net for backends
@@ -74,7 +81,6 @@ type Feed struct {
 	mu     sync.Mutex
 	owners map[string]map[*feedStream]struct{} // open streams by actor owner
 	n      int                                 // open streams
-	nCtx   int                                 // open streams whose selectors read contexts
 	cursor int64                               // every change up to it has been handed out
 	known  bool                                // cursor is set (only while streams are open)
 	closed bool
@@ -166,7 +172,7 @@ func (f *Feed) endAll(err error) {
 		}
 		delete(f.owners, owner)
 	}
-	f.n, f.nCtx = 0, 0
+	f.n = 0
 	f.known = false
 }
 
@@ -190,7 +196,9 @@ func (f *Feed) run() {
 }
 
 // read hands out every change after the cursor, a page at a time. It reads
-// nothing while no stream is open.
+// nothing while no stream is open. Contexts are read only for the changes
+// a context stream may see, at most ContextPage at a time, so a context
+// stream of one owner costs the other owners' streams nothing.
 func (f *Feed) read() {
 	for {
 		f.mu.Lock()
@@ -199,72 +207,152 @@ func (f *Feed) read() {
 			return
 		}
 		from := f.cursor
-		withContext := f.nCtx > 0
 		f.mu.Unlock()
 
 		page := f.opts.Page
-		if withContext {
-			page = min(page, f.opts.ContextPage)
-		}
-		changes, err := f.src.Load(f.ctx, from, page, withContext)
-
-		f.mu.Lock()
+		changes, err := f.src.Load(f.ctx, from, page, false)
 		if err != nil {
-			if f.ctx.Err() == nil {
-				// The streams cannot go on without the reader: they end
-				// with the error, and their clients resume from the last
-				// event they got.
-				f.endAll(err)
-			}
-			f.mu.Unlock()
+			f.fail(err)
 			return
 		}
-		for i := range changes {
-			c := &changes[i]
-			// A cursor that moved while reading was set afresh by the
-			// first stream after none were open; that stream reads
-			// everything up to it from the database.
-			if c.Seq <= f.cursor {
-				continue
-			}
-			f.cursor = c.Seq
-			// One copy per change, shared by its streams: a pointer into
-			// changes would keep the whole page alive while a stream holds it.
-			var e *store.Event
-			// The context is decoded once per change, for every stream
-			// that reads it, and only for streams that may see the change.
-			var (
-				doc     any
-				decoded bool
-			)
-			for s := range f.owners[c.OwnerID] {
-				if !c.VisibleTo(s.a) {
-					continue
-				}
-				if s.sel.NeedsContext() && !decoded {
-					doc, decoded = decodeContext(c.Context), true
-				}
-				if s.sel.Match(&c.Event, doc) {
-					if e == nil {
-						e = new(store.Event)
-						*e = c.Event
-					}
-					select {
-					case s.ch <- e:
-					default:
-						s.lost.Store(true)
-						select {
-						case s.lostKick <- struct{}{}:
-						default:
-						}
-					}
+		for start := 0; start < len(changes); {
+			end, need := f.needContexts(changes, start)
+			if len(need) > 0 {
+				if err := f.src.Contexts(f.ctx, need); err != nil {
+					f.fail(err)
+					return
 				}
 			}
+			f.hand(changes[start:end], need)
+			// The contexts are not kept past their part of the page.
+			for _, c := range need {
+				c.Context = nil
+			}
+			start = end
 		}
-		f.mu.Unlock()
 		if len(changes) < page {
 			return
 		}
+	}
+}
+
+// fail ends every stream with the reader's err, unless the feed is
+// closing: the streams cannot go on without the reader, and their clients
+// resume from the last event they got.
+func (f *Feed) fail(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ctx.Err() == nil {
+		f.endAll(err)
+	}
+}
+
+// wantsContext reports whether a stream open now has a context condition
+// and may see c, whose context it then needs; f.mu is held.
+func (f *Feed) wantsContext(c *store.Change) bool {
+	if c.Kind != store.Created && c.Kind != store.Updated {
+		return false
+	}
+	for s := range f.owners[c.OwnerID] {
+		if s.sel.NeedsContext() && c.VisibleTo(s.a) {
+			return true
+		}
+	}
+	return false
+}
+
+// needContexts returns the end of the part of changes from start on whose
+// contexts are read together (at most ContextPage of them), and the
+// changes of it whose contexts a stream needs.
+func (f *Feed) needContexts(changes []store.Change, start int) (end int, need []*store.Change) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	end = start
+	for end < len(changes) && len(need) < f.opts.ContextPage {
+		c := &changes[end]
+		end++
+		// One at or below the cursor is not handed out (see hand).
+		if c.Seq > f.cursor && f.wantsContext(c) {
+			need = append(need, c)
+		}
+	}
+	return end, need
+}
+
+// hand gives each of changes to the streams that may see it and whose
+// selectors pass it. need (in Seq order, pointing into changes) are the
+// changes whose contexts were read, for the context streams open when
+// needContexts ran.
+func (f *Feed) hand(changes []store.Change, need []*store.Change) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range changes {
+		c := &changes[i]
+		loaded := len(need) > 0 && need[0] == c
+		if loaded {
+			need = need[1:]
+		}
+		// A cursor that moved while reading was set afresh by the
+		// first stream after none were open; that stream reads
+		// everything up to it from the database.
+		if c.Seq <= f.cursor {
+			continue
+		}
+		f.cursor = c.Seq
+		// One copy per change, shared by its streams: a pointer into
+		// changes would keep the whole page alive while a stream holds it.
+		var e *store.Event
+		// The context is decoded once per change, and only for streams
+		// that may see the change. Curators and other agents may be
+		// allowed different contexts (ContextFor), so each is decoded
+		// apart.
+		var docs [2]struct {
+			doc     any
+			decoded bool
+		}
+		for s := range f.owners[c.OwnerID] {
+			if !c.VisibleTo(s.a) {
+				continue
+			}
+			var doc any
+			if s.sel.NeedsContext() && (c.Kind == store.Created || c.Kind == store.Updated) {
+				if !loaded {
+					// The stream opened after needContexts ran, so after
+					// Load read c: its backlog, read after it opened,
+					// holds c.
+					continue
+				}
+				k := 0
+				if s.a.Curator {
+					k = 1
+				}
+				if !docs[k].decoded {
+					docs[k].doc, docs[k].decoded = decodeContext(c.ContextFor(s.a)), true
+				}
+				doc = docs[k].doc
+			}
+			if !s.sel.Match(&c.Event, doc) {
+				continue
+			}
+			if e == nil {
+				e = new(store.Event)
+				*e = c.Event
+			}
+			select {
+			case s.ch <- e:
+			default:
+				f.drop(s)
+			}
+		}
+	}
+}
+
+// drop marks a change lost for s: s reads the database before going on.
+func (f *Feed) drop(s *feedStream) {
+	s.lost.Store(true)
+	select {
+	case s.lostKick <- struct{}{}:
+	default:
 	}
 }
 
@@ -314,9 +402,6 @@ func (f *Feed) subscribe(ctx context.Context, a store.Actor, sel *store.Selector
 	}
 	set[s] = struct{}{}
 	f.n++
-	if sel.NeedsContext() {
-		f.nCtx++
-	}
 	return s, nil
 }
 
@@ -332,9 +417,6 @@ func (f *Feed) unsubscribe(s *feedStream) {
 		delete(f.owners, s.a.OwnerID)
 	}
 	f.n--
-	if s.sel.NeedsContext() {
-		f.nCtx--
-	}
 	if f.n == 0 {
 		// Nobody listens: the reader stops reading, and the next stream
 		// starts it from the newest change.
@@ -393,7 +475,7 @@ func (f *Feed) Events(ctx context.Context, a store.Actor, after int64, sel *stor
 					last = e.Seq
 					var doc any
 					if withContext {
-						doc = decodeContext(events[i].Context)
+						doc = decodeContext(events[i].ContextFor(a))
 					}
 					if sel.Match(e, doc) && !yield(*e, nil) {
 						return false

@@ -32,7 +32,25 @@ type memLog struct {
 }
 
 func (l *memLog) source() feed.Source {
-	return feed.Source{Load: l.load, Backlog: l.backlog, Latest: l.latest}
+	return feed.Source{Load: l.load, Contexts: l.contexts, Backlog: l.backlog, Latest: l.latest}
+}
+
+// contexts sets the contexts of cs from the log, as a backend's query by
+// Seq does.
+func (l *memLog) contexts(ctx context.Context, cs []*store.Change) error {
+	if err := l.fail.Load(); err != nil {
+		return *err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range cs {
+		for _, have := range l.changes {
+			if have.Seq == c.Seq {
+				c.Context, c.ContextOpen = have.Context, have.ContextOpen
+			}
+		}
+	}
+	return nil
 }
 
 func (l *memLog) load(ctx context.Context, after int64, limit int, withContext bool) ([]store.Change, error) {
@@ -52,7 +70,7 @@ func (l *memLog) load(ctx context.Context, after int64, limit int, withContext b
 				c.Tags = append(slices.Clone(c.Tags), strings.Repeat("x", l.pad))
 			}
 			if !withContext {
-				c.Context = nil
+				c.Context, c.ContextOpen = nil, false
 			}
 			out = append(out, c)
 		}
@@ -71,7 +89,7 @@ func (l *memLog) backlog(ctx context.Context, a store.Actor, after int64, limit 
 	for _, c := range l.changes {
 		if c.Seq > after && c.VisibleTo(a) && len(out) < limit {
 			if !withContext {
-				c.Context = nil
+				c.Context, c.ContextOpen = nil, false
 			}
 			out = append(out, c)
 		}
@@ -111,8 +129,8 @@ func (l *memLog) expected(a store.Actor, filter *store.Selector, after int64) []
 	var out []store.Event
 	for _, c := range l.changes {
 		var doc any
-		if c.Context != nil {
-			doc, _ = view.DecodeJSON(c.Context)
+		if raw := c.ContextFor(a); raw != nil {
+			doc, _ = view.DecodeJSON(raw)
 		}
 		if c.Seq > after && c.VisibleTo(a) && filter.Match(&c.Event, doc) {
 			out = append(out, c.Event)
@@ -137,6 +155,9 @@ func randomChange(r *rand.Rand) store.Change {
 			At: time.Now()},
 		OwnerID: owners[r.IntN(2)], Visibility: vis, CreatedBy: agents[r.IntN(3)],
 		Context: json.RawMessage(fmt.Sprintf(`{"n":%d}`, r.IntN(3))),
+		// Now and then a deleted or budgeted record's, which only
+		// curators match on.
+		ContextOpen: r.IntN(4) != 0,
 	}
 }
 
