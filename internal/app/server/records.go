@@ -193,7 +193,9 @@ func (rc *exchangeRecorder) Record(_ context.Context, x *gateway.Exchange) {
 }
 
 // admit counts a record of owner into the queue, unless owner already
-// holds three quarters of it.
+// holds three quarters of it. A record is counted out (release) when a
+// writer takes it from the queue: the share bounds the queue's slots,
+// while the records a writer holds are bounded by their bytes (queued).
 func (rc *exchangeRecorder) admit(owner string) bool {
 	share := max(1, cap(rc.queue)-cap(rc.queue)/4)
 	rc.mu.Lock()
@@ -229,6 +231,7 @@ func (rc *exchangeRecorder) write() {
 	for {
 		select {
 		case x := <-rc.queue:
+			rc.release(x.Caller.Owner)
 			rc.keep(rc.gather(rc.take(append(batch[:0], x))))
 		case <-rc.stop:
 			for {
@@ -257,6 +260,7 @@ func (rc *exchangeRecorder) gather(batch []*gateway.Exchange) []*gateway.Exchang
 	for len(batch) < maxRecordBatch && size < maxRecordBatchBytes {
 		select {
 		case x := <-rc.queue:
+			rc.release(x.Caller.Owner)
 			batch = append(batch, x)
 			size += len(x.Request) + len(x.Response)
 		case <-linger.C:
@@ -278,6 +282,7 @@ func (rc *exchangeRecorder) take(batch []*gateway.Exchange) []*gateway.Exchange 
 	for len(batch) < maxRecordBatch && size < maxRecordBatchBytes {
 		select {
 		case x := <-rc.queue:
+			rc.release(x.Caller.Owner)
 			batch = append(batch, x)
 			size += len(x.Request) + len(x.Response)
 		default:
@@ -312,7 +317,6 @@ func (rc *exchangeRecorder) keep(batch []*gateway.Exchange) {
 	xs := make([]*gateway.Exchange, 0, len(batch))
 	for _, x := range batch {
 		rc.queued.Add(-int64(len(x.Request) + len(x.Response)))
-		rc.release(x.Caller.Owner)
 		if rc.ctx.Err() != nil {
 			rc.dropped.WithLabelValues("shutdown").Inc()
 			continue
