@@ -224,7 +224,8 @@ func (f *forwarder) forward(data []byte) bool {
 			return false
 		}
 		var ok bool
-		if call, ok = e.calls[s.call]; !ok {
+		if call, ok = e.calls[s.call]; !ok || call.held > 0 {
+			// Bytes held back are the encoder's to write first.
 			return false
 		}
 		n := len(plain)

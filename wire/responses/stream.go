@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/chat"
 )
@@ -234,6 +235,9 @@ type openCall struct {
 	id, callID, name string
 	index            int
 	args             []byte
+	// held is how many bytes at the end of args no delta has written: the
+	// start of a character whose rest is still to come.
+	held int
 }
 
 // start appends the response object of the first and last events.
@@ -554,9 +558,37 @@ func (e *streamEncoder) closeReasoning(signature string) error {
 func (e *streamEncoder) argsDelta(call *openCall, s string) error {
 	call.args = append(call.args, s...)
 	e.size += len(s)
+	// A chunk may end inside a character: its first bytes wait for the
+	// rest, so that each delta is whole characters and the deltas joined
+	// are the arguments the done event repeats.
+	w := call.args[len(call.args)-len(s)-call.held:]
+	call.held = partialRune(w)
+	if len(w) == call.held {
+		return nil
+	}
+	return e.writeArgs(call, string(w[:len(w)-call.held]))
+}
+
+// writeArgs writes one arguments delta.
+func (e *streamEncoder) writeArgs(call *openCall, s string) error {
 	return e.event("response.function_call_arguments.delta", func(b []byte) []byte {
 		return appendStr(at(b, call.id, call.index), "delta", s)
 	})
+}
+
+// partialRune is how many bytes at the end of b begin a character that
+// needs more bytes than b holds (0 when b ends with a whole character or
+// with bytes that are no character's start).
+func partialRune(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax+1; i-- {
+		if utf8.RuneStart(b[i]) {
+			if utf8.FullRune(b[i:]) {
+				return 0
+			}
+			return len(b) - i
+		}
+	}
+	return 0
 }
 
 // closeCall ends call k, whose whole arguments are all ("": the deltas
@@ -572,6 +604,14 @@ func (e *streamEncoder) closeCall(k int, call *openCall, all string) error {
 	}
 	if len(all) > len(sent) && all[:len(sent)] == string(sent) {
 		if err := e.argsDelta(call, all[len(sent):]); err != nil {
+			return err
+		}
+	}
+	if call.held > 0 {
+		// The arguments end inside a character: its bytes, as they are.
+		held := string(call.args[len(call.args)-call.held:])
+		call.held = 0
+		if err := e.writeArgs(call, held); err != nil {
 			return err
 		}
 	}
