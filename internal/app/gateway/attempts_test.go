@@ -34,7 +34,7 @@ func (e *exchanges) next(t *testing.T, n int) *gateway.Exchange {
 }
 
 // gatewayServing is a gateway on loopback with the configuration cfg
-// (JSON) and opts, serving the chat, count and embeddings paths, its
+// (JSON) and opts, serving the chat, count, embeddings and models paths, its
 // exchanges going to rec (nil: none); and its metrics registry.
 func gatewayServing(t *testing.T, cfg string, opts gateway.Options, rec gateway.Recorder) (*httptest.Server, *metrics.Registry) {
 	t.Helper()
@@ -57,6 +57,7 @@ func gatewayServing(t *testing.T, cfg string, opts gateway.Options, rec gateway.
 	mux.HandleFunc("POST /v1/chat/completions", g.ChatCompletions)
 	mux.HandleFunc("POST /v1/messages/count_tokens", g.CountTokens)
 	mux.HandleFunc("POST /v1/embeddings", g.Embeddings)
+	mux.HandleFunc("GET /v1/models", g.Models)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv, reg

@@ -136,25 +136,8 @@ func (f *fake) setKey(key, step string) {
 // metrics registry and its log.
 func routed(t *testing.T, cfg string) (*httptest.Server, *metrics.Registry, *lockedBuffer) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "gateway.json")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := gateway.LoadConfig(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &lockedBuffer{}
-	g := gateway.New(c, gateway.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	reg := metrics.NewRegistry()
-	reg.MustRegister(g.Collectors()...)
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/messages", g.Messages)
-	mux.HandleFunc("POST /v1/chat/completions", g.ChatCompletions)
-	mux.HandleFunc("POST /v1/messages/count_tokens", g.CountTokens)
-	mux.HandleFunc("GET /v1/models", g.Models)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	srv, reg := gatewayServing(t, cfg, gateway.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, nil)
 	return srv, reg, logs
 }
 
