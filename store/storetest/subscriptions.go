@@ -137,25 +137,7 @@ func testSelectorPrivacy(t *testing.T, s store.Store) {
 		t.Fatalf("alice's stream: %v", describe(got))
 	}
 	// The live path too: a stream open while the writes happen.
-	live, err := s.LatestSeq(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan []store.Event, 1)
-	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	go func() {
-		var out []store.Event
-		for e, err := range s.Events(lctx, alice, live, sel) {
-			if err != nil {
-				break
-			}
-			if out = append(out, e); len(out) == 1 {
-				break
-			}
-		}
-		done <- out
-	}()
+	done := liveFirst(t, s, alice, sel)
 	create(t, s, bob, store.Breadcrumb{Title: "bob's again", Context: json.RawMessage(`{"secret":"x"}`), Visibility: store.Private})
 	last := create(t, s, bob, store.Breadcrumb{Title: "last", Context: json.RawMessage(`{"secret":"x"}`)})
 	if out := <-done; len(out) != 1 || out[0].BreadcrumbID != last.ID {
@@ -212,25 +194,7 @@ func testSelectorContextRule(t *testing.T, s store.Store) {
 
 	// Live: a budgeted record created while bob's stream is open does not
 	// pass it either; the live record after it does.
-	live, err := s.LatestSeq(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan []store.Event, 1)
-	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	go func() {
-		var out []store.Event
-		for e, err := range s.Events(lctx, bob, live, sel) {
-			if err != nil {
-				break
-			}
-			if out = append(out, e); len(out) == 1 {
-				break
-			}
-		}
-		done <- out
-	}()
+	done := liveFirst(t, s, bob, sel)
 	budget2 := create(t, s, alice, store.Breadcrumb{Title: "budget again", Context: pin, MaxReads: 1})
 	last := create(t, s, alice, store.Breadcrumb{Title: "last", Context: pin})
 	if out := <-done; len(out) != 1 || out[0].BreadcrumbID != last.ID {
@@ -240,4 +204,31 @@ func testSelectorContextRule(t *testing.T, s store.Store) {
 	if b, err := s.Get(ctx, curator, budget.ID); err != nil || b.Reads != 0 {
 		t.Fatalf("the budgeted record after the streams: %+v %v", b, err)
 	}
+}
+
+// liveFirst opens a stream of a's changes that pass sel from now on, and
+// delivers the first one (none when the stream ends first, within 30 s)
+// on the channel it returns.
+func liveFirst(t *testing.T, s store.Store, a store.Actor, sel *store.Selector) <-chan []store.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	live, err := s.LatestSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []store.Event, 1)
+	go func() {
+		var out []store.Event
+		for e, err := range s.Events(ctx, a, live, sel) {
+			if err != nil {
+				break
+			}
+			if out = append(out, e); len(out) == 1 {
+				break
+			}
+		}
+		done <- out
+	}()
+	return done
 }
