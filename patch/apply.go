@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/internal/textcut"
 )
 
 // MaxTarget is the largest target Apply takes, in bytes.
@@ -762,7 +764,7 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 		case step == stepIndent:
 			a.warnf("hunk %d matched only with indentation ignored; its added lines are indented as the file is there (%s)", fwd.index+1, c.ind.describe())
 		case c.skip > 0:
-			a.warnf("hunk %d matched with its context line %q, which the file does not hold there, ignored", fwd.index+1, clip(fwd.old[c.skip-1], 60))
+			a.warnf("hunk %d matched with its context line %q, which the file does not hold there, ignored", fwd.index+1, textcut.Clip(fwd.old[c.skip-1], 60, "…"))
 		case c.gap > 0:
 			a.warnf("hunk %d matched with line %d of the file, which the hunk leaves out, taken as context", fwd.index+1, c.region+c.gap)
 		default:
@@ -984,7 +986,7 @@ func (a *applier) unpinned(s *side, p pinning, c cand) *Error {
 	switch {
 	case p.start:
 		e.Msg = fmt.Sprintf("its header puts it at the start of the file and %s, so it goes only there; but its lines are at line %d, and line 1 is %q: add the lines before them as context, or correct the header",
-			why, at, clip(string(a.t.line(0)), 60))
+			why, at, textcut.Clip(string(a.t.line(0)), 60, "…"))
 	case p.at < 0:
 		e.Msg = fmt.Sprintf("it has no line numbers and %s, so only its exact lines place it; they are at line %d only loosely: add context lines before the insertion", why, at)
 	default:
@@ -1299,7 +1301,7 @@ func (a *applier) rival(s *side, c cand, step int) *Error {
 				line := c.region + c.lead + 1
 				e := a.ambiguous(s, []cand{c, r}, "")
 				e.Msg = fmt.Sprintf("matches at line %d only %s, and the line it ignores there, %q, is at line %d, where the hunk matches about as well: add context lines that make it unique",
-					line, stepWhy(step), clip(s.old[j], 60), q+1)
+					line, stepWhy(step), textcut.Clip(s.old[j], 60, "…"), q+1)
 				return e
 			}
 		}
@@ -1392,7 +1394,7 @@ func (a *applier) inner(s *side, hint int) ([]cand, *Error) {
 		if len(alt) > 0 {
 			e := a.ambiguous(s, []cand{c, alt[0]}, "")
 			e.Msg = fmt.Sprintf("matches at line %d with its context line %q left out, and at line %d with another line in its place: add context lines that make it unique",
-				c.region+1, clip(s.old[c.skip-1], 60), alt[0].region+1)
+				c.region+1, textcut.Clip(s.old[c.skip-1], 60, "…"), alt[0].region+1)
 			return nil, e
 		}
 	}
@@ -1564,7 +1566,7 @@ func (a *applier) scan(s *side, level int, q cand, hint int, found []cand, limit
 		}
 		if a.work > hunkBudget {
 			return nil, &Error{Code: CodeTooLarge, Hunk: s.index + 1, Path: hunkPath(s.index), Line: s.pos,
-				Msg: fmt.Sprintf("the search gave up after %d line comparisons: the file holds each of the hunk's lines in too many places (its rarest, %q, in %d); add context lines found in fewer places", hunkBudget, clip(old[anchor], 60), cnt)}
+				Msg: fmt.Sprintf("the search gave up after %d line comparisons: the file holds each of the hunk's lines in too many places (its rarest, %q, in %d); add context lines found in fewer places", hunkBudget, textcut.Clip(old[anchor], 60, "…"), cnt)}
 		}
 		if !ok {
 			continue
@@ -1690,11 +1692,11 @@ func (a *applier) notFound(s *side, hint int) *Error {
 	var why string
 	for j := 0; j < m; j++ {
 		if best+j >= t.n {
-			why = fmt.Sprintf("the file ends at line %d, the diff expects %q", t.n, clip(s.old[j], 80))
+			why = fmt.Sprintf("the file ends at line %d, the diff expects %q", t.n, textcut.Clip(s.old[j], 80, "…"))
 			break
 		}
 		if l := t.line(best + j); !eqLine(levelExact, l, s.old[j]) {
-			why = fmt.Sprintf("line %d is %q, the diff expects %q", best+j+1, clip(string(l), 80), clip(s.old[j], 80))
+			why = fmt.Sprintf("line %d is %q, the diff expects %q", best+j+1, textcut.Clip(string(l), 80, "…"), textcut.Clip(s.old[j], 80, "…"))
 			break
 		}
 	}
@@ -2237,7 +2239,7 @@ func (a *applier) indentAll(locs []loc, errs []*Error) {
 				if w := leadingSpace(l.Text); l.Op == Insert && ind.unit == "\t" && w > 0 && w < len(l.Text) && ind.apply(l.Text)[0] == ' ' {
 					errs[i] = &Error{Code: CodeAmbiguous, Hunk: i + 1, Path: hunkPath(i), Line: a.f.Hunks[i].Pos, FileLine: locs[i].match.Line,
 						Msg: fmt.Sprintf("its added line %q is indented with %d spaces, less than the diff's %s per tab, where the file indents with tabs: write the added lines with the file's indentation",
-							clip(l.Text, 60), w, plural(ind.width, "space"))}
+							textcut.Clip(l.Text, 60, "…"), w, plural(ind.width, "space"))}
 					break
 				}
 			}
@@ -2279,7 +2281,7 @@ func (a *applier) indentAll(locs []loc, errs []*Error) {
 		fail := func(why string) {
 			errs[i] = &Error{Code: CodeAmbiguous, Hunk: i + 1, Path: hunkPath(i), Line: h.Pos, FileLine: b + 1,
 				Msg: fmt.Sprintf("its added line %q is indented with %s where the file indents with %s at line %d, and %s: write the added lines with the file's indentation",
-					clip(first, 60), map[bool]string{true: "tabs", false: "spaces"}[unit != "\t"], (&reindent{unit: unit}).describe(), b+1, why)}
+					textcut.Clip(first, 60, "…"), map[bool]string{true: "tabs", false: "spaces"}[unit != "\t"], (&reindent{unit: unit}).describe(), b+1, why)}
 		}
 		if len(learnt) == 0 {
 			// Nothing maps the diff's indentation onto the target's. When

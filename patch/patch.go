@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ctxkit/ctxkit/internal/textcut"
 )
 
 // DevNull is the name a diff header gives a file that does not exist on
@@ -233,7 +235,7 @@ func Parse(diff string) (*File, error) {
 		case strings.HasPrefix(l, "diff --git ") && len(f.Hunks) > 0:
 			return nil, &Error{Code: CodeSyntax, Line: n, Msg: "a second file's diff: a diff changes one file"}
 		case afterHunk && strings.TrimSpace(l) != "" && !strings.HasPrefix(l, "```"):
-			return nil, &Error{Code: CodeSyntax, Line: n, Msg: fmt.Sprintf("unexpected text after hunk %d: %q (a hunk line starts with ' ', '+' or '-')", len(f.Hunks), clip(l, 60))}
+			return nil, &Error{Code: CodeSyntax, Line: n, Msg: fmt.Sprintf("unexpected text after hunk %d: %q (a hunk line starts with ' ', '+' or '-')", len(f.Hunks), textcut.Clip(l, 60, "…"))}
 		}
 	}
 	if err := endHunk(); err != nil {
@@ -359,15 +361,3 @@ func parseNum(s string) (int, string, bool) {
 	n, err := strconv.Atoi(s[:i])
 	return n, s[i:], err == nil
 }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8Start(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -9,7 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/ctxkit/ctxkit/internal/textcut"
 )
 
 // Every flag of every command may come from the environment: a container,
@@ -112,21 +113,10 @@ func sameValue(a, b flag.Value) bool {
 
 // echo quotes a value for a message, cut short when long.
 func echo(v string) string {
-	if c := cut(v, maxEnvEcho); c != v {
+	if c := textcut.Prefix(v, maxEnvEcho); c != v {
 		return fmt.Sprintf("%q…", c)
 	}
 	return fmt.Sprintf("%q", v)
-}
-
-// cut is s cut to at most n bytes, at a character's start.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // wants says what flag f takes, after the error its value gave.
@@ -145,7 +135,7 @@ func wants(f *flag.Flag, err error) string {
 	if what == "" {
 		// The value's own error may repeat the value: bound it too.
 		msg := err.Error()
-		if c := cut(msg, 4*maxEnvEcho); c != msg {
+		if c := textcut.Prefix(msg, 4*maxEnvEcho); c != msg {
 			msg = c + "…"
 		}
 		return fmt.Sprintf("not a valid %s: %s", dashes(f.Name), msg)

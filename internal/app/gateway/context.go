@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/textcut"
 	"github.com/ctxkit/ctxkit/internal/tokencount"
 	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/anthropic"
@@ -132,7 +133,7 @@ func parseSelector(s string) (Selector, error) {
 			name, value, ok = "tag", tag, true
 		}
 		if !ok {
-			return sel, selectorError("part %d %q: not name=value (tag:NAME, q=TEXT, n=N, budget=TOKENS)", i+1, clip(part))
+			return sel, selectorError("part %d %q: not name=value (tag:NAME, q=TEXT, n=N, budget=TOKENS)", i+1, textcut.Clip(part, 40, "..."))
 		}
 		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
 		if name != "tag" {
@@ -163,17 +164,17 @@ func parseSelector(s string) (Selector, error) {
 		case "n":
 			n, err := boundedInt(value, maxContextItems)
 			if err != nil {
-				return sel, selectorError("n: %q is not a whole number from 1 to %d", clip(value), maxContextItems)
+				return sel, selectorError("n: %q is not a whole number from 1 to %d", textcut.Clip(value, 40, "..."), maxContextItems)
 			}
 			sel.Max = n
 		case "budget":
 			n, err := boundedInt(value, maxContextBudget)
 			if err != nil {
-				return sel, selectorError("budget: %q is not a whole number of tokens from 1 to %d", clip(value), maxContextBudget)
+				return sel, selectorError("budget: %q is not a whole number of tokens from 1 to %d", textcut.Clip(value, 40, "..."), maxContextBudget)
 			}
 			sel.Budget = n
 		default:
-			return sel, selectorError("%q: not a part ctxkit knows (tag:, q=, n=, budget=)", clip(name))
+			return sel, selectorError("%q: not a part ctxkit knows (tag:, q=, n=, budget=)", textcut.Clip(name, 40, "..."))
 		}
 	}
 	if len(sel.Tags) == 0 && sel.Query == "" {
@@ -192,18 +193,6 @@ func boundedInt(s string, limit int) (int, error) {
 		return 0, errors.New("out of range")
 	}
 	return n, nil
-}
-
-// clip shortens a part of the header quoted in an error.
-func clip(s string) string {
-	if len(s) <= 40 {
-		return s
-	}
-	i := 40
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "..."
 }
 
 // addContext adds the context x-ctxkit-context asks for to req, as the

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/textcut"
 	"github.com/ctxkit/ctxkit/wire"
 )
 
@@ -352,12 +352,5 @@ func answerText(res *chat.Response) string {
 // slice would keep the whole of s (a message of megabytes, uncounted by
 // the recorder's queue bound) while the record waits to be written.
 func excerpt(s string) string {
-	n := ExcerptBytes + excerptSlack
-	if len(s) <= n {
-		return strings.Clone(s)
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return strings.Clone(s[:n])
+	return strings.Clone(textcut.Prefix(s, ExcerptBytes+excerptSlack))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ctxkit/ctxkit/internal/app/mcpserver"
+	"github.com/ctxkit/ctxkit/internal/textcut"
 	"github.com/ctxkit/ctxkit/internal/version"
 )
 
@@ -91,7 +92,7 @@ func (s *Server) mcpOrigin(r *http.Request) error {
 		return nil
 	}
 	refuse := func(why string) error {
-		e := errorf(http.StatusForbidden, CodeForbiddenOrigin, "Origin %q %s: a web page of another site may not call /mcp", truncate(origin, 200), why)
+		e := errorf(http.StatusForbidden, CodeForbiddenOrigin, "Origin %q %s: a web page of another site may not call /mcp", textcut.Clip(origin, 200, "…"), why)
 		e.Path = "Origin"
 		return e
 	}
@@ -140,13 +141,6 @@ func sameHost(origin *url.URL, r *http.Request) bool {
 	}
 	norm := func(h string) string { return strings.TrimSuffix(strings.ToLower(h), def) }
 	return r.Host != "" && norm(origin.Host) == norm(r.Host)
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }
 
 // inProcess is an mcpserver.API on the server's own handlers.

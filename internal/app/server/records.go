@@ -24,6 +24,7 @@ import (
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/internal/canonjson"
 	metric "github.com/ctxkit/ctxkit/internal/metrics"
+	"github.com/ctxkit/ctxkit/internal/textcut"
 	"github.com/ctxkit/ctxkit/relay"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/view"
@@ -476,7 +477,7 @@ func (rc *exchangeRecorder) breadcrumb(x *gateway.Exchange) (store.Breadcrumb, e
 		limit /= 2
 	}
 	route := storable(x.Route)
-	title := cut(fmt.Sprintf("gateway exchange %s %d", route, x.Status), store.MaxTitleBytes)
+	title := textcut.Prefix(fmt.Sprintf("gateway exchange %s %d", route, x.Status), store.MaxTitleBytes)
 	tags := []string{exchangeTag}
 	if t := routeTag + route; len(t) <= store.MaxTagBytes {
 		tags = append(tags, t)
@@ -510,7 +511,7 @@ func (rc *exchangeRecorder) body(b []byte, size int64, limit int) (json.RawMessa
 	text = strings.ReplaceAll(text, "\x00", "\uFFFD")
 	truncated := !whole || len(text) > limit
 	if len(text) > limit {
-		text = cut(text, limit)
+		text = textcut.Prefix(text, limit)
 	}
 	out, _ := canonjson.Marshal(text)
 	return out, truncated
@@ -608,26 +609,12 @@ func minBytes(re *syntax.Regexp) int {
 // excerpt is s redacted and cut to gateway.ExcerptBytes.
 func (rc *exchangeRecorder) excerpt(s string) string {
 	s = rc.redactString(strings.ToValidUTF8(s, "\uFFFD"))
-	if len(s) > gateway.ExcerptBytes {
-		s = cut(s, gateway.ExcerptBytes) + "…"
-	}
-	return s
+	return textcut.Clip(s, gateway.ExcerptBytes, "…")
 }
 
 // storable is s as the store keeps text: valid UTF-8 without NUL.
 func storable(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-}
-
-// cut is the start of s at most n bytes long, at a character boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // seal is rec's context in the store's canonical form with a seal: an
@@ -781,7 +768,7 @@ func (s *Server) gatewayUsage(w http.ResponseWriter, r *http.Request, p Principa
 		}
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			return t, errorAt(http.StatusBadRequest, store.CodeInvalid, name, "%q is not an RFC 3339 time such as 2026-11-27T08:00:00Z", cut(v, 64))
+			return t, errorAt(http.StatusBadRequest, store.CodeInvalid, name, "%q is not an RFC 3339 time such as 2026-11-27T08:00:00Z", textcut.Prefix(v, 64))
 		}
 		return t.UTC(), nil
 	}
@@ -805,7 +792,7 @@ func (s *Server) gatewayUsage(w http.ResponseWriter, r *http.Request, p Principa
 		by = "model"
 	case "model", "agent", "provider":
 	default:
-		return errorAt(http.StatusBadRequest, store.CodeInvalid, "group_by", "%q is not one of model, agent, provider", cut(by, 64))
+		return errorAt(http.StatusBadRequest, store.CodeInvalid, "group_by", "%q is not one of model, agent, provider", textcut.Prefix(by, 64))
 	}
 	rep := usageReport{From: from, To: to, GroupBy: by, Groups: []usageGroup{}, Complete: true}
 	rc := s.records
