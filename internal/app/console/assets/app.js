@@ -347,18 +347,30 @@ async function loadList(cursor) {
     return;
   }
   if (seq !== listSeq || !$("rows")) return; // a newer load, or another page
-  // The page changes in a frame of its own, and only where it changed:
-  // a row whose breadcrumb version is on screen already is kept, so a
-  // refresh while changes stream in builds and lays out the new rows only.
+  // A row whose breadcrumb version is on screen already is kept. The new
+  // ones (most of them, while changes stream in) are built a few at a
+  // time, yielding between, and all go in place together in one frame,
+  // where only what moved is touched: no task of the refresh holds the
+  // page for long.
+  const mode = list.q ? "s:" : "l:";
+  const have = new Map();
+  for (const tr of $("rows").rows) have.set(tr.dataset.key, tr);
+  const rows = [];
+  let built = 0;
+  for (const b of items) {
+    const kept = have.get(mode + b.id + "@" + b.version);
+    if (kept) { rows.push(kept); continue; }
+    rows.push(listRow(b, mode));
+    if (++built % ROWS_PER_TASK === 0) {
+      await yieldTask();
+      if (seq !== listSeq || !$("rows")) return;
+    }
+  }
   await frame();
   if (seq !== listSeq || !$("rows")) return;
   list.next = next;
   const r0 = performance.now();
   const body = $("rows");
-  const mode = list.q ? "s:" : "l:";
-  const have = new Map();
-  for (const tr of body.rows) have.set(tr.dataset.key, tr);
-  const rows = items.map((b) => have.get(mode + b.id + "@" + b.version) || listRow(b, mode));
   patchChildren(body, rows);
   $("next").disabled = !next;
   $("first").disabled = list.cursors.length <= 1;
@@ -393,6 +405,14 @@ function patchChildren(el, want) {
     const at = el.children[i];
     if (at !== want[i]) el.insertBefore(want[i], at || null);
   }
+}
+
+// ROWS_PER_TASK bounds the rows one task of a list refresh builds.
+const ROWS_PER_TASK = 10;
+
+// yieldTask lets the page draw and answer input before work goes on.
+function yieldTask() {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 // frame resolves at the next animation frame, or after 100 ms in a tab
