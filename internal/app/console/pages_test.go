@@ -364,6 +364,8 @@ func TestNewPagesByKeyboard(t *testing.T) {
 	focusBy(`#nav a[href="#/events"]`, true)
 	tb.do(chromedp.KeyEvent(kb.Enter))
 	tb.until(`document.querySelector("h1").textContent === "Events" && document.activeElement.id === "page-title"`)
+	// An emitter's token may not read the stream: the page says why.
+	tb.until(`document.querySelector("#ev-state").textContent === "Not watching: the event stream needs a token with the subscriber role."`)
 	focusBy("#ev-pause", false)
 	tb.do(chromedp.KeyEvent(" "))
 	tb.until(`document.querySelector("#ev-pause").getAttribute("aria-pressed") === "true"`)
@@ -379,4 +381,32 @@ func TestNewPagesByKeyboard(t *testing.T) {
 	if d := tb.value(diffLines); d != "changed context.n" {
 		t.Fatalf("the diff reads %q", d)
 	}
+}
+
+// TestNewPagesFitANarrowWindow: history, events and relay fit a
+// phone-sized window (wide tables scroll inside the page).
+func TestNewPagesFitANarrowWindow(t *testing.T) {
+	s := newSite(t)
+	tok := s.token("acme", "alice", "emitter", "subscriber")
+	id := s.create(tok, map[string]any{"title": "narrow", "context": map[string]any{"a long key that has to wrap somewhere": "and a long value that has to wrap as well, somewhere"}})
+	s.patch(tok, id, 1, map[string]any{"context": map[string]any{"another long key that has to wrap somewhere": true}})
+	tb := newTab(t, s)
+	tb.do(chromedp.EmulateViewport(380, 800))
+	tb.signIn(tok)
+	for _, p := range []struct{ hash, ready string }{
+		{"#/b/" + id + "/history", `document.querySelector("#diff li")`},
+		{"#/events", `document.querySelector("#ev-state").textContent.startsWith("Live")`},
+		{"#/relay", `document.querySelector("#relay-run")`},
+	} {
+		tb.open("/ui/" + p.hash)
+		tb.until(p.ready)
+		if p.hash == "#/events" {
+			s.create(tok, map[string]any{"title": "an event with a long title that has to wrap in a narrow window", "context": map[string]any{}})
+			tb.until(`document.querySelector("#ev-rows tr .ev-link") && document.querySelector("#ev-rows tr .ev-link").textContent.startsWith("an event")`)
+		}
+		if w := tb.number(`document.documentElement.scrollWidth - window.innerWidth`); w > 0 {
+			t.Fatalf("%s overflows a 380px window by %vpx", p.hash, w)
+		}
+	}
+	tb.screenshot("relay-narrow")
 }

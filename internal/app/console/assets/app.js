@@ -189,8 +189,9 @@ function setChrome() {
 // Authorization header), and after a drop resumes from the last event
 // seen with Last-Event-ID. query is the stream's own query string (a
 // selector); listeners hear every change it sends; onState hears "on",
-// "off", "retry" and "refused" (with the API's error: a selector the
-// server turned down, which no retry would mend).
+// "off", "retry", "forbidden" (a token without the subscriber role) and
+// "refused" (with the API's error: a selector the server turned down,
+// which no retry would mend).
 class Feed {
   constructor(query, onState) {
     this.query = query || "";
@@ -223,7 +224,7 @@ class Feed {
         if (this.last) hs["Last-Event-ID"] = this.last;
         const resp = await fetch("/events/stream" + this.query, { headers: hs, signal, cache: "no-store", credentials: "omit" });
         if (resp.status === 401) { signOut("The server refused the token."); return; }
-        if (resp.status === 403) { this.set("off"); return; } // a token without the subscriber role
+        if (resp.status === 403) { this.set("forbidden"); return; } // a token without the subscriber role
         if (resp.status === 400) {
           let e = {};
           try { e = (await resp.json()).error || {}; } catch { e = {}; }
@@ -283,7 +284,7 @@ class Feed {
 // list refreshes from it.
 const live = new Feed("", (state) => {
   const el = $("live");
-  if (el) el.textContent = state === "on" ? "Live updates on" : state === "off" ? "" : "Reconnecting to live updates…";
+  if (el) el.textContent = state === "on" ? "Live updates on" : state === "off" || state === "forbidden" ? "" : "Reconnecting to live updates…";
 });
 
 // --- the list ---------------------------------------------------------------
@@ -839,7 +840,8 @@ function renderEvents() {
       return;
     }
     const st = events.feed ? events.feed.state : "off";
-    state.textContent = st === "on" ? "Live: changes appear as they happen." : st === "retry" ? "Reconnecting…" : st === "refused" ? "Not watching: fix the filter." : "Not watching.";
+    state.textContent = st === "on" ? "Live: changes appear as they happen." : st === "retry" ? "Reconnecting…" : st === "refused" ? "Not watching: fix the filter."
+      : st === "forbidden" ? "Not watching: the event stream needs a token with the subscriber role." : "Not watching.";
   };
   const start = () => {
     for (const el of [tag, schema]) el.removeAttribute("aria-invalid");
