@@ -36,12 +36,24 @@ func TestFigures(t *testing.T) {
 	tb := newTab(t, s)
 	ctx := context.Background()
 	a := store.Actor{OwnerID: "acme", AgentID: "seed"}
-	for i := range n {
-		title := fmt.Sprintf("record %d about topic%d", i, i%997)
-		ctxJSON, _ := json.Marshal(map[string]any{"n": i, "text": "some context for the agents to share"})
-		if _, _, err := s.db.Create(ctx, a, store.Breadcrumb{Title: title, Tags: []string{"t" + strconv.Itoa(i%50)}, SchemaName: "seed.v1",
-			Context: ctxJSON, SearchText: title}, store.Idempotency{}); err != nil {
+	// Seeded in batches (one transaction each), so a store of 100,000 is
+	// ready in a minute or two.
+	for at := 0; at < n; at += store.MaxBatch {
+		var cs []store.Creation
+		for i := at; i < min(n, at+store.MaxBatch); i++ {
+			title := fmt.Sprintf("record %d about topic%d", i, i%997)
+			ctxJSON, _ := json.Marshal(map[string]any{"n": i, "text": "some context for the agents to share"})
+			cs = append(cs, store.Creation{Actor: a, In: store.Breadcrumb{Title: title, Tags: []string{"t" + strconv.Itoa(i%50)}, SchemaName: "seed.v1",
+				Context: ctxJSON, SearchText: title}})
+		}
+		out, err := store.CreateBatch(ctx, s.db, cs)
+		if err != nil {
 			t.Fatal(err)
+		}
+		for _, r := range out {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
 		}
 	}
 	tok := s.token("acme", "alice", "curator")
