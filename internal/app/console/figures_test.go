@@ -8,11 +8,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/profiler"
+	"github.com/chromedp/cdproto/tracing"
 	"github.com/chromedp/chromedp"
 
 	"github.com/ctxkit/ctxkit/store"
@@ -134,7 +136,17 @@ func TestFigures(t *testing.T) {
 	tb.open("/ui/#/")
 	tb.click("#clear")
 	tb.until(rows + ` === 50`)
-	rate, gap, long := burst("burst", os.Getenv("CTXKIT_CONSOLE_PROFILE") == "1", `document.querySelector("#rows a.crumb").textContent === "burst 399"`)
+	var rate2, gap float64
+	var long2 string
+	list := func() {
+		rate2, gap, long2 = burst("burst", os.Getenv("CTXKIT_CONSOLE_PROFILE") == "1", `document.querySelector("#rows a.crumb").textContent === "burst 399"`)
+	}
+	if os.Getenv("CTXKIT_CONSOLE_TRACE") == "1" {
+		traceLongTasks(t, tb, list)
+	} else {
+		list()
+	}
+	rate, long = rate2, long2
 	t.Logf("400 changes at %.0f a second on the list: the longest frame gap was %.0f ms (%v frames); long tasks (ms): %s", rate, gap, tb.number(`window.__frames`), long)
 	t.Logf("the list rendered %v times, its longest render %.1f ms", tb.number(`performance.getEntriesByName("list-render").length`),
 		tb.number(`Math.max(0, ...performance.getEntriesByName("list-render").map(e => e.duration))`))
@@ -184,4 +196,109 @@ func selfTimes(p *profiler.Profile, n int) string {
 		fmt.Fprintf(&b, "  %7.1f ms %4.1f%%  %s\n", r.ms, 100*r.ms/total, r.name)
 	}
 	return b.String()
+}
+
+// traceLongTasks records a DevTools trace (the Performance panel's
+// timeline) while run runs, and logs the page's tasks over 50 ms with
+// what took their time (CTXKIT_CONSOLE_TRACE=1).
+func traceLongTasks(t *testing.T, tb *tab, run func()) {
+	var (
+		mu   sync.Mutex
+		raw  [][]byte
+		once sync.Once
+		done = make(chan struct{})
+	)
+	lctx, cancel := context.WithCancel(tb.ctx)
+	defer cancel()
+	if err := chromedp.Listen(lctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *tracing.EventDataCollected:
+			mu.Lock()
+			for _, v := range ev.Value {
+				raw = append(raw, append([]byte(nil), v...))
+			}
+			mu.Unlock()
+		case *tracing.EventTracingComplete:
+			once.Do(func() { close(done) })
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tb.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, tracing.Start, tracing.StartParams{TransferMode: tracing.StartTransferModeReportEvents,
+			TraceConfig: &tracing.TraceConfig{IncludedCategories: []string{"toplevel", "devtools.timeline", "disabled-by-default-devtools.timeline", "v8"}}})
+		return err
+	}))
+	run()
+	tb.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, tracing.End, cdp.Empty{})
+		return err
+	}))
+	select {
+	case <-done:
+	case <-time.After(wait):
+		t.Fatal("the trace did not complete")
+	}
+	type event struct {
+		Name     string  `json:"name"`
+		Ph       string  `json:"ph"`
+		Ts       float64 `json:"ts"`
+		Dur      float64 `json:"dur"`
+		Tdur     float64 `json:"tdur"` // the thread's CPU time
+		Pid, Tid int64
+		Args     struct {
+			Name string `json:"name"`
+		} `json:"args"`
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var evs []event
+	main := map[[2]int64]bool{}
+	for _, r := range raw {
+		var e event
+		if json.Unmarshal(r, &e) != nil {
+			continue
+		}
+		if e.Ph == "M" && e.Name == "thread_name" && e.Args.Name == "CrRendererMain" {
+			main[[2]int64{e.Pid, e.Tid}] = true
+		}
+		if e.Ph == "X" {
+			evs = append(evs, e)
+		}
+	}
+	var b strings.Builder
+	seen := map[[2]float64]bool{} // a task recorded under two categories is one task
+	for _, task := range evs {
+		if !main[[2]int64{task.Pid, task.Tid}] || !strings.Contains(task.Name, "RunTask") || task.Dur < 50_000 || seen[[2]float64{float64(task.Tid), task.Ts}] {
+			continue
+		}
+		seen[[2]float64{float64(task.Tid), task.Ts}] = true
+		inside := map[string]float64{}
+		counted := map[string]bool{}
+		for _, e := range evs {
+			key := fmt.Sprint(e.Name, e.Ts)
+			if e.Pid == task.Pid && e.Tid == task.Tid && e.Ts >= task.Ts && e.Ts+e.Dur <= task.Ts+task.Dur && !strings.Contains(e.Name, "RunTask") && !counted[key] {
+				counted[key] = true
+				inside[e.Name] += e.Dur / 1000
+			}
+		}
+		type part struct {
+			name string
+			ms   float64
+		}
+		var parts []part
+		for k, v := range inside {
+			parts = append(parts, part{k, v})
+		}
+		sort.Slice(parts, func(i, j int) bool { return parts[i].ms > parts[j].ms })
+		fmt.Fprintf(&b, "  a task of %.0f ms (%.0f ms of it on a CPU):", task.Dur/1000, task.Tdur/1000)
+		for i, p := range parts {
+			if i == 5 {
+				break
+			}
+			fmt.Fprintf(&b, " %s %.0f;", p.name, p.ms)
+		}
+		b.WriteString("\n")
+	}
+	t.Logf("the page's tasks over 50 ms (what ran inside each, inclusive ms):\n%s", b.String())
 }

@@ -328,7 +328,10 @@ function renderList() {
 
 let listSeq = 0;
 
-async function loadList(cursor) {
+// loadList loads and shows a page of the list; live says a change on the
+// server asked for it (not the user), so it may reach the screen over a
+// few frames.
+async function loadList(cursor, live = false) {
   const seq = ++listSeq;
   if (cursor) list.cursors.push(cursor);
   const at = list.cursors[list.cursors.length - 1];
@@ -369,6 +372,20 @@ async function loadList(cursor) {
   }
   await frame();
   if (seq !== listSeq || !$("rows")) return;
+  // A refresh with many new rows puts them in ROWS_PER_TASK at a frame,
+  // top first: laying out new rows is most of what a refresh costs the
+  // page (the browser's trace says so), and a frame must not wait for
+  // fifty of them. What the user asked for is shown at once.
+  if (live) {
+    for (let k = ROWS_PER_TASK; k < rows.length; k += ROWS_PER_TASK) {
+      const body = $("rows");
+      const fresh = rows.slice(0, k).filter((r) => r.parentNode !== body).length;
+      if (fresh === 0) continue;
+      patchPrefix(body, rows, k);
+      await frame();
+      if (seq !== listSeq || !$("rows")) return;
+    }
+  }
   list.next = next;
   const r0 = performance.now();
   const body = $("rows");
@@ -408,7 +425,19 @@ function patchChildren(el, want) {
   }
 }
 
-// ROWS_PER_TASK bounds the rows one task of a list refresh builds.
+// patchPrefix puts want's first k nodes first in el, in order, and
+// drops nodes from the end past want's length: the step of a refresh
+// that reaches the screen over several frames.
+function patchPrefix(el, want, k) {
+  for (let i = 0; i < k; i++) {
+    const at = el.children[i];
+    if (at !== want[i]) el.insertBefore(want[i], at || null);
+  }
+  while (el.children.length > want.length) el.lastElementChild.remove();
+}
+
+// ROWS_PER_TASK bounds the rows one task of a list refresh builds, and
+// the new rows one frame of a live refresh lays out.
 const ROWS_PER_TASK = 10;
 
 // yieldTask lets the page draw and answer input before work goes on.
@@ -441,7 +470,7 @@ live.listeners.add(() => {
     do {
       again = false;
       const t = performance.now();
-      await loadList();
+      await loadList(undefined, true);
       if (again) await new Promise((r) => setTimeout(r, Math.max(0, REFRESH_GAP - (performance.now() - t))));
     } while (again && $("rows"));
     refreshing = false;
