@@ -267,12 +267,12 @@ func traceLongTasks(t *testing.T, tb *tab, run func()) {
 		}
 	}
 	var b strings.Builder
-	seen := map[[2]float64]bool{} // a task recorded under two categories is one task
+	seen := map[[2]float64]bool{} // a task the trace holds twice is one task
 	for _, task := range evs {
-		if !main[[2]int64{task.Pid, task.Tid}] || !strings.Contains(task.Name, "RunTask") || task.Dur < 50_000 || seen[[2]float64{float64(task.Tid), task.Ts}] {
+		if !main[[2]int64{task.Pid, task.Tid}] || !strings.Contains(task.Name, "RunTask") || task.Dur < 50_000 || seen[[2]float64{task.Ts, task.Dur}] {
 			continue
 		}
-		seen[[2]float64{float64(task.Tid), task.Ts}] = true
+		seen[[2]float64{task.Ts, task.Dur}] = true
 		inside := map[string]float64{}
 		counted := map[string]bool{}
 		for _, e := range evs {
