@@ -92,14 +92,19 @@ type site struct {
 	resumed []string // the Last-Event-ID of each stream request
 }
 
-func newSite(t *testing.T) *site {
+// newSite starts a server; tweaks change its options (a gateway, say).
+func newSite(t *testing.T, tweaks ...func(*server.Options)) *site {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ctxkit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	api := server.New(server.Options{Store: db, Key: key})
+	opts := server.Options{Store: db, Key: key}
+	for _, f := range tweaks {
+		f(&opts)
+	}
+	api := server.New(opts)
 	s := &site{t: t, key: key, api: api, db: db, streams: map[*http.Request]context.CancelFunc{}}
 	h := api.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -131,7 +136,17 @@ func newSite(t *testing.T) *site {
 		}()
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() { api.StopStreams(); srv.Close(); db.Close() })
+	t.Cleanup(func() {
+		api.StopStreams()
+		srv.Close()
+		// Traffic records still queued are written before the store closes.
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := api.DrainRecords(ctx); err != nil {
+			t.Errorf("draining the traffic records: %v", err)
+		}
+		db.Close()
+	})
 	s.url = srv.URL
 	return s
 }

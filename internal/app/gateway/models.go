@@ -9,3 +9,8 @@ func (g *Gateway) ModelNames() []string {
 	}
 	return names
 }
+
+// Config is the configuration the gateway serves, for reading only (the
+// server describes the routes from it): changing it changes nothing the
+// gateway does, and races with requests.
+func (g *Gateway) Config() *Config { return g.cfg }

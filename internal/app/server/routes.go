@@ -282,6 +282,11 @@ func (s *Server) routeTable() []route {
 					"stopped the reading",
 				Params:    []string{"usageFrom", "usageTo", "groupBy"},
 				Responses: answer(200, "the sums", "GatewayUsage", 400, 401)}},
+			route{method: "GET", path: "/gateway/routes", serve: s.gatewayRoutes, doc: operation{
+				Summary: "The gateway's providers (name, type, models) and routes (the model a client sends, and the " +
+					"targets tried in order: provider, its type, the upstream model; whether the route keeps traffic " +
+					"records), for any valid token; never a key, a key's source or a base URL",
+				Responses: answer(200, "{providers: [{name, type, api, models}], routes: [{model, targets: [{provider, type, model}], max_attempts, max_time, record}]}", "", 401)}},
 			route{method: "POST", path: "/v1/messages", auth: authGateway, dialect: gateway.Anthropic, plain: g.Messages, doc: operation{
 				Summary: "The Anthropic Messages dialect, served by the upstream the model names (any valid token)", Body: "ChatRequest",
 				Params: []string{"ctxkitContext"}, Responses: chatReplies("the upstream's answer", "Anthropic")}},

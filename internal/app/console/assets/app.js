@@ -171,6 +171,7 @@ function signedIn() {
 function signOut(message) {
   auth.clear();
   live.stop();
+  stopEvents();
   renderSignIn(message);
 }
 
@@ -182,41 +183,54 @@ function setChrome() {
   $("who").textContent = c ? show(`${c.agent} @ ${c.owner} · ${c.roles.join(", ")}`) : "";
 }
 
-// --- live events ----------------------------------------------------------
+// --- event streams ---------------------------------------------------------
 
-// live reads /events/stream with fetch (EventSource cannot send the
+// Feed reads /events/stream with fetch (EventSource cannot send the
 // Authorization header), and after a drop resumes from the last event
-// seen with Last-Event-ID. Listeners hear every change.
-const live = {
-  ctl: null,
-  last: "",
-  listeners: new Set(),
-  state: "off",
+// seen with Last-Event-ID. query is the stream's own query string (a
+// selector); listeners hear every change it sends; onState hears "on",
+// "off", "retry", "forbidden" (a token without the subscriber role) and
+// "refused" (with the API's error: a selector the server turned down,
+// which no retry would mend).
+class Feed {
+  constructor(query, onState) {
+    this.query = query || "";
+    this.onState = onState || (() => {});
+    this.ctl = null;
+    this.last = "";
+    this.state = "off";
+    this.listeners = new Set();
+  }
   start() {
     if (this.ctl) return;
     this.ctl = new AbortController();
     this.run(this.ctl.signal);
-  },
+  }
   stop() {
     if (this.ctl) this.ctl.abort();
     this.ctl = null;
     this.last = "";
     this.set("off");
-  },
-  set(state) {
+  }
+  set(state, err) {
     this.state = state;
-    const el = $("live");
-    if (el) el.textContent = state === "on" ? "Live updates on" : state === "off" ? "" : "Reconnecting to live updates…";
-  },
+    this.onState(state, err);
+  }
   async run(signal) {
     let wait = 500;
     while (!signal.aborted && auth.token) {
       try {
         const hs = { Authorization: "Bearer " + auth.token, Accept: "text/event-stream" };
         if (this.last) hs["Last-Event-ID"] = this.last;
-        const resp = await fetch("/events/stream", { headers: hs, signal, cache: "no-store", credentials: "omit" });
+        const resp = await fetch("/events/stream" + this.query, { headers: hs, signal, cache: "no-store", credentials: "omit" });
         if (resp.status === 401) { signOut("The server refused the token."); return; }
-        if (resp.status === 403) { this.set("off"); return; } // a token without the subscriber role
+        if (resp.status === 403) { this.set("forbidden"); return; } // a token without the subscriber role
+        if (resp.status === 400) {
+          let e = {};
+          try { e = (await resp.json()).error || {}; } catch { e = {}; }
+          this.set("refused", new APIError(400, String(e.code ?? ""), String(e.message ?? "the stream was refused"), { error: e }));
+          return;
+        }
         if (!resp.ok || !resp.body) throw new Error("stream " + resp.status);
         this.set("on");
         wait = 500;
@@ -228,7 +242,7 @@ const live = {
       await new Promise((r) => setTimeout(r, wait));
       wait = Math.min(wait * 2, 10000);
     }
-  },
+  }
   async read(body, signal) {
     const reader = body.pipeThrough(new TextDecoderStream()).getReader();
     let buf = "";
@@ -256,15 +270,22 @@ const live = {
         else if (field === "data") ev.data += (ev.data ? "\n" : "") + val;
       }
     }
-  },
+  }
   dispatch(ev) {
     if (ev.id && /^\d+$/.test(ev.id)) this.last = ev.id;
     if (ev.event === "ping") return;
     let d;
     try { d = JSON.parse(ev.data); } catch { return; }
     for (const f of this.listeners) f(d);
-  },
-};
+  }
+}
+
+// live is the console's own feed of every change the token may see; the
+// list refreshes from it.
+const live = new Feed("", (state) => {
+  const el = $("live");
+  if (el) el.textContent = state === "on" ? "Live updates on" : state === "off" || state === "forbidden" ? "" : "Reconnecting to live updates…";
+});
 
 // --- the list ---------------------------------------------------------------
 
@@ -307,7 +328,10 @@ function renderList() {
 
 let listSeq = 0;
 
-async function loadList(cursor) {
+// loadList loads and shows a page of the list; live says a change on the
+// server asked for it (not the user), so it may reach the screen over a
+// few frames.
+async function loadList(cursor, live = false) {
   const seq = ++listSeq;
   if (cursor) list.cursors.push(cursor);
   const at = list.cursors[list.cursors.length - 1];
@@ -327,23 +351,51 @@ async function loadList(cursor) {
     return;
   }
   if (seq !== listSeq || !$("rows")) return; // a newer load, or another page
+  // A row whose breadcrumb version is on screen already is kept. The new
+  // ones (most of them, while changes stream in) are built a few at a
+  // time, yielding between, and all go in place together in one frame,
+  // where only what moved is touched: no task of the refresh holds the
+  // page for long.
+  const mode = list.q ? "s:" : "l:";
+  const have = new Map();
+  for (const tr of $("rows").rows) have.set(tr.dataset.key, tr);
+  const rows = [];
+  let built = 0;
+  for (const b of items) {
+    const kept = have.get(mode + b.id + "@" + b.version);
+    if (kept) { rows.push(kept); continue; }
+    rows.push(listRow(b, mode));
+    if (++built % ROWS_PER_TASK === 0) {
+      await yieldTask();
+      if (seq !== listSeq || !$("rows")) return;
+    }
+  }
+  await frame();
+  if (seq !== listSeq || !$("rows")) return;
+  // A refresh with many new rows puts them in ROWS_PER_TASK at a frame,
+  // top first: laying out new rows is most of what a refresh costs the
+  // page (the browser's trace says so), and a frame must not wait for
+  // fifty of them. What the user asked for is shown at once.
+  if (live) {
+    for (let k = ROWS_PER_TASK; k < rows.length; k += ROWS_PER_TASK) {
+      const body = $("rows");
+      const fresh = rows.slice(0, k).filter((r) => r.parentNode !== body).length;
+      if (fresh === 0) continue;
+      patchPrefix(body, rows, k);
+      await frame();
+      if (seq !== listSeq || !$("rows")) return;
+    }
+  }
   list.next = next;
-  const rows = items.map((b) => {
-    const size = b.context === undefined ? 0 : new TextEncoder().encode(JSON.stringify(b.context)).length;
-    return h("tr", { "data-id": b.id },
-      h("td", { class: "title" }, h("a", { href: "#/b/" + encodeURIComponent(b.id), class: "crumb" }, data(b.title || "(untitled)"))),
-      h("td", { class: "tags" }, (b.tags || []).map((t) => h("span", { class: "tag" }, show(t)))),
-      h("td", { class: "opt" }, data(b.schema_name || "")),
-      h("td", { class: "num" }, String(b.version)),
-      h("td", { class: "opt" }, h("time", { datetime: b.updated_at }, when(b.updated_at))),
-      h("td", { class: "num opt" }, bytes(size)));
-  });
-  $("rows").replaceChildren(...rows);
+  const r0 = performance.now();
+  const body = $("rows");
+  patchChildren(body, rows);
   $("next").disabled = !next;
   $("first").disabled = list.cursors.length <= 1;
   $("page-no").textContent = list.q ? "" : "Page " + list.cursors.length;
   const what = list.q ? `${items.length} found for “${show(list.q)}”` : `${items.length} shown`;
   $("list-status").textContent = what;
+  performance.measure("list-render", { start: r0, end: performance.now() });
   // Marks for whoever measures the page (the tests read them).
   performance.clearMarks("list-rendered");
   performance.mark("list-rendered", { detail: { ms: performance.now() - t0, search: !!list.q } });
@@ -351,16 +403,76 @@ async function loadList(cursor) {
   $("crumbs").dataset.loads = String(Number($("crumbs").dataset.loads || 0) + 1);
 }
 
+function listRow(b, mode) {
+  const size = b.context === undefined ? 0 : new TextEncoder().encode(JSON.stringify(b.context)).length;
+  return h("tr", { "data-id": b.id, "data-key": mode + b.id + "@" + b.version },
+    h("td", { class: "title" }, h("a", { href: "#/b/" + encodeURIComponent(b.id), class: "crumb" }, data(b.title || "(untitled)"))),
+    h("td", { class: "tags" }, (b.tags || []).map((t) => h("span", { class: "tag" }, show(t)))),
+    h("td", { class: "opt" }, data(b.schema_name || "")),
+    h("td", { class: "num" }, String(b.version)),
+    h("td", { class: "opt" }, h("time", { datetime: b.updated_at }, when(b.updated_at))),
+    h("td", { class: "num opt" }, bytes(size)));
+}
+
+// patchChildren makes el's children want, moving, adding and removing
+// only the nodes out of place (a row added on top is one insertion).
+function patchChildren(el, want) {
+  const keep = new Set(want);
+  for (const c of [...el.children]) if (!keep.has(c)) c.remove();
+  for (let i = 0; i < want.length; i++) {
+    const at = el.children[i];
+    if (at !== want[i]) el.insertBefore(want[i], at || null);
+  }
+}
+
+// patchPrefix puts want's first k nodes first in el, in order, and
+// drops nodes from the end past want's length: the step of a refresh
+// that reaches the screen over several frames.
+function patchPrefix(el, want, k) {
+  for (let i = 0; i < k; i++) {
+    const at = el.children[i];
+    if (at !== want[i]) el.insertBefore(want[i], at || null);
+  }
+  while (el.children.length > want.length) el.lastElementChild.remove();
+}
+
+// ROWS_PER_TASK bounds the rows one task of a list refresh builds, and
+// the new rows one frame of a live refresh lays out.
+const ROWS_PER_TASK = 10;
+
+// yieldTask lets the page draw and answer input before work goes on.
+function yieldTask() {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+// frame resolves at the next animation frame, or after 100 ms in a tab
+// that draws none (a hidden one), so work waiting for it never stalls.
+function frame() {
+  return new Promise((resolve) => {
+    let done = false;
+    const go = () => { if (!done) { done = true; resolve(); } };
+    requestAnimationFrame(go);
+    setTimeout(go, 100);
+  });
+}
+
 // A change refreshes the list when it shows the newest (first page, no
-// search): at most one load in flight and one more queued, however fast
-// the changes come.
+// search): at most one load in flight and one more queued, and loads at
+// least REFRESH_GAP ms apart, however fast the changes come — the page
+// keeps most frames for drawing and input.
+const REFRESH_GAP = 250;
 let refreshing = false, again = false;
 live.listeners.add(() => {
   if (!$("rows") || list.q || list.cursors.length > 1) return;
   if (refreshing) { again = true; return; }
   refreshing = true;
   setTimeout(async () => {
-    do { again = false; await loadList(); } while (again && $("rows"));
+    do {
+      again = false;
+      const t = performance.now();
+      await loadList(undefined, true);
+      if (again) await new Promise((r) => setTimeout(r, Math.max(0, REFRESH_GAP - (performance.now() - t))));
+    } while (again && $("rows"));
     refreshing = false;
   }, 150);
 });
@@ -382,7 +494,8 @@ async function renderRecord(id) {
   const meta = v.meta || {};
   const status = String(meta.status || "");
   const children = [
-    h("p", {}, h("a", { href: "#/" }, "← All breadcrumbs")),
+    h("p", { class: "row" }, h("a", { href: "#/" }, "← All breadcrumbs"),
+      h("a", { href: "#/b/" + encodeURIComponent(b.id) + "/history", id: "history-link" }, "History and diffs")),
     h("p", { id: "meta" },
       "View status: ", h("span", { id: "view-status", class: "status-" + (status === "OK" ? "OK" : "FALLBACK") }, status),
       status !== "OK" && meta.message ? h("span", { id: "view-reason" }, " — ", data(meta.message), meta.error_code ? " (" + meta.error_code + ")" : "") : null,
@@ -598,14 +711,662 @@ function deleter(b) {
   return area;
 }
 
+// --- history and a JSON diff ----------------------------------------------
+
+// A version's content: what a diff compares. The other fields (version,
+// checksum, times, reads, size) change with every write; the version
+// picker shows them instead.
+const CONTENT = ["title", "description", "semantic_version", "tags", "schema_name", "visibility", "sensitivity",
+  "expires_at", "max_reads", "context", "llm_hints"];
+const MAX_DIFF = 2000; // changes listed; past it the page says the list stops
+const MAX_DIFF_DEPTH = 256;
+
+function content(v) {
+  const out = {};
+  for (const k of CONTENT) if (v[k] !== undefined && v[k] !== null) out[k] = v[k];
+  return out;
+}
+
+// pathOf extends a JSON path by a key or an index: a.b, a[2], a["odd key"].
+function pathOf(base, key) {
+  if (typeof key === "number") return base + "[" + key + "]";
+  if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) return base ? base + "." + key : key;
+  return base + "[" + JSON.stringify(key) + "]";
+}
+
+// jsonDiff lists what changed from a to b, structurally: a path only b
+// has is added, one only a has removed; where both hold objects (or both
+// arrays) the diff goes inside them, elsewhere a different value is
+// changed. Arrays are compared index by index. It stops after limit
+// changes and says so (more).
+function jsonDiff(a, b, limit = MAX_DIFF) {
+  const changes = [];
+  let more = false;
+  const kind = (v) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
+  const note = (c) => {
+    if (changes.length >= limit) { more = true; return false; }
+    changes.push(c);
+    return true;
+  };
+  const walk = (x, y, path, depth) => {
+    if (more) return;
+    const kx = kind(x), ky = kind(y);
+    if (kx === ky && (kx === "object" || kx === "array") && depth < MAX_DIFF_DEPTH) {
+      const keys = kx === "array"
+        ? Array.from({ length: Math.max(x.length, y.length) }, (_, i) => i)
+        : [...new Set([...Object.keys(x), ...Object.keys(y)])].sort();
+      for (const k of keys) {
+        const inX = kx === "array" ? k < x.length : Object.hasOwn(x, k);
+        const inY = kx === "array" ? k < y.length : Object.hasOwn(y, k);
+        const p = pathOf(path, k);
+        if (inX && inY) walk(x[k], y[k], p, depth + 1);
+        else if (!note(inY ? { op: "added", path: p, to: y[k] } : { op: "removed", path: p, from: x[k] })) return;
+      }
+      return;
+    }
+    if (JSON.stringify(x) !== JSON.stringify(y)) note({ op: "changed", path: path || "(the whole record)", from: x, to: y });
+  };
+  walk(a, b, "", 0);
+  return { changes, more };
+}
+
+// brief is a value as one line of JSON, cut to n characters.
+function brief(v, n = 160) {
+  const s = JSON.stringify(v) ?? "null";
+  return s.length > n ? s.slice(0, n - 1) + "…" : s;
+}
+
+async function renderHistory(id) {
+  page("History", h("p", { class: "muted" }, "Loading…"));
+  let items;
+  try {
+    items = (await api("GET", "/breadcrumbs/" + encodeURIComponent(id) + "/history")).json.items || [];
+  } catch (e) {
+    page("History", h("p", { class: "error", role: "alert" }, "Could not load the history: " + e.message),
+      h("p", {}, h("a", { href: "#/" }, "Back to the list")));
+    return;
+  }
+  const back = h("p", {}, h("a", { href: "#/b/" + encodeURIComponent(id) }, "← The breadcrumb"));
+  if (items.length === 0) {
+    page("History", back, h("p", {}, "No versions."));
+    return;
+  }
+  const byVersion = new Map(items.map((v) => [String(v.version), v]));
+  const option = (v) => h("option", { value: String(v.version) }, `version ${v.version} · ${when(v.updated_at)} · ${v.updated_by || ""}`);
+  const from = h("select", { id: "diff-from" }, items.map(option));
+  const to = h("select", { id: "diff-to" }, items.map(option));
+  to.value = String(items[0].version);
+  from.value = String(items[Math.min(1, items.length - 1)].version);
+  const summary = h("p", { id: "diff-summary", role: "status" });
+  const list = h("ul", { id: "diff", class: "diff", "aria-labelledby": "diff-h" });
+  const update = () => {
+    const a = byVersion.get(from.value), b = byVersion.get(to.value);
+    const { changes, more } = jsonDiff(content(a), content(b));
+    list.replaceChildren(...changes.map((c) => h("li", { class: "diff-" + c.op, "data-op": c.op, "data-path": c.path },
+      h("span", { class: "op" }, c.op), " ", h("code", { class: "path" }, c.path), " ",
+      c.op === "added" ? ["= ", h("code", {}, brief(c.to))] : c.op === "removed" ? ["was ", h("code", {}, brief(c.from))]
+        : [h("code", {}, brief(c.from)), " → ", h("code", {}, brief(c.to))])));
+    const n = (op) => changes.filter((c) => c.op === op).length;
+    summary.textContent = changes.length === 0
+      ? `Versions ${a.version} and ${b.version} hold the same content.`
+      : `From version ${a.version} to ${b.version}: ${n("added")} added, ${n("removed")} removed, ${n("changed")} changed` +
+        (more ? ` (the first ${MAX_DIFF} changes are listed)` : "") + ".";
+  };
+  from.addEventListener("change", update);
+  to.addEventListener("change", update);
+  const swap = h("button", { type: "button", id: "diff-swap", onclick: () => { [from.value, to.value] = [to.value, from.value]; update(); } }, "Swap");
+  page("History of " + (items[0].title || "(untitled)"), back,
+    h("p", { class: "muted" }, `${items.length} versions, newest first. The diff compares content: title, tags, schema, context, hints and settings.`),
+    h("form", { id: "diff-pick", class: "row", "aria-label": "Versions to compare" },
+      h("label", { for: "diff-from" }, "From", from), h("label", { for: "diff-to" }, "To", to), swap),
+    h("h2", { id: "diff-h" }, "What changed"), summary, list);
+  update();
+}
+
+// --- events ---------------------------------------------------------------
+
+const EVENT_ROWS = 200;   // rows the feed keeps on screen
+const EVENT_HELD = 1000;  // changes kept while paused; older ones are dropped and counted
+const EVENT_NAMES = 2000; // breadcrumbs whose titles and agents are remembered
+const LOOKUPS = 2;        // title look-ups in flight at once
+
+const events = { tag: "", schema: "", feed: null, paused: false, held: [], dropped: 0, queue: [], frame: 0,
+  names: new Map(), wanted: new Set(), inFlight: 0 };
+
+function stopEvents() {
+  if (events.feed) events.feed.stop();
+  events.feed = null;
+  events.queue = [];
+  events.held = [];
+  events.dropped = 0;
+  events.paused = false;
+  events.wanted.clear();
+}
+
+// eventSelector is the stream's selector for the filters: every tag
+// given, and the schema (a name or "prefix.*").
+function eventSelector() {
+  const sel = {};
+  if (events.tag) sel.all_tags = [events.tag];
+  if (events.schema) sel.schema_name = events.schema;
+  return Object.keys(sel).length ? "?" + new URLSearchParams({ selector: JSON.stringify(sel) }) : "";
+}
+
+function renderEvents() {
+  stopEvents();
+  const tag = h("input", { id: "ev-tag", value: events.tag, "aria-describedby": "ev-problem" });
+  const schema = h("input", { id: "ev-schema", value: events.schema, "aria-describedby": "ev-problem ev-schema-help" });
+  const problem = h("p", { id: "ev-problem", class: "error", role: "alert" });
+  const state = h("p", { id: "ev-state", class: "live", role: "status" });
+  const pause = h("button", { type: "button", id: "ev-pause", "aria-pressed": "false" }, "Pause");
+  const form = h("form", { id: "ev-filters", class: "row", role: "search", "aria-label": "Filter events" },
+    h("label", { for: "ev-tag" }, "Tag", tag),
+    h("label", { for: "ev-schema" }, "Schema", schema),
+    h("button", { type: "submit", class: "primary" }, "Apply"), pause);
+  const say = () => {
+    if (events.paused) {
+      state.textContent = `Paused: ${events.held.length} changes waiting` + (events.dropped ? `, ${events.dropped} older ones dropped` : "") + ".";
+      return;
+    }
+    const st = events.feed ? events.feed.state : "off";
+    state.textContent = st === "on" ? "Live: changes appear as they happen." : st === "retry" ? "Reconnecting…" : st === "refused" ? "Not watching: fix the filter."
+      : st === "forbidden" ? "Not watching: the event stream needs a token with the subscriber role." : "Not watching.";
+  };
+  const start = () => {
+    for (const el of [tag, schema]) el.removeAttribute("aria-invalid");
+    problem.textContent = "";
+    events.feed = new Feed(eventSelector(), (st, err) => {
+      if (st === "refused") {
+        // The selector's error names its part: all_tags is the tag
+        // field's, schema_name the schema's.
+        const at = /^selector\.schema_name/.test(err.message) ? schema : tag;
+        at.setAttribute("aria-invalid", "true");
+        problem.textContent = show((at === schema ? "Schema: " : "Tag: ") + err.message);
+        at.focus();
+      }
+      if ($("ev-state") === state) say();
+    });
+    events.feed.listeners.add(eventArrived);
+    events.feed.start();
+  };
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    stopEvents();
+    pause.setAttribute("aria-pressed", "false");
+    pause.textContent = "Pause";
+    events.tag = tag.value.trim();
+    events.schema = schema.value.trim();
+    $("ev-rows").replaceChildren();
+    start();
+    say();
+  });
+  pause.addEventListener("click", () => {
+    events.paused = !events.paused;
+    pause.setAttribute("aria-pressed", String(events.paused));
+    pause.textContent = events.paused ? "Resume" : "Pause";
+    if (!events.paused) {
+      events.queue.push(...events.held);
+      events.held = [];
+      events.dropped = 0;
+      flushSoon();
+    }
+    say();
+  });
+  page("Events", form,
+    h("p", { id: "ev-schema-help", class: "muted" }, "A schema name, or a prefix such as billing.* for every schema under it. Tag and schema must both match."),
+    problem, state,
+    h("table", { id: "events", "aria-describedby": "ev-state" },
+      h("caption", { class: "muted" }, `Changes the token may see, newest first (the last ${EVENT_ROWS}).`),
+      h("thead", {}, h("tr", {}, h("th", { scope: "col", class: "opt" }, "When"), h("th", { scope: "col" }, "Kind"),
+        h("th", { scope: "col" }, "Title"), h("th", { scope: "col" }, "Agent"), h("th", { scope: "col", class: "num" }, "Version"),
+        h("th", { scope: "col", class: "opt" }, "Breadcrumb"))),
+      h("tbody", { id: "ev-rows" })));
+  start();
+  say();
+}
+
+function eventArrived(d) {
+  if (events.paused) {
+    events.held.push(d);
+    if (events.held.length > EVENT_HELD) { events.held.shift(); events.dropped++; }
+    const st = $("ev-state");
+    if (st && events.held.length % 10 === 1) st.textContent = `Paused: ${events.held.length} changes waiting.`;
+    return;
+  }
+  events.queue.push(d);
+  if (events.queue.length > EVENT_ROWS) events.queue.splice(0, events.queue.length - EVENT_ROWS);
+  flushSoon();
+}
+
+// flushSoon puts the changes that came since the last frame on the page in
+// the next one, together: however fast they come, a frame does one
+// insertion of at most EVENT_ROWS rows.
+function flushSoon() {
+  if (events.frame) return;
+  events.frame = requestAnimationFrame(() => {
+    events.frame = 0;
+    const body = $("ev-rows");
+    const batch = events.queue.splice(0);
+    if (!body || batch.length === 0) return;
+    const frag = document.createDocumentFragment();
+    for (let i = batch.length - 1; i >= 0; i--) frag.append(eventRow(batch[i]));
+    body.prepend(frag);
+    while (body.rows.length > EVENT_ROWS) body.lastElementChild.remove();
+    lookUpNames();
+  });
+}
+
+function eventRow(d) {
+  const id = String(d.id ?? "");
+  const tr = h("tr", { "data-id": id, "data-version": String(d.version ?? ""), "data-kind": String(d.kind ?? ""), "data-seen": String(performance.now()) },
+    h("td", { class: "opt" }, h("time", { datetime: d.at }, when(d.at))),
+    h("td", {}, h("span", { class: "kind kind-" + (/^[a-z]+$/.test(d.kind) ? d.kind : "other") }, String(d.kind ?? ""))),
+    h("td", { class: "title" }, h("a", { href: "#/b/" + encodeURIComponent(id), class: "ev-link" }, h("span", { class: "ev-title muted" }, "…"))),
+    h("td", { class: "ev-agent" }, ""),
+    h("td", { class: "num" }, String(d.version ?? "")),
+    h("td", { class: "opt" }, h("code", {}, id)));
+  nameRow(tr);
+  return tr;
+}
+
+// nameRow fills a row's title and agent from what is known of its
+// breadcrumb's versions, or asks for them.
+function nameRow(tr) {
+  const known = events.names.get(tr.dataset.id);
+  if (!known) { events.wanted.add(tr.dataset.id); return; }
+  const link = tr.querySelector(".ev-link");
+  if (known.error || known.versions.length === 0) {
+    link.replaceChildren(h("span", { class: "muted" }, "(" + (known.error || "not readable") + ")"));
+    link.setAttribute("aria-label", "breadcrumb " + tr.dataset.id);
+    return;
+  }
+  const v = Number(tr.dataset.version);
+  // A history read before the change came may not hold its version yet:
+  // read it again. One read after it came is the answer, whatever it
+  // holds (a version the token may not see is not in it).
+  if (v > known.newest && known.started < Number(tr.dataset.seen)) { events.wanted.add(tr.dataset.id); return; }
+  // The version the change made, else the newest before it.
+  let at = null;
+  for (const x of known.versions) if (x.version <= v && (!at || x.version > at.version)) at = x;
+  at = at || known.versions[0];
+  link.replaceChildren(data(at.title || "(untitled)"));
+  tr.querySelector(".ev-agent").replaceChildren(data(at.agent));
+}
+
+// lookUpNames reads the history of breadcrumbs on screen whose titles are
+// not known, a few at a time: the history is readable after a delete (by
+// curators) and names every version's title and agent, and reading it
+// spends no read budget of the record.
+function lookUpNames() {
+  while (events.inFlight < LOOKUPS && events.wanted.size > 0) {
+    const id = events.wanted.values().next().value;
+    events.wanted.delete(id);
+    const body = $("ev-rows");
+    if (!body || !body.querySelector(`tr[data-id="${CSS.escape(id)}"]`)) continue;
+    events.inFlight++;
+    const started = performance.now();
+    api("GET", "/breadcrumbs/" + encodeURIComponent(id) + "/history").then(({ json }) => {
+      const versions = (json.items || []).map((b) => ({ version: Number(b.version), title: String(b.title ?? ""), agent: String(b.updated_by ?? "") }));
+      return { versions, newest: Math.max(0, ...versions.map((x) => x.version)), started };
+    }, (e) => ({ error: e.status === 404 ? "gone" : "not readable", versions: [], newest: Infinity, started })).then((known) => {
+      events.inFlight--;
+      if (events.names.size >= EVENT_NAMES) events.names.clear();
+      events.names.set(id, known);
+      const body = $("ev-rows");
+      if (body) for (const tr of body.querySelectorAll(`tr[data-id="${CSS.escape(id)}"]`)) nameRow(tr);
+      lookUpNames();
+    });
+  }
+}
+
+// --- relay playground -------------------------------------------------------
+
+const RELAY_PIPELINE = { transformers: [{ type: "redactor", emails: true }, { type: "context_injector", include_memory: false }] };
+const RELAY_CONTEXT = {
+  source_agent: "planner", target_agent: "coder", task: "Fix the login bug",
+  constraints: ["touch only auth/"],
+  prompts: [
+    { id: "role", position: "system", content: "You fix bugs in Go code." },
+    { id: "ask", position: "user", content: "Fix auth/login.go; mail ops@example.com if stuck." },
+  ],
+};
+
+const relayForm = { pipeline: JSON.stringify(RELAY_PIPELINE, null, 2), context: JSON.stringify(RELAY_CONTEXT, null, 2), assemble: false };
+
+// faultLine is the line of the text where the part of a JSON document an
+// error's path names is written: its last key or index's line (1 when
+// the path names nothing written there).
+function faultLine(text, path) {
+  let at = 0;
+  for (const part of path.split(/[.[\]]+/).filter(Boolean)) {
+    if (/^\d+$/.test(part)) continue;
+    const i = text.indexOf(JSON.stringify(part.replace(/^"|"$/g, "")), at);
+    if (i >= 0) at = i;
+  }
+  return lineOf(text, at);
+}
+
+function renderRelay() {
+  const field = (id, label, value, help) => {
+    const ta = h("textarea", { id, spellcheck: "false", "aria-describedby": id + "-problem " + id + "-help" });
+    ta.value = value;
+    return { ta, problem: h("p", { id: id + "-problem", class: "error", role: "alert" }),
+      label: h("label", { for: id }, label, ta), help: h("p", { id: id + "-help", class: "muted" }, help) };
+  };
+  const pipe = field("relay-pipeline", "Pipeline (JSON)", relayForm.pipeline,
+    "transformers run in order: context_injector, scope_narrower, token_budget, redactor, …");
+  const ctx = field("relay-context", "Relay context (JSON)", relayForm.context,
+    "source_agent, target_agent, task, constraints, memory and the prompts to relay.");
+  const assemble = h("input", { id: "relay-assemble", type: "checkbox", checked: relayForm.assemble });
+  const problem = h("p", { id: "relay-problem", class: "error", role: "alert" });
+  const out = h("section", { id: "relay-out", "aria-labelledby": "relay-out-h", "aria-live": "polite" });
+  const clear = () => {
+    for (const f of [pipe, ctx]) { f.ta.removeAttribute("aria-invalid"); f.problem.textContent = ""; }
+    problem.textContent = "";
+  };
+  const blame = (f, line, message) => {
+    f.ta.setAttribute("aria-invalid", "true");
+    f.problem.replaceChildren(line ? h("span", { class: "at" }, "line " + line + ": ") : "", show(message));
+    f.ta.focus();
+  };
+  const run = async () => {
+    clear();
+    relayForm.pipeline = pipe.ta.value;
+    relayForm.context = ctx.ta.value;
+    relayForm.assemble = assemble.checked;
+    const parsed = [];
+    for (const f of [pipe, ctx]) {
+      try { parsed.push(JSON.parse(f.ta.value)); } catch (e) {
+        const at = jsonFault(f.ta.value);
+        return blame(f, at >= 0 ? lineOf(f.ta.value, at + 1) : 0, "not JSON: " + e.message);
+      }
+    }
+    out.replaceChildren(h("p", { class: "muted" }, "Relaying…"));
+    let json;
+    try {
+      ({ json } = await api("POST", "/relay", { body: { pipeline: parsed[0], context: parsed[1], assemble: assemble.checked } }));
+    } catch (e) {
+      out.replaceChildren();
+      // The message begins with the path of the part at fault.
+      const m = /^(pipeline|context)((?:\.|\[)[^:\s]*)?:/.exec(e.message);
+      if (m) {
+        const f = m[1] === "pipeline" ? pipe : ctx;
+        return blame(f, m[2] ? faultLine(f.ta.value, m[2]) : 0, e.message);
+      }
+      problem.textContent = show("Not relayed: " + e.message);
+      return;
+    }
+    out.replaceChildren(relayResult(json));
+  };
+  const form = h("form", { id: "relay", class: "edit", "aria-label": "Relay prompts" },
+    h("div", { class: "panes" }, h("div", {}, pipe.label, pipe.help, pipe.problem), h("div", {}, ctx.label, ctx.help, ctx.problem)),
+    h("div", { class: "row" },
+      h("label", { for: "relay-assemble", class: "check" }, assemble, "Assemble into a chat request"),
+      h("button", { type: "submit", class: "primary", id: "relay-run" }, "Relay")),
+    problem);
+  form.addEventListener("submit", (ev) => { ev.preventDefault(); run(); });
+  page("Relay playground",
+    h("p", { class: "muted" }, "A parent agent's prompts through a pipeline, as a sub-agent would get them (POST /relay; nothing is stored)."),
+    form, out);
+}
+
+function relayResult(r) {
+  const prompts = (r.prompts || []).map((p) => h("li", { class: "prompt", "data-id": String(p.id ?? "") },
+    h("p", {}, h("code", {}, String(p.id ?? "")), p.position ? [" · ", String(p.position)] : null),
+    h("pre", { class: "prompt-content", tabindex: "0", "aria-label": "prompt " + String(p.id ?? "") }, String(p.content ?? ""))));
+  const steps = ((r.trace && r.trace.steps) || []).map((s, i) => {
+    const what = [];
+    for (const k of ["added", "removed", "changed"]) if ((s[k] || []).length) what.push(`${k}: ${s[k].join(", ")}`);
+    return h("li", { class: "step", "data-transformer": String(s.transformer ?? "") },
+      h("strong", {}, String(s.transformer ?? "")), (s.targets || []).length ? " for " + s.targets.join(", ") : "",
+      " — ", what.length ? what.join("; ") : "no change",
+      (s.notes || []).length ? h("ul", {}, s.notes.map((n) => h("li", {}, String(n)))) : null);
+  });
+  return h("div", {},
+    h("h2", { id: "relay-out-h" }, "Relayed prompts"),
+    h("ol", { id: "relay-prompts", class: "prompts" }, prompts),
+    h("h2", { id: "relay-trace-h" }, "Trace"),
+    h("ol", { id: "relay-trace", "aria-labelledby": "relay-trace-h" }, steps),
+    r.request ? [h("h2", { id: "relay-request-h" }, "Chat request"),
+      h("pre", { id: "relay-request", tabindex: "0", "aria-labelledby": "relay-request-h" }, JSON.stringify(r.request, null, 2))] : null);
+}
+
+// --- gateway ----------------------------------------------------------------
+
+const EXCHANGES = "gateway.exchange.v1";
+const RECENT = 20;        // exchanges shown with their attempts
+const TIMELINE = 1000;    // records read for requests over time, newest first
+const BUCKETS = 24;
+
+// charts are the drawings on the page, redrawn when the colours or the
+// width change.
+const charts = new Map();
+function redrawCharts() { for (const draw of charts.values()) draw(); }
+matchMedia("(prefers-color-scheme: dark)").addEventListener("change", redrawCharts);
+window.addEventListener("resize", () => { clearTimeout(redrawCharts.timer); redrawCharts.timer = setTimeout(redrawCharts, 100); });
+
+function color(name) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || "#888";
+}
+
+// chart is a canvas drawn by draw(ctx, width) once it is on the page. To
+// assistive technology it is an image named by label (the figures as
+// text), and it holds a table of the same figures as its fallback.
+function chart(id, label, height, draw, table) {
+  const c = h("canvas", { id, role: "img", "aria-label": label, class: "chart", height: String(height) }, table);
+  const paint = () => {
+    if (!c.isConnected) { charts.delete(c); return; }
+    const w = Math.max(200, c.parentElement.clientWidth);
+    const dpr = window.devicePixelRatio || 1;
+    c.width = Math.round(w * dpr);
+    c.height = Math.round(height * dpr);
+    const ctx = c.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, w, height);
+    ctx.font = "12px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+    draw(ctx, w);
+  };
+  charts.set(c, paint);
+  requestAnimationFrame(paint);
+  return c;
+}
+
+// figures is a chart's fallback table.
+function figures(caption, head, rows) {
+  return h("table", {}, h("caption", {}, caption),
+    h("thead", {}, h("tr", {}, head.map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, rows.map((r) => h("tr", {}, r.map((v) => h("td", {}, v))))));
+}
+
+function clipLabel(ctx, s, max) {
+  s = show(s);
+  if (ctx.measureText(s).width <= max) return s;
+  while (s.length > 1 && ctx.measureText(s + "…").width > max) s = s.slice(0, -1);
+  return s + "…";
+}
+
+// bars is a horizontal bar chart of values by label.
+function bars(id, title, rows, fmt) {
+  const label = rows.length ? `${title}: ` + rows.map((r) => `${show(r.label)} ${fmt(r.value)}`).join("; ") : `${title}: none`;
+  const max = Math.max(1e-12, ...rows.map((r) => r.value));
+  return h("figure", { class: "chart-box" }, h("figcaption", {}, title),
+    chart(id, label, 16 + rows.length * 24, (ctx, w) => {
+      const left = Math.min(180, w * 0.35), right = 110;
+      rows.forEach((r, i) => {
+        const y = 8 + i * 24;
+        ctx.fillStyle = color("--fg");
+        ctx.textAlign = "left";
+        ctx.fillText(clipLabel(ctx, r.label, left - 8), 0, y + 9);
+        ctx.fillStyle = color("--accent");
+        ctx.fillRect(left, y + 2, Math.max(1, (w - left - right) * (r.value / max)), 14);
+        ctx.fillStyle = color("--fg");
+        ctx.fillText(fmt(r.value), left + (w - left - right) * (r.value / max) + 6, y + 9);
+      });
+    }, figures(title, ["", title], rows.map((r) => [r.label, fmt(r.value)]))));
+}
+
+// columns is a chart of requests over time: one column per bucket.
+function columns(id, title, buckets) {
+  const total = buckets.reduce((n, b) => n + b.n, 0);
+  const busiest = buckets.reduce((m, b) => (b.n > m.n ? b : m), buckets[0]);
+  const label = `${title}: ${total} requests from ${when(buckets[0].from)} to ${when(buckets[buckets.length - 1].to)}` +
+    (total ? `, the most (${busiest.n}) from ${when(busiest.from)}` : "");
+  const max = Math.max(1, ...buckets.map((b) => b.n));
+  return h("figure", { class: "chart-box" }, h("figcaption", {}, title),
+    chart(id, label, 160, (ctx, w) => {
+      const top = 14, bottom = 130, left = 34, cw = (w - left) / buckets.length;
+      ctx.fillStyle = color("--muted");
+      ctx.textAlign = "right";
+      ctx.fillText(String(max), left - 6, top);
+      ctx.fillText("0", left - 6, bottom);
+      ctx.fillStyle = color("--accent");
+      buckets.forEach((b, i) => {
+        const hgt = (bottom - top) * (b.n / max);
+        ctx.fillRect(left + i * cw + 1, bottom - hgt, Math.max(1, cw - 2), hgt);
+      });
+      ctx.fillStyle = color("--muted");
+      ctx.textAlign = "left";
+      ctx.fillText(when(buckets[0].from), left, 146);
+      ctx.textAlign = "right";
+      ctx.fillText(when(buckets[buckets.length - 1].to), w, 146);
+    }, figures(title, ["from", "to", "requests"], buckets.map((b) => [when(b.from), when(b.to), String(b.n)]))));
+}
+
+function usd(n) { return "$" + (n >= 1 ? n.toFixed(2) : n.toFixed(4)); }
+function count(n) { return Number(n).toLocaleString("en-US"); }
+
+async function renderGateway() {
+  page("Gateway", h("p", { class: "muted" }, "Loading…"));
+  let cfg;
+  try {
+    cfg = (await api("GET", "/gateway/routes")).json;
+  } catch (e) {
+    page("Gateway", h("p", { id: "gw-none", role: "status" }, e.status === 404
+      ? "This server runs no gateway: start ctxkit serve with --config naming its providers."
+      : "Could not read the gateway's configuration: " + e.message));
+    return;
+  }
+  const typeOf = new Map((cfg.providers || []).map((p) => [p.name, p.type]));
+  const providers = h("table", { id: "gw-providers" }, h("caption", {}, "Providers"),
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Provider"), h("th", { scope: "col" }, "Type"), h("th", { scope: "col" }, "Models"))),
+    h("tbody", {}, (cfg.providers || []).map((p) => h("tr", { "data-provider": p.name },
+      h("td", {}, data(p.name)), h("td", {}, data(p.type + (p.api ? " (" + p.api + ")" : ""))),
+      h("td", {}, (p.models || []).map((m) => h("code", { class: "tag" }, show(m))))))));
+  const routes = h("table", { id: "gw-routes" }, h("caption", {}, "Routes: the model a client asks for → the targets tried in order"),
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Model"), h("th", { scope: "col" }, "Targets"), h("th", { scope: "col" }, "Recorded"))),
+    h("tbody", {}, (cfg.routes || []).map((r) => h("tr", { "data-route": r.model },
+      h("td", {}, h("code", {}, show(r.model))),
+      h("td", {}, h("ol", { class: "targets" }, (r.targets || []).map((t) => h("li", { class: "target" },
+        data(t.provider), " (", data(t.type || typeOf.get(t.provider) || ""), ") → ", h("code", {}, show(t.model)))))),
+      h("td", {}, r.record ? "yes" : "no")))));
+  const traffic = h("section", { id: "gw-traffic", "aria-labelledby": "gw-traffic-h", "aria-busy": "true" },
+    h("h2", { id: "gw-traffic-h" }, "Traffic in the last 24 hours"), h("p", { class: "muted" }, "Loading the traffic records…"));
+  page("Gateway", h("section", { "aria-labelledby": "gw-config-h" }, h("h2", { id: "gw-config-h" }, "Configuration"),
+    h("div", { class: "scroll" }, providers), h("div", { class: "scroll" }, routes)), traffic);
+  try {
+    traffic.replaceChildren(...(await gatewayTraffic()));
+  } catch (e) {
+    traffic.replaceChildren(h("h2", { id: "gw-traffic-h" }, "Traffic"), h("p", { class: "error", role: "alert" }, "Could not read the traffic: " + e.message));
+  }
+  traffic.setAttribute("aria-busy", "false");
+}
+
+async function gatewayTraffic() {
+  const head = h("h2", { id: "gw-traffic-h" }, "Traffic in the last 24 hours");
+  const [byModel, byAgent] = await Promise.all(["model", "agent"].map((g) => api("GET", "/gateway/usage" + q({ group_by: g })).then((r) => r.json)));
+  // The newest records, for requests over time (a list of summaries is
+  // cheap: no contexts).
+  const since = Date.now() - 24 * 3600e3;
+  let times = [], cursor = "";
+  do {
+    const { json } = await api("GET", "/breadcrumbs" + q({ schema_name: EXCHANGES, tag: "gateway.exchange", limit: 200, cursor }));
+    const items = json.items || [];
+    times.push(...items.map((b) => Date.parse(b.updated_at)).filter((t) => !isNaN(t)));
+    cursor = json.next_cursor || "";
+    if (items.length && Date.parse(items[items.length - 1].updated_at) < since) break;
+  } while (cursor && times.length < TIMELINE);
+  times = times.filter((t) => t >= since);
+  if (byModel.total.requests === 0 && times.length === 0) {
+    return [head, h("p", { id: "gw-no-traffic" }, "No traffic records: a route keeps them with record: true in the gateway's configuration.")];
+  }
+  const tot = byModel.total;
+  const summary = h("p", { id: "gw-total" }, `${count(tot.requests)} requests, ${count(tot.errors)} failed; ` +
+    `${count(tot.tokens.input)} input and ${count(tot.tokens.output)} output tokens; ${usd(tot.cost_usd)}` +
+    (tot.unpriced_requests ? ` (and ${tot.unpriced_requests} requests without a price)` : "") + (byModel.complete ? "" : " — only the newest records were read") + ".");
+  // Buckets from the oldest record shown (at least an hour back) to now.
+  const now = Date.now(), from = Math.min(now - 3600e3, ...times), step = (now - from) / BUCKETS;
+  const buckets = Array.from({ length: BUCKETS }, (_, i) => ({ from: new Date(from + i * step).toISOString(), to: new Date(from + (i + 1) * step).toISOString(), n: 0 }));
+  for (const t of times) buckets[Math.min(BUCKETS - 1, Math.floor((t - from) / step))].n++;
+  const tokens = (g) => ({ label: g.key || "(none)", value: g.tokens.input + g.tokens.output });
+  const cost = (g) => ({ label: g.key || "(none)", value: g.cost_usd });
+  const recent = h("section", { "aria-labelledby": "gw-recent-h" }, h("h2", { id: "gw-recent-h" }, "Recent exchanges"),
+    await recentExchanges());
+  return [head, summary,
+    columns("gw-chart-time", "Requests over time", buckets),
+    h("div", { class: "charts" },
+      bars("gw-chart-tokens-model", "Tokens per model", byModel.groups.map(tokens), count),
+      bars("gw-chart-cost-model", "Cost per model (USD)", byModel.groups.map(cost), usd),
+      bars("gw-chart-tokens-agent", "Tokens per agent", byAgent.groups.map(tokens), count),
+      bars("gw-chart-cost-agent", "Cost per agent (USD)", byAgent.groups.map(cost), usd)),
+    recent];
+}
+
+// recentExchanges reads the views of the newest records (the view hides
+// the bodies) and shows each exchange with its attempts.
+async function recentExchanges() {
+  const { json } = await api("GET", "/breadcrumbs" + q({ schema_name: EXCHANGES, tag: "gateway.exchange", limit: RECENT }));
+  const ids = (json.items || []).map((b) => b.id);
+  const views = new Array(ids.length);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(4, ids.length) }, async () => {
+    while (next < ids.length) {
+      const i = next++;
+      try { views[i] = (await api("GET", "/breadcrumbs/" + encodeURIComponent(ids[i]))).json; } catch { views[i] = null; }
+    }
+  }));
+  const rows = views.map((v, i) => {
+    const x = (v && v.context) || {};
+    const sm = x.summary || {};
+    const usage = x.usage || {};
+    return h("tr", { "data-id": ids[i] },
+      h("td", { class: "opt" }, h("time", { datetime: String(x.started ?? "") }, when(x.started))),
+      h("td", {}, h("a", { href: "#/b/" + encodeURIComponent(ids[i]) }, h("code", {}, show(String(x.route ?? "?"))))),
+      h("td", { class: "num" }, String(x.status ?? "")),
+      h("td", {}, data([sm.provider, sm.model].filter(Boolean).join(" / "))),
+      h("td", { class: "num" }, count((usage.input_tokens || 0) + (usage.output_tokens || 0))),
+      h("td", { class: "num opt" }, x.cost_usd === undefined ? "—" : usd(x.cost_usd)),
+      h("td", { class: "num opt" }, x.total_ms === undefined ? "" : Math.round(x.total_ms) + " ms"),
+      h("td", {}, h("ol", { class: "attempts" }, (Array.isArray(x.attempts) ? x.attempts : []).map((a) => h("li", { class: "attempt" + (a.error_class ? " failed" : "") },
+        data(`${a.provider} / ${a.model}`), ": ", String(a.status || "no answer"), a.error_class ? " (" + a.error_class + ")" : "",
+        a.latency_ms === undefined ? "" : ", " + Math.round(a.latency_ms) + " ms")))));
+  });
+  if (rows.length === 0) return h("p", { class: "muted" }, "None yet.");
+  return h("div", { class: "scroll" }, h("table", { id: "gw-exchanges" }, h("caption", { class: "muted" }, `The newest ${rows.length}, with every upstream attempt.`),
+    h("thead", {}, h("tr", {}, ["When", "Route", "Status", "Answered by", "Tokens", "Cost", "Time", "Attempts"].map((t, i) =>
+      h("th", { scope: "col", class: [0, 5, 6].includes(i) ? "opt" : null }, t)))),
+    h("tbody", {}, rows)));
+}
+
 // --- routing -------------------------------------------------------------
 
 function route() {
   const hash = location.hash;
   if (hash.startsWith("#login=")) return loginWithCode(decodeURIComponent(hash.slice(7)));
   if (!auth.token) return renderSignIn();
+  if (hash !== "#/events") stopEvents();
+  charts.clear();
+  for (const a of document.querySelectorAll("#nav a")) {
+    const here = a.getAttribute("href") === (hash.startsWith("#/b/") || hash === "" ? "#/" : hash);
+    if (here) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+  }
+  const hist = /^#\/b\/(.+)\/history$/.exec(hash);
+  if (hist) return renderHistory(decodeURIComponent(hist[1]));
   const m = /^#\/b\/(.+)$/.exec(hash);
   if (m) return renderRecord(decodeURIComponent(m[1]));
+  if (hash === "#/events") return renderEvents();
+  if (hash === "#/gateway") return renderGateway();
+  if (hash === "#/relay") return renderRelay();
   return renderList();
 }
 
