@@ -484,8 +484,22 @@ func (rc *exchangeRecorder) breadcrumb(x *gateway.Exchange) (store.Breadcrumb, e
 	expires := rc.s.opts.Now().Add(rc.ttl)
 	return store.Breadcrumb{
 		Title: title, Context: ctx, Tags: tags, SchemaName: ExchangeSchema, LLMHints: exchangeHints,
-		Visibility: store.Private, Sensitivity: store.PII, ExpiresAt: &expires,
+		Visibility: store.Private, Sensitivity: store.PII, ExpiresAt: &expires, SearchText: searchText(rec),
 	}, nil
+}
+
+// searchText is the text search matches in a record: its view's, which
+// exchangeHints make the record less its bodies and seal. It is taken
+// from rec with the bodies left out, rather than left to the store,
+// which would decode the whole context, bodies and all, only to drop
+// them. The store reads it into the same words ("" has it derive them).
+func searchText(rec exchangeRecord) string {
+	rec.Request, rec.Response, rec.Seal = nil, nil, ""
+	slim, err := canonjson.Marshal(rec)
+	if err != nil {
+		return ""
+	}
+	return strings.Join(store.Document(&store.Breadcrumb{Context: slim, LLMHints: exchangeHints}).Body, " ")
 }
 
 // body is a recorded body: the JSON value it is, its strings redacted,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,13 @@ func FuzzExchangeRecord(f *testing.F) {
 		b, err := rc.breadcrumb(x)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The search text it is written with reads into the store's own
+		// words of it.
+		derived := b
+		derived.SearchText = ""
+		if got, want := store.Document(&b).Body, store.Document(&derived).Body; !slices.Equal(got, want) {
+			t.Fatalf("search words %q; the store's own: %q", got, want)
 		}
 		ctx := b.Context
 		if err := store.Prepare(&b); err != nil {
@@ -163,5 +171,40 @@ func BenchmarkRecordWriter(b *testing.B) {
 				b.Fatalf("%v records not written", lost)
 			}
 		})
+	}
+}
+
+// TestRecordSearchText checks that the search text a record is written
+// with reads into the words the store would derive from the whole record
+// (the view's: no body, no seal), for records with and without
+// usage, with words of other scripts, and with bodies whose words must
+// not be found.
+func TestRecordSearchText(t *testing.T) {
+	rc := testRecorder(t)
+	plain := benchExchange()
+	odd := benchExchange()
+	odd.FirstMessage = "İstanbul'da ÇAĞRI Ⅻ straße ǅemal — ½ 日本語の文"
+	odd.LastMessage = strings.Repeat("word ", 300)
+	odd.Request = []byte(`{"messages":[{"role":"user","content":"zebrabody in the request"}]}`)
+	odd.Response = []byte(`{"content":"zebrabody in the response"}`)
+	odd.Usage, odd.CostUSD = nil, nil
+	for i, x := range []*gateway.Exchange{plain, odd} {
+		b, err := rc.breadcrumb(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.SearchText == "" {
+			t.Fatalf("exchange %d: no search text", i)
+		}
+		got := store.Document(&b).Body
+		derived := b
+		derived.SearchText = ""
+		want := store.Document(&derived).Body
+		if !slices.Equal(got, want) {
+			t.Errorf("exchange %d: search words\n%q\nwant the store's own\n%q", i, got, want)
+		}
+		if slices.Contains(got, "zebrabody") {
+			t.Errorf("exchange %d: a body's word is searchable: %q", i, got)
+		}
 	}
 }
