@@ -48,30 +48,38 @@ func (s *stmtSet) want(query string) {
 }
 
 // prepareNew prepares on db the queries wanted since the last call and
-// keeps them. It runs between transactions: db's one connection is free.
-// A query that fails to prepare is not kept (its transaction prepares it
-// and reports the failure).
+// keeps them. It runs between transactions, and waits for db's one
+// connection without holding the set: a transaction that holds the
+// connection may be asking the set for a statement meanwhile. A query
+// that fails to prepare is not kept (its transaction prepares it and
+// reports the failure).
 func (s *stmtSet) prepareNew(ctx context.Context, db *sql.DB) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed || len(s.pending) == 0 {
-		s.pending = nil
-		return
-	}
-	for _, q := range s.pending {
-		if _, ok := s.stmts[q]; ok {
+	todo := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for _, q := range todo {
+		if s.get(q) != nil {
 			continue
 		}
 		st, err := db.PrepareContext(ctx, q)
 		if err != nil {
 			continue
 		}
+		s.mu.Lock()
+		if _, ok := s.stmts[q]; ok || s.closed {
+			// Kept meanwhile by another batch, or the database is
+			// closing.
+			s.mu.Unlock()
+			st.Close()
+			continue
+		}
 		if s.stmts == nil {
 			s.stmts = map[string]*sql.Stmt{}
 		}
 		s.stmts[q] = st
+		s.mu.Unlock()
 	}
-	s.pending = nil
 }
 
 // close closes the statements kept and keeps none from then on: the
