@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -145,8 +144,21 @@ func BenchmarkRecordWriter(b *testing.B) {
 			}
 		})
 	})
-	for _, size := range []int{1, 32} {
-		b.Run(fmt.Sprintf("store/%d", size), func(b *testing.B) {
+	// "large" exchanges carry bodies of some 16 KiB each, as a long
+	// conversation does: the record's search text leaves them out.
+	large := benchExchange()
+	turn := `{"role":"user","content":"a longer prompt of a conversation that goes on for a while, turn after turn"},`
+	large.Request = []byte(`{"model":"gpt-x","max_tokens":50,"messages":[` + strings.Repeat(turn, 160) + `{"role":"user","content":"last"}]}`)
+	large.Response = []byte(`{"id":"msg_0123456789","type":"message","role":"assistant","model":"gpt-x","content":[{"type":"text","text":"` +
+		strings.Repeat("words of an answer that is long ", 500) + `"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":7}}`)
+	large.RequestSize, large.ResponseSize = int64(len(large.Request)), int64(len(large.Response))
+	for _, c := range []struct {
+		name string
+		size int
+		x    *gateway.Exchange
+	}{{"store/1", 1, benchExchange()}, {"store/32", 32, benchExchange()}, {"store/32/large", 32, large}} {
+		size := c.size
+		b.Run(c.name, func(b *testing.B) {
 			db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ctxkit.db"))
 			if err != nil {
 				b.Fatal(err)
@@ -155,7 +167,7 @@ func BenchmarkRecordWriter(b *testing.B) {
 			_, key, _ := ed25519.GenerateKey(nil)
 			s := New(Options{Store: db, Key: key, Gateway: gateway.New(&gateway.Config{}, gateway.Options{})})
 			rc := s.records
-			x := benchExchange()
+			x := c.x
 			var batch []*gateway.Exchange
 			// One op is one record; a batch is written when it is full.
 			cpu(b, func() {
