@@ -53,6 +53,9 @@ type DB struct {
 	// then on every write is refused with it, so nothing more goes into a
 	// damaged file.
 	corrupt atomic.Pointer[store.Error]
+	// batchStmts are the statements of CreateBatch, prepared once on the
+	// writing connection and kept across batches (see stmtCache).
+	batchStmts stmtSet
 }
 
 var _ store.Store = (*DB)(nil)
@@ -245,7 +248,7 @@ func (d *DB) migrate(ctx context.Context) error {
 // Close closes the database.
 func (d *DB) Close() error {
 	d.feed.Close()
-	return errors.Join(d.r.Close(), d.w.Close())
+	return errors.Join(d.r.Close(), d.batchStmts.close(), d.w.Close())
 }
 
 // inTx runs f in a write transaction and wakes the event feed after a
@@ -423,7 +426,7 @@ func (d *DB) CreateBatch(ctx context.Context, cs []store.Creation) ([]store.Crea
 	}
 	run := func(savepoints bool) error {
 		return d.inTx(ctx, func(sqlTx *sql.Tx) error {
-			tx := &stmtCache{Tx: sqlTx}
+			tx := &stmtCache{Tx: sqlTx, kept: &d.batchStmts}
 			for i, c := range cs {
 				if out[i].Err != nil {
 					continue
@@ -459,6 +462,9 @@ func (d *DB) CreateBatch(ctx context.Context, cs []store.Creation) ([]store.Crea
 		})
 	}
 	err := run(false)
+	// The statements this batch prepared are kept for the next ones, now
+	// that the transaction has given the connection back.
+	d.batchStmts.prepareNew(ctx, d.w)
 	if err != nil && ctx.Err() == nil && !wholeFailure(err) {
 		// One row refused: nothing was kept; again, each create alone.
 		for i := range out {
@@ -493,15 +499,27 @@ type execer interface {
 type stmtCache struct {
 	*sql.Tx
 	stmts map[string]*sql.Stmt
+	// kept, when not nil, holds statements prepared on the database
+	// across transactions: a statement of it serves this transaction
+	// without being prepared again (the writing connection is the one
+	// it was prepared on), and a statement this transaction has to
+	// prepare is named to it, to be kept after the commit.
+	kept *stmtSet
 }
 
 func (c *stmtCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := c.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := c.Tx.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
+	var st *sql.Stmt
+	if kept := c.kept.get(query); kept != nil {
+		st = c.Tx.StmtContext(ctx, kept)
+	} else {
+		var err error
+		if st, err = c.Tx.PrepareContext(ctx, query); err != nil {
+			return nil, err
+		}
+		c.kept.want(query)
 	}
 	if c.stmts == nil {
 		c.stmts = map[string]*sql.Stmt{}

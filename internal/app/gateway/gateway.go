@@ -603,12 +603,19 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, d Dialect, p *P
 	cw := g.clientWriter(w)
 	defer cw.done()
 	w.WriteHeader(http.StatusOK)
-	flush := cw.flush
-	flush() // the client learns at once that the stream has begun
 	// What the encoder writes goes out whenever the gateway is about to
 	// wait for the upstream: the events decoded from one upstream read
-	// leave in one write, and none waits behind a slow upstream.
-	upBody.BeforeRead(flush)
+	// leave in one write, and none waits behind a slow upstream. A read
+	// of the bytes that came with the first-byte check waits for nothing,
+	// so the header leaves with the first events rather than alone (a
+	// write the client wakes for, and the bare hop does not make): the
+	// client still has it before the gateway first waits for the
+	// upstream.
+	upBody.BeforeRead(func() {
+		if len(upBody.Head()) == 0 {
+			cw.flush()
+		}
+	})
 	var err error
 	if fw != nil {
 		err = fw.Stream(cw, chunks)

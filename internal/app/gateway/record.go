@@ -202,11 +202,28 @@ func recordStream(w http.ResponseWriter, out wire.Outgoing, chunks iter.Seq2[cha
 	return func(yield func(chat.Chunk, error) bool) {
 		var (
 			seen    []chat.Chunk
+			kept    int   // the chunks kept, those of a text run each counted
 			size    int64 // of the chunks' text, kept or not
 			failure error
 			usageAt = -1 // where in seen the last usage is
+			// Text chunks kept one after another are kept as one, the
+			// first of them in seen, its text the run's: a stream is
+			// mostly text deltas, and a chunk each cost the record more
+			// than their text. chat.Collect makes one text block of them
+			// either way.
+			run   []byte
+			runAt = -1 // where in seen the run's chunk is; -1: no run
 		)
-		defer func() { rw.collected(seen, size, failure, out) }()
+		endRun := func() {
+			if runAt >= 0 {
+				seen[runAt].Text = string(run)
+				run, runAt = run[:0], -1
+			}
+		}
+		defer func() {
+			endRun()
+			rw.collected(seen, size, failure, out)
+		}()
 		for c, err := range chunks {
 			if err != nil {
 				failure = err
@@ -223,11 +240,23 @@ func recordStream(w http.ResponseWriter, out wire.Outgoing, chunks iter.Seq2[cha
 			case c.Type == chat.ChunkUsage && usageAt >= 0:
 				seen[usageAt] = c
 			case c.Type == chat.ChunkUsage:
+				endRun()
 				usageAt = len(seen)
 				seen = append(seen, c)
+				kept++
 			case c.Type == chat.ChunkStop || c.Type == chat.ChunkError ||
-				size <= RecordedBodyBytes && len(seen) < maxRecordedChunks:
-				seen = append(seen, c)
+				size <= RecordedBodyBytes && kept < maxRecordedChunks:
+				kept++
+				if c.Type != chat.ChunkText {
+					endRun()
+					seen = append(seen, c)
+					break
+				}
+				if runAt < 0 {
+					runAt = len(seen)
+					seen = append(seen, chat.Chunk{Type: chat.ChunkText})
+				}
+				run = append(run, c.Text...)
 			}
 			if !yield(c, nil) {
 				failure = errClientGone

@@ -81,3 +81,62 @@ func TestRecordExcerptsCopied(t *testing.T) {
 		t.Errorf("the answer's excerpt holds the whole answer (%d bytes)", len(long))
 	}
 }
+
+// TestRecordStreamRuns: a recorded stream keeps its runs of text chunks
+// as one chunk each, and its record is the response all its chunks make:
+// text around usage, reasoning and a tool call, empty deltas, a
+// character split between two deltas, for every dialect's encoder.
+func TestRecordStreamRuns(t *testing.T) {
+	u1, u2 := chat.Usage{Input: 10, Output: 1}, chat.Usage{Input: 10, Output: 9}
+	chunks := []chat.Chunk{
+		{Type: chat.ChunkReasoning, Text: "thinking "}, {Type: chat.ChunkReasoning, Text: "more"},
+		{Type: chat.ChunkText, Text: "Hello"}, {Type: chat.ChunkText, Text: ", w"},
+		{Type: chat.ChunkUsage, Usage: &u1}, {Type: chat.ChunkText, Text: "orld \xc3"}, {Type: chat.ChunkText, Text: "\xa9"},
+		{Type: chat.ChunkText}, {Type: chat.ChunkText, Text: "!"},
+		{Type: chat.ChunkToolCallStart, Index: 0, ID: "call_1", Name: "f"},
+		{Type: chat.ChunkToolCallDelta, Index: 0, Arguments: `{"a":`}, {Type: chat.ChunkToolCallDelta, Index: 0, Arguments: `1}`},
+		{Type: chat.ChunkToolCallEnd, Index: 0},
+		{Type: chat.ChunkText, Text: "after the call"}, {Type: chat.ChunkUsage, Usage: &u2}, {Type: chat.ChunkText, Text: " and more"},
+		{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopToolUse}},
+	}
+	// Whole, and cut before its stop: the last run ends with the stream.
+	for _, chunks := range [][]chat.Chunk{chunks, chunks[:len(chunks)-1]} {
+		recordRuns(t, chunks, u2)
+	}
+}
+
+func recordRuns(t *testing.T, chunks []chat.Chunk, u2 chat.Usage) {
+	t.Helper()
+	all := func(yield func(chat.Chunk, error) bool) {
+		for _, c := range chunks {
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+	want, err := chat.Collect(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []Dialect{Anthropic, OpenAI, Responses, Gemini} {
+		out := wire.Outgoing{Request: &chat.Request{Model: "m"}, Model: "m", ID: d.row().IDPrefix + "1", Created: 1}
+		rw := &recordWriter{ResponseWriter: httptest.NewRecorder(), d: d, started: time.Now(), x: &Exchange{}}
+		n := 0
+		for _, err := range recordStream(rw, out, all) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if n != len(chunks) {
+			t.Fatalf("%s: %d chunks passed on, want %d", d.row().Name, n, len(chunks))
+		}
+		body, err := d.row().Response(want, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x := rw.x; string(x.Response) != string(body) || x.Usage == nil || *x.Usage != u2 || x.LastMessage != answerText(&want) {
+			t.Errorf("%s: recorded %s (usage %+v, last message %q)\nwant %s", d.row().Name, x.Response, x.Usage, x.LastMessage, body)
+		}
+	}
+}

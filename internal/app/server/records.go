@@ -485,8 +485,32 @@ func (rc *exchangeRecorder) breadcrumb(x *gateway.Exchange) (store.Breadcrumb, e
 	expires := rc.s.opts.Now().Add(rc.ttl)
 	return store.Breadcrumb{
 		Title: title, Context: ctx, Tags: tags, SchemaName: ExchangeSchema, LLMHints: exchangeHints,
-		Visibility: store.Private, Sensitivity: store.PII, ExpiresAt: &expires,
+		Visibility: store.Private, Sensitivity: store.PII, ExpiresAt: &expires, SearchText: searchText(&rec),
 	}, nil
+}
+
+// searchText is the text search matches in a record: its view's, which
+// exchangeHints make the record less its bodies and seal. It is taken
+// from rec without them (the view with no hints to run), rather than
+// left to the store, which would decode the whole context, bodies and
+// all, and compile the hints only to drop them. The store reads it into
+// the same words ("" has it derive them).
+func searchText(rec *exchangeRecord) string {
+	slim, err := json.Marshal(searchedRecord{exchangeRecord: rec})
+	if err != nil {
+		return ""
+	}
+	return strings.Join(store.Document(&store.Breadcrumb{Context: slim}).Body, " ")
+}
+
+// searchedRecord is a record as its view shows it: the fields of
+// exchangeHints' exclude hidden by fields of the same names, always
+// empty and left out.
+type searchedRecord struct {
+	*exchangeRecord
+	Request  json.RawMessage `json:"request,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
+	Seal     string          `json:"seal,omitempty"`
 }
 
 // body is a recorded body: the JSON value it is, its strings redacted,

@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +47,13 @@ func FuzzExchangeRecord(f *testing.F) {
 		b, err := rc.breadcrumb(x)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The search text it is written with reads into the store's own
+		// words of it.
+		derived := b
+		derived.SearchText = ""
+		if got, want := store.Document(&b).Body, store.Document(&derived).Body; !slices.Equal(got, want) {
+			t.Fatalf("search words %q; the store's own: %q", got, want)
 		}
 		ctx := b.Context
 		if err := store.Prepare(&b); err != nil {
@@ -137,8 +144,21 @@ func BenchmarkRecordWriter(b *testing.B) {
 			}
 		})
 	})
-	for _, size := range []int{1, 32} {
-		b.Run(fmt.Sprintf("store/%d", size), func(b *testing.B) {
+	// "large" exchanges carry bodies of some 16 KiB each, as a long
+	// conversation does: the record's search text leaves them out.
+	large := benchExchange()
+	turn := `{"role":"user","content":"a longer prompt of a conversation that goes on for a while, turn after turn"},`
+	large.Request = []byte(`{"model":"gpt-x","max_tokens":50,"messages":[` + strings.Repeat(turn, 160) + `{"role":"user","content":"last"}]}`)
+	large.Response = []byte(`{"id":"msg_0123456789","type":"message","role":"assistant","model":"gpt-x","content":[{"type":"text","text":"` +
+		strings.Repeat("words of an answer that is long ", 500) + `"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":7}}`)
+	large.RequestSize, large.ResponseSize = int64(len(large.Request)), int64(len(large.Response))
+	for _, c := range []struct {
+		name string
+		size int
+		x    *gateway.Exchange
+	}{{"store/1", 1, benchExchange()}, {"store/32", 32, benchExchange()}, {"store/32/large", 32, large}} {
+		size := c.size
+		b.Run(c.name, func(b *testing.B) {
 			db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ctxkit.db"))
 			if err != nil {
 				b.Fatal(err)
@@ -147,7 +167,7 @@ func BenchmarkRecordWriter(b *testing.B) {
 			_, key, _ := ed25519.GenerateKey(nil)
 			s := New(Options{Store: db, Key: key, Gateway: gateway.New(&gateway.Config{}, gateway.Options{})})
 			rc := s.records
-			x := benchExchange()
+			x := c.x
 			var batch []*gateway.Exchange
 			// One op is one record; a batch is written when it is full.
 			cpu(b, func() {
@@ -163,5 +183,40 @@ func BenchmarkRecordWriter(b *testing.B) {
 				b.Fatalf("%v records not written", lost)
 			}
 		})
+	}
+}
+
+// TestRecordSearchText checks that the search text a record is written
+// with reads into the words the store would derive from the whole record
+// (the view's: no body, no seal), for records with and without
+// usage, with words of other scripts, and with bodies whose words must
+// not be found.
+func TestRecordSearchText(t *testing.T) {
+	rc := testRecorder(t)
+	plain := benchExchange()
+	odd := benchExchange()
+	odd.FirstMessage = "İstanbul'da ÇAĞRI Ⅻ straße ǅemal — ½ 日本語の文"
+	odd.LastMessage = strings.Repeat("word ", 300)
+	odd.Request = []byte(`{"messages":[{"role":"user","content":"zebrabody in the request"}]}`)
+	odd.Response = []byte(`{"content":"zebrabody in the response"}`)
+	odd.Usage, odd.CostUSD = nil, nil
+	for i, x := range []*gateway.Exchange{plain, odd} {
+		b, err := rc.breadcrumb(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.SearchText == "" {
+			t.Fatalf("exchange %d: no search text", i)
+		}
+		got := store.Document(&b).Body
+		derived := b
+		derived.SearchText = ""
+		want := store.Document(&derived).Body
+		if !slices.Equal(got, want) {
+			t.Errorf("exchange %d: search words\n%q\nwant the store's own\n%q", i, got, want)
+		}
+		if slices.Contains(got, "zebrabody") {
+			t.Errorf("exchange %d: a body's word is searchable: %q", i, got)
+		}
 	}
 }
