@@ -275,6 +275,15 @@ func TestWebhookDelivers(t *testing.T) {
 	if !sawFull || !sawTest {
 		t.Fatalf("full %v test %v", sawFull, sawTest)
 	}
+	// The owner's curators see the webhook's delivery metrics; another
+	// owner's do not.
+	want := `ctxkit_webhook_attempts_total{class="ok",outcome="delivered",owner="acme",webhook="` + h.ID + `"}`
+	waitUntil(t, "the metrics", func() bool {
+		return strings.Contains(string(e.do("GET", "/metrics", e.token("acme", "root", server.RoleCurator), nil).body), want)
+	})
+	if m := string(e.do("GET", "/metrics", e.token("globex", "root", server.RoleCurator), nil).body); strings.Contains(m, h.ID) {
+		t.Fatal("another owner's curator sees the webhook's series")
+	}
 }
 
 func deliveryIDs(t *testing.T, e *hookEnv, tok, hook, status string) []string {
@@ -469,5 +478,101 @@ func TestWebhookRestart(t *testing.T) {
 	waitUntil(t, "both delivered", func() bool { return len(deliveryIDs(t, e, alice, h.ID, "delivered")) == 2 })
 	if p := deliveryIDs(t, e, alice, h.ID, "pending"); len(p) != 0 {
 		t.Fatalf("still pending: %v", p)
+	}
+}
+
+// TestWebhookIsolation: a webhook is its agent's: another agent of the
+// owner, and another owner, get 404 on every route, as for an unknown id;
+// a subscriber may not register one.
+func TestWebhookIsolation(t *testing.T) {
+	e := newHookEnv(t, newStore(t), nil, false)
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	h := e.createHook(alice, "https://example.com/hook", `{}`, "view")
+	e.write(alice, `{"title": "a", "context": {}}`)
+	dl := e.do("POST", "/webhooks/"+h.ID+"/test", alice, nil).json(t)["id"].(string)
+	for _, tok := range []string{e.token("acme", "bob", server.RoleCurator), e.token("globex", "alice", server.RoleCurator)} {
+		for _, c := range []struct{ method, path, body string }{
+			{"GET", "/webhooks/" + h.ID, ""},
+			{"PATCH", "/webhooks/" + h.ID, `{"paused": true}`},
+			{"DELETE", "/webhooks/" + h.ID, ""},
+			{"POST", "/webhooks/" + h.ID + "/rotate-secret", ""},
+			{"POST", "/webhooks/" + h.ID + "/test", ""},
+			{"GET", "/webhooks/" + h.ID + "/deliveries", ""},
+			{"GET", "/webhooks/" + h.ID + "/deliveries/" + dl, ""},
+			{"POST", "/webhooks/" + h.ID + "/deliveries/" + dl + "/redeliver", ""},
+			{"POST", "/webhooks/" + h.ID + "/redeliver", ""},
+		} {
+			var body any
+			if c.body != "" {
+				body = c.body
+			}
+			if r := e.do(c.method, c.path, tok, body); r.status != http.StatusNotFound || strings.Contains(string(r.body), "whsec_") {
+				t.Errorf("%s %s by another: %d %s", c.method, c.path, r.status, r.body)
+			}
+		}
+		if r := e.do("GET", "/webhooks", tok, nil); r.status != 200 || strings.Contains(string(r.body), h.ID) {
+			t.Errorf("another lists: %d %s", r.status, r.body)
+		}
+	}
+	sub := e.token("acme", "alice", server.RoleSubscriber)
+	if r := e.do("POST", "/webhooks", sub, `{"url": "https://example.com/", "selector": {}}`); r.status != http.StatusForbidden {
+		t.Errorf("a subscriber registers a webhook: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/webhooks/"+h.ID, alice, nil); r.status != 200 {
+		t.Fatalf("the webhook is gone: %d %s", r.status, r.body)
+	}
+}
+
+// TestWebhookBadInput: every bad create or patch is a 400 naming the
+// field; without --webhook-allow-private, private targets and http are
+// refused.
+func TestWebhookBadInput(t *testing.T) {
+	e := newHookEnv(t, newStore(t), nil, false, func(o *server.Options) { o.Webhooks = server.WebhookOptions{} })
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	long := "https://example.com/" + strings.Repeat("a", store.MaxWebhookURL)
+	for _, c := range []struct{ body, field string }{
+		{`{"url": "http://example.com/", "selector": {}}`, "url"},
+		{`{"url": "https://127.0.0.1/", "selector": {}}`, "url"},
+		{`{"url": "https://[::1]:8080/", "selector": {}}`, "url"},
+		{`{"url": "https://10.1.2.3/", "selector": {}}`, "url"},
+		{`{"url": "https://169.254.169.254/latest/meta-data", "selector": {}}`, "url"},
+		{`{"url": "https://u:p@example.com/", "selector": {}}`, "url"},
+		{`{"url": "` + long + `", "selector": {}}`, "url"},
+		{`{"selector": {}}`, "url"},
+		{`{"url": "https://example.com/"}`, "selector"},
+		{`{"url": "https://example.com/", "selector": {"kinds": ["eaten"]}}`, "selector.kinds"},
+		{`{"url": "https://example.com/", "selector": {"context_match": [{"path": "$.a", "op": "near", "value": 1}]}}`, "selector.context_match[0].op"},
+		{`{"url": "https://example.com/", "selector": {}, "payload": "raw"}`, "payload"},
+		{`{"url": "https://example.com/", "selector": {}, "description": "` + strings.Repeat("d", 1025) + `"}`, "description"},
+	} {
+		r := e.do("POST", "/webhooks", alice, c.body)
+		var er struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		json.Unmarshal(r.body, &er)
+		if r.status != http.StatusBadRequest || !strings.HasPrefix(er.Error.Message, c.field) {
+			t.Errorf("%.80s: %d %s, want 400 naming %s", c.body, r.status, r.body, c.field)
+		}
+	}
+	h := e.createHook(alice, "https://example.com/hook", `{}`, "")
+	for _, c := range []struct{ body, field string }{
+		{`{"url": "https://192.168.1.1/"}`, "url"},
+		{`{"selector": {"any_tags": [1]}}`, "selector.any_tags"},
+		{`{"selector": null}`, "selector"},
+		{`{"description": "` + strings.Repeat("d", 1025) + `"}`, "description"},
+	} {
+		r := e.do("PATCH", "/webhooks/"+h.ID, alice, c.body)
+		var er struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		json.Unmarshal(r.body, &er)
+		if r.status != http.StatusBadRequest || !strings.HasPrefix(er.Error.Message, c.field) {
+			t.Errorf("patch %.80s: %d %s, want 400 naming %s", c.body, r.status, r.body, c.field)
+		}
+	}
+	for _, q := range []string{"status=lost", "limit=0", "limit=x", "limit=500", "cursor=zz"} {
+		if r := e.do("GET", "/webhooks/"+h.ID+"/deliveries?"+q, alice, nil); r.status != http.StatusBadRequest {
+			t.Errorf("deliveries?%s: %d %s", q, r.status, r.body)
+		}
 	}
 }
