@@ -276,6 +276,20 @@ func testWebhookQueue(t *testing.T, s store.Store) {
 			t.Errorf("query %+v: %v", q, err)
 		}
 	}
+	// Attempts are kept DeliveryRetention, then Expire prunes them.
+	old := time.Now().Add(-store.DeliveryRetention - time.Hour)
+	if err := s.RecordAttempt(ctx, store.DeliveryAttempt{DeliveryID: got[0].ID, WebhookID: w.ID, At: old, Class: "ok", Verdict: "delivered"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ats, _ := s.Delivery(ctx, alice, w.ID, got[0].ID); len(ats) != 1 {
+		t.Fatalf("attempts before expiry: %d", len(ats))
+	}
+	if _, err := s.Expire(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ats, _ := s.Delivery(ctx, alice, w.ID, got[0].ID); len(ats) != 0 {
+		t.Fatalf("an attempt older than %s survived Expire", store.DeliveryRetention)
+	}
 	// A test message.
 	tm, err := s.EnqueueTest(ctx, alice, w.ID, []byte(`{"type":"test"}`))
 	if err != nil || tm.Kind != "test" || tm.Status != store.DeliveryPending {
