@@ -148,6 +148,8 @@ func (s *Server) RunWebhooks(ctx context.Context) error {
 	d := webhook.NewDispatcher(storeQueue{h}, webhook.DispatcherOptions{
 		Client: h.client, Policy: h.o.Policy, Recorder: storeQueue{h}, Metrics: hookMetrics{h}, Logger: s.opts.Logger,
 		MaxInFlight: h.o.MaxInFlight, PerEndpoint: h.o.PerEndpoint, Backlog: h.o.Backlog, Now: s.opts.Now, Rand: h.o.Rand,
+		// Retries come due without a wake: look for them as often as for events.
+		Poll: h.o.Poll,
 	})
 	h.mu.Lock()
 	h.disp = d
