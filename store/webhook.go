@@ -309,7 +309,15 @@ type ClaimedDelivery struct {
 	Lease        string
 }
 
-// Settle is how an attempt ended, for SettleDelivery.
+// Advance is one webhook's fan-out step, for AdvanceWebhooks.
+type Advance struct {
+	Webhook    Webhook // its Cursor is the compare-and-set's old value
+	Upto       int64
+	Missed     int64
+	Deliveries []NewDelivery
+}
+
+// Settle is how an attempt ended, for SettleDeliveries.
 type Settle struct {
 	DeliveryID string
 	Lease      string
@@ -318,6 +326,8 @@ type Settle struct {
 	Attempted  bool           // an attempt was made (attempts + 1)
 	Failed     time.Time      // when the failing run began, for a failure; zero for a success or a release
 	Reason     string         // failed: why
+	// Attempt, when set, is kept with the settle (RecordAttempt's rules).
+	Attempt *DeliveryAttempt
 }
 
 // DeliveryBacklog is a webhook's pending deliveries after a trim.
@@ -385,16 +395,20 @@ type Webhooks interface {
 	// backlog); missedThrough > w.Cursor says events after the cursor up
 	// to it were pruned before the fan-out read them.
 	WebhookChanges(ctx context.Context, w Webhook, limit int, withContext bool) (cs []Change, missedThrough int64, err error)
-	// AdvanceWebhook stores ds and moves w's cursor from w.Cursor to upto
-	// (and its MissedThrough to missed when larger) in one transaction;
-	// ErrCursorMoved when the cursor is no longer w.Cursor.
-	AdvanceWebhook(ctx context.Context, w Webhook, upto, missed int64, ds []NewDelivery) error
+	// AdvanceWebhooks does each Advance in one transaction: stores its
+	// deliveries and moves its webhook's cursor from Webhook.Cursor to
+	// Upto (and MissedThrough to Missed when larger). errs[i] is
+	// ErrCursorMoved for one whose cursor is no longer Webhook.Cursor
+	// (another replica fanned out first); err is for the whole.
+	AdvanceWebhooks(ctx context.Context, as []Advance) (errs []error, err error)
 	// ClaimDeliveries leases due deliveries of webhooks not paused, oldest
 	// due first, within c; a delivery whose lease ran out is due again.
 	ClaimDeliveries(ctx context.Context, c DeliveryClaim) ([]ClaimedDelivery, error)
-	// SettleDelivery records how an attempt ended (ErrLeaseLost when the
-	// lease is no longer s.Lease) and the webhook's failing state.
-	SettleDelivery(ctx context.Context, s Settle) error
+	// SettleDeliveries records how attempts ended, and their attempts, in
+	// one transaction (a dispatcher commits its settles together).
+	// errs[i] is ErrLeaseLost for one whose lease is no longer Lease;
+	// err is for the whole.
+	SettleDeliveries(ctx context.Context, ss []Settle) (errs []error, err error)
 	// PauseFailing pauses the webhook with reason, unless its current run
 	// of failures began after since or it is not failing.
 	PauseFailing(ctx context.Context, webhookID string, since time.Time, reason string) error

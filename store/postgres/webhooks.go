@@ -432,35 +432,43 @@ func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, limit int, wit
 	return cs, missed, err
 }
 
-// AdvanceWebhook implements store.Webhooks. The compare-and-set on the
-// cursor makes one replica's fan-out win: another's UPDATE waits on the
-// row lock and then finds the cursor moved.
-func (d *DB) AdvanceWebhook(ctx context.Context, w store.Webhook, upto, missed int64, ds []store.NewDelivery) error {
-	return d.tx(ctx, system, func(c *pgxpool.Conn) error {
-		ct, err := c.Exec(ctx, `UPDATE webhooks SET cursor = $1, missed_through = GREATEST(missed_through, $2) WHERE id = $3 AND cursor = $4`,
-			upto, missed, w.ID, w.Cursor)
-		if err != nil {
-			return err
-		}
-		if ct.RowsAffected() == 0 {
-			return store.ErrCursorMoved
-		}
-		if len(ds) == 0 {
-			return nil
-		}
+// AdvanceWebhooks implements store.Webhooks. The compare-and-set on
+// each cursor makes one replica's fan-out win: another's UPDATE waits on
+// the row lock and then finds the cursor moved.
+func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, error) {
+	errs := make([]error, len(as))
+	err := d.tx(ctx, system, func(c *pgxpool.Conn) error {
 		now := micro(d.stamp())
 		batch := &pgx.Batch{}
-		for _, nd := range ds {
-			id, err := uuid.NewV7()
+		for i, a := range as {
+			ct, err := c.Exec(ctx, `UPDATE webhooks SET cursor = $1, missed_through = GREATEST(missed_through, $2) WHERE id = $3 AND cursor = $4`,
+				a.Upto, a.Missed, a.Webhook.ID, a.Webhook.Cursor)
 			if err != nil {
 				return err
 			}
-			batch.Queue(`INSERT INTO webhook_deliveries (id, webhook_id, owner_id, seq, kind, body, status, first_due, next_at,
-				created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, $7) ON CONFLICT DO NOTHING`,
-				id.String(), w.ID, w.OwnerID, nd.Seq, nd.Kind, nd.Body, now)
+			if ct.RowsAffected() == 0 {
+				errs[i] = store.ErrCursorMoved
+				continue
+			}
+			for _, nd := range a.Deliveries {
+				id, err := uuid.NewV7()
+				if err != nil {
+					return err
+				}
+				batch.Queue(`INSERT INTO webhook_deliveries (id, webhook_id, owner_id, seq, kind, body, status, first_due, next_at,
+					created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, $7) ON CONFLICT DO NOTHING`,
+					id.String(), a.Webhook.ID, a.Webhook.OwnerID, nd.Seq, nd.Kind, nd.Body, now)
+			}
+		}
+		if batch.Len() == 0 {
+			return nil
 		}
 		return c.SendBatch(ctx, batch).Close()
 	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
 }
 
 // ClaimDeliveries implements store.Webhooks: the due deliveries of each
@@ -540,39 +548,61 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 	return out, nil
 }
 
-// SettleDelivery implements store.Webhooks.
-func (d *DB) SettleDelivery(ctx context.Context, s store.Settle) error {
+// SettleDeliveries implements store.Webhooks.
+func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, error) {
+	errs := make([]error, len(ss))
+	err := d.tx(ctx, system, func(c *pgxpool.Conn) error {
+		now := d.stamp()
+		for i, s := range ss {
+			err := settle(ctx, c, now, s)
+			if errors.Is(err, store.ErrLeaseLost) {
+				errs[i] = err
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+func settle(ctx context.Context, c *pgxpool.Conn, now time.Time, s store.Settle) error {
 	if s.Lease == "" {
 		return store.ErrLeaseLost
 	}
-	return d.tx(ctx, system, func(c *pgxpool.Conn) error {
-		now := d.stamp()
-		next := micro(s.NextAt)
-		if next == 0 {
-			next = micro(now)
-		}
-		attempted := 0
-		if s.Attempted {
-			attempted = 1
-		}
-		var hook string
-		err := c.QueryRow(ctx, `UPDATE webhook_deliveries SET status = $1, next_at = $2, attempts = attempts + $3, reason = $4,
-			lease = '', lease_until = 0, updated_at = $5 WHERE id = $6 AND lease = $7 AND status = 'pending' RETURNING webhook_id`,
-			string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease).Scan(&hook)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrLeaseLost
-		}
-		if err != nil {
-			return err
-		}
-		switch {
-		case s.Status == store.DeliveryDelivered:
-			_, err = c.Exec(ctx, `UPDATE webhooks SET failing_since = 0 WHERE id = $1 AND failing_since <> 0`, hook)
-		case !s.Failed.IsZero():
-			_, err = c.Exec(ctx, `UPDATE webhooks SET failing_since = $1 WHERE id = $2 AND failing_since = 0`, micro(s.Failed), hook)
-		}
+	next := micro(s.NextAt)
+	if next == 0 {
+		next = micro(now)
+	}
+	attempted := 0
+	if s.Attempted {
+		attempted = 1
+	}
+	var hook string
+	err := c.QueryRow(ctx, `UPDATE webhook_deliveries SET status = $1, next_at = $2, attempts = attempts + $3, reason = $4,
+		lease = '', lease_until = 0, updated_at = $5 WHERE id = $6 AND lease = $7 AND status = 'pending' RETURNING webhook_id`,
+		string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease).Scan(&hook)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrLeaseLost
+	}
+	if err != nil {
 		return err
-	})
+	}
+	switch {
+	case s.Status == store.DeliveryDelivered:
+		_, err = c.Exec(ctx, `UPDATE webhooks SET failing_since = 0 WHERE id = $1 AND failing_since <> 0`, hook)
+	case !s.Failed.IsZero():
+		_, err = c.Exec(ctx, `UPDATE webhooks SET failing_since = $1 WHERE id = $2 AND failing_since = 0`, micro(s.Failed), hook)
+	}
+	if err != nil || s.Attempt == nil {
+		return err
+	}
+	return recordAttempt(ctx, c, *s.Attempt)
 }
 
 // PauseFailing implements store.Webhooks.
@@ -642,13 +672,15 @@ func (d *DB) TrimDeliveries(ctx context.Context, perWebhook int) ([]store.Delive
 // RecordAttempt implements store.Webhooks. An attempt at a delivery
 // deleted since (with its webhook) is dropped.
 func (d *DB) RecordAttempt(ctx context.Context, at store.DeliveryAttempt) error {
-	return d.tx(ctx, system, func(c *pgxpool.Conn) error {
-		_, err := c.Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, webhook_id, owner_id, at, status, class, latency_us, error, excerpt, verdict)
-			SELECT id, webhook_id, owner_id, $2, $3, $4, $5, $6, $7, $8 FROM webhook_deliveries WHERE id = $1`,
-			at.DeliveryID, micro(at.At), at.Status, at.Class, int64(at.LatencyMS*1000), store.CutExcerpt(at.Error),
-			store.CutExcerpt(at.Excerpt), at.Verdict)
-		return err
-	})
+	return d.tx(ctx, system, func(c *pgxpool.Conn) error { return recordAttempt(ctx, c, at) })
+}
+
+func recordAttempt(ctx context.Context, c *pgxpool.Conn, at store.DeliveryAttempt) error {
+	_, err := c.Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, webhook_id, owner_id, at, status, class, latency_us, error, excerpt, verdict)
+		SELECT id, webhook_id, owner_id, $2, $3, $4, $5, $6, $7, $8 FROM webhook_deliveries WHERE id = $1`,
+		at.DeliveryID, micro(at.At), at.Status, at.Class, int64(at.LatencyMS*1000), store.CutExcerpt(at.Error),
+		store.CutExcerpt(at.Excerpt), at.Verdict)
+	return err
 }
 
 // queuePrune queues, in Expire's maintenance transaction, the note of the

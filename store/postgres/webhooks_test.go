@@ -55,7 +55,11 @@ func TestWebhookReplicas(t *testing.T) {
 			for _, c := range cs {
 				ds = append(ds, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Body: []byte(`{}`)})
 			}
-			errs[i] = db.AdvanceWebhook(ctx, w, cs[len(cs)-1].Seq, 0, ds)
+			res, err := db.AdvanceWebhooks(ctx, []store.Advance{{Webhook: w, Upto: cs[len(cs)-1].Seq, Deliveries: ds}})
+			if err == nil {
+				err = res[0]
+			}
+			errs[i] = err
 		}()
 	}
 	wg.Wait()

@@ -442,31 +442,39 @@ func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, limit int, wit
 	return cs, missed, err
 }
 
-// AdvanceWebhook implements store.Webhooks.
-func (d *DB) AdvanceWebhook(ctx context.Context, w store.Webhook, upto, missed int64, ds []store.NewDelivery) error {
-	return d.queueTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE webhooks SET cursor = ?, missed_through = max(missed_through, ?) WHERE id = ? AND cursor = ?`,
-			upto, missed, w.ID, w.Cursor)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return store.ErrCursorMoved
-		}
+// AdvanceWebhooks implements store.Webhooks.
+func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, error) {
+	errs := make([]error, len(as))
+	err := d.queueTx(ctx, func(tx *sql.Tx) error {
 		now := micro(d.stamp())
-		for _, nd := range ds {
-			id, err := uuid.NewV7()
+		for i, a := range as {
+			res, err := tx.ExecContext(ctx, `UPDATE webhooks SET cursor = ?, missed_through = max(missed_through, ?) WHERE id = ? AND cursor = ?`,
+				a.Upto, a.Missed, a.Webhook.ID, a.Webhook.Cursor)
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, seq, kind, body, status, first_due, next_at,
-				created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?6, ?6) ON CONFLICT DO NOTHING`,
-				id.String(), w.ID, nd.Seq, nd.Kind, nd.Body, now); err != nil {
-				return err
+			if n, _ := res.RowsAffected(); n == 0 {
+				errs[i] = store.ErrCursorMoved
+				continue
+			}
+			for _, nd := range a.Deliveries {
+				id, err := uuid.NewV7()
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, seq, kind, body, status, first_due, next_at,
+					created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?6, ?6) ON CONFLICT DO NOTHING`,
+					id.String(), a.Webhook.ID, nd.Seq, nd.Kind, nd.Body, now); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
 }
 
 type webhookTarget struct {
@@ -555,39 +563,61 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 	return out, nil
 }
 
-// SettleDelivery implements store.Webhooks.
-func (d *DB) SettleDelivery(ctx context.Context, s store.Settle) error {
+// SettleDeliveries implements store.Webhooks.
+func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, error) {
+	errs := make([]error, len(ss))
+	err := d.queueTx(ctx, func(tx *sql.Tx) error {
+		now := d.stamp()
+		for i, s := range ss {
+			err := settle(ctx, tx, now, s)
+			if errors.Is(err, store.ErrLeaseLost) {
+				errs[i] = err
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+func settle(ctx context.Context, tx *sql.Tx, now time.Time, s store.Settle) error {
 	if s.Lease == "" {
 		return store.ErrLeaseLost
 	}
-	return d.queueTx(ctx, func(tx *sql.Tx) error {
-		now := d.stamp()
-		next := micro(s.NextAt)
-		if next == 0 {
-			next = micro(now)
-		}
-		attempted := 0
-		if s.Attempted {
-			attempted = 1
-		}
-		var hook string
-		err := tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = ?, next_at = ?, attempts = attempts + ?, reason = ?,
-			lease = '', lease_until = 0, updated_at = ? WHERE id = ? AND lease = ? AND status = 'pending' RETURNING webhook_id`,
-			string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease).Scan(&hook)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrLeaseLost
-		}
-		if err != nil {
-			return err
-		}
-		switch {
-		case s.Status == store.DeliveryDelivered:
-			_, err = tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = 0 WHERE id = ? AND failing_since != 0`, hook)
-		case !s.Failed.IsZero():
-			_, err = tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = ? WHERE id = ? AND failing_since = 0`, micro(s.Failed), hook)
-		}
+	next := micro(s.NextAt)
+	if next == 0 {
+		next = micro(now)
+	}
+	attempted := 0
+	if s.Attempted {
+		attempted = 1
+	}
+	var hook string
+	err := tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = ?, next_at = ?, attempts = attempts + ?, reason = ?,
+		lease = '', lease_until = 0, updated_at = ? WHERE id = ? AND lease = ? AND status = 'pending' RETURNING webhook_id`,
+		string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease).Scan(&hook)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrLeaseLost
+	}
+	if err != nil {
 		return err
-	})
+	}
+	switch {
+	case s.Status == store.DeliveryDelivered:
+		_, err = tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = 0 WHERE id = ? AND failing_since != 0`, hook)
+	case !s.Failed.IsZero():
+		_, err = tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = ? WHERE id = ? AND failing_since = 0`, micro(s.Failed), hook)
+	}
+	if err != nil || s.Attempt == nil {
+		return err
+	}
+	return recordAttempt(ctx, tx, *s.Attempt)
 }
 
 // PauseFailing implements store.Webhooks.
@@ -656,13 +686,15 @@ func (d *DB) TrimDeliveries(ctx context.Context, perWebhook int) ([]store.Delive
 // RecordAttempt implements store.Webhooks. An attempt at a delivery
 // deleted since (with its webhook) is dropped.
 func (d *DB) RecordAttempt(ctx context.Context, at store.DeliveryAttempt) error {
-	return d.queueTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, webhook_id, at, status, class, latency_us, error, excerpt, verdict)
-			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)`,
-			at.DeliveryID, at.WebhookID, micro(at.At), at.Status, at.Class, int64(at.LatencyMS*1000), store.CutExcerpt(at.Error),
-			store.CutExcerpt(at.Excerpt), at.Verdict, at.DeliveryID)
-		return err
-	})
+	return d.queueTx(ctx, func(tx *sql.Tx) error { return recordAttempt(ctx, tx, at) })
+}
+
+func recordAttempt(ctx context.Context, tx *sql.Tx, at store.DeliveryAttempt) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, webhook_id, at, status, class, latency_us, error, excerpt, verdict)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)`,
+		at.DeliveryID, at.WebhookID, micro(at.At), at.Status, at.Class, int64(at.LatencyMS*1000), store.CutExcerpt(at.Error),
+		store.CutExcerpt(at.Excerpt), at.Verdict, at.DeliveryID)
+	return err
 }
 
 // notePruned remembers the last event seq Expire is about to prune.

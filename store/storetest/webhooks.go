@@ -49,7 +49,7 @@ func fanOut(t *testing.T, s store.Store, a store.Actor, w store.Webhook) store.W
 			ds = append(ds, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Body: []byte(fmt.Sprintf(`{"seq":%d}`, c.Seq))})
 		}
 	}
-	if err := s.AdvanceWebhook(ctx, w, upto, 0, ds); err != nil {
+	if err := advance(s, w, upto, 0, ds); err != nil {
 		t.Fatal(err)
 	}
 	w, err = s.Webhook(ctx, a, w.ID)
@@ -57,6 +57,24 @@ func fanOut(t *testing.T, s store.Store, a store.Actor, w store.Webhook) store.W
 		t.Fatal(err)
 	}
 	return w
+}
+
+// advance is one webhook's AdvanceWebhooks.
+func advance(s store.Store, w store.Webhook, upto, missed int64, ds []store.NewDelivery) error {
+	errs, err := s.AdvanceWebhooks(context.Background(), []store.Advance{{Webhook: w, Upto: upto, Missed: missed, Deliveries: ds}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// settleOne is one delivery's SettleDeliveries.
+func settleOne(s store.Store, st store.Settle) error {
+	errs, err := s.SettleDeliveries(context.Background(), []store.Settle{st})
+	if err != nil {
+		return err
+	}
+	return errs[0]
 }
 
 func testWebhooks(t *testing.T, s store.Store) {
@@ -175,7 +193,7 @@ func testWebhookQueue(t *testing.T, s store.Store) {
 	// A second fan-out from the old cursor (another replica) is refused.
 	stale := w
 	stale.Cursor = 0
-	if err := s.AdvanceWebhook(ctx, stale, 99, 0, nil); !errors.Is(err, store.ErrCursorMoved) {
+	if err := advance(s, stale, 99, 0, nil); !errors.Is(err, store.ErrCursorMoved) {
 		t.Fatalf("stale advance: %v", err)
 	}
 	got := claim(t, s, time.Minute)
@@ -189,14 +207,14 @@ func testWebhookQueue(t *testing.T, s store.Store) {
 		t.Fatalf("leased deliveries claimed again: %d", len(again))
 	}
 	// Delivered; retried; a lost lease.
-	if err := s.SettleDelivery(ctx, store.Settle{DeliveryID: got[0].ID, Lease: got[0].Lease, Status: store.DeliveryDelivered, Attempted: true}); err != nil {
+	if err := settleOne(s, store.Settle{DeliveryID: got[0].ID, Lease: got[0].Lease, Status: store.DeliveryDelivered, Attempted: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SettleDelivery(ctx, store.Settle{DeliveryID: got[0].ID, Lease: got[0].Lease, Status: store.DeliveryDelivered, Attempted: true}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := settleOne(s, store.Settle{DeliveryID: got[0].ID, Lease: got[0].Lease, Status: store.DeliveryDelivered, Attempted: true}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("settled twice: %v", err)
 	}
 	start := time.Now().Add(-time.Second).UTC().Truncate(time.Microsecond)
-	if err := s.SettleDelivery(ctx, store.Settle{DeliveryID: got[1].ID, Lease: got[1].Lease, Status: store.DeliveryPending,
+	if err := settleOne(s, store.Settle{DeliveryID: got[1].ID, Lease: got[1].Lease, Status: store.DeliveryPending,
 		NextAt: time.Now().Add(time.Hour), Attempted: true, Failed: start}); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +269,7 @@ func testWebhookQueue(t *testing.T, s store.Store) {
 	if len(got) != 1 {
 		t.Fatalf("after resume claimed %d, want 1", len(got))
 	}
-	if err := s.SettleDelivery(ctx, store.Settle{DeliveryID: got[0].ID, Lease: got[0].Lease, Status: store.DeliveryFailed,
+	if err := settleOne(s, store.Settle{DeliveryID: got[0].ID, Lease: got[0].Lease, Status: store.DeliveryFailed,
 		Attempted: true, Failed: time.Now(), Reason: "final: 404"}); err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +318,6 @@ func testWebhookQueue(t *testing.T, s store.Store) {
 // testWebhookLease: a lease that runs out makes the delivery due again;
 // the first claimant's settle is then refused.
 func testWebhookLease(t *testing.T, s store.Store) {
-	ctx := context.Background()
 	alice := store.Actor{OwnerID: "acme", AgentID: "alice"}
 	w, _ := newHook(t, s, alice, `{}`)
 	create(t, s, alice, crumb("one"))
@@ -318,13 +335,27 @@ func testWebhookLease(t *testing.T, s store.Store) {
 	if len(second) != 1 || second[0].ID != first[0].ID || second[0].Lease == first[0].Lease {
 		t.Fatalf("after the lease ran out: %+v", second)
 	}
-	if err := s.SettleDelivery(ctx, store.Settle{DeliveryID: first[0].ID, Lease: first[0].Lease, Status: store.DeliveryDelivered}); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("the first claimant settled: %v", err)
+	// In one batch: the first claimant's settle is refused alone; the
+	// second's, with its attempt, is kept.
+	errs, err := s.SettleDeliveries(context.Background(), []store.Settle{
+		{DeliveryID: first[0].ID, Lease: first[0].Lease, Status: store.DeliveryDelivered},
+		{DeliveryID: second[0].ID, Lease: second[0].Lease, Status: store.DeliveryPending, NextAt: time.Now(), Attempted: true, Failed: time.Now(),
+			Attempt: &store.DeliveryAttempt{DeliveryID: second[0].ID, WebhookID: w.ID, At: time.Now(), Status: 500, Class: "status", Verdict: "retry"}},
+	})
+	if err != nil || !errors.Is(errs[0], store.ErrLeaseLost) || errs[1] != nil {
+		t.Fatalf("batch settle: %v %v", errs, err)
 	}
-	if err := s.SettleDelivery(ctx, store.Settle{DeliveryID: second[0].ID, Lease: second[0].Lease, Status: store.DeliveryPending}); err != nil {
+	if _, ats, err := s.Delivery(context.Background(), alice, w.ID, second[0].ID); err != nil || len(ats) != 1 || ats[0].Status != 500 {
+		t.Fatalf("the batch's attempt: %+v %v", ats, err)
+	}
+	second = claim(t, s, time.Minute)
+	if len(second) != 1 {
+		t.Fatalf("the retried delivery: %+v", second)
+	}
+	if err := settleOne(s, store.Settle{DeliveryID: second[0].ID, Lease: second[0].Lease, Status: store.DeliveryPending}); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if again := claim(t, s, time.Minute); len(again) != 1 || again[0].Attempts != 0 {
+	if again := claim(t, s, time.Minute); len(again) != 1 || again[0].Attempts != 1 {
 		t.Fatalf("a released delivery: %+v", again)
 	}
 }
@@ -353,7 +384,7 @@ func testWebhookClaimants(t *testing.T, s store.Store) {
 		t.Fatalf("per webhook %v, want 3 and 2", per)
 	}
 	for _, d := range c {
-		if err := s.SettleDelivery(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryPending}); err != nil {
+		if err := settleOne(s, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryPending}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -56,6 +56,8 @@ type hookRunner struct {
 	o      WebhookOptions
 	client *webhook.Client
 	fanout chan struct{}
+	// settles carries the dispatcher's settles to commitSettles.
+	settles chan settleReq
 
 	mu   sync.Mutex
 	disp *webhook.Dispatcher // while RunWebhooks runs
@@ -81,7 +83,7 @@ func newHookRunner(s *Server, o WebhookOptions) *hookRunner {
 		o.Poll = 250 * time.Millisecond
 	}
 	h := &hookRunner{
-		s: s, o: o, fanout: make(chan struct{}, 1), labels: map[string][2]string{},
+		s: s, o: o, fanout: make(chan struct{}, 1), labels: map[string][2]string{}, settles: make(chan settleReq, maxSettleGroup),
 		client: webhook.NewClient(webhook.ClientOptions{AllowPrivate: o.AllowPrivate, AllowHTTP: o.AllowPrivate, Timeout: o.Timeout}),
 		attempts: metric.NewCounterVec(metric.CounterOpts{Name: "ctxkit_webhook_attempts_total",
 			Help: "Webhook delivery attempts by owner, webhook (the first 100; the rest as other), class and outcome (delivered, retry, dead)."},
@@ -146,7 +148,7 @@ func (h *hookRunner) wakeDispatcher() {
 func (s *Server) RunWebhooks(ctx context.Context) error {
 	h := s.hooks
 	d := webhook.NewDispatcher(storeQueue{h}, webhook.DispatcherOptions{
-		Client: h.client, Policy: h.o.Policy, Recorder: storeQueue{h}, Metrics: hookMetrics{h}, Logger: s.opts.Logger,
+		Client: h.client, Policy: h.o.Policy, Metrics: hookMetrics{h}, Logger: s.opts.Logger,
 		MaxInFlight: h.o.MaxInFlight, PerEndpoint: h.o.PerEndpoint, Backlog: h.o.Backlog, Now: s.opts.Now, Rand: h.o.Rand,
 		// Retries come due without a wake: look for them as often as for events.
 		Poll: h.o.Poll,
@@ -159,14 +161,22 @@ func (s *Server) RunWebhooks(ctx context.Context) error {
 		h.disp = nil
 		h.mu.Unlock()
 	}()
+	stopSettles := make(chan struct{})
+	settled := make(chan struct{})
+	go func() {
+		defer close(settled)
+		h.commitSettles(stopSettles)
+	}()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		h.fanOutLoop(ctx, d)
 	}()
-	err := d.Run(ctx)
+	err := d.Run(ctx) // returns once its attempts are settled or released
 	wg.Wait()
+	close(stopSettles)
+	<-settled
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -211,83 +221,125 @@ func (h *hookRunner) fanOutLoop(ctx context.Context, d *webhook.Dispatcher) {
 	}
 }
 
-// fanOutAll runs every webhook's fan-out up to latest and says how many
-// deliveries it made.
+// maxRoundBytes bounds the bodies one fan-out round holds in memory; a
+// round that reaches it stores what it has and goes on in the next.
+const maxRoundBytes = 32 << 20
+
+// renderKey is what a delivery's body depends on besides its event:
+// webhooks of one agent and payload kind share their bodies in a round.
+type renderKey struct {
+	seq     int64
+	actor   store.Actor
+	payload store.WebhookPayload
+}
+
+// fanOutAll makes, in rounds, the deliveries of the events up to latest
+// for every webhook: each round reads a page of each webhook's events
+// and stores every webhook's deliveries and cursor in one transaction.
+// It says how many deliveries it made.
 func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 	hooks, err := h.s.opts.Store.AllWebhooks(ctx)
 	if err != nil {
 		return 0, err
 	}
-	total := 0
-	var errs []error
 	for _, w := range hooks {
 		h.owners.Store(w.ID, w.OwnerID)
-		if w.Cursor >= latest {
-			continue
-		}
-		n, err := h.fanOut(ctx, w, latest)
-		total += n
-		if err != nil {
-			errs = append(errs, fmt.Errorf("webhook %s: %w", w.ID, err))
-		}
 	}
-	return total, errors.Join(errs...)
-}
-
-// fanOut makes w's deliveries of the events after its cursor, page by
-// page, moving the cursor in the transaction that stores them.
-func (h *hookRunner) fanOut(ctx context.Context, w store.Webhook, latest int64) (int, error) {
-	a := w.Actor()
-	withContext := w.Selector.NeedsContext()
 	made := 0
-	for w.Cursor < latest {
-		cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, w, fanOutPage, withContext)
-		if err != nil {
-			return made, err
-		}
-		if missed > w.Cursor {
-			owner, hook := h.label(w.ID)
-			h.missed.WithLabelValues(owner, hook).Add(float64(missed - w.Cursor))
-			h.s.opts.Logger.Warn("webhook: events were pruned before they were fanned out; the webhook missed them",
-				"webhook", w.ID, "after", w.Cursor, "through", missed)
-		}
-		upto := max(w.Cursor, missed)
-		var ds []store.NewDelivery
-		for i := range cs {
-			c := &cs[i]
-			upto = c.Seq
-			var doc any
-			if withContext {
-				if raw := c.ContextFor(a); raw != nil {
-					if doc, err = view.DecodeJSON(raw); err != nil {
-						doc = nil
-					}
-				}
-			}
-			if !w.Selector.Match(&c.Event, doc) {
+	for {
+		cache, size := map[renderKey][]byte{}, 0
+		var (
+			advs []store.Advance
+			errs []error
+		)
+		for _, w := range hooks {
+			if w.Cursor >= latest || size >= maxRoundBytes {
 				continue
 			}
-			body, err := h.render(ctx, w, c)
+			a, err := h.step(ctx, w, latest, cache, &size)
 			if err != nil {
-				return made, err
+				errs = append(errs, fmt.Errorf("webhook %s: %w", w.ID, err))
+				continue
 			}
-			ds = append(ds, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Body: body})
+			advs = append(advs, a)
 		}
-		if len(cs) < fanOutPage {
-			// Events commit in Seq order: none the webhook may see is
-			// still to come at or below latest.
-			upto = max(upto, latest)
+		if len(advs) == 0 {
+			return made, errors.Join(errs...)
 		}
-		if err := h.s.opts.Store.AdvanceWebhook(ctx, w, upto, missed, ds); err != nil {
-			if errors.Is(err, store.ErrCursorMoved) {
-				return made, nil // another replica fanned these out
+		res, err := h.s.opts.Store.AdvanceWebhooks(ctx, advs)
+		if err != nil {
+			return made, errors.Join(append(errs, err)...)
+		}
+		at := map[string]int64{}
+		for i, a := range advs {
+			if res[i] == nil {
+				made += len(a.Deliveries)
+				at[a.Webhook.ID] = a.Upto
+			} else {
+				at[a.Webhook.ID] = latest // another replica fans it out
 			}
-			return made, err
 		}
-		made += len(ds)
-		w.Cursor = upto
+		for i := range hooks {
+			if c, ok := at[hooks[i].ID]; ok {
+				hooks[i].Cursor = c
+			}
+		}
+		if len(errs) > 0 {
+			return made, errors.Join(errs...)
+		}
 	}
-	return made, nil
+}
+
+// step reads one page of w's events after its cursor and makes the
+// deliveries its selector passes, as its agent sees them.
+func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, cache map[renderKey][]byte, size *int) (store.Advance, error) {
+	a := w.Actor()
+	withContext := w.Selector.NeedsContext()
+	cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, w, fanOutPage, withContext)
+	if err != nil {
+		return store.Advance{}, err
+	}
+	if missed > w.Cursor {
+		owner, hook := h.label(w.ID)
+		h.missed.WithLabelValues(owner, hook).Add(float64(missed - w.Cursor))
+		h.s.opts.Logger.Warn("webhook: events were pruned before they were fanned out; the webhook missed them",
+			"webhook", w.ID, "after", w.Cursor, "through", missed)
+	}
+	adv := store.Advance{Webhook: w, Upto: max(w.Cursor, missed), Missed: missed}
+	for i := range cs {
+		c := &cs[i]
+		if *size >= maxRoundBytes {
+			return adv, nil // the rest in the next round
+		}
+		adv.Upto = c.Seq
+		var doc any
+		if withContext {
+			if raw := c.ContextFor(a); raw != nil {
+				if doc, err = view.DecodeJSON(raw); err != nil {
+					doc = nil
+				}
+			}
+		}
+		if !w.Selector.Match(&c.Event, doc) {
+			continue
+		}
+		key := renderKey{seq: c.Seq, actor: a, payload: w.Payload}
+		body, ok := cache[key]
+		if !ok {
+			if body, err = h.render(ctx, w, c); err != nil {
+				return store.Advance{}, err
+			}
+			cache[key] = body
+			*size += len(body)
+		}
+		adv.Deliveries = append(adv.Deliveries, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Body: body})
+	}
+	if len(cs) < fanOutPage {
+		// Events commit in Seq order: none the webhook may see is still
+		// to come at or below latest.
+		adv.Upto = max(adv.Upto, latest)
+	}
+	return adv, nil
 }
 
 // deliveryBody is the JSON body of a delivery.
@@ -349,8 +401,8 @@ func (h *hookRunner) render(ctx context.Context, w store.Webhook, c *store.Chang
 	return out, nil
 }
 
-// storeQueue is webhook.Queue and webhook.Recorder over the store's
-// delivery tables.
+// storeQueue is webhook.Queue over the store's delivery tables; each
+// attempt is kept with its settle (no separate Recorder).
 type storeQueue struct{ h *hookRunner }
 
 func leaseLost(err error) error {
@@ -374,8 +426,8 @@ func (q storeQueue) Due(ctx context.Context, c webhook.Claim) ([]webhook.Deliver
 			// Never send unsigned: the delivery goes to the dead-letter
 			// list, saying why.
 			q.h.s.opts.Logger.Error("webhook: stored secret unreadable", "webhook", cd.WebhookID, "err", err)
-			q.h.s.opts.Store.SettleDelivery(ctx, store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryFailed,
-				Reason: "the webhook's stored secret is unreadable: rotate it"})
+			q.h.s.opts.Store.SettleDeliveries(ctx, []store.Settle{{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryFailed,
+				Reason: "the webhook's stored secret is unreadable: rotate it"}})
 			continue
 		}
 		out = append(out, webhook.Delivery{ID: cd.ID, Endpoint: cd.WebhookID, URL: cd.URL,
@@ -406,26 +458,102 @@ func failingSince(d webhook.Delivery, a webhook.Attempt) time.Time {
 	return a.Start
 }
 
+// attempt is a's record, kept with its settle.
+func attempt(d webhook.Delivery, a webhook.Attempt, v webhook.Verdict) *store.DeliveryAttempt {
+	return &store.DeliveryAttempt{DeliveryID: d.ID, WebhookID: d.Endpoint, At: a.Start, Status: a.Status, Class: string(a.Class),
+		LatencyMS: float64(a.Latency.Microseconds()) / 1000, Error: a.Err, Excerpt: a.Excerpt, Verdict: string(v)}
+}
+
 // Done implements webhook.Queue.
 func (q storeQueue) Done(ctx context.Context, d webhook.Delivery, a webhook.Attempt) error {
-	return leaseLost(q.h.s.opts.Store.SettleDelivery(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryDelivered, Attempted: true}))
+	return q.h.settle(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryDelivered, Attempted: true,
+		Attempt: attempt(d, a, webhook.Delivered)})
 }
 
 // Retry implements webhook.Queue.
 func (q storeQueue) Retry(ctx context.Context, d webhook.Delivery, a webhook.Attempt, at time.Time) error {
-	return leaseLost(q.h.s.opts.Store.SettleDelivery(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryPending,
-		NextAt: at, Attempted: true, Failed: failingSince(d, a)}))
+	return q.h.settle(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryPending,
+		NextAt: at, Attempted: true, Failed: failingSince(d, a), Attempt: attempt(d, a, webhook.Retrying)})
 }
 
 // Dead implements webhook.Queue.
 func (q storeQueue) Dead(ctx context.Context, d webhook.Delivery, a webhook.Attempt, reason string) error {
-	return leaseLost(q.h.s.opts.Store.SettleDelivery(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryFailed,
-		Attempted: true, Failed: failingSince(d, a), Reason: reason}))
+	return q.h.settle(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryFailed,
+		Attempted: true, Failed: failingSince(d, a), Reason: reason, Attempt: attempt(d, a, webhook.Dead)})
 }
 
 // Release implements webhook.Queue.
 func (q storeQueue) Release(ctx context.Context, d webhook.Delivery) error {
-	return leaseLost(q.h.s.opts.Store.SettleDelivery(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryPending}))
+	return q.h.settle(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryPending})
+}
+
+// settleReq is one settle waiting for its group's commit.
+type settleReq struct {
+	s    store.Settle
+	done chan error
+}
+
+// maxSettleGroup bounds the settles committed together.
+const maxSettleGroup = 256
+
+// settle commits s with whatever other settles are waiting (group
+// commit: one transaction, one disk flush, for every attempt that ended
+// meanwhile) and returns once it is durable.
+func (h *hookRunner) settle(ctx context.Context, s store.Settle) error {
+	req := settleReq{s: s, done: make(chan error, 1)}
+	select {
+	case h.settles <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.done:
+		return leaseLost(err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commitSettles runs the group commits until stop is closed and every
+// settle sent before is answered.
+func (h *hookRunner) commitSettles(stop <-chan struct{}) {
+	group := make([]settleReq, 0, maxSettleGroup)
+	for {
+		var first settleReq
+		select {
+		case first = <-h.settles:
+		case <-stop:
+			select {
+			case first = <-h.settles:
+			default:
+				return
+			}
+		}
+		group = append(group[:0], first)
+	more:
+		for len(group) < maxSettleGroup {
+			select {
+			case r := <-h.settles:
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		ss := make([]store.Settle, len(group))
+		for i, r := range group {
+			ss[i] = r.s
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs, err := h.s.opts.Store.SettleDeliveries(ctx, ss)
+		cancel()
+		for i, r := range group {
+			if err != nil {
+				r.done <- err
+			} else {
+				r.done <- errs[i]
+			}
+		}
+	}
 }
 
 // Pause implements webhook.Queue.
@@ -444,13 +572,6 @@ func (q storeQueue) Trim(ctx context.Context, perEndpoint int) ([]webhook.Backlo
 		out[i] = webhook.Backlog{Endpoint: b.WebhookID, Pending: b.Pending, Oldest: b.Oldest, Trimmed: b.Trimmed}
 	}
 	return out, nil
-}
-
-// Record implements webhook.Recorder.
-func (q storeQueue) Record(ctx context.Context, d webhook.Delivery, a webhook.Attempt, dec webhook.Decision) error {
-	return q.h.s.opts.Store.RecordAttempt(ctx, store.DeliveryAttempt{DeliveryID: d.ID, WebhookID: d.Endpoint, At: a.Start,
-		Status: a.Status, Class: string(a.Class), LatencyMS: float64(a.Latency.Microseconds()) / 1000, Error: a.Err, Excerpt: a.Excerpt,
-		Verdict: string(dec.Verdict)})
 }
 
 // hookMetrics is webhook.Metrics over the server's registry.
