@@ -482,11 +482,12 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 	var out []store.ClaimedDelivery
 	err := d.tx(ctx, system, func(conn *pgxpool.Conn) error {
 		now := d.stamp()
-		rows, err := conn.Query(ctx, `SELECT id, webhook_id FROM (
-			SELECT d.id, d.webhook_id, d.next_at, ROW_NUMBER() OVER (PARTITION BY d.webhook_id ORDER BY d.next_at, d.id) AS rn
-			FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-			WHERE d.status = 'pending' AND d.next_at <= $1 AND d.lease_until <= $1 AND w.paused_reason = ''
-		) ranked WHERE rn <= $2 ORDER BY next_at, id`, micro(now), c.PerWebhook)
+		// Per webhook, its first PerWebhook due deliveries (an index
+		// range each), so a long backlog of one is never scanned whole.
+		rows, err := conn.Query(ctx, `SELECT d.id, d.webhook_id FROM webhooks w CROSS JOIN LATERAL (
+			SELECT x.id, x.webhook_id, x.next_at FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending'
+			AND x.next_at <= $1 AND x.lease_until <= $1 ORDER BY x.next_at, x.id LIMIT $2) d
+			WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`, micro(now), c.PerWebhook)
 		if err != nil {
 			return err
 		}

@@ -97,7 +97,9 @@ func hookBenchPhase(b *testing.B, hooks bool) hookBenchResult {
 		mu    sync.Mutex
 		first = map[string]time.Duration{} // webhook-id → lag of its first arrival
 	)
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// One listener per endpoint, as endpoints are on different hosts (the
+	// client keeps a few idle connections per host).
+	recv := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := time.Now()
 		body, _ := io.ReadAll(r.Body)
 		if strings.HasPrefix(r.URL.Path, "/slow/") {
@@ -113,18 +115,22 @@ func hookBenchPhase(b *testing.B, hooks bool) hookBenchResult {
 			first[r.Header.Get("webhook-id")] = now.Sub(m.Timestamp)
 		}
 		mu.Unlock()
-	}))
-	defer recv.Close()
+	})
 	if hooks {
 		ln, _ := net.Listen("tcp", "127.0.0.1:0")
 		deadURL := "http://" + ln.Addr().String() + "/dead"
 		ln.Close()
 		var urls []string
-		for i := range hookBenchHealthy {
-			urls = append(urls, fmt.Sprintf("%s/ok/%d", recv.URL, i))
+		listen := func(path string) string {
+			srv := httptest.NewServer(recv)
+			b.Cleanup(srv.Close)
+			return srv.URL + path
 		}
-		for i := range hookBenchSlow {
-			urls = append(urls, fmt.Sprintf("%s/slow/%d", recv.URL, i))
+		for range hookBenchHealthy {
+			urls = append(urls, listen("/ok"))
+		}
+		for range hookBenchSlow {
+			urls = append(urls, listen("/slow/"))
 		}
 		for range hookBenchDead {
 			urls = append(urls, deadURL)

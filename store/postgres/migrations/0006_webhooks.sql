@@ -44,7 +44,7 @@ CREATE TABLE webhook_deliveries (
     created_at  bigint NOT NULL,
     updated_at  bigint NOT NULL
 );
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_at);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (webhook_id, status, next_at, id);
 CREATE INDEX webhook_deliveries_list ON webhook_deliveries (webhook_id, status, id);
 CREATE INDEX webhook_deliveries_settled ON webhook_deliveries (status, updated_at);
 -- An event is made ready once per webhook, whichever replica fans out.

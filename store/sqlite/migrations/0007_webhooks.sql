@@ -41,7 +41,7 @@ CREATE TABLE webhook_deliveries (
     created_at  INTEGER NOT NULL,
     updated_at  INTEGER NOT NULL
 ) STRICT;
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_at);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (webhook_id, status, next_at, id);
 CREATE INDEX webhook_deliveries_list ON webhook_deliveries (webhook_id, status, id);
 CREATE INDEX webhook_deliveries_settled ON webhook_deliveries (status, updated_at);
 
