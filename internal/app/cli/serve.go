@@ -79,7 +79,7 @@ Flags:
                      the dead-letter list, and how long an endpoint fails
                      in a row before it is paused (default 24h)
                      (env CTXKIT_WEBHOOK_RETRY_FOR)
-  --webhook-in-flight N  delivery attempts in flight at once (default 64),
+  --webhook-in-flight N  delivery attempts in flight at once (default 256),
                      at most --webhook-per-endpoint N (default 4) for one
                      webhook (env CTXKIT_WEBHOOK_IN_FLIGHT,
                      env CTXKIT_WEBHOOK_PER_ENDPOINT)
@@ -129,7 +129,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	hookPrivate := fs.Bool("webhook-allow-private", false, "")
 	hookTimeout := fs.Duration("webhook-timeout", webhook.DefaultTimeout, "")
 	hookRetryFor := fs.Duration("webhook-retry-for", 24*time.Hour, "")
-	hookInFlight := fs.Int("webhook-in-flight", 64, "")
+	hookInFlight := fs.Int("webhook-in-flight", 256, "")
 	hookPerEndpoint := fs.Int("webhook-per-endpoint", 4, "")
 	hookBacklog := fs.Int("webhook-backlog", 10_000, "")
 	if err := parseFlags(fs, args); err != nil {

@@ -83,7 +83,7 @@ func hookBenchPhase(b *testing.B, hooks bool) hookBenchResult {
 	opts := server.Options{Store: db, Key: key}
 	fastHooks(&opts)
 	opts.Webhooks.Poll = 50 * time.Millisecond
-	opts.Webhooks.MaxInFlight = 128 // the slow endpoints hold at most 10 × 4 of them
+	opts.Webhooks.MaxInFlight = 512 // the slow and dead endpoints hold at most 15 × 4 of them
 	api := server.New(opts)
 	srv := httptest.NewServer(api.Handler())
 	ctx, cancel := context.WithCancel(context.Background())
