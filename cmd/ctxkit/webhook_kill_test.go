@@ -7,11 +7,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ctxkit/ctxkit/internal/testkit/pgtest"
 )
 
 // hookSink is a webhook receiver that counts what it gets, by
@@ -176,4 +179,99 @@ func TestKillNineWebhooksLoseNothing(t *testing.T) {
 	}
 	t.Logf("kill -9 mid-load: %d acknowledged matching events × %d healthy receivers; %d of the %d deliveries arrived before "+
 		"the kill, the rest after restart; losses 0, duplicates %d", len(acked), len(sinks), before, len(acked)*len(sinks), dups)
+}
+
+// TestKillNineWebhookReplica runs two replicas on one PostgreSQL
+// database delivering to five healthy receivers, kills one with SIGKILL
+// mid-load and checks that the other delivers every acknowledged
+// matching event to every receiver (the dead replica's leased deliveries
+// are due again once their lease runs out). Duplicates are reported.
+func TestKillNineWebhookReplica(t *testing.T) {
+	dbURL := pgtest.Shared(t).NewDatabase(t)
+	bin := buildCtxkit(t)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	flags := []string{"--db", dbURL, "--webhook-allow-private", "--webhook-timeout", "2s"}
+	a := serve(t, bin, dirA, flags...)
+	b := serve(t, bin, dirB, append(flags, "--key", filepath.Join(dirA, "signing.key"))...)
+	client := &http.Client{Timeout: 5 * time.Second}
+	do := func(url, method, path, body string) (int, map[string]any) {
+		req, _ := http.NewRequest(method, url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+a.token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	var sinks []*hookSink
+	for range 5 {
+		s := newHookSink(t)
+		sinks = append(sinks, s)
+		if code, m := do(a.url, "POST", "/webhooks", fmt.Sprintf(`{"url": %q, "selector": {"any_tags": ["k"]}}`, s.srv.URL)); code != 201 {
+			t.Fatalf("create webhook: %d %v", code, m)
+		}
+	}
+	var (
+		mu    sync.Mutex
+		acked []string
+		wg    sync.WaitGroup
+		stop  = make(chan struct{})
+	)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			url := a.url
+			if w%2 == 1 {
+				url = b.url
+			}
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				code, m := do(url, "POST", "/breadcrumbs", fmt.Sprintf(`{"title": "w%d-%d", "tags": ["k"], "context": {}}`, w, i))
+				if code == 201 {
+					mu.Lock()
+					acked = append(acked, m["id"].(string))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	a.cmd.Wait()
+	time.Sleep(500 * time.Millisecond) // replica B goes on taking writes
+	close(stop)
+	wg.Wait()
+	if len(acked) < 20 {
+		t.Fatalf("only %d writes acknowledged", len(acked))
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		missing := 0
+		for _, s := range sinks {
+			missing += s.missing(acked)
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("losses: %d of %d deliveries of acknowledged events never arrived", missing, len(acked)*len(sinks))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	dups := 0
+	for _, s := range sinks {
+		dups += s.duplicates()
+	}
+	t.Logf("kill -9 of one of two PostgreSQL replicas: %d acknowledged events × %d receivers delivered; losses 0, duplicates %d",
+		len(acked), len(sinks), dups)
 }

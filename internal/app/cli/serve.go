@@ -261,7 +261,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		Webhooks: server.WebhookOptions{AllowPrivate: *hookPrivate, Timeout: *hookTimeout,
 			Policy:      webhook.Policy{Horizon: *hookRetryFor, PauseAfter: *hookRetryFor},
 			MaxInFlight: *hookInFlight, PerEndpoint: *hookPerEndpoint, Backlog: *hookBacklog,
-			Lease: max(time.Minute, 2*(*hookTimeout))}})
+			// A replica that dies mid-attempt holds its deliveries this
+			// long; an attempt ends within the timeout.
+			Lease: max(10*time.Second, 3*(*hookTimeout))}})
 	if *hookPrivate {
 		fmt.Fprintln(e.stderr, "webhooks: --webhook-allow-private: targets on loopback, private and metadata addresses, and plain http, are allowed")
 	}
