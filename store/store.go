@@ -203,6 +203,8 @@ type Store interface {
 	Subscription(ctx context.Context, a Actor, id string) (Subscription, error)
 	// DeleteSubscription removes one of the actor's agent's subscriptions.
 	DeleteSubscription(ctx context.Context, a Actor, id string) error
+	// Webhooks keeps webhooks and their deliveries (webhook.go).
+	Webhooks
 	Close() error
 }
 

@@ -1079,6 +1079,7 @@ func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 	err := d.inTx(ctx, scope{system: true}, func(*pgxpool.Conn) (*pgx.Batch, error) {
 		batch := &pgx.Batch{}
 		batch.Queue(`DELETE FROM idempotency WHERE created_at < $1`, now.Add(-IdempotencyWindow))
+		queuePrune(batch, now, EventBacklog)
 		batch.Queue(`DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - $1`, EventBacklog)
 		return batch, nil
 	})

@@ -944,8 +944,14 @@ func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 		if _, err = tx.ExecContext(ctx, `DELETE FROM idempotency WHERE created_at < ?`, now.Add(-IdempotencyWindow).UnixMicro()); err != nil {
 			return err
 		}
+		if err := notePruned(ctx, tx, EventBacklog); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - ?`, EventBacklog)
-		return err
+		if err != nil {
+			return err
+		}
+		return pruneDeliveries(ctx, tx, now)
 	})
 	return n, err
 }

@@ -77,6 +77,10 @@ func Run(t *testing.T, open Open) {
 		{"Subscriptions", testSubscriptions},
 		{"SelectorPrivacy", testSelectorPrivacy},
 		{"SelectorContextRule", testSelectorContextRule},
+		{"Webhooks", testWebhooks},
+		{"WebhookQueue", testWebhookQueue},
+		{"WebhookLease", testWebhookLease},
+		{"WebhookClaimants", testWebhookClaimants},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/internal/app/server"
 	"github.com/ctxkit/ctxkit/internal/connlimit"
+	"github.com/ctxkit/ctxkit/internal/webhook"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/postgres"
 	"github.com/ctxkit/ctxkit/store/sqlite"
@@ -28,7 +29,7 @@ func init() {
 		name:    "serve",
 		summary: "run the breadcrumb server (HTTP API)",
 		usage: `Usage: ctxkit serve [--addr 127.0.0.1:8700] [--data DIR] [--db URL] [--key FILE] [--max-body BYTES] [--config FILE]
-                    [--workspace DIR]... [--max-conns N]
+                    [--workspace DIR]... [--max-conns N] [--webhook-allow-private]
 
 Serves the breadcrumb API. With no flags it keeps everything in ./.ctxkit: the
 SQLite database (ctxkit.db) and the signing key for bearer tokens
@@ -67,6 +68,27 @@ Flags:
                      workspace_search may read (repeatable); named by its
                      'ctxkit index --name', else its base name. Nothing
                      outside these directories is read. (env CTXKIT_WORKSPACE)
+  --webhook-allow-private
+                     let webhooks target loopback, private, link-local and
+                     metadata addresses, and plain http (tests, internal
+                     networks; said on stderr at start)
+                     (env CTXKIT_WEBHOOK_ALLOW_PRIVATE)
+  --webhook-timeout D  time for one delivery attempt (default 10s)
+                     (env CTXKIT_WEBHOOK_TIMEOUT)
+  --webhook-retry-for D  how long a delivery is retried before it goes to
+                     the dead-letter list, and how long an endpoint fails
+                     in a row before it is paused (default 24h)
+                     (env CTXKIT_WEBHOOK_RETRY_FOR)
+  --webhook-in-flight N  delivery attempts in flight at once (default 256),
+                     at most --webhook-per-endpoint N (default 4) for one
+                     webhook (env CTXKIT_WEBHOOK_IN_FLIGHT,
+                     env CTXKIT_WEBHOOK_PER_ENDPOINT)
+  --webhook-backlog N  pending deliveries kept per webhook (default 10000);
+                     the oldest beyond are dead-lettered (env CTXKIT_WEBHOOK_BACKLOG)
+
+Webhooks (POST /webhooks) are delivered by every server: new events are
+fanned out to the webhooks whose selectors match, and each delivery is
+made by one replica at a time; a stop releases the attempts in flight.
 
 MCP clients connect to /mcp (streamable HTTP) with the same bearer tokens.
 
@@ -104,7 +126,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.Var(&viewMemory, "view-memory", "")
 	var workspaces stringList
 	fs.Var(&workspaces, "workspace", "")
+	hookPrivate := fs.Bool("webhook-allow-private", false, "")
+	hookTimeout := fs.Duration("webhook-timeout", webhook.DefaultTimeout, "")
+	hookRetryFor := fs.Duration("webhook-retry-for", 24*time.Hour, "")
+	hookInFlight := fs.Int("webhook-in-flight", 256, "")
+	hookPerEndpoint := fs.Int("webhook-per-endpoint", 4, "")
+	hookBacklog := fs.Int("webhook-backlog", 10_000, "")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkWebhookFlags(*hookTimeout, *hookRetryFor, *hookInFlight, *hookPerEndpoint, *hookBacklog); err != nil {
 		return err
 	}
 	for i, w := range workspaces {
@@ -226,7 +257,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 
 	api := server.New(server.Options{Store: db, Key: key, Logger: log, MaxBodyBytes: *maxBody, Gateway: gw,
-		Workspaces: workspaces, ViewMemory: int64(viewMemory)})
+		Workspaces: workspaces, ViewMemory: int64(viewMemory),
+		Webhooks: server.WebhookOptions{AllowPrivate: *hookPrivate, Timeout: *hookTimeout,
+			Policy:      webhook.Policy{Horizon: *hookRetryFor, PauseAfter: *hookRetryFor},
+			MaxInFlight: *hookInFlight, PerEndpoint: *hookPerEndpoint, Backlog: *hookBacklog,
+			// A replica that dies mid-attempt holds its deliveries this
+			// long; an attempt ends within the timeout.
+			Lease: max(10*time.Second, 3*(*hookTimeout))}})
+	if *hookPrivate {
+		fmt.Fprintln(e.stderr, "webhooks: --webhook-allow-private: targets on loopback, private and metadata addresses, and plain http, are allowed")
+	}
 	srv := &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -240,6 +280,17 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	log.Info("serving", "url", url, "db", dbDesc)
 
 	go expireLoop(ctx, db, *expireEvery, log)
+	// Webhook delivery stops with the server; its attempts in flight are
+	// released (due again at once) before serve returns.
+	hookCtx, stopHooks := context.WithCancel(ctx)
+	hooksDone := make(chan struct{})
+	go func() {
+		defer close(hooksDone)
+		if err := api.RunWebhooks(hookCtx); err != nil {
+			log.Error("webhooks", "err", err)
+		}
+	}()
+	defer func() { stopHooks(); <-hooksDone }()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -486,4 +537,22 @@ func shellQuote(p string) string {
 		return p
 	}
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}
+
+// checkWebhookFlags refuses webhook knobs that cannot work, naming the
+// flag.
+func checkWebhookFlags(timeout, retryFor time.Duration, inFlight, perEndpoint, backlog int) error {
+	switch {
+	case timeout <= 0 || timeout > 5*time.Minute:
+		return usagef("--webhook-timeout %s: use more than 0 and at most 5m", timeout)
+	case retryFor < time.Minute || retryFor > 30*24*time.Hour:
+		return usagef("--webhook-retry-for %s: use 1m to 720h", retryFor)
+	case inFlight < 1 || inFlight > 10_000:
+		return usagef("--webhook-in-flight %d: use 1 to 10000", inFlight)
+	case perEndpoint < 1 || perEndpoint > inFlight:
+		return usagef("--webhook-per-endpoint %d: use 1 to --webhook-in-flight (%d)", perEndpoint, inFlight)
+	case backlog < 1 || backlog > 10_000_000:
+		return usagef("--webhook-backlog %d: use 1 to 10000000", backlog)
+	}
+	return nil
 }

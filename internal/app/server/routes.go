@@ -204,6 +204,49 @@ func (s *Server) routeTable() []route {
 			Responses: answer(204, "deleted", "", 403, 404)}},
 		// End of the event stream and subscriptions.
 
+		// Webhooks: each the creating agent's; another agent's is 404.
+		{method: "POST", path: "/webhooks", role: RoleEmitter, serve: s.createWebhook, doc: operation{
+			Summary: "Register a webhook for the caller's agent (emitter or curator; at most 100 per agent): an https target, " +
+				"a selector, payload view (default: the record as the model sees it) or full. Deliveries follow Standard " +
+				"Webhooks (webhook-id, webhook-timestamp, webhook-signature); the answer holds the signing secret, shown once",
+			Body: "WebhookRequest",
+			Responses: append(answer(201, "the webhook and its secret", "WebhookWithSecret", 400, 403),
+				reply{Status: 409, Desc: "too_many_webhooks: the agent has 100 webhooks; delete one first", Schema: "Error"})}},
+		{method: "GET", path: "/webhooks", role: RoleEmitter, serve: s.webhooks, doc: operation{
+			Summary:   "The caller's agent's webhooks, oldest first (no secrets)",
+			Responses: answer(200, "the webhooks", "WebhookList", 403)}},
+		{method: "GET", path: "/webhooks/{id}", role: RoleEmitter, serve: s.webhook, doc: operation{
+			Summary:   "One of the caller's agent's webhooks: paused and why, failing since, fan-out cursor, missed events",
+			Responses: answer(200, "the webhook", "Webhook", 403, 404)}},
+		{method: "PATCH", path: "/webhooks/{id}", role: RoleEmitter, serve: s.patchWebhook, doc: operation{
+			Summary:   "Change a webhook: url, selector, description, paused (true pauses; false resumes, not failing)",
+			Body:      "WebhookPatch",
+			Responses: answer(200, "the webhook", "Webhook", 400, 403, 404)}},
+		{method: "DELETE", path: "/webhooks/{id}", role: RoleEmitter, serve: s.deleteWebhook, doc: operation{
+			Summary:   "Delete a webhook with its deliveries",
+			Responses: answer(204, "deleted", "", 403, 404)}},
+		{method: "POST", path: "/webhooks/{id}/rotate-secret", role: RoleEmitter, serve: s.rotateWebhookSecret, doc: operation{
+			Summary:   "Make a new signing secret, shown once; the old one signs beside it for 24 h",
+			Responses: answer(200, "the webhook and its new secret", "WebhookWithSecret", 403, 404)}},
+		{method: "POST", path: "/webhooks/{id}/test", role: RoleEmitter, serve: s.testWebhook, doc: operation{
+			Summary:   "Queue a signed test message ({\"type\": \"webhook.test\"}), delivered and retried as any",
+			Responses: answer(202, "the test delivery", "WebhookDelivery", 403, 404)}},
+		{method: "GET", path: "/webhooks/{id}/deliveries", role: RoleEmitter, serve: s.deliveries, doc: operation{
+			Summary:   "A webhook's deliveries, newest first; status=failed is its dead-letter list",
+			Params:    []string{"deliveryStatus", "deliveryLimit", "deliveryCursor"},
+			Responses: answer(200, "a page of deliveries", "WebhookDeliveryList", 400, 403, 404)}},
+		{method: "GET", path: "/webhooks/{id}/deliveries/{delivery}", role: RoleEmitter, serve: s.delivery, doc: operation{
+			Params:    []string{"delivery"},
+			Summary:   "One delivery with its body and its attempts (kept 7 days): status, latency, error class, response excerpt",
+			Responses: answer(200, "the delivery", "WebhookDeliveryDetail", 403, 404)}},
+		{method: "POST", path: "/webhooks/{id}/deliveries/{delivery}/redeliver", role: RoleEmitter, serve: s.redeliver, doc: operation{
+			Params:    []string{"delivery"},
+			Summary:   "Deliver a failed (or delivered) delivery again, due now with a fresh retry horizon",
+			Responses: answer(200, "the delivery, pending", "WebhookDelivery", 400, 403, 404)}},
+		{method: "POST", path: "/webhooks/{id}/redeliver", role: RoleEmitter, serve: s.redeliverFailed, doc: operation{
+			Summary:   "Deliver every failed delivery of the webhook again (up to 10,000 per call, oldest first)",
+			Responses: answer(200, "how many", "RedeliverResult", 403, 404)}},
+
 		// The console (internal/app/console): its page and assets need no
 		// token, since they hold no data; the page signs in with a token,
 		// or with a login link's code exchanged once for one.

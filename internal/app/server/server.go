@@ -90,6 +90,9 @@ type Options struct {
 	// MCPOrigins are browser origins ("https://app.example.com") besides
 	// the server's own that may call /mcp; see Server.mcpOrigin.
 	MCPOrigins []string
+	// Webhooks tune webhook delivery (RunWebhooks) and the target check
+	// of POST and PATCH /webhooks.
+	Webhooks WebhookOptions
 }
 
 // DefaultViewMemory is Options.ViewMemory's default.
@@ -108,6 +111,7 @@ type Server struct {
 	openAPI []byte // the document GET /openapi.json serves, built from the route table
 	metrics *metrics
 	records *exchangeRecorder // the gateway's traffic records; nil without a gateway
+	hooks   *hookRunner       // webhook fan-out and delivery
 
 	corruptLogged atomic.Bool // the store said it is damaged, and it was logged
 
@@ -178,6 +182,7 @@ func New(opts Options) *Server {
 		metrics: newMetrics(),
 	}
 	s.revoked.store = opts.Store
+	s.hooks = newHookRunner(s, opts.Webhooks)
 	s.viewSlots = make(chan struct{}, opts.MaxConcurrentViews)
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	if opts.Gateway != nil {

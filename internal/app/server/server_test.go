@@ -538,7 +538,10 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		"POST /breadcrumbs/{id}/context/merge", "POST /views/preview", "GET /events/stream",
 		"GET /breadcrumbs/search", "GET /workspace/search", "POST /mcp", "POST /relay", "POST /tokens/revoke",
 		"POST /subscriptions", "GET /subscriptions", "GET /subscriptions/{id}", "DELETE /subscriptions/{id}",
-		"GET /ui/", "POST /console/login", "GET /breadcrumbs/{id}/stats"}
+		"GET /ui/", "POST /console/login", "GET /breadcrumbs/{id}/stats",
+		"POST /webhooks", "GET /webhooks", "GET /webhooks/{id}", "PATCH /webhooks/{id}", "DELETE /webhooks/{id}",
+		"POST /webhooks/{id}/rotate-secret", "POST /webhooks/{id}/test", "GET /webhooks/{id}/deliveries",
+		"GET /webhooks/{id}/deliveries/{delivery}", "POST /webhooks/{id}/deliveries/{delivery}/redeliver", "POST /webhooks/{id}/redeliver"}
 	for _, rt := range routes {
 		method, path, _ := strings.Cut(rt, " ")
 		if _, ok := doc.Paths[path][strings.ToLower(method)]; !ok {

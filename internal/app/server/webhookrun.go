@@ -1,0 +1,603 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ctxkit/ctxkit/envelope"
+	metric "github.com/ctxkit/ctxkit/internal/metrics"
+	"github.com/ctxkit/ctxkit/internal/webhook"
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/view"
+)
+
+// WebhookOptions tune webhook delivery; the zero value is the default:
+// https targets on public addresses, 10 s per attempt, retries for 24 h.
+type WebhookOptions struct {
+	// AllowPrivate lifts the address rule (loopback, private, link-local
+	// and metadata addresses are refused by default) and lets plain http
+	// targets in: for tests and internal networks.
+	AllowPrivate bool
+	Timeout      time.Duration  // per attempt; default 10 s
+	Policy       webhook.Policy // retry horizon, backoff, pause after failing (24 h)
+	// MaxInFlight bounds attempts in flight on this replica (default 64),
+	// PerEndpoint those for one webhook (default 4).
+	MaxInFlight int
+	PerEndpoint int
+	// Backlog caps each webhook's pending deliveries (default 10,000): the
+	// oldest beyond it are dead-lettered, and counted.
+	Backlog int
+	// Lease is how long a claimed delivery is held before another replica
+	// may take it (default 1 min; above Timeout).
+	Lease time.Duration
+	// Poll is how often the fan-out looks for new events, and the
+	// dispatcher for due deliveries, when nothing wakes them (default
+	// 250 ms and 1 s).
+	Poll time.Duration
+	Rand func() float64 // jitter draws; default math/rand/v2
+}
+
+// fanOutPage is how many events one read of a webhook's backlog takes.
+const fanOutPage = 256
+
+// maxEndpointSeries bounds the webhook label values of the delivery
+// metrics: the first webhooks this process delivers for get a series of
+// their own, any beyond are summed under "other". Label values live as
+// long as the process, and webhooks can be created and deleted at will.
+const maxEndpointSeries = 100
+
+// hookRunner fans events out to webhooks and runs their deliveries.
+type hookRunner struct {
+	s      *Server
+	o      WebhookOptions
+	client *webhook.Client
+	fanout chan struct{}
+	// settles carries the dispatcher's settles to commitSettles.
+	settles chan settleReq
+
+	mu   sync.Mutex
+	disp *webhook.Dispatcher // while RunWebhooks runs
+
+	labelsMu sync.Mutex
+	labels   map[string][2]string // webhook id → owner, webhook labels
+	owners   sync.Map             // webhook id → owner
+
+	attempts *metric.CounterVec
+	latency  *metric.HistogramVec
+	backlog  *metric.GaugeVec
+	oldest   *metric.GaugeVec
+	trimmed  *metric.CounterVec
+	paused   *metric.CounterVec
+	missed   *metric.CounterVec
+}
+
+func newHookRunner(s *Server, o WebhookOptions) *hookRunner {
+	if o.Lease <= 0 {
+		o.Lease = time.Minute
+	}
+	if o.Poll <= 0 {
+		o.Poll = 250 * time.Millisecond
+	}
+	h := &hookRunner{
+		s: s, o: o, fanout: make(chan struct{}, 1), labels: map[string][2]string{}, settles: make(chan settleReq, maxSettleGroup),
+		client: webhook.NewClient(webhook.ClientOptions{AllowPrivate: o.AllowPrivate, AllowHTTP: o.AllowPrivate, Timeout: o.Timeout}),
+		attempts: metric.NewCounterVec(metric.CounterOpts{Name: "ctxkit_webhook_attempts_total",
+			Help: "Webhook delivery attempts by owner, webhook (the first 100; the rest as other), class and outcome (delivered, retry, dead)."},
+			[]string{"owner", "webhook", "class", "outcome"}),
+		latency: metric.NewHistogramVec(metric.HistogramOpts{Name: "ctxkit_webhook_attempt_duration_seconds",
+			Help: "Webhook delivery attempt latency by owner and webhook.", Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}},
+			[]string{"owner", "webhook"}),
+		backlog: metric.NewGaugeVec(metric.GaugeOpts{Name: "ctxkit_webhook_backlog",
+			Help: "Pending deliveries by owner and webhook."}, []string{"owner", "webhook"}),
+		oldest: metric.NewGaugeVec(metric.GaugeOpts{Name: "ctxkit_webhook_oldest_pending_seconds",
+			Help: "Age of the oldest pending delivery by owner and webhook."}, []string{"owner", "webhook"}),
+		trimmed: metric.NewCounterVec(metric.CounterOpts{Name: "ctxkit_webhook_trimmed_total",
+			Help: "Deliveries dead-lettered because a webhook's backlog passed its cap."}, []string{"owner", "webhook"}),
+		paused: metric.NewCounterVec(metric.CounterOpts{Name: "ctxkit_webhook_paused_total",
+			Help: "Webhooks paused after failing for the pause horizon."}, []string{"owner", "webhook"}),
+		missed: metric.NewCounterVec(metric.CounterOpts{Name: "ctxkit_webhook_missed_events_total",
+			Help: "Events pruned before the fan-out reached them, by owner and webhook: never delivered."}, []string{"owner", "webhook"}),
+	}
+	s.metrics.reg.MustRegister(h.attempts, h.latency, h.backlog, h.oldest, h.trimmed, h.paused, h.missed)
+	return h
+}
+
+// label is the owner and webhook label values of a webhook's series.
+func (h *hookRunner) label(id string) (owner, hook string) {
+	h.labelsMu.Lock()
+	defer h.labelsMu.Unlock()
+	if l, ok := h.labels[id]; ok {
+		return l[0], l[1]
+	}
+	o, _ := h.owners.Load(id)
+	owner, _ = o.(string)
+	l := [2]string{"other", "other"}
+	if len(h.labels) < maxEndpointSeries && owner != "" {
+		l = [2]string{owner, id}
+		h.labels[id] = l
+	}
+	return l[0], l[1]
+}
+
+func (h *hookRunner) wakeFanOut() {
+	select {
+	case h.fanout <- struct{}{}:
+	default:
+	}
+}
+
+func (h *hookRunner) wakeDispatcher() {
+	h.mu.Lock()
+	d := h.disp
+	h.mu.Unlock()
+	if d != nil {
+		d.Wake()
+	}
+}
+
+// RunWebhooks fans new events out to the webhooks that select them and
+// delivers them, until ctx ends; then it releases the deliveries in
+// flight (due again at once, on this replica or another) and returns.
+// Several replicas may run it over one PostgreSQL database: each event is
+// made ready once per webhook, and each delivery is attempted by one
+// replica at a time.
+func (s *Server) RunWebhooks(ctx context.Context) error {
+	h := s.hooks
+	d := webhook.NewDispatcher(storeQueue{h}, webhook.DispatcherOptions{
+		Client: h.client, Policy: h.o.Policy, Metrics: hookMetrics{h}, Logger: s.opts.Logger,
+		MaxInFlight: h.o.MaxInFlight, PerEndpoint: h.o.PerEndpoint, Backlog: h.o.Backlog, Now: s.opts.Now, Rand: h.o.Rand,
+		// Retries come due without a wake: look for them as often as for events.
+		Poll: h.o.Poll,
+	})
+	h.mu.Lock()
+	h.disp = d
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.disp = nil
+		h.mu.Unlock()
+	}()
+	stopSettles := make(chan struct{})
+	settled := make(chan struct{})
+	go func() {
+		defer close(settled)
+		h.commitSettles(stopSettles)
+	}()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		h.fanOutLoop(ctx, d)
+	}()
+	err := d.Run(ctx) // returns once its attempts are settled or released
+	wg.Wait()
+	close(stopSettles)
+	<-settled
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// fanOutLoop makes deliveries of new events, when woken or every Poll.
+// It asks only for the newest sequence number while nothing changed.
+func (h *hookRunner) fanOutLoop(ctx context.Context, d *webhook.Dispatcher) {
+	t := time.NewTicker(h.o.Poll)
+	defer t.Stop()
+	var seen int64 = -1
+	force := false
+	for {
+		latest, err := h.s.opts.Store.LatestSeq(ctx)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				h.s.opts.Logger.Error("webhook fan-out: newest event", "err", err)
+			}
+		case latest != seen || force:
+			n, err := h.fanOutAll(ctx, latest)
+			if err != nil {
+				if ctx.Err() == nil {
+					h.s.opts.Logger.Error("webhook fan-out", "err", err)
+				}
+				break
+			}
+			seen = latest
+			if n > 0 {
+				d.Wake()
+			}
+		}
+		force = false
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.fanout:
+			force = true
+		case <-t.C:
+		}
+	}
+}
+
+// maxRoundBytes bounds the bodies one fan-out round holds in memory; a
+// round that reaches it stores what it has and goes on in the next.
+const maxRoundBytes = 32 << 20
+
+// renderKey is what a delivery's body depends on besides its event:
+// webhooks of one agent and payload kind share their bodies in a round.
+type renderKey struct {
+	seq     int64
+	actor   store.Actor
+	payload store.WebhookPayload
+}
+
+// fanOutAll makes, in rounds, the deliveries of the events up to latest
+// for every webhook: each round reads a page of each webhook's events
+// and stores every webhook's deliveries and cursor in one transaction.
+// It says how many deliveries it made.
+func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
+	hooks, err := h.s.opts.Store.AllWebhooks(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, w := range hooks {
+		h.owners.Store(w.ID, w.OwnerID)
+	}
+	made := 0
+	for {
+		cache, size := map[renderKey][]byte{}, 0
+		var (
+			advs []store.Advance
+			errs []error
+		)
+		for _, w := range hooks {
+			if w.Cursor >= latest || size >= maxRoundBytes {
+				continue
+			}
+			a, err := h.step(ctx, w, latest, cache, &size)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("webhook %s: %w", w.ID, err))
+				continue
+			}
+			advs = append(advs, a)
+		}
+		if len(advs) == 0 {
+			return made, errors.Join(errs...)
+		}
+		res, err := h.s.opts.Store.AdvanceWebhooks(ctx, advs)
+		if err != nil {
+			return made, errors.Join(append(errs, err)...)
+		}
+		at := map[string]int64{}
+		for i, a := range advs {
+			if res[i] == nil {
+				made += len(a.Deliveries)
+				at[a.Webhook.ID] = a.Upto
+			} else {
+				at[a.Webhook.ID] = latest // another replica fans it out
+			}
+		}
+		for i := range hooks {
+			if c, ok := at[hooks[i].ID]; ok {
+				hooks[i].Cursor = c
+			}
+		}
+		if len(errs) > 0 {
+			return made, errors.Join(errs...)
+		}
+	}
+}
+
+// step reads one page of w's events after its cursor and makes the
+// deliveries its selector passes, as its agent sees them.
+func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, cache map[renderKey][]byte, size *int) (store.Advance, error) {
+	a := w.Actor()
+	withContext := w.Selector.NeedsContext()
+	cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, w, fanOutPage, withContext)
+	if err != nil {
+		return store.Advance{}, err
+	}
+	if missed > w.Cursor {
+		owner, hook := h.label(w.ID)
+		h.missed.WithLabelValues(owner, hook).Add(float64(missed - w.Cursor))
+		h.s.opts.Logger.Warn("webhook: events were pruned before they were fanned out; the webhook missed them",
+			"webhook", w.ID, "after", w.Cursor, "through", missed)
+	}
+	adv := store.Advance{Webhook: w, Upto: max(w.Cursor, missed), Missed: missed}
+	for i := range cs {
+		c := &cs[i]
+		if *size >= maxRoundBytes {
+			return adv, nil // the rest in the next round
+		}
+		adv.Upto = c.Seq
+		var doc any
+		if withContext {
+			if raw := c.ContextFor(a); raw != nil {
+				if doc, err = view.DecodeJSON(raw); err != nil {
+					doc = nil
+				}
+			}
+		}
+		if !w.Selector.Match(&c.Event, doc) {
+			continue
+		}
+		key := renderKey{seq: c.Seq, actor: a, payload: w.Payload}
+		body, ok := cache[key]
+		if !ok {
+			if body, err = h.render(ctx, w, c); err != nil {
+				return store.Advance{}, err
+			}
+			cache[key] = body
+			*size += len(body)
+		}
+		adv.Deliveries = append(adv.Deliveries, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Body: body})
+	}
+	if len(cs) < fanOutPage {
+		// Events commit in Seq order: none the webhook may see is still
+		// to come at or below latest.
+		adv.Upto = max(adv.Upto, latest)
+	}
+	return adv, nil
+}
+
+// deliveryBody is the JSON body of a delivery.
+type deliveryBody struct {
+	Type      string      `json:"type"` // breadcrumb.created, .updated, .deleted, .expired
+	Timestamp time.Time   `json:"timestamp"`
+	Seq       int64       `json:"seq"`
+	Kind      string      `json:"kind"`
+	Event     store.Event `json:"event"`
+	// Payload is the record (its view, or the whole record) for created
+	// and updated events; absent for deleted and expired ones, for a
+	// record gone since, and when withheld or truncated.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// Withheld says why the payload is absent for a record that exists:
+	// read_budget (a record with max_reads is never sent: a delivery is
+	// no counted read), view_failed.
+	Withheld  string `json:"withheld,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"` // the payload passed store.MaxDeliveryBody
+}
+
+// render is the body of c's delivery to w, read as w's agent: the same
+// visibility as its reads, and the same view as GET /breadcrumbs/{id}.
+func (h *hookRunner) render(ctx context.Context, w store.Webhook, c *store.Change) ([]byte, error) {
+	body := deliveryBody{Type: "breadcrumb." + string(c.Kind), Timestamp: c.At, Seq: c.Seq, Kind: string(c.Kind), Event: c.Event}
+	if c.Kind == store.Created || c.Kind == store.Updated {
+		b, err := h.s.opts.Store.Get(ctx, w.Actor(), c.BreadcrumbID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, err
+		case b.MaxReads > 0:
+			body.Withheld = "read_budget"
+		case w.Payload == store.PayloadFull:
+			if body.Payload, err = json.Marshal(b); err != nil {
+				return nil, err
+			}
+		default:
+			v, err := h.s.applyView(ctx, &b)
+			if err != nil {
+				body.Withheld = "view_failed"
+				break
+			}
+			if body.Payload, err = json.Marshal(viewReply{ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags,
+				SchemaName: b.SchemaName, Version: b.Version, UpdatedAt: b.UpdatedAt, Context: v.value,
+				Meta: viewMeta{Status: viewStatus(v.status), ErrorCode: v.code, Message: v.reason, Source: envelope.SourceStore,
+					FreshnessState: envelope.Fresh, Warnings: v.warnings}}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > store.MaxDeliveryBody {
+		body.Payload, body.Truncated = nil, true
+		return json.Marshal(body)
+	}
+	return out, nil
+}
+
+// storeQueue is webhook.Queue over the store's delivery tables; each
+// attempt is kept with its settle (no separate Recorder).
+type storeQueue struct{ h *hookRunner }
+
+func leaseLost(err error) error {
+	if errors.Is(err, store.ErrLeaseLost) {
+		return fmt.Errorf("%w: %v", webhook.ErrLeaseLost, err)
+	}
+	return err
+}
+
+// Due implements webhook.Queue.
+func (q storeQueue) Due(ctx context.Context, c webhook.Claim) ([]webhook.Delivery, error) {
+	cds, err := q.h.s.opts.Store.ClaimDeliveries(ctx, store.DeliveryClaim{Limit: c.Limit, PerWebhook: c.PerEndpoint, Busy: c.Busy, Lease: q.h.o.Lease})
+	if err != nil {
+		return nil, err
+	}
+	now := q.h.s.opts.Now()
+	out := make([]webhook.Delivery, 0, len(cds))
+	for _, cd := range cds {
+		ring, err := keyring(cd.Keys)
+		if err != nil {
+			// Never send unsigned: the delivery goes to the dead-letter
+			// list, saying why.
+			q.h.s.opts.Logger.Error("webhook: stored secret unreadable", "webhook", cd.WebhookID, "err", err)
+			q.h.s.opts.Store.SettleDeliveries(ctx, []store.Settle{{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryFailed,
+				Reason: "the webhook's stored secret is unreadable: rotate it"}})
+			continue
+		}
+		out = append(out, webhook.Delivery{ID: cd.ID, Endpoint: cd.WebhookID, URL: cd.URL,
+			Message:  webhook.Message{ID: cd.ID, Body: cd.Body, Secrets: ring.Active(now)},
+			FirstDue: cd.FirstDue, Attempts: cd.Attempts, FailingSince: cd.FailingSince, Lease: cd.Lease})
+	}
+	return out, nil
+}
+
+func keyring(k store.WebhookKeys) (webhook.Keyring, error) {
+	cur, err := webhook.ParseSecret(k.Current)
+	if err != nil {
+		return webhook.Keyring{}, err
+	}
+	ring := webhook.Keyring{Current: cur}
+	if k.Previous != "" {
+		if prev, err := webhook.ParseSecret(k.Previous); err == nil {
+			ring.Previous, ring.PreviousUntil = prev, k.PreviousUntil
+		}
+	}
+	return ring, nil
+}
+
+func failingSince(d webhook.Delivery, a webhook.Attempt) time.Time {
+	if !d.FailingSince.IsZero() {
+		return d.FailingSince
+	}
+	return a.Start
+}
+
+// attempt is a's record, kept with its settle.
+func attempt(d webhook.Delivery, a webhook.Attempt, v webhook.Verdict) *store.DeliveryAttempt {
+	return &store.DeliveryAttempt{DeliveryID: d.ID, WebhookID: d.Endpoint, At: a.Start, Status: a.Status, Class: string(a.Class),
+		LatencyMS: float64(a.Latency.Microseconds()) / 1000, Error: a.Err, Excerpt: a.Excerpt, Verdict: string(v)}
+}
+
+// Done implements webhook.Queue.
+func (q storeQueue) Done(ctx context.Context, d webhook.Delivery, a webhook.Attempt) error {
+	return q.h.settle(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryDelivered, Attempted: true,
+		Attempt: attempt(d, a, webhook.Delivered)})
+}
+
+// Retry implements webhook.Queue.
+func (q storeQueue) Retry(ctx context.Context, d webhook.Delivery, a webhook.Attempt, at time.Time) error {
+	return q.h.settle(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryPending,
+		NextAt: at, Attempted: true, Failed: failingSince(d, a), Attempt: attempt(d, a, webhook.Retrying)})
+}
+
+// Dead implements webhook.Queue.
+func (q storeQueue) Dead(ctx context.Context, d webhook.Delivery, a webhook.Attempt, reason string) error {
+	return q.h.settle(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryFailed,
+		Attempted: true, Failed: failingSince(d, a), Reason: reason, Attempt: attempt(d, a, webhook.Dead)})
+}
+
+// Release implements webhook.Queue.
+func (q storeQueue) Release(ctx context.Context, d webhook.Delivery) error {
+	return q.h.settle(ctx, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryPending})
+}
+
+// settleReq is one settle waiting for its group's commit.
+type settleReq struct {
+	s    store.Settle
+	done chan error
+}
+
+// maxSettleGroup bounds the settles committed together.
+const maxSettleGroup = 256
+
+// settle commits s with whatever other settles are waiting (group
+// commit: one transaction, one disk flush, for every attempt that ended
+// meanwhile) and returns once it is durable.
+func (h *hookRunner) settle(ctx context.Context, s store.Settle) error {
+	req := settleReq{s: s, done: make(chan error, 1)}
+	select {
+	case h.settles <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.done:
+		return leaseLost(err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commitSettles runs the group commits until stop is closed and every
+// settle sent before is answered.
+func (h *hookRunner) commitSettles(stop <-chan struct{}) {
+	group := make([]settleReq, 0, maxSettleGroup)
+	for {
+		var first settleReq
+		select {
+		case first = <-h.settles:
+		case <-stop:
+			select {
+			case first = <-h.settles:
+			default:
+				return
+			}
+		}
+		group = append(group[:0], first)
+	more:
+		for len(group) < maxSettleGroup {
+			select {
+			case r := <-h.settles:
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		ss := make([]store.Settle, len(group))
+		for i, r := range group {
+			ss[i] = r.s
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs, err := h.s.opts.Store.SettleDeliveries(ctx, ss)
+		cancel()
+		for i, r := range group {
+			if err != nil {
+				r.done <- err
+			} else {
+				r.done <- errs[i]
+			}
+		}
+	}
+}
+
+// Pause implements webhook.Queue.
+func (q storeQueue) Pause(ctx context.Context, endpoint string, since time.Time, reason string) error {
+	return q.h.s.opts.Store.PauseFailing(ctx, endpoint, since, reason)
+}
+
+// Trim implements webhook.Queue.
+func (q storeQueue) Trim(ctx context.Context, perEndpoint int) ([]webhook.Backlog, error) {
+	bl, err := q.h.s.opts.Store.TrimDeliveries(ctx, perEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]webhook.Backlog, len(bl))
+	for i, b := range bl {
+		out[i] = webhook.Backlog{Endpoint: b.WebhookID, Pending: b.Pending, Oldest: b.Oldest, Trimmed: b.Trimmed}
+	}
+	return out, nil
+}
+
+// hookMetrics is webhook.Metrics over the server's registry.
+type hookMetrics struct{ h *hookRunner }
+
+func (m hookMetrics) Attempt(endpoint string, class webhook.Class, verdict webhook.Verdict, latency time.Duration) {
+	owner, hook := m.h.label(endpoint)
+	m.h.attempts.WithLabelValues(owner, hook, string(class), string(verdict)).Inc()
+	m.h.latency.WithLabelValues(owner, hook).Observe(latency.Seconds())
+}
+
+func (m hookMetrics) Backlog(endpoint string, pending int, oldestAge time.Duration) {
+	owner, hook := m.h.label(endpoint)
+	if hook == "other" {
+		return // a gauge of a sum would read as one webhook's
+	}
+	m.h.backlog.WithLabelValues(owner, hook).Set(float64(pending))
+	m.h.oldest.WithLabelValues(owner, hook).Set(oldestAge.Seconds())
+}
+
+func (m hookMetrics) Trimmed(endpoint string, n int) {
+	owner, hook := m.h.label(endpoint)
+	m.h.trimmed.WithLabelValues(owner, hook).Add(float64(n))
+}
+
+func (m hookMetrics) Paused(endpoint string) {
+	owner, hook := m.h.label(endpoint)
+	m.h.paused.WithLabelValues(owner, hook).Inc()
+}

@@ -1,0 +1,578 @@
+package server_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxkit/ctxkit/internal/app/server"
+	"github.com/ctxkit/ctxkit/internal/testkit/pgtest"
+	"github.com/ctxkit/ctxkit/internal/webhook"
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/postgres"
+	"github.com/ctxkit/ctxkit/store/sqlite"
+)
+
+// reopenable is a store that can be closed and opened again on the same
+// data: a restart of the server.
+type reopenable func(t testing.TB) store.Store
+
+func reopenableStore(t testing.TB) reopenable {
+	if os.Getenv("CTXKIT_TEST_STORE") == "postgres" {
+		url := pgtest.Shared(t).NewDatabase(t)
+		return func(t testing.TB) store.Store {
+			db, err := postgres.Open(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}
+	}
+	path := filepath.Join(t.TempDir(), "ctxkit.db")
+	return func(t testing.TB) store.Store {
+		db, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+}
+
+// hookEnv is a server on loopback running its webhook delivery.
+type hookEnv struct {
+	*env
+	stop func() // stops delivery, the server and the store
+}
+
+// fastHooks are webhook options for tests: loopback receivers, quick
+// polls and retries.
+func fastHooks(o *server.Options) {
+	o.Webhooks.AllowPrivate = true
+	o.Webhooks.Poll = 20 * time.Millisecond
+	o.Webhooks.Policy.Base = 5 * time.Millisecond
+	o.Webhooks.Policy.MaxBackoff = 20 * time.Millisecond
+	o.Webhooks.Timeout = 5 * time.Second
+}
+
+func newHookEnv(t *testing.T, db store.Store, key ed25519.PrivateKey, run bool, tweaks ...func(*server.Options)) *hookEnv {
+	t.Helper()
+	if key == nil {
+		_, key, _ = ed25519.GenerateKey(rand.Reader)
+	}
+	opts := server.Options{Store: db, Key: key, MaxBodyBytes: 64 << 10}
+	fastHooks(&opts)
+	for _, f := range tweaks {
+		f(&opts)
+	}
+	api := server.New(opts)
+	srv := httptest.NewServer(api.Handler())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	if run {
+		go func() { done <- api.RunWebhooks(ctx) }()
+	} else {
+		done <- nil
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("RunWebhooks: %v", err)
+			}
+			api.StopStreams()
+			srv.Close()
+			db.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return &hookEnv{env: &env{t: t, url: srv.URL, key: key}, stop: stop}
+}
+
+// receiver is a webhook endpoint on loopback that keeps what it gets and
+// answers with status(n) for its n-th request (from 1).
+type receiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	got    []received
+	status func(n int) int
+}
+
+type received struct {
+	header http.Header
+	body   []byte
+}
+
+func newReceiver(t *testing.T, status func(n int) int) *receiver {
+	rc := &receiver{status: status}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.got = append(rc.got, received{header: r.Header.Clone(), body: body})
+		n := len(rc.got)
+		st := http.StatusOK
+		if rc.status != nil {
+			st = rc.status(n)
+		}
+		rc.mu.Unlock()
+		w.WriteHeader(st)
+		fmt.Fprintf(w, "answer %d", n)
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) requests() []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]received(nil), rc.got...)
+}
+
+// waitUntil polls cond for up to 30 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type createdHook struct {
+	ID     string `json:"id"`
+	Secret string `json:"secret"`
+}
+
+func (e *hookEnv) createHook(tok, url, selector, payload string) createdHook {
+	e.t.Helper()
+	body := fmt.Sprintf(`{"url": %q, "selector": %s, "payload": %q, "description": "test"}`, url, selector, payload)
+	r := e.do("POST", "/webhooks", tok, body)
+	if r.status != http.StatusCreated {
+		e.t.Fatalf("create webhook: %d %s", r.status, r.body)
+	}
+	var h createdHook
+	if err := json.Unmarshal(r.body, &h); err != nil || !strings.HasPrefix(h.Secret, "whsec_") {
+		e.t.Fatalf("create webhook: %s (%v)", r.body, err)
+	}
+	return h
+}
+
+func (e *hookEnv) write(tok, body string) string {
+	e.t.Helper()
+	r := e.do("POST", "/breadcrumbs", tok, body)
+	if r.status != http.StatusCreated {
+		e.t.Fatalf("create breadcrumb: %d %s", r.status, r.body)
+	}
+	return r.json(e.t)["id"].(string)
+}
+
+func secret(t *testing.T, s string) webhook.Secret {
+	t.Helper()
+	sec, err := webhook.ParseSecret(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sec
+}
+
+type hookBody struct {
+	Type      string          `json:"type"`
+	Seq       int64           `json:"seq"`
+	Kind      string          `json:"kind"`
+	Event     store.Event     `json:"event"`
+	Payload   json.RawMessage `json:"payload"`
+	Withheld  string          `json:"withheld"`
+	Truncated bool            `json:"truncated"`
+}
+
+// TestWebhookDelivers: a breadcrumb write reaches the webhook signed as
+// Standard Webhooks says (verified), with the record's view as payload;
+// the selector filters by tags and context, and another agent's private
+// record never arrives.
+func TestWebhookDelivers(t *testing.T) {
+	e := newHookEnv(t, newStore(t), nil, true)
+	rc := newReceiver(t, nil)
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	bob := e.token("acme", "bob", server.RoleEmitter)
+	h := e.createHook(alice, rc.srv.URL+"/hook?token=x",
+		`{"any_tags": ["deploy"], "context_match": [{"path": "$.env", "op": "eq", "value": "prod"}]}`, "")
+	e.write(bob, `{"title": "bob private", "tags": ["deploy"], "context": {"env": "prod"}, "visibility": "private"}`)
+	e.write(alice, `{"title": "staging", "tags": ["deploy"], "context": {"env": "staging"}}`)
+	e.write(alice, `{"title": "untagged", "context": {"env": "prod"}}`)
+	id := e.write(alice, `{"title": "prod", "tags": ["deploy"], "context": {"env": "prod", "secret": "s3"},
+		"llm_hints": {"exclude": ["secret"]}}`)
+	waitUntil(t, "a delivery", func() bool { return len(rc.requests()) >= 1 })
+	time.Sleep(200 * time.Millisecond) // anything else that would come
+	got := rc.requests()
+	if len(got) != 1 {
+		t.Fatalf("%d deliveries, want 1: %s", len(got), got[len(got)-1].body)
+	}
+	req := got[0]
+	if err := webhook.Verify(req.header, req.body, time.Now(), webhook.DefaultTolerance, secret(t, h.Secret)); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	var b hookBody
+	if err := json.Unmarshal(req.body, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Type != "breadcrumb.created" || b.Event.BreadcrumbID != id || b.Seq == 0 {
+		t.Fatalf("body %s", req.body)
+	}
+	var view map[string]any
+	json.Unmarshal(b.Payload, &view)
+	if ctx, _ := view["context"].(map[string]any); ctx["env"] != "prod" || ctx["secret"] != nil {
+		t.Fatalf("payload is not the view: %s", b.Payload)
+	}
+	// The delivery and its attempt, as the owner agent sees them.
+	r := e.do("GET", "/webhooks/"+h.ID+"/deliveries?status=delivered", alice, nil)
+	var page struct {
+		Items []struct {
+			ID       string `json:"id"`
+			Attempts int    `json:"attempts"`
+		} `json:"items"`
+	}
+	if json.Unmarshal(r.body, &page); r.status != 200 || len(page.Items) != 1 || page.Items[0].ID != req.header.Get("webhook-id") {
+		t.Fatalf("deliveries: %d %s", r.status, r.body)
+	}
+	waitUntil(t, "the attempt recorded", func() bool {
+		r = e.do("GET", "/webhooks/"+h.ID+"/deliveries/"+page.Items[0].ID, alice, nil)
+		return strings.Contains(string(r.body), `"verdict"`)
+	})
+	if r.status != 200 || !strings.Contains(string(r.body), `"verdict":"delivered"`) || !strings.Contains(string(r.body), "answer 1") {
+		t.Fatalf("delivery: %d %s", r.status, r.body)
+	}
+	// A full payload webhook gets the whole record, and a test message.
+	full := newReceiver(t, nil)
+	hf := e.createHook(alice, full.srv.URL, `{"kinds": ["updated"]}`, "full")
+	if r := e.do("PATCH", "/breadcrumbs/"+id, alice, `{"title": "prod v2"}`); r.status != 200 {
+		t.Fatalf("patch: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/webhooks/"+hf.ID+"/test", alice, nil); r.status != http.StatusAccepted {
+		t.Fatalf("test: %d %s", r.status, r.body)
+	}
+	waitUntil(t, "the full delivery and the test", func() bool { return len(full.requests()) >= 2 })
+	var sawFull, sawTest bool
+	for _, q := range full.requests() {
+		if err := webhook.Verify(q.header, q.body, time.Now(), webhook.DefaultTolerance, secret(t, hf.Secret)); err != nil {
+			t.Fatal(err)
+		}
+		sawFull = sawFull || strings.Contains(string(q.body), `"secret":"s3"`)
+		sawTest = sawTest || strings.Contains(string(q.body), `"type":"webhook.test"`)
+	}
+	if !sawFull || !sawTest {
+		t.Fatalf("full %v test %v", sawFull, sawTest)
+	}
+	// The owner's curators see the webhook's delivery metrics; another
+	// owner's do not.
+	want := `ctxkit_webhook_attempts_total{class="ok",outcome="delivered",owner="acme",webhook="` + h.ID + `"}`
+	waitUntil(t, "the metrics", func() bool {
+		return strings.Contains(string(e.do("GET", "/metrics", e.token("acme", "root", server.RoleCurator), nil).body), want)
+	})
+	if m := string(e.do("GET", "/metrics", e.token("globex", "root", server.RoleCurator), nil).body); strings.Contains(m, h.ID) {
+		t.Fatal("another owner's curator sees the webhook's series")
+	}
+}
+
+func deliveryIDs(t *testing.T, e *hookEnv, tok, hook, status string) []string {
+	t.Helper()
+	r := e.do("GET", "/webhooks/"+hook+"/deliveries?status="+status, tok, nil)
+	if r.status != 200 {
+		t.Fatalf("deliveries: %d %s", r.status, r.body)
+	}
+	var page struct {
+		Items []struct {
+			ID string `json:"id"`
+		} `json:"items"`
+	}
+	json.Unmarshal(r.body, &page)
+	var ids []string
+	for _, it := range page.Items {
+		ids = append(ids, it.ID)
+	}
+	return ids
+}
+
+// TestWebhookRetryDeadLetterRedeliver: a 503 is retried until it
+// succeeds, with the same webhook-id; a 404 is final: the delivery goes
+// to the dead-letter list, and a redelivery (one, then all) delivers it.
+func TestWebhookRetryDeadLetterRedeliver(t *testing.T) {
+	e := newHookEnv(t, newStore(t), nil, true)
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	flaky := newReceiver(t, func(n int) int {
+		if n <= 2 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	h := e.createHook(alice, flaky.srv.URL, `{}`, "view")
+	e.write(alice, `{"title": "a", "context": {}}`)
+	waitUntil(t, "three attempts", func() bool { return len(flaky.requests()) >= 3 })
+	waitUntil(t, "delivered", func() bool { return len(deliveryIDs(t, e, alice, h.ID, "delivered")) == 1 })
+	got := flaky.requests()
+	if got[0].header.Get("webhook-id") != got[2].header.Get("webhook-id") {
+		t.Fatal("the webhook-id changed between attempts")
+	}
+	var final struct {
+		Attempts int `json:"attempts"`
+	}
+	json.Unmarshal(e.do("GET", "/webhooks/"+h.ID+"/deliveries/"+got[0].header.Get("webhook-id"), alice, nil).body, &final)
+	if final.Attempts != 3 {
+		t.Fatalf("attempts %d, want 3", final.Attempts)
+	}
+
+	var gone sync.Mutex
+	status := http.StatusNotFound
+	dead := newReceiver(t, func(int) int { gone.Lock(); defer gone.Unlock(); return status })
+	hd := e.createHook(alice, dead.srv.URL, `{}`, "view")
+	e.write(alice, `{"title": "b", "context": {}}`)
+	e.write(alice, `{"title": "c", "context": {}}`)
+	waitUntil(t, "two dead letters", func() bool { return len(deliveryIDs(t, e, alice, hd.ID, "failed")) == 2 })
+	failed := deliveryIDs(t, e, alice, hd.ID, "failed")
+	var r reply
+	waitUntil(t, "the attempt recorded", func() bool {
+		r = e.do("GET", "/webhooks/"+hd.ID+"/deliveries/"+failed[0], alice, nil)
+		return strings.Contains(string(r.body), `"verdict":"dead"`)
+	})
+	if !strings.Contains(string(r.body), `"reason":"final: `) || !strings.Contains(string(r.body), `"status":404`) {
+		t.Fatalf("dead letter: %s", r.body)
+	}
+	gone.Lock()
+	status = http.StatusOK
+	gone.Unlock()
+	if r := e.do("POST", "/webhooks/"+hd.ID+"/deliveries/"+failed[0]+"/redeliver", alice, nil); r.status != 200 {
+		t.Fatalf("redeliver: %d %s", r.status, r.body)
+	}
+	waitUntil(t, "the redelivery", func() bool { return len(deliveryIDs(t, e, alice, hd.ID, "delivered")) == 1 })
+	r = e.do("POST", "/webhooks/"+hd.ID+"/redeliver", alice, nil)
+	if r.status != 200 || !strings.Contains(string(r.body), `"redelivered":1`) {
+		t.Fatalf("bulk redeliver: %d %s", r.status, r.body)
+	}
+	waitUntil(t, "the bulk redelivery", func() bool { return len(deliveryIDs(t, e, alice, hd.ID, "delivered")) == 2 })
+}
+
+// TestWebhookPausesAndResumes: an endpoint failing past the pause horizon
+// is paused and says why; PATCH resumes it and the backlog is delivered.
+func TestWebhookPausesAndResumes(t *testing.T) {
+	e := newHookEnv(t, newStore(t), nil, true, func(o *server.Options) {
+		o.Webhooks.Policy.PauseAfter = time.Nanosecond // the first failure is past the horizon
+	})
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	var mu sync.Mutex
+	status := http.StatusInternalServerError
+	rc := newReceiver(t, func(int) int { mu.Lock(); defer mu.Unlock(); return status })
+	h := e.createHook(alice, rc.srv.URL, `{}`, "view")
+	e.write(alice, `{"title": "a", "context": {}}`)
+	var hook struct {
+		Paused       bool   `json:"paused"`
+		PausedReason string `json:"paused_reason"`
+		FailingSince string `json:"failing_since"`
+	}
+	waitUntil(t, "the pause", func() bool {
+		json.Unmarshal(e.do("GET", "/webhooks/"+h.ID, alice, nil).body, &hook)
+		return hook.Paused
+	})
+	if !strings.Contains(hook.PausedReason, "failing since") || hook.FailingSince == "" {
+		t.Fatalf("paused: %+v", hook)
+	}
+	n := len(rc.requests())
+	e.write(alice, `{"title": "b", "context": {}}`)
+	time.Sleep(300 * time.Millisecond)
+	if len(rc.requests()) != n {
+		t.Fatal("a paused webhook was called")
+	}
+	mu.Lock()
+	status = http.StatusOK
+	mu.Unlock()
+	if r := e.do("PATCH", "/webhooks/"+h.ID, alice, `{"paused": false}`); r.status != 200 || strings.Contains(string(r.body), `"paused":true`) {
+		t.Fatalf("resume: %d %s", r.status, r.body)
+	}
+	waitUntil(t, "both delivered", func() bool { return len(deliveryIDs(t, e, alice, h.ID, "delivered")) == 2 })
+}
+
+// TestWebhookRotation: after a rotation both secrets sign for a day; a
+// receiver holding either verifies.
+func TestWebhookRotation(t *testing.T) {
+	e := newHookEnv(t, newStore(t), nil, true)
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	rc := newReceiver(t, nil)
+	h := e.createHook(alice, rc.srv.URL, `{}`, "view")
+	r := e.do("POST", "/webhooks/"+h.ID+"/rotate-secret", alice, nil)
+	var rot struct {
+		Secret string    `json:"secret"`
+		Until  time.Time `json:"previous_secret_until"`
+	}
+	if json.Unmarshal(r.body, &rot); r.status != 200 || rot.Secret == h.Secret || time.Until(rot.Until) < 23*time.Hour {
+		t.Fatalf("rotate: %d %s", r.status, r.body)
+	}
+	e.write(alice, `{"title": "a", "context": {}}`)
+	waitUntil(t, "a delivery", func() bool { return len(rc.requests()) == 1 })
+	q := rc.requests()[0]
+	if sigs := strings.Fields(q.header.Get("webhook-signature")); len(sigs) != 2 {
+		t.Fatalf("signatures %q, want two", sigs)
+	}
+	for _, s := range []string{h.Secret, rot.Secret} {
+		if err := webhook.Verify(q.header, q.body, time.Now(), webhook.DefaultTolerance, secret(t, s)); err != nil {
+			t.Fatalf("verify with one secret: %v", err)
+		}
+	}
+	// The listing never shows a secret.
+	for _, path := range []string{"/webhooks", "/webhooks/" + h.ID} {
+		if b := e.do("GET", path, alice, nil).body; strings.Contains(string(b), "whsec_") {
+			t.Fatalf("%s shows a secret: %s", path, b)
+		}
+	}
+}
+
+// TestWebhookRestart: events committed while no server delivered, and
+// deliveries pending when the server stopped, are delivered after a
+// restart on the same data.
+func TestWebhookRestart(t *testing.T) {
+	open := reopenableStore(t)
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	var mu sync.Mutex
+	up := false
+	rc := newReceiver(t, func(int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if up {
+			return http.StatusOK
+		}
+		return http.StatusServiceUnavailable
+	})
+	// 1: the server takes writes and delivers nothing (it stops first).
+	e := newHookEnv(t, open(t), key, false)
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	h := e.createHook(alice, rc.srv.URL, `{}`, "view")
+	e.write(alice, `{"title": "before any delivery", "context": {}}`)
+	e.stop()
+	// 2: delivering to a failing endpoint, then stopped with both
+	// deliveries pending.
+	e = newHookEnv(t, open(t), key, true)
+	e.write(alice, `{"title": "while failing", "context": {}}`)
+	waitUntil(t, "attempts at both", func() bool {
+		ids := map[string]bool{}
+		for _, q := range rc.requests() {
+			ids[q.header.Get("webhook-id")] = true
+		}
+		return len(ids) == 2
+	})
+	e.stop()
+	// 3: restarted, the endpoint up: both are delivered.
+	mu.Lock()
+	up = true
+	mu.Unlock()
+	e = newHookEnv(t, open(t), key, true)
+	waitUntil(t, "both delivered", func() bool { return len(deliveryIDs(t, e, alice, h.ID, "delivered")) == 2 })
+	if p := deliveryIDs(t, e, alice, h.ID, "pending"); len(p) != 0 {
+		t.Fatalf("still pending: %v", p)
+	}
+}
+
+// TestWebhookIsolation: a webhook is its agent's: another agent of the
+// owner, and another owner, get 404 on every route, as for an unknown id;
+// a subscriber may not register one.
+func TestWebhookIsolation(t *testing.T) {
+	e := newHookEnv(t, newStore(t), nil, false)
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	h := e.createHook(alice, "https://example.com/hook", `{}`, "view")
+	e.write(alice, `{"title": "a", "context": {}}`)
+	dl := e.do("POST", "/webhooks/"+h.ID+"/test", alice, nil).json(t)["id"].(string)
+	for _, tok := range []string{e.token("acme", "bob", server.RoleCurator), e.token("globex", "alice", server.RoleCurator)} {
+		for _, c := range []struct{ method, path, body string }{
+			{"GET", "/webhooks/" + h.ID, ""},
+			{"PATCH", "/webhooks/" + h.ID, `{"paused": true}`},
+			{"DELETE", "/webhooks/" + h.ID, ""},
+			{"POST", "/webhooks/" + h.ID + "/rotate-secret", ""},
+			{"POST", "/webhooks/" + h.ID + "/test", ""},
+			{"GET", "/webhooks/" + h.ID + "/deliveries", ""},
+			{"GET", "/webhooks/" + h.ID + "/deliveries/" + dl, ""},
+			{"POST", "/webhooks/" + h.ID + "/deliveries/" + dl + "/redeliver", ""},
+			{"POST", "/webhooks/" + h.ID + "/redeliver", ""},
+		} {
+			var body any
+			if c.body != "" {
+				body = c.body
+			}
+			if r := e.do(c.method, c.path, tok, body); r.status != http.StatusNotFound || strings.Contains(string(r.body), "whsec_") {
+				t.Errorf("%s %s by another: %d %s", c.method, c.path, r.status, r.body)
+			}
+		}
+		if r := e.do("GET", "/webhooks", tok, nil); r.status != 200 || strings.Contains(string(r.body), h.ID) {
+			t.Errorf("another lists: %d %s", r.status, r.body)
+		}
+	}
+	sub := e.token("acme", "alice", server.RoleSubscriber)
+	if r := e.do("POST", "/webhooks", sub, `{"url": "https://example.com/", "selector": {}}`); r.status != http.StatusForbidden {
+		t.Errorf("a subscriber registers a webhook: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/webhooks/"+h.ID, alice, nil); r.status != 200 {
+		t.Fatalf("the webhook is gone: %d %s", r.status, r.body)
+	}
+}
+
+// TestWebhookBadInput: every bad create or patch is a 400 naming the
+// field; without --webhook-allow-private, private targets and http are
+// refused.
+func TestWebhookBadInput(t *testing.T) {
+	e := newHookEnv(t, newStore(t), nil, false, func(o *server.Options) { o.Webhooks = server.WebhookOptions{} })
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	long := "https://example.com/" + strings.Repeat("a", store.MaxWebhookURL)
+	for _, c := range []struct{ body, field string }{
+		{`{"url": "http://example.com/", "selector": {}}`, "url"},
+		{`{"url": "https://127.0.0.1/", "selector": {}}`, "url"},
+		{`{"url": "https://[::1]:8080/", "selector": {}}`, "url"},
+		{`{"url": "https://10.1.2.3/", "selector": {}}`, "url"},
+		{`{"url": "https://169.254.169.254/latest/meta-data", "selector": {}}`, "url"},
+		{`{"url": "https://u:p@example.com/", "selector": {}}`, "url"},
+		{`{"url": "` + long + `", "selector": {}}`, "url"},
+		{`{"selector": {}}`, "url"},
+		{`{"url": "https://example.com/"}`, "selector"},
+		{`{"url": "https://example.com/", "selector": {"kinds": ["eaten"]}}`, "selector.kinds"},
+		{`{"url": "https://example.com/", "selector": {"context_match": [{"path": "$.a", "op": "near", "value": 1}]}}`, "selector.context_match[0].op"},
+		{`{"url": "https://example.com/", "selector": {}, "payload": "raw"}`, "payload"},
+		{`{"url": "https://example.com/", "selector": {}, "description": "` + strings.Repeat("d", 1025) + `"}`, "description"},
+	} {
+		r := e.do("POST", "/webhooks", alice, c.body)
+		var er struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		json.Unmarshal(r.body, &er)
+		if r.status != http.StatusBadRequest || !strings.HasPrefix(er.Error.Message, c.field) {
+			t.Errorf("%.80s: %d %s, want 400 naming %s", c.body, r.status, r.body, c.field)
+		}
+	}
+	h := e.createHook(alice, "https://example.com/hook", `{}`, "")
+	for _, c := range []struct{ body, field string }{
+		{`{"url": "https://192.168.1.1/"}`, "url"},
+		{`{"selector": {"any_tags": [1]}}`, "selector.any_tags"},
+		{`{"selector": null}`, "selector"},
+		{`{"description": "` + strings.Repeat("d", 1025) + `"}`, "description"},
+	} {
+		r := e.do("PATCH", "/webhooks/"+h.ID, alice, c.body)
+		var er struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		json.Unmarshal(r.body, &er)
+		if r.status != http.StatusBadRequest || !strings.HasPrefix(er.Error.Message, c.field) {
+			t.Errorf("patch %.80s: %d %s, want 400 naming %s", c.body, r.status, r.body, c.field)
+		}
+	}
+	for _, q := range []string{"status=lost", "limit=0", "limit=x", "limit=500", "cursor=zz"} {
+		if r := e.do("GET", "/webhooks/"+h.ID+"/deliveries?"+q, alice, nil); r.status != http.StatusBadRequest {
+			t.Errorf("deliveries?%s: %d %s", q, r.status, r.body)
+		}
+	}
+}

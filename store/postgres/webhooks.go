@@ -1,0 +1,697 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ctxkit/ctxkit/store"
+)
+
+// micro is t in Unix microseconds, 0 for the zero time.
+func micro(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromMicro(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+func microPtr(us int64) *time.Time {
+	if us == 0 {
+		return nil
+	}
+	t := fromMicro(us)
+	return &t
+}
+
+// tx runs f in a transaction scoped to sc; f does its own reads and
+// writes on c.
+func (d *DB) tx(ctx context.Context, sc scope, f func(c *pgxpool.Conn) error) error {
+	return d.inTx(ctx, sc, func(c *pgxpool.Conn) (*pgx.Batch, error) { return nil, f(c) })
+}
+
+var system = scope{system: true}
+
+const webhookColumns = `id, owner_id, agent_id, curator, url, selector, payload, description, paused_reason, paused_at,
+	failing_since, cursor, missed_through, created_at, updated_at`
+
+func scanWebhook(row pgx.Row) (store.Webhook, error) {
+	var (
+		w                                   store.Webhook
+		sel, payload                        string
+		pausedAt, failing, created, updated int64
+	)
+	if err := row.Scan(&w.ID, &w.OwnerID, &w.AgentID, &w.Curator, &w.URL, &sel, &payload, &w.Description, &w.PausedReason,
+		&pausedAt, &failing, &w.Cursor, &w.MissedThrough, &created, &updated); err != nil {
+		return w, err
+	}
+	w.Payload, w.Paused = store.WebhookPayload(payload), w.PausedReason != ""
+	w.PausedAt, w.FailingSince = microPtr(pausedAt), microPtr(failing)
+	w.CreatedAt, w.UpdatedAt = fromMicro(created), fromMicro(updated)
+	var err error
+	if w.Selector, err = store.ParseSelector([]byte(sel)); err != nil {
+		return w, fmt.Errorf("webhook %s: stored selector: %w", w.ID, err)
+	}
+	return w, nil
+}
+
+// CreateWebhook implements store.Webhooks. The agent's creates are
+// serialized by an advisory lock, as subscriptions' are.
+func (d *DB) CreateWebhook(ctx context.Context, a store.Actor, in store.Webhook) (store.Webhook, store.WebhookKeys, error) {
+	var keys store.WebhookKeys
+	secret, err := store.NewWebhookSecret()
+	if err != nil {
+		return store.Webhook{}, keys, err
+	}
+	w, err := store.NewWebhook(a, in, 0, d.stamp())
+	if err != nil {
+		return w, keys, err
+	}
+	sel, err := json.Marshal(w.Selector)
+	if err != nil {
+		return w, keys, err
+	}
+	// The newest event of any owner: the webhook receives what commits
+	// from then on.
+	if w.Cursor, err = d.LatestSeq(ctx); err != nil {
+		return store.Webhook{}, keys, err
+	}
+	err = d.tx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) error {
+		if _, err := c.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext('webhook/' || $2 || '/' || $3))`, int32(subscriptionLock), a.OwnerID, a.AgentID); err != nil {
+			return err
+		}
+		var n int
+		if err := c.QueryRow(ctx, `SELECT COUNT(*) FROM webhooks WHERE owner_id = $1 AND agent_id = $2`, a.OwnerID, a.AgentID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= store.MaxWebhooks {
+			return store.ErrTooManyWebhooks
+		}
+		_, err := c.Exec(ctx, `INSERT INTO webhooks (id, owner_id, agent_id, curator, url, selector, payload, description,
+			secret, cursor, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			w.ID, w.OwnerID, w.AgentID, w.Curator, w.URL, string(sel), string(w.Payload), w.Description, secret, w.Cursor,
+			micro(w.CreatedAt), micro(w.UpdatedAt))
+		return err
+	})
+	if err != nil {
+		return store.Webhook{}, keys, err
+	}
+	return w, store.WebhookKeys{Current: secret}, nil
+}
+
+// Webhooks implements store.Webhooks.
+func (d *DB) Webhooks(ctx context.Context, a store.Actor) ([]store.Webhook, error) {
+	return d.webhooks(ctx, scope{owner: a.OwnerID}, `WHERE owner_id = $1 AND agent_id = $2 ORDER BY id`, a.OwnerID, a.AgentID)
+}
+
+// AllWebhooks implements store.Webhooks.
+func (d *DB) AllWebhooks(ctx context.Context) ([]store.Webhook, error) {
+	return d.webhooks(ctx, system, `ORDER BY id`)
+}
+
+func (d *DB) webhooks(ctx context.Context, sc scope, where string, args ...any) ([]store.Webhook, error) {
+	out := []store.Webhook{}
+	err := d.query(ctx, sc, `SELECT `+webhookColumns+` FROM webhooks `+where, args, func(rows pgx.Rows) error {
+		w, err := scanWebhook(rows)
+		out = append(out, w)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Webhook implements store.Webhooks.
+func (d *DB) Webhook(ctx context.Context, a store.Actor, id string) (store.Webhook, error) {
+	var w store.Webhook
+	err := d.tx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) error {
+		var err error
+		w, err = webhookIn(ctx, c, a, id, false)
+		return err
+	})
+	return w, err
+}
+
+// webhookIn reads one of a's webhooks in the transaction on c, locking
+// its row with lock.
+func webhookIn(ctx context.Context, c *pgxpool.Conn, a store.Actor, id string, lock bool) (store.Webhook, error) {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return store.Webhook{}, store.ErrWebhookNotFound
+	}
+	q := `SELECT ` + webhookColumns + ` FROM webhooks WHERE id = $1 AND owner_id = $2 AND agent_id = $3`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	w, err := scanWebhook(c.QueryRow(ctx, q, u.String(), a.OwnerID, a.AgentID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Webhook{}, store.ErrWebhookNotFound
+	}
+	return w, err
+}
+
+// UpdateWebhook implements store.Webhooks.
+func (d *DB) UpdateWebhook(ctx context.Context, a store.Actor, id string, p store.WebhookPatch) (store.Webhook, error) {
+	var w store.Webhook
+	err := d.tx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) error {
+		var err error
+		if w, err = webhookIn(ctx, c, a, id, true); err != nil {
+			return err
+		}
+		if err := p.Apply(&w, d.stamp()); err != nil {
+			return err
+		}
+		sel, err := json.Marshal(w.Selector)
+		if err != nil {
+			return err
+		}
+		var pausedAt, failing int64
+		if w.PausedAt != nil {
+			pausedAt = micro(*w.PausedAt)
+		}
+		failingSet := ``
+		if p.Paused != nil && !*p.Paused {
+			failingSet = `, failing_since = 0`
+		}
+		err = c.QueryRow(ctx, `UPDATE webhooks SET url = $1, selector = $2, description = $3, paused_reason = $4, paused_at = $5,
+			updated_at = $6`+failingSet+` WHERE id = $7 RETURNING failing_since`, w.URL, string(sel), w.Description, w.PausedReason, pausedAt,
+			micro(w.UpdatedAt), w.ID).Scan(&failing)
+		w.FailingSince = microPtr(failing)
+		return err
+	})
+	return w, err
+}
+
+// DeleteWebhook implements store.Webhooks.
+func (d *DB) DeleteWebhook(ctx context.Context, a store.Actor, id string) error {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return store.ErrWebhookNotFound
+	}
+	return d.tx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) error {
+		ct, err := c.Exec(ctx, `DELETE FROM webhooks WHERE id = $1 AND owner_id = $2 AND agent_id = $3`, u.String(), a.OwnerID, a.AgentID)
+		if err != nil {
+			return err
+		}
+		if ct.RowsAffected() == 0 {
+			return store.ErrWebhookNotFound
+		}
+		return nil
+	})
+}
+
+// RotateWebhookSecret implements store.Webhooks.
+func (d *DB) RotateWebhookSecret(ctx context.Context, a store.Actor, id string, overlap time.Duration) (store.Webhook, store.WebhookKeys, error) {
+	var (
+		w    store.Webhook
+		keys store.WebhookKeys
+	)
+	secret, err := store.NewWebhookSecret()
+	if err != nil {
+		return w, keys, err
+	}
+	now := d.stamp()
+	err = d.tx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) error {
+		var err error
+		if w, err = webhookIn(ctx, c, a, id, true); err != nil {
+			return err
+		}
+		if err := c.QueryRow(ctx, `SELECT secret FROM webhooks WHERE id = $1`, w.ID).Scan(&keys.Previous); err != nil {
+			return err
+		}
+		keys.Current, keys.PreviousUntil = secret, now.Add(overlap)
+		w.UpdatedAt = now
+		_, err = c.Exec(ctx, `UPDATE webhooks SET secret = $1, prev_secret = $2, prev_until = $3, updated_at = $4 WHERE id = $5`,
+			keys.Current, keys.Previous, micro(keys.PreviousUntil), micro(now), w.ID)
+		return err
+	})
+	if err != nil {
+		return store.Webhook{}, store.WebhookKeys{}, err
+	}
+	return w, keys, nil
+}
+
+const deliveryColumns = `id, webhook_id, seq, kind, status, attempts, first_due, next_at, reason, created_at, updated_at`
+
+func scanDelivery(row pgx.Row, extra ...any) (store.Delivery, error) {
+	var (
+		dl                            store.Delivery
+		status                        string
+		first, next, created, updated int64
+	)
+	dest := append([]any{&dl.ID, &dl.WebhookID, &dl.Seq, &dl.Kind, &status, &dl.Attempts, &first, &next, &dl.Reason, &created, &updated}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return dl, err
+	}
+	dl.Status = store.DeliveryStatus(status)
+	dl.FirstDue, dl.NextAt, dl.CreatedAt, dl.UpdatedAt = fromMicro(first), fromMicro(next), fromMicro(created), fromMicro(updated)
+	return dl, nil
+}
+
+// Deliveries implements store.Webhooks.
+func (d *DB) Deliveries(ctx context.Context, a store.Actor, webhookID string, q store.DeliveryQuery) (store.DeliveryPage, error) {
+	q, err := store.CheckDeliveryQuery(q)
+	if err != nil {
+		return store.DeliveryPage{}, err
+	}
+	page := store.DeliveryPage{Items: []store.Delivery{}}
+	err = d.tx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) error {
+		w, err := webhookIn(ctx, c, a, webhookID, false)
+		if err != nil {
+			return err
+		}
+		rows, err := c.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE webhook_id = $1
+			AND ($2 = '' OR status = $2) AND ($3 = '' OR id < $3) ORDER BY id DESC LIMIT $4`, w.ID, string(q.Status), q.Cursor, q.Limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			dl, err := scanDelivery(rows)
+			if err != nil {
+				return err
+			}
+			page.Items = append(page.Items, dl)
+		}
+		return rows.Err()
+	})
+	if len(page.Items) > q.Limit {
+		page.Items = page.Items[:q.Limit]
+		page.NextCursor = page.Items[q.Limit-1].ID
+	}
+	return page, err
+}
+
+// maxAttemptsShown bounds the attempts Delivery returns (the newest).
+const maxAttemptsShown = 200
+
+// Delivery implements store.Webhooks.
+func (d *DB) Delivery(ctx context.Context, a store.Actor, webhookID, id string) (store.Delivery, []store.DeliveryAttempt, error) {
+	var (
+		dl  store.Delivery
+		ats = []store.DeliveryAttempt{}
+	)
+	if _, err := uuid.Parse(id); err != nil {
+		return dl, nil, store.ErrDeliveryNotFound
+	}
+	err := d.tx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) error {
+		w, err := webhookIn(ctx, c, a, webhookID, false)
+		if err != nil {
+			return err
+		}
+		var body []byte
+		dl, err = scanDelivery(c.QueryRow(ctx, `SELECT `+deliveryColumns+`, body FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2`,
+			id, w.ID), &body)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrDeliveryNotFound
+		}
+		if err != nil {
+			return err
+		}
+		dl.Body = body
+		rows, err := c.Query(ctx, `SELECT delivery_id, webhook_id, at, status, class, latency_us, error, excerpt, verdict
+			FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id DESC LIMIT $2`, dl.ID, maxAttemptsShown)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				at        store.DeliveryAttempt
+				us, latus int64
+			)
+			if err := rows.Scan(&at.DeliveryID, &at.WebhookID, &us, &at.Status, &at.Class, &latus, &at.Error, &at.Excerpt, &at.Verdict); err != nil {
+				return err
+			}
+			at.At, at.LatencyMS = fromMicro(us), float64(latus)/1000
+			ats = append(ats, at)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return store.Delivery{}, nil, err
+	}
+	return dl, ats, nil
+}
+
+// Redeliver implements store.Webhooks.
+func (d *DB) Redeliver(ctx context.Context, a store.Actor, webhookID, id string) (store.Delivery, error) {
+	var dl store.Delivery
+	if _, err := uuid.Parse(id); err != nil {
+		return dl, store.ErrDeliveryNotFound
+	}
+	err := d.tx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) error {
+		w, err := webhookIn(ctx, c, a, webhookID, false)
+		if err != nil {
+			return err
+		}
+		now := micro(d.stamp())
+		dl, err = scanDelivery(c.QueryRow(ctx, `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, first_due = $1,
+			next_at = $1, lease = '', lease_until = 0, reason = '', updated_at = $1
+			WHERE id = $2 AND webhook_id = $3 AND status <> 'pending' RETURNING `+deliveryColumns, now, id, w.ID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			var st string
+			if c.QueryRow(ctx, `SELECT status FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2`, id, w.ID).Scan(&st) == nil {
+				return &store.Error{Code: store.CodeInvalid, Path: "delivery", Msg: "the delivery is pending already: it is being delivered"}
+			}
+			return store.ErrDeliveryNotFound
+		}
+		return err
+	})
+	return dl, err
+}
+
+// RedeliverFailed implements store.Webhooks.
+func (d *DB) RedeliverFailed(ctx context.Context, a store.Actor, webhookID string, limit int) (int, error) {
+	var n int64
+	err := d.tx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) error {
+		w, err := webhookIn(ctx, c, a, webhookID, false)
+		if err != nil {
+			return err
+		}
+		now := micro(d.stamp())
+		ct, err := c.Exec(ctx, `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, first_due = $1, next_at = $1,
+			lease = '', lease_until = 0, reason = '', updated_at = $1
+			WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = $2 AND status = 'failed' ORDER BY id LIMIT $3 FOR UPDATE)`,
+			now, w.ID, limit)
+		n = ct.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// EnqueueTest implements store.Webhooks.
+func (d *DB) EnqueueTest(ctx context.Context, a store.Actor, webhookID string, body []byte) (store.Delivery, error) {
+	var dl store.Delivery
+	err := d.tx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) error {
+		w, err := webhookIn(ctx, c, a, webhookID, false)
+		if err != nil {
+			return err
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		now := micro(d.stamp())
+		dl, err = scanDelivery(c.QueryRow(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, owner_id, seq, kind, body, status, first_due,
+			next_at, created_at, updated_at) VALUES ($1, $2, $3, 0, 'test', $4, 'pending', $5, $5, $5, $5) RETURNING `+deliveryColumns,
+			id.String(), w.ID, w.OwnerID, body, now))
+		return err
+	})
+	return dl, err
+}
+
+// WebhookChanges implements store.Webhooks.
+func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, limit int, withContext bool) ([]store.Change, int64, error) {
+	var pruned int64
+	err := d.query(ctx, system, `SELECT COALESCE((SELECT through FROM events_pruned WHERE id = 1), 0)`, nil, func(rows pgx.Rows) error {
+		return rows.Scan(&pruned)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	after, missed := w.Cursor, int64(0)
+	if pruned > after {
+		missed, after = pruned, pruned
+	}
+	cs, err := d.backlog(ctx, w.Actor(), after, limit, withContext)
+	return cs, missed, err
+}
+
+// AdvanceWebhooks implements store.Webhooks. The compare-and-set on
+// each cursor makes one replica's fan-out win: another's UPDATE waits on
+// the row lock and then finds the cursor moved.
+func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, error) {
+	errs := make([]error, len(as))
+	err := d.tx(ctx, system, func(c *pgxpool.Conn) error {
+		now := micro(d.stamp())
+		batch := &pgx.Batch{}
+		for i, a := range as {
+			ct, err := c.Exec(ctx, `UPDATE webhooks SET cursor = $1, missed_through = GREATEST(missed_through, $2) WHERE id = $3 AND cursor = $4`,
+				a.Upto, a.Missed, a.Webhook.ID, a.Webhook.Cursor)
+			if err != nil {
+				return err
+			}
+			if ct.RowsAffected() == 0 {
+				errs[i] = store.ErrCursorMoved
+				continue
+			}
+			for _, nd := range a.Deliveries {
+				id, err := uuid.NewV7()
+				if err != nil {
+					return err
+				}
+				batch.Queue(`INSERT INTO webhook_deliveries (id, webhook_id, owner_id, seq, kind, body, status, first_due, next_at,
+					created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, $7) ON CONFLICT DO NOTHING`,
+					id.String(), a.Webhook.ID, a.Webhook.OwnerID, nd.Seq, nd.Kind, nd.Body, now)
+			}
+		}
+		if batch.Len() == 0 {
+			return nil
+		}
+		return c.SendBatch(ctx, batch).Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// ClaimDeliveries implements store.Webhooks: the due deliveries of each
+// webhook are ranked (at most PerWebhook each) without locks, then those
+// chosen are leased with FOR UPDATE SKIP LOCKED, which checks each again
+// under its lock: one another replica leased in between is skipped.
+func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]store.ClaimedDelivery, error) {
+	if c.Limit <= 0 || c.PerWebhook <= 0 {
+		return nil, nil
+	}
+	var out []store.ClaimedDelivery
+	err := d.tx(ctx, system, func(conn *pgxpool.Conn) error {
+		now := d.stamp()
+		// Per webhook, its first PerWebhook due deliveries (an index
+		// range each), so a long backlog of one is never scanned whole.
+		rows, err := conn.Query(ctx, `SELECT d.id, d.webhook_id FROM webhooks w CROSS JOIN LATERAL (
+			SELECT x.id, x.webhook_id, x.next_at FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending'
+			AND x.next_at <= $1 AND x.lease_until <= $1 ORDER BY x.next_at, x.id LIMIT $2) d
+			WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`, micro(now), c.PerWebhook)
+		if err != nil {
+			return err
+		}
+		taken := map[string]int{}
+		var ids []string
+		for rows.Next() && len(ids) < c.Limit {
+			var id, hook string
+			if err := rows.Scan(&id, &hook); err != nil {
+				rows.Close()
+				return err
+			}
+			if taken[hook] >= c.PerWebhook-c.Busy[hook] {
+				continue
+			}
+			taken[hook]++
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		lease := c.Lease
+		if lease <= 0 {
+			lease = time.Minute
+		}
+		tok, err := uuid.NewRandom()
+		if err != nil {
+			return err
+		}
+		rows, err = conn.Query(ctx, `UPDATE webhook_deliveries d SET lease = $1, lease_until = $2
+			FROM webhooks w WHERE w.id = d.webhook_id AND d.id IN (
+				SELECT id FROM webhook_deliveries WHERE id = ANY($3) AND status = 'pending' AND lease_until <= $4 FOR UPDATE SKIP LOCKED)
+			RETURNING d.id, d.webhook_id, d.seq, d.kind, d.status, d.attempts, d.first_due, d.next_at, d.reason, d.created_at, d.updated_at,
+				d.body, w.url, w.secret, w.prev_secret, w.prev_until, w.failing_since`,
+			tok.String(), micro(now.Add(lease)), ids, micro(now))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				cd             store.ClaimedDelivery
+				until, failing int64
+				body           []byte
+			)
+			cd.Delivery, err = scanDelivery(rows, &body, &cd.URL, &cd.Keys.Current, &cd.Keys.Previous, &until, &failing)
+			if err != nil {
+				return err
+			}
+			cd.Body = body
+			cd.Keys.PreviousUntil, cd.FailingSince, cd.Lease = fromMicro(until), fromMicro(failing), tok.String()
+			out = append(out, cd)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SettleDeliveries implements store.Webhooks.
+func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, error) {
+	errs := make([]error, len(ss))
+	err := d.tx(ctx, system, func(c *pgxpool.Conn) error {
+		now := d.stamp()
+		for i, s := range ss {
+			err := settle(ctx, c, now, s)
+			if errors.Is(err, store.ErrLeaseLost) {
+				errs[i] = err
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+func settle(ctx context.Context, c *pgxpool.Conn, now time.Time, s store.Settle) error {
+	if s.Lease == "" {
+		return store.ErrLeaseLost
+	}
+	next := micro(s.NextAt)
+	if next == 0 {
+		next = micro(now)
+	}
+	attempted := 0
+	if s.Attempted {
+		attempted = 1
+	}
+	var hook string
+	err := c.QueryRow(ctx, `UPDATE webhook_deliveries SET status = $1, next_at = $2, attempts = attempts + $3, reason = $4,
+		lease = '', lease_until = 0, updated_at = $5 WHERE id = $6 AND lease = $7 AND status = 'pending' RETURNING webhook_id`,
+		string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease).Scan(&hook)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrLeaseLost
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case s.Status == store.DeliveryDelivered:
+		_, err = c.Exec(ctx, `UPDATE webhooks SET failing_since = 0 WHERE id = $1 AND failing_since <> 0`, hook)
+	case !s.Failed.IsZero():
+		_, err = c.Exec(ctx, `UPDATE webhooks SET failing_since = $1 WHERE id = $2 AND failing_since = 0`, micro(s.Failed), hook)
+	}
+	if err != nil || s.Attempt == nil {
+		return err
+	}
+	return recordAttempt(ctx, c, *s.Attempt)
+}
+
+// PauseFailing implements store.Webhooks.
+func (d *DB) PauseFailing(ctx context.Context, webhookID string, since time.Time, reason string) error {
+	return d.tx(ctx, system, func(c *pgxpool.Conn) error {
+		now := micro(d.stamp())
+		_, err := c.Exec(ctx, `UPDATE webhooks SET paused_reason = $1, paused_at = $2, updated_at = $2
+			WHERE id = $3 AND paused_reason = '' AND failing_since <> 0 AND failing_since <= $4`, reason, now, webhookID, micro(since))
+		return err
+	})
+}
+
+// TrimDeliveries implements store.Webhooks.
+func (d *DB) TrimDeliveries(ctx context.Context, perWebhook int) ([]store.DeliveryBacklog, error) {
+	var out []store.DeliveryBacklog
+	err := d.tx(ctx, system, func(c *pgxpool.Conn) error {
+		out = out[:0]
+		now := micro(d.stamp())
+		rows, err := c.Query(ctx, `SELECT w.id, COUNT(d.id), COALESCE(MIN(d.first_due), 0) FROM webhooks w
+			LEFT JOIN webhook_deliveries d ON d.webhook_id = w.id AND d.status = 'pending' GROUP BY w.id ORDER BY w.id`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var (
+				b      store.DeliveryBacklog
+				oldest int64
+			)
+			if err := rows.Scan(&b.WebhookID, &b.Pending, &oldest); err != nil {
+				rows.Close()
+				return err
+			}
+			b.Oldest = fromMicro(oldest)
+			out = append(out, b)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		reason := fmt.Sprintf("backlog over %d pending deliveries: the oldest were dead-lettered", perWebhook)
+		for i := range out {
+			b := &out[i]
+			over := b.Pending - perWebhook
+			if perWebhook <= 0 || over <= 0 {
+				continue
+			}
+			ct, err := c.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed', reason = $1, updated_at = $2
+				WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = $3 AND status = 'pending' AND lease_until <= $2
+				ORDER BY first_due, id LIMIT $4 FOR UPDATE SKIP LOCKED)`, reason, now, b.WebhookID, over)
+			if err != nil {
+				return err
+			}
+			n := int(ct.RowsAffected())
+			b.Trimmed, b.Pending = n, b.Pending-n
+			var oldest int64
+			if err := c.QueryRow(ctx, `SELECT COALESCE(MIN(first_due), 0) FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending'`,
+				b.WebhookID).Scan(&oldest); err != nil {
+				return err
+			}
+			b.Oldest = fromMicro(oldest)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RecordAttempt implements store.Webhooks. An attempt at a delivery
+// deleted since (with its webhook) is dropped.
+func (d *DB) RecordAttempt(ctx context.Context, at store.DeliveryAttempt) error {
+	return d.tx(ctx, system, func(c *pgxpool.Conn) error { return recordAttempt(ctx, c, at) })
+}
+
+func recordAttempt(ctx context.Context, c *pgxpool.Conn, at store.DeliveryAttempt) error {
+	_, err := c.Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, webhook_id, owner_id, at, status, class, latency_us, error, excerpt, verdict)
+		SELECT id, webhook_id, owner_id, $2, $3, $4, $5, $6, $7, $8 FROM webhook_deliveries WHERE id = $1`,
+		at.DeliveryID, micro(at.At), at.Status, at.Class, int64(at.LatencyMS*1000), store.CutExcerpt(at.Error),
+		store.CutExcerpt(at.Excerpt), at.Verdict)
+	return err
+}
+
+// queuePrune queues, in Expire's maintenance transaction, the note of the
+// last event seq about to be pruned, and the pruning of attempts and
+// settled deliveries older than store.DeliveryRetention.
+func queuePrune(batch *pgx.Batch, now time.Time, backlog int) {
+	batch.Queue(`INSERT INTO events_pruned (id, through)
+		SELECT 1, m FROM (SELECT MAX(seq) - $1 AS m FROM events) x WHERE m > 0
+		ON CONFLICT (id) DO UPDATE SET through = GREATEST(events_pruned.through, excluded.through)`, backlog)
+	horizon := now.Add(-store.DeliveryRetention).UnixMicro()
+	batch.Queue(`DELETE FROM webhook_attempts WHERE at < $1`, horizon)
+	batch.Queue(`DELETE FROM webhook_deliveries WHERE status IN ('delivered', 'failed') AND updated_at < $1`, horizon)
+}

@@ -1,0 +1,744 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ctxkit/ctxkit/store"
+)
+
+// micro is t in Unix microseconds, 0 for the zero time.
+func micro(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+// fromMicro is micro's inverse.
+func fromMicro(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+func microPtr(us int64) *time.Time {
+	if us == 0 {
+		return nil
+	}
+	t := fromMicro(us)
+	return &t
+}
+
+// queueTx is inTx for the webhook tables, with two differences. The
+// event feed is not woken: their writes are no events (a settle per
+// attempt would otherwise make the feed read the events table each
+// time). And the commit is not flushed to disk by itself (synchronous
+// NORMAL, for this transaction only): a crash of the process loses
+// nothing of it (WAL), and a power loss can lose only a suffix of these
+// commits, which at-least-once delivery absorbs: a lost fan-out is made
+// again from its cursor (moved in the same transaction), a lost lease
+// was never needed, and a lost settle repeats its delivery (a duplicate,
+// which the receiver drops by its webhook-id). The next breadcrumb
+// write, synchronous FULL, flushes them anyway. Without this, each
+// attempt cost a disk flush, and delivery and breadcrumb writes
+// competed for the disk.
+func (d *DB) queueTx(ctx context.Context, f func(*sql.Tx) error) error {
+	if e := d.corrupt.Load(); e != nil {
+		return e
+	}
+	c, err := d.w.Conn(ctx)
+	if err != nil {
+		return d.fail(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return d.fail(err)
+	}
+	defer func() {
+		if _, err := c.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`); err != nil {
+			// Never hand the connection back to breadcrumb writes
+			// without their flush: drop it.
+			c.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	tx, err := c.BeginTx(ctx, nil)
+	if err != nil {
+		return d.fail(err)
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return d.fail(err)
+	}
+	if err := tx.Commit(); err != nil {
+		c.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		return d.fail(err)
+	}
+	return nil
+}
+
+const webhookColumns = `id, owner_id, agent_id, curator, url, selector, payload, description, paused_reason, paused_at,
+	failing_since, cursor, missed_through, created_at, updated_at`
+
+func scanWebhook(row interface{ Scan(...any) error }) (store.Webhook, error) {
+	var (
+		w                                   store.Webhook
+		sel, payload                        string
+		pausedAt, failing, created, updated int64
+	)
+	if err := row.Scan(&w.ID, &w.OwnerID, &w.AgentID, &w.Curator, &w.URL, &sel, &payload, &w.Description, &w.PausedReason,
+		&pausedAt, &failing, &w.Cursor, &w.MissedThrough, &created, &updated); err != nil {
+		return w, err
+	}
+	w.Payload, w.Paused = store.WebhookPayload(payload), w.PausedReason != ""
+	w.PausedAt, w.FailingSince = microPtr(pausedAt), microPtr(failing)
+	w.CreatedAt, w.UpdatedAt = fromMicro(created), fromMicro(updated)
+	var err error
+	if w.Selector, err = store.ParseSelector([]byte(sel)); err != nil {
+		return w, fmt.Errorf("webhook %s: stored selector: %w", w.ID, err)
+	}
+	return w, nil
+}
+
+// CreateWebhook implements store.Webhooks.
+func (d *DB) CreateWebhook(ctx context.Context, a store.Actor, in store.Webhook) (store.Webhook, store.WebhookKeys, error) {
+	var (
+		w    store.Webhook
+		keys store.WebhookKeys
+	)
+	secret, err := store.NewWebhookSecret()
+	if err != nil {
+		return w, keys, err
+	}
+	if w, err = store.NewWebhook(a, in, 0, d.stamp()); err != nil {
+		return w, keys, err
+	}
+	sel, err := json.Marshal(w.Selector)
+	if err != nil {
+		return w, keys, err
+	}
+	err = d.queueTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhooks WHERE owner_id = ? AND agent_id = ?`, a.OwnerID, a.AgentID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= store.MaxWebhooks {
+			return store.ErrTooManyWebhooks
+		}
+		// From the newest event on: in the transaction, so no event
+		// committed before the webhook existed is delivered, and none after.
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&w.Cursor); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO webhooks (id, owner_id, agent_id, curator, url, selector, payload, description,
+			secret, cursor, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			w.ID, w.OwnerID, w.AgentID, w.Curator, w.URL, string(sel), string(w.Payload), w.Description, secret, w.Cursor,
+			micro(w.CreatedAt), micro(w.UpdatedAt))
+		return err
+	})
+	if err != nil {
+		return store.Webhook{}, keys, err
+	}
+	return w, store.WebhookKeys{Current: secret}, nil
+}
+
+// Webhooks implements store.Webhooks.
+func (d *DB) Webhooks(ctx context.Context, a store.Actor) ([]store.Webhook, error) {
+	return d.webhooks(ctx, `WHERE owner_id = ? AND agent_id = ? ORDER BY id`, a.OwnerID, a.AgentID)
+}
+
+// AllWebhooks implements store.Webhooks.
+func (d *DB) AllWebhooks(ctx context.Context) ([]store.Webhook, error) {
+	return d.webhooks(ctx, `ORDER BY id`)
+}
+
+func (d *DB) webhooks(ctx context.Context, where string, args ...any) ([]store.Webhook, error) {
+	rows, err := d.r.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks `+where, args...)
+	if err != nil {
+		return nil, d.fail(err)
+	}
+	defer rows.Close()
+	out := []store.Webhook{}
+	for rows.Next() {
+		w, err := scanWebhook(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, d.fail(rows.Err())
+}
+
+// Webhook implements store.Webhooks.
+func (d *DB) Webhook(ctx context.Context, a store.Actor, id string) (store.Webhook, error) {
+	return d.webhook(ctx, d.r, a, id)
+}
+
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (d *DB) webhook(ctx context.Context, q rowQuerier, a store.Actor, id string) (store.Webhook, error) {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return store.Webhook{}, store.ErrWebhookNotFound
+	}
+	w, err := scanWebhook(q.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ? AND owner_id = ? AND agent_id = ?`,
+		u.String(), a.OwnerID, a.AgentID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Webhook{}, store.ErrWebhookNotFound
+	}
+	return w, d.fail(err)
+}
+
+// UpdateWebhook implements store.Webhooks.
+func (d *DB) UpdateWebhook(ctx context.Context, a store.Actor, id string, p store.WebhookPatch) (store.Webhook, error) {
+	var w store.Webhook
+	err := d.queueTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if w, err = d.webhook(ctx, tx, a, id); err != nil {
+			return err
+		}
+		if err := p.Apply(&w, d.stamp()); err != nil {
+			return err
+		}
+		sel, err := json.Marshal(w.Selector)
+		if err != nil {
+			return err
+		}
+		var pausedAt, failing int64
+		if w.PausedAt != nil {
+			pausedAt = micro(*w.PausedAt)
+		}
+		failingSet := ``
+		if p.Paused != nil && !*p.Paused {
+			failingSet = `, failing_since = 0`
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE webhooks SET url = ?, selector = ?, description = ?, paused_reason = ?, paused_at = ?,
+			updated_at = ?`+failingSet+` WHERE id = ?`, w.URL, string(sel), w.Description, w.PausedReason, pausedAt, micro(w.UpdatedAt), w.ID)
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT failing_since FROM webhooks WHERE id = ?`, w.ID).Scan(&failing); err != nil {
+			return err
+		}
+		w.FailingSince = microPtr(failing)
+		return nil
+	})
+	return w, err
+}
+
+// DeleteWebhook implements store.Webhooks.
+func (d *DB) DeleteWebhook(ctx context.Context, a store.Actor, id string) error {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return store.ErrWebhookNotFound
+	}
+	return d.queueTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM webhooks WHERE id = ? AND owner_id = ? AND agent_id = ?`, u.String(), a.OwnerID, a.AgentID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return store.ErrWebhookNotFound
+		}
+		return nil
+	})
+}
+
+// RotateWebhookSecret implements store.Webhooks.
+func (d *DB) RotateWebhookSecret(ctx context.Context, a store.Actor, id string, overlap time.Duration) (store.Webhook, store.WebhookKeys, error) {
+	var (
+		w    store.Webhook
+		keys store.WebhookKeys
+	)
+	secret, err := store.NewWebhookSecret()
+	if err != nil {
+		return w, keys, err
+	}
+	now := d.stamp()
+	err = d.queueTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if w, err = d.webhook(ctx, tx, a, id); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT secret FROM webhooks WHERE id = ?`, w.ID).Scan(&keys.Previous); err != nil {
+			return err
+		}
+		keys.Current, keys.PreviousUntil = secret, now.Add(overlap)
+		w.UpdatedAt = now
+		_, err = tx.ExecContext(ctx, `UPDATE webhooks SET secret = ?, prev_secret = ?, prev_until = ?, updated_at = ? WHERE id = ?`,
+			keys.Current, keys.Previous, micro(keys.PreviousUntil), micro(now), w.ID)
+		return err
+	})
+	if err != nil {
+		return store.Webhook{}, store.WebhookKeys{}, err
+	}
+	return w, keys, nil
+}
+
+const deliveryColumns = `id, webhook_id, seq, kind, status, attempts, first_due, next_at, reason, created_at, updated_at`
+
+func scanDelivery(row interface{ Scan(...any) error }, extra ...any) (store.Delivery, error) {
+	var (
+		dl                            store.Delivery
+		status                        string
+		first, next, created, updated int64
+	)
+	dest := append([]any{&dl.ID, &dl.WebhookID, &dl.Seq, &dl.Kind, &status, &dl.Attempts, &first, &next, &dl.Reason, &created, &updated}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return dl, err
+	}
+	dl.Status = store.DeliveryStatus(status)
+	dl.FirstDue, dl.NextAt, dl.CreatedAt, dl.UpdatedAt = fromMicro(first), fromMicro(next), fromMicro(created), fromMicro(updated)
+	return dl, nil
+}
+
+// Deliveries implements store.Webhooks.
+func (d *DB) Deliveries(ctx context.Context, a store.Actor, webhookID string, q store.DeliveryQuery) (store.DeliveryPage, error) {
+	q, err := store.CheckDeliveryQuery(q)
+	if err != nil {
+		return store.DeliveryPage{}, err
+	}
+	w, err := d.Webhook(ctx, a, webhookID)
+	if err != nil {
+		return store.DeliveryPage{}, err
+	}
+	where, args := `webhook_id = ?`, []any{w.ID}
+	if q.Status != "" {
+		where, args = where+` AND status = ?`, append(args, string(q.Status))
+	}
+	if q.Cursor != "" {
+		where, args = where+` AND id < ?`, append(args, q.Cursor)
+	}
+	rows, err := d.r.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE `+where+` ORDER BY id DESC LIMIT ?`,
+		append(args, q.Limit+1)...)
+	if err != nil {
+		return store.DeliveryPage{}, d.fail(err)
+	}
+	defer rows.Close()
+	page := store.DeliveryPage{Items: []store.Delivery{}}
+	for rows.Next() {
+		dl, err := scanDelivery(rows)
+		if err != nil {
+			return page, d.fail(err)
+		}
+		page.Items = append(page.Items, dl)
+	}
+	if len(page.Items) > q.Limit {
+		page.Items = page.Items[:q.Limit]
+		page.NextCursor = page.Items[q.Limit-1].ID
+	}
+	return page, d.fail(rows.Err())
+}
+
+// maxAttemptsShown bounds the attempts Delivery returns (the newest).
+const maxAttemptsShown = 200
+
+// Delivery implements store.Webhooks.
+func (d *DB) Delivery(ctx context.Context, a store.Actor, webhookID, id string) (store.Delivery, []store.DeliveryAttempt, error) {
+	w, err := d.Webhook(ctx, a, webhookID)
+	if err != nil {
+		return store.Delivery{}, nil, err
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return store.Delivery{}, nil, store.ErrDeliveryNotFound
+	}
+	var body []byte
+	dl, err := scanDelivery(d.r.QueryRowContext(ctx, `SELECT `+deliveryColumns+`, body FROM webhook_deliveries WHERE id = ? AND webhook_id = ?`,
+		id, w.ID), &body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Delivery{}, nil, store.ErrDeliveryNotFound
+	}
+	if err != nil {
+		return dl, nil, d.fail(err)
+	}
+	dl.Body = body
+	rows, err := d.r.QueryContext(ctx, `SELECT delivery_id, webhook_id, at, status, class, latency_us, error, excerpt, verdict
+		FROM webhook_attempts WHERE delivery_id = ? ORDER BY id DESC LIMIT ?`, dl.ID, maxAttemptsShown)
+	if err != nil {
+		return dl, nil, d.fail(err)
+	}
+	defer rows.Close()
+	out := []store.DeliveryAttempt{}
+	for rows.Next() {
+		var (
+			at        store.DeliveryAttempt
+			us, latus int64
+		)
+		if err := rows.Scan(&at.DeliveryID, &at.WebhookID, &us, &at.Status, &at.Class, &latus, &at.Error, &at.Excerpt, &at.Verdict); err != nil {
+			return dl, nil, d.fail(err)
+		}
+		at.At, at.LatencyMS = fromMicro(us), float64(latus)/1000
+		out = append(out, at)
+	}
+	return dl, out, d.fail(rows.Err())
+}
+
+// Redeliver implements store.Webhooks.
+func (d *DB) Redeliver(ctx context.Context, a store.Actor, webhookID, id string) (store.Delivery, error) {
+	var dl store.Delivery
+	err := d.queueTx(ctx, func(tx *sql.Tx) error {
+		w, err := d.webhook(ctx, tx, a, webhookID)
+		if err != nil {
+			return err
+		}
+		if _, err := uuid.Parse(id); err != nil {
+			return store.ErrDeliveryNotFound
+		}
+		now := micro(d.stamp())
+		dl, err = scanDelivery(tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, first_due = ?1,
+			next_at = ?1, lease = '', lease_until = 0, reason = '', updated_at = ?1
+			WHERE id = ?2 AND webhook_id = ?3 AND status != 'pending' RETURNING `+deliveryColumns, now, id, w.ID))
+		if errors.Is(err, sql.ErrNoRows) {
+			var st string
+			if tx.QueryRowContext(ctx, `SELECT status FROM webhook_deliveries WHERE id = ? AND webhook_id = ?`, id, w.ID).Scan(&st) == nil {
+				return &store.Error{Code: store.CodeInvalid, Path: "delivery", Msg: "the delivery is pending already: it is being delivered"}
+			}
+			return store.ErrDeliveryNotFound
+		}
+		return err
+	})
+	return dl, err
+}
+
+// RedeliverFailed implements store.Webhooks.
+func (d *DB) RedeliverFailed(ctx context.Context, a store.Actor, webhookID string, limit int) (int, error) {
+	var n int64
+	err := d.queueTx(ctx, func(tx *sql.Tx) error {
+		w, err := d.webhook(ctx, tx, a, webhookID)
+		if err != nil {
+			return err
+		}
+		now := micro(d.stamp())
+		res, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, first_due = ?1, next_at = ?1,
+			lease = '', lease_until = 0, reason = '', updated_at = ?1
+			WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = ?2 AND status = 'failed' ORDER BY id LIMIT ?3)`, now, w.ID, limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// EnqueueTest implements store.Webhooks.
+func (d *DB) EnqueueTest(ctx context.Context, a store.Actor, webhookID string, body []byte) (store.Delivery, error) {
+	var dl store.Delivery
+	err := d.queueTx(ctx, func(tx *sql.Tx) error {
+		w, err := d.webhook(ctx, tx, a, webhookID)
+		if err != nil {
+			return err
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		now := micro(d.stamp())
+		dl, err = scanDelivery(tx.QueryRowContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, seq, kind, body, status, first_due,
+			next_at, created_at, updated_at) VALUES (?1, ?2, 0, 'test', ?3, 'pending', ?4, ?4, ?4, ?4) RETURNING `+deliveryColumns,
+			id.String(), w.ID, body, now))
+		return err
+	})
+	return dl, err
+}
+
+// WebhookChanges implements store.Webhooks.
+func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, limit int, withContext bool) ([]store.Change, int64, error) {
+	var pruned int64
+	err := d.r.QueryRowContext(ctx, `SELECT COALESCE((SELECT through FROM events_pruned WHERE id = 1), 0)`).Scan(&pruned)
+	if err != nil {
+		return nil, 0, d.fail(err)
+	}
+	after := w.Cursor
+	missed := int64(0)
+	if pruned > after {
+		missed, after = pruned, pruned
+	}
+	cs, err := d.backlog(ctx, w.Actor(), after, limit, withContext)
+	return cs, missed, err
+}
+
+// AdvanceWebhooks implements store.Webhooks.
+func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, error) {
+	errs := make([]error, len(as))
+	err := d.queueTx(ctx, func(tx *sql.Tx) error {
+		now := micro(d.stamp())
+		for i, a := range as {
+			res, err := tx.ExecContext(ctx, `UPDATE webhooks SET cursor = ?, missed_through = max(missed_through, ?) WHERE id = ? AND cursor = ?`,
+				a.Upto, a.Missed, a.Webhook.ID, a.Webhook.Cursor)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				errs[i] = store.ErrCursorMoved
+				continue
+			}
+			for _, nd := range a.Deliveries {
+				id, err := uuid.NewV7()
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, seq, kind, body, status, first_due, next_at,
+					created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?6, ?6) ON CONFLICT DO NOTHING`,
+					id.String(), a.Webhook.ID, nd.Seq, nd.Kind, nd.Body, now); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+type webhookTarget struct {
+	url     string
+	keys    store.WebhookKeys
+	failing time.Time
+}
+
+// ClaimDeliveries implements store.Webhooks: one immediate transaction
+// ranks the due deliveries of each webhook (at most PerWebhook each),
+// takes the oldest due within the claim and leases them.
+func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]store.ClaimedDelivery, error) {
+	if c.Limit <= 0 || c.PerWebhook <= 0 {
+		return nil, nil
+	}
+	var out []store.ClaimedDelivery
+	err := d.queueTx(ctx, func(tx *sql.Tx) error {
+		now := d.stamp()
+		// Per webhook, its first PerWebhook due deliveries (an index
+		// range each), so a long backlog of one is never scanned whole.
+		rows, err := tx.QueryContext(ctx, `SELECT d.id, d.webhook_id FROM webhooks w JOIN webhook_deliveries d ON d.id IN (
+			SELECT x.id FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending' AND x.next_at <= ?1
+			AND x.lease_until <= ?1 ORDER BY x.next_at, x.id LIMIT ?2)
+			WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`, micro(now), c.PerWebhook)
+		if err != nil {
+			return err
+		}
+		taken := map[string]int{}
+		var ids, hooks []string
+		for rows.Next() && len(ids) < c.Limit {
+			var id, hook string
+			if err := rows.Scan(&id, &hook); err != nil {
+				rows.Close()
+				return err
+			}
+			if taken[hook] >= c.PerWebhook-c.Busy[hook] {
+				continue
+			}
+			taken[hook]++
+			ids, hooks = append(ids, id), append(hooks, hook)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		targets := map[string]*webhookTarget{}
+		for _, h := range hooks {
+			if targets[h] != nil {
+				continue
+			}
+			var (
+				t       webhookTarget
+				until   int64
+				failing int64
+			)
+			if err := tx.QueryRowContext(ctx, `SELECT url, secret, prev_secret, prev_until, failing_since FROM webhooks WHERE id = ?`, h).
+				Scan(&t.url, &t.keys.Current, &t.keys.Previous, &until, &failing); err != nil {
+				return err
+			}
+			t.keys.PreviousUntil, t.failing = fromMicro(until), fromMicro(failing)
+			targets[h] = &t
+		}
+		lease := c.Lease
+		if lease <= 0 {
+			lease = time.Minute
+		}
+		for i, id := range ids {
+			tok, err := uuid.NewRandom()
+			if err != nil {
+				return err
+			}
+			var body []byte
+			dl, err := scanDelivery(tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET lease = ?, lease_until = ? WHERE id = ?
+				RETURNING `+deliveryColumns+`, body`, tok.String(), micro(now.Add(lease)), id), &body)
+			if err != nil {
+				return err
+			}
+			dl.Body = body
+			t := targets[hooks[i]]
+			out = append(out, store.ClaimedDelivery{Delivery: dl, URL: t.url, Keys: t.keys, FailingSince: t.failing, Lease: tok.String()})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SettleDeliveries implements store.Webhooks.
+func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, error) {
+	errs := make([]error, len(ss))
+	err := d.queueTx(ctx, func(tx *sql.Tx) error {
+		now := d.stamp()
+		for i, s := range ss {
+			err := settle(ctx, tx, now, s)
+			if errors.Is(err, store.ErrLeaseLost) {
+				errs[i] = err
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+func settle(ctx context.Context, tx *sql.Tx, now time.Time, s store.Settle) error {
+	if s.Lease == "" {
+		return store.ErrLeaseLost
+	}
+	next := micro(s.NextAt)
+	if next == 0 {
+		next = micro(now)
+	}
+	attempted := 0
+	if s.Attempted {
+		attempted = 1
+	}
+	var hook string
+	err := tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = ?, next_at = ?, attempts = attempts + ?, reason = ?,
+		lease = '', lease_until = 0, updated_at = ? WHERE id = ? AND lease = ? AND status = 'pending' RETURNING webhook_id`,
+		string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease).Scan(&hook)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrLeaseLost
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case s.Status == store.DeliveryDelivered:
+		_, err = tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = 0 WHERE id = ? AND failing_since != 0`, hook)
+	case !s.Failed.IsZero():
+		_, err = tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = ? WHERE id = ? AND failing_since = 0`, micro(s.Failed), hook)
+	}
+	if err != nil || s.Attempt == nil {
+		return err
+	}
+	return recordAttempt(ctx, tx, *s.Attempt)
+}
+
+// PauseFailing implements store.Webhooks.
+func (d *DB) PauseFailing(ctx context.Context, webhookID string, since time.Time, reason string) error {
+	return d.queueTx(ctx, func(tx *sql.Tx) error {
+		now := micro(d.stamp())
+		_, err := tx.ExecContext(ctx, `UPDATE webhooks SET paused_reason = ?, paused_at = ?, updated_at = ?
+			WHERE id = ? AND paused_reason = '' AND failing_since != 0 AND failing_since <= ?`, reason, now, now, webhookID, micro(since))
+		return err
+	})
+}
+
+// TrimDeliveries implements store.Webhooks.
+func (d *DB) TrimDeliveries(ctx context.Context, perWebhook int) ([]store.DeliveryBacklog, error) {
+	var out []store.DeliveryBacklog
+	err := d.queueTx(ctx, func(tx *sql.Tx) error {
+		now := micro(d.stamp())
+		rows, err := tx.QueryContext(ctx, `SELECT w.id, COUNT(d.id), COALESCE(MIN(d.first_due), 0) FROM webhooks w
+			LEFT JOIN webhook_deliveries d ON d.webhook_id = w.id AND d.status = 'pending' GROUP BY w.id ORDER BY w.id`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var (
+				b      store.DeliveryBacklog
+				oldest int64
+			)
+			if err := rows.Scan(&b.WebhookID, &b.Pending, &oldest); err != nil {
+				rows.Close()
+				return err
+			}
+			b.Oldest = fromMicro(oldest)
+			out = append(out, b)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		reason := fmt.Sprintf("backlog over %d pending deliveries: the oldest were dead-lettered", perWebhook)
+		for i := range out {
+			b := &out[i]
+			over := b.Pending - perWebhook
+			if perWebhook <= 0 || over <= 0 {
+				continue
+			}
+			res, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET status = 'failed', reason = ?, updated_at = ?
+				WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' AND lease_until <= ?
+				ORDER BY first_due, id LIMIT ?)`, reason, now, b.WebhookID, now, over)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			b.Trimmed, b.Pending = int(n), b.Pending-int(n)
+			var oldest int64
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MIN(first_due), 0) FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'`,
+				b.WebhookID).Scan(&oldest); err != nil {
+				return err
+			}
+			b.Oldest = fromMicro(oldest)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RecordAttempt implements store.Webhooks. An attempt at a delivery
+// deleted since (with its webhook) is dropped.
+func (d *DB) RecordAttempt(ctx context.Context, at store.DeliveryAttempt) error {
+	return d.queueTx(ctx, func(tx *sql.Tx) error { return recordAttempt(ctx, tx, at) })
+}
+
+func recordAttempt(ctx context.Context, tx *sql.Tx, at store.DeliveryAttempt) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, webhook_id, at, status, class, latency_us, error, excerpt, verdict)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)`,
+		at.DeliveryID, at.WebhookID, micro(at.At), at.Status, at.Class, int64(at.LatencyMS*1000), store.CutExcerpt(at.Error),
+		store.CutExcerpt(at.Excerpt), at.Verdict, at.DeliveryID)
+	return err
+}
+
+// notePruned remembers the last event seq Expire is about to prune.
+func notePruned(ctx context.Context, tx *sql.Tx, backlog int) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO events_pruned (id, through)
+		SELECT 1, m FROM (SELECT MAX(seq) - ? AS m FROM events) WHERE m > 0
+		ON CONFLICT (id) DO UPDATE SET through = max(through, excluded.through)`, backlog)
+	return err
+}
+
+// pruneDeliveries drops attempts, and settled deliveries, older than
+// store.DeliveryRetention.
+func pruneDeliveries(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	horizon := now.Add(-store.DeliveryRetention).UnixMicro()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_attempts WHERE at < ?`, horizon); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE status IN ('delivered', 'failed') AND updated_at < ?`, horizon)
+	return err
+}

@@ -1,0 +1,54 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/store"
+)
+
+// TestWebhookMissedEvents: a webhook whose cursor is behind the events
+// pruned by Expire is told so (MissedThrough), not silently moved on.
+func TestWebhookMissedEvents(t *testing.T) {
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "ctxkit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	sel, _ := store.ParseSelector([]byte(`{}`))
+	w, _, err := d.CreateWebhook(ctx, a, store.Webhook{URL: "https://example.com/", Selector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for range 3 {
+		_, _, err := d.Create(ctx, a, store.Breadcrumb{Title: "x", Context: json.RawMessage(`{}`)}, store.Idempotency{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq, _ := d.LatestSeq(ctx)
+		seqs = append(seqs, seq)
+	}
+	// As Expire notes it when the backlog passes EventBacklog.
+	for _, backlog := range []int64{seqs[2] - seqs[1], seqs[2] - seqs[0]} { // the second would go back: kept
+		if err := d.queueTx(ctx, func(tx *sql.Tx) error { return notePruned(ctx, tx, int(backlog)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, missed, err := d.WebhookChanges(ctx, w, 100, false)
+	if err != nil || missed != seqs[1] || len(cs) != 1 || cs[0].Seq != seqs[2] {
+		t.Fatalf("changes %d, missed %d (want %d), %v", len(cs), missed, seqs[1], err)
+	}
+	errs, err := d.AdvanceWebhooks(ctx, []store.Advance{{Webhook: w, Upto: seqs[2], Missed: missed}})
+	if err != nil || errs[0] != nil {
+		t.Fatal(err, errs)
+	}
+	if w, err = d.Webhook(ctx, a, w.ID); err != nil || w.MissedThrough != seqs[1] || w.Cursor != seqs[2] {
+		t.Fatalf("webhook %+v, %v", w, err)
+	}
+}
