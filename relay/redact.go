@@ -40,6 +40,19 @@ var BuiltinPatterns = []Pattern{
 	{"bearer_token", `\bBearer[ \t]+(?P<secret>[A-Za-z0-9\-._~+/]{16,}=*)`},
 }
 
+// needles are, for each built-in pattern, strings one of which every match
+// holds: text without any of them is not searched with the pattern. Most
+// text holds none, and a substring search is many times faster than the
+// regular expression. TestBuiltinNeedles holds each list to its pattern.
+var needles = map[string][]string{
+	"private_key":       {"-----BEGIN "},
+	"github_token":      {"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
+	"aws_access_key_id": {"AKIA", "ASIA", "ABIA", "ACCA"},
+	"api_key":           {"sk-", "AIza", "xox"},
+	"bearer_token":      {"Bearer"},
+	"email":             {"@"},
+}
+
 // checks are the tests a built-in pattern's secret must also pass.
 var checks = map[string]func(string) bool{
 	"bearer_token": func(tok string) bool { return strings.ContainsAny(tok, "0123456789._+=") },
@@ -107,6 +120,23 @@ type rule struct {
 	secret int               // the index of the "secret" group, or 0 for the whole match
 	check  func(string) bool // what a secret must also pass; nil for none
 	insts  int               // the compiled size of an own pattern; 0 for a built-in one
+	// needles: every match holds one of them; nil when nothing is known
+	// (the pattern then runs on every text).
+	needles []string
+}
+
+// mayMatch is false when s holds none of the rule's needles, so the
+// pattern cannot match it.
+func (ru *rule) mayMatch(s string) bool {
+	if ru.needles == nil {
+		return true
+	}
+	for _, n := range ru.needles {
+		if strings.Contains(s, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // NewRedactor compiles the options. Errors are *Error of code
@@ -160,6 +190,13 @@ func NewRedactor(opts RedactorOptions) (*Redactor, error) {
 		ru := rule{kind: p.Kind, re: re, secret: re.SubexpIndex("secret"), insts: own[i]}
 		if !opts.NoBuiltins && slices.ContainsFunc(BuiltinPatterns, func(b Pattern) bool { return b == p }) {
 			ru.check = checks[p.Kind]
+		}
+		if _, mine := own[i]; !mine {
+			ru.needles = needles[p.Kind] // a built-in pattern, or the e-mail one
+		} else if prefix, _ := re.LiteralPrefix(); prefix != "" {
+			// Every match of an own pattern starts with its literal
+			// prefix.
+			ru.needles = []string{prefix}
 		}
 		r.rules = append(r.rules, ru)
 	}
@@ -218,6 +255,9 @@ func (r *Redactor) redact(ctx context.Context, step bool, s string) (string, map
 		ru := &r.rules[i]
 		if err := ru.mayRun(ctx, step, s); err != nil {
 			return s, found, err
+		}
+		if !ru.mayMatch(s) {
+			continue
 		}
 		ms := ru.re.FindAllStringSubmatchIndex(s, -1)
 		if ms == nil {
@@ -289,6 +329,9 @@ func (r *Redactor) holdsSecret(ctx context.Context, s string) (bool, error) {
 		ru := &r.rules[i]
 		if err := ru.mayRun(ctx, true, s); err != nil {
 			return false, err
+		}
+		if !ru.mayMatch(s) {
+			continue
 		}
 		if ru.check == nil && ru.secret == 0 {
 			if ru.re.MatchString(s) {
