@@ -36,6 +36,11 @@ type command struct {
 	summary string // one line for the command list
 	usage   string // the synopsis and what the command does, for --help
 	run     func(ctx context.Context, e *env, args []string) error
+	// quick says the command only prints, at once: an interrupt may end
+	// it as it ends any program. Main catches SIGINT and SIGTERM for the
+	// others (a write finishes or is rolled back, a server drains), and
+	// catching them costs every run two more threads.
+	quick bool
 }
 
 var commands = map[string]*command{}
@@ -51,8 +56,6 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 
 // Main runs ctxkit with args (without the program name) and returns the exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		printOverview(stderr)
@@ -86,6 +89,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			fmt.Fprintf(stderr, "ctxkit: unknown command %q; run 'ctxkit help' for the list\n", name)
 		}
 		return exitUsage
+	}
+	if !c.quick {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
 	}
 	err := c.run(ctx, e, rest)
 	var ue *usageError
