@@ -312,12 +312,12 @@ func readAll(f *os.File, size int64, name string) ([]byte, error) {
 }
 
 // readBufs holds the buffers of contents a run is done with (recycle),
-// for the next files it reads or patches: a dry run of hundreds of diffs in a short process
-// otherwise takes fresh pages for every file, and pays for each page as a
-// fault.
+// for the next files it reads or patches: a dry run of hundreds of diffs
+// in a short process otherwise takes fresh pages for every file, and
+// pays for each page as a fault.
 var readBufs sync.Pool
 
-// maxRecycled is the largest read buffer kept for reuse: a huge file's
+// maxRecycled is the largest buffer kept for reuse: a huge file's
 // buffer is left to the collector rather than held for small ones.
 const maxRecycled = 1 << 20
 
