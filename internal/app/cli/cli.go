@@ -36,11 +36,18 @@ type command struct {
 	summary string // one line for the command list
 	usage   string // the synopsis and what the command does, for --help
 	run     func(ctx context.Context, e *env, args []string) error
-	// quick says the command only prints, at once: an interrupt may end
-	// it as it ends any program. Main catches SIGINT and SIGTERM for the
-	// others (a write finishes or is rolled back, a server drains), and
-	// catching them costs every run two more threads.
-	quick bool
+	// ownSignals says that Main leaves SIGINT and SIGTERM to the
+	// command: it catches them itself when it must (catchSignals), or,
+	// only printing, never. Main catches them for the others, so that a
+	// write finishes or is rolled back and a server drains; catching
+	// them costs a run two or three more threads and their page faults.
+	ownSignals bool
+}
+
+// catchSignals is ctx, cancelled on SIGINT or SIGTERM instead of the
+// process ending; stop restores the default.
+func catchSignals(ctx context.Context) (_ context.Context, stop context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }
 
 var commands = map[string]*command{}
@@ -90,9 +97,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		return exitUsage
 	}
-	if !c.quick {
+	if !c.ownSignals {
 		var stop context.CancelFunc
-		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		ctx, stop = catchSignals(ctx)
 		defer stop()
 	}
 	err := c.run(ctx, e, rest)
