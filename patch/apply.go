@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/internal/textcut"
@@ -120,6 +121,19 @@ type Result struct {
 // placed, with every hunk's outcome in the result; nothing is applied
 // then. A target holding a NUL byte or invalid UTF-8 is refused.
 func Apply(src []byte, f *File) (*Result, error) {
+	return apply(nil, src, f)
+}
+
+// ApplyInto is Apply, writing the new content into buf's memory when it
+// is large enough (buf's length is ignored): a caller applying many diffs
+// and done with each result's content can hand it back for the next.
+// Result.Content then shares buf's memory; for a Noop it is src, as with
+// Apply. buf must not share memory with src.
+func ApplyInto(buf, src []byte, f *File) (*Result, error) {
+	return apply(buf, src, f)
+}
+
+func apply(buf, src []byte, f *File) (*Result, error) {
 	if len(src) > MaxTarget {
 		return nil, &Error{Code: CodeTooLarge, Msg: fmt.Sprintf("the target is %d bytes, more than %d", len(src), MaxTarget)}
 	}
@@ -133,7 +147,11 @@ func Apply(src []byte, f *File) (*Result, error) {
 			}
 		}
 	}
-	a := &applier{t: newTarget(src), f: f}
+	sc := scratchPool.Get().(*targetScratch)
+	a := &applier{t: newTarget(src, sc), f: f, buf: buf}
+	// Nothing of the target's tables leaves Apply: the result holds its
+	// own copies.
+	defer a.t.release()
 	res := &Result{Hunks: make([]HunkResult, len(f.Hunks))}
 	if f.IsNew() && len(src) > 0 {
 		// A new-file diff is already applied only when the file holds
@@ -244,14 +262,40 @@ type target struct {
 	// (built when a search first needs it).
 	idx [levels][]uint64
 	has [levels]bool
+	// sc, when not nil, lends starts and idx their memory and takes it
+	// back in release.
+	sc *targetScratch
 }
 
-func newTarget(src []byte) target {
+// targetScratch is the memory of a target's line table and indexes, kept
+// from one Apply to the next: a run applying hundreds of diffs in a short
+// process otherwise takes fresh pages for each, and pays for every one
+// as a page fault.
+type targetScratch struct {
+	starts []int32
+	keys   [levels][]uint64
+}
+
+// maxScratchLines bounds the tables a targetScratch keeps (4 bytes a line
+// for starts, 8 a line for each level's index): a huge file's tables are
+// left to the collector rather than held for the next, small, one.
+const maxScratchLines = 1 << 16
+
+var scratchPool = sync.Pool{New: func() any { return new(targetScratch) }}
+
+// newTarget splits src into lines, the line table in sc's memory when sc
+// is not nil and large enough.
+func newTarget(src []byte, sc *targetScratch) target {
 	n := bytes.Count(src, []byte{'\n'})
 	if len(src) > 0 && src[len(src)-1] != '\n' {
 		n++
 	}
-	starts := make([]int32, 0, n+1)
+	var starts []int32
+	if sc != nil && cap(sc.starts) >= n+1 {
+		starts = sc.starts[:0]
+	} else {
+		starts = make([]int32, 0, n+1)
+	}
 	for off := 0; off < len(src); {
 		starts = append(starts, int32(off))
 		i := bytes.IndexByte(src[off:], '\n')
@@ -261,7 +305,27 @@ func newTarget(src []byte) target {
 		off += i + 1
 	}
 	starts = append(starts, int32(len(src)))
-	return target{src: src, starts: starts, n: n}
+	return target{src: src, starts: starts, n: n, sc: sc}
+}
+
+// release hands the target's tables back to the pool; t is not used
+// after.
+func (t *target) release() {
+	sc := t.sc
+	if sc == nil {
+		return
+	}
+	t.sc = nil
+	if cap(t.starts) > maxScratchLines+1 {
+		return
+	}
+	sc.starts = t.starts
+	for l := range t.idx {
+		if t.has[l] && cap(t.idx[l]) <= maxScratchLines {
+			sc.keys[l] = t.idx[l]
+		}
+	}
+	scratchPool.Put(sc)
 }
 
 // line is line i without its line ending.
@@ -402,7 +466,12 @@ func (t *target) index(level int) []uint64 {
 	if t.has[level] {
 		return t.idx[level]
 	}
-	keys := make([]uint64, t.n)
+	var keys []uint64
+	if t.sc != nil && cap(t.sc.keys[level]) >= t.n {
+		keys = t.sc.keys[level][:t.n]
+	} else {
+		keys = make([]uint64, t.n)
+	}
 	for i := range keys {
 		keys[i] = hashLine(level, t.line(i))&^lineMask | uint64(i)
 	}
@@ -518,6 +587,9 @@ type applier struct {
 	pin   pinning
 	work  int // line comparisons made for the current hunk
 	warns []string
+	// buf is the memory the new content is written into when it is
+	// large enough (ApplyInto).
+	buf []byte
 }
 
 // side fills s with hunk i seen from one direction. Its old lines reuse
@@ -1827,7 +1899,12 @@ func (a *applier) render(es editSet) []byte {
 	if eol == "" {
 		eol = "\n"
 	}
-	out := make([]byte, 0, len(t.src)+es.insBytes+2)
+	var out []byte
+	if need := len(t.src) + es.insBytes + 2; cap(a.buf) >= need {
+		out = a.buf[:0]
+	} else {
+		out = make([]byte, 0, need)
+	}
 	cur := 0
 	copyLines := func(from, to int) {
 		if from >= to {
@@ -1908,7 +1985,7 @@ func (a *applier) changesText(i int) bool {
 
 // newContent is what a new-file diff creates.
 func (a *applier) newContent() ([]byte, error) {
-	b := &applier{t: newTarget(nil), f: a.f}
+	b := &applier{t: newTarget(nil, nil), f: a.f}
 	locs, errs := b.locateAll()
 	if err := firstErr(errs); err != nil {
 		return nil, err

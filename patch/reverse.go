@@ -65,7 +65,7 @@ func ApplyExact(src []byte, f *File) ([]byte, error) {
 	if f.IsNew() && len(src) > 0 {
 		return nil, &Error{Code: CodeNotFound, Msg: "the diff creates the file, but the target is not empty"}
 	}
-	t := newTarget(src)
+	t := newTarget(src, nil)
 	eol := "\n"
 	if e, _ := t.eol(); e != "" {
 		eol = e

@@ -285,6 +285,12 @@ func prepareAll(ctx context.Context, d *dirs, n int, outs []Outcome, keep bool, 
 					continue
 				}
 				prepared[i], errs[i] = prep(d, i, &outs[i], keep)
+				if !keep {
+					// A dry run is done with the contents once the
+					// outcome is filled: their buffers serve the next
+					// files read and patched.
+					recycleContents(prepared[i])
+				}
 			}
 		})
 	}
@@ -319,6 +325,51 @@ func prepareAll(ctx context.Context, d *dirs, n int, outs []Outcome, keep bool, 
 		return nil, first
 	}
 	return all, nil
+}
+
+// recycleContents hands the contents of cs back for reuse (recycle), each
+// buffer once: a content may be another's (a noop's new content is its
+// old, a rename's that of its source). Nothing may use them after.
+func recycleContents(cs []*change) {
+	var seen [][]byte
+	give := func(b []byte) {
+		if cap(b) == 0 {
+			return
+		}
+		for _, s := range seen {
+			if &s[:cap(s)][0] == &b[:cap(b)][0] {
+				return
+			}
+		}
+		seen = append(seen, b)
+		recycle(b)
+	}
+	for _, c := range cs {
+		if c == nil {
+			continue
+		}
+		before, after := c.before, c.after
+		c.before, c.after = nil, nil
+		give(before)
+		give(after)
+	}
+}
+
+// applyDiff applies f to before as patch.Apply does; in a dry run
+// (!keep), whose contents are recycled once their outcome is filled, the
+// new content is written into a recycled buffer.
+func applyDiff(before []byte, f *patch.File, keep bool) (*patch.Result, error) {
+	if keep {
+		return patch.Apply(before, f)
+	}
+	buf := reuse(len(before))
+	res, err := patch.ApplyInto(buf, before, f)
+	if res == nil || cap(res.Content) == 0 || cap(buf) == 0 || &res.Content[:cap(res.Content)][0] != &buf[:cap(buf)][0] {
+		// The buffer went unused (a failure, a noop, a larger
+		// content): it serves another file.
+		recycle(buf)
+	}
+	return res, err
 }
 
 // prepare reads a diff's file, checks it and applies the diff in memory.
@@ -378,7 +429,7 @@ func prepare(dirs *dirs, i int, d Diff, out *Outcome, keep bool) (c *change, err
 		err.Path = field + ".unified_diff"
 		return nil, err
 	}
-	res, err := patch.Apply(before, f)
+	res, err := applyDiff(before, f, keep)
 	if res != nil {
 		for h, hr := range res.Hunks {
 			ho := HunkOutcome{Index: h, Match: hr.Match.String(), Offset: hr.Match.Offset, Line: hr.Match.Line}
@@ -584,7 +635,7 @@ func preparePatch(d *dirs, i int, fd *fileDiff, out *Outcome, keep bool) (cs []*
 	}
 	// apply applies the diff to c's content, filling the outcome.
 	apply := func(c *change) (*patch.Result, error) {
-		res, err := patch.Apply(c.before, fd.file)
+		res, err := applyDiff(c.before, fd.file, keep)
 		if res != nil {
 			out.Hunks = hunkOutcomes(res)
 			out.Warnings = append(out.Warnings, res.Warnings...)

@@ -292,7 +292,7 @@ func (d *dirs) readFile(name string, keep bool) (current, error) {
 // readAll reads f from its start (a file of size bytes when it was
 // examined), up to MaxFileBytes.
 func readAll(f *os.File, size int64, name string) ([]byte, error) {
-	b := make([]byte, 0, size+1)
+	b := reuse(int(min(size, MaxFileBytes)) + 1)
 	for {
 		n, err := f.ReadAt(b[len(b):cap(b)], int64(len(b)))
 		b = b[:len(b)+n]
@@ -309,4 +309,31 @@ func readAll(f *os.File, size int64, name string) ([]byte, error) {
 			b = append(b, 0)[:len(b)]
 		}
 	}
+}
+
+// readBufs holds the buffers of contents a run is done with (recycle),
+// for the next files it reads or patches: a dry run of hundreds of diffs
+// in a short process otherwise takes fresh pages for every file, and
+// pays for each page as a fault.
+var readBufs sync.Pool
+
+// maxRecycled is the largest buffer kept for reuse: a huge file's
+// buffer is left to the collector rather than held for small ones.
+const maxRecycled = 1 << 20
+
+// reuse is an empty buffer of at least n bytes' capacity, recycled when
+// one large enough is at hand.
+func reuse(n int) []byte {
+	if p, _ := readBufs.Get().(*[]byte); p != nil && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// recycle hands b back for reuse; nothing may use b after.
+func recycle(b []byte) {
+	if cap(b) == 0 || cap(b) > maxRecycled {
+		return
+	}
+	readBufs.Put(&b)
 }

@@ -460,7 +460,11 @@ func unchanged(c *change, dir *os.Root, base string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return bytes.Equal(now, c.before), nil
+	same := bytes.Equal(now, c.before)
+	// The second read serves only this comparison: its buffer serves
+	// the next file's.
+	recycle(now)
+	return same, nil
 }
 
 // syncEach fsyncs files concurrently (a few at a time), closing each.

@@ -34,7 +34,14 @@ const startupFiles = 100
 //	write100-x     ctxkit apply (100, durable)    / git apply; sync FILES
 //
 // ctxkit makes its writes durable (fsync or syncfs) and git does not, so
-// the last row adds a sync of the same files to git's side.
+// the last row adds a sync of the same files to git's side. Each row also
+// reports the median of ctxkit's minor page faults (what a short process
+// pays most for on a virtual machine, and steady however loaded it is).
+//
+// CTXKIT_STARTUP_BASELINE names another ctxkit binary (an earlier build)
+// to run in the same rounds, interleaved with the two: its rows end in
+// -base-x (its time over git's) and -base-faults, so that a change is
+// judged against the same load.
 func BenchmarkStartup(b *testing.B) {
 	git, err := exec.LookPath("git")
 	if err != nil {
@@ -66,6 +73,12 @@ func BenchmarkStartup(b *testing.B) {
 		name          string
 		ctxkit, other side
 	}
+	base := os.Getenv("CTXKIT_STARTUP_BASELINE")
+	if base != "" {
+		if _, err := os.Stat(base); err != nil {
+			b.Fatalf("CTXKIT_STARTUP_BASELINE: %v", err)
+		}
+	}
 	pairs := []pair{
 		{"version-x", side{argv: []string{bin, "version"}}, side{argv: []string{git, "--version"}}},
 		{"apply1-x",
@@ -79,12 +92,15 @@ func BenchmarkStartup(b *testing.B) {
 			side{argv: []string{git, "apply", many.patch}, then: append([]string{syncBin}, many.names...), cwd: many.gitRoot, reset: many}},
 	}
 
-	run := func(s side) time.Duration {
+	// run runs s and returns its wall time and the minor page faults of
+	// its first command.
+	run := func(s side) (time.Duration, int64) {
 		if s.reset != nil {
 			s.reset.restore(b)
 		}
 		var d time.Duration
-		for _, argv := range [][]string{s.argv, s.then} {
+		var faults int64
+		for k, argv := range [][]string{s.argv, s.then} {
 			if argv == nil {
 				continue
 			}
@@ -98,8 +114,11 @@ func BenchmarkStartup(b *testing.B) {
 			if err != nil {
 				b.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out.Bytes())
 			}
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && k == 0 {
+				faults = ru.Minflt
+			}
 		}
-		return d
+		return d, faults
 	}
 	// Both tools must produce the same files before their times mean
 	// anything.
@@ -107,37 +126,58 @@ func BenchmarkStartup(b *testing.B) {
 		run(side{argv: []string{bin, "apply", f.plan, "--root", f.ctxkitRoot}, reset: f})
 		run(side{argv: []string{git, "apply", f.patch}, cwd: f.gitRoot})
 		f.sameResult(b)
+		if base != "" {
+			run(side{argv: []string{base, "apply", f.plan, "--root", f.ctxkitRoot}, reset: f})
+			run(side{argv: []string{git, "apply", f.patch}, cwd: f.gitRoot})
+			f.sameResult(b)
+		}
 	}
 
-	times := make([][2][]time.Duration, len(pairs))
+	// Per pair, per side (ctxkit, git, the baseline): times and faults.
+	const ctxkitSide, gitSide, baseSide = 0, 1, 2
+	times := make([][3][]time.Duration, len(pairs))
+	faults := make([][3][]int64, len(pairs))
 	round := 0
 	for b.Loop() {
 		for range startupRounds {
 			for i, p := range pairs {
-				// Alternate which goes first, so neither always runs
-				// on the caches the other warmed.
-				if round%2 == 0 {
-					times[i][0] = append(times[i][0], run(p.ctxkit))
-					times[i][1] = append(times[i][1], run(p.other))
-				} else {
-					times[i][1] = append(times[i][1], run(p.other))
-					times[i][0] = append(times[i][0], run(p.ctxkit))
+				sides := []side{p.ctxkit, p.other}
+				if base != "" {
+					s := p.ctxkit
+					s.argv = append([]string{base}, s.argv[1:]...)
+					sides = append(sides, s)
+				}
+				// Rotate which goes first, so none always runs on the
+				// caches another warmed.
+				for k := range sides {
+					j := (k + round) % len(sides)
+					d, f := run(sides[j])
+					times[i][j] = append(times[i][j], d)
+					faults[i][j] = append(faults[i][j], f)
 				}
 			}
 			round++
 		}
 	}
 	for i, p := range pairs {
-		c, o := startupMedian(times[i][0]), startupMedian(times[i][1])
+		c, o := startupMedian(times[i][ctxkitSide]), startupMedian(times[i][gitSide])
+		row := strings.TrimSuffix(p.name, "-x")
 		if o > 0 {
 			b.ReportMetric(float64(c)/float64(o), p.name)
 		}
-		b.ReportMetric(float64(c.Microseconds()), strings.TrimSuffix(p.name, "-x")+"-ctxkit-µs")
-		b.ReportMetric(float64(o.Microseconds()), strings.TrimSuffix(p.name, "-x")+"-git-µs")
+		b.ReportMetric(float64(c.Microseconds()), row+"-ctxkit-µs")
+		b.ReportMetric(float64(o.Microseconds()), row+"-git-µs")
+		b.ReportMetric(float64(startupMedian(faults[i][ctxkitSide])), row+"-faults")
+		if base != "" {
+			if bt := startupMedian(times[i][baseSide]); o > 0 {
+				b.ReportMetric(float64(bt)/float64(o), row+"-base-x")
+			}
+			b.ReportMetric(float64(startupMedian(faults[i][baseSide])), row+"-base-faults")
+		}
 	}
 }
 
-func startupMedian(d []time.Duration) time.Duration {
+func startupMedian[T time.Duration | int64](d []T) T {
 	if len(d) == 0 {
 		return 0
 	}

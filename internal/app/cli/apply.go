@@ -81,7 +81,8 @@ command succeeded; 1 when the plan or patch is invalid, a diff failed
 (nothing is written then), or a command failed or timed out; 2 on a usage
 error.
 `,
-		run: runApply,
+		run:        runApply,
+		ownSignals: true,
 	})
 }
 
@@ -154,6 +155,16 @@ func runApply(ctx context.Context, e *env, args []string) error {
 		return usagef("--dry-run and --backup do not go together")
 	case f.dryRun && f.verify:
 		return usagef("--verify runs the commands on the written files: it does not go with --dry-run")
+	}
+	// An interrupt must not end a run midway through its writes (the
+	// files, the audit record) nor leave the commands' process group
+	// running: caught, it cancels the run, whose writes, once begun,
+	// finish. A dry run without a record writes nothing and leaves
+	// interrupts their default.
+	if !f.dryRun || f.record != "" {
+		var stop context.CancelFunc
+		ctx, stop = catchSignals(ctx)
+		defer stop()
 	}
 	src, limit, what := "", int64(plan.MaxPlanBytes), "the plan"
 	if isPatch {

@@ -36,6 +36,18 @@ type command struct {
 	summary string // one line for the command list
 	usage   string // the synopsis and what the command does, for --help
 	run     func(ctx context.Context, e *env, args []string) error
+	// ownSignals says that Main leaves SIGINT and SIGTERM to the
+	// command: it catches them itself when it must (catchSignals), or,
+	// only printing, never. Main catches them for the others, so that a
+	// write finishes or is rolled back and a server drains; catching
+	// them costs a run two or three more threads and their page faults.
+	ownSignals bool
+}
+
+// catchSignals is ctx, cancelled on SIGINT or SIGTERM instead of the
+// process ending; stop restores the default.
+func catchSignals(ctx context.Context) (_ context.Context, stop context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }
 
 var commands = map[string]*command{}
@@ -51,8 +63,6 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 
 // Main runs ctxkit with args (without the program name) and returns the exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		printOverview(stderr)
@@ -86,6 +96,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			fmt.Fprintf(stderr, "ctxkit: unknown command %q; run 'ctxkit help' for the list\n", name)
 		}
 		return exitUsage
+	}
+	if !c.ownSignals {
+		var stop context.CancelFunc
+		ctx, stop = catchSignals(ctx)
+		defer stop()
 	}
 	err := c.run(ctx, e, rest)
 	var ue *usageError

@@ -22,7 +22,8 @@ in the shell named; file names are completed after the flags. Load it with
   zsh:   source <(ctxkit completion zsh)      (in ~/.zshrc, after compinit)
   fish:  ctxkit completion fish | source      (in ~/.config/fish/config.fish)
 `,
-		run: runCompletion,
+		ownSignals: true,
+		run:        runCompletion,
 	})
 }
 

@@ -18,6 +18,7 @@ commit for a build from a work tree), the commit and its time, as the Go
 toolchain recorded them. The MCP server's serverInfo.version and GET
 /health's version are the same string.
 `,
+		ownSignals: true,
 		run: func(_ context.Context, e *env, args []string) error {
 			if err := parseFlags(newFlags("version"), args); err != nil {
 				return err
