@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ctxkit/ctxkit/internal/textcut"
 	"github.com/ctxkit/ctxkit/internal/webhook"
 )
 
@@ -136,7 +137,7 @@ func NewWebhook(a Actor, in Webhook, after int64, now time.Time) (Webhook, error
 		return w, err
 	}
 	if w.Payload != PayloadView && w.Payload != PayloadFull {
-		return w, invalid("payload", "%q; use view or full", truncate(string(w.Payload), 32))
+		return w, invalid("payload", "%q; use view or full", textcut.Clip(string(w.Payload), 32, "…"))
 	}
 	if err := checkWebhookDescription(w.Description); err != nil {
 		return w, err
@@ -191,16 +192,6 @@ func (p WebhookPatch) Apply(w *Webhook, now time.Time) error {
 	return nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
 // DeliveryStatus is where a delivery stands.
 type DeliveryStatus string
 
@@ -216,7 +207,7 @@ func ParseDeliveryStatus(s string) (DeliveryStatus, error) {
 	case "", DeliveryPending, DeliveryDelivered, DeliveryFailed:
 		return st, nil
 	}
-	return "", invalid("status", "%q; use pending, failed or delivered", truncate(s, 32))
+	return "", invalid("status", "%q; use pending, failed or delivered", textcut.Clip(s, 32, "…"))
 }
 
 // Delivery is one event (or a test message) on its way to one webhook.
