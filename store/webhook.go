@@ -18,8 +18,8 @@ const (
 	MaxWebhooks           = 100 // per agent, as for subscriptions
 	MaxWebhookURL         = 2048
 	MaxWebhookDescription = 1024
-	// MaxDeliveryBody bounds a delivery's JSON body: one whose record is
-	// larger carries the event alone and "truncated": true.
+	// MaxDeliveryBody bounds a delivery's JSON body as it is sent: one
+	// whose record is larger carries the event alone and "truncated": true.
 	MaxDeliveryBody = 256 << 10
 	// MaxAttemptExcerpt bounds the response excerpt kept per attempt.
 	MaxAttemptExcerpt = 1024
@@ -70,10 +70,36 @@ type Webhook struct {
 	MissedThrough int64     `json:"missed_through,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
-	// Curator is whether the creating agent's token was a curator's:
-	// the webhook reads with that role (the owner's private records).
+	// Curator is whether the token the webhook is bound to is a
+	// curator's: the webhook reads with that role (the owner's private
+	// records).
 	Curator bool `json:"-"`
+	// TokenID and TokenIssued are the id (jti; "" for a token without
+	// one) and issue time of the token the webhook is bound to: the
+	// creating one, then the last the agent managed it with. The webhook
+	// lives by that token: once a revocation names it, it is paused and
+	// sends nothing.
+	TokenID     string    `json:"-"`
+	TokenIssued time.Time `json:"-"`
 }
+
+// WebhookBinding is the token a webhook acts by: the caller's, at each
+// call by its agent that manages it.
+type WebhookBinding struct {
+	TokenID string
+	Issued  time.Time
+	Curator bool
+}
+
+// Bind makes w act by b.
+func (w *Webhook) Bind(b WebhookBinding) {
+	w.TokenID, w.TokenIssued, w.Curator = b.TokenID, b.Issued.UTC().Truncate(time.Microsecond), b.Curator
+}
+
+// RevokedReason is the paused_reason of a webhook whose token was
+// revoked: a PATCH by a valid token of its agent binds it to that token,
+// and "paused": false resumes it.
+const RevokedReason = "the token it acts by was revoked: PATCH it with a valid token of its agent to bind it to that token, with \"paused\": false to resume"
 
 // Actor is whom the webhook reads as.
 func (w *Webhook) Actor() Actor {
@@ -98,6 +124,9 @@ type WebhookPatch struct {
 	// Paused true pauses with the reason "paused by its owner"; false
 	// resumes, and the endpoint starts afresh, not failing.
 	Paused *bool
+	// Bind, when set, binds the webhook to the caller's token (its id,
+	// issue time and role); the actor's Curator must match it.
+	Bind *WebhookBinding
 }
 
 // CheckWebhookURL is the store's own check of a target: the server checks
@@ -124,8 +153,8 @@ func checkWebhookDescription(d string) error {
 	return nil
 }
 
-// NewWebhook is the webhook a stores from the URL, selector, payload and
-// description of in, with a new UUIDv7 id, the cursor at after (the newest
+// NewWebhook is the webhook a stores from the URL, selector, payload,
+// description and token binding (TokenID, TokenIssued) of in, with a new UUIDv7 id, the cursor at after (the newest
 // event when it is created: a webhook receives what happens from then on)
 // and timestamps now: the backends' check before they store one.
 func NewWebhook(a Actor, in Webhook, after int64, now time.Time) (Webhook, error) {
@@ -153,7 +182,8 @@ func NewWebhook(a Actor, in Webhook, after int64, now time.Time) (Webhook, error
 	if err != nil {
 		return w, err
 	}
-	w.Selector, w.ID, w.OwnerID, w.AgentID, w.Curator = sel, id.String(), a.OwnerID, a.AgentID, a.Curator
+	w.Selector, w.ID, w.OwnerID, w.AgentID = sel, id.String(), a.OwnerID, a.AgentID
+	w.Bind(WebhookBinding{TokenID: in.TokenID, Issued: in.TokenIssued, Curator: a.Curator})
 	w.Cursor, w.CreatedAt, w.UpdatedAt = max(after, 0), now, now
 	return w, nil
 }
@@ -187,6 +217,9 @@ func (p WebhookPatch) Apply(w *Webhook, now time.Time) error {
 		case !*p.Paused:
 			w.Paused, w.PausedReason, w.PausedAt, w.FailingSince = false, "", nil, nil
 		}
+	}
+	if p.Bind != nil {
+		w.Bind(*p.Bind)
 	}
 	w.UpdatedAt = now
 	return nil
@@ -224,7 +257,10 @@ type Delivery struct {
 	FirstDue time.Time `json:"first_due"`
 	NextAt   time.Time `json:"next_at"` // when a pending delivery is due
 	Reason   string    `json:"reason,omitempty"`
-	// Body is the JSON body sent; only Delivery and ClaimDeliveries carry it.
+	// Body is, for an event, the event (JSON of Event): the payload is
+	// read when the delivery is sent, as the webhook's agent may read it
+	// then; for a test message, the body sent. Only Delivery and
+	// ClaimDeliveries carry it.
 	Body      []byte    `json:"-"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -277,9 +313,9 @@ type DeliveryAttempt struct {
 
 // NewDelivery is a delivery the fan-out makes ready for an event.
 type NewDelivery struct {
-	Seq  int64
-	Kind string
-	Body []byte
+	Seq   int64
+	Kind  string
+	Event []byte // the Event as JSON: small, whatever the record's size
 }
 
 // DeliveryClaim is what ClaimDeliveries takes: at most Limit in all, and
@@ -298,6 +334,9 @@ type ClaimedDelivery struct {
 	Keys         WebhookKeys
 	FailingSince time.Time // zero when not failing
 	Lease        string
+	// Hook is whom the payload is read as, and how: its OwnerID, AgentID,
+	// Curator, Payload, TokenID and TokenIssued are set (no selector).
+	Hook Webhook
 }
 
 // Advance is one webhook's fan-out step, for AdvanceWebhooks.
@@ -400,6 +439,11 @@ type Webhooks interface {
 	// errs[i] is ErrLeaseLost for one whose lease is no longer Lease;
 	// err is for the whole.
 	SettleDeliveries(ctx context.Context, ss []Settle) (errs []error, err error)
+	// PauseRevoked pauses the webhook with RevokedReason if it is still
+	// bound to the token tokenID issued at issued (a PATCH may have bound
+	// it to another meanwhile); paused already, its reason becomes
+	// RevokedReason.
+	PauseRevoked(ctx context.Context, webhookID, tokenID string, issued time.Time) error
 	// PauseFailing pauses the webhook with reason, unless its current run
 	// of failures began after since or it is not failing.
 	PauseFailing(ctx context.Context, webhookID string, since time.Time, reason string) error

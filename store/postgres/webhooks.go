@@ -46,18 +46,20 @@ func (d *DB) tx(ctx context.Context, sc scope, f func(c *pgxpool.Conn) error) er
 var system = scope{system: true}
 
 const webhookColumns = `id, owner_id, agent_id, curator, url, selector, payload, description, paused_reason, paused_at,
-	failing_since, cursor, missed_through, created_at, updated_at`
+	failing_since, cursor, missed_through, created_at, updated_at, token_id, token_issued`
 
 func scanWebhook(row pgx.Row) (store.Webhook, error) {
 	var (
 		w                                   store.Webhook
 		sel, payload                        string
 		pausedAt, failing, created, updated int64
+		issued                              int64
 	)
 	if err := row.Scan(&w.ID, &w.OwnerID, &w.AgentID, &w.Curator, &w.URL, &sel, &payload, &w.Description, &w.PausedReason,
-		&pausedAt, &failing, &w.Cursor, &w.MissedThrough, &created, &updated); err != nil {
+		&pausedAt, &failing, &w.Cursor, &w.MissedThrough, &created, &updated, &w.TokenID, &issued); err != nil {
 		return w, err
 	}
+	w.TokenIssued = fromMicro(issued)
 	w.Payload, w.Paused = store.WebhookPayload(payload), w.PausedReason != ""
 	w.PausedAt, w.FailingSince = microPtr(pausedAt), microPtr(failing)
 	w.CreatedAt, w.UpdatedAt = fromMicro(created), fromMicro(updated)
@@ -101,9 +103,9 @@ func (d *DB) CreateWebhook(ctx context.Context, a store.Actor, in store.Webhook)
 			return store.ErrTooManyWebhooks
 		}
 		_, err := c.Exec(ctx, `INSERT INTO webhooks (id, owner_id, agent_id, curator, url, selector, payload, description,
-			secret, cursor, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			secret, cursor, created_at, updated_at, token_id, token_issued) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			w.ID, w.OwnerID, w.AgentID, w.Curator, w.URL, string(sel), string(w.Payload), w.Description, secret, w.Cursor,
-			micro(w.CreatedAt), micro(w.UpdatedAt))
+			micro(w.CreatedAt), micro(w.UpdatedAt), w.TokenID, micro(w.TokenIssued))
 		return err
 	})
 	if err != nil {
@@ -188,8 +190,9 @@ func (d *DB) UpdateWebhook(ctx context.Context, a store.Actor, id string, p stor
 			failingSet = `, failing_since = 0`
 		}
 		err = c.QueryRow(ctx, `UPDATE webhooks SET url = $1, selector = $2, description = $3, paused_reason = $4, paused_at = $5,
-			updated_at = $6`+failingSet+` WHERE id = $7 RETURNING failing_since`, w.URL, string(sel), w.Description, w.PausedReason, pausedAt,
-			micro(w.UpdatedAt), w.ID).Scan(&failing)
+			updated_at = $6, curator = $8, token_id = $9, token_issued = $10`+failingSet+` WHERE id = $7 RETURNING failing_since`,
+			w.URL, string(sel), w.Description, w.PausedReason, pausedAt, micro(w.UpdatedAt), w.ID, w.Curator, w.TokenID,
+			micro(w.TokenIssued)).Scan(&failing)
 		w.FailingSince = microPtr(failing)
 		return err
 	})
@@ -457,7 +460,7 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 				}
 				batch.Queue(`INSERT INTO webhook_deliveries (id, webhook_id, owner_id, seq, kind, body, status, first_due, next_at,
 					created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, $7) ON CONFLICT DO NOTHING`,
-					id.String(), a.Webhook.ID, a.Webhook.OwnerID, nd.Seq, nd.Kind, nd.Body, now)
+					id.String(), a.Webhook.ID, a.Webhook.OwnerID, nd.Seq, nd.Kind, nd.Event, now)
 			}
 		}
 		if batch.Len() == 0 {
@@ -521,7 +524,8 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 			FROM webhooks w WHERE w.id = d.webhook_id AND d.id IN (
 				SELECT id FROM webhook_deliveries WHERE id = ANY($3) AND status = 'pending' AND lease_until <= $4 FOR UPDATE SKIP LOCKED)
 			RETURNING d.id, d.webhook_id, d.seq, d.kind, d.status, d.attempts, d.first_due, d.next_at, d.reason, d.created_at, d.updated_at,
-				d.body, w.url, w.secret, w.prev_secret, w.prev_until, w.failing_since`,
+				d.body, w.url, w.secret, w.prev_secret, w.prev_until, w.failing_since, w.owner_id, w.agent_id, w.curator, w.payload,
+				w.token_id, w.token_issued`,
 			tok.String(), micro(now.Add(lease)), ids, micro(now))
 		if err != nil {
 			return err
@@ -531,13 +535,17 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 			var (
 				cd             store.ClaimedDelivery
 				until, failing int64
+				issued         int64
+				payload        string
 				body           []byte
 			)
-			cd.Delivery, err = scanDelivery(rows, &body, &cd.URL, &cd.Keys.Current, &cd.Keys.Previous, &until, &failing)
+			cd.Delivery, err = scanDelivery(rows, &body, &cd.URL, &cd.Keys.Current, &cd.Keys.Previous, &until, &failing,
+				&cd.Hook.OwnerID, &cd.Hook.AgentID, &cd.Hook.Curator, &payload, &cd.Hook.TokenID, &issued)
 			if err != nil {
 				return err
 			}
 			cd.Body = body
+			cd.Hook.ID, cd.Hook.Payload, cd.Hook.TokenIssued = cd.WebhookID, store.WebhookPayload(payload), fromMicro(issued)
 			cd.Keys.PreviousUntil, cd.FailingSince, cd.Lease = fromMicro(until), fromMicro(failing), tok.String()
 			out = append(out, cd)
 		}
@@ -604,6 +612,17 @@ func settle(ctx context.Context, c *pgxpool.Conn, now time.Time, s store.Settle)
 		return err
 	}
 	return recordAttempt(ctx, c, *s.Attempt)
+}
+
+// PauseRevoked implements store.Webhooks.
+func (d *DB) PauseRevoked(ctx context.Context, webhookID, tokenID string, issued time.Time) error {
+	return d.tx(ctx, system, func(c *pgxpool.Conn) error {
+		now := micro(d.stamp())
+		_, err := c.Exec(ctx, `UPDATE webhooks SET paused_reason = $1, paused_at = CASE WHEN paused_at = 0 THEN $2 ELSE paused_at END,
+			updated_at = $2 WHERE id = $3 AND token_id = $4 AND token_issued = $5 AND paused_reason <> $1`,
+			store.RevokedReason, now, webhookID, tokenID, micro(issued))
+		return err
+	})
 }
 
 // PauseFailing implements store.Webhooks.

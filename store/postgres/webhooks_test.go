@@ -53,7 +53,7 @@ func TestWebhookReplicas(t *testing.T) {
 			}
 			var ds []store.NewDelivery
 			for _, c := range cs {
-				ds = append(ds, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Body: []byte(`{}`)})
+				ds = append(ds, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Event: []byte(`{}`)})
 			}
 			res, err := db.AdvanceWebhooks(ctx, []store.Advance{{Webhook: w, Upto: cs[len(cs)-1].Seq, Deliveries: ds}})
 			if err == nil {

@@ -86,18 +86,20 @@ func (d *DB) queueTx(ctx context.Context, f func(*sql.Tx) error) error {
 }
 
 const webhookColumns = `id, owner_id, agent_id, curator, url, selector, payload, description, paused_reason, paused_at,
-	failing_since, cursor, missed_through, created_at, updated_at`
+	failing_since, cursor, missed_through, created_at, updated_at, token_id, token_issued`
 
 func scanWebhook(row interface{ Scan(...any) error }) (store.Webhook, error) {
 	var (
 		w                                   store.Webhook
 		sel, payload                        string
 		pausedAt, failing, created, updated int64
+		issued                              int64
 	)
 	if err := row.Scan(&w.ID, &w.OwnerID, &w.AgentID, &w.Curator, &w.URL, &sel, &payload, &w.Description, &w.PausedReason,
-		&pausedAt, &failing, &w.Cursor, &w.MissedThrough, &created, &updated); err != nil {
+		&pausedAt, &failing, &w.Cursor, &w.MissedThrough, &created, &updated, &w.TokenID, &issued); err != nil {
 		return w, err
 	}
+	w.TokenIssued = fromMicro(issued)
 	w.Payload, w.Paused = store.WebhookPayload(payload), w.PausedReason != ""
 	w.PausedAt, w.FailingSince = microPtr(pausedAt), microPtr(failing)
 	w.CreatedAt, w.UpdatedAt = fromMicro(created), fromMicro(updated)
@@ -139,9 +141,9 @@ func (d *DB) CreateWebhook(ctx context.Context, a store.Actor, in store.Webhook)
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO webhooks (id, owner_id, agent_id, curator, url, selector, payload, description,
-			secret, cursor, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			secret, cursor, created_at, updated_at, token_id, token_issued) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, w.OwnerID, w.AgentID, w.Curator, w.URL, string(sel), string(w.Payload), w.Description, secret, w.Cursor,
-			micro(w.CreatedAt), micro(w.UpdatedAt))
+			micro(w.CreatedAt), micro(w.UpdatedAt), w.TokenID, micro(w.TokenIssued))
 		return err
 	})
 	if err != nil {
@@ -223,7 +225,8 @@ func (d *DB) UpdateWebhook(ctx context.Context, a store.Actor, id string, p stor
 			failingSet = `, failing_since = 0`
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE webhooks SET url = ?, selector = ?, description = ?, paused_reason = ?, paused_at = ?,
-			updated_at = ?`+failingSet+` WHERE id = ?`, w.URL, string(sel), w.Description, w.PausedReason, pausedAt, micro(w.UpdatedAt), w.ID)
+			updated_at = ?, curator = ?, token_id = ?, token_issued = ?`+failingSet+` WHERE id = ?`, w.URL, string(sel), w.Description,
+			w.PausedReason, pausedAt, micro(w.UpdatedAt), w.Curator, w.TokenID, micro(w.TokenIssued), w.ID)
 		if err != nil {
 			return err
 		}
@@ -490,7 +493,7 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 				}
 				if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, seq, kind, body, status, first_due, next_at,
 					created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?6, ?6) ON CONFLICT DO NOTHING`,
-					id.String(), a.Webhook.ID, nd.Seq, nd.Kind, nd.Body, now); err != nil {
+					id.String(), a.Webhook.ID, nd.Seq, nd.Kind, nd.Event, now); err != nil {
 					return err
 				}
 			}
@@ -507,6 +510,7 @@ type webhookTarget struct {
 	url     string
 	keys    store.WebhookKeys
 	failing time.Time
+	hook    store.Webhook
 }
 
 // ClaimDeliveries implements store.Webhooks: one immediate transaction
@@ -555,12 +559,17 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 				t       webhookTarget
 				until   int64
 				failing int64
+				issued  int64
+				payload string
 			)
-			if err := tx.QueryRowContext(ctx, `SELECT url, secret, prev_secret, prev_until, failing_since FROM webhooks WHERE id = ?`, h).
-				Scan(&t.url, &t.keys.Current, &t.keys.Previous, &until, &failing); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT url, secret, prev_secret, prev_until, failing_since, owner_id, agent_id, curator,
+				payload, token_id, token_issued FROM webhooks WHERE id = ?`, h).
+				Scan(&t.url, &t.keys.Current, &t.keys.Previous, &until, &failing, &t.hook.OwnerID, &t.hook.AgentID, &t.hook.Curator,
+					&payload, &t.hook.TokenID, &issued); err != nil {
 				return err
 			}
 			t.keys.PreviousUntil, t.failing = fromMicro(until), fromMicro(failing)
+			t.hook.ID, t.hook.Payload, t.hook.TokenIssued = h, store.WebhookPayload(payload), fromMicro(issued)
 			targets[h] = &t
 		}
 		lease := c.Lease
@@ -580,7 +589,8 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 			}
 			dl.Body = body
 			t := targets[hooks[i]]
-			out = append(out, store.ClaimedDelivery{Delivery: dl, URL: t.url, Keys: t.keys, FailingSince: t.failing, Lease: tok.String()})
+			out = append(out, store.ClaimedDelivery{Delivery: dl, URL: t.url, Keys: t.keys, FailingSince: t.failing, Lease: tok.String(),
+				Hook: t.hook})
 		}
 		return nil
 	})
@@ -645,6 +655,17 @@ func settle(ctx context.Context, tx *sql.Tx, now time.Time, s store.Settle) erro
 		return err
 	}
 	return recordAttempt(ctx, tx, *s.Attempt)
+}
+
+// PauseRevoked implements store.Webhooks.
+func (d *DB) PauseRevoked(ctx context.Context, webhookID, tokenID string, issued time.Time) error {
+	return d.queueTx(ctx, func(tx *sql.Tx) error {
+		now := micro(d.stamp())
+		_, err := tx.ExecContext(ctx, `UPDATE webhooks SET paused_reason = ?1, paused_at = CASE WHEN paused_at = 0 THEN ?2 ELSE paused_at END,
+			updated_at = ?2 WHERE id = ?3 AND token_id = ?4 AND token_issued = ?5 AND paused_reason != ?1`,
+			store.RevokedReason, now, webhookID, tokenID, micro(issued))
+		return err
+	})
 }
 
 // PauseFailing implements store.Webhooks.

@@ -79,6 +79,7 @@ func Run(t *testing.T, open Open) {
 		{"SelectorContextRule", testSelectorContextRule},
 		{"Webhooks", testWebhooks},
 		{"WebhookQueue", testWebhookQueue},
+		{"WebhookBinding", testWebhookBinding},
 		{"WebhookLease", testWebhookLease},
 		{"WebhookClaimants", testWebhookClaimants},
 	}

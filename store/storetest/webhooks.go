@@ -46,7 +46,7 @@ func fanOut(t *testing.T, s store.Store, a store.Actor, w store.Webhook) store.W
 	for _, c := range cs {
 		upto = c.Seq
 		if w.Selector.Match(&c.Event, nil) {
-			ds = append(ds, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Body: []byte(fmt.Sprintf(`{"seq":%d}`, c.Seq))})
+			ds = append(ds, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Event: []byte(fmt.Sprintf(`{"seq":%d}`, c.Seq))})
 		}
 	}
 	if err := advance(s, w, upto, 0, ds); err != nil {
@@ -442,5 +442,80 @@ func testWebhookClaimants(t *testing.T, s store.Store) {
 	page, err := s.Deliveries(ctx, alice, w3.ID, store.DeliveryQuery{Status: store.DeliveryFailed})
 	if err != nil || len(page.Items) != 3 || !strings.Contains(page.Items[0].Reason, "backlog") {
 		t.Fatalf("trimmed: %+v %v", page, err)
+	}
+}
+
+// testWebhookBinding: a webhook acts by the token it is bound to (the
+// creating one, then the last that managed it), and a revocation of that
+// token pauses it, unless it was bound to another meanwhile.
+func testWebhookBinding(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	curator := store.Actor{OwnerID: "acme", AgentID: "alice", Curator: true}
+	emitter := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	issued := time.Date(2026, 1, 2, 3, 4, 5, 678901000, time.UTC)
+	w, _, err := s.CreateWebhook(ctx, curator, store.Webhook{URL: "https://example.com/hook", Selector: selectorOf(t, `{}`),
+		Payload: store.PayloadFull, TokenID: "tok-1", TokenIssued: issued})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Webhook(ctx, emitter, w.ID)
+	if err != nil || got.TokenID != "tok-1" || !got.TokenIssued.Equal(issued) || !got.Curator {
+		t.Fatalf("as created: %+v, %v", got, err)
+	}
+	create(t, s, emitter, crumb("one", "deploy"))
+	w = fanOut(t, s, emitter, w)
+	cds := claim(t, s, time.Minute)
+	if len(cds) != 1 {
+		t.Fatalf("claimed %d, want 1", len(cds))
+	}
+	if h := cds[0].Hook; h.ID != w.ID || h.OwnerID != "acme" || h.AgentID != "alice" || !h.Curator || h.Payload != store.PayloadFull ||
+		h.TokenID != "tok-1" || !h.TokenIssued.Equal(issued) {
+		t.Fatalf("claimed delivery's webhook: %+v", h)
+	}
+	if string(cds[0].Body) != fmt.Sprintf(`{"seq":%d}`, cds[0].Seq) {
+		t.Fatalf("claimed body %q: want the event as stored", cds[0].Body)
+	}
+	if err := settleOne(s, store.Settle{DeliveryID: cds[0].ID, Lease: cds[0].Lease, Status: store.DeliveryPending}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Bound to a later emitter token: no curator reach, and a pause for
+	// the old token's revocation no longer applies.
+	later := issued.Add(time.Hour)
+	got, err = s.UpdateWebhook(ctx, emitter, w.ID, store.WebhookPatch{Bind: &store.WebhookBinding{TokenID: "tok-2", Issued: later}})
+	if err != nil || got.TokenID != "tok-2" || !got.TokenIssued.Equal(later) || got.Curator {
+		t.Fatalf("bound: %+v, %v", got, err)
+	}
+	if err := s.PauseRevoked(ctx, w.ID, "tok-1", issued); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.Webhook(ctx, emitter, w.ID); got.Paused || got.Curator || got.TokenID != "tok-2" {
+		t.Fatalf("paused for a token it is no longer bound to: %+v", got)
+	}
+	if cds := claim(t, s, time.Minute); len(cds) != 1 || cds[0].Hook.Curator || cds[0].Hook.TokenID != "tok-2" {
+		t.Fatalf("claimed after binding: %+v", cds)
+	} else if err := settleOne(s, store.Settle{DeliveryID: cds[0].ID, Lease: cds[0].Lease, Status: store.DeliveryPending}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Its own token revoked: paused with the reason, nothing claimed.
+	if err := s.PauseRevoked(ctx, w.ID, "tok-2", later); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.Webhook(ctx, emitter, w.ID); !got.Paused || got.PausedReason != store.RevokedReason || got.PausedAt == nil {
+		t.Fatalf("after its token's revocation: %+v", got)
+	}
+	if cds := claim(t, s, time.Minute); len(cds) != 0 {
+		t.Fatalf("a revoked webhook's deliveries claimed: %d", len(cds))
+	}
+	// Bound to a new token and resumed by one PATCH.
+	resume := false
+	got, err = s.UpdateWebhook(ctx, emitter, w.ID, store.WebhookPatch{Paused: &resume,
+		Bind: &store.WebhookBinding{TokenID: "tok-3", Issued: later.Add(time.Hour)}})
+	if err != nil || got.Paused || got.TokenID != "tok-3" {
+		t.Fatalf("resumed: %+v, %v", got, err)
+	}
+	if cds := claim(t, s, time.Minute); len(cds) != 1 {
+		t.Fatalf("claimed after resuming: %d, want 1", len(cds))
 	}
 }

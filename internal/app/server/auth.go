@@ -36,6 +36,10 @@ type Principal struct {
 	AgentID string
 	OwnerID string
 	Roles   []string
+	// The token's id and issue time, set for a request's caller: a
+	// webhook is bound to the token that manages it, and lives by it.
+	tokenID string
+	issued  time.Time
 }
 
 // Has reports whether p holds role; curators hold every role.

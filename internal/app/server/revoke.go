@@ -138,7 +138,9 @@ func (s *Server) unlessRevoked(ctx context.Context, v verified) (Principal, erro
 	if r, ok := set.revoked(v); ok {
 		return Principal{}, errorf(http.StatusUnauthorized, CodeTokenRevoked, "this token was revoked at %s: ask for a new one", r.RevokedAt.Format(time.RFC3339))
 	}
-	return v.p, nil
+	p := v.p
+	p.tokenID, p.issued = v.id, v.issued
+	return p, nil
 }
 
 // revokeRequest is POST /tokens/revoke's body: a token's id, or an agent

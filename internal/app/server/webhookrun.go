@@ -221,39 +221,57 @@ func (h *hookRunner) fanOutLoop(ctx context.Context, d *webhook.Dispatcher) {
 	}
 }
 
-// maxRoundBytes bounds the bodies one fan-out round holds in memory; a
+// maxRoundBytes bounds the events one fan-out round holds in memory; a
 // round that reaches it stores what it has and goes on in the next.
 const maxRoundBytes = 32 << 20
 
-// renderKey is what a delivery's body depends on besides its event:
-// webhooks of one agent and payload kind share their bodies in a round.
-type renderKey struct {
-	seq     int64
-	actor   store.Actor
-	payload store.WebhookPayload
+// hookRevoked reports whether a revocation names the token w acts by:
+// the rule a request's token is held to.
+func (h *hookRunner) hookRevoked(ctx context.Context, w store.Webhook) (bool, error) {
+	set, err := h.s.revoked.current(ctx)
+	if err != nil {
+		return false, err
+	}
+	_, ok := set.revoked(verified{p: Principal{OwnerID: w.OwnerID, AgentID: w.AgentID}, id: w.TokenID, issued: w.TokenIssued})
+	return ok, nil
 }
 
 // fanOutAll makes, in rounds, the deliveries of the events up to latest
-// for every webhook: each round reads a page of each webhook's events
-// and stores every webhook's deliveries and cursor in one transaction.
-// It says how many deliveries it made.
+// for every webhook: each round reads the webhooks afresh (a selector
+// changed by PATCH applies from the next round on, a revocation at
+// once) and a page of each one's events, and stores every webhook's
+// deliveries and cursor in one transaction. A webhook whose token was
+// revoked is paused and its cursor moved on without deliveries. It says
+// how many deliveries it made.
 func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
-	hooks, err := h.s.opts.Store.AllWebhooks(ctx)
-	if err != nil {
-		return 0, err
-	}
-	for _, w := range hooks {
-		h.owners.Store(w.ID, w.OwnerID)
-	}
 	made := 0
 	for {
-		cache, size := map[renderKey][]byte{}, 0
+		hooks, err := h.s.opts.Store.AllWebhooks(ctx)
+		if err != nil {
+			return made, err
+		}
+		cache, size := map[int64][]byte{}, 0
 		var (
 			advs []store.Advance
 			errs []error
 		)
 		for _, w := range hooks {
+			h.owners.Store(w.ID, w.OwnerID)
 			if w.Cursor >= latest || size >= maxRoundBytes {
+				continue
+			}
+			revoked, err := h.hookRevoked(ctx, w)
+			if err != nil {
+				return made, err
+			}
+			if revoked {
+				if w.PausedReason != store.RevokedReason {
+					if err := h.s.opts.Store.PauseRevoked(ctx, w.ID, w.TokenID, w.TokenIssued); err != nil {
+						errs = append(errs, fmt.Errorf("webhook %s: %w", w.ID, err))
+						continue
+					}
+				}
+				advs = append(advs, store.Advance{Webhook: w, Upto: latest})
 				continue
 			}
 			a, err := h.step(ctx, w, latest, cache, &size)
@@ -270,19 +288,17 @@ func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 		if err != nil {
 			return made, errors.Join(append(errs, err)...)
 		}
-		at := map[string]int64{}
+		moved := 0
 		for i, a := range advs {
 			if res[i] == nil {
 				made += len(a.Deliveries)
-				at[a.Webhook.ID] = a.Upto
 			} else {
-				at[a.Webhook.ID] = latest // another replica fans it out
+				moved++
 			}
 		}
-		for i := range hooks {
-			if c, ok := at[hooks[i].ID]; ok {
-				hooks[i].Cursor = c
-			}
+		if moved == len(advs) {
+			// Another replica fans out every one of them: it goes on.
+			return made, errors.Join(errs...)
 		}
 		if len(errs) > 0 {
 			return made, errors.Join(errs...)
@@ -292,7 +308,9 @@ func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 
 // step reads one page of w's events after its cursor and makes the
 // deliveries its selector passes, as its agent sees them.
-func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, cache map[renderKey][]byte, size *int) (store.Advance, error) {
+// cache holds the events (JSON) read this round, by seq: webhooks share
+// them.
+func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, cache map[int64][]byte, size *int) (store.Advance, error) {
 	a := w.Actor()
 	withContext := w.Selector.NeedsContext()
 	cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, w, fanOutPage, withContext)
@@ -323,16 +341,15 @@ func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, ca
 		if !w.Selector.Match(&c.Event, doc) {
 			continue
 		}
-		key := renderKey{seq: c.Seq, actor: a, payload: w.Payload}
-		body, ok := cache[key]
+		ev, ok := cache[c.Seq]
 		if !ok {
-			if body, err = h.render(ctx, w, c); err != nil {
+			if ev, err = json.Marshal(c.Event); err != nil {
 				return store.Advance{}, err
 			}
-			cache[key] = body
-			*size += len(body)
+			cache[c.Seq] = ev
+			*size += len(ev)
 		}
-		adv.Deliveries = append(adv.Deliveries, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Body: body})
+		adv.Deliveries = append(adv.Deliveries, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Event: ev})
 	}
 	if len(cs) < fanOutPage {
 		// Events commit in Seq order: none the webhook may see is still
@@ -349,46 +366,61 @@ type deliveryBody struct {
 	Seq       int64       `json:"seq"`
 	Kind      string      `json:"kind"`
 	Event     store.Event `json:"event"`
-	// Payload is the record (its view, or the whole record) for created
-	// and updated events; absent for deleted and expired ones, for a
-	// record gone since, and when withheld or truncated.
+	// Payload is the record (its view, or the whole record) as the
+	// webhook's agent may read it when the delivery is sent, for created
+	// and updated events; absent for deleted and expired ones, and when
+	// withheld or truncated.
 	Payload json.RawMessage `json:"payload,omitempty"`
-	// Withheld says why the payload is absent for a record that exists:
+	// Withheld says why a created or updated event's payload is absent:
+	// not_readable (deleted since, or no longer readable by the agent),
 	// read_budget (a record with max_reads is never sent: a delivery is
 	// no counted read), view_failed.
 	Withheld  string `json:"withheld,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"` // the payload passed store.MaxDeliveryBody
 }
 
-// render is the body of c's delivery to w, read as w's agent: the same
-// visibility as its reads, and the same view as GET /breadcrumbs/{id}.
-func (h *hookRunner) render(ctx context.Context, w store.Webhook, c *store.Change) ([]byte, error) {
-	body := deliveryBody{Type: "breadcrumb." + string(c.Kind), Timestamp: c.At, Seq: c.Seq, Kind: string(c.Kind), Event: c.Event}
-	if c.Kind == store.Created || c.Kind == store.Updated {
-		b, err := h.s.opts.Store.Get(ctx, w.Actor(), c.BreadcrumbID)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return nil, err
-		case b.MaxReads > 0:
-			body.Withheld = "read_budget"
-		case w.Payload == store.PayloadFull:
-			if body.Payload, err = json.Marshal(b); err != nil {
+// payloadKey is what a payload depends on: the record (as read now,
+// at its current version), the reader and the payload kind.
+type payloadKey struct {
+	id      string
+	actor   store.Actor
+	payload store.WebhookPayload
+}
+
+// renderedPayload is a record's payload, or why it is withheld.
+type renderedPayload struct {
+	payload  json.RawMessage
+	withheld string
+}
+
+// payloadCache shares payloads between the deliveries of one claim: a
+// record read once per reader and payload kind.
+type payloadCache map[payloadKey]renderedPayload
+
+// body is the JSON body of d for w as it is sent now: a test message as
+// stored; an event with its record read as w's agent at this moment
+// (the visibility of its reads, the view of GET /breadcrumbs/{id}), so
+// a record the agent may no longer read is withheld.
+func (h *hookRunner) body(ctx context.Context, w store.Webhook, d store.Delivery, cache payloadCache) ([]byte, error) {
+	if d.Seq == 0 {
+		return d.Body, nil
+	}
+	var ev store.Event
+	if err := json.Unmarshal(d.Body, &ev); err != nil {
+		return nil, fmt.Errorf("delivery %s: %w: %v", d.ID, errStoredEvent, err)
+	}
+	body := deliveryBody{Type: "breadcrumb." + string(ev.Kind), Timestamp: ev.At, Seq: ev.Seq, Kind: string(ev.Kind), Event: ev}
+	if ev.Kind == store.Created || ev.Kind == store.Updated {
+		key := payloadKey{id: ev.BreadcrumbID, actor: w.Actor(), payload: w.Payload}
+		p, ok := cache[key]
+		if !ok {
+			var err error
+			if p, err = h.payload(ctx, w, ev.BreadcrumbID); err != nil {
 				return nil, err
 			}
-		default:
-			v, err := h.s.applyView(ctx, &b)
-			if err != nil {
-				body.Withheld = "view_failed"
-				break
-			}
-			if body.Payload, err = json.Marshal(viewReply{ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags,
-				SchemaName: b.SchemaName, Version: b.Version, UpdatedAt: b.UpdatedAt, Context: v.value,
-				Meta: viewMeta{Status: viewStatus(v.status), ErrorCode: v.code, Message: v.reason, Source: envelope.SourceStore,
-					FreshnessState: envelope.Fresh, Warnings: v.warnings}}); err != nil {
-				return nil, err
-			}
+			cache[key] = p
 		}
+		body.Payload, body.Withheld = p.payload, p.withheld
 	}
 	out, err := json.Marshal(body)
 	if err != nil {
@@ -399,6 +431,37 @@ func (h *hookRunner) render(ctx context.Context, w store.Webhook, c *store.Chang
 		return json.Marshal(body)
 	}
 	return out, nil
+}
+
+// errStoredEvent: a delivery's stored event does not parse; retrying
+// cannot help.
+var errStoredEvent = errors.New("its stored event is unreadable")
+
+// payload reads record id as w's agent may now.
+func (h *hookRunner) payload(ctx context.Context, w store.Webhook, id string) (renderedPayload, error) {
+	b, err := h.s.opts.Store.Get(ctx, w.Actor(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// Deleted, or no longer readable by the agent: the same answer,
+		// so a delivery tells no more than a read would.
+		return renderedPayload{withheld: "not_readable"}, nil
+	case err != nil:
+		return renderedPayload{}, err
+	case b.MaxReads > 0:
+		return renderedPayload{withheld: "read_budget"}, nil
+	case w.Payload == store.PayloadFull:
+		raw, err := json.Marshal(b)
+		return renderedPayload{payload: raw}, err
+	}
+	v, err := h.s.applyView(ctx, &b)
+	if err != nil {
+		return renderedPayload{withheld: "view_failed"}, nil
+	}
+	raw, err := json.Marshal(viewReply{ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags,
+		SchemaName: b.SchemaName, Version: b.Version, UpdatedAt: b.UpdatedAt, Context: v.value,
+		Meta: viewMeta{Status: viewStatus(v.status), ErrorCode: v.code, Message: v.reason, Source: envelope.SourceStore,
+			FreshnessState: envelope.Fresh, Warnings: v.warnings}})
+	return renderedPayload{payload: raw}, err
 }
 
 // storeQueue is webhook.Queue over the store's delivery tables; each
@@ -420,7 +483,45 @@ func (q storeQueue) Due(ctx context.Context, c webhook.Claim) ([]webhook.Deliver
 	}
 	now := q.h.s.opts.Now()
 	out := make([]webhook.Delivery, 0, len(cds))
-	for _, cd := range cds {
+	cache := payloadCache{}
+	var held []store.Settle
+	defer func() {
+		// Held, not sent: due again at once, and claimed again only if
+		// their webhook is not paused.
+		if len(held) > 0 {
+			if _, err := q.h.s.opts.Store.SettleDeliveries(context.WithoutCancel(ctx), held); err != nil {
+				q.h.s.opts.Logger.Error("webhook: releasing held deliveries", "err", err)
+			}
+		}
+	}()
+	for i, cd := range cds {
+		revoked, err := q.h.hookRevoked(ctx, cd.Hook)
+		if err != nil {
+			// Revocations unknown: send nothing of this claim.
+			for _, cd := range cds[i:] {
+				held = append(held, store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryPending})
+			}
+			return out, err
+		}
+		if revoked {
+			if err := q.h.s.opts.Store.PauseRevoked(ctx, cd.WebhookID, cd.Hook.TokenID, cd.Hook.TokenIssued); err != nil {
+				q.h.s.opts.Logger.Error("webhook: pausing a webhook whose token was revoked", "webhook", cd.WebhookID, "err", err)
+			}
+			held = append(held, store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryPending})
+			continue
+		}
+		body, err := q.h.body(ctx, cd.Hook, cd.Delivery, cache)
+		if errors.Is(err, errStoredEvent) {
+			held = append(held, store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryFailed,
+				Reason: "the delivery's stored event is unreadable"})
+			continue
+		}
+		if err != nil {
+			q.h.s.opts.Logger.Error("webhook: reading a delivery's record", "webhook", cd.WebhookID, "delivery", cd.ID, "err", err)
+			held = append(held, store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryPending,
+				NextAt: now.Add(time.Second)})
+			continue
+		}
 		ring, err := keyring(cd.Keys)
 		if err != nil {
 			// Never send unsigned: the delivery goes to the dead-letter
@@ -431,7 +532,7 @@ func (q storeQueue) Due(ctx context.Context, c webhook.Claim) ([]webhook.Deliver
 			continue
 		}
 		out = append(out, webhook.Delivery{ID: cd.ID, Endpoint: cd.WebhookID, URL: cd.URL,
-			Message:  webhook.Message{ID: cd.ID, Body: cd.Body, Secrets: ring.Active(now)},
+			Message:  webhook.Message{ID: cd.ID, Body: body, Secrets: ring.Active(now)},
 			FirstDue: cd.FirstDue, Attempts: cd.Attempts, FailingSince: cd.FailingSince, Lease: cd.Lease})
 	}
 	return out, nil

@@ -78,6 +78,8 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, p Princip
 	if err != nil {
 		return err
 	}
+	b := binding(p)
+	in.TokenID, in.TokenIssued = b.TokenID, b.Issued
 	hook, keys, err := s.opts.Store.CreateWebhook(r.Context(), actor(p), in)
 	if errors.Is(err, store.ErrTooManyWebhooks) {
 		return errorf(http.StatusConflict, store.CodeTooManyWebhooks, "the agent has %d webhooks, the limit: delete one first", store.MaxWebhooks)
@@ -108,6 +110,22 @@ func (s *Server) webhookInput(req webhookRequest) (store.Webhook, error) {
 		return store.Webhook{}, errorAt(http.StatusBadRequest, store.CodeInvalid, "payload", "%q: use view (the record as the model sees it) or full", truncated(req.Payload))
 	}
 	return store.Webhook{URL: req.URL, Selector: sel, Payload: store.WebhookPayload(req.Payload), Description: req.Description}, nil
+}
+
+// binding is the caller's token, which a webhook it creates or manages
+// acts by: a revocation of that token pauses the webhook, and the
+// webhook reads with that token's role.
+func binding(p Principal) store.WebhookBinding {
+	return store.WebhookBinding{TokenID: p.tokenID, Issued: p.issued, Curator: p.Has(RoleCurator)}
+}
+
+// bindWebhook binds one of the caller's webhooks to the caller's token,
+// before a call that manages it (rotate, test, redeliver): the webhook
+// acts by the token that manages it last, with its role now.
+func (s *Server) bindWebhook(r *http.Request, p Principal, id string) error {
+	b := binding(p)
+	_, err := s.opts.Store.UpdateWebhook(r.Context(), actor(p), id, store.WebhookPatch{Bind: &b})
+	return err
 }
 
 func truncated(s string) string {
@@ -165,6 +183,8 @@ func (s *Server) patchWebhook(w http.ResponseWriter, r *http.Request, p Principa
 	if err != nil {
 		return err
 	}
+	b := binding(p)
+	patch.Bind = &b
 	hook, err := s.opts.Store.UpdateWebhook(r.Context(), actor(p), r.PathValue("id"), patch)
 	if err != nil {
 		return err
@@ -185,6 +205,9 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, p Princip
 }
 
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, p Principal) error {
+	if err := s.bindWebhook(r, p, r.PathValue("id")); err != nil {
+		return err
+	}
 	hook, keys, err := s.opts.Store.RotateWebhookSecret(r.Context(), actor(p), r.PathValue("id"), webhook.RotationOverlap)
 	if err != nil {
 		return err
@@ -198,6 +221,9 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, p P
 // signed and retried as any delivery.
 func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, p Principal) error {
 	id := r.PathValue("id")
+	if err := s.bindWebhook(r, p, id); err != nil {
+		return err
+	}
 	hook, err := s.opts.Store.Webhook(r.Context(), actor(p), id)
 	if err != nil {
 		return err
@@ -251,11 +277,22 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request, p Principal)
 }
 
 func (s *Server) delivery(w http.ResponseWriter, r *http.Request, p Principal) error {
-	dl, ats, err := s.opts.Store.Delivery(r.Context(), actor(p), r.PathValue("id"), r.PathValue("delivery"))
+	hook, err := s.opts.Store.Webhook(r.Context(), actor(p), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	body := json.RawMessage(dl.Body)
+	dl, ats, err := s.opts.Store.Delivery(r.Context(), actor(p), hook.ID, r.PathValue("delivery"))
+	if err != nil {
+		return err
+	}
+	// The body as it would be sent now: read as the webhook's agent, and
+	// never with more reach than the caller's own token has.
+	hook.Curator = hook.Curator && p.Has(RoleCurator)
+	raw, err := s.hooks.body(r.Context(), hook, dl, payloadCache{})
+	if err != nil {
+		return err
+	}
+	body := json.RawMessage(raw)
 	if !json.Valid(body) {
 		body = nil
 	}
@@ -264,6 +301,9 @@ func (s *Server) delivery(w http.ResponseWriter, r *http.Request, p Principal) e
 }
 
 func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, p Principal) error {
+	if err := s.bindWebhook(r, p, r.PathValue("id")); err != nil {
+		return err
+	}
 	dl, err := s.opts.Store.Redeliver(r.Context(), actor(p), r.PathValue("id"), r.PathValue("delivery"))
 	if err != nil {
 		return err
@@ -278,6 +318,9 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, p Principal) 
 const maxBulkRedeliver = 10_000
 
 func (s *Server) redeliverFailed(w http.ResponseWriter, r *http.Request, p Principal) error {
+	if err := s.bindWebhook(r, p, r.PathValue("id")); err != nil {
+		return err
+	}
 	n, err := s.opts.Store.RedeliverFailed(r.Context(), actor(p), r.PathValue("id"), maxBulkRedeliver)
 	if err != nil {
 		return err

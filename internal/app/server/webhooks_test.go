@@ -576,3 +576,216 @@ func TestWebhookBadInput(t *testing.T) {
 		}
 	}
 }
+
+// countFor counts the requests rc got whose body holds s.
+func countFor(rc *receiver, s string) int {
+	n := 0
+	for _, q := range rc.requests() {
+		if strings.Contains(string(q.body), s) {
+			n++
+		}
+	}
+	return n
+}
+
+// hookState is GET /webhooks/{id} as tok sees it.
+func hookState(t *testing.T, e *hookEnv, tok, id string) store.Webhook {
+	t.Helper()
+	r := e.do("GET", "/webhooks/"+id, tok, nil)
+	var w store.Webhook
+	if r.status != 200 || json.Unmarshal(r.body, &w) != nil {
+		t.Fatalf("webhook: %d %s", r.status, r.body)
+	}
+	return w
+}
+
+// TestWebhookRevokedTokenPauses: revoking the tokens of the agent whose
+// webhook it is stops the webhook: a delivery already queued (retrying)
+// is held when next claimed, the webhook is paused saying why, and events
+// after the revocation are not delivered. A PATCH by a new token of the
+// agent binds the webhook to it and resumes it.
+func TestWebhookRevokedTokenPauses(t *testing.T) {
+	e := newHookEnv(t, newStore(t), nil, true)
+	var up sync.Mutex
+	ok := false
+	rc := newReceiver(t, func(int) int {
+		up.Lock()
+		defer up.Unlock()
+		if ok {
+			return http.StatusOK
+		}
+		return http.StatusServiceUnavailable // retried
+	})
+	ctl := newReceiver(t, nil)
+	now := time.Now()
+	root, _ := e.mintAt("acme", "root", now, server.RoleCurator)
+	alice, _ := e.mintAt("acme", "alice", now.Add(-5*time.Second), server.RoleEmitter)
+	bob := e.token("acme", "bob", server.RoleEmitter)
+	h := e.createHook(alice, rc.srv.URL, `{}`, "full")
+	e.createHook(bob, ctl.srv.URL, `{}`, "full")
+	e.write(bob, `{"title": "before", "context": {"k": "BEFORE-REVOKE"}}`)
+	waitUntil(t, "attempts at the queued delivery", func() bool { return countFor(rc, "BEFORE-REVOKE") >= 2 })
+
+	want(t, e.do("POST", "/tokens/revoke", root, map[string]any{"agent": "alice"}), 201, `"agent":"alice"`)
+	want(t, e.do("GET", "/webhooks", alice, nil), 401, "")
+	alice2, _ := e.mintAt("acme", "alice", time.Now().Add(time.Second), server.RoleEmitter)
+	waitUntil(t, "the webhook paused", func() bool { return hookState(t, e, alice2, h.ID).PausedReason == store.RevokedReason })
+	e.write(bob, `{"title": "after", "context": {"k": "AFTER-REVOKE"}}`)
+	waitUntil(t, "the other webhook's delivery", func() bool { return countFor(ctl, "AFTER-REVOKE") == 1 })
+	held := len(rc.requests())
+	e.write(bob, `{"title": "marker", "context": {"k": "MARKER"}}`)
+	waitUntil(t, "the other webhook's next delivery", func() bool { return countFor(ctl, "MARKER") == 1 })
+	if n := len(rc.requests()); n != held || countFor(rc, "AFTER-REVOKE") > 0 {
+		t.Fatalf("the revoked agent's webhook got %d requests after it was paused (%d with the record written after)", n-held, countFor(rc, "AFTER-REVOKE"))
+	}
+	if ids := deliveryIDs(t, e, alice2, h.ID, ""); len(ids) != 1 {
+		t.Fatalf("the paused webhook has %d deliveries, want the one queued before the revocation", len(ids))
+	}
+	if w := hookState(t, e, alice2, h.ID); !w.Paused {
+		t.Fatalf("a GET rebound and resumed it: %+v", w)
+	}
+
+	// Bound to the new token and resumed: the held delivery goes out.
+	up.Lock()
+	ok = true
+	up.Unlock()
+	want(t, e.do("PATCH", "/webhooks/"+h.ID, alice2, map[string]any{"paused": false}), 200, `"paused":false`)
+	waitUntil(t, "the held delivery", func() bool { return len(deliveryIDs(t, e, alice2, h.ID, "delivered")) == 1 })
+	e.write(bob, `{"title": "resumed", "context": {"k": "RESUMED"}}`)
+	waitUntil(t, "a delivery after resuming", func() bool { return countFor(rc, "RESUMED") == 1 })
+}
+
+// TestWebhookLoweredRoleLosesCuratorReach: a webhook created with a
+// curator's token reads as the token that manages it last: once the
+// agent's curator tokens are revoked and it manages the webhook with an
+// emitter token, the webhook no longer receives another agent's private
+// records.
+func TestWebhookLoweredRoleLosesCuratorReach(t *testing.T) {
+	e := newHookEnv(t, newStore(t), nil, true)
+	rc := newReceiver(t, nil)
+	steer := newReceiver(t, nil)
+	now := time.Now()
+	root, _ := e.mintAt("acme", "root", now, server.RoleCurator)
+	aliceCur, _ := e.mintAt("acme", "alice", now.Add(-5*time.Second), server.RoleCurator)
+	bob := e.token("acme", "bob", server.RoleEmitter)
+	h := e.createHook(aliceCur, rc.srv.URL, `{}`, "full")
+	e.write(bob, `{"title": "bob private", "visibility": "private", "context": {"k": "CURATOR-SEES"}}`)
+	waitUntil(t, "the curator's webhook gets a private record", func() bool { return countFor(rc, "CURATOR-SEES") == 1 })
+
+	want(t, e.do("POST", "/tokens/revoke", root, map[string]any{"agent": "alice"}), 201, "")
+	aliceEm, _ := e.mintAt("acme", "alice", time.Now().Add(time.Second), server.RoleEmitter)
+	want(t, e.do("PATCH", "/webhooks/"+h.ID, aliceEm, map[string]any{"url": steer.srv.URL}), 200, "")
+	e.write(bob, `{"title": "bob private", "visibility": "private", "context": {"k": "BOB-PRIVATE"}}`)
+	e.write(bob, `{"title": "bob team", "context": {"k": "BOB-TEAM"}}`)
+	waitUntil(t, "the team record", func() bool { return countFor(steer, "BOB-TEAM") == 1 })
+	if n := countFor(steer, "BOB-PRIVATE") + countFor(rc, "BOB-PRIVATE"); n > 0 {
+		t.Fatalf("alice, lowered to emitter, received bob's private record through her curator's webhook (%d)", n)
+	}
+	if ids := deliveryIDs(t, e, aliceEm, h.ID, ""); len(ids) != 2 {
+		t.Fatalf("%d deliveries, want 2: the private record before, the team record after", len(ids))
+	}
+	// The delivery made while she was a curator is shown as her emitter
+	// token may read it: withheld.
+	for _, id := range deliveryIDs(t, e, aliceEm, h.ID, "") {
+		if r := e.do("GET", "/webhooks/"+h.ID+"/deliveries/"+id, aliceEm, nil); strings.Contains(string(r.body), "CURATOR-SEES") {
+			t.Fatalf("the delivery detail shows the private record to the emitter token: %s", r.body)
+		}
+	}
+	if w := hookState(t, e, aliceEm, h.ID); w.Paused {
+		t.Fatalf("bound to a valid token, the webhook is paused: %+v", w)
+	}
+}
+
+// TestWebhookPayloadReadWhenSent: a delivery's payload is read when it
+// is sent (and when it is shown), as the webhook's agent may read it
+// then: a record made private since is neither shown in the delivery
+// detail nor sent by a redelivery; the body says it was withheld.
+func TestWebhookPayloadReadWhenSent(t *testing.T) {
+	e := newHookEnv(t, newStore(t), nil, true)
+	var mu sync.Mutex
+	gone := false
+	rc := newReceiver(t, func(int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if gone {
+			return http.StatusOK
+		}
+		return http.StatusGone // final: dead-lettered
+	})
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	bob := e.token("acme", "bob", server.RoleEmitter)
+	h := e.createHook(alice, rc.srv.URL, `{}`, "full")
+	id := e.write(bob, `{"title": "team", "context": {"k": "LATER-PRIVATE"}}`)
+	waitUntil(t, "dead-lettered", func() bool { return len(deliveryIDs(t, e, alice, h.ID, "failed")) == 1 })
+	if countFor(rc, "LATER-PRIVATE") != 1 {
+		t.Fatal("the first attempt did not carry the record, readable then")
+	}
+	want(t, e.do("PATCH", "/breadcrumbs/"+id, bob, map[string]any{"visibility": "private"}), 200, "")
+	want(t, e.do("GET", "/breadcrumbs/"+id+"/full", alice, nil), 404, "")
+	dl := deliveryIDs(t, e, alice, h.ID, "failed")[0]
+	r := e.do("GET", "/webhooks/"+h.ID+"/deliveries/"+dl, alice, nil)
+	if r.status != 200 || strings.Contains(string(r.body), "LATER-PRIVATE") || !strings.Contains(string(r.body), `"withheld":"not_readable"`) {
+		t.Fatalf("delivery detail of a record alice may no longer read: %d %s", r.status, r.body)
+	}
+	mu.Lock()
+	gone = true
+	mu.Unlock()
+	want(t, e.do("POST", "/webhooks/"+h.ID+"/deliveries/"+dl+"/redeliver", alice, nil), 200, "")
+	waitUntil(t, "redelivered", func() bool { return len(deliveryIDs(t, e, alice, h.ID, "delivered")) == 1 })
+	got := rc.requests()
+	last := got[len(got)-1]
+	var b hookBody
+	if err := json.Unmarshal(last.body, &b); err != nil || b.Event.BreadcrumbID != id || b.Payload != nil || b.Withheld != "not_readable" {
+		t.Fatalf("redelivery: %s (%v)", last.body, err)
+	}
+	if countFor(rc, "LATER-PRIVATE") != 1 {
+		t.Fatal("the redelivery re-sent a record alice may no longer read")
+	}
+}
+
+// TestWebhookDeliveriesKeepEvents: a delivery keeps its event, not the
+// record: the bytes stored per delivery do not grow with the record
+// (pending, dead-lettered by the backlog cap or delivered alike: one
+// row), however many webhooks a write reaches.
+func TestWebhookDeliveriesKeepEvents(t *testing.T) {
+	db := newStore(t)
+	e := newHookEnv(t, db, nil, true, func(o *server.Options) { o.MaxBodyBytes = 1 << 20 })
+	rc := newReceiver(t, nil)
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	var hooks []string
+	for i := 0; i < 5; i++ {
+		h := e.createHook(alice, rc.srv.URL, `{}`, "full")
+		want(t, e.do("PATCH", "/webhooks/"+h.ID, alice, map[string]any{"paused": true}), 200, "")
+		hooks = append(hooks, h.ID)
+	}
+	big := strings.Repeat("x", 200<<10)
+	for i := 0; i < 10; i++ {
+		e.write(alice, fmt.Sprintf(`{"title": "b%d", "context": {"pad": %q}}`, i, big))
+	}
+	for _, h := range hooks {
+		waitUntil(t, "the deliveries made", func() bool { return len(deliveryIDs(t, e, alice, h, "pending")) == 10 })
+	}
+	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	stored, n := 0, 0
+	for _, h := range hooks {
+		for _, id := range deliveryIDs(t, e, alice, h, "") {
+			dl, _, err := db.Delivery(context.Background(), a, h, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, n = stored+len(dl.Body), n+1
+		}
+	}
+	t.Logf("%d deliveries of 10 writes of 200 KiB to 5 webhooks: %d bytes stored", n, stored)
+	if n != 50 || stored > n*1024 {
+		t.Fatalf("%d deliveries store %d bytes: more than their events", n, stored)
+	}
+	// Resumed, a pending one is sent with its record, read now.
+	want(t, e.do("PATCH", "/webhooks/"+hooks[0], alice, map[string]any{"paused": false}), 200, "")
+	waitUntil(t, "the pending deliveries", func() bool { return len(rc.requests()) == 10 })
+	for _, q := range rc.requests() {
+		if !strings.Contains(string(q.body), big) {
+			t.Fatalf("a delivery without its record: %.300s", q.body)
+		}
+	}
+}

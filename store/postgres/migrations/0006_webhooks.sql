@@ -7,6 +7,10 @@ CREATE TABLE webhooks (
     owner_id       text NOT NULL,
     agent_id       text NOT NULL,
     curator        boolean NOT NULL,
+    -- The token it acts by (store.Webhook.TokenID, TokenIssued): a
+    -- revocation naming it pauses the webhook.
+    token_id       text NOT NULL DEFAULT '',
+    token_issued   bigint NOT NULL DEFAULT 0,
     url            text NOT NULL,
     selector       text NOT NULL,
     payload        text NOT NULL,
@@ -33,7 +37,7 @@ CREATE TABLE webhook_deliveries (
     owner_id    text NOT NULL,
     seq         bigint NOT NULL, -- 0 for a test message
     kind        text NOT NULL,
-    body        bytea NOT NULL,
+    body        bytea NOT NULL, -- the event (JSON; the payload is read when sent), or a test message's body
     status      text NOT NULL,
     attempts    integer NOT NULL DEFAULT 0,
     first_due   bigint NOT NULL,

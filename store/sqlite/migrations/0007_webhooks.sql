@@ -6,6 +6,10 @@ CREATE TABLE webhooks (
     owner_id       TEXT NOT NULL,
     agent_id       TEXT NOT NULL,
     curator        INTEGER NOT NULL,
+    -- The token it acts by (store.Webhook.TokenID, TokenIssued): a
+    -- revocation naming it pauses the webhook.
+    token_id       TEXT NOT NULL DEFAULT '',
+    token_issued   INTEGER NOT NULL DEFAULT 0,
     url            TEXT NOT NULL,
     selector       TEXT NOT NULL,
     payload        TEXT NOT NULL,
@@ -30,7 +34,7 @@ CREATE TABLE webhook_deliveries (
     webhook_id  TEXT NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
     seq         INTEGER NOT NULL, -- 0 for a test message
     kind        TEXT NOT NULL,
-    body        BLOB NOT NULL,
+    body        BLOB NOT NULL, -- the event (JSON; the payload is read when sent), or a test message's body
     status      TEXT NOT NULL,
     attempts    INTEGER NOT NULL DEFAULT 0,
     first_due   INTEGER NOT NULL,
