@@ -232,8 +232,13 @@ func (h *hookRunner) hookRevoked(ctx context.Context, w store.Webhook) (bool, er
 	if err != nil {
 		return false, err
 	}
+	return set.names(w), nil
+}
+
+// names reports whether a revocation in set names the token w acts by.
+func (set *revocationSet) names(w store.Webhook) bool {
 	_, ok := set.revoked(verified{p: Principal{OwnerID: w.OwnerID, AgentID: w.AgentID}, id: w.TokenID, issued: w.TokenIssued})
-	return ok, nil
+	return ok
 }
 
 // fanOutAll makes, in rounds, the deliveries of the events up to latest
@@ -494,20 +499,24 @@ func (q storeQueue) Due(ctx context.Context, c webhook.Claim) ([]webhook.Deliver
 			}
 		}
 	}()
-	for i, cd := range cds {
-		revoked, err := q.h.hookRevoked(ctx, cd.Hook)
-		if err != nil {
-			// Revocations unknown: send nothing of this claim.
-			for _, cd := range cds[i:] {
-				held = append(held, store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryPending})
-			}
-			return out, err
-		}
-		if revoked {
-			if err := q.h.s.opts.Store.PauseRevoked(ctx, cd.WebhookID, cd.Hook.TokenID, cd.Hook.TokenIssued); err != nil {
-				q.h.s.opts.Logger.Error("webhook: pausing a webhook whose token was revoked", "webhook", cd.WebhookID, "err", err)
-			}
+	set, err := q.h.s.revoked.current(ctx)
+	if err != nil {
+		// Revocations unknown: send nothing of this claim.
+		for _, cd := range cds {
 			held = append(held, store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryPending})
+		}
+		return nil, err
+	}
+	paused := map[string]bool{}
+	for _, cd := range cds {
+		if set.names(cd.Hook) {
+			if !paused[cd.WebhookID] {
+				paused[cd.WebhookID] = true
+				if err := q.h.s.opts.Store.PauseRevoked(ctx, cd.WebhookID, cd.Hook.TokenID, cd.Hook.TokenIssued); err != nil {
+					q.h.s.opts.Logger.Error("webhook: pausing a webhook whose token was revoked", "webhook", cd.WebhookID, "err", err)
+				}
+			}
+			held = append(held, store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryPending, NextAt: now.Add(time.Second)})
 			continue
 		}
 		body, err := q.h.body(ctx, cd.Hook, cd.Delivery, cache)
