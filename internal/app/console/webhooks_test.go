@@ -147,6 +147,10 @@ func (tb *tab) noMarkupRan() {
 	if n := tb.number(`document.querySelectorAll("main img, main script").length`); n != 0 {
 		tb.t.Fatalf("main holds %v elements made from data", n)
 	}
+	// Nor did a value go onto the page as something else than its text.
+	if text := tb.value(`document.querySelector("main").textContent`); strings.Contains(text, "[object ") || strings.Contains(text, "undefined") || strings.Contains(text, "null") {
+		tb.t.Fatalf("the page shows a value wrongly:\n%s", text)
+	}
 }
 
 func TestWebhooksPageDeadLettersAndRedelivery(t *testing.T) {
@@ -160,14 +164,17 @@ func TestWebhooksPageDeadLettersAndRedelivery(t *testing.T) {
 	}
 	id := hook["id"].(string)
 	s.create(tok, map[string]any{"title": "order 1", "tags": []string{"order"}, "context": map[string]any{"n": 1}})
-	var dead string
+	var dead, reason string
 	pollUntil(t, "the dead letter", func() bool {
 		if dl := s.deliveries(tok, id, "failed"); len(dl) == 1 {
-			dead = dl[0]["id"].(string)
+			dead, reason = dl[0]["id"].(string), dl[0]["reason"].(string)
 			return true
 		}
 		return false
 	})
+	if reason == "" {
+		t.Fatal("the dead letter gives no reason")
+	}
 
 	tb := newTab(t, s)
 	tb.signIn(tok)
@@ -190,9 +197,10 @@ func TestWebhooksPageDeadLettersAndRedelivery(t *testing.T) {
 	tb.click(`#hooks tr[data-id="` + id + `"] a.hook-link`)
 	dl := fmt.Sprintf(`document.querySelector('#dl-rows tr[data-id=%q]')`, dead)
 	tb.until(dl + ` && document.querySelector('#dl-filter button[aria-pressed="true"]').dataset.status === "failed"`)
-	if got := tb.value(dl + `.dataset.status + "|" + ` + dl + `.querySelector(".dl-state").textContent`); !strings.HasPrefix(got, "failed|failed") {
-		t.Fatalf("the dead letter reads %q", got)
+	if got := tb.value(dl + `.dataset.status + "|" + ` + dl + `.querySelector(".dl-state").textContent`); got != "failed|failed — "+reason {
+		t.Fatalf("the dead letter reads %q; want failed and its reason %q", got, reason)
 	}
+	tb.noMarkupRan()
 	if h1 := tb.value(`document.querySelector("h1").textContent`); h1 != "orders "+hostile {
 		t.Fatalf("the heading reads %q", h1)
 	}

@@ -1413,16 +1413,19 @@ function blameField(fields, general, e) {
   f.input.focus();
 }
 
-async function renderWebhooks() {
+// renderWebhooks lists the agent's webhooks with the form that makes
+// one; shown is a just-made webhook's secret box, which the page shows
+// whether the list loads or not.
+async function renderWebhooks(shown) {
   hookView.id = "";
   if (!auth.can("emitter")) return hooksForbidden();
-  page("Webhooks", h("p", { class: "muted" }, "Loading…"));
+  if (!shown) page("Webhooks", h("p", { class: "muted" }, "Loading…"));
   let items;
   try {
     items = (await api("GET", "/webhooks")).json.items || [];
   } catch (e) {
     if (e.status === 403) return hooksForbidden(e.message);
-    page("Webhooks", h("p", { class: "error", role: "alert" }, "Could not load the webhooks: " + e.message));
+    page("Webhooks", shown || "", h("p", { class: "error", role: "alert" }, "Could not load the webhooks: " + e.message));
     return;
   }
   const rows = items.map((w) => h("tr", { "data-id": w.id },
@@ -1434,11 +1437,11 @@ async function renderWebhooks() {
       w.missed_through ? h("span", { class: "muted" }, " · events through " + w.missed_through + " were pruned before delivery") : null),
     h("td", { class: "opt" }, h("time", { datetime: w.created_at }, when(w.created_at)))));
   const table = items.length === 0 ? h("p", { id: "hooks-empty" }, "This agent has no webhooks yet.")
-    : h("div", { class: "scroll" }, h("table", { id: "hooks" }, h("caption", { class: "muted" }, `${items.length} webhooks of this agent, oldest first.`),
+    : h("div", { class: "scroll" }, h("table", { id: "hooks" }, h("caption", { class: "muted" }, `${items.length} ${items.length === 1 ? "webhook" : "webhooks"} of this agent, oldest first.`),
       h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Webhook"), h("th", { scope: "col", class: "opt" }, "Selector"),
         h("th", { scope: "col" }, "Payload"), h("th", { scope: "col" }, "State"), h("th", { scope: "col", class: "opt" }, "Created"))),
       h("tbody", {}, rows)));
-  const secret = h("div", { id: "hook-secret-slot" });
+  const secret = h("div", { id: "hook-secret-slot" }, shown || "");
   page("Webhooks", h("p", { class: "muted" }, "Changes this agent may read, delivered to HTTP endpoints, signed and retried; " +
     "failed deliveries wait in each webhook's dead-letter list."), secret, table, hookCreator(secret));
 }
@@ -1483,18 +1486,18 @@ function hookCreator(slot) {
     }
     const secret = String(json.secret ?? "");
     delete json.secret;
-    await renderWebhooks();
-    const box = secretBox(json, secret, null);
-    $("hook-secret-slot").replaceChildren(box);
-    $("hook-secret").focus();
+    await renderWebhooks(secretBox(json, secret, null));
+    if ($("hook-secret")) $("hook-secret").focus();
   });
   return form;
 }
 
-async function renderWebhook(id) {
+// renderWebhook shows a webhook and its deliveries; again (after an
+// action on it) keeps the page until the new one is ready.
+async function renderWebhook(id, again = false) {
   if (!auth.can("emitter")) return hooksForbidden();
   if (hookView.id !== id) Object.assign(hookView, { id, status: "failed", cursors: [""], next: "" });
-  page("Webhook", h("p", { class: "muted" }, "Loading…"));
+  if (!again) page("Webhook", h("p", { class: "muted" }, "Loading…"));
   let w;
   try {
     w = (await api("GET", "/webhooks/" + encodeURIComponent(id))).json;
@@ -1514,7 +1517,8 @@ async function renderWebhook(id) {
   const actions = h("div", { class: "row", id: "hook-actions" },
     act(w.paused ? "Resume" : "Pause", "hook-pause", async () => {
       await api("PATCH", base, { body: { paused: !w.paused } });
-      await renderWebhook(w.id);
+      await renderWebhook(w.id, true);
+      if (!$("hook-said")) return; // another page meanwhile
       $("hook-said").replaceChildren(h("p", {}, w.paused ? "Resumed." : "Paused: nothing is delivered until you resume."));
       $("hook-pause").focus();
     }),
@@ -1525,7 +1529,8 @@ async function renderWebhook(id) {
     }),
     act("Redeliver all failed", "hook-redeliver-all", async () => {
       const { json } = await api("POST", base + "/redeliver");
-      tell(json.redelivered === 0 ? "No failed deliveries to redeliver." : json.redelivered + " failed deliveries are queued again.");
+      tell(json.redelivered === 0 ? "No failed deliveries to redeliver."
+        : json.redelivered === 1 ? "1 failed delivery is queued again." : json.redelivered + " failed deliveries are queued again.");
       loadDeliveries(w);
     }),
     act("Rotate secret", "hook-rotate", async () => {
@@ -1533,7 +1538,7 @@ async function renderWebhook(id) {
       const s = String(json.secret ?? "");
       delete json.secret;
       secret.replaceChildren(secretBox(json, s, json.previous_secret_until));
-      $("hook-secret").focus();
+      if ($("hook-secret")) $("hook-secret").focus();
     }),
     hookDeleter(w));
   const filter = h("div", { class: "row", role: "group", "aria-label": "Deliveries by status", id: "dl-filter" },
@@ -1576,7 +1581,7 @@ async function renderWebhook(id) {
 
 // hookDeleter asks before deleting a webhook with its deliveries.
 function hookDeleter(w) {
-  const area = h("span", { class: "row", id: "hook-delete-area" });
+  const area = h("span", { class: "inline", id: "hook-delete-area" });
   const start = () => h("button", { type: "button", id: "hook-delete", class: "danger", onclick: () => { ask(); $("hook-delete-confirm").focus(); } }, "Delete…");
   const ask = () => area.replaceChildren(
     h("span", { role: "alert" }, "Delete this webhook and its deliveries?"),
@@ -1612,9 +1617,9 @@ async function loadDeliveries(w, again = false) {
   const items = json.items || [];
   hookView.next = json.next_cursor || "";
   body.replaceChildren(...items.map((d) => deliveryRow(w, d)));
-  const what = hookView.status ? hookView.status + " deliveries" : "deliveries";
-  $("dl-status").textContent = items.length === 0 ? `No ${what}` + (hookView.cursors.length > 1 ? " on this page." : ".")
-    : `${items.length} ${what}, newest first` + (hookView.next ? "; more on the next page." : ".");
+  const what = (n) => (hookView.status ? hookView.status + " " : "") + (n === 1 ? "delivery" : "deliveries");
+  $("dl-status").textContent = items.length === 0 ? `No ${what(0)}` + (hookView.cursors.length > 1 ? " on this page." : ".")
+    : `${items.length} ${what(items.length)}, newest first` + (hookView.next ? "; more on the next page." : ".");
   $("dl-next").disabled = !hookView.next;
   $("dl-first").disabled = hookView.cursors.length <= 1;
   $("dl-page").textContent = "Page " + hookView.cursors.length;
@@ -1628,8 +1633,8 @@ function deliveryRow(w, d) {
   const paint = (d) => {
     tr.dataset.status = d.status;
     status.replaceChildren(h("span", { class: "dl-" + (/^[a-z]+$/.test(d.status) ? d.status : "other") }, String(d.status ?? "")),
-      d.reason ? [" — ", data(d.reason)] : null,
-      d.status === "pending" && d.next_at ? h("span", { class: "muted" }, " · due " + when(d.next_at)) : null);
+      h("span", { class: "dl-reason" }, d.reason ? [" — ", data(d.reason)] : null),
+      d.status === "pending" && d.next_at ? h("span", { class: "muted" }, " · due " + when(d.next_at)) : "");
     tr.cells[4].textContent = String(d.attempts ?? 0);
     redo.hidden = d.status === "pending";
   };
@@ -1648,11 +1653,12 @@ function deliveryRow(w, d) {
     try {
       const { json } = await api("POST", "/webhooks/" + encodeURIComponent(w.id) + "/deliveries/" + encodeURIComponent(d.id) + "/redeliver");
       paint(json);
+      if (!tr.isConnected) return;
       open.focus();
       $("hook-said").replaceChildren(h("p", {}, "Delivery " + d.id + " is queued again."));
       watchDelivery(w, d.id, tr, paint, detail, open);
     } catch (e) {
-      $("hook-said").replaceChildren(h("p", { class: "error", role: "alert" }, show("Redelivery failed: " + e.message)));
+      if ($("hook-said")) $("hook-said").replaceChildren(h("p", { class: "error", role: "alert" }, show("Redelivery failed: " + e.message)));
     }
   } }, "Redeliver");
   redo.setAttribute("aria-label", "Redeliver " + d.id);
