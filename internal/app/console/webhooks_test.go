@@ -430,6 +430,29 @@ func TestWebhookCreateShowsTheSecretOnce(t *testing.T) {
 	if note := tb.value(`document.querySelector("#hook-secret-box").textContent`); !strings.Contains(note, "The previous secret keeps signing beside this one until ") {
 		t.Fatalf("the rotation's note reads %q", note)
 	}
+	// Changed on its page: a bad selector is blamed at its field, a good
+	// one saved with the description, and only what changed is sent.
+	tb.click("#hook-edit-box summary")
+	tb.fill("hook-edit-selector", `{"any_tags": ["ship"], "context_match": [{"path": "$.n", "op": "near", "value": 1}]}`)
+	tb.click("#hook-edit-submit")
+	tb.until(`document.querySelector("#hook-edit-selector").getAttribute("aria-invalid") === "true" && document.activeElement.id === "hook-edit-selector"`)
+	if p := tb.value(`document.querySelector("#hook-edit-selector-problem").textContent`); !strings.HasPrefix(p, "selector.context_match[0].op") {
+		t.Fatalf("the selector's problem reads %q", p)
+	}
+	tb.fill("hook-edit-selector", `{"any_tags": ["ship", "dock"]}`)
+	tb.fill("hook-edit-description", "changed in the console")
+	tb.click("#hook-edit-submit")
+	tb.until(`document.querySelector("#hook-said").textContent === "Saved: selector, description changed."`)
+	if d := tb.value(`document.querySelector("#hook-info-description").textContent + "|" + document.querySelector("#hook-info-selector").textContent`); d != "changed in the console|{\n  \"any_tags\": [\n    \"dock\",\n    \"ship\"\n  ]\n}" {
+		t.Fatalf("the webhook reads %q", d)
+	}
+	if _, w := s.call("GET", "/webhooks/"+id, tok, nil); w["url"] != rc.srv.URL+"/in" || w["description"] != "changed in the console" {
+		t.Fatalf("the API says %v", w)
+	}
+	tb.click("#hook-edit-box summary")
+	tb.click("#hook-edit-submit")
+	tb.until(`document.querySelector("#hook-edit-problem").textContent === "Nothing changed."`)
+
 	// On another page, neither is shown.
 	tb.click(`#nav a[href="#/webhooks"]`)
 	tb.until(`document.querySelector("#hooks tr")`)

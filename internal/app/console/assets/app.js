@@ -1400,11 +1400,15 @@ function secretBox(w, secret, until) {
   return box;
 }
 
+function clearFields(fields, general) {
+  for (const f of Object.values(fields)) { f.input.removeAttribute("aria-invalid"); f.problem.textContent = ""; }
+  general.textContent = "";
+}
+
 // blameField puts an API error at the form field it names (the message
 // starts with the field's path), or under the form.
 function blameField(fields, general, e) {
-  for (const f of Object.values(fields)) { f.input.removeAttribute("aria-invalid"); f.problem.textContent = ""; }
-  general.textContent = "";
+  clearFields(fields, general);
   const m = /^([a-z_]+)[.:[]/.exec(e.message || "");
   const f = m && fields[m[1]];
   if (!f) { general.textContent = show("Not saved: " + e.message); return; }
@@ -1443,23 +1447,38 @@ async function renderWebhooks(shown) {
       h("tbody", {}, rows)));
   const secret = h("div", { id: "hook-secret-slot" }, shown || "");
   page("Webhooks", h("p", { class: "muted" }, "Changes this agent may read, delivered to HTTP endpoints, signed and retried; " +
-    "failed deliveries wait in each webhook's dead-letter list."), secret, table, hookCreator(secret));
+    "failed deliveries wait in each webhook's dead-letter list."), secret, table, hookCreator());
+}
+
+// hookField is a labelled control of a webhook form with its help and the
+// place where a problem with it is told; ids start with the form's.
+function hookField(form, name, label, input, help) {
+  const at = form + "-" + name;
+  const problem = h("p", { id: at + "-problem", class: "error", role: "alert" });
+  input.setAttribute("aria-describedby", at + "-problem" + (help ? " " + at + "-help" : ""));
+  return { input, problem, el: h("div", {}, h("label", { for: input.id }, label, input),
+    help ? h("p", { id: at + "-help", class: "muted" }, help) : null, problem) };
+}
+
+const URL_HELP = "An https address the server may reach (private ones only with serve --webhook-allow-private).";
+const SELECTOR_HELP = "any_tags, all_tags, schema_name, kinds, context_match; {} selects every change.";
+
+// selectorOf reads a selector field's JSON, or tells where it is not JSON.
+function selectorOf(ta) {
+  try { return { selector: JSON.parse(ta.value) }; } catch (e) {
+    const at = jsonFault(ta.value);
+    return { error: { message: "selector: " + (at >= 0 ? "line " + lineOf(ta.value, at + 1) + ": " : "") + "not JSON: " + e.message } };
+  }
 }
 
 // hookCreator is the form that registers a webhook (POST /webhooks).
-function hookCreator(slot) {
-  const field = (name, label, input, help) => {
-    const problem = h("p", { id: "hook-" + name + "-problem", class: "error", role: "alert" });
-    input.setAttribute("aria-describedby", "hook-" + name + "-problem" + (help ? " hook-" + name + "-help" : ""));
-    return { input, problem, el: h("div", {}, h("label", { for: input.id }, label, input),
-      help ? h("p", { id: "hook-" + name + "-help", class: "muted" }, help) : null, problem) };
-  };
+function hookCreator() {
+  const field = (name, label, input, help) => hookField("hook", name, label, input, help);
   const sel = h("textarea", { id: "hook-selector", spellcheck: "false", class: "short" });
   sel.value = "{}";
   const fields = {
-    url: field("url", "Target URL", h("input", { id: "hook-url", type: "url", required: true, spellcheck: "false" }),
-      "An https address the server may reach (private ones only with serve --webhook-allow-private)."),
-    selector: field("selector", "Selector (JSON)", sel, "any_tags, all_tags, schema_name, kinds, context_match; {} selects every change."),
+    url: field("url", "Target URL", h("input", { id: "hook-url", type: "url", required: true, spellcheck: "false" }), URL_HELP),
+    selector: field("selector", "Selector (JSON)", sel, SELECTOR_HELP),
     payload: field("payload", "Payload", h("select", { id: "hook-payload" },
       h("option", { value: "view" }, "view: the record as the model sees it"), h("option", { value: "full" }, "full: the whole record"))),
     description: field("description", "Description", h("input", { id: "hook-description", maxlength: "1024" })),
@@ -1472,11 +1491,8 @@ function hookCreator(slot) {
     general);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    let selector;
-    try { selector = JSON.parse(sel.value); } catch (e) {
-      const at = jsonFault(sel.value);
-      return blameField(fields, general, { message: "selector: " + (at >= 0 ? "line " + lineOf(sel.value, at + 1) + ": " : "") + "not JSON: " + e.message });
-    }
+    const { selector, error } = selectorOf(sel);
+    if (error) return blameField(fields, general, error);
     const body = { url: fields.url.input.value.trim(), selector, payload: fields.payload.input.value, description: fields.description.input.value };
     let json;
     try {
@@ -1572,11 +1588,52 @@ async function renderWebhook(id, again = false) {
       w.missed_through ? [h("dt", {}, "Missed"), h("dd", { id: "hook-info-missed" },
         "events up to sequence " + w.missed_through + " were pruned before this webhook reached them: they were never delivered")] : null,
       h("dt", {}, "Id"), h("dd", {}, h("code", {}, w.id))),
-    actions, said, secret,
+    actions, said, secret, hookEditor(w),
     h("h2", { id: "dl-h" }, "Deliveries"),
     h("p", { class: "muted" }, "Failed deliveries are the dead-letter list: a final answer (a 4xx other than 408 and 429) or retries run out. Attempts are kept 7 days."),
     filter, h("div", { class: "scroll" }, table), pager);
   loadDeliveries(w);
+}
+
+// hookEditor changes a webhook's target, selector or description (PATCH
+// with the fields changed only).
+function hookEditor(w) {
+  const field = (name, label, input, help) => hookField("hook-edit", name, label, input, help);
+  const sel = h("textarea", { id: "hook-edit-selector", spellcheck: "false", class: "short" });
+  sel.value = JSON.stringify(w.selector ?? {}, null, 2);
+  const fields = {
+    url: field("url", "Target URL", h("input", { id: "hook-edit-url", type: "url", required: true, spellcheck: "false", value: w.url }), URL_HELP),
+    selector: field("selector", "Selector (JSON)", sel, SELECTOR_HELP),
+    description: field("description", "Description", h("input", { id: "hook-edit-description", maxlength: "1024", value: w.description || "" })),
+  };
+  const general = h("p", { id: "hook-edit-problem", class: "error", role: "alert" });
+  const form = h("form", { id: "hook-edit", "aria-label": "Change the webhook" },
+    ["url", "selector", "description"].map((k) => fields[k].el),
+    h("div", { class: "row" }, h("button", { type: "submit", class: "primary", id: "hook-edit-submit" }, "Save changes")),
+    general);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const { selector, error } = selectorOf(sel);
+    if (error) return blameField(fields, general, error);
+    const body = {};
+    const url = fields.url.input.value.trim();
+    if (url !== w.url) body.url = url;
+    if (JSON.stringify(selector) !== JSON.stringify(w.selector ?? {})) body.selector = selector;
+    if (fields.description.input.value !== (w.description || "")) body.description = fields.description.input.value;
+    if (Object.keys(body).length === 0) {
+      clearFields(fields, general);
+      general.textContent = "Nothing changed.";
+      return;
+    }
+    try {
+      await api("PATCH", "/webhooks/" + encodeURIComponent(w.id), { body });
+    } catch (e) {
+      return blameField(fields, general, e);
+    }
+    await renderWebhook(w.id, true);
+    if ($("hook-said")) $("hook-said").replaceChildren(h("p", {}, "Saved: " + Object.keys(body).join(", ") + " changed."));
+  });
+  return h("details", { id: "hook-edit-box", class: "edit" }, h("summary", {}, "Change the target, selector or description"), form);
 }
 
 // hookDeleter asks before deleting a webhook with its deliveries.
