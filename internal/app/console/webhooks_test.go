@@ -228,7 +228,7 @@ func TestWebhooksPageDeadLettersAndRedelivery(t *testing.T) {
 		t.Fatalf("%v attempts shown after the redelivery", n)
 	}
 	tb.click(`#dl-filter button[data-status="delivered"]`)
-	tb.until(dl + ` && document.querySelector("#dl-status").textContent.startsWith("1 delivered")`)
+	tb.until(dl + ` && document.querySelector("#dl-status").textContent === "1 delivery made, newest first."`)
 	if n := len(s.deliveries(tok, id, "failed")); n != 0 {
 		t.Fatalf("%d dead letters left", n)
 	}
@@ -577,4 +577,56 @@ func TestWebhooksBySubscriberKeyboardAndNarrowWindow(t *testing.T) {
 		}
 	}
 	kt.screenshot("webhook-narrow")
+}
+
+// TestWebhookDeliveriesPageWithTheCursor: a dead-letter list longer than
+// a page is read page by page with the API's cursor, newest first.
+func TestWebhookDeliveriesPageWithTheCursor(t *testing.T) {
+	s := newHookSite(t)
+	rc := newHookReceiver(t)
+	tok := s.token("acme", "erin", "emitter")
+	_, hook := s.call("POST", "/webhooks", tok, map[string]any{"url": rc.srv.URL, "selector": map[string]any{"all_tags": []string{"bulk"}}})
+	id := hook["id"].(string)
+	const n = 30 // a page shows 25
+	for i := range n {
+		s.create(tok, map[string]any{"title": fmt.Sprintf("bulk %d", i), "tags": []string{"bulk"}, "context": map[string]any{"i": i}})
+	}
+	pollUntil(t, "the dead letters", func() bool {
+		st, m := s.call("GET", "/webhooks/"+id+"/deliveries?status=failed&limit=100", tok, nil)
+		items, _ := m["items"].([]any)
+		return st == 200 && len(items) == n
+	})
+	tb := newTab(t, s)
+	tb.signIn(tok)
+	tb.open("/ui/#/webhooks/" + id)
+	seqs := `[...document.querySelectorAll("#dl-rows tr[data-id]")].map(tr => tr.cells[2].textContent).join(",")`
+	tb.until(`document.querySelector("#deliveries").dataset.loads === "1"`)
+	if st := tb.value(`document.querySelector("#dl-status").textContent`); st != "25 failed deliveries, newest first; more on the next page." {
+		t.Fatalf("the first page says %q", st)
+	}
+	first := tb.value(seqs)
+	if !strings.HasPrefix(first, "30,29,") || !strings.HasSuffix(first, ",7,6") {
+		t.Fatalf("the first page holds events %s", first)
+	}
+	if tb.value(`String(document.querySelector("#dl-first").disabled)`) != "true" {
+		t.Fatal("First page is enabled on the first page")
+	}
+	tb.click("#dl-next")
+	tb.until(`document.querySelector("#deliveries").dataset.loads === "2"`)
+	if got := tb.value(seqs); got != "5,4,3,2,1" {
+		t.Fatalf("the second page holds events %s", got)
+	}
+	if got := tb.value(`document.querySelector("#dl-status").textContent + "|" + document.querySelector("#dl-page").textContent + "|" + document.querySelector("#dl-next").disabled`); got != "5 failed deliveries, newest first.|Page 2|true" {
+		t.Fatalf("the second page says %q", got)
+	}
+	tb.click("#dl-first")
+	tb.until(`document.querySelector("#deliveries").dataset.loads === "3"`)
+	if got := tb.value(seqs); got != first {
+		t.Fatalf("back on the first page: %s", got)
+	}
+	// Delivered holds none; All holds every one.
+	tb.click(`#dl-filter button[data-status="delivered"]`)
+	tb.until(`document.querySelector("#dl-status").textContent === "No deliveries made."`)
+	tb.click(`#dl-filter button[data-status=""]`)
+	tb.until(`document.querySelector("#dl-status").textContent === "25 deliveries, newest first; more on the next page."`)
 }

@@ -1674,7 +1674,10 @@ async function loadDeliveries(w, again = false) {
   const items = json.items || [];
   hookView.next = json.next_cursor || "";
   body.replaceChildren(...items.map((d) => deliveryRow(w, d)));
-  const what = (n) => (hookView.status ? hookView.status + " " : "") + (n === 1 ? "delivery" : "deliveries");
+  const what = (n) => {
+    const noun = n === 1 ? "delivery" : "deliveries";
+    return hookView.status === "delivered" ? noun + " made" : hookView.status ? hookView.status + " " + noun : noun;
+  };
   $("dl-status").textContent = items.length === 0 ? `No ${what(0)}` + (hookView.cursors.length > 1 ? " on this page." : ".")
     : `${items.length} ${what(items.length)}, newest first` + (hookView.next ? "; more on the next page." : ".");
   $("dl-next").disabled = !hookView.next;
