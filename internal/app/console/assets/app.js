@@ -1351,7 +1351,7 @@ async function recentExchanges() {
 // --- webhooks -----------------------------------------------------------------
 
 const HOOK_PAGE = 25;      // deliveries a page shows
-const HOOK_WATCH = 20;     // checks of a redelivered delivery's status, a second apart
+const HOOK_WATCH = 60;     // checks of a redelivered delivery's status, a second apart
 const HOOK_STATUSES = [["failed", "Failed (dead letters)"], ["pending", "Pending"], ["delivered", "Delivered"], ["", "All"]];
 const HOOK_FIELDS = ["url", "selector", "payload", "description"];
 
