@@ -25,9 +25,13 @@ type WebhookOptions struct {
 	Timeout      time.Duration  // per attempt; default 10 s
 	Policy       webhook.Policy // retry horizon, backoff, pause after failing (24 h)
 	// MaxInFlight bounds attempts in flight on this replica (default 64),
-	// PerEndpoint those for one webhook (default 4).
+	// PerEndpoint those for one webhook (default 4; 1 while it is
+	// failing), PerOwner those for one owner's webhooks together (default
+	// a quarter of MaxInFlight), so one tenant's slow receivers leave
+	// the other slots to the rest.
 	MaxInFlight int
 	PerEndpoint int
+	PerOwner    int
 	// Backlog caps each webhook's pending deliveries (default 10,000): the
 	// oldest beyond it are dead-lettered, and counted.
 	Backlog int
@@ -149,7 +153,7 @@ func (s *Server) RunWebhooks(ctx context.Context) error {
 	h := s.hooks
 	d := webhook.NewDispatcher(storeQueue{h}, webhook.DispatcherOptions{
 		Client: h.client, Policy: h.o.Policy, Metrics: hookMetrics{h}, Logger: s.opts.Logger,
-		MaxInFlight: h.o.MaxInFlight, PerEndpoint: h.o.PerEndpoint, Backlog: h.o.Backlog, Now: s.opts.Now, Rand: h.o.Rand,
+		MaxInFlight: h.o.MaxInFlight, PerEndpoint: h.o.PerEndpoint, PerOwner: h.o.PerOwner, Backlog: h.o.Backlog, Now: s.opts.Now, Rand: h.o.Rand,
 		// Retries come due without a wake: look for them as often as for events.
 		Poll: h.o.Poll,
 	})
@@ -414,7 +418,8 @@ func leaseLost(err error) error {
 
 // Due implements webhook.Queue.
 func (q storeQueue) Due(ctx context.Context, c webhook.Claim) ([]webhook.Delivery, error) {
-	cds, err := q.h.s.opts.Store.ClaimDeliveries(ctx, store.DeliveryClaim{Limit: c.Limit, PerWebhook: c.PerEndpoint, Busy: c.Busy, Lease: q.h.o.Lease})
+	cds, err := q.h.s.opts.Store.ClaimDeliveries(ctx, store.DeliveryClaim{Limit: c.Limit, PerWebhook: c.PerEndpoint, Busy: c.Busy,
+		PerOwner: c.PerOwner, OwnerBusy: c.OwnerBusy, Lease: q.h.o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +435,7 @@ func (q storeQueue) Due(ctx context.Context, c webhook.Claim) ([]webhook.Deliver
 				Reason: "the webhook's stored secret is unreadable: rotate it"}})
 			continue
 		}
-		out = append(out, webhook.Delivery{ID: cd.ID, Endpoint: cd.WebhookID, URL: cd.URL,
+		out = append(out, webhook.Delivery{ID: cd.ID, Endpoint: cd.WebhookID, Owner: cd.OwnerID, URL: cd.URL,
 			Message:  webhook.Message{ID: cd.ID, Body: cd.Body, Secrets: ring.Active(now)},
 			FirstDue: cd.FirstDue, Attempts: cd.Attempts, FailingSince: cd.FailingSince, Lease: cd.Lease})
 	}
