@@ -62,3 +62,72 @@ func countFor(rc *receiver, s string) int {
 	}
 	return n
 }
+
+// hookSeries is the webhook label values of the attempt series a curator
+// of the token's owner reads on /metrics, with the attempts they count.
+func hookSeries(t *testing.T, e *hookEnv, curator string) map[string]float64 {
+	t.Helper()
+	r := e.do("GET", "/metrics", curator, nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", r.status, r.body)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(r.body), "\n") {
+		if !strings.HasPrefix(line, "ctxkit_webhook_attempts_total{") {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, `webhook="`)
+		hook, _, _ := strings.Cut(rest, `"`)
+		var v float64
+		fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v)
+		out[hook] += v
+	}
+	return out
+}
+
+// TestWebhookMetricSlotsPerOwner: one owner's many webhooks get at most
+// 10 series of their own, the rest summed under its "other"; another
+// owner's webhook still gets its own; deleting webhooks drops their
+// series and gives their slots back.
+func TestWebhookMetricSlotsPerOwner(t *testing.T) {
+	e := newHookEnv(t, newStore(t), nil, true)
+	rc := newReceiver(t, nil)
+	mal := e.token("evil", "mallory", server.RoleEmitter)
+	malRoot := e.token("evil", "root", server.RoleCurator)
+	var ids []string
+	for range 30 {
+		ids = append(ids, e.createHook(mal, rc.srv.URL, `{}`, "view").ID)
+	}
+	e.write(mal, `{"title": "m", "context": {}}`)
+	var got map[string]float64
+	waitUntil(t, "30 attempts counted", func() bool {
+		got = hookSeries(t, e, malRoot)
+		sum := 0.0
+		for _, v := range got {
+			sum += v
+		}
+		return sum == 30
+	})
+	if len(got) != 11 || got["other"] != 20 {
+		t.Fatalf("mallory's 30 webhooks: series %v, want 10 of their own and other=20", got)
+	}
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	aliceRoot := e.token("acme", "root", server.RoleCurator)
+	fast := newReceiver(t, nil)
+	h := e.createHook(alice, fast.srv.URL, `{}`, "view")
+	e.write(alice, `{"title": "a", "context": {}}`)
+	waitUntil(t, "alice's attempt counted", func() bool { return hookSeries(t, e, aliceRoot)[h.ID] == 1 })
+	if s := hookSeries(t, e, aliceRoot); len(s) != 1 {
+		t.Errorf("alice's curator reads series %v, want only her webhook's", s)
+	}
+
+	for _, id := range ids {
+		want(t, e.do("DELETE", "/webhooks/"+id, mal, nil), 204, "")
+	}
+	e.write(alice, `{"title": "b", "context": {}}`) // the fan-out notices the deletions
+	waitUntil(t, "mallory's series dropped", func() bool { return len(hookSeries(t, e, malRoot)) == 0 })
+	// Slots given back: a new webhook of mallory's has a series of its own.
+	h2 := e.createHook(mal, rc.srv.URL, `{}`, "view")
+	e.write(mal, `{"title": "m2", "context": {}}`)
+	waitUntil(t, "mallory's new webhook's series", func() bool { return hookSeries(t, e, malRoot)[h2.ID] == 1 })
+}

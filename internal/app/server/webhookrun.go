@@ -48,11 +48,16 @@ type WebhookOptions struct {
 // fanOutPage is how many events one read of a webhook's backlog takes.
 const fanOutPage = 256
 
-// maxEndpointSeries bounds the webhook label values of the delivery
-// metrics: the first webhooks this process delivers for get a series of
-// their own, any beyond are summed under "other". Label values live as
-// long as the process, and webhooks can be created and deleted at will.
-const maxEndpointSeries = 100
+// Label values of the delivery metrics are bounded per owner, so one
+// tenant cannot take every series: an owner's first maxHookSeriesPerOwner
+// webhooks get a series of their own, the rest are summed under the
+// owner's "other" (which its curators read as theirs); owners beyond
+// maxHookOwners are summed under owner "other", which nobody reads. A
+// deleted webhook gives its slot back and its series are dropped.
+const (
+	maxHookSeriesPerOwner = 10
+	maxHookOwners         = 100
+)
 
 // hookRunner fans events out to webhooks and runs their deliveries.
 type hookRunner struct {
@@ -67,8 +72,9 @@ type hookRunner struct {
 	disp *webhook.Dispatcher // while RunWebhooks runs
 
 	labelsMu sync.Mutex
-	labels   map[string][2]string // webhook id → owner, webhook labels
-	owners   sync.Map             // webhook id → owner
+	labels   map[string][2]string // webhook id → owner, webhook labels; only webhooks with a series of their own
+	labelled map[string]int       // owner → its webhooks in labels
+	owners   sync.Map             // webhook id → owner, of the webhooks that exist
 
 	attempts *metric.CounterVec
 	latency  *metric.HistogramVec
@@ -87,10 +93,10 @@ func newHookRunner(s *Server, o WebhookOptions) *hookRunner {
 		o.Poll = 250 * time.Millisecond
 	}
 	h := &hookRunner{
-		s: s, o: o, fanout: make(chan struct{}, 1), labels: map[string][2]string{}, settles: make(chan settleReq, maxSettleGroup),
+		s: s, o: o, fanout: make(chan struct{}, 1), labels: map[string][2]string{}, labelled: map[string]int{}, settles: make(chan settleReq, maxSettleGroup),
 		client: webhook.NewClient(webhook.ClientOptions{AllowPrivate: o.AllowPrivate, AllowHTTP: o.AllowPrivate, Timeout: o.Timeout}),
 		attempts: metric.NewCounterVec(metric.CounterOpts{Name: "ctxkit_webhook_attempts_total",
-			Help: "Webhook delivery attempts by owner, webhook (the first 100; the rest as other), class and outcome (delivered, retry, dead)."},
+			Help: "Webhook delivery attempts by owner, webhook (10 per owner; the rest as other), class and outcome (delivered, retry, dead)."},
 			[]string{"owner", "webhook", "class", "outcome"}),
 		latency: metric.NewHistogramVec(metric.HistogramOpts{Name: "ctxkit_webhook_attempt_duration_seconds",
 			Help: "Webhook delivery attempt latency by owner and webhook.", Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}},
@@ -110,7 +116,9 @@ func newHookRunner(s *Server, o WebhookOptions) *hookRunner {
 	return h
 }
 
-// label is the owner and webhook label values of a webhook's series.
+// label is the owner and webhook label values of a webhook's series: its
+// own while its owner has a slot free, else its owner's "other"; a
+// webhook not known to exist (deleted since) is summed under "other".
 func (h *hookRunner) label(id string) (owner, hook string) {
 	h.labelsMu.Lock()
 	defer h.labelsMu.Unlock()
@@ -119,12 +127,60 @@ func (h *hookRunner) label(id string) (owner, hook string) {
 	}
 	o, _ := h.owners.Load(id)
 	owner, _ = o.(string)
-	l := [2]string{"other", "other"}
-	if len(h.labels) < maxEndpointSeries && owner != "" {
-		l = [2]string{owner, id}
-		h.labels[id] = l
+	n, present := h.labelled[owner]
+	switch {
+	case owner == "" || owner == "other" || (!present && len(h.labelled) >= maxHookOwners):
+		return "other", "other"
+	case n >= maxHookSeriesPerOwner:
+		return owner, "other"
 	}
-	return l[0], l[1]
+	h.labels[id] = [2]string{owner, id}
+	h.labelled[owner]++
+	return owner, id
+}
+
+// retain notes the webhooks that exist (hooks is all of them) and forgets
+// those deleted, here or on another replica: their label slots are given
+// back and their series dropped, and an owner left without webhooks
+// loses its "other" series too.
+func (h *hookRunner) retain(hooks []store.Webhook) {
+	live, liveOwners := make(map[string]bool, len(hooks)), map[string]bool{}
+	for _, w := range hooks {
+		h.owners.Store(w.ID, w.OwnerID)
+		live[w.ID], liveOwners[w.OwnerID] = true, true
+	}
+	h.owners.Range(func(k, _ any) bool {
+		if !live[k.(string)] {
+			h.owners.Delete(k)
+		}
+		return true
+	})
+	h.labelsMu.Lock()
+	defer h.labelsMu.Unlock()
+	for id, l := range h.labels {
+		if live[id] {
+			continue
+		}
+		delete(h.labels, id)
+		if h.labelled[l[0]]--; h.labelled[l[0]] <= 0 {
+			delete(h.labelled, l[0])
+		}
+		h.dropSeries("webhook", id)
+		if !liveOwners[l[0]] {
+			h.dropSeries("owner", l[0])
+		}
+	}
+}
+
+// dropSeries drops every webhook series whose label has value.
+func (h *hookRunner) dropSeries(label, value string) {
+	h.attempts.DeleteMatch(label, value)
+	h.latency.DeleteMatch(label, value)
+	h.backlog.DeleteMatch(label, value)
+	h.oldest.DeleteMatch(label, value)
+	h.trimmed.DeleteMatch(label, value)
+	h.paused.DeleteMatch(label, value)
+	h.missed.DeleteMatch(label, value)
 }
 
 func (h *hookRunner) wakeFanOut() {
@@ -246,9 +302,7 @@ func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, w := range hooks {
-		h.owners.Store(w.ID, w.OwnerID)
-	}
+	h.retain(hooks)
 	made := 0
 	for {
 		cache, size := map[renderKey][]byte{}, 0
