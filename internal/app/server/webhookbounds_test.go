@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxkit/ctxkit/internal/app/server"
+	"github.com/ctxkit/ctxkit/store"
 )
 
 // TestWebhookSlowTenantLeavesRoom: one owner's 16 webhooks at a receiver
@@ -130,4 +132,56 @@ func TestWebhookMetricSlotsPerOwner(t *testing.T) {
 	h2 := e.createHook(mal, rc.srv.URL, `{}`, "view")
 	e.write(mal, `{"title": "m2", "context": {}}`)
 	waitUntil(t, "mallory's new webhook's series", func() bool { return hookSeries(t, e, malRoot)[h2.ID] == 1 })
+}
+
+// contextReads is a store that notes the most context bytes one
+// WebhookChanges call returned.
+type contextReads struct {
+	store.Store
+	most atomic.Int64
+}
+
+func (s *contextReads) WebhookChanges(ctx context.Context, w store.Webhook, limit int, withContext bool) ([]store.Change, int64, error) {
+	cs, missed, err := s.Store.WebhookChanges(ctx, w, limit, withContext)
+	n := int64(0)
+	for _, c := range cs {
+		n += int64(len(c.Context))
+	}
+	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+	}
+	return cs, missed, err
+}
+
+// TestWebhookFanOutContextPages: a webhook whose selector reads contexts
+// is fanned out in pages holding at most 8 MiB of contexts, however many
+// large records are waiting, and every matching event is still delivered.
+func TestWebhookFanOutContextPages(t *testing.T) {
+	open := reopenableStore(t)
+	big := func(o *server.Options) { o.MaxBodyBytes = 2 << 20 }
+	// 1: the server takes the writes and fans nothing out.
+	e1 := newHookEnv(t, open(t), nil, false, big)
+	rc := newReceiver(t, nil)
+	mal := e1.token("evil", "mallory", server.RoleEmitter)
+	h := e1.createHook(mal, rc.srv.URL, `{"context_match": [{"path": "$.hit", "op": "exists"}]}`, "view")
+	// Paused, the deliveries wait; the fan-out still reads every event.
+	want(t, e1.do("PATCH", "/webhooks/"+h.ID, mal, map[string]any{"paused": true}), 200, "")
+	pad := strings.Repeat("x", 900<<10)
+	for i := range 24 {
+		hit := ""
+		if i%3 == 0 {
+			hit = `"hit": true, `
+		}
+		e1.write(mal, fmt.Sprintf(`{"title": "m%d", "context": {%s"pad": %q}}`, i, hit, pad))
+	}
+	e1.stop()
+	// 2: a restart finds 24 large events waiting.
+	db := &contextReads{Store: open(t)}
+	e := newHookEnv(t, db, e1.key, true, big)
+	waitUntil(t, "8 deliveries made", func() bool { return len(deliveryIDs(t, e, mal, h.ID, "pending")) == 8 })
+	if m := db.most.Load(); m > 8<<20 {
+		t.Errorf("one read of the webhook's events held %d MiB of contexts, want at most 8", m>>20)
+	}
+	if m := db.most.Load(); m < 900<<10 {
+		t.Errorf("the contexts were not read (at most %d bytes at once)", m)
+	}
 }

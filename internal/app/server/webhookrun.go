@@ -45,8 +45,18 @@ type WebhookOptions struct {
 	Rand func() float64 // jitter draws; default math/rand/v2
 }
 
-// fanOutPage is how many events one read of a webhook's backlog takes.
+// fanOutPage is how many events one step takes of a webhook's backlog.
 const fanOutPage = 256
+
+// fanOutContextBytes bounds the contexts one read of a webhook's events
+// holds: a selector with context conditions reads each event's context
+// (up to store.MaxContextBytes each), so such a webhook's step reads its
+// events contextPage at a time. The contexts read count in the round's
+// budget too.
+const (
+	fanOutContextBytes = 8 << 20
+	contextPage        = max(1, fanOutContextBytes/store.MaxContextBytes)
+)
 
 // Label values of the delivery metrics are bounded per owner, so one
 // tenant cannot take every series: an owner's first maxHookSeriesPerOwner
@@ -348,30 +358,64 @@ func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 	}
 }
 
-// step reads one page of w's events after its cursor and makes the
+// step reads up to fanOutPage of w's events after its cursor (in pages
+// of contextPage when its selector reads contexts) and makes the
 // deliveries its selector passes, as its agent sees them.
 func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, cache map[renderKey][]byte, size *int) (store.Advance, error) {
+	withContext := w.Selector.NeedsContext()
+	page := fanOutPage
+	if withContext {
+		page = contextPage
+	}
+	adv := store.Advance{Webhook: w, Upto: w.Cursor}
+	for read := 0; read < fanOutPage; {
+		at := w
+		at.Cursor = adv.Upto
+		n := min(page, fanOutPage-read)
+		cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, at, n, withContext)
+		if err != nil {
+			return store.Advance{}, err
+		}
+		if missed > at.Cursor {
+			owner, hook := h.label(w.ID)
+			h.missed.WithLabelValues(owner, hook).Add(float64(missed - at.Cursor))
+			h.s.opts.Logger.Warn("webhook: events were pruned before they were fanned out; the webhook missed them",
+				"webhook", w.ID, "after", at.Cursor, "through", missed)
+			adv.Upto = missed
+		}
+		adv.Missed = max(adv.Missed, missed)
+		done, err := h.stepPage(ctx, w, cs, cache, size, &adv)
+		if err != nil {
+			return store.Advance{}, err
+		}
+		if done {
+			return adv, nil
+		}
+		read += len(cs)
+		if len(cs) < n {
+			// Events commit in Seq order: none the webhook may see is still
+			// to come at or below latest.
+			adv.Upto = max(adv.Upto, latest)
+			return adv, nil
+		}
+	}
+	return adv, nil
+}
+
+// stepPage makes the deliveries of one page of w's events into adv;
+// done reports that the round's budget ran out before the page did.
+func (h *hookRunner) stepPage(ctx context.Context, w store.Webhook, cs []store.Change, cache map[renderKey][]byte, size *int, adv *store.Advance) (done bool, err error) {
 	a := w.Actor()
 	withContext := w.Selector.NeedsContext()
-	cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, w, fanOutPage, withContext)
-	if err != nil {
-		return store.Advance{}, err
-	}
-	if missed > w.Cursor {
-		owner, hook := h.label(w.ID)
-		h.missed.WithLabelValues(owner, hook).Add(float64(missed - w.Cursor))
-		h.s.opts.Logger.Warn("webhook: events were pruned before they were fanned out; the webhook missed them",
-			"webhook", w.ID, "after", w.Cursor, "through", missed)
-	}
-	adv := store.Advance{Webhook: w, Upto: max(w.Cursor, missed), Missed: missed}
 	for i := range cs {
 		c := &cs[i]
 		if *size >= maxRoundBytes {
-			return adv, nil // the rest in the next round
+			return true, nil // the rest in the next round
 		}
 		adv.Upto = c.Seq
 		var doc any
 		if withContext {
+			*size += len(c.Context) // read, whether or not the agent may match on it
 			if raw := c.ContextFor(a); raw != nil {
 				if doc, err = view.DecodeJSON(raw); err != nil {
 					doc = nil
@@ -385,19 +429,14 @@ func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, ca
 		body, ok := cache[key]
 		if !ok {
 			if body, err = h.render(ctx, w, c); err != nil {
-				return store.Advance{}, err
+				return true, err
 			}
 			cache[key] = body
 			*size += len(body)
 		}
 		adv.Deliveries = append(adv.Deliveries, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Body: body})
 	}
-	if len(cs) < fanOutPage {
-		// Events commit in Seq order: none the webhook may see is still
-		// to come at or below latest.
-		adv.Upto = max(adv.Upto, latest)
-	}
-	return adv, nil
+	return false, nil
 }
 
 // deliveryBody is the JSON body of a delivery.
