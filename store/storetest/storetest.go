@@ -81,6 +81,7 @@ func Run(t *testing.T, open Open) {
 		{"WebhookQueue", testWebhookQueue},
 		{"WebhookLease", testWebhookLease},
 		{"WebhookClaimants", testWebhookClaimants},
+		{"WebhookClaimFairness", testWebhookClaimFairness},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
