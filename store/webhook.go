@@ -318,18 +318,41 @@ type NewDelivery struct {
 	Event []byte // the Event as JSON: small, whatever the record's size
 }
 
-// DeliveryClaim is what ClaimDeliveries takes: at most Limit in all, and
-// for each webhook at most PerWebhook less those Busy here.
+// DeliveryClaim is what ClaimDeliveries takes: at most Limit in all, for
+// each webhook at most PerWebhook less those Busy here (at most 1 less
+// those Busy while it is failing), and when PerOwner is set, for each
+// owner's webhooks together at most PerOwner less those OwnerBusy here.
 type DeliveryClaim struct {
 	Limit      int
 	PerWebhook int
 	Busy       map[string]int
+	PerOwner   int
+	OwnerBusy  map[string]int
 	Lease      time.Duration
+}
+
+// Room is how many more deliveries of webhook the claim takes.
+func (c DeliveryClaim) Room(webhook string, failing bool) int {
+	limit := c.PerWebhook
+	if failing {
+		limit = min(limit, 1)
+	}
+	return limit - c.Busy[webhook]
+}
+
+// OwnerRoom is how many more deliveries of owner's webhooks the claim
+// takes.
+func (c DeliveryClaim) OwnerRoom(owner string) int {
+	if c.PerOwner <= 0 {
+		return c.Limit
+	}
+	return c.PerOwner - c.OwnerBusy[owner]
 }
 
 // ClaimedDelivery is a leased delivery with what it takes to send it.
 type ClaimedDelivery struct {
 	Delivery
+	OwnerID      string // the webhook's owner: the unit of fairness in claiming
 	URL          string
 	Keys         WebhookKeys
 	FailingSince time.Time // zero when not failing

@@ -33,6 +33,10 @@ func NewGaugeVec(o GaugeOpts, labels []string) *GaugeVec {
 // when new.
 func (g *GaugeVec) WithLabelValues(values ...string) *Gauge { return g.v.get(values) }
 
+// DeleteMatch drops every series whose label has value and says how
+// many, as CounterVec.DeleteMatch.
+func (g *GaugeVec) DeleteMatch(label, value string) int { return g.v.deleteMatch(label, value) }
+
 func (g *GaugeVec) names() []string { return []string{g.v.desc.name} }
 
 func (g *GaugeVec) collect(out []Family) []Family {

@@ -105,6 +105,11 @@ func NewCounterVec(o CounterOpts, labels []string) *CounterVec {
 // other than the vector's label count panics.
 func (c *CounterVec) WithLabelValues(values ...string) *Counter { return c.v.get(values) }
 
+// DeleteMatch drops every series whose label has value (a label value
+// that names something gone, such as a deleted webhook) and says how
+// many; the label must be one of the vector's.
+func (c *CounterVec) DeleteMatch(label, value string) int { return c.v.deleteMatch(label, value) }
+
 func (c *CounterVec) names() []string { return []string{c.v.desc.name} }
 
 func (c *CounterVec) collect(out []Family) []Family {
@@ -179,6 +184,10 @@ func NewHistogramVec(o HistogramOpts, labels []string) *HistogramVec {
 // WithLabelValues is the histogram of these label values, in the order of
 // the vector's label names; it is created empty when new.
 func (h *HistogramVec) WithLabelValues(values ...string) *Histogram { return h.v.get(values) }
+
+// DeleteMatch drops every series whose label has value and says how
+// many, as CounterVec.DeleteMatch.
+func (h *HistogramVec) DeleteMatch(label, value string) int { return h.v.deleteMatch(label, value) }
 
 func (h *HistogramVec) names() []string { return []string{h.v.desc.name} }
 
@@ -298,6 +307,28 @@ func (v *vec[T]) add(values []string) *T {
 	m := v.create()
 	v.series[h] = append(v.series[h], &entry[T]{values: clean, m: m})
 	return m
+}
+
+// deleteMatch drops every series whose label named label has value and
+// says how many; a later WithLabelValues starts such a series afresh.
+func (v *vec[T]) deleteMatch(label, value string) int {
+	k := slices.Index(v.desc.labels, label)
+	if k < 0 {
+		panic(fmt.Sprintf("metrics: %s: no label %q in %q", v.desc.name, label, v.desc.labels))
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := 0
+	for h, es := range v.series {
+		kept := slices.DeleteFunc(es, func(e *entry[T]) bool { return e.values[k] == value })
+		n += len(es) - len(kept)
+		if len(kept) == 0 {
+			delete(v.series, h)
+		} else {
+			v.series[h] = kept
+		}
+	}
+	return n
 }
 
 // family is the vector's series, labels sorted by name and series by

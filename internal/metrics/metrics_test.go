@@ -188,6 +188,48 @@ func TestFilter(t *testing.T) {
 	}
 }
 
+// TestDeleteMatch: the series with the label value are gone from the
+// scrape, others stay, a deleted series starts afresh at zero, and an
+// unknown label name panics.
+func TestDeleteMatch(t *testing.T) {
+	reg := metrics.NewRegistry()
+	c := metrics.NewCounterVec(metrics.CounterOpts{Name: "c_total", Help: "h"}, []string{"hook", "class"})
+	g := metrics.NewGaugeVec(metrics.GaugeOpts{Name: "g", Help: "h"}, []string{"hook"})
+	hv := metrics.NewHistogramVec(metrics.HistogramOpts{Name: "h_seconds", Help: "h", Buckets: []float64{1}}, []string{"hook"})
+	reg.MustRegister(c, g, hv)
+	for _, hook := range []string{"a", "b"} {
+		c.WithLabelValues(hook, "ok").Add(2)
+		c.WithLabelValues(hook, "timeout").Inc()
+		g.WithLabelValues(hook).Set(3)
+		hv.WithLabelValues(hook).Observe(0.5)
+	}
+	if n := c.DeleteMatch("hook", "a"); n != 2 {
+		t.Errorf("counter: deleted %d series, want 2", n)
+	}
+	if n := g.DeleteMatch("hook", "a"); n != 1 {
+		t.Errorf("gauge: deleted %d series, want 1", n)
+	}
+	if n := hv.DeleteMatch("hook", "a"); n != 1 {
+		t.Errorf("histogram: deleted %d series, want 1", n)
+	}
+	if n := c.DeleteMatch("hook", "zzz"); n != 0 {
+		t.Errorf("deleted %d series of an absent value", n)
+	}
+	out := text(reg)
+	if strings.Contains(out, `hook="a"`) || strings.Count(out, `hook="b"`) < 4 {
+		t.Errorf("after deleting hook a:\n%s", out)
+	}
+	if v := c.WithLabelValues("a", "ok").Value(); v != 0 {
+		t.Errorf("a deleted series came back at %v, want 0", v)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("DeleteMatch of an unknown label did not panic")
+		}
+	}()
+	c.DeleteMatch("nope", "a")
+}
+
 // TestCounterAdd: whole and fractional additions add up; a negative one
 // panics.
 func TestCounterAdd(t *testing.T) {

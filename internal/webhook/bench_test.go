@@ -142,7 +142,7 @@ func runLoad(b *testing.B, dur time.Duration, perMinute, slowN, deadN int) loadR
 		for ; sent < want; sent++ {
 			ep := sent % endpoints
 			body := fmt.Appendf(nil, `{"kind":"updated","seq":%d,"Committed":%d}`, sent, time.Now().UnixNano())
-			if err := q.Enqueue(Delivery{Endpoint: fmt.Sprint("ep", ep), URL: urls[ep], Message: Message{ID: fmt.Sprint("msg_", sent), Body: body, Secrets: []Secret{secret}}}); err != nil {
+			if err := q.Enqueue(Delivery{Endpoint: fmt.Sprint("ep", ep), Owner: fmt.Sprint("tenant", ep), URL: urls[ep], Message: Message{ID: fmt.Sprint("msg_", sent), Body: body, Secrets: []Secret{secret}}}); err != nil {
 				b.Fatal(err)
 			}
 			if isHealthy[ep] {

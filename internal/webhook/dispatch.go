@@ -23,6 +23,10 @@ type DispatcherOptions struct {
 	// holds at most PerEndpoint of the MaxInFlight slots.
 	MaxInFlight int
 	PerEndpoint int
+	// PerOwner bounds the attempts in flight for one owner's endpoints
+	// together (default a quarter of MaxInFlight, at least 1), so one
+	// tenant's many slow endpoints leave the other slots to the rest.
+	PerOwner int
 	// Backlog caps each endpoint's pending deliveries (default 10,000);
 	// the oldest beyond it are dead-lettered, and counted.
 	Backlog int
@@ -44,6 +48,7 @@ type Dispatcher struct {
 	mu       sync.Mutex
 	inFlight int
 	busy     map[string]int
+	owners   map[string]int // in flight by owner
 }
 
 // NewDispatcher is a dispatcher over q.
@@ -56,6 +61,9 @@ func NewDispatcher(q Queue, o DispatcherOptions) *Dispatcher {
 	}
 	if o.PerEndpoint <= 0 {
 		o.PerEndpoint = 4
+	}
+	if o.PerOwner <= 0 {
+		o.PerOwner = max(o.MaxInFlight/4, 1)
 	}
 	if o.Backlog <= 0 {
 		o.Backlog = 10_000
@@ -75,7 +83,7 @@ func NewDispatcher(q Queue, o DispatcherOptions) *Dispatcher {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Dispatcher{q: q, o: o, wake: make(chan struct{}, 1), busy: map[string]int{}}
+	return &Dispatcher{q: q, o: o, wake: make(chan struct{}, 1), busy: map[string]int{}, owners: map[string]int{}}
 }
 
 // Wake tells the dispatcher that deliveries may be due (an event just
@@ -130,11 +138,16 @@ func (d *Dispatcher) claim(ctx context.Context, wg *sync.WaitGroup) (full bool) 
 	for e, n := range d.busy {
 		busy[e] = n
 	}
+	owners := make(map[string]int, len(d.owners))
+	for o, n := range d.owners {
+		owners[o] = n
+	}
 	d.mu.Unlock()
 	if free <= 0 {
 		return false
 	}
-	batch, err := d.q.Due(ctx, Claim{Limit: free, PerEndpoint: d.o.PerEndpoint, Busy: busy})
+	batch, err := d.q.Due(ctx, Claim{Limit: free, PerEndpoint: d.o.PerEndpoint, Busy: busy,
+		PerOwner: d.o.PerOwner, OwnerBusy: owners})
 	if err != nil {
 		if ctx.Err() == nil {
 			d.o.Logger.Error("webhook: asking the queue for due deliveries", "err", err)
@@ -144,10 +157,15 @@ func (d *Dispatcher) claim(ctx context.Context, wg *sync.WaitGroup) (full bool) 
 	started := 0
 	for i, dl := range batch {
 		d.mu.Lock()
-		ok := i < free && d.inFlight < d.o.MaxInFlight && d.busy[dl.Endpoint] < d.o.PerEndpoint
+		limit := d.o.PerEndpoint
+		if !dl.FailingSince.IsZero() {
+			limit = 1
+		}
+		ok := i < free && d.inFlight < d.o.MaxInFlight && d.busy[dl.Endpoint] < limit && d.owners[dl.Owner] < d.o.PerOwner
 		if ok {
 			d.inFlight++
 			d.busy[dl.Endpoint]++
+			d.owners[dl.Owner]++
 		}
 		d.mu.Unlock()
 		if !ok {
@@ -172,6 +190,9 @@ func (d *Dispatcher) attempt(ctx context.Context, dl Delivery) {
 		d.inFlight--
 		if d.busy[dl.Endpoint]--; d.busy[dl.Endpoint] <= 0 {
 			delete(d.busy, dl.Endpoint)
+		}
+		if d.owners[dl.Owner]--; d.owners[dl.Owner] <= 0 {
+			delete(d.owners, dl.Owner)
 		}
 		d.mu.Unlock()
 		d.Wake() // a slot is free

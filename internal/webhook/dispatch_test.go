@@ -117,7 +117,7 @@ func enqueue(t *testing.T, q *MemQueue, endpoint, url string, secret Secret, n i
 	for i := range n {
 		id := fmt.Sprintf("msg_%s_%d", endpoint, i)
 		body := fmt.Sprintf(`{"kind":"created","seq":%d}`, i)
-		if err := q.Enqueue(Delivery{Endpoint: endpoint, URL: url, Message: Message{ID: id, Body: []byte(body), Secrets: []Secret{secret}}}); err != nil {
+		if err := q.Enqueue(Delivery{Endpoint: endpoint, Owner: "owner-" + endpoint, URL: url, Message: Message{ID: id, Body: []byte(body), Secrets: []Secret{secret}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,6 +222,51 @@ func TestSlowEndpointIsolated(t *testing.T) {
 	}
 	close(release)
 	waitFor(t, "the slow endpoint's deliveries", func() bool { return q.Pending() == 0 })
+}
+
+// TestSlowOwnerIsolated: one owner's many hanging endpoints hold at most
+// PerOwner slots, so another owner's delivery goes out while they hang.
+func TestSlowOwnerIsolated(t *testing.T) {
+	release := make(chan struct{})
+	var inFlight, most atomic.Int64
+	slow := newReceiver(t, false, func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		return true
+	})
+	fast := newReceiver(t, false, nil)
+	q := &MemQueue{}
+	for i := range 8 {
+		for j := range 4 {
+			if err := q.Enqueue(Delivery{Endpoint: fmt.Sprintf("slow%d", i), Owner: "tenant-slow", URL: slow.srv.URL,
+				Message: Message{ID: fmt.Sprintf("msg_slow%d_%d", i, j), Body: []byte(`{}`), Secrets: []Secret{slow.secret}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := q.Enqueue(Delivery{Endpoint: "fast", Owner: "tenant-fast", URL: fast.srv.URL,
+		Message: Message{ID: "msg_fast", Body: []byte(`{}`), Secrets: []Secret{fast.secret}}}); err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(ClientOptions{AllowPrivate: true, AllowHTTP: true, Timeout: 10 * time.Minute})
+	defer c.Close()
+	run(t, q, DispatcherOptions{Client: c, MaxInFlight: 8, PerEndpoint: 4, Poll: 10 * time.Millisecond}) // PerOwner: 8/4
+	waitFor(t, "the other owner's delivery", func() bool { return fast.got.Load() == 1 && q.Pending() == 32 })
+	if m := most.Load(); m > 2 {
+		t.Errorf("%d attempts in flight for one owner, want at most 2", m)
+	}
+	close(release)
+	waitFor(t, "the slow owner's deliveries", func() bool { return q.Pending() == 0 })
 }
 
 // TestStopReleases: stopping the dispatcher mid-attempt leaves the
@@ -358,6 +403,60 @@ func TestClaimBounds(t *testing.T) {
 	}
 	if per["a"] != 1 || per["b"] != 4 {
 		t.Fatalf("claimed %v, want a:1 b:4", per)
+	}
+}
+
+// TestClaimPerOwner: an owner's endpoints together get at most PerOwner
+// less those of its already in flight; other owners are not held back.
+func TestClaimPerOwner(t *testing.T) {
+	q := &MemQueue{}
+	for _, e := range []struct{ endpoint, owner string }{{"a", "x"}, {"b", "x"}, {"c", "y"}} {
+		for i := range 10 {
+			if err := q.Enqueue(Delivery{Endpoint: e.endpoint, Owner: e.owner, URL: "https://" + e.endpoint + ".example.com/",
+				Message: Message{ID: fmt.Sprintf("%s%d", e.endpoint, i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := q.Due(context.Background(), Claim{Limit: 100, PerEndpoint: 4, PerOwner: 5, OwnerBusy: map[string]int{"x": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for _, d := range got {
+		per[d.Owner]++
+	}
+	if per["x"] != 3 || per["y"] != 4 {
+		t.Fatalf("claimed %v, want x:3 y:4", per)
+	}
+}
+
+// TestClaimFailingEndpoint: while an endpoint is failing, one attempt at
+// most is in flight for it, whatever PerEndpoint says.
+func TestClaimFailingEndpoint(t *testing.T) {
+	ctx := context.Background()
+	q := &MemQueue{}
+	s, _ := NewSecret()
+	enqueue(t, q, "a", "https://a.example.com/", s, 10)
+	got, err := q.Due(ctx, Claim{Limit: 1, PerEndpoint: 4})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Due = %d, %v", len(got), err)
+	}
+	if err := q.Retry(ctx, got[0], Attempt{Start: time.Now(), Class: ClassStatus, Status: 500}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got, err = q.Due(ctx, Claim{Limit: 100, PerEndpoint: 4})
+	if err != nil || len(got) != 1 || got[0].FailingSince.IsZero() {
+		t.Fatalf("failing endpoint: claimed %d (%v), want 1 with FailingSince", len(got), err)
+	}
+	if more, err := q.Due(ctx, Claim{Limit: 100, PerEndpoint: 4, Busy: map[string]int{"a": 1}}); err != nil || len(more) != 0 {
+		t.Fatalf("failing endpoint with one in flight: claimed %d more (%v), want 0", len(more), err)
+	}
+	if err := q.Done(ctx, got[0], Attempt{Start: time.Now(), Class: ClassOK, Status: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := q.Due(ctx, Claim{Limit: 100, PerEndpoint: 4}); err != nil || len(got) != 4 {
+		t.Fatalf("recovered endpoint: claimed %d (%v), want 4", len(got), err)
 	}
 }
 

@@ -148,13 +148,16 @@ func (q *MemQueue) Due(ctx context.Context, c Claim) ([]Delivery, error) {
 		lease = time.Minute
 	}
 	// Oldest due first across endpoints, as an ORDER BY due_at would.
-	taken := map[string]int{}
+	taken, ownerTaken := map[string]int{}, map[string]int{}
 	var out []Delivery
 	for len(out) < c.Limit {
 		var best *memEndpoint
 		var bestID string
 		for id, e := range q.endpoints {
-			if e.paused != "" || e.due.Len() == 0 || e.due[0].at.After(now) || taken[id] >= c.Room(id) {
+			if e.paused != "" || e.due.Len() == 0 || e.due[0].at.After(now) || taken[id] >= c.Room(id, !e.failingSince.IsZero()) {
+				continue
+			}
+			if owner := e.due[0].d.Owner; ownerTaken[owner] >= c.OwnerRoom(owner) {
 				continue
 			}
 			if best == nil || e.due[0].at.Before(best.due[0].at) ||
@@ -172,6 +175,7 @@ func (q *MemQueue) Due(ctx context.Context, c Claim) ([]Delivery, error) {
 		it.until = now.Add(lease)
 		q.leased[it.d.ID] = it
 		taken[bestID]++
+		ownerTaken[it.d.Owner]++
 		out = append(out, it.d)
 	}
 	return out, nil

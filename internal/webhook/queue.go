@@ -10,6 +10,9 @@ import (
 type Delivery struct {
 	ID       string // the delivery's key in its queue
 	Endpoint string // the endpoint's id: the unit of fairness, backlog and pausing
+	// Owner is whose endpoint it is: the unit of fairness between
+	// tenants (at most Claim.PerOwner in flight for one owner).
+	Owner    string
 	URL      string
 	Message  Message   // Message.ID is the webhook-id, the same for every attempt
 	FirstDue time.Time // when its event committed; the retry horizon counts from here
@@ -28,10 +31,32 @@ type Claim struct {
 	Limit       int            // at most this many deliveries in all
 	PerEndpoint int            // at most this many in flight for one endpoint…
 	Busy        map[string]int // …counting those already in flight here
+	// PerOwner bounds the deliveries in flight for one owner's endpoints
+	// together, counting OwnerBusy; 0 means no bound. It keeps one
+	// tenant's many slow endpoints from holding every slot.
+	PerOwner  int
+	OwnerBusy map[string]int
 }
 
-// Room is how many more deliveries of endpoint the claim takes.
-func (c Claim) Room(endpoint string) int { return c.PerEndpoint - c.Busy[endpoint] }
+// Room is how many more deliveries of endpoint the claim takes: while
+// the endpoint is failing, one in flight at most (a failing receiver is
+// probed, not flooded).
+func (c Claim) Room(endpoint string, failing bool) int {
+	limit := c.PerEndpoint
+	if failing {
+		limit = min(limit, 1)
+	}
+	return limit - c.Busy[endpoint]
+}
+
+// OwnerRoom is how many more deliveries of owner's endpoints the claim
+// takes; unbounded when PerOwner is 0.
+func (c Claim) OwnerRoom(owner string) int {
+	if c.PerOwner <= 0 {
+		return c.Limit
+	}
+	return c.PerOwner - c.OwnerBusy[owner]
+}
 
 // Backlog is an endpoint's pending deliveries after a Trim.
 type Backlog struct {

@@ -475,7 +475,9 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 }
 
 // ClaimDeliveries implements store.Webhooks: the due deliveries of each
-// webhook are ranked (at most PerWebhook each) without locks, then those
+// webhook are ranked (at most PerWebhook each) without locks, those
+// within the room of their webhook (1 while failing) and of their owner
+// are chosen, oldest due first, then those
 // chosen are leased with FOR UPDATE SKIP LOCKED, which checks each again
 // under its lock: one another replica leased in between is skipped.
 func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]store.ClaimedDelivery, error) {
@@ -487,25 +489,29 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 		now := d.stamp()
 		// Per webhook, its first PerWebhook due deliveries (an index
 		// range each), so a long backlog of one is never scanned whole.
-		rows, err := conn.Query(ctx, `SELECT d.id, d.webhook_id FROM webhooks w CROSS JOIN LATERAL (
+		rows, err := conn.Query(ctx, `SELECT d.id, d.webhook_id, w.owner_id, w.failing_since FROM webhooks w CROSS JOIN LATERAL (
 			SELECT x.id, x.webhook_id, x.next_at FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending'
 			AND x.next_at <= $1 AND x.lease_until <= $1 ORDER BY x.next_at, x.id LIMIT $2) d
 			WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`, micro(now), c.PerWebhook)
 		if err != nil {
 			return err
 		}
-		taken := map[string]int{}
+		taken, ownerTaken := map[string]int{}, map[string]int{}
 		var ids []string
 		for rows.Next() && len(ids) < c.Limit {
-			var id, hook string
-			if err := rows.Scan(&id, &hook); err != nil {
+			var (
+				id, hook, owner string
+				failing         int64
+			)
+			if err := rows.Scan(&id, &hook, &owner, &failing); err != nil {
 				rows.Close()
 				return err
 			}
-			if taken[hook] >= c.PerWebhook-c.Busy[hook] {
+			if taken[hook] >= c.Room(hook, failing != 0) || ownerTaken[owner] >= c.OwnerRoom(owner) {
 				continue
 			}
 			taken[hook]++
+			ownerTaken[owner]++
 			ids = append(ids, id)
 		}
 		rows.Close()
@@ -524,7 +530,7 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 			FROM webhooks w WHERE w.id = d.webhook_id AND d.id IN (
 				SELECT id FROM webhook_deliveries WHERE id = ANY($3) AND status = 'pending' AND lease_until <= $4 FOR UPDATE SKIP LOCKED)
 			RETURNING d.id, d.webhook_id, d.seq, d.kind, d.status, d.attempts, d.first_due, d.next_at, d.reason, d.created_at, d.updated_at,
-				d.body, w.url, w.secret, w.prev_secret, w.prev_until, w.failing_since, w.owner_id, w.agent_id, w.curator, w.payload,
+				d.body, w.owner_id, w.url, w.secret, w.prev_secret, w.prev_until, w.failing_since, w.agent_id, w.curator, w.payload,
 				w.token_id, w.token_issued`,
 			tok.String(), micro(now.Add(lease)), ids, micro(now))
 		if err != nil {
@@ -539,13 +545,13 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 				payload        string
 				body           []byte
 			)
-			cd.Delivery, err = scanDelivery(rows, &body, &cd.URL, &cd.Keys.Current, &cd.Keys.Previous, &until, &failing,
-				&cd.Hook.OwnerID, &cd.Hook.AgentID, &cd.Hook.Curator, &payload, &cd.Hook.TokenID, &issued)
+			cd.Delivery, err = scanDelivery(rows, &body, &cd.OwnerID, &cd.URL, &cd.Keys.Current, &cd.Keys.Previous, &until, &failing,
+				&cd.Hook.AgentID, &cd.Hook.Curator, &payload, &cd.Hook.TokenID, &issued)
 			if err != nil {
 				return err
 			}
 			cd.Body = body
-			cd.Hook.ID, cd.Hook.Payload, cd.Hook.TokenIssued = cd.WebhookID, store.WebhookPayload(payload), fromMicro(issued)
+			cd.Hook.ID, cd.Hook.OwnerID, cd.Hook.Payload, cd.Hook.TokenIssued = cd.WebhookID, cd.OwnerID, store.WebhookPayload(payload), fromMicro(issued)
 			cd.Keys.PreviousUntil, cd.FailingSince, cd.Lease = fromMicro(until), fromMicro(failing), tok.String()
 			out = append(out, cd)
 		}

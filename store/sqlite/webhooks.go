@@ -507,6 +507,7 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 }
 
 type webhookTarget struct {
+	owner   string
 	url     string
 	keys    store.WebhookKeys
 	failing time.Time
@@ -515,7 +516,8 @@ type webhookTarget struct {
 
 // ClaimDeliveries implements store.Webhooks: one immediate transaction
 // ranks the due deliveries of each webhook (at most PerWebhook each),
-// takes the oldest due within the claim and leases them.
+// takes the oldest due within the room of its webhook (1 while failing)
+// and of its owner, and leases them.
 func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]store.ClaimedDelivery, error) {
 	if c.Limit <= 0 || c.PerWebhook <= 0 {
 		return nil, nil
@@ -525,25 +527,29 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 		now := d.stamp()
 		// Per webhook, its first PerWebhook due deliveries (an index
 		// range each), so a long backlog of one is never scanned whole.
-		rows, err := tx.QueryContext(ctx, `SELECT d.id, d.webhook_id FROM webhooks w JOIN webhook_deliveries d ON d.id IN (
+		rows, err := tx.QueryContext(ctx, `SELECT d.id, d.webhook_id, w.owner_id, w.failing_since FROM webhooks w JOIN webhook_deliveries d ON d.id IN (
 			SELECT x.id FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending' AND x.next_at <= ?1
 			AND x.lease_until <= ?1 ORDER BY x.next_at, x.id LIMIT ?2)
 			WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`, micro(now), c.PerWebhook)
 		if err != nil {
 			return err
 		}
-		taken := map[string]int{}
+		taken, ownerTaken := map[string]int{}, map[string]int{}
 		var ids, hooks []string
 		for rows.Next() && len(ids) < c.Limit {
-			var id, hook string
-			if err := rows.Scan(&id, &hook); err != nil {
+			var (
+				id, hook, owner string
+				failing         int64
+			)
+			if err := rows.Scan(&id, &hook, &owner, &failing); err != nil {
 				rows.Close()
 				return err
 			}
-			if taken[hook] >= c.PerWebhook-c.Busy[hook] {
+			if taken[hook] >= c.Room(hook, failing != 0) || ownerTaken[owner] >= c.OwnerRoom(owner) {
 				continue
 			}
 			taken[hook]++
+			ownerTaken[owner]++
 			ids, hooks = append(ids, id), append(hooks, hook)
 		}
 		rows.Close()
@@ -562,14 +568,14 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 				issued  int64
 				payload string
 			)
-			if err := tx.QueryRowContext(ctx, `SELECT url, secret, prev_secret, prev_until, failing_since, owner_id, agent_id, curator,
+			if err := tx.QueryRowContext(ctx, `SELECT owner_id, url, secret, prev_secret, prev_until, failing_since, agent_id, curator,
 				payload, token_id, token_issued FROM webhooks WHERE id = ?`, h).
-				Scan(&t.url, &t.keys.Current, &t.keys.Previous, &until, &failing, &t.hook.OwnerID, &t.hook.AgentID, &t.hook.Curator,
+				Scan(&t.owner, &t.url, &t.keys.Current, &t.keys.Previous, &until, &failing, &t.hook.AgentID, &t.hook.Curator,
 					&payload, &t.hook.TokenID, &issued); err != nil {
 				return err
 			}
 			t.keys.PreviousUntil, t.failing = fromMicro(until), fromMicro(failing)
-			t.hook.ID, t.hook.Payload, t.hook.TokenIssued = h, store.WebhookPayload(payload), fromMicro(issued)
+			t.hook.ID, t.hook.OwnerID, t.hook.Payload, t.hook.TokenIssued = h, t.owner, store.WebhookPayload(payload), fromMicro(issued)
 			targets[h] = &t
 		}
 		lease := c.Lease
@@ -589,8 +595,8 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 			}
 			dl.Body = body
 			t := targets[hooks[i]]
-			out = append(out, store.ClaimedDelivery{Delivery: dl, URL: t.url, Keys: t.keys, FailingSince: t.failing, Lease: tok.String(),
-				Hook: t.hook})
+			out = append(out, store.ClaimedDelivery{Delivery: dl, OwnerID: t.owner, URL: t.url, Keys: t.keys, FailingSince: t.failing,
+				Lease: tok.String(), Hook: t.hook})
 		}
 		return nil
 	})

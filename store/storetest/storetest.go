@@ -82,6 +82,7 @@ func Run(t *testing.T, open Open) {
 		{"WebhookBinding", testWebhookBinding},
 		{"WebhookLease", testWebhookLease},
 		{"WebhookClaimants", testWebhookClaimants},
+		{"WebhookClaimFairness", testWebhookClaimFairness},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

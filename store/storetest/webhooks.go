@@ -360,6 +360,92 @@ func testWebhookLease(t *testing.T, s store.Store) {
 	}
 }
 
+// testWebhookClaimFairness: an owner's webhooks together get at most
+// PerOwner less those in flight, other owners are not held back, a
+// claimed delivery carries its owner, and a failing webhook gets one
+// attempt in flight at most.
+func testWebhookClaimFairness(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	alice := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	mallory := store.Actor{OwnerID: "evil", AgentID: "mallory"}
+	var evil []store.Webhook
+	for range 3 {
+		w, _ := newHook(t, s, mallory, `{}`)
+		evil = append(evil, w)
+	}
+	good, _ := newHook(t, s, alice, `{}`)
+	for i := range 10 {
+		create(t, s, mallory, crumb(fmt.Sprint("m", i)))
+	}
+	for i := range 10 {
+		create(t, s, alice, crumb(fmt.Sprint("a", i)))
+	}
+	for _, w := range evil {
+		fanOut(t, s, mallory, w)
+	}
+	fanOut(t, s, alice, good)
+	// mallory's deliveries are the oldest due: without the owner bound
+	// they would fill the claim.
+	c, err := s.ClaimDeliveries(ctx, store.DeliveryClaim{Limit: 10, PerWebhook: 4, PerOwner: 5,
+		OwnerBusy: map[string]int{"evil": 2}, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for _, d := range c {
+		per[d.OwnerID]++
+	}
+	if per["evil"] != 3 || per["acme"] != 4 || len(per) != 2 {
+		t.Fatalf("claimed per owner %v, want evil:3 acme:4", per)
+	}
+	for _, d := range c {
+		if d.WebhookID == good.ID && d.OwnerID != "acme" {
+			t.Fatalf("alice's delivery carries owner %q", d.OwnerID)
+		}
+	}
+	// One of alice's fails: her webhook is failing, one in flight at most.
+	var first store.ClaimedDelivery
+	for _, d := range c {
+		if d.WebhookID == good.ID {
+			if first.ID == "" {
+				first = d
+				if err := settleOne(s, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryPending, NextAt: time.Now(),
+					Attempted: true, Failed: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+		}
+		if err := settleOne(s, store.Settle{DeliveryID: d.ID, Lease: d.Lease, Status: store.DeliveryPending}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err = s.ClaimDeliveries(ctx, store.DeliveryClaim{Limit: 100, PerWebhook: 4, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per = map[string]int{}
+	for _, d := range c {
+		per[d.WebhookID]++
+		if d.WebhookID == good.ID && d.FailingSince.IsZero() {
+			t.Errorf("a failing webhook's delivery has no FailingSince")
+		}
+	}
+	if per[good.ID] != 1 || len(c) != 13 {
+		t.Fatalf("failing webhook: %d claimed (of %d in all), want 1 (of 13)", per[good.ID], len(c))
+	}
+	if c2, err := s.ClaimDeliveries(ctx, store.DeliveryClaim{Limit: 100, PerWebhook: 4, Busy: map[string]int{good.ID: 1},
+		Lease: time.Minute}); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, d := range c2 {
+			if d.WebhookID == good.ID {
+				t.Fatalf("failing webhook with one in flight: claimed another")
+			}
+		}
+	}
+}
+
 // testWebhookClaimants: claimants racing never hold the same delivery,
 // and the per-webhook bound holds; Trim dead-letters the oldest.
 func testWebhookClaimants(t *testing.T, s store.Store) {

@@ -83,6 +83,10 @@ Flags:
                      at most --webhook-per-endpoint N (default 4) for one
                      webhook (env CTXKIT_WEBHOOK_IN_FLIGHT,
                      env CTXKIT_WEBHOOK_PER_ENDPOINT)
+  --webhook-per-owner N  attempts in flight for one owner's webhooks
+                     together (default a quarter of --webhook-in-flight),
+                     so one tenant's slow receivers leave the rest room
+                     (env CTXKIT_WEBHOOK_PER_OWNER)
   --webhook-backlog N  pending deliveries kept per webhook (default 10000);
                      the oldest beyond are dead-lettered (env CTXKIT_WEBHOOK_BACKLOG)
 
@@ -131,11 +135,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	hookRetryFor := fs.Duration("webhook-retry-for", 24*time.Hour, "")
 	hookInFlight := fs.Int("webhook-in-flight", 256, "")
 	hookPerEndpoint := fs.Int("webhook-per-endpoint", 4, "")
+	hookPerOwner := fs.Int("webhook-per-owner", 0, "")
 	hookBacklog := fs.Int("webhook-backlog", 10_000, "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := checkWebhookFlags(*hookTimeout, *hookRetryFor, *hookInFlight, *hookPerEndpoint, *hookBacklog); err != nil {
+	if err := checkWebhookFlags(*hookTimeout, *hookRetryFor, *hookInFlight, *hookPerEndpoint, *hookPerOwner, *hookBacklog); err != nil {
 		return err
 	}
 	for i, w := range workspaces {
@@ -260,7 +265,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		Workspaces: workspaces, ViewMemory: int64(viewMemory),
 		Webhooks: server.WebhookOptions{AllowPrivate: *hookPrivate, Timeout: *hookTimeout,
 			Policy:      webhook.Policy{Horizon: *hookRetryFor, PauseAfter: *hookRetryFor},
-			MaxInFlight: *hookInFlight, PerEndpoint: *hookPerEndpoint, Backlog: *hookBacklog,
+			MaxInFlight: *hookInFlight, PerEndpoint: *hookPerEndpoint, PerOwner: *hookPerOwner, Backlog: *hookBacklog,
 			// A replica that dies mid-attempt holds its deliveries this
 			// long; an attempt ends within the timeout.
 			Lease: max(10*time.Second, 3*(*hookTimeout))}})
@@ -541,7 +546,7 @@ func shellQuote(p string) string {
 
 // checkWebhookFlags refuses webhook knobs that cannot work, naming the
 // flag.
-func checkWebhookFlags(timeout, retryFor time.Duration, inFlight, perEndpoint, backlog int) error {
+func checkWebhookFlags(timeout, retryFor time.Duration, inFlight, perEndpoint, perOwner, backlog int) error {
 	switch {
 	case timeout <= 0 || timeout > 5*time.Minute:
 		return usagef("--webhook-timeout %s: use more than 0 and at most 5m", timeout)
@@ -551,6 +556,8 @@ func checkWebhookFlags(timeout, retryFor time.Duration, inFlight, perEndpoint, b
 		return usagef("--webhook-in-flight %d: use 1 to 10000", inFlight)
 	case perEndpoint < 1 || perEndpoint > inFlight:
 		return usagef("--webhook-per-endpoint %d: use 1 to --webhook-in-flight (%d)", perEndpoint, inFlight)
+	case perOwner < 0 || perOwner > inFlight:
+		return usagef("--webhook-per-owner %d: use 1 to --webhook-in-flight (%d), or 0 for a quarter of it", perOwner, inFlight)
 	case backlog < 1 || backlog > 10_000_000:
 		return usagef("--webhook-backlog %d: use 1 to 10000000", backlog)
 	}

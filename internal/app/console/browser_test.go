@@ -302,12 +302,14 @@ func (tb *tab) do(steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// until waits for a JavaScript condition to hold.
+// until waits for a JavaScript condition to hold. A condition that
+// throws (an element not there yet, while a page is redrawn) does not
+// hold yet; it must not end the polling.
 func (tb *tab) until(js string) {
 	tb.t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, 2*wait)
 	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("!!("+js+")", chromedp.WithPollingTimeout(wait), chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("(() => { try { return !!("+js+") } catch { return false } })()", chromedp.WithPollingTimeout(wait), chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
 		page, _ := eval[string](tb, `document.querySelector("main") ? document.querySelector("main").innerText.slice(0, 2000) : ""`)
 		tb.t.Fatalf("waiting for %s: %v\nthe page says:\n%s", js, err, page)
 	}

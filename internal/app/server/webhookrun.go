@@ -25,9 +25,13 @@ type WebhookOptions struct {
 	Timeout      time.Duration  // per attempt; default 10 s
 	Policy       webhook.Policy // retry horizon, backoff, pause after failing (24 h)
 	// MaxInFlight bounds attempts in flight on this replica (default 64),
-	// PerEndpoint those for one webhook (default 4).
+	// PerEndpoint those for one webhook (default 4; 1 while it is
+	// failing), PerOwner those for one owner's webhooks together (default
+	// a quarter of MaxInFlight), so one tenant's slow receivers leave
+	// the other slots to the rest.
 	MaxInFlight int
 	PerEndpoint int
+	PerOwner    int
 	// Backlog caps each webhook's pending deliveries (default 10,000): the
 	// oldest beyond it are dead-lettered, and counted.
 	Backlog int
@@ -41,14 +45,29 @@ type WebhookOptions struct {
 	Rand func() float64 // jitter draws; default math/rand/v2
 }
 
-// fanOutPage is how many events one read of a webhook's backlog takes.
+// fanOutPage is how many events one step takes of a webhook's backlog.
 const fanOutPage = 256
 
-// maxEndpointSeries bounds the webhook label values of the delivery
-// metrics: the first webhooks this process delivers for get a series of
-// their own, any beyond are summed under "other". Label values live as
-// long as the process, and webhooks can be created and deleted at will.
-const maxEndpointSeries = 100
+// fanOutContextBytes bounds the contexts one read of a webhook's events
+// holds: a selector with context conditions reads each event's context
+// (up to store.MaxContextBytes each), so such a webhook's step reads its
+// events contextPage at a time. The contexts read count in the round's
+// budget too.
+const (
+	fanOutContextBytes = 8 << 20
+	contextPage        = max(1, fanOutContextBytes/store.MaxContextBytes)
+)
+
+// Label values of the delivery metrics are bounded per owner, so one
+// tenant cannot take every series: an owner's first maxHookSeriesPerOwner
+// webhooks get a series of their own, the rest are summed under the
+// owner's "other" (which its curators read as theirs); owners beyond
+// maxHookOwners are summed under owner "other", which nobody reads. A
+// deleted webhook gives its slot back and its series are dropped.
+const (
+	maxHookSeriesPerOwner = 10
+	maxHookOwners         = 100
+)
 
 // hookRunner fans events out to webhooks and runs their deliveries.
 type hookRunner struct {
@@ -63,8 +82,9 @@ type hookRunner struct {
 	disp *webhook.Dispatcher // while RunWebhooks runs
 
 	labelsMu sync.Mutex
-	labels   map[string][2]string // webhook id → owner, webhook labels
-	owners   sync.Map             // webhook id → owner
+	labels   map[string][2]string // webhook id → owner, webhook labels; only webhooks with a series of their own
+	labelled map[string]int       // owner → its webhooks in labels
+	owners   sync.Map             // webhook id → owner, of the webhooks that exist
 
 	attempts *metric.CounterVec
 	latency  *metric.HistogramVec
@@ -83,10 +103,10 @@ func newHookRunner(s *Server, o WebhookOptions) *hookRunner {
 		o.Poll = 250 * time.Millisecond
 	}
 	h := &hookRunner{
-		s: s, o: o, fanout: make(chan struct{}, 1), labels: map[string][2]string{}, settles: make(chan settleReq, maxSettleGroup),
+		s: s, o: o, fanout: make(chan struct{}, 1), labels: map[string][2]string{}, labelled: map[string]int{}, settles: make(chan settleReq, maxSettleGroup),
 		client: webhook.NewClient(webhook.ClientOptions{AllowPrivate: o.AllowPrivate, AllowHTTP: o.AllowPrivate, Timeout: o.Timeout}),
 		attempts: metric.NewCounterVec(metric.CounterOpts{Name: "ctxkit_webhook_attempts_total",
-			Help: "Webhook delivery attempts by owner, webhook (the first 100; the rest as other), class and outcome (delivered, retry, dead)."},
+			Help: "Webhook delivery attempts by owner, webhook (10 per owner; the rest as other), class and outcome (delivered, retry, dead)."},
 			[]string{"owner", "webhook", "class", "outcome"}),
 		latency: metric.NewHistogramVec(metric.HistogramOpts{Name: "ctxkit_webhook_attempt_duration_seconds",
 			Help: "Webhook delivery attempt latency by owner and webhook.", Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}},
@@ -106,7 +126,9 @@ func newHookRunner(s *Server, o WebhookOptions) *hookRunner {
 	return h
 }
 
-// label is the owner and webhook label values of a webhook's series.
+// label is the owner and webhook label values of a webhook's series: its
+// own while its owner has a slot free, else its owner's "other"; a
+// webhook not known to exist (deleted since) is summed under "other".
 func (h *hookRunner) label(id string) (owner, hook string) {
 	h.labelsMu.Lock()
 	defer h.labelsMu.Unlock()
@@ -115,12 +137,60 @@ func (h *hookRunner) label(id string) (owner, hook string) {
 	}
 	o, _ := h.owners.Load(id)
 	owner, _ = o.(string)
-	l := [2]string{"other", "other"}
-	if len(h.labels) < maxEndpointSeries && owner != "" {
-		l = [2]string{owner, id}
-		h.labels[id] = l
+	n, present := h.labelled[owner]
+	switch {
+	case owner == "" || owner == "other" || (!present && len(h.labelled) >= maxHookOwners):
+		return "other", "other"
+	case n >= maxHookSeriesPerOwner:
+		return owner, "other"
 	}
-	return l[0], l[1]
+	h.labels[id] = [2]string{owner, id}
+	h.labelled[owner]++
+	return owner, id
+}
+
+// retain notes the webhooks that exist (hooks is all of them) and forgets
+// those deleted, here or on another replica: their label slots are given
+// back and their series dropped, and an owner left without webhooks
+// loses its "other" series too.
+func (h *hookRunner) retain(hooks []store.Webhook) {
+	live, liveOwners := make(map[string]bool, len(hooks)), map[string]bool{}
+	for _, w := range hooks {
+		h.owners.Store(w.ID, w.OwnerID)
+		live[w.ID], liveOwners[w.OwnerID] = true, true
+	}
+	h.owners.Range(func(k, _ any) bool {
+		if !live[k.(string)] {
+			h.owners.Delete(k)
+		}
+		return true
+	})
+	h.labelsMu.Lock()
+	defer h.labelsMu.Unlock()
+	for id, l := range h.labels {
+		if live[id] {
+			continue
+		}
+		delete(h.labels, id)
+		if h.labelled[l[0]]--; h.labelled[l[0]] <= 0 {
+			delete(h.labelled, l[0])
+		}
+		h.dropSeries("webhook", id)
+		if !liveOwners[l[0]] {
+			h.dropSeries("owner", l[0])
+		}
+	}
+}
+
+// dropSeries drops every webhook series whose label has value.
+func (h *hookRunner) dropSeries(label, value string) {
+	h.attempts.DeleteMatch(label, value)
+	h.latency.DeleteMatch(label, value)
+	h.backlog.DeleteMatch(label, value)
+	h.oldest.DeleteMatch(label, value)
+	h.trimmed.DeleteMatch(label, value)
+	h.paused.DeleteMatch(label, value)
+	h.missed.DeleteMatch(label, value)
 }
 
 func (h *hookRunner) wakeFanOut() {
@@ -149,7 +219,7 @@ func (s *Server) RunWebhooks(ctx context.Context) error {
 	h := s.hooks
 	d := webhook.NewDispatcher(storeQueue{h}, webhook.DispatcherOptions{
 		Client: h.client, Policy: h.o.Policy, Metrics: hookMetrics{h}, Logger: s.opts.Logger,
-		MaxInFlight: h.o.MaxInFlight, PerEndpoint: h.o.PerEndpoint, Backlog: h.o.Backlog, Now: s.opts.Now, Rand: h.o.Rand,
+		MaxInFlight: h.o.MaxInFlight, PerEndpoint: h.o.PerEndpoint, PerOwner: h.o.PerOwner, Backlog: h.o.Backlog, Now: s.opts.Now, Rand: h.o.Rand,
 		// Retries come due without a wake: look for them as often as for events.
 		Poll: h.o.Poll,
 	})
@@ -255,13 +325,13 @@ func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 		if err != nil {
 			return made, err
 		}
+		h.retain(hooks)
 		cache, size := map[int64][]byte{}, 0
 		var (
 			advs []store.Advance
 			errs []error
 		)
 		for _, w := range hooks {
-			h.owners.Store(w.ID, w.OwnerID)
 			if w.Cursor >= latest || size >= maxRoundBytes {
 				continue
 			}
@@ -311,32 +381,66 @@ func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 	}
 }
 
-// step reads one page of w's events after its cursor and makes the
+// step reads up to fanOutPage of w's events after its cursor (in pages
+// of contextPage when its selector reads contexts) and makes the
 // deliveries its selector passes, as its agent sees them.
 // cache holds the events (JSON) read this round, by seq: webhooks share
 // them.
 func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, cache map[int64][]byte, size *int) (store.Advance, error) {
+	withContext := w.Selector.NeedsContext()
+	page := fanOutPage
+	if withContext {
+		page = contextPage
+	}
+	adv := store.Advance{Webhook: w, Upto: w.Cursor}
+	for read := 0; read < fanOutPage; {
+		at := w
+		at.Cursor = adv.Upto
+		n := min(page, fanOutPage-read)
+		cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, at, n, withContext)
+		if err != nil {
+			return store.Advance{}, err
+		}
+		if missed > at.Cursor {
+			owner, hook := h.label(w.ID)
+			h.missed.WithLabelValues(owner, hook).Add(float64(missed - at.Cursor))
+			h.s.opts.Logger.Warn("webhook: events were pruned before they were fanned out; the webhook missed them",
+				"webhook", w.ID, "after", at.Cursor, "through", missed)
+			adv.Upto = missed
+		}
+		adv.Missed = max(adv.Missed, missed)
+		done, err := h.stepPage(ctx, w, cs, cache, size, &adv)
+		if err != nil {
+			return store.Advance{}, err
+		}
+		if done {
+			return adv, nil
+		}
+		read += len(cs)
+		if len(cs) < n {
+			// Events commit in Seq order: none the webhook may see is still
+			// to come at or below latest.
+			adv.Upto = max(adv.Upto, latest)
+			return adv, nil
+		}
+	}
+	return adv, nil
+}
+
+// stepPage makes the deliveries of one page of w's events into adv;
+// done reports that the round's budget ran out before the page did.
+func (h *hookRunner) stepPage(ctx context.Context, w store.Webhook, cs []store.Change, cache map[int64][]byte, size *int, adv *store.Advance) (done bool, err error) {
 	a := w.Actor()
 	withContext := w.Selector.NeedsContext()
-	cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, w, fanOutPage, withContext)
-	if err != nil {
-		return store.Advance{}, err
-	}
-	if missed > w.Cursor {
-		owner, hook := h.label(w.ID)
-		h.missed.WithLabelValues(owner, hook).Add(float64(missed - w.Cursor))
-		h.s.opts.Logger.Warn("webhook: events were pruned before they were fanned out; the webhook missed them",
-			"webhook", w.ID, "after", w.Cursor, "through", missed)
-	}
-	adv := store.Advance{Webhook: w, Upto: max(w.Cursor, missed), Missed: missed}
 	for i := range cs {
 		c := &cs[i]
 		if *size >= maxRoundBytes {
-			return adv, nil // the rest in the next round
+			return true, nil // the rest in the next round
 		}
 		adv.Upto = c.Seq
 		var doc any
 		if withContext {
+			*size += len(c.Context) // read, whether or not the agent may match on it
 			if raw := c.ContextFor(a); raw != nil {
 				if doc, err = view.DecodeJSON(raw); err != nil {
 					doc = nil
@@ -349,19 +453,14 @@ func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, ca
 		ev, ok := cache[c.Seq]
 		if !ok {
 			if ev, err = json.Marshal(c.Event); err != nil {
-				return store.Advance{}, err
+				return true, err
 			}
 			cache[c.Seq] = ev
 			*size += len(ev)
 		}
 		adv.Deliveries = append(adv.Deliveries, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Event: ev})
 	}
-	if len(cs) < fanOutPage {
-		// Events commit in Seq order: none the webhook may see is still
-		// to come at or below latest.
-		adv.Upto = max(adv.Upto, latest)
-	}
-	return adv, nil
+	return false, nil
 }
 
 // deliveryBody is the JSON body of a delivery.
@@ -482,7 +581,8 @@ func leaseLost(err error) error {
 
 // Due implements webhook.Queue.
 func (q storeQueue) Due(ctx context.Context, c webhook.Claim) ([]webhook.Delivery, error) {
-	cds, err := q.h.s.opts.Store.ClaimDeliveries(ctx, store.DeliveryClaim{Limit: c.Limit, PerWebhook: c.PerEndpoint, Busy: c.Busy, Lease: q.h.o.Lease})
+	cds, err := q.h.s.opts.Store.ClaimDeliveries(ctx, store.DeliveryClaim{Limit: c.Limit, PerWebhook: c.PerEndpoint, Busy: c.Busy,
+		PerOwner: c.PerOwner, OwnerBusy: c.OwnerBusy, Lease: q.h.o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -540,7 +640,7 @@ func (q storeQueue) Due(ctx context.Context, c webhook.Claim) ([]webhook.Deliver
 				Reason: "the webhook's stored secret is unreadable: rotate it"}})
 			continue
 		}
-		out = append(out, webhook.Delivery{ID: cd.ID, Endpoint: cd.WebhookID, URL: cd.URL,
+		out = append(out, webhook.Delivery{ID: cd.ID, Endpoint: cd.WebhookID, Owner: cd.OwnerID, URL: cd.URL,
 			Message:  webhook.Message{ID: cd.ID, Body: body, Secrets: ring.Active(now)},
 			FirstDue: cd.FirstDue, Attempts: cd.Attempts, FailingSince: cd.FailingSince, Lease: cd.Lease})
 	}

@@ -577,17 +577,6 @@ func TestWebhookBadInput(t *testing.T) {
 	}
 }
 
-// countFor counts the requests rc got whose body holds s.
-func countFor(rc *receiver, s string) int {
-	n := 0
-	for _, q := range rc.requests() {
-		if strings.Contains(string(q.body), s) {
-			n++
-		}
-	}
-	return n
-}
-
 // hookState is GET /webhooks/{id} as tok sees it.
 func hookState(t *testing.T, e *hookEnv, tok, id string) store.Webhook {
 	t.Helper()

@@ -1348,6 +1348,439 @@ async function recentExchanges() {
     h("tbody", {}, rows)));
 }
 
+// --- webhooks -----------------------------------------------------------------
+
+const HOOK_PAGE = 25;      // deliveries a page shows
+const HOOK_WATCH = 60;     // checks of a redelivered delivery's status, a second apart
+const HOOK_STATUSES = [["failed", "Failed (dead letters)"], ["pending", "Pending"], ["delivered", "Delivered"], ["", "All"]];
+const HOOK_FIELDS = ["url", "selector", "payload", "description"];
+
+// hookView is the webhook page's place: the webhook shown, the status
+// filter and the cursors of the pages seen.
+const hookView = { id: "", status: "failed", cursors: [""], next: "" };
+
+// hookState is a webhook's state in words.
+function hookState(w) {
+  if (w.paused) return "Paused" + (w.paused_reason ? ": " + w.paused_reason : "");
+  if (w.failing_since) return "Failing since " + when(w.failing_since);
+  return "Active";
+}
+
+// hooksForbidden is what a token that may not manage webhooks sees: the
+// API keeps every webhook route for emitters and curators.
+function hooksForbidden(message) {
+  const roles = auth.claims().roles;
+  page("Webhooks", h("p", { id: "hooks-none", role: "status" },
+    "Webhooks belong to an agent and need a token with the emitter or curator role; this token has " +
+    (roles.length ? roles.join(", ") : "no role") + "."), message ? h("p", { class: "muted" }, message) : null);
+}
+
+// secretBox shows a signing secret once: the page keeps it nowhere but
+// in this box, which goes with the next page or the dismiss button.
+function secretBox(w, secret, until) {
+  const code = h("code", { id: "hook-secret", class: "secret", tabindex: "0", "aria-label": "signing secret" }, secret);
+  const said = h("span", { id: "hook-secret-copied", role: "status" });
+  const box = h("div", { id: "hook-secret-box", class: "notice", role: "alert", "aria-labelledby": "hook-secret-h" },
+    h("h2", { id: "hook-secret-h" }, "Copy the signing secret now"),
+    h("p", {}, "This is the only time ctxkit shows it: give it to the receiver's verifier. " +
+      "Neither the server nor this page will show it again; lost, it can only be replaced (rotate the secret)."),
+    until ? h("p", {}, "The previous secret keeps signing beside this one until " + when(until) + ".") : null,
+    h("p", {}, "Webhook ", h("code", {}, w.id), ": ", code),
+    h("div", { class: "row" },
+      h("button", { type: "button", id: "hook-secret-copy", onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(secret);
+          said.textContent = "Copied.";
+        } catch {
+          said.textContent = "The browser did not let the page copy: select the secret and copy it.";
+        }
+      } }, "Copy"),
+      h("button", { type: "button", id: "hook-secret-done", onclick: () => { box.remove(); $("page-title").focus(); } }, "I have copied it"),
+      said));
+  return box;
+}
+
+function clearFields(fields, general) {
+  for (const f of Object.values(fields)) { f.input.removeAttribute("aria-invalid"); f.problem.textContent = ""; }
+  general.textContent = "";
+}
+
+// blameField puts an API error at the form field it names (the message
+// starts with the field's path), or under the form.
+function blameField(fields, general, e) {
+  clearFields(fields, general);
+  const m = /^([a-z_]+)[.:[]/.exec(e.message || "");
+  const f = m && fields[m[1]];
+  if (!f) { general.textContent = show("Not saved: " + e.message); return; }
+  f.input.setAttribute("aria-invalid", "true");
+  f.problem.textContent = show(e.message);
+  f.input.focus();
+}
+
+// renderWebhooks lists the agent's webhooks with the form that makes
+// one; shown is a just-made webhook's secret box, which the page shows
+// whether the list loads or not.
+async function renderWebhooks(shown) {
+  hookView.id = "";
+  if (!auth.can("emitter")) return hooksForbidden();
+  if (!shown) page("Webhooks", h("p", { class: "muted" }, "Loading…"));
+  let items;
+  try {
+    items = (await api("GET", "/webhooks")).json.items || [];
+  } catch (e) {
+    if (e.status === 403) return hooksForbidden(e.message);
+    page("Webhooks", shown || "", h("p", { class: "error", role: "alert" }, "Could not load the webhooks: " + e.message));
+    return;
+  }
+  const rows = items.map((w) => h("tr", { "data-id": w.id },
+    h("td", { class: "title" }, h("a", { href: "#/webhooks/" + encodeURIComponent(w.id), class: "hook-link" },
+      data(w.description || "(no description)")), h("br"), h("code", { class: "hook-url" }, show(w.url))),
+    h("td", { class: "opt" }, h("code", {}, brief(w.selector, 120))),
+    h("td", {}, String(w.payload || "view")),
+    h("td", { class: "hook-state" + (w.paused || w.failing_since ? " bad" : "") }, data(hookState(w)),
+      w.missed_through ? h("span", { class: "muted" }, " · events through " + w.missed_through + " were pruned before delivery") : null),
+    h("td", { class: "opt" }, h("time", { datetime: w.created_at }, when(w.created_at)))));
+  const table = items.length === 0 ? h("p", { id: "hooks-empty" }, "This agent has no webhooks yet.")
+    : h("div", { class: "scroll" }, h("table", { id: "hooks" }, h("caption", { class: "muted" }, `${items.length} ${items.length === 1 ? "webhook" : "webhooks"} of this agent, oldest first.`),
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Webhook"), h("th", { scope: "col", class: "opt" }, "Selector"),
+        h("th", { scope: "col" }, "Payload"), h("th", { scope: "col" }, "State"), h("th", { scope: "col", class: "opt" }, "Created"))),
+      h("tbody", {}, rows)));
+  const secret = h("div", { id: "hook-secret-slot" }, shown || "");
+  page("Webhooks", h("p", { class: "muted" }, "Changes this agent may read, delivered to HTTP endpoints, signed and retried; " +
+    "failed deliveries wait in each webhook's dead-letter list."), secret, table, hookCreator());
+}
+
+// hookField is a labelled control of a webhook form with its help and the
+// place where a problem with it is told; ids start with the form's.
+function hookField(form, name, label, input, help) {
+  const at = form + "-" + name;
+  const problem = h("p", { id: at + "-problem", class: "error", role: "alert" });
+  input.setAttribute("aria-describedby", at + "-problem" + (help ? " " + at + "-help" : ""));
+  return { input, problem, el: h("div", {}, h("label", { for: input.id }, label, input),
+    help ? h("p", { id: at + "-help", class: "muted" }, help) : null, problem) };
+}
+
+const URL_HELP = "An https address the server may reach (private ones only with serve --webhook-allow-private).";
+const SELECTOR_HELP = "any_tags, all_tags, schema_name, kinds, context_match; {} selects every change.";
+
+// selectorOf reads a selector field's JSON, or tells where it is not JSON.
+function selectorOf(ta) {
+  try { return { selector: JSON.parse(ta.value) }; } catch (e) {
+    const at = jsonFault(ta.value);
+    return { error: { message: "selector: " + (at >= 0 ? "line " + lineOf(ta.value, at + 1) + ": " : "") + "not JSON: " + e.message } };
+  }
+}
+
+// hookCreator is the form that registers a webhook (POST /webhooks).
+function hookCreator() {
+  const field = (name, label, input, help) => hookField("hook", name, label, input, help);
+  const sel = h("textarea", { id: "hook-selector", spellcheck: "false", class: "short" });
+  sel.value = "{}";
+  const fields = {
+    url: field("url", "Target URL", h("input", { id: "hook-url", type: "url", required: true, spellcheck: "false" }), URL_HELP),
+    selector: field("selector", "Selector (JSON)", sel, SELECTOR_HELP),
+    payload: field("payload", "Payload", h("select", { id: "hook-payload" },
+      h("option", { value: "view" }, "view: the record as the model sees it"), h("option", { value: "full" }, "full: the whole record"))),
+    description: field("description", "Description", h("input", { id: "hook-description", maxlength: "1024" })),
+  };
+  const general = h("p", { id: "hook-create-problem", class: "error", role: "alert" });
+  const form = h("form", { id: "hook-create", class: "edit", "aria-labelledby": "hook-create-h" },
+    h("h2", { id: "hook-create-h" }, "New webhook"),
+    HOOK_FIELDS.map((k) => fields[k].el),
+    h("div", { class: "row" }, h("button", { type: "submit", class: "primary", id: "hook-create-submit" }, "Create webhook")),
+    general);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const { selector, error } = selectorOf(sel);
+    if (error) return blameField(fields, general, error);
+    const body = { url: fields.url.input.value.trim(), selector, payload: fields.payload.input.value, description: fields.description.input.value };
+    let json;
+    try {
+      ({ json } = await api("POST", "/webhooks", { body }));
+    } catch (e) {
+      return blameField(fields, general, e);
+    }
+    const secret = String(json.secret ?? "");
+    delete json.secret;
+    await renderWebhooks(secretBox(json, secret, null));
+    if ($("hook-secret")) $("hook-secret").focus();
+  });
+  return form;
+}
+
+// renderWebhook shows a webhook and its deliveries; again (after an
+// action on it) keeps the page until the new one is ready.
+async function renderWebhook(id, again = false) {
+  if (!auth.can("emitter")) return hooksForbidden();
+  if (hookView.id !== id) Object.assign(hookView, { id, status: "failed", cursors: [""], next: "" });
+  if (!again) page("Webhook", h("p", { class: "muted" }, "Loading…"));
+  let w;
+  try {
+    w = (await api("GET", "/webhooks/" + encodeURIComponent(id))).json;
+  } catch (e) {
+    if (e.status === 403) return hooksForbidden(e.message);
+    page("Webhook", h("p", { class: "error", role: "alert" }, "Could not load the webhook: " + e.message),
+      h("p", {}, h("a", { href: "#/webhooks" }, "Back to the webhooks")));
+    return;
+  }
+  const base = "/webhooks/" + encodeURIComponent(w.id);
+  const said = h("div", { id: "hook-said", role: "status" });
+  const tell = (text, bad) => said.replaceChildren(h("p", { class: bad ? "error" : "" }, show(text)));
+  const secret = h("div", { id: "hook-secret-slot" });
+  const act = (label, idAttr, run, cls) => h("button", { type: "button", id: idAttr, class: cls, onclick: async () => {
+    try { await run(); } catch (e) { tell(label + " failed: " + e.message, true); }
+  } }, label);
+  const actions = h("div", { class: "row", id: "hook-actions" },
+    act(w.paused ? "Resume" : "Pause", "hook-pause", async () => {
+      await api("PATCH", base, { body: { paused: !w.paused } });
+      await renderWebhook(w.id, true);
+      if (!$("hook-said")) return; // another page meanwhile
+      $("hook-said").replaceChildren(h("p", {}, w.paused ? "Resumed." : "Paused: nothing is delivered until you resume."));
+      $("hook-pause").focus();
+    }),
+    act("Send a test", "hook-test", async () => {
+      const { json } = await api("POST", base + "/test");
+      tell("A test message is queued (delivery " + json.id + "); it shows under Pending, then Delivered or Failed.");
+      if (hookView.status === "pending" || hookView.status === "") loadDeliveries(w);
+    }),
+    act("Redeliver all failed", "hook-redeliver-all", async () => {
+      const { json } = await api("POST", base + "/redeliver");
+      tell(json.redelivered === 0 ? "No failed deliveries to redeliver."
+        : json.redelivered === 1 ? "1 failed delivery is queued again." : json.redelivered + " failed deliveries are queued again.");
+      loadDeliveries(w);
+    }),
+    act("Rotate secret", "hook-rotate", async () => {
+      const { json } = await api("POST", base + "/rotate-secret");
+      const s = String(json.secret ?? "");
+      delete json.secret;
+      secret.replaceChildren(secretBox(json, s, json.previous_secret_until));
+      if ($("hook-secret")) $("hook-secret").focus();
+    }),
+    hookDeleter(w));
+  const filter = h("div", { class: "row", role: "group", "aria-label": "Deliveries by status", id: "dl-filter" },
+    HOOK_STATUSES.map(([st, label]) => h("button", { type: "button", "data-status": st, "aria-pressed": String(hookView.status === st),
+      onclick: (ev) => {
+        hookView.status = st;
+        hookView.cursors = [""];
+        for (const b of filter.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b === ev.currentTarget));
+        loadDeliveries(w);
+      } }, label)));
+  const table = h("table", { id: "deliveries", "aria-describedby": "dl-status" },
+    h("caption", { class: "muted", id: "dl-status", "aria-live": "polite" }, "Loading…"),
+    h("thead", {}, h("tr", {}, h("th", { scope: "col", class: "opt" }, "Created"), h("th", { scope: "col" }, "Kind"),
+      h("th", { scope: "col", class: "num" }, "Event"), h("th", { scope: "col" }, "Status"), h("th", { scope: "col", class: "num" }, "Attempts"),
+      h("th", { scope: "col" }, "Actions"))),
+    h("tbody", { id: "dl-rows" }));
+  const pager = h("nav", { class: "pager", "aria-label": "Pages of deliveries" },
+    h("button", { type: "button", id: "dl-first", onclick: () => { hookView.cursors = [""]; loadDeliveries(w); } }, "First page"),
+    h("button", { type: "button", id: "dl-next", onclick: () => { hookView.cursors.push(hookView.next); loadDeliveries(w); } }, "Next page"),
+    h("button", { type: "button", id: "dl-refresh", onclick: () => loadDeliveries(w) }, "Refresh"),
+    h("span", { id: "dl-page", class: "muted" }));
+  page(w.description || "Webhook",
+    h("p", {}, h("a", { href: "#/webhooks" }, "← All webhooks")),
+    h("dl", { id: "hook-info", class: "facts" },
+      h("dt", {}, "Target"), h("dd", {}, h("code", { id: "hook-info-url" }, show(w.url))),
+      h("dt", {}, "Description"), h("dd", { id: "hook-info-description" }, data(w.description || "(none)")),
+      h("dt", {}, "Selector"), h("dd", {}, h("pre", { id: "hook-info-selector" }, JSON.stringify(w.selector, null, 2))),
+      h("dt", {}, "Payload"), h("dd", {}, String(w.payload || "view")),
+      h("dt", {}, "State"), h("dd", { id: "hook-info-state" }, data(hookState(w)), w.paused && w.paused_at ? " (since " + when(w.paused_at) + ")" : ""),
+      w.failing_since && w.paused ? [h("dt", {}, "Failing since"), h("dd", {}, when(w.failing_since))] : null,
+      w.missed_through ? [h("dt", {}, "Missed"), h("dd", { id: "hook-info-missed" },
+        "events up to sequence " + w.missed_through + " were pruned before this webhook reached them: they were never delivered")] : null,
+      h("dt", {}, "Id"), h("dd", {}, h("code", {}, w.id))),
+    actions, said, secret, hookEditor(w),
+    h("h2", { id: "dl-h" }, "Deliveries"),
+    h("p", { class: "muted" }, "Failed deliveries are the dead-letter list: a final answer (a 4xx other than 408 and 429) or retries run out. Attempts are kept 7 days."),
+    filter, h("div", { class: "scroll" }, table), pager);
+  loadDeliveries(w);
+}
+
+// hookEditor changes a webhook's target, selector or description (PATCH
+// with the fields changed only).
+function hookEditor(w) {
+  const field = (name, label, input, help) => hookField("hook-edit", name, label, input, help);
+  const sel = h("textarea", { id: "hook-edit-selector", spellcheck: "false", class: "short" });
+  sel.value = JSON.stringify(w.selector ?? {}, null, 2);
+  const fields = {
+    url: field("url", "Target URL", h("input", { id: "hook-edit-url", type: "url", required: true, spellcheck: "false", value: w.url }), URL_HELP),
+    selector: field("selector", "Selector (JSON)", sel, SELECTOR_HELP),
+    description: field("description", "Description", h("input", { id: "hook-edit-description", maxlength: "1024", value: w.description || "" })),
+  };
+  const general = h("p", { id: "hook-edit-problem", class: "error", role: "alert" });
+  const form = h("form", { id: "hook-edit", "aria-label": "Change the webhook" },
+    ["url", "selector", "description"].map((k) => fields[k].el),
+    h("div", { class: "row" }, h("button", { type: "submit", class: "primary", id: "hook-edit-submit" }, "Save changes")),
+    general);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const { selector, error } = selectorOf(sel);
+    if (error) return blameField(fields, general, error);
+    const body = {};
+    const url = fields.url.input.value.trim();
+    if (url !== w.url) body.url = url;
+    if (JSON.stringify(selector) !== JSON.stringify(w.selector ?? {})) body.selector = selector;
+    if (fields.description.input.value !== (w.description || "")) body.description = fields.description.input.value;
+    if (Object.keys(body).length === 0) {
+      clearFields(fields, general);
+      general.textContent = "Nothing changed.";
+      return;
+    }
+    try {
+      await api("PATCH", "/webhooks/" + encodeURIComponent(w.id), { body });
+    } catch (e) {
+      return blameField(fields, general, e);
+    }
+    await renderWebhook(w.id, true);
+    if ($("hook-said")) $("hook-said").replaceChildren(h("p", {}, "Saved: " + Object.keys(body).join(", ") + " changed."));
+  });
+  return h("details", { id: "hook-edit-box", class: "edit" }, h("summary", {}, "Change the target, selector or description"), form);
+}
+
+// hookDeleter asks before deleting a webhook with its deliveries.
+function hookDeleter(w) {
+  const area = h("span", { class: "inline", id: "hook-delete-area" });
+  const start = () => h("button", { type: "button", id: "hook-delete", class: "danger", onclick: () => { ask(); $("hook-delete-confirm").focus(); } }, "Delete…");
+  const ask = () => area.replaceChildren(
+    h("span", { role: "alert" }, "Delete this webhook and its deliveries?"),
+    h("button", { type: "button", id: "hook-delete-confirm", class: "danger", onclick: async () => {
+      try {
+        await api("DELETE", "/webhooks/" + encodeURIComponent(w.id));
+        location.hash = "#/webhooks";
+      } catch (e) {
+        area.replaceChildren(h("span", { class: "error", role: "alert" }, show("Not deleted: " + e.message)));
+      }
+    } }, "Delete for good"),
+    h("button", { type: "button", id: "hook-delete-cancel", onclick: () => { area.replaceChildren(start()); $("hook-delete").focus(); } }, "Cancel"));
+  area.append(start());
+  return area;
+}
+
+let dlSeq = 0;
+
+// loadDeliveries shows the page of deliveries hookView names; again says
+// the same page is read once more (after an action), so its place stays.
+async function loadDeliveries(w, again = false) {
+  const seq = ++dlSeq;
+  const at = hookView.cursors[hookView.cursors.length - 1];
+  let json;
+  try {
+    ({ json } = await api("GET", "/webhooks/" + encodeURIComponent(w.id) + "/deliveries" + q({ status: hookView.status, limit: HOOK_PAGE, cursor: at })));
+  } catch (e) {
+    if (seq === dlSeq && $("dl-status")) $("dl-status").textContent = show("Could not load the deliveries: " + e.message);
+    return;
+  }
+  const body = $("dl-rows");
+  if (seq !== dlSeq || !body) return;
+  const items = json.items || [];
+  hookView.next = json.next_cursor || "";
+  body.replaceChildren(...items.map((d) => deliveryRow(w, d)));
+  const what = (n) => {
+    const noun = n === 1 ? "delivery" : "deliveries";
+    return hookView.status === "delivered" ? noun + " made" : hookView.status ? hookView.status + " " + noun : noun;
+  };
+  $("dl-status").textContent = items.length === 0 ? `No ${what(0)}` + (hookView.cursors.length > 1 ? " on this page." : ".")
+    : `${items.length} ${what(items.length)}, newest first` + (hookView.next ? "; more on the next page." : ".");
+  $("dl-next").disabled = !hookView.next;
+  $("dl-first").disabled = hookView.cursors.length <= 1;
+  $("dl-page").textContent = "Page " + hookView.cursors.length;
+  $("deliveries").dataset.loads = String(Number($("deliveries").dataset.loads || 0) + 1);
+}
+
+function deliveryRow(w, d) {
+  const tr = h("tr", { "data-id": d.id, "data-status": d.status });
+  const detail = h("tr", { class: "dl-detail", "data-for": d.id, hidden: true }, h("td", { colspan: "6" }));
+  const status = h("td", { class: "dl-state" });
+  const paint = (d) => {
+    tr.dataset.status = d.status;
+    status.replaceChildren(h("span", { class: "dl-" + (/^[a-z]+$/.test(d.status) ? d.status : "other") }, String(d.status ?? "")),
+      h("span", { class: "dl-reason" }, d.reason ? [" — ", data(d.reason)] : null),
+      d.status === "pending" && d.next_at ? h("span", { class: "muted" }, " · due " + when(d.next_at)) : "");
+    tr.cells[4].textContent = String(d.attempts ?? 0);
+    redo.hidden = d.status === "pending";
+  };
+  const open = h("button", { type: "button", class: "dl-open", "aria-expanded": "false", "aria-controls": "dl-detail-" + d.id,
+    onclick: async () => {
+      if (open.getAttribute("aria-expanded") === "true") {
+        open.setAttribute("aria-expanded", "false");
+        detail.hidden = true;
+        return;
+      }
+      open.setAttribute("aria-expanded", "true");
+      detail.hidden = false;
+      await showAttempts(w, d.id, detail.cells[0], paint);
+    } }, "Attempts");
+  const redo = h("button", { type: "button", class: "dl-redeliver", onclick: async () => {
+    try {
+      const { json } = await api("POST", "/webhooks/" + encodeURIComponent(w.id) + "/deliveries/" + encodeURIComponent(d.id) + "/redeliver");
+      paint(json);
+      if (!tr.isConnected) return;
+      open.focus();
+      $("hook-said").replaceChildren(h("p", {}, "Delivery " + d.id + " is queued again."));
+      watchDelivery(w, d.id, tr, paint, detail, open);
+    } catch (e) {
+      if ($("hook-said")) $("hook-said").replaceChildren(h("p", { class: "error", role: "alert" }, show("Redelivery failed: " + e.message)));
+    }
+  } }, "Redeliver");
+  redo.setAttribute("aria-label", "Redeliver " + d.id);
+  open.setAttribute("aria-label", "Attempts of " + d.id);
+  detail.id = "dl-detail-" + d.id;
+  tr.append(h("td", { class: "opt" }, h("time", { datetime: d.created_at }, when(d.created_at))),
+    h("td", {}, String(d.kind ?? "")),
+    h("td", { class: "num" }, d.seq ? String(d.seq) : "—"),
+    status, h("td", { class: "num" }),
+    h("td", { class: "dl-actions" }, open, " ", redo));
+  paint(d);
+  const frag = document.createDocumentFragment();
+  frag.append(tr, detail);
+  return frag;
+}
+
+// watchDelivery re-reads a redelivered delivery about once a second until
+// it settles (bounded), so the row shows where it went.
+async function watchDelivery(w, id, tr, paint, detail, open) {
+  for (let i = 0; i < HOOK_WATCH && tr.isConnected; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    if (!tr.isConnected) return;
+    let json;
+    try {
+      ({ json } = await api("GET", "/webhooks/" + encodeURIComponent(w.id) + "/deliveries/" + encodeURIComponent(id)));
+    } catch { return; }
+    paint(json);
+    if (open.getAttribute("aria-expanded") === "true") attemptsInto(detail.cells[0], json);
+    if (json.status !== "pending") return;
+  }
+}
+
+async function showAttempts(w, id, cell, paint) {
+  cell.replaceChildren(h("p", { class: "muted" }, "Loading the attempts…"));
+  let json;
+  try {
+    ({ json } = await api("GET", "/webhooks/" + encodeURIComponent(w.id) + "/deliveries/" + encodeURIComponent(id)));
+  } catch (e) {
+    cell.replaceChildren(h("p", { class: "error", role: "alert" }, show("Could not load the delivery: " + e.message)));
+    return;
+  }
+  paint(json);
+  attemptsInto(cell, json);
+}
+
+// attemptsInto shows a delivery's attempts and the body it sends; the
+// receiver's answer (its excerpt) is text like everything else.
+function attemptsInto(cell, d) {
+  const log = Array.isArray(d.attempt_log) ? d.attempt_log : [];
+  cell.replaceChildren(
+    log.length === 0 ? h("p", { class: "muted" }, "No attempt yet.") :
+      h("ol", { class: "dl-attempts", "aria-label": "Attempts of " + d.id }, log.map((a) => h("li", { class: "dl-attempt" + (a.verdict === "delivered" ? "" : " failed"), "data-verdict": String(a.verdict ?? "") },
+        h("p", {}, h("time", { datetime: a.at }, when(a.at)), " · ",
+          h("strong", { class: "dl-http" }, a.status ? "HTTP " + a.status : "no answer"), " · ",
+          h("span", { class: "dl-class" }, String(a.class ?? "")), " · ",
+          Math.round(Number(a.latency_ms) || 0) + " ms · ", h("span", { class: "dl-verdict" }, String(a.verdict ?? ""))),
+        a.error ? h("p", { class: "dl-error" }, data(a.error)) : null,
+        a.excerpt ? h("pre", { class: "dl-excerpt", tabindex: "0", "aria-label": "The receiver's answer (first bytes)" }, a.excerpt) : null))),
+    h("details", { class: "dl-body" }, h("summary", {}, "The body sent"),
+      h("pre", { tabindex: "0" }, d.body === null || d.body === undefined ? "(none)" : JSON.stringify(d.body, null, 2))));
+}
+
 // --- routing -------------------------------------------------------------
 
 function route() {
@@ -1357,7 +1790,7 @@ function route() {
   if (hash !== "#/events") stopEvents();
   charts.clear();
   for (const a of document.querySelectorAll("#nav a")) {
-    const here = a.getAttribute("href") === (hash.startsWith("#/b/") || hash === "" ? "#/" : hash);
+    const here = a.getAttribute("href") === (hash.startsWith("#/b/") || hash === "" ? "#/" : hash.startsWith("#/webhooks/") ? "#/webhooks" : hash);
     if (here) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
   }
   const hist = /^#\/b\/(.+)\/history$/.exec(hash);
@@ -1367,6 +1800,9 @@ function route() {
   if (hash === "#/events") return renderEvents();
   if (hash === "#/gateway") return renderGateway();
   if (hash === "#/relay") return renderRelay();
+  if (hash === "#/webhooks") return renderWebhooks();
+  const hook = /^#\/webhooks\/(.+)$/.exec(hash);
+  if (hook) return renderWebhook(decodeURIComponent(hook[1]));
   return renderList();
 }
 
