@@ -636,8 +636,8 @@ func (q storeQueue) Due(ctx context.Context, c webhook.Claim) ([]webhook.Deliver
 			// Never send unsigned: the delivery goes to the dead-letter
 			// list, saying why.
 			q.h.s.opts.Logger.Error("webhook: stored secret unreadable", "webhook", cd.WebhookID, "err", err)
-			q.h.s.opts.Store.SettleDeliveries(ctx, []store.Settle{{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryFailed,
-				Reason: "the webhook's stored secret is unreadable: rotate it"}})
+			held = append(held, store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryFailed,
+				Reason: "the webhook's stored secret is unreadable: rotate it"})
 			continue
 		}
 		out = append(out, webhook.Delivery{ID: cd.ID, Endpoint: cd.WebhookID, Owner: cd.OwnerID, URL: cd.URL,
