@@ -285,8 +285,20 @@ func TestGatewayPage(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "attempt failed: flaky / flaky-m: 503") || !strings.HasPrefix(lines[1], "attempt: steady / steady-m: 200") {
 		t.Fatalf("the newest exchange's attempts read:\n%s", attempts)
 	}
-	if row := tb.value(`document.querySelector("#gw-exchanges tbody tr").textContent`); !strings.Contains(row, "chat-x200steady / steady-m") {
+	if row := tb.value(`document.querySelector("#gw-exchanges tbody tr").textContent`); !strings.Contains(row, "200steady / steady-m") {
 		t.Fatalf("the newest exchange reads %q", row)
+	}
+	// Each exchange names the agent whose request it was: alice made
+	// three, bob two.
+	if head := tb.value(`document.querySelector("#gw-exchanges thead").textContent`); !strings.Contains(head, "RouteAgentStatus") {
+		t.Fatalf("the exchanges' header reads %q", head)
+	}
+	agents := tb.value(`[...document.querySelectorAll("#gw-exchanges tbody td.gw-agent")].map(td => td.textContent).sort().join(",")`)
+	if agents != "alice,alice,alice,bob,bob" {
+		t.Fatalf("the exchanges' agents read %q", agents)
+	}
+	if row := tb.value(`document.querySelector("#gw-exchanges tbody tr").textContent`); !strings.Contains(row, "chat-xbob200") && !strings.Contains(row, "chat-xalice200") {
+		t.Fatalf("the newest exchange reads %q; want the route, its agent, then the status", row)
 	}
 	labels := tb.value(`[...document.querySelectorAll("canvas.chart")].map(c => c.id + " = " + c.getAttribute("aria-label")).join("\n")`)
 	for _, want := range []string{"gw-chart-time = Requests over time: 5 requests", "gw-chart-tokens-model = Tokens per model: steady-m ",

@@ -1312,8 +1312,12 @@ async function gatewayTraffic() {
     recent];
 }
 
-// recentExchanges reads the views of the newest records (the view hides
-// the bodies) and shows each exchange with its attempts.
+// recentExchanges reads the newest records whole and shows each exchange
+// with its agent and attempts. The agent who made the request is the
+// record's creator (created_by), which only the whole record carries:
+// neither the list's summaries nor the view name it. The whole record
+// holds the bodies too (bounded by the gateway), so RECENT bounds what
+// the page reads.
 async function recentExchanges() {
   const { json } = await api("GET", "/breadcrumbs" + q({ schema_name: EXCHANGES, tag: "gateway.exchange", limit: RECENT }));
   const ids = (json.items || []).map((b) => b.id);
@@ -1322,7 +1326,7 @@ async function recentExchanges() {
   await Promise.all(Array.from({ length: Math.min(4, ids.length) }, async () => {
     while (next < ids.length) {
       const i = next++;
-      try { views[i] = (await api("GET", "/breadcrumbs/" + encodeURIComponent(ids[i]))).json; } catch { views[i] = null; }
+      try { views[i] = (await api("GET", "/breadcrumbs/" + encodeURIComponent(ids[i]) + "/full")).json; } catch { views[i] = null; }
     }
   }));
   const rows = views.map((v, i) => {
@@ -1332,6 +1336,7 @@ async function recentExchanges() {
     return h("tr", { "data-id": ids[i] },
       h("td", { class: "opt" }, h("time", { datetime: String(x.started ?? "") }, when(x.started))),
       h("td", {}, h("a", { href: "#/b/" + encodeURIComponent(ids[i]) }, h("code", {}, show(String(x.route ?? "?"))))),
+      h("td", { class: "gw-agent" }, v ? data(String(v.created_by ?? "")) : "?"),
       h("td", { class: "num" }, String(x.status ?? "")),
       h("td", {}, data([sm.provider, sm.model].filter(Boolean).join(" / "))),
       h("td", { class: "num" }, count((usage.input_tokens || 0) + (usage.output_tokens || 0))),
@@ -1343,8 +1348,8 @@ async function recentExchanges() {
   });
   if (rows.length === 0) return h("p", { class: "muted" }, "None yet.");
   return h("div", { class: "scroll" }, h("table", { id: "gw-exchanges" }, h("caption", { class: "muted" }, `The newest ${rows.length}, with every upstream attempt.`),
-    h("thead", {}, h("tr", {}, ["When", "Route", "Status", "Answered by", "Tokens", "Cost", "Time", "Attempts"].map((t, i) =>
-      h("th", { scope: "col", class: [0, 5, 6].includes(i) ? "opt" : null }, t)))),
+    h("thead", {}, h("tr", {}, ["When", "Route", "Agent", "Status", "Answered by", "Tokens", "Cost", "Time", "Attempts"].map((t, i) =>
+      h("th", { scope: "col", class: [0, 6, 7].includes(i) ? "opt" : null }, t)))),
     h("tbody", {}, rows)));
 }
 
