@@ -630,3 +630,67 @@ func TestWebhookDeliveriesPageWithTheCursor(t *testing.T) {
 	tb.click(`#dl-filter button[data-status=""]`)
 	tb.until(`document.querySelector("#dl-status").textContent === "25 deliveries, newest first; more on the next page."`)
 }
+
+// TestWebhookDeliveriesTurnLive: an open webhook page shows a new
+// delivery and its turn from pending to delivered without a click, in
+// the row already on screen (its node, and the focus on its button,
+// stay), and without counting as a load the user asked for.
+func TestWebhookDeliveriesTurnLive(t *testing.T) {
+	s := newHookSite(t)
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	// The receiver holds each delivery until released (or the server
+	// gives up on it), so the delivery stays pending meanwhile.
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(rc.Close)
+	tok := s.token("acme", "frank", "emitter")
+	st, hook := s.call("POST", "/webhooks", tok, map[string]any{"url": rc.URL + "/hook", "selector": map[string]any{"any_tags": []string{"live"}}})
+	if st != 201 {
+		t.Fatalf("create the webhook: %d %v", st, hook)
+	}
+	id := hook["id"].(string)
+
+	tb := newTab(t, s)
+	tb.signIn(tok)
+	tb.open("/ui/#/webhooks/" + id)
+	tb.until(`document.querySelector("#deliveries").dataset.loads === "1"`)
+	tb.click(`#dl-filter button[data-status=""]`)
+	tb.until(`document.querySelector("#deliveries").dataset.loads === "2" && document.querySelector("#dl-status").textContent === "No deliveries."`)
+
+	s.create(tok, map[string]any{"title": "live 1", "tags": []string{"live"}, "context": map[string]any{"n": 1}})
+	var dl string
+	pollUntil(t, "the pending delivery", func() bool {
+		if d := s.deliveries(tok, id, "pending"); len(d) == 1 {
+			dl = d[0]["id"].(string)
+			return true
+		}
+		return false
+	})
+	row := fmt.Sprintf(`document.querySelector('#dl-rows tr[data-id=%q]')`, dl)
+	tb.until(row + ` && ` + row + `.dataset.status === "pending"`)
+	// The row is marked, and its button takes the focus, as a user
+	// about to open its attempts would have it.
+	tb.until(`(window.__row = ` + row + `, window.__row.querySelector(".dl-open").focus(), document.activeElement === window.__row.querySelector(".dl-open"))`)
+	free()
+	tb.until(row + `.dataset.status === "delivered"`)
+	if got := tb.value(`String(window.__row === ` + row + ` && document.activeElement === window.__row.querySelector(".dl-open"))`); got != "true" {
+		t.Fatal("the live refresh replaced the row or moved the focus")
+	}
+	if got := tb.value(`document.querySelector("#deliveries").dataset.loads + "|" + document.querySelector("#dl-status").textContent`); got != "2|1 delivery, newest first." {
+		t.Fatalf("after the live refresh the table says %q", got)
+	}
+	if n := tb.number(`Number(document.querySelector("#deliveries").dataset.refreshes)`); n < 2 {
+		t.Fatalf("%v live refreshes; want at least two (the new row, then its change)", n)
+	}
+	tb.noMarkupRan()
+}

@@ -1597,6 +1597,7 @@ async function renderWebhook(id, again = false) {
     h("h2", { id: "dl-h" }, "Deliveries"),
     h("p", { class: "muted" }, "Failed deliveries are the dead-letter list: a final answer (a 4xx other than 408 and 429) or retries run out. Attempts are kept 7 days."),
     filter, h("div", { class: "scroll" }, table), pager);
+  dlLive.start(w);
   loadDeliveries(w);
 }
 
@@ -1662,34 +1663,137 @@ function hookDeleter(w) {
 
 let dlSeq = 0;
 
-// loadDeliveries shows the page of deliveries hookView names; again says
-// the same page is read once more (after an action), so its place stays.
-async function loadDeliveries(w, again = false) {
-  const seq = ++dlSeq;
+// loadDeliveries shows the page of deliveries hookView names. A load the
+// user asked for (a filter, a page, an action) counts in the table's
+// data-loads; a live one (see dlLive) does not, and gives way to any
+// load the user starts meanwhile. Either way the rows are changed in
+// place: a delivery already on screen keeps its row (its focus, its open
+// attempts, the text selected in it), and only what changed is redrawn.
+// It resolves to whether the page changed.
+async function loadDeliveries(w, live = false) {
+  const seq = live ? dlSeq : ++dlSeq;
+  if (!live) dlLive.kick();
   const at = hookView.cursors[hookView.cursors.length - 1];
   let json;
   try {
     ({ json } = await api("GET", "/webhooks/" + encodeURIComponent(w.id) + "/deliveries" + q({ status: hookView.status, limit: HOOK_PAGE, cursor: at })));
   } catch (e) {
     if (seq === dlSeq && $("dl-status")) $("dl-status").textContent = show("Could not load the deliveries: " + e.message);
-    return;
+    return false;
   }
   const body = $("dl-rows");
-  if (seq !== dlSeq || !body) return;
-  const items = json.items || [];
-  hookView.next = json.next_cursor || "";
-  body.replaceChildren(...items.map((d) => deliveryRow(w, d)));
+  if (seq !== dlSeq || !body) return false;
+  const items = (json.items || []).filter((d) => d && typeof d.id === "string");
+  const next = json.next_cursor || "";
+  const placed = placeDeliveries(w, body, items);
+  const changed = placed || next !== hookView.next;
+  hookView.next = next;
   const what = (n) => {
     const noun = n === 1 ? "delivery" : "deliveries";
     return hookView.status === "delivered" ? noun + " made" : hookView.status ? hookView.status + " " + noun : noun;
   };
-  $("dl-status").textContent = items.length === 0 ? `No ${what(0)}` + (hookView.cursors.length > 1 ? " on this page." : ".")
+  // Said again only when it changes: the caption is a live region.
+  const said = items.length === 0 ? `No ${what(0)}` + (hookView.cursors.length > 1 ? " on this page." : ".")
     : `${items.length} ${what(items.length)}, newest first` + (hookView.next ? "; more on the next page." : ".");
+  if ($("dl-status").textContent !== said) $("dl-status").textContent = said;
   $("dl-next").disabled = !hookView.next;
   $("dl-first").disabled = hookView.cursors.length <= 1;
   $("dl-page").textContent = "Page " + hookView.cursors.length;
-  $("deliveries").dataset.loads = String(Number($("deliveries").dataset.loads || 0) + 1);
+  const t = $("deliveries").dataset;
+  if (live) t.refreshes = String(Number(t.refreshes || 0) + 1);
+  else t.loads = String(Number(t.loads || 0) + 1);
+  return changed;
 }
+
+// deliveryRows keeps each delivery row's parts: its detail row and the
+// function that redraws it from a delivery.
+const deliveryRows = new WeakMap();
+
+// deliverySig is what a delivery row shows: the row is redrawn only when
+// it changes.
+function deliverySig(d) {
+  return JSON.stringify([d.status, d.reason, d.attempts, d.next_at]);
+}
+
+// placeDeliveries makes body hold items' rows in order, reusing the rows
+// on screen by delivery id; it says whether anything changed.
+function placeDeliveries(w, body, items) {
+  const have = new Map();
+  for (const tr of body.children) if (tr.dataset.id) have.set(tr.dataset.id, tr);
+  let changed = have.size !== items.length;
+  const want = [];
+  for (const d of items) {
+    let tr = have.get(d.id);
+    if (tr && deliveryRows.has(tr)) {
+      const parts = deliveryRows.get(tr);
+      if (tr.dataset.sig !== deliverySig(d)) { parts.paint(d); changed = true; }
+      want.push(tr, parts.detail);
+    } else {
+      const frag = deliveryRow(w, d);
+      tr = frag.firstElementChild;
+      want.push(tr, deliveryRows.get(tr).detail);
+      changed = true;
+    }
+  }
+  if (!changed) changed = want.some((n, i) => body.children[i] !== n);
+  patchChildren(body, want);
+  return changed;
+}
+
+// DL_LIVE_* pace the live refresh of a webhook's deliveries: every
+// DL_LIVE_MIN ms while they change, slowing down twofold at each look
+// that finds nothing new, to DL_LIVE_MAX ms.
+const DL_LIVE_MIN = 2000;
+const DL_LIVE_MAX = 30000;
+
+// dlLive keeps the deliveries on screen current while the webhook's page
+// is open and the tab visible: one look in flight at most, none while
+// the tab is hidden (a look follows soon after it shows again), and
+// none once another page is shown.
+const dlLive = {
+  w: null, timer: 0, busy: false, delay: DL_LIVE_MIN,
+  start(w) {
+    this.w = w;
+    this.delay = DL_LIVE_MIN;
+    this.schedule();
+  },
+  stop() {
+    clearTimeout(this.timer);
+    this.timer = 0;
+    this.w = null;
+  },
+  // kick brings the next look near after something the user did, which
+  // is when deliveries change.
+  kick() {
+    if (!this.w) return;
+    this.delay = DL_LIVE_MIN;
+    this.schedule();
+  },
+  schedule() {
+    clearTimeout(this.timer);
+    this.timer = 0;
+    if (!this.w || document.hidden || this.busy) return;
+    this.timer = setTimeout(() => this.look(), this.delay);
+  },
+  async look() {
+    this.timer = 0;
+    const w = this.w;
+    if (!w || hookView.id !== w.id || !$("dl-rows")) { this.stop(); return; }
+    if (document.hidden) return;
+    this.busy = true;
+    let changed = false;
+    try { changed = await loadDeliveries(w, true); } finally { this.busy = false; }
+    if (this.w !== w) return;
+    this.delay = changed ? DL_LIVE_MIN : Math.min(this.delay * 2, DL_LIVE_MAX);
+    this.schedule();
+  },
+};
+document.addEventListener("visibilitychange", () => {
+  if (!dlLive.w) return;
+  if (document.hidden) { clearTimeout(dlLive.timer); dlLive.timer = 0; return; }
+  dlLive.delay = DL_LIVE_MIN;
+  dlLive.schedule();
+});
 
 function deliveryRow(w, d) {
   const tr = h("tr", { "data-id": d.id, "data-status": d.status });
@@ -1697,6 +1801,7 @@ function deliveryRow(w, d) {
   const status = h("td", { class: "dl-state" });
   const paint = (d) => {
     tr.dataset.status = d.status;
+    tr.dataset.sig = deliverySig(d);
     status.replaceChildren(h("span", { class: "dl-" + (/^[a-z]+$/.test(d.status) ? d.status : "other") }, String(d.status ?? "")),
       h("span", { class: "dl-reason" }, d.reason ? [" — ", data(d.reason)] : null),
       d.status === "pending" && d.next_at ? h("span", { class: "muted" }, " · due " + when(d.next_at)) : "");
@@ -1735,6 +1840,7 @@ function deliveryRow(w, d) {
     status, h("td", { class: "num" }),
     h("td", { class: "dl-actions" }, open, " ", redo));
   paint(d);
+  deliveryRows.set(tr, { detail, paint });
   const frag = document.createDocumentFragment();
   frag.append(tr, detail);
   return frag;
@@ -1793,6 +1899,7 @@ function route() {
   if (hash.startsWith("#login=")) return loginWithCode(decodeURIComponent(hash.slice(7)));
   if (!auth.token) return renderSignIn();
   if (hash !== "#/events") stopEvents();
+  dlLive.stop();
   charts.clear();
   for (const a of document.querySelectorAll("#nav a")) {
     const here = a.getAttribute("href") === (hash.startsWith("#/b/") || hash === "" ? "#/" : hash.startsWith("#/webhooks/") ? "#/webhooks" : hash);
