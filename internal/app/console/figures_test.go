@@ -313,7 +313,7 @@ func traceLongTasks(t *testing.T, tb *tab, run func()) {
 	// And where the main thread's time went over the whole run: its
 	// tasks' total, and the kinds of work inside them (inclusive, so a
 	// kind's time holds the kinds it called).
-	busy, kinds := 0.0, map[string]float64{}
+	busy, cpu, kinds := 0.0, 0.0, map[string]float64{}
 	counted := map[[2]float64]bool{}
 	for _, e := range evs {
 		if !main[[2]int64{e.Pid, e.Tid}] || counted[[2]float64{e.Ts, e.Dur}] {
@@ -322,9 +322,10 @@ func traceLongTasks(t *testing.T, tb *tab, run func()) {
 		counted[[2]float64{e.Ts, e.Dur}] = true
 		if strings.Contains(e.Name, "RunTask") {
 			busy += e.Dur / 1000
+			cpu += e.Tdur / 1000
 			continue
 		}
-		kinds[e.Name] += e.Dur / 1000
+		kinds[e.Name] += e.Tdur / 1000
 	}
 	type part struct {
 		name string
@@ -342,5 +343,5 @@ func traceLongTasks(t *testing.T, tb *tab, run func()) {
 		}
 		fmt.Fprintf(&b, "  %7.1f ms  %s\n", p.ms, p.name)
 	}
-	t.Logf("the main thread ran tasks for %.0f ms in all; inside them (inclusive ms):\n%s", busy, b.String())
+	t.Logf("the main thread ran tasks for %.0f ms in all, %.0f ms of it on a CPU; inside them (inclusive CPU ms):\n%s", busy, cpu, b.String())
 }

@@ -458,10 +458,9 @@ function yieldTask() {
 // that draws none (a hidden one), so work waiting for it never stalls.
 function frame() {
   return new Promise((resolve) => {
-    let done = false;
-    const go = () => { if (!done) { done = true; resolve(); } };
-    requestAnimationFrame(go);
-    setTimeout(go, 100);
+    let timer = 0;
+    const at = requestAnimationFrame(() => { clearTimeout(timer); resolve(); });
+    timer = setTimeout(() => { cancelAnimationFrame(at); resolve(); }, 100);
   });
 }
 
