@@ -693,4 +693,5 @@ func TestWebhookDeliveriesTurnLive(t *testing.T) {
 		t.Fatalf("%v live refreshes; want at least two (the new row, then its change)", n)
 	}
 	tb.noMarkupRan()
+	tb.screenshot("webhook-live")
 }
