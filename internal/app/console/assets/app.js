@@ -1700,8 +1700,8 @@ async function loadDeliveries(w, live = false) {
   if (seq !== dlSeq || !body) return false;
   const items = (json.items || []).filter((d) => d && typeof d.id === "string");
   const next = json.next_cursor || "";
-  const placed = placeDeliveries(w, body, items);
-  const changed = placed || next !== hookView.next;
+  const placed = placeDeliveries(w, body, items, live);
+  let changed = placed.changed || next !== hookView.next;
   hookView.next = next;
   const what = (n) => {
     const noun = n === 1 ? "delivery" : "deliveries";
@@ -1717,6 +1717,7 @@ async function loadDeliveries(w, live = false) {
   const t = $("deliveries").dataset;
   if (live) t.refreshes = String(Number(t.refreshes || 0) + 1);
   else t.loads = String(Number(t.loads || 0) + 1);
+  if (placed.held.length && await refreshHeld(w, placed.held, seq)) changed = true;
   return changed;
 }
 
@@ -1731,12 +1732,26 @@ function deliverySig(d) {
 }
 
 // placeDeliveries makes body hold items' rows in order, reusing the rows
-// on screen by delivery id; it says whether anything changed.
-function placeDeliveries(w, body, items) {
+// on screen by delivery id; it says whether anything changed. On a live
+// refresh a row whose delivery left the page (redelivered from Failed,
+// say) stays where it was while the user is at it: it holds the focus,
+// its attempts are open, or its redelivery is being watched.
+function placeDeliveries(w, body, items, live) {
   const have = new Map();
   for (const tr of body.children) if (tr.dataset.id) have.set(tr.dataset.id, tr);
-  let changed = have.size !== items.length;
+  let changed = false;
   const want = [];
+  const held = [];
+  if (live) {
+    const ids = new Set(items.map((d) => d.id));
+    let at = 0;
+    for (const [id, tr] of have) {
+      const parts = deliveryRows.get(tr);
+      if (!ids.has(id) && parts && (tr.dataset.watched || !parts.detail.hidden ||
+        tr.contains(document.activeElement) || parts.detail.contains(document.activeElement))) held.push([at, tr, parts.detail]);
+      at++;
+    }
+  }
   for (const d of items) {
     let tr = have.get(d.id);
     if (tr && deliveryRows.has(tr)) {
@@ -1750,8 +1765,33 @@ function placeDeliveries(w, body, items) {
       changed = true;
     }
   }
-  if (!changed) changed = want.some((n, i) => body.children[i] !== n);
+  for (const [at, tr, detail] of held) want.splice(Math.min(2 * at, want.length), 0, tr, detail);
+  if (!changed) changed = want.length !== body.children.length || want.some((n, i) => body.children[i] !== n);
   patchChildren(body, want);
+  return { changed, held: held.map(([, tr]) => tr) };
+}
+
+// DL_HELD bounds the rows kept off their page that a live refresh reads
+// one by one (each is a row the user is at: there are seldom more).
+const DL_HELD = 5;
+
+// refreshHeld reads again the deliveries of rows kept on screen though
+// they left the page, one at a time, and says whether any changed.
+async function refreshHeld(w, rows, seq) {
+  let changed = false;
+  for (const tr of rows.slice(0, DL_HELD)) {
+    const parts = deliveryRows.get(tr);
+    if (!parts || !tr.isConnected || tr.dataset.watched) continue; // a watch reads it already
+    let json;
+    try {
+      ({ json } = await api("GET", "/webhooks/" + encodeURIComponent(w.id) + "/deliveries/" + encodeURIComponent(tr.dataset.id)));
+    } catch { continue; }
+    if (seq !== dlSeq || !tr.isConnected) return changed;
+    if (tr.dataset.sig === deliverySig(json)) continue;
+    parts.paint(json);
+    if (!parts.detail.hidden) attemptsInto(parts.detail.cells[0], json);
+    changed = true;
+  }
   return changed;
 }
 
@@ -1766,7 +1806,7 @@ const DL_LIVE_MAX = 30000;
 // the tab is hidden (a look follows soon after it shows again), and
 // none once another page is shown.
 const dlLive = {
-  w: null, timer: 0, busy: false, delay: DL_LIVE_MIN,
+  w: null, timer: 0, busy: false, delay: DL_LIVE_MIN, kicked: false,
   start(w) {
     this.w = w;
     this.delay = DL_LIVE_MIN;
@@ -1782,6 +1822,7 @@ const dlLive = {
   kick() {
     if (!this.w) return;
     this.delay = DL_LIVE_MIN;
+    this.kicked = true; // a look in flight now must not slow the next one down
     this.schedule();
   },
   schedule() {
@@ -1796,10 +1837,11 @@ const dlLive = {
     if (!w || hookView.id !== w.id || !$("dl-rows")) { this.stop(); return; }
     if (document.hidden) return;
     this.busy = true;
+    this.kicked = false;
     let changed = false;
     try { changed = await loadDeliveries(w, true); } finally { this.busy = false; }
     if (this.w !== w) return;
-    this.delay = changed ? DL_LIVE_MIN : Math.min(this.delay * 2, DL_LIVE_MAX);
+    this.delay = changed || this.kicked ? DL_LIVE_MIN : Math.min(this.delay * 2, DL_LIVE_MAX);
     this.schedule();
   },
 };
@@ -1864,6 +1906,11 @@ function deliveryRow(w, d) {
 // watchDelivery re-reads a redelivered delivery about once a second until
 // it settles (bounded), so the row shows where it went.
 async function watchDelivery(w, id, tr, paint, detail, open) {
+  tr.dataset.watched = "1";
+  try { await watchUntilSettled(w, id, tr, paint, detail, open); } finally { delete tr.dataset.watched; }
+}
+
+async function watchUntilSettled(w, id, tr, paint, detail, open) {
   for (let i = 0; i < HOOK_WATCH && tr.isConnected; i++) {
     await new Promise((r) => setTimeout(r, 1000));
     if (!tr.isConnected) return;
