@@ -168,7 +168,11 @@ type summary struct {
 	Visibility  store.Visibility  `json:"visibility"`
 	Sensitivity store.Sensitivity `json:"sensitivity"`
 	UpdatedAt   time.Time         `json:"updated_at"`
-	Context     json.RawMessage   `json:"context,omitempty"`
+	// CreatedBy and UpdatedBy name the agents that created the record and
+	// made its current version, as the whole record does.
+	CreatedBy string          `json:"created_by"`
+	UpdatedBy string          `json:"updated_by"`
+	Context   json.RawMessage `json:"context,omitempty"`
 }
 
 // listPage is a page of a list; next_cursor reads the next one.
@@ -195,7 +199,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, p Principal) error
 	items := make([]summary, 0, len(page.Items))
 	for _, b := range page.Items {
 		sm := summary{ID: b.ID, Title: b.Title, Description: b.Description, Tags: b.Tags, SchemaName: b.SchemaName,
-			Version: b.Version, Visibility: b.Visibility, Sensitivity: b.Sensitivity, UpdatedAt: b.UpdatedAt}
+			Version: b.Version, Visibility: b.Visibility, Sensitivity: b.Sensitivity, UpdatedAt: b.UpdatedAt,
+			CreatedBy: b.CreatedBy, UpdatedBy: b.UpdatedBy}
 		if withContext {
 			sm.Context = b.Context
 		}

@@ -695,3 +695,31 @@ func TestConditionalGet(t *testing.T) {
 		t.Fatalf("fallback view: %d %q", code, tag)
 	}
 }
+
+// A list names the agent that created each record and the one that made
+// its current version, so a curator sees who wrote what without reading
+// the records whole.
+func TestListNamesCreatorAndUpdater(t *testing.T) {
+	e := newEnv(t)
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	boss := e.token("acme", "boss", server.RoleCurator)
+	id := e.create(alice, map[string]any{"title": "runbook", "context": map[string]any{"step": 1}, "visibility": "team"})
+	r := e.do("PATCH", "/breadcrumbs/"+id, boss, map[string]any{"title": "runbook v2"}, "If-Match", "1")
+	want(t, r, http.StatusOK, "runbook v2")
+	for _, tok := range []string{alice, boss} {
+		var page struct {
+			Items []struct {
+				ID        string `json:"id"`
+				CreatedBy string `json:"created_by"`
+				UpdatedBy string `json:"updated_by"`
+			}
+		}
+		r := e.do("GET", "/breadcrumbs", tok, nil)
+		if err := json.Unmarshal(r.body, &page); err != nil || len(page.Items) != 1 {
+			t.Fatalf("list: %d %s", r.status, r.body)
+		}
+		if it := page.Items[0]; it.ID != id || it.CreatedBy != "alice" || it.UpdatedBy != "boss" {
+			t.Fatalf("list item %+v; want created_by alice, updated_by boss", it)
+		}
+	}
+}

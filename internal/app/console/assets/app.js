@@ -1327,21 +1327,19 @@ async function gatewayTraffic() {
     recent];
 }
 
-// recentExchanges reads the newest records whole and shows each exchange
-// with its agent and attempts. The agent who made the request is the
-// record's creator (created_by), which only the whole record carries:
-// neither the list's summaries nor the view name it. The whole record
-// holds the bodies too (bounded by the gateway), so RECENT bounds what
-// the page reads.
+// recentExchanges reads the views of the newest records (the view hides
+// the bodies) and shows each exchange with its agent and attempts. The
+// agent who made the request is the record's creator, the created_by of
+// the list's summary.
 async function recentExchanges() {
   const { json } = await api("GET", "/breadcrumbs" + q({ schema_name: EXCHANGES, tag: "gateway.exchange", limit: RECENT }));
-  const ids = (json.items || []).map((b) => b.id);
+  const ids = (json.items || []).map((b) => b.id), agents = (json.items || []).map((b) => String(b.created_by ?? ""));
   const views = new Array(ids.length);
   let next = 0;
   await Promise.all(Array.from({ length: Math.min(4, ids.length) }, async () => {
     while (next < ids.length) {
       const i = next++;
-      try { views[i] = (await api("GET", "/breadcrumbs/" + encodeURIComponent(ids[i]) + "/full")).json; } catch { views[i] = null; }
+      try { views[i] = (await api("GET", "/breadcrumbs/" + encodeURIComponent(ids[i]))).json; } catch { views[i] = null; }
     }
   }));
   const rows = views.map((v, i) => {
@@ -1351,7 +1349,7 @@ async function recentExchanges() {
     return h("tr", { "data-id": ids[i] },
       h("td", { class: "opt" }, h("time", { datetime: String(x.started ?? "") }, when(x.started))),
       h("td", {}, h("a", { href: "#/b/" + encodeURIComponent(ids[i]) }, h("code", {}, show(String(x.route ?? "?"))))),
-      h("td", { class: "gw-agent" }, v ? data(String(v.created_by ?? "")) : "?"),
+      h("td", { class: "gw-agent" }, data(agents[i])),
       h("td", { class: "num" }, String(x.status ?? "")),
       h("td", {}, data([sm.provider, sm.model].filter(Boolean).join(" / "))),
       h("td", { class: "num" }, count((usage.input_tokens || 0) + (usage.output_tokens || 0))),
