@@ -156,7 +156,7 @@ func BenchmarkRecordWriter(b *testing.B) {
 		name string
 		size int
 		x    *gateway.Exchange
-	}{{"store/1", 1, benchExchange()}, {"store/32", 32, benchExchange()}, {"store/32/large", 32, large}} {
+	}{{"store/1", 1, benchExchange()}, {"store/32", 32, benchExchange()}, {"store/128", 128, benchExchange()}, {"store/256", 256, benchExchange()}, {"store/32/large", 32, large}} {
 		size := c.size
 		b.Run(c.name, func(b *testing.B) {
 			db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ctxkit.db"))
