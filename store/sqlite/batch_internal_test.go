@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -132,5 +133,35 @@ func TestCreateBatchConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestHistoryRecord: the history's JSON form of a breadcrumb, its
+// context put in as it is, reads back as the breadcrumb json.Marshal
+// writes, whatever its text fields hold (the context field's own name
+// included).
+func TestHistoryRecord(t *testing.T) {
+	for _, title := range []string{"plain", `,"context":null,`, `a\",\"context\":null,\"`, "<&> \u2028"} {
+		in := store.Breadcrumb{Title: title, Description: `"context":null`, Context: json.RawMessage(`{"a":"<b>&\u2028","c":[1.50,null]}`),
+			Tags: []string{"x"}, SchemaName: "s"}
+		b, err := store.NewRecord(store.Actor{OwnerID: "o", AgentID: "a"}, in, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := historyRecord(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(&b)
+		var g, w store.Breadcrumb
+		if err := json.Unmarshal([]byte(got), &g); err != nil {
+			t.Fatalf("%q: %v: %s", title, err, got)
+		}
+		json.Unmarshal(want, &w)
+		gj, _ := json.Marshal(&g)
+		wj, _ := json.Marshal(&w)
+		if string(gj) != string(wj) || string(g.Context) != string(b.Context) {
+			t.Errorf("%q:\n%s\nwant\n%s", title, got, want)
+		}
 	}
 }

@@ -11,10 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp/syntax"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,16 +63,19 @@ const (
 	// maxRecordBatch and maxRecordBatchBytes bound the records one write
 	// to the store takes (one transaction, one commit): the writer takes
 	// what is queued when it is ready, so under load a commit serves many
-	// records, and a lone record waits for none.
-	maxRecordBatch      = 64
+	// records. A batch of maxRecordBatch small records holds the store's
+	// one writing connection for some tens of milliseconds, which an
+	// ordinary write may have to wait.
+	maxRecordBatch      = 128
 	maxRecordBatchBytes = 8 << 20
 	// recordLinger is how long the writer waits for more records once it
-	// has one: a commit and a flush of the search index cost about a
-	// millisecond of CPU however many records they carry, so at a few
-	// hundred requests a second a batch gathered over recordLinger
-	// costs a fraction of one written as soon as it comes. A record is
-	// in the store that much later; a drain does not wait.
-	recordLinger = 25 * time.Millisecond
+	// has one. A commit costs about a millisecond of CPU however many
+	// records it carries, and the pages a batch's rows share (the
+	// indexes', the search index's) are written once per commit: at 500
+	// requests a second a batch gathered over recordLinger (some fifty
+	// records) costs each record a sixth less than batches of a dozen. A
+	// record is in the store that much later; a drain does not wait.
+	recordLinger = 100 * time.Millisecond
 	// recordWriteTimeout bounds one write of records to the store.
 	recordWriteTimeout = 10 * time.Second
 	// recordContextBytes is what a record's context may take: the
@@ -490,27 +495,123 @@ func (rc *exchangeRecorder) breadcrumb(x *gateway.Exchange) (store.Breadcrumb, e
 }
 
 // searchText is the text search matches in a record: its view's, which
-// exchangeHints make the record less its bodies and seal. It is taken
-// from rec without them (the view with no hints to run), rather than
-// left to the store, which would decode the whole context, bodies and
-// all, and compile the hints only to drop them. The store reads it into
-// the same words ("" has it derive them).
+// exchangeHints make the record less its bodies and seal. It is written
+// from rec's fields as the store writes a view's text (keys in order,
+// each followed by its value; numbers as the record's JSON has them),
+// rather than left to the store, which would decode the whole context,
+// bodies and all, and compile the hints only to drop them, or encoded
+// and decoded again here. The store reads it into the same words (""
+// has it derive them); TestRecordSearchText and FuzzExchangeRecord hold
+// the two to each other.
 func searchText(rec *exchangeRecord) string {
-	slim, err := json.Marshal(searchedRecord{exchangeRecord: rec})
-	if err != nil {
-		return ""
+	w := viewTextWriter{b: make([]byte, 0, 512)}
+	w.key("attempts")
+	for _, a := range rec.Attempts {
+		w.str("error_class", a.ErrorClass, true)
+		w.str("key_id", a.KeyID, true)
+		w.float("latency_ms", &a.Latency)
+		w.str("model", a.Model, false)
+		w.str("provider", a.Provider, false)
+		w.int("status", int64(a.Status), false)
 	}
-	return strings.Join(store.Document(&store.Breadcrumb{Context: slim}).Body, " ")
+	w.float("cost_usd", rec.CostUSD)
+	w.str("dialect", rec.Dialect, false)
+	w.str("error_class", rec.ErrorClass, true)
+	w.float("first_byte_ms", &rec.FirstByte)
+	w.int("request_bytes", rec.RequestBytes, false)
+	w.bool("request_truncated", rec.RequestTruncated, true)
+	w.int("response_bytes", rec.ResponseBytes, false)
+	w.bool("response_truncated", rec.ResponseTruncated, true)
+	w.str("route", rec.Route, false)
+	w.str("started", rec.Started.Format(time.RFC3339Nano), false)
+	w.int("status", int64(rec.Status), false)
+	w.bool("stream", rec.Stream, false)
+	w.key("summary")
+	sum := &rec.Summary
+	w.float("cost_usd", sum.CostUSD)
+	w.str("first_message", sum.FirstMessage, true)
+	w.str("last_message", sum.LastMessage, true)
+	w.str("model", sum.Model, false)
+	w.str("provider", sum.Provider, true)
+	w.int("status", int64(sum.Status), false)
+	w.int("tokens", sum.Tokens, false)
+	w.float("total_ms", &rec.Total)
+	w.bool("unpriced", rec.Unpriced, true)
+	if u := rec.Usage; u != nil {
+		w.key("usage")
+		w.int("cache_read_tokens", u.CacheRead, true)
+		w.int("cache_write_tokens", u.CacheWrite, true)
+		w.float("cost", u.Cost)
+		w.int("input_tokens", u.Input, false)
+		w.int("output_tokens", u.Output, false)
+		w.int("reasoning_tokens", u.Reasoning, true)
+	}
+	if w.bad {
+		return "" // a value JSON cannot hold: the store derives its own
+	}
+	return string(w.b)
 }
 
-// searchedRecord is a record as its view shows it: the fields of
-// exchangeHints' exclude hidden by fields of the same names, always
-// empty and left out.
-type searchedRecord struct {
-	*exchangeRecord
-	Request  json.RawMessage `json:"request,omitempty"`
-	Response json.RawMessage `json:"response,omitempty"`
-	Seal     string          `json:"seal,omitempty"`
+// viewTextWriter writes a view's text as the store does: each key, then
+// each scalar value, on a line of its own. Each method writes one field
+// of the record's JSON form, none when omitempty leaves it out.
+type viewTextWriter struct {
+	b   []byte
+	bad bool // a value JSON cannot hold was met
+}
+
+func (w *viewTextWriter) key(k string) {
+	w.b = append(append(w.b, k...), '\n')
+}
+
+func (w *viewTextWriter) str(k, v string, omitEmpty bool) {
+	if omitEmpty && v == "" {
+		return
+	}
+	w.key(k)
+	w.b = append(append(w.b, v...), '\n')
+}
+
+func (w *viewTextWriter) int(k string, v int64, omitEmpty bool) {
+	if omitEmpty && v == 0 {
+		return
+	}
+	w.key(k)
+	w.b = append(strconv.AppendInt(w.b, v, 10), '\n')
+}
+
+func (w *viewTextWriter) bool(k string, v, omitEmpty bool) {
+	if omitEmpty && !v {
+		return
+	}
+	w.key(k)
+	w.b = append(strconv.AppendBool(w.b, v), '\n')
+}
+
+// float writes *v as encoding/json does (a nil v is an omitted field).
+func (w *viewTextWriter) float(k string, v *float64) {
+	if v == nil {
+		return
+	}
+	f := *v
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		w.bad = true
+		return
+	}
+	w.key(k)
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	w.b = strconv.AppendFloat(w.b, f, format, -1, 64)
+	if format == 'e' {
+		// 1e-07 is written 1e-7.
+		if n := len(w.b); n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
+			w.b[n-2] = w.b[n-1]
+			w.b = w.b[:n-1]
+		}
+	}
+	w.b = append(w.b, '\n')
 }
 
 // body is a recorded body: the JSON value it is, its strings redacted,
@@ -524,7 +625,11 @@ func (rc *exchangeRecorder) body(b []byte, size int64, limit int) (json.RawMessa
 	whole := int64(len(b)) >= size
 	if whole && len(b) <= limit {
 		if doc, err := view.DecodeJSON(b); err == nil {
-			if out, err := canonjson.Marshal(rc.redactJSON(doc)); err == nil {
+			red := rc.redactJSON(doc)
+			if out, ok := appendCanon(make([]byte, 0, len(b)+len(b)/8), red); ok {
+				return out, false
+			}
+			if out, err := canonjson.Marshal(red); err == nil {
 				return out, false
 			}
 		}
@@ -537,8 +642,7 @@ func (rc *exchangeRecorder) body(b []byte, size int64, limit int) (json.RawMessa
 	if len(text) > limit {
 		text = textcut.Prefix(text, limit)
 	}
-	out, _ := canonjson.Marshal(text)
-	return out, truncated
+	return appendCanonString(make([]byte, 0, len(text)+2), text), truncated
 }
 
 // redactJSON is v with every string (keys too) redacted and its NUL

@@ -12,8 +12,10 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/sqlite"
+	"github.com/ctxkit/ctxkit/view"
 )
 
 func testRecorder(t testing.TB) *exchangeRecorder {
@@ -119,7 +121,8 @@ func benchExchange() *gateway.Exchange {
 // BenchmarkRecordWriter is the writer's cost per record, apart from any
 // load: "record" makes the sealed breadcrumb of an exchange; "store/1"
 // makes it and writes it to a SQLite store alone (a transaction per
-// record), "store/32" in batches of 32, as the writer does under load.
+// record), "store/32" and "store/128" in batches of 32 and 128 (the
+// writer's largest), as the writer does under load.
 // cpu-ns/record is the process's CPU time (user and system) per record,
 // which the machine's other work hardly changes.
 func BenchmarkRecordWriter(b *testing.B) {
@@ -156,7 +159,7 @@ func BenchmarkRecordWriter(b *testing.B) {
 		name string
 		size int
 		x    *gateway.Exchange
-	}{{"store/1", 1, benchExchange()}, {"store/32", 32, benchExchange()}, {"store/32/large", 32, large}} {
+	}{{"store/1", 1, benchExchange()}, {"store/32", 32, benchExchange()}, {"store/128", 128, benchExchange()}, {"store/32/large", 32, large}} {
 		size := c.size
 		b.Run(c.name, func(b *testing.B) {
 			db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "ctxkit.db"))
@@ -217,6 +220,48 @@ func TestRecordSearchText(t *testing.T) {
 		}
 		if slices.Contains(got, "zebrabody") {
 			t.Errorf("exchange %d: a body's word is searchable: %q", i, got)
+		}
+	}
+}
+
+// FuzzAppendCanon: whatever JSON a body holds, the record's encoder
+// writes the bytes canonjson.Marshal writes for it, or leaves it to
+// canonjson.Marshal.
+func FuzzAppendCanon(f *testing.F) {
+	for _, seed := range []string{
+		`{"b":[1,2.50,-0,1e-7,1E+300],"a":null,"":true,"é":false}`, `"\u0000\b\f\n\r\t\u001f\"\\/<>&\u2028\u2029\u007f"`,
+		"\"\xff\xfe a \xe2\x80\xa8 \xed\xa0\x80\"", `[[],{},"",0]`, `{"z":{"y":{"x":[{"w":"v"}]}}}`, `12345678901234567890123`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, err := view.DecodeJSON(data)
+		if err != nil {
+			// Strings of any bytes, as a redacted body's text is.
+			doc = string(data)
+		}
+		want, err := canonjson.Marshal(doc)
+		got, ok := appendCanon(nil, doc)
+		if !ok {
+			t.Fatalf("a decoded value left to canonjson: %q", data)
+		}
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("%q:\n got %s\nwant %s (%v)", data, got, want, err)
+		}
+	})
+}
+
+// TestAppendCanonOther: values of other types, and numbers that are not
+// JSON's, are left to canonjson.Marshal.
+func TestAppendCanonOther(t *testing.T) {
+	for _, v := range []any{1, 2.5, json.Number("01"), json.Number("1."), json.Number("x"), []any{map[string]any{"a": struct{}{}}}} {
+		if _, ok := appendCanon(nil, v); ok {
+			t.Errorf("%#v encoded", v)
+		}
+	}
+	for _, n := range []string{"0", "-0", "1.5e+10", "-12.34E-5", "9"} {
+		if got, ok := appendCanon(nil, json.Number(n)); !ok || string(got) != n {
+			t.Errorf("%s: %s %v", n, got, ok)
 		}
 	}
 }
