@@ -290,6 +290,7 @@ type call struct {
 type answer struct {
 	Text      string
 	Reasoning string
+	Redacted  string // Anthropic's redacted_thinking data, "" none
 	Calls     []call
 }
 
