@@ -2,10 +2,16 @@ package sdktest_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 	"google.golang.org/genai"
 
 	"github.com/ctxkit/ctxkit/sdktest/fakeup"
@@ -122,8 +128,8 @@ func anthropicAssistant(t *testing.T, e *env) []map[string]any {
 	}
 	var body struct {
 		Messages []struct {
-			Role    string           `json:"role"`
-			Content []map[string]any `json:"content"`
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
 	if err := json.Unmarshal(ex.Body, &body); err != nil {
@@ -132,8 +138,10 @@ func anthropicAssistant(t *testing.T, e *env) []map[string]any {
 	var out []map[string]any
 	prev := ""
 	for _, m := range body.Messages {
-		if m.Role == "assistant" && prev != "assistant" && len(m.Content) > 0 {
-			out = append(out, m.Content[0])
+		var blocks []map[string]any
+		json.Unmarshal(m.Content, &blocks) // a string content has no blocks
+		if m.Role == "assistant" && prev != "assistant" && len(blocks) > 0 {
+			out = append(out, blocks[0])
 		}
 		prev = m.Role
 	}
@@ -253,5 +261,149 @@ func TestGenAIAnthropicHistoryToGemini3(t *testing.T) {
 	body := string(ex.Body)
 	if !strings.Contains(body, `"thoughtSignature":"skip_thought_signature_validator"`) || strings.Contains(body, "Y3R4awFh") {
 		t.Fatalf("the Anthropic signature was not replaced by the placeholder: %s", body)
+	}
+}
+
+// TestGenAIThinkingWithResponses: a Gemini client of a Responses
+// upstream: the reasoning item's encrypted_content reaches the client
+// sealed in a thoughtSignature and goes back to the Responses API as the
+// reasoning item it came from (the fake refuses encrypted content it did
+// not issue).
+func TestGenAIThinkingWithResponses(t *testing.T) {
+	e := newEnv(t, true)
+	client := e.genai(t)
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unary", true: "stream"}[stream], func(t *testing.T) {
+			history := []*genai.Content{genai.NewContentFromText("Weather in Paris?", genai.RoleUser)}
+			model := genaiTurn(t, client, viaOpenAI, history, thinkingWeather(), stream)
+			ex, _ := e.fake("openai").Last("/responses")
+			enc := between(string(ex.Reply), `"encrypted_content":"`, `"`)
+			if enc == "" {
+				t.Fatalf("the fake encrypted nothing: %s", ex.Reply)
+			}
+			if strings.Contains(jsonOf(model), enc) {
+				t.Fatalf("the encrypted content reached the Gemini client unsealed: %s", jsonOf(model))
+			}
+			call, _ := callOf(t, model)
+			history = append(append(history, model...), toolReply(call))
+			genaiTurn(t, client, viaOpenAI, history, thinkingWeather(), stream)
+			ex, _ = e.fake("openai").Last("/responses")
+			if !strings.Contains(string(ex.Body), `"encrypted_content":"`+enc+`"`) {
+				t.Fatalf("the reasoning item did not come back: %s", ex.Body)
+			}
+		})
+	}
+}
+
+// TestMessagesSwitchFromResponses: an Anthropic client of a Responses
+// upstream with thinking gets the encrypted reasoning as a thinking
+// block's signature; it goes back to the Responses API as the reasoning
+// item, and when the client continues the same conversation with an
+// Anthropic model, the block, whose signature Anthropic would refuse, is
+// left out (with a warning) rather than failing the request.
+func TestMessagesSwitchFromResponses(t *testing.T) {
+	e := newEnv(t, true)
+	client := e.anthropic()
+	params := anthropicParams(viaOpenAI, "Weather in Paris?")
+	params.MaxTokens = 4096
+	params.Thinking = anthropic.ThinkingConfigParamOfEnabled(1024)
+	params.Tools = []anthropic.ToolUnionParam{anthropicWeather}
+	msg := streamMessage(t, client, params)
+	var use anthropic.ToolUseBlock
+	thinking := false
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "tool_use":
+			use = b.AsToolUse()
+		case "thinking":
+			thinking = strings.HasPrefix(b.Signature, "Y3R4awFv")
+		}
+	}
+	if use.ID == "" || !thinking {
+		t.Fatalf("want a sealed thinking block and a call: %s", jsonOf(msg.Content))
+	}
+	params.Messages = append(params.Messages, msg.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(use.ID, "Sunny", false)))
+	if next := streamMessage(t, client, params); next.Content[len(next.Content)-1].Text != fakeup.AfterTool {
+		t.Fatalf("next turn: %s", jsonOf(next.Content))
+	}
+	if ex, _ := e.fake("openai").Last("/responses"); !strings.Contains(string(ex.Body), `"encrypted_content":"gAAAAABfake`) {
+		t.Fatalf("no reasoning item went back: %s", ex.Body)
+	}
+	params.Model, params.Thinking = claude, anthropic.ThinkingConfigParamUnion{}
+	resp, err := client.Messages.New(ctx(t), params, option.WithResponseInto(new(*http.Response)))
+	if err != nil {
+		t.Fatalf("the conversation continued on Anthropic: %v", err)
+	}
+	if resp.Content[len(resp.Content)-1].Text != fakeup.AfterTool {
+		t.Fatalf("answer %s", resp.RawJSON())
+	}
+	if ex, _ := e.fake("anthropic").Last("/v1/messages"); strings.Contains(string(ex.Body), `"thinking"`) {
+		t.Fatalf("a thinking block with a foreign signature reached Anthropic: %s", ex.Body)
+	}
+}
+
+// TestResponsesSwitchFromAnthropic: a Responses client of an Anthropic
+// upstream with reasoning gets the thinking as a reasoning item whose
+// encrypted_content is the sealed signature; the item goes back to
+// Anthropic as the signed thinking block (the fake checks the signature
+// against the text), and when the client continues with a Responses
+// model the item, which the API could not verify, is left out.
+func TestResponsesSwitchFromAnthropic(t *testing.T) {
+	e := newEnv(t, true)
+	client := e.openai()
+	tools := []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "get_weather",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}}}}}
+	params := func(model string, input responses.ResponseInputParam) responses.ResponseNewParams {
+		return responses.ResponseNewParams{Model: model, Tools: tools, MaxOutputTokens: openai.Int(4096),
+			Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortLow, Summary: shared.ReasoningSummaryAuto},
+			Include:   []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent},
+			Input:     responses.ResponseNewParamsInputUnion{OfInputItemList: input}}
+	}
+	input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage("Weather in Paris?", responses.EasyInputMessageRoleUser)}
+	res, err := client.Responses.New(ctx(t), params(claude, input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var call responses.ResponseFunctionToolCall
+	sealed := false
+	for _, it := range res.Output {
+		switch it.Type {
+		case "function_call":
+			call = it.AsFunctionCall()
+			fc := call.ToParam()
+			input = append(input, responses.ResponseInputItemUnionParam{OfFunctionCall: &fc})
+		case "reasoning":
+			r := it.AsReasoning()
+			sealed = strings.HasPrefix(r.EncryptedContent, "Y3R4awFh")
+			rp := r.ToParam()
+			input = append(input, responses.ResponseInputItemUnionParam{OfReasoning: &rp})
+		}
+	}
+	if call.CallID == "" || !sealed {
+		t.Fatalf("want a sealed reasoning item and a call: %s", res.RawJSON())
+	}
+	output := responses.ResponseInputItemParamOfFunctionCallOutput("Sunny, 21 °C")
+	output.OfFunctionCallOutput.CallID = openai.String(call.CallID)
+	input = append(input, output)
+	res, err = client.Responses.New(ctx(t), params(claude, input))
+	if err != nil {
+		ex, _ := e.fake("anthropic").Last("/v1/messages")
+		t.Fatalf("the next turn on Anthropic: %v\n%s\n%s", err, ex.Body, ex.Reply)
+	}
+	if res.OutputText() != fakeup.AfterTool {
+		t.Fatalf("next turn: %s", res.RawJSON())
+	}
+	if first := anthropicAssistant(t, e); len(first) != 1 || first[0]["type"] != "thinking" {
+		t.Fatalf("assistant turn sent to Anthropic starts with %v", first)
+	}
+	res, err = client.Responses.New(ctx(t), params(viaOpenAI, input))
+	if err != nil {
+		t.Fatalf("the conversation continued on the Responses API: %v", err)
+	}
+	if res.OutputText() != fakeup.AfterTool {
+		t.Fatalf("answer %s", res.RawJSON())
+	}
+	if ex, _ := e.fake("openai").Last("/responses"); strings.Contains(string(ex.Body), "Y3R4aw") {
+		t.Fatalf("a sealed Anthropic signature reached the Responses API: %s", ex.Body)
 	}
 }

@@ -291,6 +291,7 @@ type answer struct {
 	Text      string
 	Reasoning string
 	Redacted  string // Anthropic's redacted_thinking data, "" none
+	Encrypted string // a Responses reasoning item's encrypted_content, "" none
 	Calls     []call
 }
 

@@ -53,6 +53,8 @@ func TestRefusals(t *testing.T) {
 			NewOpenAI("k"), 400, "Unknown parameter: 'foo'."},
 		{"responses output without call", "/v1/responses", `{"model":"m","input":[{"type":"function_call_output","call_id":"c9","output":"x"}]}`,
 			NewOpenAI("k"), 400, "No tool call found for function call output with call_id c9."},
+		{"responses encrypted content not issued", "/v1/responses", `{"model":"m","input":[{"type":"reasoning","summary":[],"encrypted_content":"gAAAAABfakeXYZ.forged"},{"role":"user","content":"hi"}]}`,
+			NewOpenAI("k"), 400, `"code":"invalid_encrypted_content"`},
 		{"responses previous id", "/v1/responses", `{"model":"m","input":"hi","previous_response_id":"resp_1"}`,
 			NewOpenAI("k"), 400, "previous_response_not_found"},
 		{"anthropic bad id", "/v1/messages", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"functions.get_weather:0","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"functions.get_weather:0","content":"x"}]}]}`,
