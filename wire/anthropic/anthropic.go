@@ -409,7 +409,7 @@ func (e *encoder) signature(b *chat.Block) string {
 		switch {
 		case !sealed:
 		case s.Home != wire.HomeAnthropic || s.Redacted:
-			return fmt.Sprintf("the thinking block's signature is %s's, which the Messages API refuses: dropped", s.Home)
+			return fmt.Sprintf("the thinking block's signature was made by %s, and the Messages API refuses it: dropped", s.Home)
 		default:
 			b.Signature = s.Signature
 			if b.Thinking == "" {

@@ -779,7 +779,7 @@ func (e *encoder) signature(sig, path string) string {
 	if s, _ := wire.OpenSignature(sig); s.Redacted {
 		e.warn(path, "redacted thinking of %s cannot go to Gemini: sent as the placeholder signature", s.Home)
 	} else {
-		e.warn(path, "the signature is %s's, which Gemini refuses: sent as the placeholder signature", s.Home)
+		e.warn(path, "the signature was made by %s, and Gemini refuses it: sent as the placeholder signature", s.Home)
 	}
 	return SignaturePlaceholder
 }

@@ -514,7 +514,7 @@ func (e *encoder) assistant(i int, m *chat.Message) {
 			sig, ok := wire.SignatureFor(wire.HomeResponses, b.Signature)
 			if !ok {
 				s, _ := wire.OpenSignature(b.Signature)
-				e.warn(p, "the thinking block's signature is %s's, which the Responses API refuses: dropped", s.Home)
+				e.warn(p, "the thinking block's signature was made by %s, and the Responses API refuses it: dropped", s.Home)
 				continue
 			}
 			flush()
