@@ -34,18 +34,32 @@ func thinkingWeather() *genai.GenerateContentConfig {
 // model contents as Google's SDK keeps them for the history (one per
 // chunk when streamed, as its chat sessions do).
 func genaiTurn(t *testing.T, client *genai.Client, model string, history []*genai.Content, cfg *genai.GenerateContentConfig, stream bool) []*genai.Content {
+	out, _ := genaiTurnHeader(t, client, model, history, cfg, stream)
+	return out
+}
+
+// genaiTurnHeader is genaiTurn that also returns the response's header.
+func genaiTurnHeader(t *testing.T, client *genai.Client, model string, history []*genai.Content, cfg *genai.GenerateContentConfig, stream bool) ([]*genai.Content, http.Header) {
 	t.Helper()
 	if !stream {
 		res, err := client.Models.GenerateContent(ctx(t), model, history, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return []*genai.Content{res.Candidates[0].Content}
+		var h http.Header
+		if res.SDKHTTPResponse != nil {
+			h = res.SDKHTTPResponse.Headers
+		}
+		return []*genai.Content{res.Candidates[0].Content}, h
 	}
 	var out []*genai.Content
+	var h http.Header
 	for res, err := range client.Models.GenerateContentStream(ctx(t), model, history, cfg) {
 		if err != nil {
 			t.Fatal(err)
+		}
+		if h == nil && res.SDKHTTPResponse != nil {
+			h = res.SDKHTTPResponse.Headers
 		}
 		if len(res.Candidates) == 0 || res.Candidates[0].Content == nil {
 			continue
@@ -63,7 +77,7 @@ func genaiTurn(t *testing.T, client *genai.Client, model string, history []*gena
 			out = append(out, &genai.Content{Role: c.Role, Parts: parts})
 		}
 	}
-	return out
+	return out, h
 }
 
 // callOf is the function call in contents, and the thought text they hold.
@@ -177,7 +191,15 @@ func TestGenAIThinkingWithAnthropic(t *testing.T) {
 				model = withoutThoughts(model)
 			}
 			history = append(append(history, model...), toolReply(call))
-			next := genaiTurn(t, client, claude, history, thinkingWeather(), c.stream)
+			next, header := genaiTurnHeader(t, client, claude, history, thinkingWeather(), c.stream)
+			// The thought parts travel in the rebuilt thinking block:
+			// nothing of them is reported as dropped.
+			if header == nil {
+				t.Fatal("the SDK kept no response header")
+			}
+			if w := header.Get("X-Ctxkit-Warnings"); strings.Contains(w, "reasoning") || strings.Contains(w, "thought") {
+				t.Fatalf("warnings %q", w)
+			}
 			var text strings.Builder
 			for _, m := range next {
 				for _, p := range m.Parts {
@@ -405,5 +427,39 @@ func TestResponsesSwitchFromAnthropic(t *testing.T) {
 	}
 	if ex, _ := e.fake("openai").Last("/responses"); strings.Contains(string(ex.Body), "Y3R4aw") {
 		t.Fatalf("a sealed Anthropic signature reached the Responses API: %s", ex.Body)
+	}
+}
+
+// TestMessagesSwitchFromGemini3: an Anthropic client of a Gemini 3 model
+// gets the call's thoughtSignature as a thinking block's signature,
+// sealed; continued with an Anthropic model, the block, whose signature
+// Anthropic would refuse, is left out rather than failing the request.
+func TestMessagesSwitchFromGemini3(t *testing.T) {
+	e := newEnv(t, false)
+	client := e.anthropic()
+	params := anthropicParams(gemini3, "Weather in Paris?")
+	params.Tools = []anthropic.ToolUnionParam{anthropicWeather}
+	msg := streamMessage(t, client, params)
+	var use anthropic.ToolUseBlock
+	sealed := false
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "tool_use":
+			use = b.AsToolUse()
+		case "thinking":
+			sealed = strings.HasPrefix(b.Signature, "Y3R4awFn")
+		}
+	}
+	if use.ID == "" || !sealed {
+		t.Fatalf("want a sealed signature and a call: %s", jsonOf(msg.Content))
+	}
+	params.Model = claude
+	params.Messages = append(params.Messages, msg.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(use.ID, "Sunny", false)))
+	next := streamMessage(t, client, params)
+	if len(next.Content) == 0 || next.Content[len(next.Content)-1].Text != fakeup.AfterTool {
+		t.Fatalf("next turn: %s", jsonOf(next.Content))
+	}
+	if ex, _ := e.fake("anthropic").Last("/v1/messages"); strings.Contains(string(ex.Body), `"thinking"`) {
+		t.Fatalf("a thinking block with Gemini's signature reached Anthropic: %s", ex.Body)
 	}
 }

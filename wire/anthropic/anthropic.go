@@ -29,7 +29,9 @@
 // thought_signature block holding an Anthropic envelope (what a Gemini
 // client hands back) becomes the thinking block it carries, text and
 // signature, or the redacted_thinking block; without the text, it is
-// dropped with a warning.
+// dropped with a warning. A reasoning block (a Gemini thought part) whose
+// text is part of such an envelope's thinking is dropped without a
+// warning: the rebuilt thinking block carries it.
 //
 // A text block that is empty or only whitespace is dropped with a warning
 // (the API rejects it), in the system prompt, in messages and in tool
@@ -220,6 +222,11 @@ type encoder struct {
 	warns    []chat.Warning
 	// marks are the breakpoints of kept message blocks, in prompt order.
 	marks []mark
+	// carried are the thinking texts of the Anthropic envelopes in the
+	// request's thought_signature blocks: a Gemini client's thought
+	// parts that hold this text need no warning when dropped, since the
+	// thinking block rebuilt from the envelope carries it.
+	carried []string
 }
 
 // mark is one cache breakpoint: where it is in the output (key, in prompt
@@ -284,6 +291,16 @@ func (e *encoder) system(out *chat.Request) {
 
 // messages filters every message into fresh message and block slices.
 func (e *encoder) messages(out *chat.Request, in []chat.Message) {
+	for i := range in {
+		for _, b := range in[i].Content.Blocks {
+			if b.Type != chat.TypeThoughtSignature {
+				continue
+			}
+			if s, ok := wire.OpenSignature(b.Signature); ok && s.Home == wire.HomeAnthropic && s.Thinking != "" {
+				e.carried = append(e.carried, s.Thinking)
+			}
+		}
+	}
 	msgs := make([]chat.Message, 0, len(in))
 	for i := range in {
 		m := &in[i]
@@ -305,7 +322,12 @@ func (e *encoder) messages(out *chat.Request, in []chat.Message) {
 			e.warn(path, "no content: message dropped (the API rejects empty messages)")
 			continue
 		default:
+			warned := len(e.warns)
 			kept, _ := e.filter(m.Content.Blocks, path+".content", e.msgTypes, len(msgs), -1)
+			if len(kept) == 0 && len(e.warns) == warned {
+				// Only thoughts a rebuilt thinking block carries.
+				continue
+			}
 			if len(kept) == 0 {
 				e.warn(path, "nothing left after the filter: message dropped (the API rejects empty messages)")
 				continue
@@ -338,6 +360,9 @@ func (e *encoder) filter(blocks []chat.Block, at string, allowed map[string]bool
 		}
 		switch {
 		case drop != "":
+		case b.Type == chat.TypeReasoning && parent < 0 && e.isCarried(b.Text):
+			changed = true
+			continue
 		case b.Type == chat.TypeReasoning:
 			drop = "reasoning is ctxkit's extension block, not an Anthropic one: dropped"
 		case b.Type == chat.TypeThoughtSignature:
@@ -393,6 +418,20 @@ func (e *encoder) filter(blocks []chat.Block, at string, allowed map[string]bool
 		kept = append(kept, b)
 	}
 	return kept, changed
+}
+
+// isCarried reports whether text, a reasoning block's, is part of the
+// thinking of an Anthropic envelope in the request.
+func (e *encoder) isCarried(text string) bool {
+	if text == "" {
+		return false
+	}
+	for _, c := range e.carried {
+		if strings.Contains(c, text) {
+			return true
+		}
+	}
+	return false
 }
 
 // signature opens a signature ctxkit sealed (wire.SealSignature) in b, a

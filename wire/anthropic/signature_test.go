@@ -85,3 +85,34 @@ func TestSealedSignatures(t *testing.T) {
 		})
 	}
 }
+
+// TestSealedThinkingCarriesThoughts: a Gemini client hands back its
+// thought parts (reasoning blocks) before the signature: the ones whose
+// text the rebuilt thinking block carries go without a warning, any
+// other is dropped with one.
+func TestSealedThinkingCarriesThoughts(t *testing.T) {
+	sealed := wire.SealSignature(wire.HomeAnthropic, "EqQBCkgIAReal", "Let me think.")
+	req := chat.Request{Model: "claude", Messages: []chat.Message{
+		{Role: chat.User, Content: chat.Content{IsString: true, Text: "hi"}},
+		{Role: chat.Assistant, Content: chat.Content{Blocks: []chat.Block{{Type: chat.TypeReasoning, Text: "Let me"}}}},
+		{Role: chat.Assistant, Content: chat.Content{Blocks: []chat.Block{
+			{Type: chat.TypeReasoning, Text: " think."},
+			{Type: chat.TypeReasoning, Text: "Something else."},
+			{Type: chat.TypeThoughtSignature, Signature: sealed},
+			{Type: chat.TypeText, Text: "answer"},
+		}}},
+		{Role: chat.User, Content: chat.Content{IsString: true, Text: "more"}},
+	}}
+	out, warns, err := anthropic.EncodeRequest(req, anthropic.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warns) != 1 || warns[0].Path != "messages[2].content[1]" {
+		t.Fatalf("warnings %v, want one for the thought nothing carries", warns)
+	}
+	body, _ := json.Marshal(out.Messages)
+	want := `[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"Let me think.","signature":"EqQBCkgIAReal"},{"type":"text","text":"answer"}]},{"role":"user","content":"more"}]`
+	if string(body) != want {
+		t.Fatalf("messages\n%s\nwant\n%s", body, want)
+	}
+}
