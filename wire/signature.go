@@ -97,20 +97,27 @@ func SignatureHome(name string) string {
 	return ""
 }
 
+// sealedLen is the length of an envelope of n payload bytes.
+func sealedLen(n int) int { return base64.StdEncoding.EncodedLen(len(sealMagic) + 1 + n) }
+
 // SealSignature is the envelope of sig, a signature home made; thinking,
 // the text an Anthropic signature signs, is carried when not "" (for
-// other homes it is ignored). An unknown home or an empty sig is returned
-// as it is.
+// other homes it is ignored) and the envelope stays within
+// MaxSealedSignature with it. An unknown home, an empty sig, or one too
+// long for an envelope is returned as it is.
 func SealSignature(home, sig, thinking string) string {
 	k := kindOf(home)
-	if k == 0 || sig == "" {
+	if k == 0 || sig == "" || sealedLen(len(sig)) > MaxSealedSignature {
 		return sig
+	}
+	if k != kindThought || sealedLen(len(sig)+1+len(thinking)) > MaxSealedSignature {
+		thinking = ""
 	}
 	b := make([]byte, 0, len(sealMagic)+1+len(sig)+1+len(thinking))
 	b = append(b, sealMagic...)
 	b = append(b, k)
 	b = append(b, sig...)
-	if k == kindThought && thinking != "" {
+	if thinking != "" {
 		b = append(b, 0)
 		b = append(b, thinking...)
 	}
@@ -120,8 +127,8 @@ func SealSignature(home, sig, thinking string) string {
 // SealRedacted is the envelope of Anthropic's redacted thinking data, for
 // a client whose dialect has no place for it but a signature's.
 func SealRedacted(data string) string {
-	if data == "" {
-		return ""
+	if data == "" || sealedLen(len(data)) > MaxSealedSignature {
+		return data
 	}
 	b := make([]byte, 0, len(sealMagic)+1+len(data))
 	b = append(b, sealMagic...)
@@ -241,7 +248,7 @@ func SealChunks(chunks iter.Seq2[chat.Chunk, error], upstream, dialect string) i
 		return chunks
 	}
 	return func(yield func(chat.Chunk, error) bool) {
-		var text strings.Builder
+		var text thoughtText
 		for c, err := range chunks {
 			if err == nil && c.Type == chat.ChunkReasoning {
 				if s.redacted && c.Redacted != "" {
@@ -249,13 +256,12 @@ func SealChunks(chunks iter.Seq2[chat.Chunk, error], upstream, dialect string) i
 				} else if c.Signature != "" {
 					thinking := ""
 					if s.text {
-						text.WriteString(c.Text)
-						thinking = text.String()
-						text.Reset()
+						text.add(c.Text)
+						thinking = text.take()
 					}
 					c.Signature = SealSignature(s.home, c.Signature, thinking)
 				} else if s.text {
-					text.WriteString(c.Text)
+					text.add(c.Text)
 				}
 			}
 			if !yield(c, err) {
@@ -272,33 +278,31 @@ func SealResponse(res *chat.Response, upstream, dialect string) {
 	if s.home == "" {
 		return
 	}
-	var text strings.Builder
+	var text thoughtText
 	for i := range res.Content {
 		b := &res.Content[i]
 		switch b.Type {
 		case chat.TypeReasoning:
 			if s.text {
-				text.WriteString(b.Text)
+				text.add(b.Text)
 			}
 		case chat.TypeThinking:
 			if b.Signature == "" {
 				if s.text {
-					text.WriteString(b.Thinking)
+					text.add(b.Thinking)
 				}
 				continue
 			}
 			thinking := ""
 			if s.text {
-				text.WriteString(b.Thinking)
-				thinking = text.String()
-				text.Reset()
+				text.add(b.Thinking)
+				thinking = text.take()
 			}
 			b.Signature = SealSignature(s.home, b.Signature, thinking)
 		case chat.TypeThoughtSignature:
 			thinking := ""
 			if s.text {
-				thinking = text.String()
-				text.Reset()
+				thinking = text.take()
 			}
 			b.Signature = SealSignature(s.home, b.Signature, thinking)
 		case chat.TypeRedactedThinking:
@@ -307,4 +311,32 @@ func SealResponse(res *chat.Response, upstream, dialect string) {
 			}
 		}
 	}
+}
+
+// thoughtText is the thinking text since the last signature, bounded: past
+// MaxSealedSignature bytes it is given up (an envelope could not hold
+// it), and the signature is sealed without it.
+type thoughtText struct {
+	b    strings.Builder
+	over bool
+}
+
+func (c *thoughtText) add(s string) {
+	if c.over {
+		return
+	}
+	if c.b.Len()+len(s) > MaxSealedSignature {
+		c.over = true
+		c.b.Reset()
+		return
+	}
+	c.b.WriteString(s)
+}
+
+// take returns the text and starts again.
+func (c *thoughtText) take() string {
+	s := c.b.String()
+	c.b.Reset()
+	c.over = false
+	return s
 }

@@ -237,3 +237,36 @@ func FuzzOpenSignature(f *testing.F) {
 		}
 	})
 }
+
+// TestSealBounds: an envelope never grows past MaxSealedSignature, so
+// OpenSignature opens every envelope ctxkit gives: thinking too long to
+// carry is left out (the signature is still sealed), a signature too long
+// for an envelope is passed as it is, and a stream's thinking is given up
+// past the bound rather than held without end.
+func TestSealBounds(t *testing.T) {
+	big := strings.Repeat("t", wire.MaxSealedSignature)
+	s := wire.SealSignature(wire.HomeAnthropic, anthropicSig, big)
+	got, ok := wire.OpenSignature(s)
+	if !ok || got.Signature != anthropicSig || got.Thinking != "" || len(s) > wire.MaxSealedSignature {
+		t.Fatalf("with thinking too long: %d bytes, opened %v, thinking of %d", len(s), ok, len(got.Thinking))
+	}
+	if s := wire.SealSignature(wire.HomeGemini, big, ""); s != big {
+		t.Fatal("a signature too long for an envelope was changed")
+	}
+	if s := wire.SealRedacted(big); s != big {
+		t.Fatal("redacted data too long for an envelope was changed")
+	}
+	half := strings.Repeat("t", wire.MaxSealedSignature/2+1)
+	chunks := collectChunks(t, wire.SealChunks(sigStream(
+		chat.Chunk{Type: chat.ChunkReasoning, Text: half},
+		chat.Chunk{Type: chat.ChunkReasoning, Text: half},
+		chat.Chunk{Type: chat.ChunkReasoning, Signature: "sig1"},
+		chat.Chunk{Type: chat.ChunkReasoning, Text: "short"},
+		chat.Chunk{Type: chat.ChunkReasoning, Signature: "sig2"},
+	), "anthropic", "gemini"))
+	first, _ := wire.OpenSignature(chunks[2].Signature)
+	second, _ := wire.OpenSignature(chunks[4].Signature)
+	if first.Signature != "sig1" || first.Thinking != "" || second.Signature != "sig2" || second.Thinking != "short" {
+		t.Fatalf("sealed %+v and %+v", first, second)
+	}
+}
