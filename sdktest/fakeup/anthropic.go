@@ -1,6 +1,8 @@
 package fakeup
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,10 +19,27 @@ var (
 	anthropicID = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 )
 
-// anthropicSigPrefix starts the thinking signatures the fake issues; a
-// signature it did not issue (another provider's) is refused, as the API
-// refuses a signature that is not its own.
+// anthropicSigPrefix starts the thinking signatures the fake issues. As
+// the API's, a signature covers its thinking text: it is the prefix and a
+// keyed hash of the text, so a signature the fake did not issue (another
+// provider's, a forged one) or one sent back with other text is refused.
 const anthropicSigPrefix = "EqQBCkgIfake"
+
+// anthropicRedactedPrefix starts the redacted_thinking data the fake
+// issues; data it did not issue is refused.
+const anthropicRedactedPrefix = "EmwKAhgBEgy3fake"
+
+// AnthropicRedactTrigger in a user message makes the fake answer with a
+// redacted_thinking block before its thinking, as the string Anthropic
+// documents for testing makes the API do.
+const AnthropicRedactTrigger = "ANTHROPIC_MAGIC_STRING_TRIGGER_REDACTED_THINKING_46C9A13E193C177646C7398A98432ECCCE4C1253"
+
+func anthropicSignature(thinking string) string {
+	h := sha256.Sum256([]byte("fake-anthropic-signing-key\x00" + thinking))
+	return anthropicSigPrefix + base64.StdEncoding.EncodeToString(h[:])
+}
+
+func anthropicRedacted() string { return anthropicRedactedPrefix + randomID("", 40) }
 
 type anthropicMsg struct {
 	Role    string          `json:"role"`
@@ -161,11 +180,16 @@ func (f *Fake) anthropicMessages(w http.ResponseWriter, r *http.Request, count b
 					return
 				}
 			case "thinking":
-				if b.Signature == nil || !strings.HasPrefix(*b.Signature, anthropicSigPrefix) {
+				if b.Signature == nil || b.Thinking == nil || *b.Signature != anthropicSignature(*b.Thinking) {
 					fail(fmt.Sprintf("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j))
 					return
 				}
-			case "text", "image", "document", "redacted_thinking", "search_result":
+			case "redacted_thinking":
+				if !strings.HasPrefix(b.Data, anthropicRedactedPrefix) {
+					fail(fmt.Sprintf("messages.%d.content.%d: Invalid `data` in `redacted_thinking` block", i, j))
+					return
+				}
+			case "text", "image", "document", "search_result":
 			default:
 				fail(fmt.Sprintf("messages.%d.content.%d.type: Input tag '%s' found using 'type' does not match any of the expected tags", i, j, b.Type))
 				return
@@ -279,9 +303,29 @@ func (f *Fake) anthropicMessages(w http.ResponseWriter, r *http.Request, count b
 		writeJSON(w, 200, map[string]any{"input_tokens": AnthropicCount})
 		return
 	}
+	thinks := thinking.Type == "enabled" || thinking.Type == "adaptive"
+	// With thinking on, the API wants the assistant message of a tool
+	// loop (the one before the last tool results) to start with its
+	// thinking, as the model gave it.
+	// Consecutive messages of a role are one turn to the API.
+	if thinks && t.afterTool && len(msgs) > 1 {
+		i := len(msgs) - 2
+		for i > 0 && msgs[i-1].Role == "assistant" {
+			i--
+		}
+		if first := blocks[i]; msgs[i].Role == "assistant" && len(first) > 0 && first[0].Type != "thinking" && first[0].Type != "redacted_thinking" {
+			fail(fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).", i, first[0].Type))
+			return
+		}
+	}
 	a := plan(t, "anthropic", func() string { return randomID("toolu_01", 22) })
-	if thinking.Type == "enabled" || thinking.Type == "adaptive" {
+	if thinks {
 		a.Reasoning = "The user wants a short answer."
+		for _, b := range last {
+			if b.Type == "text" && b.Text != nil && strings.Contains(*b.Text, AnthropicRedactTrigger) {
+				a.Redacted = anthropicRedacted()
+			}
+		}
 	}
 	var stream bool
 	json.Unmarshal(top["stream"], &stream)
@@ -304,8 +348,6 @@ func anthropicStop(a answer) string {
 	return "end_turn"
 }
 
-func anthropicSignature() string { return anthropicSigPrefix + randomID("", 40) }
-
 // anthropicMessage is the Message of an answer (full, or empty as
 // message_start carries it).
 func anthropicMessage(model string, a answer, full bool) map[string]any {
@@ -315,8 +357,11 @@ func anthropicMessage(model string, a answer, full bool) map[string]any {
 		return m
 	}
 	var content []any
+	if a.Redacted != "" {
+		content = append(content, map[string]any{"type": "redacted_thinking", "data": a.Redacted})
+	}
 	if a.Reasoning != "" {
-		content = append(content, map[string]any{"type": "thinking", "thinking": a.Reasoning, "signature": anthropicSignature()})
+		content = append(content, map[string]any{"type": "thinking", "thinking": a.Reasoning, "signature": anthropicSignature(a.Reasoning)})
 	}
 	if a.Text != "" {
 		content = append(content, map[string]any{"type": "text", "text": a.Text})
@@ -341,12 +386,17 @@ func anthropicStream(w http.ResponseWriter, model string, a answer) {
 	ev("message_start", map[string]any{"message": anthropicMessage(model, a, false)})
 	ev("ping", map[string]any{})
 	idx := 0
+	if a.Redacted != "" {
+		ev("content_block_start", map[string]any{"index": idx, "content_block": map[string]any{"type": "redacted_thinking", "data": a.Redacted}})
+		ev("content_block_stop", map[string]any{"index": idx})
+		idx++
+	}
 	if a.Reasoning != "" {
 		ev("content_block_start", map[string]any{"index": idx, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
 		for _, p := range words(a.Reasoning) {
 			ev("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "thinking_delta", "thinking": p}})
 		}
-		ev("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "signature_delta", "signature": anthropicSignature()}})
+		ev("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "signature_delta", "signature": anthropicSignature(a.Reasoning)}})
 		ev("content_block_stop", map[string]any{"index": idx})
 		idx++
 	}

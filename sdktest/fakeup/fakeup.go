@@ -290,6 +290,8 @@ type call struct {
 type answer struct {
 	Text      string
 	Reasoning string
+	Redacted  string // Anthropic's redacted_thinking data, "" none
+	Encrypted string // a Responses reasoning item's encrypted_content, "" none
 	Calls     []call
 }
 

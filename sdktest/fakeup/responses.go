@@ -1,9 +1,14 @@
 package fakeup
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -34,6 +39,28 @@ type responsesTool struct {
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
 	Strict      *bool           `json:"strict"`
+}
+
+// responsesEncryptedPrefix starts the encrypted_content the fake issues
+// for its reasoning items; the rest is a nonce and a keyed hash of it, so
+// the fake, which keeps nothing, knows its own and refuses any other (a
+// signature of another provider, a forged one), as the API does.
+const responsesEncryptedPrefix = "gAAAAABfake"
+
+func responsesEncrypted() string {
+	nonce := randomID("", 24)
+	return responsesEncryptedPrefix + nonce + "." + responsesSeal(nonce)
+}
+
+func responsesSeal(nonce string) string {
+	h := sha256.Sum256([]byte("fake-openai-reasoning-key\x00" + nonce))
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+func responsesIssued(enc string) bool {
+	rest, ok := strings.CutPrefix(enc, responsesEncryptedPrefix)
+	nonce, mac, ok2 := strings.Cut(rest, ".")
+	return ok && ok2 && mac == responsesSeal(nonce)
 }
 
 // serveResponses answers POST /v1/responses, streamed or not. Nothing is
@@ -96,7 +123,12 @@ func (f *Fake) serveResponses() http.HandlerFunc {
 						fail("input", "", fmt.Sprintf("No tool call found for function call output with call_id %s.", it.CallID))
 						return
 					}
-				case "", "message", "reasoning", "item_reference":
+				case "reasoning":
+					if it.EncryptedContent != nil && !responsesIssued(*it.EncryptedContent) {
+						fail("", "invalid_encrypted_content", "The encrypted content for item input["+strconv.Itoa(i)+"] could not be verified.")
+						return
+					}
+				case "", "message", "item_reference":
 				default:
 					fail(fmt.Sprintf("input[%d].type", i), "invalid_value", fmt.Sprintf("Invalid value: '%s'.", it.Type))
 					return
@@ -147,8 +179,9 @@ func (f *Fake) serveResponses() http.HandlerFunc {
 				t.schema = tf.Format.Schema
 			}
 		}
-		var summary bool
+		var summary, reasons bool
 		if raw, ok := top["reasoning"]; ok && string(raw) != "null" {
+			reasons = true
 			var rs struct {
 				Effort          *string `json:"effort"`
 				Summary         *string `json:"summary"`
@@ -163,6 +196,13 @@ func (f *Fake) serveResponses() http.HandlerFunc {
 		a := plan(t, "openai", func() string { return randomID("call_", 24) })
 		if summary {
 			a.Reasoning = "The user wants a short answer."
+		}
+		// With reasoning.encrypted_content included, the reasoning item
+		// carries the reasoning, encrypted, for the next turn.
+		var include []string
+		json.Unmarshal(top["include"], &include)
+		if reasons && slices.Contains(include, "reasoning.encrypted_content") {
+			a.Encrypted = responsesEncrypted()
 		}
 		resp := responsesObject(model, a)
 		if !stream {
@@ -182,9 +222,16 @@ func responsesUsage() map[string]any {
 // responsesObject is the completed Response of an answer.
 func responsesObject(model string, a answer) map[string]any {
 	var output []any
-	if a.Reasoning != "" {
-		output = append(output, map[string]any{"type": "reasoning", "id": randomID("rs_", 24),
-			"summary": []any{map[string]any{"type": "summary_text", "text": a.Reasoning}}, "encrypted_content": nil})
+	if a.Reasoning != "" || a.Encrypted != "" {
+		summary := []any{}
+		if a.Reasoning != "" {
+			summary = append(summary, map[string]any{"type": "summary_text", "text": a.Reasoning})
+		}
+		var enc any
+		if a.Encrypted != "" {
+			enc = a.Encrypted
+		}
+		output = append(output, map[string]any{"type": "reasoning", "id": randomID("rs_", 24), "summary": summary, "encrypted_content": enc})
 	}
 	if a.Text != "" {
 		output = append(output, map[string]any{"type": "message", "id": randomID("msg_", 24), "role": "assistant", "status": "completed",
@@ -225,6 +272,9 @@ func responsesStream(w http.ResponseWriter, done map[string]any, a answer) {
 		switch item["type"] {
 		case "reasoning":
 			emit("response.output_item.added", map[string]any{"output_index": oi, "item": map[string]any{"type": "reasoning", "id": id, "summary": []any{}}})
+			if a.Reasoning == "" {
+				break
+			}
 			emit("response.reasoning_summary_part.added", map[string]any{"item_id": id, "output_index": oi, "summary_index": 0, "part": map[string]any{"type": "summary_text", "text": ""}})
 			for _, p := range words(a.Reasoning) {
 				emit("response.reasoning_summary_text.delta", map[string]any{"item_id": id, "output_index": oi, "summary_index": 0, "delta": p})

@@ -22,6 +22,17 @@
 // thought_signature, blocks of unknown types, and blocks of known types in a
 // place the API does not take them (a tool_use inside a tool_result).
 //
+// Signatures ctxkit sealed for a client of another dialect
+// (wire.SealSignature) are opened: a thinking block gets back the
+// Anthropic signature inside, and one whose signature another provider
+// made, which the API refuses, is dropped with a warning. A
+// thought_signature block holding an Anthropic envelope (what a Gemini
+// client hands back) becomes the thinking block it carries, text and
+// signature, or the redacted_thinking block; without the text, it is
+// dropped with a warning. A reasoning block (a Gemini thought part) whose
+// text is part of such an envelope's thinking is dropped without a
+// warning: the rebuilt thinking block carries it.
+//
 // A text block that is empty or only whitespace is dropped with a warning
 // (the API rejects it), in the system prompt, in messages and in tool
 // results. A message whose content is empty, a blank string, or left empty
@@ -211,6 +222,11 @@ type encoder struct {
 	warns    []chat.Warning
 	// marks are the breakpoints of kept message blocks, in prompt order.
 	marks []mark
+	// carried are the thinking texts of the Anthropic envelopes in the
+	// request's thought_signature blocks: a Gemini client's thought
+	// parts that hold this text need no warning when dropped, since the
+	// thinking block rebuilt from the envelope carries it.
+	carried []string
 }
 
 // mark is one cache breakpoint: where it is in the output (key, in prompt
@@ -275,6 +291,16 @@ func (e *encoder) system(out *chat.Request) {
 
 // messages filters every message into fresh message and block slices.
 func (e *encoder) messages(out *chat.Request, in []chat.Message) {
+	for i := range in {
+		for _, b := range in[i].Content.Blocks {
+			if b.Type != chat.TypeThoughtSignature {
+				continue
+			}
+			if s, ok := wire.OpenSignature(b.Signature); ok && s.Home == wire.HomeAnthropic && s.Thinking != "" {
+				e.carried = append(e.carried, s.Thinking)
+			}
+		}
+	}
 	msgs := make([]chat.Message, 0, len(in))
 	for i := range in {
 		m := &in[i]
@@ -296,7 +322,12 @@ func (e *encoder) messages(out *chat.Request, in []chat.Message) {
 			e.warn(path, "no content: message dropped (the API rejects empty messages)")
 			continue
 		default:
+			warned := len(e.warns)
 			kept, _ := e.filter(m.Content.Blocks, path+".content", e.msgTypes, len(msgs), -1)
+			if len(kept) == 0 && len(e.warns) == warned {
+				// Only thoughts a rebuilt thinking block carries.
+				continue
+			}
 			if len(kept) == 0 {
 				e.warn(path, "nothing left after the filter: message dropped (the API rejects empty messages)")
 				continue
@@ -324,7 +355,14 @@ func (e *encoder) filter(blocks []chat.Block, at string, allowed map[string]bool
 			inner = "content[" + strconv.Itoa(j) + "]"
 		}
 		drop := ""
+		if parent < 0 {
+			drop = e.signature(&b)
+		}
 		switch {
+		case drop != "":
+		case b.Type == chat.TypeReasoning && parent < 0 && e.isCarried(b.Text):
+			changed = true
+			continue
 		case b.Type == chat.TypeReasoning:
 			drop = "reasoning is ctxkit's extension block, not an Anthropic one: dropped"
 		case b.Type == chat.TypeThoughtSignature:
@@ -341,6 +379,7 @@ func (e *encoder) filter(blocks []chat.Block, at string, allowed map[string]bool
 			changed = true
 			continue
 		}
+		changed = changed || b.Type != blocks[j].Type || b.Signature != blocks[j].Signature
 		out := len(kept)
 		if b.Type == chat.TypeToolResult && b.Content != nil && !b.Content.IsString {
 			nested, nestedChanged := e.filter(b.Content.Blocks, path, e.resTypes, msg, out)
@@ -379,6 +418,58 @@ func (e *encoder) filter(blocks []chat.Block, at string, allowed map[string]bool
 		kept = append(kept, b)
 	}
 	return kept, changed
+}
+
+// isCarried reports whether text, a reasoning block's, is part of the
+// thinking of an Anthropic envelope in the request.
+func (e *encoder) isCarried(text string) bool {
+	if text == "" {
+		return false
+	}
+	for _, c := range e.carried {
+		if strings.Contains(c, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// signature opens a signature ctxkit sealed (wire.SealSignature) in b, a
+// message's block, and returns why b is dropped, "" to keep it. A thinking
+// block keeps an Anthropic signature (the one inside the envelope) and
+// loses one another provider made, which the API refuses. A
+// thought_signature block holding an Anthropic envelope is the thinking
+// block (or redacted thinking) a Gemini client handed back on the part
+// after its thought: it becomes that block again.
+func (e *encoder) signature(b *chat.Block) string {
+	switch {
+	case b.Type == chat.TypeThinking && b.Signature != "":
+		s, sealed := wire.OpenSignature(b.Signature)
+		switch {
+		case !sealed:
+		case s.Home != wire.HomeAnthropic || s.Redacted:
+			return fmt.Sprintf("the thinking block's signature was made by %s, and the Messages API refuses it: dropped", s.Home)
+		default:
+			b.Signature = s.Signature
+			if b.Thinking == "" {
+				b.Thinking = s.Thinking
+			}
+		}
+	case b.Type == chat.TypeThoughtSignature:
+		s, sealed := wire.OpenSignature(b.Signature)
+		switch {
+		case !sealed || s.Home != wire.HomeAnthropic:
+			// Gemini's, or another provider's: the caller's
+			// thought_signature case drops it.
+		case s.Redacted:
+			*b = chat.Block{Type: chat.TypeRedactedThinking, Data: s.Signature}
+		case s.Thinking == "":
+			return "an Anthropic thinking signature came back without its thinking: dropped"
+		default:
+			*b = chat.Block{Type: chat.TypeThinking, Thinking: s.Thinking, Signature: s.Signature}
+		}
+	}
+	return ""
 }
 
 // warnAt warns about the place path (a block) or, when inner is set, the

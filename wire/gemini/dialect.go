@@ -117,7 +117,12 @@ import (
 // a thought, where Gemini 3 looks for it on a function call; when no part
 // follows, or a second signature comes first, on an empty text part
 // {"text":"","thoughtSignature"}. A candidate with no part has one empty
-// text part, so clients that read parts[0] find one.
+// text part, so clients that read parts[0] find one. (The gateway seals
+// the signatures of another provider's model before they get here,
+// wire.SealChunks: a Gemini client then holds base64, as thoughtSignature
+// must be, that names the provider and, for Anthropic's, carries the
+// thinking text, so the client sending back only the signature is enough
+// for the thinking block to be rebuilt.)
 //
 // finishReason: the upstream's own when it is one of Gemini's reasons,
 // else by the stop's reason: end_turn, tool_use (Gemini ends a turn of

@@ -74,6 +74,11 @@
 //	redacted_thinking  not sent (warning): Gemini has no encrypted thoughts
 //	other types        not sent (warning)
 //
+// A signature ctxkit sealed (wire.SealSignature) is opened: Gemini's own
+// goes out as Gemini made it; another provider's, which Gemini would
+// refuse, becomes SignaturePlaceholder, with a warning naming the
+// provider.
+//
 // cache_control, on blocks and tools alike, is dropped without a warning:
 // Gemini caches implicitly, or through cachedContents objects created apart
 // from the request, and no content is lost. Citations on a text block or a
@@ -454,23 +459,24 @@ func (e *encoder) message(i int, m *chat.Message) []Part {
 		case chat.TypeToolResult:
 			e.toolResult(&ps, b, path)
 		case chat.TypeThinking:
+			sig := e.signature(b.Signature, path)
 			switch {
 			case b.Thinking != "":
-				ps.add(Part{Text: b.Thinking, Thought: true, ThoughtSignature: b.Signature})
-			case b.Signature != "":
+				ps.add(Part{Text: b.Thinking, Thought: true, ThoughtSignature: sig})
+			case sig != "":
 				// A signature with no thought text is what a Gemini stream
 				// gives for a signed functionCall or text part: it goes back
 				// on the part that follows, like a thought_signature block
 				// (Gemini 3 refuses a functionCall without its signature).
-				ps.pending = append(ps.pending, b.Signature)
+				ps.pending = append(ps.pending, sig)
 			}
 		case chat.TypeReasoning:
 			if b.Text != "" {
 				ps.add(Part{Text: b.Text, Thought: true})
 			}
 		case chat.TypeThoughtSignature:
-			if b.Signature != "" {
-				ps.pending = append(ps.pending, b.Signature)
+			if sig := e.signature(b.Signature, path); sig != "" {
+				ps.pending = append(ps.pending, sig)
 			}
 		case chat.TypeRedactedThinking:
 			e.warn(path, "Gemini cannot carry redacted (encrypted) thinking: not sent")
@@ -760,4 +766,20 @@ func sourceType(s *chat.Source) string {
 		return "untyped"
 	}
 	return s.Type
+}
+
+// signature is what goes out for sig, a signature of the block at path:
+// sig itself, the Gemini signature inside ctxkit's envelope, or, for a
+// signature another provider made, SignaturePlaceholder (warning).
+func (e *encoder) signature(sig, path string) string {
+	out, ok := wire.SignatureFor(wire.HomeGemini, sig)
+	if ok {
+		return out
+	}
+	if s, _ := wire.OpenSignature(sig); s.Redacted {
+		e.warn(path, "redacted thinking of %s cannot go to Gemini: sent as the placeholder signature", s.Home)
+	} else {
+		e.warn(path, "the signature was made by %s, and Gemini refuses it: sent as the placeholder signature", s.Home)
+	}
+	return SignaturePlaceholder
 }

@@ -3,6 +3,7 @@ package gemini_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/chat"
@@ -217,5 +218,48 @@ func TestDialectToGeminiRoundTrip(t *testing.T) {
 	}
 	if err := strictGemini3(got); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSealedSignatures: a signature ctxkit sealed goes to Gemini opened
+// when it is Gemini's, and as the placeholder, with a warning naming the
+// provider, when another provider made it; an unsealed one goes as it
+// came.
+func TestSealedSignatures(t *testing.T) {
+	own := wire.SealSignature(wire.HomeGemini, "cmVhbA==", "")
+	for _, c := range []struct {
+		name  string
+		block chat.Block
+		want  string
+		warn  string
+	}{
+		{"own sealed", chat.Block{Type: chat.TypeThoughtSignature, Signature: own}, "cmVhbA==", ""},
+		{"own sealed, thinking without text", chat.Block{Type: chat.TypeThinking, Signature: own}, "cmVhbA==", ""},
+		{"unsealed", chat.Block{Type: chat.TypeThoughtSignature, Signature: "cmVhbA=="}, "cmVhbA==", ""},
+		{"anthropic's", chat.Block{Type: chat.TypeThoughtSignature, Signature: wire.SealSignature(wire.HomeAnthropic, "EqQB", "t")}, gemini.SignaturePlaceholder, "made by anthropic"},
+		{"responses'", chat.Block{Type: chat.TypeThinking, Signature: wire.SealSignature(wire.HomeResponses, "gAAA", "")}, gemini.SignaturePlaceholder, "made by responses"},
+		{"redacted", chat.Block{Type: chat.TypeThoughtSignature, Signature: wire.SealRedacted("data")}, gemini.SignaturePlaceholder, "redacted thinking"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := chat.Request{Model: "gemini-2.5-flash", Messages: []chat.Message{
+				{Role: chat.User, Content: chat.Content{IsString: true, Text: "hi"}},
+				{Role: chat.Assistant, Content: chat.Content{Blocks: []chat.Block{c.block, {Type: chat.TypeToolUse, ID: "t1", Name: "f", Input: json.RawMessage(`{}`)}}}},
+				{Role: chat.User, Content: chat.Content{Blocks: []chat.Block{{Type: chat.TypeToolResult, ToolUseID: "t1", Content: &chat.Content{IsString: true, Text: "ok"}}}}},
+			}}
+			out, warns, err := gemini.EncodeRequest(req, gemini.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			call := out.Contents[1].Parts[0]
+			if call.FunctionCall == nil || call.ThoughtSignature != c.want {
+				t.Fatalf("parts %+v, want the call signed %q", out.Contents[1].Parts, c.want)
+			}
+			switch {
+			case c.warn == "" && len(warns) > 0:
+				t.Fatalf("warnings %v", warns)
+			case c.warn != "" && (len(warns) != 1 || warns[0].Path != "messages[1].content[0]" || !strings.Contains(warns[0].Message, c.warn)):
+				t.Fatalf("warnings %v, want one naming %q", warns, c.warn)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
@@ -132,8 +133,11 @@ const errorPrefix = "Error: "
 //     "signature"} of the message's reasoning_details (what the Chat
 //     Completions dialect gives its clients), placed first — the plain
 //     reasoning block that dialect reads beside it is then not warned
-//     about. Item ids are not sent: the API takes items back without
-//     them.
+//     about. A signature ctxkit sealed (wire.SealSignature) is opened:
+//     the Responses API's own encrypted content goes out as it came
+//     (from a thought_signature block too, as a Gemini client hands it
+//     back), another provider's is dropped with a warning. Item ids are
+//     not sent: the API takes items back without them.
 //
 // Tools are function tools, flat, with strict false unless the tool's
 // Extra says "strict": true (the API's default is strict, which refuses
@@ -459,9 +463,11 @@ func (e *encoder) reasoningDetails(i int, raw json.RawMessage) bool {
 	added := false
 	for k, d := range details {
 		if d.Type == "reasoning.text" && d.Signature != "" {
-			e.reasoning(d.Text, d.Signature)
-			added = true
-			continue
+			if sig, ok := wire.SignatureFor(wire.HomeResponses, d.Signature); ok {
+				e.reasoning(d.Text, sig)
+				added = true
+				continue
+			}
 		}
 		e.warn(path+"["+itoa(k)+"]", "the Responses API takes back only its own encrypted reasoning (a signed reasoning.text): dropped")
 	}
@@ -505,8 +511,23 @@ func (e *encoder) assistant(i int, m *chat.Message) {
 				e.other(p, b)
 				continue
 			}
+			sig, ok := wire.SignatureFor(wire.HomeResponses, b.Signature)
+			if !ok {
+				s, _ := wire.OpenSignature(b.Signature)
+				e.warn(p, "the thinking block's signature was made by %s, and the Responses API refuses it: dropped", s.Home)
+				continue
+			}
 			flush()
-			e.reasoning(b.Thinking, b.Signature)
+			e.reasoning(b.Thinking, sig)
+		case chat.TypeThoughtSignature:
+			// A Gemini client hands a sealed encrypted_content back as a
+			// thoughtSignature.
+			if s, ok := wire.OpenSignature(b.Signature); ok && s.Home == wire.HomeResponses {
+				flush()
+				e.reasoning("", s.Signature)
+				continue
+			}
+			e.other(p, b)
 		case chat.TypeImage:
 			e.warn(p, "assistant messages of the Responses API take only text: image replaced by a text stub")
 			texts = append(texts, Part{Type: "output_text", Text: chat.ImageStub(b.Source)})

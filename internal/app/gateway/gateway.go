@@ -375,6 +375,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 		if err != nil {
 			return err
 		}
+		wire.SealResponse(&res, p.row.Name, d.row().Name)
 		if res.Usage != (chat.Usage{}) {
 			res.Usage = g.costed(p, sent.req.Model, res.Usage)
 			g.account(r.Context(), p, sent.req.Model, res.Usage)
@@ -395,6 +396,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, d Dialect) error
 	// The client's own tool-call ids come back first, then a format sent
 	// as a forced tool becomes the text the client asked for.
 	chunks := sent.ids.Chunks(decode(src))
+	// A signature that crosses providers reaches the client sealed with
+	// its provider's name, so that it goes back only there.
+	chunks = wire.SealChunks(chunks, p.row.Name, d.row().Name)
 	if sent.tool != "" {
 		chunks = wire.ToolAsText(chunks, sent.tool)
 	}

@@ -1,0 +1,118 @@
+package anthropic_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
+	"github.com/ctxkit/ctxkit/wire/anthropic"
+)
+
+// TestSealedSignatures: signatures ctxkit sealed for a client of another
+// dialect are opened: Anthropic's own go out as Anthropic made them (a
+// thought_signature block holding one, what a Gemini client hands back,
+// becomes the thinking or redacted_thinking block it carries), another
+// provider's thinking block is dropped with a warning naming the
+// provider, and unsealed signatures pass as they came.
+func TestSealedSignatures(t *testing.T) {
+	const sig = "EqQBCkgIAReal"
+	for _, c := range []struct {
+		name  string
+		block chat.Block
+		want  string // the first block of the assistant message as JSON; "" none
+		warn  string
+	}{
+		{"thought_signature with text", chat.Block{Type: chat.TypeThoughtSignature, Signature: wire.SealSignature(wire.HomeAnthropic, sig, "Think.")},
+			`{"type":"thinking","thinking":"Think.","signature":"` + sig + `"}`, ""},
+		{"thought_signature redacted", chat.Block{Type: chat.TypeThoughtSignature, Signature: wire.SealRedacted("opaque")},
+			`{"type":"redacted_thinking","data":"opaque"}`, ""},
+		{"thought_signature without text", chat.Block{Type: chat.TypeThoughtSignature, Signature: wire.SealSignature(wire.HomeAnthropic, sig, "")},
+			"", "without its thinking"},
+		{"thought_signature of gemini", chat.Block{Type: chat.TypeThoughtSignature, Signature: wire.SealSignature(wire.HomeGemini, "CiQB", "")},
+			"", "thought_signature is Gemini's"},
+		{"thinking sealed", chat.Block{Type: chat.TypeThinking, Thinking: "Think.", Signature: wire.SealSignature(wire.HomeAnthropic, sig, "")},
+			`{"type":"thinking","thinking":"Think.","signature":"` + sig + `"}`, ""},
+		{"thinking without text takes the envelope's", chat.Block{Type: chat.TypeThinking, Signature: wire.SealSignature(wire.HomeAnthropic, sig, "Think.")},
+			`{"type":"thinking","thinking":"Think.","signature":"` + sig + `"}`, ""},
+		{"thinking of responses", chat.Block{Type: chat.TypeThinking, Thinking: "Sum.", Signature: wire.SealSignature(wire.HomeResponses, "gAAA", "")},
+			"", "made by responses"},
+		{"thinking of gemini", chat.Block{Type: chat.TypeThinking, Thinking: "Sum.", Signature: wire.SealSignature(wire.HomeGemini, "CiQB", "")},
+			"", "made by gemini"},
+		{"thinking with redacted envelope", chat.Block{Type: chat.TypeThinking, Thinking: "x", Signature: wire.SealRedacted("opaque")},
+			"", "made by anthropic"},
+		{"thinking unsealed", chat.Block{Type: chat.TypeThinking, Thinking: "Think.", Signature: sig},
+			`{"type":"thinking","thinking":"Think.","signature":"` + sig + `"}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := chat.Request{Model: "claude", Messages: []chat.Message{
+				{Role: chat.User, Content: chat.Content{IsString: true, Text: "hi"}},
+				{Role: chat.Assistant, Content: chat.Content{Blocks: []chat.Block{c.block, {Type: chat.TypeText, Text: "answer"}}}},
+				{Role: chat.User, Content: chat.Content{IsString: true, Text: "more"}},
+			}}
+			out, warns, err := anthropic.EncodeRequest(req, anthropic.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := json.Marshal(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				Messages []struct {
+					Content json.RawMessage `json:"content"`
+				} `json:"messages"`
+			}
+			var blocks []json.RawMessage
+			if err := json.Unmarshal(body, &got); err != nil || json.Unmarshal(got.Messages[1].Content, &blocks) != nil {
+				t.Fatalf("%s: %v", body, err)
+			}
+			first := string(blocks[0])
+			if c.want == "" {
+				if len(blocks) != 1 || !strings.Contains(first, `"text"`) {
+					t.Fatalf("the block was kept: %s", body)
+				}
+			} else if first != c.want {
+				t.Fatalf("first block %s, want %s", first, c.want)
+			}
+			switch {
+			case c.warn == "" && len(warns) > 0:
+				t.Fatalf("warnings %v", warns)
+			case c.warn != "" && (len(warns) != 1 || warns[0].Path != "messages[1].content[0]" || !strings.Contains(warns[0].Message, c.warn)):
+				t.Fatalf("warnings %v, want one with %q", warns, c.warn)
+			}
+		})
+	}
+}
+
+// TestSealedThinkingCarriesThoughts: a Gemini client hands back its
+// thought parts (reasoning blocks) before the signature: the ones whose
+// text the rebuilt thinking block carries go without a warning, any
+// other is dropped with one.
+func TestSealedThinkingCarriesThoughts(t *testing.T) {
+	sealed := wire.SealSignature(wire.HomeAnthropic, "EqQBCkgIAReal", "Let me think.")
+	req := chat.Request{Model: "claude", Messages: []chat.Message{
+		{Role: chat.User, Content: chat.Content{IsString: true, Text: "hi"}},
+		{Role: chat.Assistant, Content: chat.Content{Blocks: []chat.Block{{Type: chat.TypeReasoning, Text: "Let me"}}}},
+		{Role: chat.Assistant, Content: chat.Content{Blocks: []chat.Block{
+			{Type: chat.TypeReasoning, Text: " think."},
+			{Type: chat.TypeReasoning, Text: "Something else."},
+			{Type: chat.TypeThoughtSignature, Signature: sealed},
+			{Type: chat.TypeText, Text: "answer"},
+		}}},
+		{Role: chat.User, Content: chat.Content{IsString: true, Text: "more"}},
+	}}
+	out, warns, err := anthropic.EncodeRequest(req, anthropic.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warns) != 1 || warns[0].Path != "messages[2].content[1]" {
+		t.Fatalf("warnings %v, want one for the thought nothing carries", warns)
+	}
+	body, _ := json.Marshal(out.Messages)
+	want := `[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"Let me think.","signature":"EqQBCkgIAReal"},{"type":"text","text":"answer"}]},{"role":"user","content":"more"}]`
+	if string(body) != want {
+		t.Fatalf("messages\n%s\nwant\n%s", body, want)
+	}
+}

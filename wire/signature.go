@@ -1,0 +1,342 @@
+package wire
+
+import (
+	"encoding/base64"
+	"iter"
+	"strings"
+
+	"github.com/ctxkit/ctxkit/chat"
+)
+
+// Reasoning signatures are opaque values a provider attaches to its
+// model's reasoning (Anthropic's thinking signature, Gemini's
+// thoughtSignature, the Responses API's encrypted_content) and takes back
+// only from itself. A client of one dialect talking to another provider
+// hands the signature back in its own dialect's place, and nothing there
+// says whose it is: a Gemini client cannot tell ctxkit that a
+// thoughtSignature is Anthropic's. So the gateway seals a signature that
+// crosses providers before the client sees it (SealChunks,
+// SealResponse): the client gets an envelope naming the provider that
+// made it, and each provider's encoder opens the envelope again
+// (OpenSignature) and sends the signature on only to its own provider.
+// No state is kept on the server: everything is in the envelope.
+//
+// An envelope is standard base64 (what Gemini's thoughtSignature, a proto
+// bytes field, is; Google's SDKs decode and re-encode it, so either base64
+// alphabet, padded or not, is read back) of
+//
+//	"ctxk" 0x01 kind  payload
+//
+// where kind is 'a' (an Anthropic thinking signature), 'r' (Anthropic
+// redacted thinking), 'g' (a Gemini thoughtSignature) or 'o' (a Responses
+// reasoning item's encrypted_content). The payload of 'a' is the
+// signature, a 0 byte and the thinking text it signs (the text is kept
+// only for a Gemini client, whose thought parts may not come back: see
+// SealChunks; otherwise it is empty); of 'r' the redacted data; of 'g'
+// and 'o' the signature.
+//
+// An envelope is routing, not trust: a client can send anything, so an
+// opened signature is only ever sent to the provider its kind names,
+// which checks it as it checks any signature; a forged one fails there.
+
+// Signature homes: the providers whose signatures are sealed when they
+// cross to a client of another dialect, by the provider table's and the
+// dialects' names.
+const (
+	HomeAnthropic = "anthropic"
+	HomeGemini    = "gemini"
+	HomeResponses = "responses"
+)
+
+// MaxSealedSignature bounds the length of a signature OpenSignature
+// opens; a longer one is treated as not sealed (and so goes only where
+// an unsealed signature goes).
+const MaxSealedSignature = 4 << 20
+
+const (
+	sealMagic   = "ctxk\x01"
+	kindThought = 'a'
+	kindRedact  = 'r'
+	kindGemini  = 'g'
+	kindOpenAI  = 'o'
+)
+
+// Sealed is an opened envelope.
+type Sealed struct {
+	// Home is the provider that made the signature (HomeAnthropic,
+	// HomeGemini, HomeResponses).
+	Home string
+	// Redacted: the payload is Anthropic's redacted thinking (its data),
+	// not a signature.
+	Redacted bool
+	// Signature is the provider's own signature (or redacted data).
+	Signature string
+	// Thinking is the text an Anthropic signature signs, when the
+	// envelope carries it.
+	Thinking string
+}
+
+func kindOf(home string) byte {
+	switch home {
+	case HomeAnthropic:
+		return kindThought
+	case HomeGemini:
+		return kindGemini
+	case HomeResponses:
+		return kindOpenAI
+	}
+	return 0
+}
+
+// SignatureHome is the signature home of a provider row or dialect name,
+// "" for one whose signatures are not sealed.
+func SignatureHome(name string) string {
+	if kindOf(name) != 0 {
+		return name
+	}
+	return ""
+}
+
+// sealedLen is the length of an envelope of n payload bytes.
+func sealedLen(n int) int { return base64.StdEncoding.EncodedLen(len(sealMagic) + 1 + n) }
+
+// SealSignature is the envelope of sig, a signature home made; thinking,
+// the text an Anthropic signature signs, is carried when not "" (for
+// other homes it is ignored) and the envelope stays within
+// MaxSealedSignature with it. An unknown home, an empty sig, or one too
+// long for an envelope is returned as it is.
+func SealSignature(home, sig, thinking string) string {
+	k := kindOf(home)
+	if k == 0 || sig == "" || sealedLen(len(sig)) > MaxSealedSignature {
+		return sig
+	}
+	if k != kindThought || sealedLen(len(sig)+1+len(thinking)) > MaxSealedSignature {
+		thinking = ""
+	}
+	b := make([]byte, 0, len(sealMagic)+1+len(sig)+1+len(thinking))
+	b = append(b, sealMagic...)
+	b = append(b, k)
+	b = append(b, sig...)
+	if thinking != "" {
+		b = append(b, 0)
+		b = append(b, thinking...)
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// SealRedacted is the envelope of Anthropic's redacted thinking data, for
+// a client whose dialect has no place for it but a signature's.
+func SealRedacted(data string) string {
+	if data == "" || sealedLen(len(data)) > MaxSealedSignature {
+		return data
+	}
+	b := make([]byte, 0, len(sealMagic)+1+len(data))
+	b = append(b, sealMagic...)
+	b = append(b, kindRedact)
+	b = append(b, data...)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// sealPrefix is the base64 of the magic and a kind byte: six bytes, so
+// eight characters that both alphabets spell the same.
+func sealPrefix(kind byte) string {
+	return base64.StdEncoding.EncodeToString(append([]byte(sealMagic), kind))
+}
+
+var sealPrefixes = [...]string{sealPrefix(kindThought), sealPrefix(kindRedact), sealPrefix(kindGemini), sealPrefix(kindOpenAI)}
+
+// OpenSignature opens s when it is an envelope SealSignature or
+// SealRedacted made (or one in its form: a client can forge one, and gets
+// no more than a signature routed to the provider it names). ok is false
+// for anything else, a provider's own signature included, and for s
+// longer than MaxSealedSignature.
+func OpenSignature(s string) (Sealed, bool) {
+	if len(s) < 8 || len(s) > MaxSealedSignature {
+		return Sealed{}, false
+	}
+	known := false
+	for _, p := range sealPrefixes {
+		if s[:8] == p {
+			known = true
+			break
+		}
+	}
+	if !known {
+		return Sealed{}, false
+	}
+	// Either alphabet, padded or not: a client may have decoded the
+	// bytes and encoded them again its own way.
+	t := strings.TrimRight(s, "=")
+	if strings.ContainsAny(t, "-_") {
+		if strings.ContainsAny(t, "+/") {
+			return Sealed{}, false
+		}
+		t = strings.NewReplacer("-", "+", "_", "/").Replace(t)
+	}
+	b, err := base64.RawStdEncoding.DecodeString(t)
+	if err != nil || len(b) <= len(sealMagic)+1 {
+		return Sealed{}, false
+	}
+	kind, payload := b[len(sealMagic)], string(b[len(sealMagic)+1:])
+	var out Sealed
+	switch kind {
+	case kindThought:
+		out.Home = HomeAnthropic
+		out.Signature, out.Thinking, _ = strings.Cut(payload, "\x00")
+	case kindRedact:
+		out.Home, out.Redacted, out.Signature = HomeAnthropic, true, payload
+	case kindGemini:
+		out.Home, out.Signature = HomeGemini, payload
+	case kindOpenAI:
+		out.Home, out.Signature = HomeResponses, payload
+	default:
+		return Sealed{}, false
+	}
+	if out.Signature == "" {
+		return Sealed{}, false
+	}
+	return out, true
+}
+
+// SignatureFor is what an encoder of provider home sends for sig, a
+// signature a client handed back: sig itself when it is not sealed (a
+// signature of the client's own dialect's provider, which the provider
+// checks), the signature inside when it is sealed by home, and ok false
+// when it is sealed by another provider (or is redacted thinking), which
+// home would refuse.
+func SignatureFor(home, sig string) (out string, ok bool) {
+	s, sealed := OpenSignature(sig)
+	if !sealed {
+		return sig, true
+	}
+	if s.Home != home || s.Redacted {
+		return "", false
+	}
+	return s.Signature, true
+}
+
+// sealing says how signatures from a provider are sealed for a dialect.
+type sealing struct {
+	home string // the upstream's signature home; "" seals nothing
+	// text: carry the thinking text in an Anthropic envelope (a Gemini
+	// client's thought parts may not come back; its signature does).
+	text bool
+	// redacted: seal redacted thinking as a signature (Gemini has no
+	// other place for it).
+	redacted bool
+}
+
+func sealingFor(upstream, dialect string) sealing {
+	home, client := SignatureHome(upstream), SignatureHome(dialect)
+	if home == "" || client == "" || home == client {
+		return sealing{}
+	}
+	g := client == HomeGemini && home == HomeAnthropic
+	return sealing{home: home, text: g, redacted: g}
+}
+
+// SealChunks seals the reasoning signatures of an upstream's stream
+// (provider row name upstream) for a client of dialect: when both are
+// signature homes and differ, every reasoning chunk's Signature becomes
+// its envelope, and for a Gemini client of an Anthropic upstream the
+// envelope carries the thinking text since the last signature, and
+// redacted thinking becomes a signature chunk carrying its envelope.
+// Otherwise chunks are passed on as they are.
+func SealChunks(chunks iter.Seq2[chat.Chunk, error], upstream, dialect string) iter.Seq2[chat.Chunk, error] {
+	s := sealingFor(upstream, dialect)
+	if s.home == "" {
+		return chunks
+	}
+	return func(yield func(chat.Chunk, error) bool) {
+		var text thoughtText
+		for c, err := range chunks {
+			if err == nil && c.Type == chat.ChunkReasoning {
+				if s.redacted && c.Redacted != "" {
+					c.Signature, c.Redacted = SealRedacted(c.Redacted), ""
+				} else if c.Signature != "" {
+					thinking := ""
+					if s.text {
+						text.add(c.Text)
+						thinking = text.take()
+					}
+					c.Signature = SealSignature(s.home, c.Signature, thinking)
+				} else if s.text {
+					text.add(c.Text)
+				}
+			}
+			if !yield(c, err) {
+				return
+			}
+		}
+	}
+}
+
+// SealResponse seals the signatures of a collected response as SealChunks
+// seals a stream's, in place.
+func SealResponse(res *chat.Response, upstream, dialect string) {
+	s := sealingFor(upstream, dialect)
+	if s.home == "" {
+		return
+	}
+	var text thoughtText
+	for i := range res.Content {
+		b := &res.Content[i]
+		switch b.Type {
+		case chat.TypeReasoning:
+			if s.text {
+				text.add(b.Text)
+			}
+		case chat.TypeThinking:
+			if b.Signature == "" {
+				if s.text {
+					text.add(b.Thinking)
+				}
+				continue
+			}
+			thinking := ""
+			if s.text {
+				text.add(b.Thinking)
+				thinking = text.take()
+			}
+			b.Signature = SealSignature(s.home, b.Signature, thinking)
+		case chat.TypeThoughtSignature:
+			thinking := ""
+			if s.text {
+				thinking = text.take()
+			}
+			b.Signature = SealSignature(s.home, b.Signature, thinking)
+		case chat.TypeRedactedThinking:
+			if s.redacted && b.Data != "" {
+				*b = chat.Block{Type: chat.TypeThoughtSignature, Signature: SealRedacted(b.Data)}
+			}
+		}
+	}
+}
+
+// thoughtText is the thinking text since the last signature, bounded: past
+// MaxSealedSignature bytes it is given up (an envelope could not hold
+// it), and the signature is sealed without it.
+type thoughtText struct {
+	b    strings.Builder
+	over bool
+}
+
+func (c *thoughtText) add(s string) {
+	if c.over {
+		return
+	}
+	if c.b.Len()+len(s) > MaxSealedSignature {
+		c.over = true
+		c.b.Reset()
+		return
+	}
+	c.b.WriteString(s)
+}
+
+// take returns the text and starts again.
+func (c *thoughtText) take() string {
+	s := c.b.String()
+	c.b.Reset()
+	c.over = false
+	return s
+}
