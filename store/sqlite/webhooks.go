@@ -769,3 +769,6 @@ func pruneDeliveries(ctx context.Context, tx *sql.Tx, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE status IN ('delivered', 'failed') AND updated_at < ?`, horizon)
 	return err
 }
+
+// WatchCommits implements store.CommitWatcher.
+func (d *DB) WatchCommits(fn func()) (stop func()) { return d.feed.Watch(fn) }

@@ -75,6 +75,10 @@ type hookRunner struct {
 	o      WebhookOptions
 	client *webhook.Client
 	fanout chan struct{}
+	// commits wakes the fan-out when the store says changes committed
+	// (store.CommitWatcher); capacity 1, so a burst of commits wakes it
+	// once, and it then reads whatever committed meanwhile.
+	commits chan struct{}
 	// settles carries the dispatcher's settles to commitSettles.
 	settles chan settleReq
 
@@ -103,7 +107,7 @@ func newHookRunner(s *Server, o WebhookOptions) *hookRunner {
 		o.Poll = 250 * time.Millisecond
 	}
 	h := &hookRunner{
-		s: s, o: o, fanout: make(chan struct{}, 1), labels: map[string][2]string{}, labelled: map[string]int{}, settles: make(chan settleReq, maxSettleGroup),
+		s: s, o: o, fanout: make(chan struct{}, 1), commits: make(chan struct{}, 1), labels: map[string][2]string{}, labelled: map[string]int{}, settles: make(chan settleReq, maxSettleGroup),
 		client: webhook.NewClient(webhook.ClientOptions{AllowPrivate: o.AllowPrivate, AllowHTTP: o.AllowPrivate, Timeout: o.Timeout}),
 		attempts: metric.NewCounterVec(metric.CounterOpts{Name: "ctxkit_webhook_attempts_total",
 			Help: "Webhook delivery attempts by owner, webhook (10 per owner; the rest as other), class and outcome (delivered, retry, dead)."},
@@ -231,6 +235,15 @@ func (s *Server) RunWebhooks(ctx context.Context) error {
 		h.disp = nil
 		h.mu.Unlock()
 	}()
+	if cw, ok := s.opts.Store.(store.CommitWatcher); ok {
+		stop := cw.WatchCommits(func() {
+			select {
+			case h.commits <- struct{}{}:
+			default:
+			}
+		})
+		defer stop()
+	}
 	stopSettles := make(chan struct{})
 	settled := make(chan struct{})
 	go func() {
@@ -253,8 +266,11 @@ func (s *Server) RunWebhooks(ctx context.Context) error {
 	return err
 }
 
-// fanOutLoop makes deliveries of new events, when woken or every Poll.
-// It asks only for the newest sequence number while nothing changed.
+// fanOutLoop makes deliveries of new events when a commit wakes it, when
+// a webhook is created or resumed, or every Poll (events of another
+// replica whose notification was lost). It asks only for the newest
+// sequence number while nothing changed, so the commits of the queue
+// itself cost one cheap read each round.
 func (h *hookRunner) fanOutLoop(ctx context.Context, d *webhook.Dispatcher) {
 	t := time.NewTicker(h.o.Poll)
 	defer t.Stop()
@@ -286,6 +302,7 @@ func (h *hookRunner) fanOutLoop(ctx context.Context, d *webhook.Dispatcher) {
 			return
 		case <-h.fanout:
 			force = true
+		case <-h.commits:
 		case <-t.C:
 		}
 	}
