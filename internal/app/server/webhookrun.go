@@ -344,6 +344,7 @@ func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 		}
 		h.retain(hooks)
 		cache, size := map[int64][]byte{}, 0
+		reads := map[changesKey]changesRead{}
 		var (
 			advs []store.Advance
 			errs []error
@@ -366,7 +367,7 @@ func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 				advs = append(advs, store.Advance{Webhook: w, Upto: latest})
 				continue
 			}
-			a, err := h.step(ctx, w, latest, cache, &size)
+			a, err := h.step(ctx, w, latest, cache, reads, &size)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("webhook %s: %w", w.ID, err))
 				continue
@@ -398,12 +399,34 @@ func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 	}
 }
 
+// changesKey is what a read of a webhook's events depends on: webhooks
+// of one agent (the same actor) at the same cursor read the same events,
+// so a round reads them once and each webhook matches its selector on
+// them in memory. With many webhooks per agent, as an agent that routes
+// kinds of change to different receivers has, this is most of the
+// fan-out's reads.
+type changesKey struct {
+	actor       store.Actor
+	after       int64
+	limit       int
+	withContext bool
+}
+
+type changesRead struct {
+	cs     []store.Change
+	missed int64
+}
+
+// changeCost is what a change read counts in a round's budget besides its
+// context: a generous size of the event's fields.
+const changeCost = 512
+
 // step reads up to fanOutPage of w's events after its cursor (in pages
 // of contextPage when its selector reads contexts) and makes the
 // deliveries its selector passes, as its agent sees them.
-// cache holds the events (JSON) read this round, by seq: webhooks share
-// them.
-func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, cache map[int64][]byte, size *int) (store.Advance, error) {
+// cache holds the events (JSON) read this round, by seq, and reads the
+// pages of events read this round: webhooks share them.
+func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, cache map[int64][]byte, reads map[changesKey]changesRead, size *int) (store.Advance, error) {
 	withContext := w.Selector.NeedsContext()
 	page := fanOutPage
 	if withContext {
@@ -414,10 +437,21 @@ func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, ca
 		at := w
 		at.Cursor = adv.Upto
 		n := min(page, fanOutPage-read)
-		cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, at, n, withContext)
-		if err != nil {
-			return store.Advance{}, err
+		key := changesKey{actor: w.Actor(), after: at.Cursor, limit: n, withContext: withContext}
+		r, ok := reads[key]
+		if !ok {
+			cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, at, n, withContext)
+			if err != nil {
+				return store.Advance{}, err
+			}
+			r = changesRead{cs: cs, missed: missed}
+			reads[key] = r
+			for i := range cs {
+				// Read, whether or not the agent may match on it.
+				*size += changeCost + len(cs[i].Context)
+			}
 		}
+		cs, missed := r.cs, r.missed
 		if missed > at.Cursor {
 			owner, hook := h.label(w.ID)
 			h.missed.WithLabelValues(owner, hook).Add(float64(missed - at.Cursor))
@@ -457,7 +491,6 @@ func (h *hookRunner) stepPage(ctx context.Context, w store.Webhook, cs []store.C
 		adv.Upto = c.Seq
 		var doc any
 		if withContext {
-			*size += len(c.Context) // read, whether or not the agent may match on it
 			if raw := c.ContextFor(a); raw != nil {
 				if doc, err = view.DecodeJSON(raw); err != nil {
 					doc = nil
