@@ -159,6 +159,10 @@ func hookBenchPhase(b *testing.B, c hookBenchConfig, hooks bool) hookBenchResult
 	// The fan-out is woken by commits; the poll is the fallback only.
 	opts.Webhooks.Poll = 250 * time.Millisecond
 	opts.Webhooks.MaxInFlight = 512 // the slow and dead endpoints hold at most 15 × 4 of them
+	// The 100 endpoints are one owner's: the share of the slots one owner
+	// may hold (fairness between tenants, a quarter by default) would
+	// leave the 85 healthy ones about one slot each.
+	opts.Webhooks.PerOwner = opts.Webhooks.MaxInFlight
 	api := server.New(opts)
 	srv := httptest.NewServer(api.Handler())
 	ctx, cancel := context.WithCancel(context.Background())
