@@ -412,6 +412,20 @@ var ErrLeaseLost = &Error{Code: CodeVersionMismatch, Msg: "delivery lease lost"}
 // first; its deliveries stand, these were not stored.
 var ErrCursorMoved = &Error{Code: CodeVersionMismatch, Msg: "webhook cursor moved"}
 
+// CommitWatcher is a Store that says when changes may have committed, so
+// the webhook fan-out reads new events when they come rather than on a
+// timer. Both backends implement it: SQLite after each of its commits,
+// PostgreSQL after its own commits and on each LISTEN/NOTIFY message of
+// another replica's. The fan-out still polls, for messages lost while
+// the listening connection was down.
+type CommitWatcher interface {
+	// WatchCommits calls fn after each commit that may have added events,
+	// until stop is called. fn runs on the committing goroutine: it must
+	// not block, and should merge calls (a send that drops when a wake
+	// is already waiting).
+	WatchCommits(fn func()) (stop func())
+}
+
 // Webhooks is the part of a Store that keeps webhooks and their
 // deliveries. Methods taking an Actor are scoped to the actor's agent:
 // another agent's webhook is ErrWebhookNotFound. The others serve the

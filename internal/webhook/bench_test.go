@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,7 +24,13 @@ import (
 // one-pass run stays short; the figures want 60 s). It reports the
 // healthy endpoints' delivery lag (event committed to request received):
 // p50, p99 and max, how many of their deliveries had not arrived when
-// the run ended, and how many arrived twice. It asserts nothing on time.
+// the run ended, how many arrived twice, and the healthy deliveries made
+// per second (first send to last arrival). It asserts nothing on time.
+//
+// CTXKIT_WEBHOOK_BENCH_PER_MINUTE sets the deliveries per minute (default
+// 10,000): set it past what the machine can do (say 3000000) and
+// delivered-per-s is the ceiling of signed loopback POSTs of the
+// dispatcher over the in-memory queue, receivers included.
 func BenchmarkDispatch100Endpoints(b *testing.B) {
 	dur := 3 * time.Second
 	if v := os.Getenv("CTXKIT_WEBHOOK_BENCH_DURATION"); v != "" {
@@ -33,6 +40,14 @@ func BenchmarkDispatch100Endpoints(b *testing.B) {
 		}
 		dur = d
 	}
+	perMinute := 10_000
+	if v := os.Getenv("CTXKIT_WEBHOOK_BENCH_PER_MINUTE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("CTXKIT_WEBHOOK_BENCH_PER_MINUTE: %q is not a positive count", v)
+		}
+		perMinute = n
+	}
 	// The same load with every endpoint healthy is the baseline the
 	// figures compare with (a ratio in one run; the machine is shared).
 	for _, c := range []struct {
@@ -41,13 +56,14 @@ func BenchmarkDispatch100Endpoints(b *testing.B) {
 	}{{"all-healthy", 0, 0}, {"10-slow-5-dead", 10, 5}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				r := runLoad(b, dur, 10_000, c.slow, c.dead)
+				r := runLoad(b, dur, perMinute, c.slow, c.dead)
 				b.ReportMetric(r.p50.Seconds()*1000, "p50-lag-ms")
 				b.ReportMetric(r.p99.Seconds()*1000, "p99-lag-ms")
 				b.ReportMetric(r.max.Seconds()*1000, "max-lag-ms")
 				b.ReportMetric(float64(r.healthySent), "healthy-sent")
 				b.ReportMetric(float64(r.healthySent-r.healthyUnique), "healthy-missing")
 				b.ReportMetric(float64(r.healthyGot-r.healthyUnique), "healthy-duplicates")
+				b.ReportMetric(r.perSecond, "delivered-per-s")
 			}
 		})
 	}
@@ -56,6 +72,7 @@ func BenchmarkDispatch100Endpoints(b *testing.B) {
 type loadResult struct {
 	p50, p99, max                          time.Duration
 	healthySent, healthyGot, healthyUnique int
+	perSecond                              float64 // healthy unique deliveries per second
 }
 
 func runLoad(b *testing.B, dur time.Duration, perMinute, slowN, deadN int) loadResult {
@@ -68,6 +85,7 @@ func runLoad(b *testing.B, dur time.Duration, perMinute, slowN, deadN int) loadR
 	var lags []time.Duration
 	seen := map[string]bool{}
 	var got atomic.Int64
+	var last atomic.Int64 // UnixNano of the latest arrival
 	healthy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 4096))
 		var ev struct{ Committed int64 }
@@ -81,6 +99,7 @@ func runLoad(b *testing.B, dur time.Duration, perMinute, slowN, deadN int) loadR
 		seen[r.Header.Get(HeaderID)] = true
 		mu.Unlock()
 		got.Add(1)
+		last.Store(time.Now().UnixNano())
 	})
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -163,6 +182,9 @@ func runLoad(b *testing.B, dur time.Duration, perMinute, slowN, deadN int) loadR
 	mu.Lock()
 	defer mu.Unlock()
 	r := loadResult{healthySent: healthySent, healthyGot: int(got.Load()), healthyUnique: len(seen)}
+	if el := time.Unix(0, last.Load()).Sub(start); el > 0 {
+		r.perSecond = float64(len(seen)) / el.Seconds()
+	}
 	if len(lags) > 0 {
 		slices.Sort(lags)
 		r.p50 = lags[len(lags)*50/100]

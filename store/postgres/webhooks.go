@@ -720,3 +720,6 @@ func queuePrune(batch *pgx.Batch, now time.Time, backlog int) {
 	batch.Queue(`DELETE FROM webhook_attempts WHERE at < $1`, horizon)
 	batch.Queue(`DELETE FROM webhook_deliveries WHERE status IN ('delivered', 'failed') AND updated_at < $1`, horizon)
 }
+
+// WatchCommits implements store.CommitWatcher.
+func (d *DB) WatchCommits(fn func()) (stop func()) { return d.feed.Watch(fn) }

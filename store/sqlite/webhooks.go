@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -476,6 +477,12 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 	errs := make([]error, len(as))
 	err := d.queueTx(ctx, func(tx *sql.Tx) error {
 		now := micro(d.stamp())
+		insert, err := tx.PrepareContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, seq, kind, body, status, first_due, next_at,
+			created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?6, ?6) ON CONFLICT DO NOTHING`)
+		if err != nil {
+			return err
+		}
+		defer insert.Close()
 		for i, a := range as {
 			res, err := tx.ExecContext(ctx, `UPDATE webhooks SET cursor = ?, missed_through = max(missed_through, ?) WHERE id = ? AND cursor = ?`,
 				a.Upto, a.Missed, a.Webhook.ID, a.Webhook.Cursor)
@@ -491,9 +498,7 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 				if err != nil {
 					return err
 				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, seq, kind, body, status, first_due, next_at,
-					created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?6, ?6) ON CONFLICT DO NOTHING`,
-					id.String(), a.Webhook.ID, nd.Seq, nd.Kind, nd.Event, now); err != nil {
+				if _, err := insert.ExecContext(ctx, id.String(), a.Webhook.ID, nd.Seq, nd.Kind, nd.Event, now); err != nil {
 					return err
 				}
 			}
@@ -582,18 +587,44 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 		if lease <= 0 {
 			lease = time.Minute
 		}
-		for i, id := range ids {
-			tok, err := uuid.NewRandom()
-			if err != nil {
-				return err
-			}
+		if len(ids) == 0 {
+			return nil
+		}
+		// One statement leases the whole claim, under one token: a lease
+		// names the claim, and each settle names its delivery besides.
+		tok, err := uuid.NewRandom()
+		if err != nil {
+			return err
+		}
+		args := []any{tok.String(), micro(now.Add(lease))}
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		rows, err = tx.QueryContext(ctx, `UPDATE webhook_deliveries SET lease = ?1, lease_until = ?2 WHERE id IN (`+
+			strings.Repeat(",?", len(ids))[1:]+`) RETURNING `+deliveryColumns+`, body`, args...)
+		if err != nil {
+			return err
+		}
+		leased := make(map[string]store.Delivery, len(ids))
+		for rows.Next() {
 			var body []byte
-			dl, err := scanDelivery(tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET lease = ?, lease_until = ? WHERE id = ?
-				RETURNING `+deliveryColumns+`, body`, tok.String(), micro(now.Add(lease)), id), &body)
+			dl, err := scanDelivery(rows, &body)
 			if err != nil {
+				rows.Close()
 				return err
 			}
 			dl.Body = body
+			leased[dl.ID] = dl
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i, id := range ids {
+			dl, ok := leased[id]
+			if !ok {
+				return fmt.Errorf("delivery %s vanished while claimed", id)
+			}
 			t := targets[hooks[i]]
 			out = append(out, store.ClaimedDelivery{Delivery: dl, OwnerID: t.owner, URL: t.url, Keys: t.keys, FailingSince: t.failing,
 				Lease: tok.String(), Hook: t.hook})
@@ -611,8 +642,13 @@ func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, 
 	errs := make([]error, len(ss))
 	err := d.queueTx(ctx, func(tx *sql.Tx) error {
 		now := d.stamp()
+		st, err := prepareSettle(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer st.close()
 		for i, s := range ss {
-			err := settle(ctx, tx, now, s)
+			err := st.settle(ctx, now, s)
 			if errors.Is(err, store.ErrLeaseLost) {
 				errs[i] = err
 				continue
@@ -629,7 +665,43 @@ func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, 
 	return errs, nil
 }
 
-func settle(ctx context.Context, tx *sql.Tx, now time.Time, s store.Settle) error {
+// settleStmts are a settle group's statements, prepared once for the
+// group: parsing them again for each settle cost more than running them.
+type settleStmts struct {
+	delivery, recovered, failing, attempt *sql.Stmt
+}
+
+func prepareSettle(ctx context.Context, tx *sql.Tx) (*settleStmts, error) {
+	var st settleStmts
+	for _, p := range []struct {
+		to  **sql.Stmt
+		sql string
+	}{
+		{&st.delivery, `UPDATE webhook_deliveries SET status = ?, next_at = ?, attempts = attempts + ?, reason = ?,
+			lease = '', lease_until = 0, updated_at = ? WHERE id = ? AND lease = ? AND status = 'pending' RETURNING webhook_id`},
+		{&st.recovered, `UPDATE webhooks SET failing_since = 0 WHERE id = ? AND failing_since != 0`},
+		{&st.failing, `UPDATE webhooks SET failing_since = ? WHERE id = ? AND failing_since = 0`},
+		{&st.attempt, insertAttempt},
+	} {
+		stmt, err := tx.PrepareContext(ctx, p.sql)
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		*p.to = stmt
+	}
+	return &st, nil
+}
+
+func (st *settleStmts) close() {
+	for _, s := range []*sql.Stmt{st.delivery, st.recovered, st.failing, st.attempt} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+func (st *settleStmts) settle(ctx context.Context, now time.Time, s store.Settle) error {
 	if s.Lease == "" {
 		return store.ErrLeaseLost
 	}
@@ -642,9 +714,7 @@ func settle(ctx context.Context, tx *sql.Tx, now time.Time, s store.Settle) erro
 		attempted = 1
 	}
 	var hook string
-	err := tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = ?, next_at = ?, attempts = attempts + ?, reason = ?,
-		lease = '', lease_until = 0, updated_at = ? WHERE id = ? AND lease = ? AND status = 'pending' RETURNING webhook_id`,
-		string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease).Scan(&hook)
+	err := st.delivery.QueryRowContext(ctx, string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease).Scan(&hook)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrLeaseLost
 	}
@@ -653,14 +723,15 @@ func settle(ctx context.Context, tx *sql.Tx, now time.Time, s store.Settle) erro
 	}
 	switch {
 	case s.Status == store.DeliveryDelivered:
-		_, err = tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = 0 WHERE id = ? AND failing_since != 0`, hook)
+		_, err = st.recovered.ExecContext(ctx, hook)
 	case !s.Failed.IsZero():
-		_, err = tx.ExecContext(ctx, `UPDATE webhooks SET failing_since = ? WHERE id = ? AND failing_since = 0`, micro(s.Failed), hook)
+		_, err = st.failing.ExecContext(ctx, micro(s.Failed), hook)
 	}
 	if err != nil || s.Attempt == nil {
 		return err
 	}
-	return recordAttempt(ctx, tx, *s.Attempt)
+	_, err = st.attempt.ExecContext(ctx, attemptArgs(*s.Attempt)...)
+	return err
 }
 
 // PauseRevoked implements store.Webhooks.
@@ -743,11 +814,16 @@ func (d *DB) RecordAttempt(ctx context.Context, at store.DeliveryAttempt) error 
 	return d.queueTx(ctx, func(tx *sql.Tx) error { return recordAttempt(ctx, tx, at) })
 }
 
+const insertAttempt = `INSERT INTO webhook_attempts (delivery_id, webhook_id, at, status, class, latency_us, error, excerpt, verdict)
+	SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)`
+
+func attemptArgs(at store.DeliveryAttempt) []any {
+	return []any{at.DeliveryID, at.WebhookID, micro(at.At), at.Status, at.Class, int64(at.LatencyMS * 1000), store.CutExcerpt(at.Error),
+		store.CutExcerpt(at.Excerpt), at.Verdict, at.DeliveryID}
+}
+
 func recordAttempt(ctx context.Context, tx *sql.Tx, at store.DeliveryAttempt) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (delivery_id, webhook_id, at, status, class, latency_us, error, excerpt, verdict)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)`,
-		at.DeliveryID, at.WebhookID, micro(at.At), at.Status, at.Class, int64(at.LatencyMS*1000), store.CutExcerpt(at.Error),
-		store.CutExcerpt(at.Excerpt), at.Verdict, at.DeliveryID)
+	_, err := tx.ExecContext(ctx, insertAttempt, attemptArgs(at)...)
 	return err
 }
 
@@ -769,3 +845,6 @@ func pruneDeliveries(ctx context.Context, tx *sql.Tx, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE status IN ('delivered', 'failed') AND updated_at < ?`, horizon)
 	return err
 }
+
+// WatchCommits implements store.CommitWatcher.
+func (d *DB) WatchCommits(fn func()) (stop func()) { return d.feed.Watch(fn) }

@@ -75,6 +75,10 @@ type hookRunner struct {
 	o      WebhookOptions
 	client *webhook.Client
 	fanout chan struct{}
+	// commits wakes the fan-out when the store says changes committed
+	// (store.CommitWatcher); capacity 1, so a burst of commits wakes it
+	// once, and it then reads whatever committed meanwhile.
+	commits chan struct{}
 	// settles carries the dispatcher's settles to commitSettles.
 	settles chan settleReq
 
@@ -103,7 +107,7 @@ func newHookRunner(s *Server, o WebhookOptions) *hookRunner {
 		o.Poll = 250 * time.Millisecond
 	}
 	h := &hookRunner{
-		s: s, o: o, fanout: make(chan struct{}, 1), labels: map[string][2]string{}, labelled: map[string]int{}, settles: make(chan settleReq, maxSettleGroup),
+		s: s, o: o, fanout: make(chan struct{}, 1), commits: make(chan struct{}, 1), labels: map[string][2]string{}, labelled: map[string]int{}, settles: make(chan settleReq, maxSettleGroup),
 		client: webhook.NewClient(webhook.ClientOptions{AllowPrivate: o.AllowPrivate, AllowHTTP: o.AllowPrivate, Timeout: o.Timeout}),
 		attempts: metric.NewCounterVec(metric.CounterOpts{Name: "ctxkit_webhook_attempts_total",
 			Help: "Webhook delivery attempts by owner, webhook (10 per owner; the rest as other), class and outcome (delivered, retry, dead)."},
@@ -231,6 +235,15 @@ func (s *Server) RunWebhooks(ctx context.Context) error {
 		h.disp = nil
 		h.mu.Unlock()
 	}()
+	if cw, ok := s.opts.Store.(store.CommitWatcher); ok {
+		stop := cw.WatchCommits(func() {
+			select {
+			case h.commits <- struct{}{}:
+			default:
+			}
+		})
+		defer stop()
+	}
 	stopSettles := make(chan struct{})
 	settled := make(chan struct{})
 	go func() {
@@ -253,8 +266,11 @@ func (s *Server) RunWebhooks(ctx context.Context) error {
 	return err
 }
 
-// fanOutLoop makes deliveries of new events, when woken or every Poll.
-// It asks only for the newest sequence number while nothing changed.
+// fanOutLoop makes deliveries of new events when a commit wakes it, when
+// a webhook is created or resumed, or every Poll (events of another
+// replica whose notification was lost). It asks only for the newest
+// sequence number while nothing changed, so the commits of the queue
+// itself cost one cheap read each round.
 func (h *hookRunner) fanOutLoop(ctx context.Context, d *webhook.Dispatcher) {
 	t := time.NewTicker(h.o.Poll)
 	defer t.Stop()
@@ -286,6 +302,7 @@ func (h *hookRunner) fanOutLoop(ctx context.Context, d *webhook.Dispatcher) {
 			return
 		case <-h.fanout:
 			force = true
+		case <-h.commits:
 		case <-t.C:
 		}
 	}
@@ -327,6 +344,7 @@ func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 		}
 		h.retain(hooks)
 		cache, size := map[int64][]byte{}, 0
+		reads := map[changesKey]changesRead{}
 		var (
 			advs []store.Advance
 			errs []error
@@ -349,7 +367,7 @@ func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 				advs = append(advs, store.Advance{Webhook: w, Upto: latest})
 				continue
 			}
-			a, err := h.step(ctx, w, latest, cache, &size)
+			a, err := h.step(ctx, w, latest, cache, reads, &size)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("webhook %s: %w", w.ID, err))
 				continue
@@ -381,12 +399,34 @@ func (h *hookRunner) fanOutAll(ctx context.Context, latest int64) (int, error) {
 	}
 }
 
+// changesKey is what a read of a webhook's events depends on: webhooks
+// of one agent (the same actor) at the same cursor read the same events,
+// so a round reads them once and each webhook matches its selector on
+// them in memory. With many webhooks per agent, as an agent that routes
+// kinds of change to different receivers has, this is most of the
+// fan-out's reads.
+type changesKey struct {
+	actor       store.Actor
+	after       int64
+	limit       int
+	withContext bool
+}
+
+type changesRead struct {
+	cs     []store.Change
+	missed int64
+}
+
+// changeCost is what a change read counts in a round's budget besides its
+// context: a generous size of the event's fields.
+const changeCost = 512
+
 // step reads up to fanOutPage of w's events after its cursor (in pages
 // of contextPage when its selector reads contexts) and makes the
 // deliveries its selector passes, as its agent sees them.
-// cache holds the events (JSON) read this round, by seq: webhooks share
-// them.
-func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, cache map[int64][]byte, size *int) (store.Advance, error) {
+// cache holds the events (JSON) read this round, by seq, and reads the
+// pages of events read this round: webhooks share them.
+func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, cache map[int64][]byte, reads map[changesKey]changesRead, size *int) (store.Advance, error) {
 	withContext := w.Selector.NeedsContext()
 	page := fanOutPage
 	if withContext {
@@ -397,10 +437,21 @@ func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, ca
 		at := w
 		at.Cursor = adv.Upto
 		n := min(page, fanOutPage-read)
-		cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, at, n, withContext)
-		if err != nil {
-			return store.Advance{}, err
+		key := changesKey{actor: w.Actor(), after: at.Cursor, limit: n, withContext: withContext}
+		r, ok := reads[key]
+		if !ok {
+			cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, at, n, withContext)
+			if err != nil {
+				return store.Advance{}, err
+			}
+			r = changesRead{cs: cs, missed: missed}
+			reads[key] = r
+			for i := range cs {
+				// Read, whether or not the agent may match on it.
+				*size += changeCost + len(cs[i].Context)
+			}
 		}
+		cs, missed := r.cs, r.missed
 		if missed > at.Cursor {
 			owner, hook := h.label(w.ID)
 			h.missed.WithLabelValues(owner, hook).Add(float64(missed - at.Cursor))
@@ -440,7 +491,6 @@ func (h *hookRunner) stepPage(ctx context.Context, w store.Webhook, cs []store.C
 		adv.Upto = c.Seq
 		var doc any
 		if withContext {
-			*size += len(c.Context) // read, whether or not the agent may match on it
 			if raw := c.ContextFor(a); raw != nil {
 				if doc, err = view.DecodeJSON(raw); err != nil {
 					doc = nil

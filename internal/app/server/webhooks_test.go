@@ -778,3 +778,48 @@ func TestWebhookDeliveriesKeepEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookWokenByCommit: with the fan-out's poll an hour long, events
+// are still delivered promptly, because each commit wakes the fan-out; a
+// burst of writes is delivered whole. On PostgreSQL, a second replica
+// that takes no writes itself delivers the first one's events, woken by
+// LISTEN/NOTIFY.
+func TestWebhookWokenByCommit(t *testing.T) {
+	slowPoll := func(o *server.Options) { o.Webhooks.Poll = time.Hour }
+	const burst = 20
+	countIDs := func(rc *receiver) int {
+		ids := map[string]bool{}
+		for _, q := range rc.requests() {
+			ids[q.header.Get("webhook-id")] = true
+		}
+		return len(ids)
+	}
+
+	e := newHookEnv(t, newStore(t), nil, true, slowPoll)
+	rc := newReceiver(t, nil)
+	alice := e.token("acme", "alice", server.RoleEmitter)
+	e.createHook(alice, rc.srv.URL, `{"kinds": ["created"]}`, "view")
+	e.write(alice, `{"title": "one", "context": {}}`)
+	waitUntil(t, "the first delivery", func() bool { return countIDs(rc) == 1 })
+	for i := range burst {
+		e.write(alice, fmt.Sprintf(`{"title": "burst %d", "context": {}}`, i))
+	}
+	waitUntil(t, "the burst delivered", func() bool { return countIDs(rc) == 1+burst })
+
+	if os.Getenv("CTXKIT_TEST_STORE") != "postgres" {
+		return
+	}
+	url := pgtest.Shared(t).NewDatabase(t)
+	writer := newHookEnv(t, openPostgres(t, url), nil, false, slowPoll)
+	newHookEnv(t, openPostgres(t, url), writer.key, true, slowPoll) // delivers
+	rc2 := newReceiver(t, nil)
+	bob := writer.token("acme", "bob", server.RoleEmitter)
+	// Created through the writer: the deliverer is not told (no wake of
+	// its own) and learns of it, and of the events, from the database
+	// when a notification wakes it.
+	writer.createHook(bob, rc2.srv.URL, `{}`, "view")
+	for i := range burst {
+		writer.write(bob, fmt.Sprintf(`{"title": "replica %d", "context": {}}`, i))
+	}
+	waitUntil(t, "the other replica's events delivered", func() bool { return countIDs(rc2) == burst })
+}

@@ -78,6 +78,11 @@ type Feed struct {
 	stop context.CancelFunc
 	done chan struct{} // closed when the reader has returned
 
+	// watchers are told of every Wake and WakeFor (copy on write: a
+	// commit reads it without a lock).
+	watchers atomic.Pointer[[]*func()]
+	wmu      sync.Mutex // serialises changes of watchers
+
 	mu     sync.Mutex
 	owners map[string]map[*feedStream]struct{} // open streams by actor owner
 	n      int                                 // open streams
@@ -124,6 +129,11 @@ func New(src Source, opts Options) *Feed {
 
 // Wake tells the feed that changes may have been committed. It never blocks.
 func (f *Feed) Wake() {
+	f.tellWatchers()
+	f.wakeReader()
+}
+
+func (f *Feed) wakeReader() {
 	select {
 	case f.wake <- struct{}{}:
 	default:
@@ -135,11 +145,52 @@ func (f *Feed) Wake() {
 // opens after the check reads the change from its backlog; the reader
 // loads it with the next change it is woken for.
 func (f *Feed) WakeFor(owner string) {
+	f.tellWatchers()
 	f.mu.Lock()
 	_, open := f.owners[owner]
 	f.mu.Unlock()
 	if open {
-		f.Wake()
+		f.wakeReader()
+	}
+}
+
+// Watch calls fn after every Wake and WakeFor, whether or not a stream is
+// open, until stop is called: for readers of the events table other than
+// streams (the webhook fan-out). fn runs on the committing goroutine, so
+// it must not block; a burst of commits calls it once per commit, and fn
+// merges them (a send on a channel of capacity 1 that drops when full).
+func (f *Feed) Watch(fn func()) (stop func()) {
+	p := &fn
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	var next []*func()
+	if cur := f.watchers.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, p)
+	f.watchers.Store(&next)
+	return func() {
+		f.wmu.Lock()
+		defer f.wmu.Unlock()
+		cur := f.watchers.Load()
+		if cur == nil {
+			return
+		}
+		var rest []*func()
+		for _, q := range *cur {
+			if q != p {
+				rest = append(rest, q)
+			}
+		}
+		f.watchers.Store(&rest)
+	}
+}
+
+func (f *Feed) tellWatchers() {
+	if ws := f.watchers.Load(); ws != nil {
+		for _, fn := range *ws {
+			(*fn)()
+		}
 	}
 }
 

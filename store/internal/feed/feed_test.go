@@ -617,3 +617,32 @@ func TestChangeVisibility(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedWatch: a watcher hears of every Wake and WakeFor, with or
+// without open streams, and of none after its stop; the reader is not
+// made to read for it.
+func TestFeedWatch(t *testing.T) {
+	log := &memLog{}
+	f := feed.New(log.source(), feed.Options{})
+	defer f.Close()
+	var a, b atomic.Int64
+	stopA := f.Watch(func() { a.Add(1) })
+	stopB := f.Watch(func() { b.Add(1) })
+	f.Wake()
+	f.WakeFor("acme")
+	f.WakeFor("globex")
+	stopA()
+	stopA() // twice is harmless
+	f.WakeFor("acme")
+	if a.Load() != 3 || b.Load() != 4 {
+		t.Fatalf("watchers told %d and %d times, want 3 and 4", a.Load(), b.Load())
+	}
+	stopB()
+	f.Wake()
+	if b.Load() != 4 {
+		t.Fatalf("a stopped watcher was told")
+	}
+	if n := log.loads.Load(); n != 0 {
+		t.Fatalf("%d reads with no stream open", n)
+	}
+}
