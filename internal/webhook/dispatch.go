@@ -25,7 +25,9 @@ type DispatcherOptions struct {
 	PerEndpoint int
 	// PerOwner bounds the attempts in flight for one owner's endpoints
 	// together (default a quarter of MaxInFlight, at least 1), so one
-	// tenant's many slow endpoints leave the other slots to the rest.
+	// tenant's many slow endpoints leave the other slots to the rest. Slots
+	// no other owner wants are lent past the share, up to MaxInFlight less
+	// one share (see claim).
 	PerOwner int
 	// Backlog caps each endpoint's pending deliveries (default 10,000);
 	// the oldest beyond it are dead-lettered, and counted.
@@ -131,9 +133,33 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // claim asks the queue for what fits the free slots and starts it; full
 // reports that every slot asked for was filled.
+//
+// The per-owner share keeps one tenant's slow endpoints from holding every
+// slot, but a share that no one else wants is wasted: a server with one
+// tenant (the usual self-hosted case) would run its 100 endpoints in a
+// quarter of the slots. So when the fair claim leaves slots empty and an
+// owner stood at its share, a second claim lets owners go past it, up to
+// MaxInFlight less one share, and never into the last share of free
+// slots: those stay for deliveries that come due for other owners before
+// the overflowing attempts end.
 func (d *Dispatcher) claim(ctx context.Context, wg *sync.WaitGroup) (full bool) {
+	free, started, capped := d.take(ctx, wg, 0, d.o.PerOwner)
+	if free <= 0 {
+		return false
+	}
+	if over := d.o.MaxInFlight - d.o.PerOwner; started < free && capped && over > d.o.PerOwner {
+		_, more, _ := d.take(ctx, wg, d.o.PerOwner, over)
+		started += more
+	}
+	return started > 0 && started >= free
+}
+
+// take claims what fits the free slots less reserve, with perOwner as each
+// owner's bound, and starts it. It returns the free slots it asked for,
+// the deliveries started, and whether an owner reached perOwner.
+func (d *Dispatcher) take(ctx context.Context, wg *sync.WaitGroup, reserve, perOwner int) (free, started int, capped bool) {
 	d.mu.Lock()
-	free := d.o.MaxInFlight - d.inFlight
+	free = d.o.MaxInFlight - d.inFlight - reserve
 	busy := make(map[string]int, len(d.busy))
 	for e, n := range d.busy {
 		busy[e] = n
@@ -144,28 +170,28 @@ func (d *Dispatcher) claim(ctx context.Context, wg *sync.WaitGroup) (full bool) 
 	}
 	d.mu.Unlock()
 	if free <= 0 {
-		return false
+		return free, 0, false
 	}
 	batch, err := d.q.Due(ctx, Claim{Limit: free, PerEndpoint: d.o.PerEndpoint, Busy: busy,
-		PerOwner: d.o.PerOwner, OwnerBusy: owners})
+		PerOwner: perOwner, OwnerBusy: owners})
 	if err != nil {
 		if ctx.Err() == nil {
 			d.o.Logger.Error("webhook: asking the queue for due deliveries", "err", err)
 		}
-		return false
+		return free, 0, false
 	}
-	started := 0
 	for i, dl := range batch {
 		d.mu.Lock()
 		limit := d.o.PerEndpoint
 		if !dl.FailingSince.IsZero() {
 			limit = 1
 		}
-		ok := i < free && d.inFlight < d.o.MaxInFlight && d.busy[dl.Endpoint] < limit && d.owners[dl.Owner] < d.o.PerOwner
+		ok := i < free && d.inFlight < d.o.MaxInFlight-reserve && d.busy[dl.Endpoint] < limit && d.owners[dl.Owner] < perOwner
 		if ok {
 			d.inFlight++
 			d.busy[dl.Endpoint]++
 			d.owners[dl.Owner]++
+			capped = capped || d.owners[dl.Owner] >= perOwner
 		}
 		d.mu.Unlock()
 		if !ok {
@@ -180,7 +206,14 @@ func (d *Dispatcher) claim(ctx context.Context, wg *sync.WaitGroup) (full bool) 
 			d.attempt(ctx, dl)
 		}()
 	}
-	return started > 0 && len(batch) >= free
+	if !capped {
+		d.mu.Lock()
+		for _, n := range d.owners {
+			capped = capped || n >= perOwner
+		}
+		d.mu.Unlock()
+	}
+	return free, started, capped
 }
 
 // attempt makes one attempt at dl and settles it.

@@ -85,8 +85,9 @@ Flags:
                      env CTXKIT_WEBHOOK_PER_ENDPOINT)
   --webhook-per-owner N  attempts in flight for one owner's webhooks
                      together (default a quarter of --webhook-in-flight),
-                     so one tenant's slow receivers leave the rest room
-                     (env CTXKIT_WEBHOOK_PER_OWNER)
+                     so one tenant's slow receivers leave the rest room;
+                     slots no other owner wants are lent past it, all
+                     but one share (env CTXKIT_WEBHOOK_PER_OWNER)
   --webhook-backlog N  pending deliveries kept per webhook (default 10000);
                      the oldest beyond are dead-lettered (env CTXKIT_WEBHOOK_BACKLOG)
 
