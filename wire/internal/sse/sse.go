@@ -169,6 +169,42 @@ func name(b []byte) string {
 		return "ping"
 	case "error":
 		return "error"
+	// The Responses API names every event by its type: a stream of a
+	// short answer has a dozen names, each but the delta's once.
+	case "response.created":
+		return "response.created"
+	case "response.in_progress":
+		return "response.in_progress"
+	case "response.output_item.added":
+		return "response.output_item.added"
+	case "response.output_item.done":
+		return "response.output_item.done"
+	case "response.content_part.added":
+		return "response.content_part.added"
+	case "response.content_part.done":
+		return "response.content_part.done"
+	case "response.output_text.delta":
+		return "response.output_text.delta"
+	case "response.output_text.done":
+		return "response.output_text.done"
+	case "response.function_call_arguments.delta":
+		return "response.function_call_arguments.delta"
+	case "response.function_call_arguments.done":
+		return "response.function_call_arguments.done"
+	case "response.reasoning_summary_part.added":
+		return "response.reasoning_summary_part.added"
+	case "response.reasoning_summary_part.done":
+		return "response.reasoning_summary_part.done"
+	case "response.reasoning_summary_text.delta":
+		return "response.reasoning_summary_text.delta"
+	case "response.reasoning_summary_text.done":
+		return "response.reasoning_summary_text.done"
+	case "response.completed":
+		return "response.completed"
+	case "response.incomplete":
+		return "response.incomplete"
+	case "response.failed":
+		return "response.failed"
 	}
 	return string(b)
 }
