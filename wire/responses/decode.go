@@ -181,6 +181,7 @@ type streamDecoder struct {
 	// allocated for each event.
 	ev       wireEvent
 	index    int
+	room     eventRoom
 	intern   func([]byte) (string, bool)
 	streamed func(*wireEvent) bool
 }
@@ -269,7 +270,7 @@ func (d *streamDecoder) add(ev *wireEvent) (*itemState, error) {
 
 func (d *streamDecoder) event(_ string, data []byte) error {
 	ev := &d.ev
-	if err := parseEvent(data, ev, &d.index, d.intern, d.streamed); err != nil {
+	if err := parseEvent(data, ev, &d.index, &d.room, d.intern, d.streamed); err != nil {
 		return oaicompat.DataError(data, err)
 	}
 	switch ev.Type {

@@ -41,9 +41,9 @@ const maxDepth = 128
 // to be of no use to the decoder, asked once the event's type and output
 // index are read: that text is then checked but not decoded, and left
 // empty.
-func parseEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (string, bool), streamed func(*wireEvent) bool) error {
+func parseEvent(data []byte, ev *wireEvent, index *int, room *eventRoom, intern func([]byte) (string, bool), streamed func(*wireEvent) bool) error {
 	*ev = wireEvent{}
-	if scanEvent(data, ev, index, intern, streamed) {
+	if scanEvent(data, ev, index, room, intern, streamed) {
 		return nil
 	}
 	*ev = wireEvent{}
@@ -61,9 +61,20 @@ var (
 	usageKeys    = []string{"input_tokens", "output_tokens", "input_tokens_details", "output_tokens_details"}
 )
 
+// eventRoom is where scanEvent puts an event's item, response and usage
+// rather than allocate them: a decoder reads one event at a time and
+// keeps none of them past it.
+type eventRoom struct {
+	item  wireItem
+	resp  wireResponse
+	usage wireUsage
+}
+
 // scanEvent reads data into ev (zero) in one pass, or reports false,
-// leaving ev in any state. intern and streamed are parseEvent's.
-func scanEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (string, bool), streamed func(*wireEvent) bool) bool {
+// leaving ev in any state. room, when not nil, holds what ev points to
+// (until the next event read with it); intern and streamed are
+// parseEvent's.
+func scanEvent(data []byte, ev *wireEvent, index *int, room *eventRoom, intern func([]byte) (string, bool), streamed func(*wireEvent) bool) bool {
 	s := jsonscan.New(data)
 	var set uint32
 	return s.Object(func(key []byte) bool {
@@ -95,7 +106,12 @@ func scanEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (stri
 				ev.Item = nil
 				return true
 			}
-			ev.Item = &wireItem{}
+			if room != nil {
+				room.item = wireItem{}
+				ev.Item = &room.item
+			} else {
+				ev.Item = &wireItem{}
+			}
 			return scanItem(s, ev.Item, intern, streamed != nil && streamed(ev))
 		case "delta":
 			return seen(&set, 1<<4) && str(s, &ev.Delta, nil)
@@ -121,8 +137,14 @@ func scanEvent(data []byte, ev *wireEvent, index *int, intern func([]byte) (stri
 				ev.Response = nil
 				return true
 			}
-			ev.Response = &wireResponse{}
-			return scanResponse(s, ev.Response, nil)
+			var u *wireUsage
+			if room != nil {
+				room.resp, room.usage = wireResponse{}, wireUsage{}
+				ev.Response, u = &room.resp, &room.usage
+			} else {
+				ev.Response = &wireResponse{}
+			}
+			return scanResponse(s, ev.Response, nil, u)
 		case "code":
 			return seen(&set, 1<<10) && raw(s, (*[]byte)(&ev.Code))
 		case "message":
@@ -202,9 +224,10 @@ func scanTexts(s *jsonscan.Reader, dst *[]wireText) bool {
 }
 
 // scanResponse reads a Response object: the status, error, incomplete
-// details and usage into r, and, when items is not nil, the output items
-// into *items (at most MaxItems); the rest is skipped.
-func scanResponse(s *jsonscan.Reader, r *wireResponse, items *[]wireItem) bool {
+// details and usage into r (the usage into u when it is not nil), and,
+// when items is not nil, the output items into *items (at most
+// MaxItems); the rest is skipped.
+func scanResponse(s *jsonscan.Reader, r *wireResponse, items *[]wireItem, u *wireUsage) bool {
 	var set uint32
 	return s.Object(func(key []byte) bool {
 		switch string(key) {
@@ -238,7 +261,10 @@ func scanResponse(s *jsonscan.Reader, r *wireResponse, items *[]wireItem) bool {
 				r.Usage = nil
 				return true
 			}
-			r.Usage = &wireUsage{}
+			if u == nil {
+				u = &wireUsage{}
+			}
+			r.Usage = u
 			return scanUsage(s, r.Usage)
 		case "output":
 			if items == nil {

@@ -80,7 +80,7 @@ func FuzzScanEvent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast, slow wireEvent
 		var index int
-		if !scanEvent(data, &fast, &index, nil, nil) {
+		if !scanEvent(data, &fast, &index, nil, nil, nil) {
 			return
 		}
 		if err := json.Unmarshal(data, &slow); err != nil {
@@ -88,6 +88,20 @@ func FuzzScanEvent(f *testing.F) {
 		}
 		if !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("%q:\nfast %+v\nslow %+v", data, fast, slow)
+		}
+		// Read into a decoder's room, left as another event filled it,
+		// the event is the same.
+		room := eventRoom{
+			item:  wireItem{Type: "message", ID: "stale", Content: []wireText{{Text: "stale"}}},
+			resp:  wireResponse{Status: "stale", Error: json.RawMessage(`"stale"`)},
+			usage: wireUsage{InputTokens: 99, OutputTokens: 99},
+		}
+		var roomed wireEvent
+		if !scanEvent(data, &roomed, &index, &room, nil, nil) {
+			t.Fatalf("%q: read without a room, not with one", data)
+		}
+		if !reflect.DeepEqual(roomed, slow) {
+			t.Fatalf("%q read into a room:\nroom %+v\nslow %+v", data, roomed, slow)
 		}
 	})
 }
@@ -105,7 +119,7 @@ func FuzzScanBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var fast, slow wireBody
 		s := jsonscan.New(body)
-		if !scanResponse(s, &fast.wireResponse, &fast.Output) || !s.End() {
+		if !scanResponse(s, &fast.wireResponse, &fast.Output, nil) || !s.End() {
 			return
 		}
 		if err := json.Unmarshal(body, &slow); err != nil {
@@ -135,7 +149,7 @@ func TestScanReadsTheAPIsEvents(t *testing.T) {
 			}
 			var ev wireEvent
 			var index int
-			if !scanEvent(data, &ev, &index, nil, nil) {
+			if !scanEvent(data, &ev, &index, nil, nil, nil) {
 				t.Errorf("%s: the fast path leaves %s to encoding/json", file, data)
 			}
 			n++
@@ -165,7 +179,7 @@ func TestScanReadsResponseObjects(t *testing.T) {
 	}
 	var r wireBody
 	s := jsonscan.New(body)
-	if !scanResponse(s, &r.wireResponse, &r.Output) || !s.End() {
+	if !scanResponse(s, &r.wireResponse, &r.Output, nil) || !s.End() {
 		t.Fatalf("the fast path leaves %s to encoding/json", body)
 	}
 	if len(r.Output) != 3 || r.Status != "completed" || r.Usage == nil || r.Usage.InputTokens != 10 {

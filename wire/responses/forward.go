@@ -63,6 +63,10 @@ func (f *forwarder) Decode(r io.Reader) iter.Seq2[chat.Chunk, error] {
 func (f *forwarder) Stream(w io.Writer, chunks iter.Seq2[chat.Chunk, error]) error {
 	e := f.e
 	e.w = w
+	// Decode writes through e only while live: once Stream has returned,
+	// an event read after (a pipeline that pulls past the end) is decoded
+	// only, and the encoder's room can serve another stream.
+	defer e.release()
 	if err := e.begin(); err != nil {
 		return err
 	}

@@ -29,9 +29,11 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		if _, _, err := responses.EncodeRequest(req, responses.Options{}); err != nil {
+		out, _, err := responses.EncodeRequest(req, responses.Options{})
+		if err != nil {
 			t.Fatalf("a decoded request does not encode: %v", err)
 		}
+		sameAsEncodingJSON(t, out)
 		if _, err := json.Marshal(req); err != nil {
 			t.Fatalf("a decoded request does not marshal: %v", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/ctxkit/ctxkit/chat"
@@ -80,6 +81,7 @@ var ErrStreamTooLarge = errors.New("responses: the response is larger than " + s
 // ends the encoding and is returned.
 func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
 	e := newStreamEncoder(w, req, model, id, created)
+	defer e.release()
 	if err := e.begin(); err != nil {
 		return err
 	}
@@ -98,15 +100,48 @@ func EncodeStream(w io.Writer, req *chat.Request, model, id string, created int6
 
 func newStreamEncoder(w io.Writer, req *chat.Request, model, id string, created int64) *streamEncoder {
 	e := &streamEncoder{w: w, id: id, resp: echo(req, model, id, created)}
-	// The buffers start in room the encoder holds: a short answer is
-	// written without allocating them.
-	e.buf = e.room[:0:bufRoom]
-	e.scratch = e.room[bufRoom:bufRoom:scratchRoom]
-	e.kept = e.room[scratchRoom:scratchRoom:keptRoom]
-	e.spare = e.room[keptRoom:keptRoom:argsRoom]
-	e.items = e.room[argsRoom:argsRoom]
-	e.spans = e.spanRoom[:0]
+	// The buffers start in a room taken from those of the streams that
+	// ended: a short answer is written without allocating them, and the
+	// room, 7 KiB, is not allocated (nor cleared, nor swept) per stream.
+	r := rooms.Get().(*room)
+	e.room = r
+	e.buf = r.bytes[:0:bufRoom]
+	e.scratch = r.bytes[bufRoom:bufRoom:scratchRoom]
+	e.kept = r.bytes[scratchRoom:scratchRoom:keptRoom]
+	e.spare = r.bytes[keptRoom:keptRoom:argsRoom]
+	e.items = r.bytes[argsRoom:argsRoom]
+	e.spans = r.spans[:0]
 	return e
+}
+
+// room is the memory an encoder's buffers start in. Its bytes need no
+// clearing between streams: every buffer starts empty and is read only
+// up to what the stream wrote.
+type room struct {
+	bytes [itemsRoom]byte
+	spans [8][2]int
+	out   [8]json.RawMessage
+}
+
+var rooms = sync.Pool{New: func() any { return new(room) }}
+
+// release gives the encoder's room back for another stream, once the
+// stream has ended. Every slice of the encoder into it is dropped, so an
+// encoder used after its release allocates its buffers anew rather than
+// writing into another stream's.
+func (e *streamEncoder) release() {
+	r := e.room
+	if r == nil {
+		return
+	}
+	e.room = nil
+	e.buf, e.scratch, e.kept, e.spare, e.items, e.spans = nil, nil, nil, nil, nil, nil
+	e.resp.Output = nil
+	for _, c := range e.calls {
+		c.args = nil
+	}
+	clear(r.out[:]) // they point into items, which may have grown past the room
+	rooms.Put(r)
 }
 
 // begin writes the stream's first events.
@@ -150,7 +185,10 @@ func (e *streamEncoder) end(failure error) error {
 		return err
 	}
 	r := &e.resp
-	r.Output = e.outRoom[:0]
+	r.Output = nil
+	if e.room != nil {
+		r.Output = e.room.out[:0]
+	}
 	for _, sp := range e.spans {
 		r.Output = append(r.Output, e.items[sp[0]:sp[1]:sp[1]])
 	}
@@ -205,16 +243,13 @@ type streamEncoder struct {
 	usageOf chat.Usage
 	stop    chat.Stop
 	err     *chat.StreamError
-	// The room the buffers start in.
-	room     [itemsRoom]byte
-	spanRoom [8][2]int
-	outRoom  [8]json.RawMessage
+	// The room the buffers start in, until release.
+	room *room
 }
 
-// The parts of streamEncoder.room, each up to its end: buf, scratch,
-// kept, the first call's arguments and items. They keep the encoder
-// within 8 KiB, a size class of the allocator: a few bytes more would
-// cost 9.25 KiB.
+// The parts of a room's bytes, each up to its end: buf, scratch, kept,
+// the first call's arguments and items. They keep a room within 8 KiB, a
+// size class of the allocator: a few bytes more would cost 9.25 KiB.
 const (
 	bufRoom     = 4 << 10
 	scratchRoom = bufRoom + 256

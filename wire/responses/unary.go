@@ -65,7 +65,7 @@ type wireBody struct {
 // pass when the fast path can (see fast.go), else with encoding/json.
 func parseBody(body []byte, r *wireBody) error {
 	s := jsonscan.New(body)
-	if scanResponse(s, &r.wireResponse, &r.Output) && s.End() {
+	if scanResponse(s, &r.wireResponse, &r.Output, nil) && s.End() {
 		return nil
 	}
 	*r = wireBody{}

@@ -17,9 +17,27 @@ import (
 // DefaultMaxEvent bounds one event (all its data lines together).
 const DefaultMaxEvent = 8 << 20
 
-// readers are reused across streams: a reader's buffer is the largest
-// allocation of a short stream.
-var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+// A reader is what ReadLent reads a stream with, reused across streams:
+// the buffered reader (the largest allocation of a short stream) and the
+// buffers of an event's data and of a line that spans reads, which would
+// otherwise grow anew, doubling, in every stream.
+type reader struct {
+	br         *bufio.Reader
+	data, line []byte
+}
+
+var readers = sync.Pool{New: func() any { return &reader{br: bufio.NewReaderSize(nil, 64<<10)} }}
+
+// maxKept bounds the buffers a reader keeps for the next stream: one
+// stream's large event does not stay in memory for good.
+const maxKept = 64 << 10
+
+func kept(b []byte) []byte {
+	if cap(b) > maxKept {
+		return nil
+	}
+	return b[:0]
+}
 
 // Event is one event. Data joins the event's data lines with "\n".
 type Event struct {
@@ -45,7 +63,8 @@ func Read(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 }
 
 // ReadLent is Read with each event's Data lent: it holds until the loop
-// asks for the next event, and a consumer that keeps it copies it. The
+// asks for the next event or ends (the buffer then serves another
+// stream), and a consumer that keeps it copies it. The
 // stream decoders read an event's data into values of their own, so a
 // copy of every event would be an allocation per event for nothing.
 func ReadLent(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
@@ -53,23 +72,28 @@ func ReadLent(r io.Reader, maxEvent int) iter.Seq2[Event, error] {
 		maxEvent = DefaultMaxEvent
 	}
 	return func(yield func(Event, error) bool) {
-		br := readers.Get().(*bufio.Reader)
+		rd := readers.Get().(*reader)
+		br := rd.br
 		br.Reset(r)
-		defer func() {
-			br.Reset(nil) // drop the reference to r
-			readers.Put(br)
-		}()
 		var (
 			ev      Event
-			data    []byte // the event's data lines, joined; reused from event to event
+			data    = rd.data // the event's data lines, joined; reused from event to event
 			hasData bool
 			size    int
-			buf     []byte // a line that spans reads of r, reused: what is kept of a line is copied out of it
+			buf     = rd.line // a line that spans reads of r, reused: what is kept of a line is copied out of it
 			// The names and ids of a stream repeat from event to event
 			// (content_block_delta, ...): the last one is reused rather
 			// than made again.
 			lastName, lastID string
 		)
+		// The data lent is the consumer's until it asks for the next
+		// event, and it asks for none after the stream: the buffers go
+		// back with the reader.
+		defer func() {
+			br.Reset(nil) // drop the reference to r
+			rd.data, rd.line = kept(data), kept(buf)
+			readers.Put(rd)
+		}()
 		// flush dispatches the event being read, if it has data (as the
 		// SSE specification says: an event without data is not dispatched).
 		flush := func() bool {
@@ -169,6 +193,42 @@ func name(b []byte) string {
 		return "ping"
 	case "error":
 		return "error"
+	// The Responses API names every event by its type: a stream of a
+	// short answer has a dozen names, each but the delta's once.
+	case "response.created":
+		return "response.created"
+	case "response.in_progress":
+		return "response.in_progress"
+	case "response.output_item.added":
+		return "response.output_item.added"
+	case "response.output_item.done":
+		return "response.output_item.done"
+	case "response.content_part.added":
+		return "response.content_part.added"
+	case "response.content_part.done":
+		return "response.content_part.done"
+	case "response.output_text.delta":
+		return "response.output_text.delta"
+	case "response.output_text.done":
+		return "response.output_text.done"
+	case "response.function_call_arguments.delta":
+		return "response.function_call_arguments.delta"
+	case "response.function_call_arguments.done":
+		return "response.function_call_arguments.done"
+	case "response.reasoning_summary_part.added":
+		return "response.reasoning_summary_part.added"
+	case "response.reasoning_summary_part.done":
+		return "response.reasoning_summary_part.done"
+	case "response.reasoning_summary_text.delta":
+		return "response.reasoning_summary_text.delta"
+	case "response.reasoning_summary_text.done":
+		return "response.reasoning_summary_text.done"
+	case "response.completed":
+		return "response.completed"
+	case "response.incomplete":
+		return "response.incomplete"
+	case "response.failed":
+		return "response.failed"
 	}
 	return string(b)
 }

@@ -250,3 +250,66 @@ func (p *pieces) Read(b []byte) (int, error) {
 	p.b = p.b[k:]
 	return k, nil
 }
+
+// TestStreamsShareNoBuffers reads streams of every size at once, many
+// times over, lent, as the decoders do: the buffers an event's data and a
+// line spanning reads are kept in pass from stream to stream, and no
+// stream may see another's bytes (a short stream after one whose events
+// outgrew them, a stream left in the middle, a stream read a byte at a
+// time so that every line spans reads).
+func TestStreamsShareNoBuffers(t *testing.T) {
+	streams := make([]string, 4)
+	want := make([][]string, len(streams))
+	for i := range streams {
+		var b strings.Builder
+		for j := range 5 + 10*i {
+			data := strings.Repeat(string(rune('a'+i)), 1+j*j*(i+1))
+			b.WriteString("event: e" + string(rune('0'+i)) + "\ndata: " + data + "\ndata: " + data[:len(data)/2] + "\n\n")
+			want[i] = append(want[i], data+"\n"+data[:len(data)/2])
+		}
+		streams[i] = b.String()
+	}
+	const workers, rounds = 4, 40
+	errs := make(chan string, workers*rounds)
+	done := make(chan struct{})
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for r := range rounds {
+				i := (w + r) % len(streams)
+				var src io.Reader = strings.NewReader(streams[i])
+				if r%3 == 0 {
+					src = iotest.OneByteReader(src)
+				}
+				stop := len(want[i])
+				if r%5 == 0 {
+					stop = 2 // the consumer leaves the stream early
+				}
+				n := 0
+				for ev, err := range sse.ReadLent(src, 0) {
+					if err != nil {
+						errs <- err.Error()
+						break
+					}
+					if string(ev.Data) != want[i][n] || ev.Name != "e"+string(rune('0'+i)) {
+						errs <- "stream " + string(rune('0'+i)) + ": an event differs from the one written"
+						break
+					}
+					if n++; n == stop {
+						break
+					}
+				}
+				if n != stop {
+					errs <- "stream " + string(rune('0'+i)) + ": events missing"
+				}
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
