@@ -51,7 +51,25 @@ type Dispatcher struct {
 	inFlight int
 	busy     map[string]int
 	owners   map[string]int // in flight by owner
+	// lent holds the attempts running in slots lent past their owner's
+	// share, each with the cancel that takes the slot back; lendAfter is
+	// when lending may start again after slots were taken back.
+	lent      map[*lentAttempt]struct{}
+	lendAfter time.Time
+	returning int // lent attempts cancelled that have not yet ended
 }
+
+// lentAttempt is an attempt in a lent slot.
+type lentAttempt struct {
+	start  time.Time
+	cancel context.CancelFunc
+	taken  bool // cancelled to take the slot back (under Dispatcher.mu)
+}
+
+// lendPause is how long lending stops after lent slots were taken back,
+// so a stream of other owners' deliveries does not take back and lend the
+// same slots over and over.
+const lendPause = time.Second
 
 // NewDispatcher is a dispatcher over q.
 func NewDispatcher(q Queue, o DispatcherOptions) *Dispatcher {
@@ -85,7 +103,8 @@ func NewDispatcher(q Queue, o DispatcherOptions) *Dispatcher {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Dispatcher{q: q, o: o, wake: make(chan struct{}, 1), busy: map[string]int{}, owners: map[string]int{}}
+	return &Dispatcher{q: q, o: o, wake: make(chan struct{}, 1), busy: map[string]int{}, owners: map[string]int{},
+		lent: map[*lentAttempt]struct{}{}}
 }
 
 // Wake tells the dispatcher that deliveries may be due (an event just
@@ -138,26 +157,58 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // slot, but a share that no one else wants is wasted: a server with one
 // tenant (the usual self-hosted case) would run its 100 endpoints in a
 // quarter of the slots. So when the fair claim leaves slots empty and an
-// owner stood at its share, a second claim lets owners go past it, up to
-// MaxInFlight less one share, and never into the last share of free
-// slots: those stay for deliveries that come due for other owners before
-// the overflowing attempts end.
+// owner stood at its share, a second claim lends the empty slots past the
+// share, all but one share of them. Lent slots are taken back: whenever
+// fewer than a share of slots are free while lent attempts run, the
+// longest-running lent attempts are cancelled (their deliveries released,
+// due again at once, their attempts not counted), so deliveries that come
+// due for other owners always find a slot within one attempt's start, and
+// an owner never holds lent slots while another waits.
 func (d *Dispatcher) claim(ctx context.Context, wg *sync.WaitGroup) (full bool) {
-	free, started, capped := d.take(ctx, wg, 0, d.o.PerOwner)
+	free, started, capped := d.take(ctx, wg, 0, d.o.PerOwner, false)
+	d.keepShareFree()
 	if free <= 0 {
 		return false
 	}
-	if over := d.o.MaxInFlight - d.o.PerOwner; started < free && capped && over > d.o.PerOwner {
-		_, more, _ := d.take(ctx, wg, d.o.PerOwner, over)
+	d.mu.Lock()
+	lend := !d.o.Now().Before(d.lendAfter)
+	d.mu.Unlock()
+	if over := d.o.MaxInFlight - d.o.PerOwner; lend && started < free && capped && over > d.o.PerOwner {
+		_, more, _ := d.take(ctx, wg, d.o.PerOwner, over, true)
 		started += more
 	}
 	return started > 0 && started >= free
 }
 
+// keepShareFree takes lent slots back while fewer than a share of slots
+// are free, counting those already being given back.
+func (d *Dispatcher) keepShareFree() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	short := d.o.PerOwner - (d.o.MaxInFlight - d.inFlight) - d.returning
+	if short <= 0 || len(d.lent) == 0 {
+		return
+	}
+	for ; short > 0 && len(d.lent) > 0; short-- {
+		var oldest *lentAttempt
+		for la := range d.lent {
+			if oldest == nil || la.start.Before(oldest.start) {
+				oldest = la
+			}
+		}
+		delete(d.lent, oldest)
+		oldest.taken = true
+		d.returning++
+		oldest.cancel()
+	}
+	d.lendAfter = d.o.Now().Add(lendPause)
+}
+
 // take claims what fits the free slots less reserve, with perOwner as each
-// owner's bound, and starts it. It returns the free slots it asked for,
-// the deliveries started, and whether an owner reached perOwner.
-func (d *Dispatcher) take(ctx context.Context, wg *sync.WaitGroup, reserve, perOwner int) (free, started int, capped bool) {
+// owner's bound, and starts it (in lent slots when lend is set). It
+// returns the free slots it asked for, the deliveries started, and whether
+// an owner reached perOwner.
+func (d *Dispatcher) take(ctx context.Context, wg *sync.WaitGroup, reserve, perOwner int, lend bool) (free, started int, capped bool) {
 	d.mu.Lock()
 	free = d.o.MaxInFlight - d.inFlight - reserve
 	busy := make(map[string]int, len(d.busy))
@@ -201,9 +252,28 @@ func (d *Dispatcher) take(ctx context.Context, wg *sync.WaitGroup, reserve, perO
 		}
 		started++
 		wg.Add(1)
+		if !lend {
+			go func() {
+				defer wg.Done()
+				d.attempt(ctx, dl)
+			}()
+			continue
+		}
+		actx, cancel := context.WithCancel(ctx)
+		la := &lentAttempt{start: d.o.Now(), cancel: cancel}
+		d.mu.Lock()
+		d.lent[la] = struct{}{}
+		d.mu.Unlock()
 		go func() {
 			defer wg.Done()
-			d.attempt(ctx, dl)
+			defer cancel()
+			d.attempt(actx, dl)
+			d.mu.Lock()
+			delete(d.lent, la)
+			if la.taken {
+				d.returning--
+			}
+			d.mu.Unlock()
 		}()
 	}
 	if !capped {
