@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -596,29 +597,33 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 		if err != nil {
 			return err
 		}
-		args := []any{tok.String(), micro(now.Add(lease))}
-		for _, id := range ids {
-			args = append(args, id)
-		}
-		rows, err = tx.QueryContext(ctx, `UPDATE webhook_deliveries SET lease = ?1, lease_until = ?2 WHERE id IN (`+
-			strings.Repeat(",?", len(ids))[1:]+`) RETURNING `+deliveryColumns+`, body`, args...)
-		if err != nil {
-			return err
-		}
+		// A statement takes at most 32,766 parameters, so a large claim
+		// is leased in chunks, all in this transaction.
 		leased := make(map[string]store.Delivery, len(ids))
-		for rows.Next() {
-			var body []byte
-			dl, err := scanDelivery(rows, &body)
+		for chunk := range slices.Chunk(ids, leaseChunk) {
+			args := []any{tok.String(), micro(now.Add(lease))}
+			for _, id := range chunk {
+				args = append(args, id)
+			}
+			rows, err = tx.QueryContext(ctx, `UPDATE webhook_deliveries SET lease = ?1, lease_until = ?2 WHERE id IN (`+
+				strings.Repeat(",?", len(chunk))[1:]+`) RETURNING `+deliveryColumns+`, body`, args...)
 			if err != nil {
-				rows.Close()
 				return err
 			}
-			dl.Body = body
-			leased[dl.ID] = dl
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
+			for rows.Next() {
+				var body []byte
+				dl, err := scanDelivery(rows, &body)
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				dl.Body = body
+				leased[dl.ID] = dl
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
 		}
 		for i, id := range ids {
 			dl, ok := leased[id]
@@ -636,6 +641,9 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 	}
 	return out, nil
 }
+
+// leaseChunk is how many deliveries one statement of a claim leases.
+const leaseChunk = 1000
 
 // SettleDeliveries implements store.Webhooks.
 func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, error) {

@@ -9,13 +9,8 @@ import (
 	"github.com/ctxkit/ctxkit/store"
 )
 
-// TestClaimManyDeliveries: ClaimDeliveries leases its claim with one
-// UPDATE … WHERE id IN (?, ?, …), a bound parameter per delivery. SQLite
-// takes at most 32,766 parameters in a statement, so a claim of more due
-// deliveries than that fails as a whole ("too many SQL variables"), and
-// fails again on every later try: nothing is ever claimed. DeliveryClaim
-// puts no bound on Limit (ctxkit serve keeps it within 10,000). The claim
-// should lease in chunks, or Limit be bounded and documented.
+// TestClaimManyDeliveries: a claim of more due deliveries than one SQLite
+// statement takes parameters (32,766) is leased whole, in chunks.
 func TestClaimManyDeliveries(t *testing.T) {
 	const n = 33000
 	ctx := context.Background()
