@@ -420,9 +420,11 @@ var ErrCursorMoved = &Error{Code: CodeVersionMismatch, Msg: "webhook cursor move
 // the listening connection was down.
 type CommitWatcher interface {
 	// WatchCommits calls fn after each commit that may have added events,
-	// until stop is called. fn runs on the committing goroutine: it must
-	// not block, and should merge calls (a send that drops when a wake
-	// is already waiting).
+	// until stop is called (a commit under way as stop returns may still
+	// call it once). fn runs on the committing goroutine, after the
+	// commit: it must not block or panic (the write has succeeded, and a
+	// panic would report it failed), and should merge calls (a send that
+	// drops when a wake is already waiting).
 	WatchCommits(fn func()) (stop func())
 }
 

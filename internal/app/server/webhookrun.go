@@ -276,7 +276,9 @@ func (h *hookRunner) fanOutLoop(ctx context.Context, d *webhook.Dispatcher) {
 	defer t.Stop()
 	var seen int64 = -1
 	force := false
+	var last time.Time
 	for {
+		last = time.Now()
 		latest, err := h.s.opts.Store.LatestSeq(ctx)
 		switch {
 		case err != nil:
@@ -303,10 +305,23 @@ func (h *hookRunner) fanOutLoop(ctx context.Context, d *webhook.Dispatcher) {
 		case <-h.fanout:
 			force = true
 		case <-h.commits:
+			// Under a stream of writes every commit wakes the loop; rounds
+			// at least commitGap apart group them, so the queue's
+			// transactions do not take the single writer once per write.
+			if wait := commitGap - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
 		case <-t.C:
 		}
 	}
 }
+
+// commitGap is the least time between fan-out rounds that commits woke.
+const commitGap = 20 * time.Millisecond
 
 // maxRoundBytes bounds the events one fan-out round holds in memory; a
 // round that reaches it stores what it has and goes on in the next.
