@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -73,7 +75,7 @@ func Prepare(b *Breadcrumb) error {
 	if hasNUL(doc) {
 		return invalid("context", "contains a NUL character (\\u0000), which no backend stores")
 	}
-	canon, err := canonjson.Marshal(doc)
+	canon, err := canonjson.Append(make([]byte, 0, len(b.Context)), doc)
 	if err != nil {
 		return invalid("context", "%v", err)
 	}
@@ -90,23 +92,11 @@ func Prepare(b *Breadcrumb) error {
 	if h := bytes.TrimSpace(b.LLMHints); len(h) == 0 || bytes.Equal(h, []byte("null")) {
 		b.LLMHints = nil
 	} else {
-		if !utf8.Valid(h) {
-			return invalid("llm_hints", "not valid UTF-8")
+		canon, err := prepareHints(h)
+		if err != nil {
+			return err
 		}
-		if _, err := view.Compile(h); err != nil {
-			var ve *view.Error
-			if errors.As(err, &ve) && ve.Path != "" {
-				return &Error{Code: CodeInvalid, Path: "llm_hints." + ve.Path, Msg: ve.Msg, Err: err}
-			}
-			return &Error{Code: CodeInvalid, Path: "llm_hints", Msg: err.Error(), Err: err}
-		}
-		hd, _ := view.DecodeJSON(h)
-		if hasNUL(hd) {
-			return invalid("llm_hints", "contains a NUL character (\\u0000), which no backend stores")
-		}
-		if b.LLMHints, err = canonjson.Marshal(hd); err != nil {
-			return invalid("llm_hints", "%v", err)
-		}
+		b.LLMHints = canon
 	}
 
 	switch b.Visibility {
@@ -139,6 +129,97 @@ func Prepare(b *Breadcrumb) error {
 		b.SizeBytes += int64(len(t))
 	}
 	return nil
+}
+
+// prepareHints validates a hints document (h, not empty) and returns its
+// canonical form. What it returns is a function of h's bytes alone:
+// view.Compile runs with the default Options, whose bounds are constants,
+// and reads nothing else (no clock, no environment, no registry that
+// changes), and decoding and canonical encoding are pure. So an accepted
+// document is remembered in acceptedHints and not compiled again: the
+// gateway's records all carry the same hints, and compiling them was
+// about a fifth of Prepare's cost. Refused documents are not remembered,
+// so input that fails cannot push accepted hints out.
+func prepareHints(h []byte) (json.RawMessage, error) {
+	if canon, ok := acceptedHints.get(h); ok {
+		return canon, nil
+	}
+	if !utf8.Valid(h) {
+		return nil, invalid("llm_hints", "not valid UTF-8")
+	}
+	if _, err := view.Compile(h); err != nil {
+		var ve *view.Error
+		if errors.As(err, &ve) && ve.Path != "" {
+			return nil, &Error{Code: CodeInvalid, Path: "llm_hints." + ve.Path, Msg: ve.Msg, Err: err}
+		}
+		return nil, &Error{Code: CodeInvalid, Path: "llm_hints", Msg: err.Error(), Err: err}
+	}
+	hd, _ := view.DecodeJSON(h)
+	if hasNUL(hd) {
+		return nil, invalid("llm_hints", "contains a NUL character (\\u0000), which no backend stores")
+	}
+	canon, err := canonjson.Marshal(hd)
+	if err != nil {
+		return nil, invalid("llm_hints", "%v", err)
+	}
+	acceptedHints.put(h, canon)
+	return canon, nil
+}
+
+// Bounds of acceptedHints. A document larger than hintsCacheMaxEntry is
+// compiled every time, so that one large document cannot push out the
+// small ones that repeat.
+const (
+	hintsCacheEntries  = 64
+	hintsCacheBytes    = 1 << 20 // hints as given plus canonical form, over all entries
+	hintsCacheMaxEntry = 32 << 10
+)
+
+// acceptedHints holds hints documents Prepare has accepted, by their bytes
+// as given (spaces trimmed), with their canonical form.
+var acceptedHints = hintsCache{m: map[string][]byte{}}
+
+// hintsCache is a small set of accepted hints documents, bounded in entries
+// and bytes. When it is full an arbitrary entry makes room: the documents
+// that repeat are few (a program writes the same hints again and again),
+// so whatever is pushed out comes back on its next write.
+type hintsCache struct {
+	mu    sync.RWMutex
+	m     map[string][]byte // hints as given → canonical form
+	bytes int               // len(key)+len(value) over m
+}
+
+// get returns a copy of h's canonical form: callers own the record they
+// prepare and may change it.
+func (c *hintsCache) get(h []byte) (json.RawMessage, bool) {
+	c.mu.RLock()
+	canon, ok := c.m[string(h)]
+	c.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(canon), true
+}
+
+func (c *hintsCache) put(h, canon []byte) {
+	size := len(h) + len(canon)
+	if size > hintsCacheMaxEntry {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[string(h)]; ok {
+		return
+	}
+	for k, v := range c.m {
+		if len(c.m) < hintsCacheEntries && c.bytes+size <= hintsCacheBytes {
+			break
+		}
+		delete(c.m, k)
+		c.bytes -= len(k) + len(v)
+	}
+	c.m[string(h)] = slices.Clone(canon)
+	c.bytes += size
 }
 
 func normalizeTags(tags []string) ([]string, error) {

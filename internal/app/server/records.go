@@ -626,10 +626,7 @@ func (rc *exchangeRecorder) body(b []byte, size int64, limit int) (json.RawMessa
 	if whole && len(b) <= limit {
 		if doc, err := view.DecodeJSON(b); err == nil {
 			red := rc.redactJSON(doc)
-			if out, ok := appendCanon(make([]byte, 0, len(b)+len(b)/8), red); ok {
-				return out, false
-			}
-			if out, err := canonjson.Marshal(red); err == nil {
+			if out, err := canonjson.Append(make([]byte, 0, len(b)+len(b)/8), red); err == nil {
 				return out, false
 			}
 		}
@@ -642,7 +639,7 @@ func (rc *exchangeRecorder) body(b []byte, size int64, limit int) (json.RawMessa
 	if len(text) > limit {
 		text = textcut.Prefix(text, limit)
 	}
-	return appendCanonString(make([]byte, 0, len(text)+2), text), truncated
+	return canonjson.AppendString(make([]byte, 0, len(text)+2), text), truncated
 }
 
 // redactJSON is v with every string (keys too) redacted and its NUL

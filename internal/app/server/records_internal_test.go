@@ -12,10 +12,8 @@ import (
 
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
-	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/sqlite"
-	"github.com/ctxkit/ctxkit/view"
 )
 
 func testRecorder(t testing.TB) *exchangeRecorder {
@@ -220,48 +218,6 @@ func TestRecordSearchText(t *testing.T) {
 		}
 		if slices.Contains(got, "zebrabody") {
 			t.Errorf("exchange %d: a body's word is searchable: %q", i, got)
-		}
-	}
-}
-
-// FuzzAppendCanon: whatever JSON a body holds, the record's encoder
-// writes the bytes canonjson.Marshal writes for it, or leaves it to
-// canonjson.Marshal.
-func FuzzAppendCanon(f *testing.F) {
-	for _, seed := range []string{
-		`{"b":[1,2.50,-0,1e-7,1E+300],"a":null,"":true,"é":false}`, `"\u0000\b\f\n\r\t\u001f\"\\/<>&\u2028\u2029\u007f"`,
-		"\"\xff\xfe a \xe2\x80\xa8 \xed\xa0\x80\"", `[[],{},"",0]`, `{"z":{"y":{"x":[{"w":"v"}]}}}`, `12345678901234567890123`,
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		doc, err := view.DecodeJSON(data)
-		if err != nil {
-			// Strings of any bytes, as a redacted body's text is.
-			doc = string(data)
-		}
-		want, err := canonjson.Marshal(doc)
-		got, ok := appendCanon(nil, doc)
-		if !ok {
-			t.Fatalf("a decoded value left to canonjson: %q", data)
-		}
-		if err != nil || string(got) != string(want) {
-			t.Fatalf("%q:\n got %s\nwant %s (%v)", data, got, want, err)
-		}
-	})
-}
-
-// TestAppendCanonOther: values of other types, and numbers that are not
-// JSON's, are left to canonjson.Marshal.
-func TestAppendCanonOther(t *testing.T) {
-	for _, v := range []any{1, 2.5, json.Number("01"), json.Number("1."), json.Number("x"), []any{map[string]any{"a": struct{}{}}}} {
-		if _, ok := appendCanon(nil, v); ok {
-			t.Errorf("%#v encoded", v)
-		}
-	}
-	for _, n := range []string{"0", "-0", "1.5e+10", "-12.34E-5", "9"} {
-		if got, ok := appendCanon(nil, json.Number(n)); !ok || string(got) != n {
-			t.Errorf("%s: %s %v", n, got, ok)
 		}
 	}
 }
