@@ -52,3 +52,52 @@ func TestMessagesSwitchToGemini3FromAnthropic(t *testing.T) {
 		t.Fatalf("answer %s", resp.RawJSON())
 	}
 }
+
+// TestSealedSignatureToOtherUpstreams: an Anthropic client of a Gemini 3
+// model holds Gemini's signature sealed in a thinking block. Continued on
+// an upstream that is not a signature home (Bedrock's Converse, Chat
+// Completions, Mistral, DeepSeek), the encoders there do not open
+// envelopes: the envelope, Gemini's signature inside, goes to that
+// provider as the thinking block's signature (Bedrock's
+// reasoningText.signature, reasoning_details' signature). It should be
+// dropped (with a warning) like any signature that provider did not make.
+func TestSealedSignatureToOtherUpstreams(t *testing.T) {
+	e := newEnv(t, false)
+	client := e.anthropic()
+	params := anthropicParams(gemini3, "Weather in Paris?")
+	params.Tools = []anthropic.ToolUnionParam{anthropicWeather}
+	msg := streamMessage(t, client, params)
+	var use anthropic.ToolUseBlock
+	sealed := ""
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "tool_use":
+			use = b.AsToolUse()
+		case "thinking":
+			if strings.HasPrefix(b.Signature, "Y3R4awFn") {
+				sealed = b.Signature
+			}
+		}
+	}
+	if use.ID == "" || sealed == "" {
+		t.Fatalf("want a sealed signature and a call: %s", jsonOf(msg.Content))
+	}
+	history := append(params.Messages, msg.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(use.ID, "Sunny", false)))
+	for _, u := range upstreams {
+		if u.typ == "anthropic" || u.typ == "gemini" {
+			continue
+		}
+		t.Run(u.typ, func(t *testing.T) {
+			p := params
+			p.Model, p.Messages = u.model, history
+			_, err := client.Messages.New(ctx(t), p)
+			var body string
+			for _, ex := range e.fake(u.typ).Exchanges() {
+				body += string(ex.Body)
+			}
+			if strings.Contains(body, sealed) {
+				t.Errorf("the sealed Gemini signature reached %s (request error %v)", u.typ, err)
+			}
+		})
+	}
+}
