@@ -1,6 +1,10 @@
 package sdktest_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -99,5 +103,54 @@ func TestSealedSignatureToOtherUpstreams(t *testing.T) {
 				t.Errorf("the sealed Gemini signature reached %s (request error %v)", u.typ, err)
 			}
 		})
+	}
+}
+
+// TestChatCompletionsAnthropicReasoningToResponses: a Chat Completions
+// client (a dialect that is no signature home, so nothing is sealed for
+// it) of an Anthropic model with reasoning gets Anthropic's signature in
+// message.reasoning_details, and hands it back as it came. Continued on a
+// model called through the Responses API, the encoder takes the unsealed
+// signature for the Responses API's own, and Anthropic's signature goes
+// out as a reasoning item's encrypted_content (which the API refuses).
+// It should be dropped with a warning.
+func TestChatCompletionsAnthropicReasoningToResponses(t *testing.T) {
+	e := newEnv(t, true)
+	post := func(body map[string]any) map[string]any {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequestWithContext(ctx(t), "POST", e.url+"/v1/chat/completions", bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+e.token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		var out map[string]any
+		json.Unmarshal(raw, &out)
+		out["_status"] = res.StatusCode
+		out["_raw"] = string(raw)
+		return out
+	}
+	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}}}}}
+	msgs := []any{map[string]any{"role": "user", "content": "Weather in Paris?"}}
+	first := post(map[string]any{"model": claude, "messages": msgs, "tools": tools, "reasoning_effort": "low", "max_tokens": 4096})
+	raw := first["_raw"].(string)
+	if first["_status"] != 200 || !strings.Contains(raw, "reasoning_details") || !strings.Contains(raw, "EqQB") {
+		t.Fatalf("want Anthropic's signature in reasoning_details: %s", raw)
+	}
+	msg := first["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	call := msg["tool_calls"].([]any)[0].(map[string]any)
+	msgs = append(msgs, msg, map[string]any{"role": "tool", "tool_call_id": call["id"], "content": "Sunny"})
+	next := post(map[string]any{"model": viaOpenAI, "messages": msgs, "tools": tools, "max_tokens": 4096})
+	ex, _ := e.fake("openai").Last("/responses")
+	if strings.Contains(string(ex.Body), "EqQB") {
+		t.Errorf("Anthropic's signature reached the Responses API: %s", ex.Body)
+	}
+	if next["_status"] != 200 {
+		t.Fatalf("the conversation could not continue on the Responses API: %v", next["_raw"])
 	}
 }
