@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/ctxkit/ctxkit/sdktest/fakeup"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // TestMessagesSwitchToGemini3FromAnthropic: an Anthropic client whose
@@ -139,18 +141,30 @@ func TestChatCompletionsAnthropicReasoningToResponses(t *testing.T) {
 	msgs := []any{map[string]any{"role": "user", "content": "Weather in Paris?"}}
 	first := post(map[string]any{"model": claude, "messages": msgs, "tools": tools, "reasoning_effort": "low", "max_tokens": 4096})
 	raw := first["_raw"].(string)
-	if first["_status"] != 200 || !strings.Contains(raw, "reasoning_details") || !strings.Contains(raw, "EqQB") {
-		t.Fatalf("want Anthropic's signature in reasoning_details: %s", raw)
+	if first["_status"] != 200 || !strings.Contains(raw, "reasoning_details") || !strings.Contains(raw, `"signature":"Y3R4awFh`) {
+		t.Fatalf("want Anthropic's signature sealed in reasoning_details: %s", raw)
 	}
 	msg := first["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
 	call := msg["tool_calls"].([]any)[0].(map[string]any)
-	msgs = append(msgs, msg, map[string]any{"role": "tool", "tool_call_id": call["id"], "content": "Sunny"})
-	next := post(map[string]any{"model": viaOpenAI, "messages": msgs, "tools": tools, "max_tokens": 4096})
-	ex, _ := e.fake("openai").Last("/responses")
-	if strings.Contains(string(ex.Body), "EqQB") {
-		t.Errorf("Anthropic's signature reached the Responses API: %s", ex.Body)
+	detail := msg["reasoning_details"].([]any)[0].(map[string]any)
+	sealed := detail["signature"].(string)
+	opened, ok := wire.OpenSignature(sealed)
+	if !ok || !strings.HasPrefix(opened.Signature, "EqQB") {
+		t.Fatalf("reasoning_details signature %q is not Anthropic's sealed", sealed)
 	}
-	if next["_status"] != 200 {
-		t.Fatalf("the conversation could not continue on the Responses API: %v", next["_raw"])
+	// As the gateway handed it (sealed), and as a client that got it
+	// elsewhere holds it (Anthropic's own, unsealed): neither is the
+	// Responses API's.
+	for _, sig := range []string{sealed, opened.Signature} {
+		detail["signature"] = sig
+		history := append(slices.Clone(msgs), msg, map[string]any{"role": "tool", "tool_call_id": call["id"], "content": "Sunny"})
+		next := post(map[string]any{"model": viaOpenAI, "messages": history, "tools": tools, "max_tokens": 4096})
+		ex, _ := e.fake("openai").Last("/responses")
+		if strings.Contains(string(ex.Body), "EqQB") || strings.Contains(string(ex.Body), "Y3R4aw") {
+			t.Errorf("Anthropic's signature reached the Responses API: %s", ex.Body)
+		}
+		if next["_status"] != 200 {
+			t.Fatalf("the conversation could not continue on the Responses API: %v", next["_raw"])
+		}
 	}
 }

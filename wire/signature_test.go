@@ -160,8 +160,21 @@ func TestSealChunks(t *testing.T) {
 			t.Fatalf("got %+v", got)
 		}
 	})
+	// Bedrock's signatures are its own; a Chat Completions client, whose
+	// dialect is no signature home, gets every home's sealed.
+	for _, pair := range [][2]string{{"bedrock", "anthropic"}, {"anthropic", "openai"}, {"responses", "openai"}} {
+		t.Run(pair[0]+" to "+pair[1], func(t *testing.T) {
+			got := collectChunks(t, wire.SealChunks(sigStream(stream...), pair[0], pair[1]))
+			want := slices.Clone(stream)
+			want[2].Signature = wire.SealSignature(pair[0], "sig1", "")
+			want[4].Signature = wire.SealSignature(pair[0], "sig2", "")
+			if !slices.Equal(got, want) {
+				t.Fatalf("got %+v\nwant %+v", got, want)
+			}
+		})
+	}
 	for _, pair := range [][2]string{{"anthropic", "anthropic"}, {"gemini", "gemini"}, {"responses", "responses"},
-		{"bedrock", "anthropic"}, {"anthropic", "openai"}, {"openai", "gemini"}} {
+		{"openai", "gemini"}, {"mistral", "anthropic"}, {"openai", "openai"}} {
 		t.Run(pair[0]+" to "+pair[1]+" unchanged", func(t *testing.T) {
 			got := collectChunks(t, wire.SealChunks(sigStream(stream...), pair[0], pair[1]))
 			if !slices.Equal(got, stream) {
