@@ -480,7 +480,9 @@ func (c *claim) details(i int, raw json.RawMessage) (json.RawMessage, bool) {
 		var v struct {
 			Signature string `json:"signature"`
 		}
-		if json.Unmarshal(d, &v) != nil || v.Signature == "" {
+		// A type error further on leaves what was read: a signature
+		// followed by a duplicate key of another type is still checked.
+		if json.Unmarshal(d, &v); v.Signature == "" {
 			kept = append(kept, d)
 			continue
 		}

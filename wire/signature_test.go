@@ -31,6 +31,7 @@ func TestSealOpen(t *testing.T) {
 		{"anthropic without text", wire.SealSignature(wire.HomeAnthropic, anthropicSig, ""), wire.HomeAnthropic, anthropicSig, "", false},
 		{"gemini ignores text", wire.SealSignature(wire.HomeGemini, geminiSig, "ignored"), wire.HomeGemini, geminiSig, "", false},
 		{"responses", wire.SealSignature(wire.HomeResponses, openaiSig, ""), wire.HomeResponses, openaiSig, "", false},
+		{"bedrock", wire.SealSignature(wire.HomeBedrock, anthropicSig, "ignored"), wire.HomeBedrock, anthropicSig, "", false},
 		{"redacted", wire.SealRedacted("opaque\x00data"), wire.HomeAnthropic, "opaque\x00data", "", true},
 	}
 	for _, c := range cases {
@@ -223,7 +224,7 @@ func TestSealResponse(t *testing.T) {
 func FuzzOpenSignature(f *testing.F) {
 	for _, s := range []string{"", geminiSig, anthropicSig, openaiSig, "skip_thought_signature_validator",
 		wire.SealSignature(wire.HomeAnthropic, anthropicSig, "text"), wire.SealSignature(wire.HomeGemini, geminiSig, ""),
-		wire.SealSignature(wire.HomeResponses, openaiSig, ""), wire.SealRedacted("data"),
+		wire.SealSignature(wire.HomeResponses, openaiSig, ""), wire.SealRedacted("data"), wire.SealSignature(wire.HomeBedrock, anthropicSig, ""),
 		"Y3R4awFh", "Y3R4awFhAA", "Y3R4awFh-_", "Y3R4awFn====", "Y3R4awFvAAAA+/-_"} {
 		f.Add(s)
 	}
