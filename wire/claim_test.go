@@ -20,7 +20,9 @@ func assistant(blocks ...chat.Block) chat.Request {
 // provider's, one in reasoning_details no provider's, and an upstream
 // that is no signature home never gets an envelope.
 func TestClaimSignatures(t *testing.T) {
-	thinking := func(sig string) chat.Block { return chat.Block{Type: chat.TypeThinking, Thinking: "Think.", Signature: sig} }
+	thinking := func(sig string) chat.Block {
+		return chat.Block{Type: chat.TypeThinking, Thinking: "Think.", Signature: sig}
+	}
 	thought := func(sig string) chat.Block { return chat.Block{Type: chat.TypeThoughtSignature, Signature: sig} }
 	text := chat.Block{Type: chat.TypeText, Text: "answer"}
 	sealedG := wire.SealSignature(wire.HomeGemini, geminiSig, "")
