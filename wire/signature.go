@@ -2,7 +2,10 @@ package wire
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"iter"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
@@ -28,12 +31,13 @@ import (
 //	"ctxk" 0x01 kind  payload
 //
 // where kind is 'a' (an Anthropic thinking signature), 'r' (Anthropic
-// redacted thinking), 'g' (a Gemini thoughtSignature) or 'o' (a Responses
-// reasoning item's encrypted_content). The payload of 'a' is the
+// redacted thinking), 'g' (a Gemini thoughtSignature), 'o' (a Responses
+// reasoning item's encrypted_content) or 'b' (a Bedrock reasoningText
+// signature). The payload of 'a' is the
 // signature, a 0 byte and the thinking text it signs (the text is kept
 // only for a Gemini client, whose thought parts may not come back: see
-// SealChunks; otherwise it is empty); of 'r' the redacted data; of 'g'
-// and 'o' the signature.
+// SealChunks; otherwise it is empty); of 'r' the redacted data; of 'g',
+// 'o' and 'b' the signature.
 //
 // An envelope is routing, not trust: a client can send anything, so an
 // opened signature is only ever sent to the provider its kind names,
@@ -46,6 +50,10 @@ const (
 	HomeAnthropic = "anthropic"
 	HomeGemini    = "gemini"
 	HomeResponses = "responses"
+	// HomeBedrock: Claude's signatures on Bedrock are Bedrock's own
+	// (nothing documents that Anthropic's API and Bedrock take each
+	// other's), so they are sealed for a client of any other dialect.
+	HomeBedrock = "bedrock"
 )
 
 // MaxSealedSignature bounds the length of a signature OpenSignature
@@ -59,6 +67,7 @@ const (
 	kindRedact  = 'r'
 	kindGemini  = 'g'
 	kindOpenAI  = 'o'
+	kindBedrock = 'b'
 )
 
 // Sealed is an opened envelope.
@@ -84,6 +93,8 @@ func kindOf(home string) byte {
 		return kindGemini
 	case HomeResponses:
 		return kindOpenAI
+	case HomeBedrock:
+		return kindBedrock
 	}
 	return 0
 }
@@ -143,7 +154,7 @@ func sealPrefix(kind byte) string {
 	return base64.StdEncoding.EncodeToString(append([]byte(sealMagic), kind))
 }
 
-var sealPrefixes = [...]string{sealPrefix(kindThought), sealPrefix(kindRedact), sealPrefix(kindGemini), sealPrefix(kindOpenAI)}
+var sealPrefixes = [...]string{sealPrefix(kindThought), sealPrefix(kindRedact), sealPrefix(kindGemini), sealPrefix(kindOpenAI), sealPrefix(kindBedrock)}
 
 // OpenSignature opens s when it is an envelope SealSignature or
 // SealRedacted made (or one in its form: a client can forge one, and gets
@@ -189,6 +200,8 @@ func OpenSignature(s string) (Sealed, bool) {
 		out.Home, out.Signature = HomeGemini, payload
 	case kindOpenAI:
 		out.Home, out.Signature = HomeResponses, payload
+	case kindBedrock:
+		out.Home, out.Signature = HomeBedrock, payload
 	default:
 		return Sealed{}, false
 	}
@@ -228,7 +241,10 @@ type sealing struct {
 
 func sealingFor(upstream, dialect string) sealing {
 	home, client := SignatureHome(upstream), SignatureHome(dialect)
-	if home == "" || client == "" || home == client {
+	// A client of a dialect that is no signature home (Chat Completions)
+	// gets signatures sealed too: what it hands back unsealed names no
+	// provider (ClaimSignatures).
+	if home == "" || dialect == "" || home == client {
 		return sealing{}
 	}
 	g := client == HomeGemini && home == HomeAnthropic
@@ -339,4 +355,157 @@ func (c *thoughtText) take() string {
 	c.b.Reset()
 	c.over = false
 	return s
+}
+
+// ClaimSignatures readies the reasoning signatures in req, a request a
+// client of dialect sent, for upstream (a provider row name), before any
+// encoder sees it, and returns what it left out. req's messages are
+// copied where they change: the caller's slices are not written.
+//
+// A signature a client hands back unsealed is its own dialect's
+// provider's (the signatures of every other provider reach it sealed),
+// so for a signature home upstream of another home it is sealed with the
+// dialect's home, and the home encoders' one rule (SignatureFor: their
+// own opened, another's refused) applies to it too. A Chat Completions
+// client's reasoning_details are native to no provider: one unsealed
+// there belongs to none and is dropped for a home upstream. An upstream
+// that is no signature home (Chat Completions, Mistral, DeepSeek) never
+// gets an envelope: a sealed signature is left out of its thinking block
+// (its text goes on), a sealed thought_signature or reasoning detail is
+// dropped; unsealed ones pass on as they are, as they may be its own.
+func ClaimSignatures(req *chat.Request, dialect, upstream string) []chat.Warning {
+	c := claim{up: SignatureHome(upstream), client: SignatureHome(dialect), upstream: upstream}
+	own := false
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		details, dchanged := c.details(i, m.ReasoningDetails)
+		var blocks []chat.Block // a copy, once a block changes
+		if !m.Content.IsString {
+			for j := range m.Content.Blocks {
+				b := m.Content.Blocks[j]
+				keep, changed := c.block(i, j, &b)
+				if blocks == nil && (changed || !keep) {
+					blocks = make([]chat.Block, j, len(m.Content.Blocks))
+					copy(blocks, m.Content.Blocks[:j])
+				}
+				if blocks != nil && keep {
+					blocks = append(blocks, b)
+				}
+			}
+		}
+		if !dchanged && blocks == nil {
+			continue
+		}
+		if !own {
+			req.Messages = slices.Clone(req.Messages)
+			m, own = &req.Messages[i], true
+		}
+		if dchanged {
+			m.ReasoningDetails = details
+		}
+		if blocks != nil {
+			m.Content = chat.Content{Blocks: blocks}
+		}
+	}
+	return c.warns
+}
+
+// claim is ClaimSignatures' rule for one request.
+type claim struct {
+	up       string // the upstream's signature home, "" for none
+	client   string // the client dialect's signature home, "" for none
+	upstream string // the upstream's name, for warnings
+	warns    []chat.Warning
+}
+
+// block applies the rule to b, the block at messages[i].content[j]: keep
+// false drops it, changed says b was rewritten.
+func (c *claim) block(i, j int, b *chat.Block) (keep, changed bool) {
+	if b.Type != chat.TypeThinking && b.Type != chat.TypeThoughtSignature || b.Signature == "" {
+		return true, false
+	}
+	path := chat.BlockPath(i, j)
+	s, sealed := OpenSignature(b.Signature)
+	switch {
+	case c.up == "" && !sealed:
+		// Possibly the upstream's own: it checks it.
+		return true, false
+	case c.up == "" && b.Type == chat.TypeThinking && b.Thinking != "" && !s.Redacted:
+		c.warns = append(c.warns, chat.Warnf(path, "the signature was made by %s, which %s cannot check: the thinking goes without it", s.Home, c.upstream))
+		b.Signature = ""
+		return true, true
+	case c.up == "":
+		c.warns = append(c.warns, chat.Warnf(path, "%s of %s, which %s cannot take: dropped", sealedWhat(s), s.Home, c.upstream))
+		return false, false
+	case sealed || c.client == c.up:
+		// The encoder opens its own provider's envelope and refuses
+		// another's; an unsealed one of the client's own home is the
+		// upstream's.
+		return true, false
+	case c.client == "":
+		c.warns = append(c.warns, chat.Warnf(path, "the signature came from a client whose dialect is native to no provider, and %s takes back only its own: dropped", c.upstream))
+		return false, false
+	}
+	tagged := SealSignature(c.client, b.Signature, "")
+	if tagged == b.Signature {
+		// Too long for an envelope: still not the upstream's.
+		c.warns = append(c.warns, chat.Warnf(path, "the signature was made by %s, and %s takes back only its own: dropped", c.client, c.upstream))
+		return false, false
+	}
+	b.Signature = tagged
+	return true, true
+}
+
+func sealedWhat(s Sealed) string {
+	if s.Redacted {
+		return "redacted thinking"
+	}
+	return "a signature"
+}
+
+// details applies the rule to a message's reasoning_details (a JSON array
+// of objects, a signature in each signed one), returning the details to
+// send and whether they changed. Anything not in that shape is left to
+// the encoders, which warn about it.
+func (c *claim) details(i int, raw json.RawMessage) (json.RawMessage, bool) {
+	if len(raw) == 0 {
+		return raw, false
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		return raw, false
+	}
+	kept := list[:0:0]
+	for k, d := range list {
+		var v struct {
+			Signature string `json:"signature"`
+		}
+		// A type error further on leaves what was read: a signature
+		// followed by a duplicate key of another type is still checked.
+		if json.Unmarshal(d, &v); v.Signature == "" {
+			kept = append(kept, d)
+			continue
+		}
+		path := chat.MessagePath(i) + ".reasoning_details[" + strconv.Itoa(k) + "]"
+		s, sealed := OpenSignature(v.Signature)
+		switch {
+		case c.up == "" && sealed:
+			c.warns = append(c.warns, chat.Warnf(path, "%s of %s, which %s cannot take: dropped", sealedWhat(s), s.Home, c.upstream))
+		case c.up != "" && !sealed && c.client != c.up:
+			c.warns = append(c.warns, chat.Warnf(path, "the signature came unsealed from a client whose reasoning_details are native to no provider, and %s takes back only its own: dropped", c.upstream))
+		default:
+			kept = append(kept, d)
+		}
+	}
+	if len(kept) == len(list) {
+		return raw, false
+	}
+	if len(kept) == 0 {
+		return nil, true
+	}
+	out, err := json.Marshal(kept)
+	if err != nil {
+		return nil, true
+	}
+	return out, true
 }

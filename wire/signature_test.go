@@ -31,6 +31,7 @@ func TestSealOpen(t *testing.T) {
 		{"anthropic without text", wire.SealSignature(wire.HomeAnthropic, anthropicSig, ""), wire.HomeAnthropic, anthropicSig, "", false},
 		{"gemini ignores text", wire.SealSignature(wire.HomeGemini, geminiSig, "ignored"), wire.HomeGemini, geminiSig, "", false},
 		{"responses", wire.SealSignature(wire.HomeResponses, openaiSig, ""), wire.HomeResponses, openaiSig, "", false},
+		{"bedrock", wire.SealSignature(wire.HomeBedrock, anthropicSig, "ignored"), wire.HomeBedrock, anthropicSig, "", false},
 		{"redacted", wire.SealRedacted("opaque\x00data"), wire.HomeAnthropic, "opaque\x00data", "", true},
 	}
 	for _, c := range cases {
@@ -160,8 +161,21 @@ func TestSealChunks(t *testing.T) {
 			t.Fatalf("got %+v", got)
 		}
 	})
+	// Bedrock's signatures are its own; a Chat Completions client, whose
+	// dialect is no signature home, gets every home's sealed.
+	for _, pair := range [][2]string{{"bedrock", "anthropic"}, {"anthropic", "openai"}, {"responses", "openai"}} {
+		t.Run(pair[0]+" to "+pair[1], func(t *testing.T) {
+			got := collectChunks(t, wire.SealChunks(sigStream(stream...), pair[0], pair[1]))
+			want := slices.Clone(stream)
+			want[2].Signature = wire.SealSignature(pair[0], "sig1", "")
+			want[4].Signature = wire.SealSignature(pair[0], "sig2", "")
+			if !slices.Equal(got, want) {
+				t.Fatalf("got %+v\nwant %+v", got, want)
+			}
+		})
+	}
 	for _, pair := range [][2]string{{"anthropic", "anthropic"}, {"gemini", "gemini"}, {"responses", "responses"},
-		{"bedrock", "anthropic"}, {"anthropic", "openai"}, {"openai", "gemini"}} {
+		{"openai", "gemini"}, {"mistral", "anthropic"}, {"openai", "openai"}} {
 		t.Run(pair[0]+" to "+pair[1]+" unchanged", func(t *testing.T) {
 			got := collectChunks(t, wire.SealChunks(sigStream(stream...), pair[0], pair[1]))
 			if !slices.Equal(got, stream) {
@@ -210,7 +224,7 @@ func TestSealResponse(t *testing.T) {
 func FuzzOpenSignature(f *testing.F) {
 	for _, s := range []string{"", geminiSig, anthropicSig, openaiSig, "skip_thought_signature_validator",
 		wire.SealSignature(wire.HomeAnthropic, anthropicSig, "text"), wire.SealSignature(wire.HomeGemini, geminiSig, ""),
-		wire.SealSignature(wire.HomeResponses, openaiSig, ""), wire.SealRedacted("data"),
+		wire.SealSignature(wire.HomeResponses, openaiSig, ""), wire.SealRedacted("data"), wire.SealSignature(wire.HomeBedrock, anthropicSig, ""),
 		"Y3R4awFh", "Y3R4awFhAA", "Y3R4awFh-_", "Y3R4awFn====", "Y3R4awFvAAAA+/-_"} {
 		f.Add(s)
 	}

@@ -222,11 +222,24 @@ type encoder struct {
 	warns    []chat.Warning
 	// marks are the breakpoints of kept message blocks, in prompt order.
 	marks []mark
-	// carried are the thinking texts of the Anthropic envelopes in the
-	// request's thought_signature blocks: a Gemini client's thought
-	// parts that hold this text need no warning when dropped, since the
-	// thinking block rebuilt from the envelope carries it.
-	carried []string
+	// carried are the Anthropic envelopes with thinking text in the
+	// request's thought_signature blocks, in request order: a Gemini
+	// client's thought parts that hold this text need no warning when
+	// dropped, since the thinking block rebuilt from the envelope carries
+	// it. next is the first envelope not before the block being filtered;
+	// at is the message being filtered (its input index).
+	carried []carriedText
+	next    int
+	at      int
+}
+
+// carriedText is an envelope's thinking text, where the envelope is (its
+// message and block index), and how much of the text the thought parts
+// before it have matched so far.
+type carriedText struct {
+	msg, block int
+	text       string
+	done       int
 }
 
 // mark is one cache breakpoint: where it is in the output (key, in prompt
@@ -292,18 +305,19 @@ func (e *encoder) system(out *chat.Request) {
 // messages filters every message into fresh message and block slices.
 func (e *encoder) messages(out *chat.Request, in []chat.Message) {
 	for i := range in {
-		for _, b := range in[i].Content.Blocks {
+		for j, b := range in[i].Content.Blocks {
 			if b.Type != chat.TypeThoughtSignature {
 				continue
 			}
 			if s, ok := wire.OpenSignature(b.Signature); ok && s.Home == wire.HomeAnthropic && s.Thinking != "" {
-				e.carried = append(e.carried, s.Thinking)
+				e.carried = append(e.carried, carriedText{msg: i, block: j, text: s.Thinking})
 			}
 		}
 	}
 	msgs := make([]chat.Message, 0, len(in))
 	for i := range in {
 		m := &in[i]
+		e.at = i
 		path := chat.MessagePath(i)
 		if len(m.ReasoningDetails) > 0 {
 			e.warn(path+".reasoning_details", "reasoning_details is not an Anthropic field: dropped")
@@ -360,7 +374,7 @@ func (e *encoder) filter(blocks []chat.Block, at string, allowed map[string]bool
 		}
 		switch {
 		case drop != "":
-		case b.Type == chat.TypeReasoning && parent < 0 && e.isCarried(b.Text):
+		case b.Type == chat.TypeReasoning && parent < 0 && e.isCarried(j, b.Text):
 			changed = true
 			continue
 		case b.Type == chat.TypeReasoning:
@@ -420,18 +434,34 @@ func (e *encoder) filter(blocks []chat.Block, at string, allowed map[string]bool
 	return kept, changed
 }
 
-// isCarried reports whether text, a reasoning block's, is part of the
-// thinking of an Anthropic envelope in the request.
-func (e *encoder) isCarried(text string) bool {
+// isCarried reports whether text, the reasoning block at index block of
+// the message being filtered, is the next piece of the thinking of the
+// first Anthropic envelope after it. A Gemini client hands its thought
+// parts back in order, before the part that holds the signature (split
+// one per stream chunk, or joined), so each part is matched at a cursor
+// in that envelope's text: the work is the length of the parts, whatever
+// the request holds. A part that does not match there is not carried
+// (and is dropped with a warning).
+func (e *encoder) isCarried(block int, text string) bool {
 	if text == "" {
 		return false
 	}
-	for _, c := range e.carried {
-		if strings.Contains(c, text) {
-			return true
+	for e.next < len(e.carried) {
+		c := &e.carried[e.next]
+		if c.msg > e.at || c.msg == e.at && c.block > block {
+			break
 		}
+		e.next++
 	}
-	return false
+	if e.next == len(e.carried) {
+		return false
+	}
+	c := &e.carried[e.next]
+	if !strings.HasPrefix(c.text[c.done:], text) {
+		return false
+	}
+	c.done += len(text)
+	return true
 }
 
 // signature opens a signature ctxkit sealed (wire.SealSignature) in b, a
@@ -447,7 +477,11 @@ func (e *encoder) signature(b *chat.Block) string {
 		s, sealed := wire.OpenSignature(b.Signature)
 		switch {
 		case !sealed:
-		case s.Home != wire.HomeAnthropic || s.Redacted:
+		case s.Redacted:
+			// Anthropic's redacted thinking, which a client of another
+			// dialect kept in a thinking block's place: the block it was.
+			*b = chat.Block{Type: chat.TypeRedactedThinking, Data: s.Signature}
+		case s.Home != wire.HomeAnthropic:
 			return fmt.Sprintf("the thinking block's signature was made by %s, and the Messages API refuses it: dropped", s.Home)
 		default:
 			b.Signature = s.Signature

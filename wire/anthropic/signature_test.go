@@ -41,7 +41,7 @@ func TestSealedSignatures(t *testing.T) {
 		{"thinking of gemini", chat.Block{Type: chat.TypeThinking, Thinking: "Sum.", Signature: wire.SealSignature(wire.HomeGemini, "CiQB", "")},
 			"", "made by gemini"},
 		{"thinking with redacted envelope", chat.Block{Type: chat.TypeThinking, Thinking: "x", Signature: wire.SealRedacted("opaque")},
-			"", "made by anthropic"},
+			`{"type":"redacted_thinking","data":"opaque"}`, ""},
 		{"thinking unsealed", chat.Block{Type: chat.TypeThinking, Thinking: "Think.", Signature: sig},
 			`{"type":"thinking","thinking":"Think.","signature":"` + sig + `"}`, ""},
 	} {

@@ -570,7 +570,16 @@ func (e *encoder) block(dst []ContentBlock, i, j int, b *chat.Block) []ContentBl
 			e.warnf(chat.BlockPath(i, j), "empty thinking block: omitted")
 			return dst
 		}
-		dst = append(dst, ContentBlock{ReasoningContent: &ReasoningContentBlock{ReasoningText: &ReasoningTextBlock{Text: b.Thinking, Signature: b.Signature}}})
+		// A signature ctxkit sealed for a client of another dialect
+		// (wire.SealChunks) is opened when Bedrock made it; one another
+		// provider made, Converse refuses.
+		sig, ok := wire.SignatureFor(wire.HomeBedrock, b.Signature)
+		if !ok {
+			s, _ := wire.OpenSignature(b.Signature)
+			e.warnf(chat.BlockPath(i, j), "the thinking block's signature was made by %s, and Converse takes back only its own: dropped", s.Home)
+			return dst
+		}
+		dst = append(dst, ContentBlock{ReasoningContent: &ReasoningContentBlock{ReasoningText: &ReasoningTextBlock{Text: b.Thinking, Signature: sig}}})
 	case chat.TypeReasoning:
 		if b.Text == "" {
 			e.warnf(chat.BlockPath(i, j), "empty reasoning block: omitted")

@@ -482,6 +482,12 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, d Dialect, p *
 	if err != nil {
 		return out, unsupported(err)
 	}
+	// Every reasoning signature is tagged with the provider that made it
+	// (the client's dialect's, when it came unsealed), once, before any
+	// encoder: it goes back only to that provider.
+	for _, wn := range wire.ClaimSignatures(&req, d.row().Name, p.row.Name) {
+		warns = append(warns, wn.String())
+	}
 	set, betaWarns, err := wire.AnthropicBetaHeaders(r.Header, p.row.Name)
 	if err != nil {
 		return out, unsupported(err)

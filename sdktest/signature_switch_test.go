@@ -1,0 +1,170 @@
+package sdktest_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+
+	"github.com/ctxkit/ctxkit/sdktest/fakeup"
+	"github.com/ctxkit/ctxkit/wire"
+)
+
+// TestMessagesSwitchToGemini3FromAnthropic: an Anthropic client whose
+// conversation started on an Anthropic model (thinking signed by
+// Anthropic, unsealed since the dialect is Anthropic's) continues on a
+// Gemini 3 model. The Gemini encoder takes an unsealed signature as its
+// own provider's, so Anthropic's signature goes to Gemini as a
+// thoughtSignature: Gemini refuses the request ("Thought signature is not
+// valid") and gets another provider's signature. It should go as the
+// placeholder signature (or be left out) with a warning.
+func TestMessagesSwitchToGemini3FromAnthropic(t *testing.T) {
+	e := newEnv(t, false)
+	client := e.anthropic()
+	params := anthropicParams(claude, "Weather in Paris?")
+	params.MaxTokens = 4096
+	params.Thinking = anthropic.ThinkingConfigParamOfEnabled(1024)
+	params.Tools = []anthropic.ToolUnionParam{anthropicWeather}
+	msg := streamMessage(t, client, params)
+	var use anthropic.ToolUseBlock
+	var sig string
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "tool_use":
+			use = b.AsToolUse()
+		case "thinking":
+			sig = b.Signature
+		}
+	}
+	if use.ID == "" || sig == "" {
+		t.Fatalf("want a signed thinking block and a call: %s", jsonOf(msg.Content))
+	}
+	params.Model, params.Thinking = gemini3, anthropic.ThinkingConfigParamUnion{}
+	params.Messages = append(params.Messages, msg.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(use.ID, "Sunny", false)))
+	resp, err := client.Messages.New(ctx(t), params)
+	ex, _ := e.fake("gemini").Last("")
+	if strings.Contains(string(ex.Body), sig) {
+		t.Errorf("Anthropic's signature reached Gemini: %s", ex.Body)
+	}
+	if err != nil {
+		t.Fatalf("the conversation could not continue on Gemini: %v", err)
+	}
+	if resp.Content[len(resp.Content)-1].Text != fakeup.AfterTool {
+		t.Fatalf("answer %s", resp.RawJSON())
+	}
+}
+
+// TestSealedSignatureToOtherUpstreams: an Anthropic client of a Gemini 3
+// model holds Gemini's signature sealed in a thinking block. Continued on
+// an upstream that is not a signature home (Bedrock's Converse, Chat
+// Completions, Mistral, DeepSeek), the encoders there do not open
+// envelopes: the envelope, Gemini's signature inside, goes to that
+// provider as the thinking block's signature (Bedrock's
+// reasoningText.signature, reasoning_details' signature). It should be
+// dropped (with a warning) like any signature that provider did not make.
+func TestSealedSignatureToOtherUpstreams(t *testing.T) {
+	e := newEnv(t, false)
+	client := e.anthropic()
+	params := anthropicParams(gemini3, "Weather in Paris?")
+	params.Tools = []anthropic.ToolUnionParam{anthropicWeather}
+	msg := streamMessage(t, client, params)
+	var use anthropic.ToolUseBlock
+	sealed := ""
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "tool_use":
+			use = b.AsToolUse()
+		case "thinking":
+			if strings.HasPrefix(b.Signature, "Y3R4awFn") {
+				sealed = b.Signature
+			}
+		}
+	}
+	if use.ID == "" || sealed == "" {
+		t.Fatalf("want a sealed signature and a call: %s", jsonOf(msg.Content))
+	}
+	history := append(params.Messages, msg.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(use.ID, "Sunny", false)))
+	for _, u := range upstreams {
+		if u.typ == "anthropic" || u.typ == "gemini" {
+			continue
+		}
+		t.Run(u.typ, func(t *testing.T) {
+			p := params
+			p.Model, p.Messages = u.model, history
+			_, err := client.Messages.New(ctx(t), p)
+			var body string
+			for _, ex := range e.fake(u.typ).Exchanges() {
+				body += string(ex.Body)
+			}
+			if strings.Contains(body, sealed) {
+				t.Errorf("the sealed Gemini signature reached %s (request error %v)", u.typ, err)
+			}
+		})
+	}
+}
+
+// TestChatCompletionsAnthropicReasoningToResponses: a Chat Completions
+// client (a dialect that is no signature home, so nothing is sealed for
+// it) of an Anthropic model with reasoning gets Anthropic's signature in
+// message.reasoning_details, and hands it back as it came. Continued on a
+// model called through the Responses API, the encoder takes the unsealed
+// signature for the Responses API's own, and Anthropic's signature goes
+// out as a reasoning item's encrypted_content (which the API refuses).
+// It should be dropped with a warning.
+func TestChatCompletionsAnthropicReasoningToResponses(t *testing.T) {
+	e := newEnv(t, true)
+	post := func(body map[string]any) map[string]any {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequestWithContext(ctx(t), "POST", e.url+"/v1/chat/completions", bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+e.token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		var out map[string]any
+		json.Unmarshal(raw, &out)
+		out["_status"] = res.StatusCode
+		out["_raw"] = string(raw)
+		return out
+	}
+	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}}}}}
+	msgs := []any{map[string]any{"role": "user", "content": "Weather in Paris?"}}
+	first := post(map[string]any{"model": claude, "messages": msgs, "tools": tools, "reasoning_effort": "low", "max_tokens": 4096})
+	raw := first["_raw"].(string)
+	if first["_status"] != 200 || !strings.Contains(raw, "reasoning_details") || !strings.Contains(raw, `"signature":"Y3R4awFh`) {
+		t.Fatalf("want Anthropic's signature sealed in reasoning_details: %s", raw)
+	}
+	msg := first["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	call := msg["tool_calls"].([]any)[0].(map[string]any)
+	detail := msg["reasoning_details"].([]any)[0].(map[string]any)
+	sealed := detail["signature"].(string)
+	opened, ok := wire.OpenSignature(sealed)
+	if !ok || !strings.HasPrefix(opened.Signature, "EqQB") {
+		t.Fatalf("reasoning_details signature %q is not Anthropic's sealed", sealed)
+	}
+	// As the gateway handed it (sealed), and as a client that got it
+	// elsewhere holds it (Anthropic's own, unsealed): neither is the
+	// Responses API's.
+	for _, sig := range []string{sealed, opened.Signature} {
+		detail["signature"] = sig
+		history := append(slices.Clone(msgs), msg, map[string]any{"role": "tool", "tool_call_id": call["id"], "content": "Sunny"})
+		next := post(map[string]any{"model": viaOpenAI, "messages": history, "tools": tools, "max_tokens": 4096})
+		ex, _ := e.fake("openai").Last("/responses")
+		if strings.Contains(string(ex.Body), "EqQB") || strings.Contains(string(ex.Body), "Y3R4aw") {
+			t.Errorf("Anthropic's signature reached the Responses API: %s", ex.Body)
+		}
+		if next["_status"] != 200 {
+			t.Fatalf("the conversation could not continue on the Responses API: %v", next["_raw"])
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package bedrock_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
+	"github.com/ctxkit/ctxkit/wire/bedrock"
+)
+
+// TestSealedSignatures: Converse gets Bedrock's own signature out of
+// ctxkit's envelope, and a thinking block another provider signed is
+// dropped with a warning naming it, never sent sealed.
+func TestSealedSignatures(t *testing.T) {
+	const sig = "EqQBCkgIBedrockOwn"
+	for _, c := range []struct {
+		name, in, want, warn string
+	}{
+		{"own sealed", wire.SealSignature(wire.HomeBedrock, sig, ""), sig, ""},
+		{"unsealed", sig, sig, ""},
+		{"gemini's", wire.SealSignature(wire.HomeGemini, "CiQB", ""), "", "made by gemini"},
+		{"anthropic's", wire.SealSignature(wire.HomeAnthropic, sig, "Think."), "", "made by anthropic"},
+		{"redacted", wire.SealRedacted("ZGF0YQ=="), "", "made by anthropic"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := chat.Request{Model: "anthropic.claude", Messages: []chat.Message{
+				{Role: chat.User, Content: chat.Content{IsString: true, Text: "hi"}},
+				{Role: chat.Assistant, Content: chat.Content{Blocks: []chat.Block{
+					{Type: chat.TypeThinking, Thinking: "Think.", Signature: c.in},
+					{Type: chat.TypeText, Text: "answer"},
+				}}},
+				{Role: chat.User, Content: chat.Content{IsString: true, Text: "more"}},
+			}}
+			out, warns, err := bedrock.EncodeRequest(req, bedrock.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocks := out.Messages[1].Content
+			if c.want == "" {
+				if len(blocks) != 1 || blocks[0].ReasoningContent != nil {
+					t.Fatalf("the thinking block was kept: %+v", blocks)
+				}
+				if len(warns) != 1 || warns[0].Path != "messages[1].content[0]" || !strings.Contains(warns[0].Message, c.warn) {
+					t.Fatalf("warnings %v, want one with %q", warns, c.warn)
+				}
+				return
+			}
+			if len(warns) != 0 {
+				t.Fatalf("warnings %v", warns)
+			}
+			if rc := blocks[0].ReasoningContent; rc == nil || rc.ReasoningText == nil || rc.ReasoningText.Signature != c.want || rc.ReasoningText.Text != "Think." {
+				t.Fatalf("first block %+v", blocks[0])
+			}
+		})
+	}
+}
