@@ -44,12 +44,10 @@ const anthropicThinking = "event: message_start\n" +
 
 // TestRecordsRedactSealedThinking: a Gemini client of a recorded route to
 // an Anthropic upstream. The thinking text, a secret in it, is in the
-// answer twice: as the thought part, which the recorder redacts, and
-// inside the sealed thoughtSignature (base64 of the signature and the
-// thinking), which it cannot see into. The record keeps the secret. The
-// recorder should redact inside ctxkit's envelopes too (open, redact,
-// seal again), or the envelope should not carry text the client already
-// has in a form redaction cannot reach.
+// answer twice: as the thought part, and inside the sealed
+// thoughtSignature (base64 of the signature and the thinking). The
+// record redacts both: the envelope is sealed again with the thinking
+// redacted.
 func TestRecordsRedactSealedThinking(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
