@@ -77,11 +77,25 @@ func TestRecordsRedactSealedThinking(t *testing.T) {
 	})
 	e := &env{t: t, url: srv.URL, key: key}
 	tok := e.token("acme", "alice", "emitter")
-	r := e.do("POST", "/v1beta/models/claude-x:generateContent", tok,
-		`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":2048,"thinkingConfig":{"includeThoughts":true,"thinkingBudget":1024}}}`,
-		"x-goog-api-key", tok)
-	if r.status != 200 || !strings.Contains(string(r.body), "Y3R4awFh") {
-		t.Fatalf("want an answer with a sealed signature: %d %s", r.status, r.body)
+	const config = `"generationConfig":{"maxOutputTokens":2048,"thinkingConfig":{"includeThoughts":true,"thinkingBudget":1024}}`
+	envelope := regexp.MustCompile(`Y3R4awF[A-Za-z0-9+/=_-]+`)
+	// A whole answer and a streamed one, each followed by the next
+	// turn, whose request hands the thought and its envelope back.
+	for _, path := range []string{"/v1beta/models/claude-x:generateContent", "/v1beta/models/claude-x:streamGenerateContent?alt=sse"} {
+		r := e.do("POST", path, tok, `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],`+config+`}`, "x-goog-api-key", tok)
+		sig := envelope.FindString(string(r.body))
+		if r.status != 200 || sig == "" {
+			t.Fatalf("%s: want an answer with a sealed signature: %d %s", path, r.status, r.body)
+		}
+		if s, ok := wire.OpenSignature(sig); !ok || !strings.Contains(s.Thinking, promptSecret) {
+			t.Fatalf("%s: the client's envelope does not carry the thinking: %s", path, r.body)
+		}
+		next := `{"contents":[{"role":"user","parts":[{"text":"hi"}]},` +
+			`{"role":"model","parts":[{"text":"The tool showed the key ` + promptSecret + `.","thought":true,"thoughtSignature":"` + sig + `"},{"text":"ok"}]},` +
+			`{"role":"user","parts":[{"text":"and?"}]}],` + config + `}`
+		if r := e.do("POST", path, tok, next, "x-goog-api-key", tok); r.status != 200 {
+			t.Fatalf("%s: the next turn: %d %s", path, r.status, r.body)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -89,17 +103,42 @@ func TestRecordsRedactSealedThinking(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := e.do("GET", "/breadcrumbs?schema_name="+server.ExchangeSchema, tok, nil)
-	ids := regexp.MustCompile(`"id":"([^"]+)"`).FindAllStringSubmatch(string(list.body), -1)
-	if len(ids) == 0 {
-		t.Fatalf("no record: %s", list.body)
+	ids := map[string]bool{}
+	for _, m := range regexp.MustCompile(`"id":"([^"]+)"`).FindAllStringSubmatch(string(list.body), -1) {
+		ids[m[1]] = true
 	}
-	full := e.do("GET", "/breadcrumbs/"+ids[0][1]+"/full", tok, nil)
-	if strings.Contains(string(full.body), promptSecret) {
-		t.Fatalf("the secret is in the record as text: %s", full.body)
+	if len(ids) != 4 {
+		t.Fatalf("want 4 records: %s", list.body)
 	}
-	for _, m := range regexp.MustCompile(`Y3R4awF[A-Za-z0-9+/=]+`).FindAllString(string(full.body), -1) {
-		if s, ok := wire.OpenSignature(m); ok && strings.Contains(s.Thinking, promptSecret) {
-			t.Errorf("the record keeps the secret inside a sealed signature (thinking %q)", s.Thinking)
+	for id := range ids {
+		full := e.do("GET", "/breadcrumbs/"+id+"/full", tok, nil)
+		if strings.Contains(string(full.body), promptSecret) {
+			t.Fatalf("the secret is in the record as text: %s", full.body)
 		}
+		sealed := 0
+		for _, m := range envelope.FindAllString(string(full.body), -1) {
+			s, ok := wire.OpenSignature(m)
+			if !ok {
+				continue
+			}
+			sealed++
+			if strings.Contains(s.Thinking, promptSecret) {
+				t.Errorf("the record keeps the secret inside a sealed signature (thinking %q)", s.Thinking)
+			}
+			if s.Signature != "EqQBCkgIsig" || !strings.Contains(s.Thinking, "[REDACTED:") {
+				t.Errorf("the envelope is not the one sealed again with the thinking redacted: %+v", s)
+			}
+		}
+		if sealed == 0 {
+			t.Errorf("the record keeps no envelope: %s", full.body)
+		}
+	}
+	// Search finds the records by what they said, and not by the
+	// secret.
+	if r := e.do("GET", "/breadcrumbs/search?q=gateway", tok, nil); r.status != 200 || !strings.Contains(string(r.body), `"id"`) {
+		t.Errorf("search for the records: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/breadcrumbs/search?q="+promptSecret, tok, nil); r.status != 200 || strings.Contains(string(r.body), `"id"`) {
+		t.Errorf("search by the secret: %d %s", r.status, r.body)
 	}
 }
