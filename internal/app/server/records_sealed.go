@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/ctxkit/ctxkit/wire"
@@ -24,8 +25,9 @@ import (
 // Where an envelope cannot be looked into whole, it is replaced by
 // sealedMarker: one the body was cut in (the rest, and perhaps the rest
 // of a secret, is not in the record), one longer than
-// wire.MaxSealedSignature (no envelope ctxkit makes), and one nested in
-// envelopes maxSealedDepth deep (only a forged one is).
+// wire.MaxSealedSignature (no envelope ctxkit makes), one nested in
+// envelopes maxSealedDepth deep (only a forged one is), and one that
+// begins as an envelope of a known kind and does not open.
 
 // sealedMarker stands for an envelope the record does not keep.
 const sealedMarker = "[REDACTED:sealed]"
@@ -46,6 +48,15 @@ var sealedPrefix = commonPrefix(
 	wire.SealSignature(wire.HomeResponses, "x", ""),
 	wire.SealRedacted("x"),
 )
+
+// kindPrefixes are the beginnings of the envelopes of each kind wire
+// makes: the magic and the kind byte, six bytes, eight characters.
+var kindPrefixes = [...]string{
+	wire.SealSignature(wire.HomeAnthropic, "x", "")[:8],
+	wire.SealSignature(wire.HomeGemini, "x", "")[:8],
+	wire.SealSignature(wire.HomeResponses, "x", "")[:8],
+	wire.SealRedacted("x")[:8],
+}
 
 func commonPrefix(ss ...string) string {
 	p := ss[0]
@@ -102,11 +113,15 @@ func (rc *exchangeRecorder) redactSealed(s string, decoded, cut bool, depth int)
 // envelopeEnd is where the envelope that begins at s[start] ends: after
 // the last of the characters of either base64 alphabet, of `\/` (a JSON
 // encoder's escape of the slash, in text not decoded) and, in decoded
-// text, of line breaks followed by more of the envelope.
+// text, of line breaks followed by more of the envelope; or after its
+// padding, which only ends base64.
 func envelopeEnd(s string, start int, decoded bool) int {
 	end, j := start, start
 	for j < len(s) {
 		c := s[j]
+		if end > start && s[end-1] == '=' && c != '=' {
+			return end
+		}
 		switch {
 		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '+', c == '/', c == '=', c == '-', c == '_':
 			j++
@@ -135,7 +150,13 @@ func (rc *exchangeRecorder) redactEnvelope(env string, cut bool, depth int) (str
 	}
 	sealed, ok := wire.OpenSignature(plain)
 	if !ok {
-		return env, false // not an envelope: base64 of other bytes, which the redactor sees as it is
+		if len(plain) >= len(kindPrefixes[0]) && slices.Contains(kindPrefixes[:], plain[:len(kindPrefixes[0])]) {
+			// Begins as an envelope of a kind wire knows and does not
+			// open: a forged or damaged one, whose payload could still
+			// be read by a decoder more lenient than wire's.
+			return sealedMarker, true
+		}
+		return env, false // base64 of other bytes, which no one takes for an envelope
 	}
 	if depth+1 >= maxSealedDepth {
 		return sealedMarker, true

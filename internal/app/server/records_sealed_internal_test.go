@@ -150,8 +150,8 @@ func TestRecordRedactsSealedThinking(t *testing.T) {
 // TestRecordSealedCut: an envelope the body was cut in, whose rest is
 // not in the record, is replaced by the marker: what is left of it could
 // hold part of a secret the redactor no longer sees. One deeper inside
-// envelopes than any ctxkit makes, or longer than an envelope may be, is
-// too.
+// envelopes than any ctxkit makes, one longer than an envelope may be,
+// and one of a known kind that does not open are too.
 func TestRecordSealedCut(t *testing.T) {
 	rc := testRecorder(t)
 	thought := wire.SealSignature(wire.HomeAnthropic, "sig", "x "+sealedSecret)
@@ -187,6 +187,30 @@ func TestRecordSealedCut(t *testing.T) {
 	got, _ = rc.body([]byte(`{"a":"`+shallow+`"}`), int64(len(shallow)+8), gateway.RecordedBodyBytes)
 	if strings.Contains(string(got), sealedMarker) || len(sealedSecrets(string(got))) > 0 {
 		t.Fatalf("envelope three deep kept as %s", got)
+	}
+
+	// Base64 run on after an envelope, or an envelope damaged: the
+	// padding ends it, and one that still does not open is dropped.
+	padded := wire.SealSignature(wire.HomeAnthropic, "sig", "k "+sealedSecret+"x")
+	unpadded := strings.TrimRight(padded, "=")
+	if padded == unpadded {
+		t.Fatal("want a padded envelope")
+	}
+	dangling := unpadded + "A" // a character past the last whole byte
+	for len(dangling)%4 != 1 {
+		dangling += "A"
+	}
+	for in, want := range map[string]string{
+		`{"a":"` + padded + `AAAA"}`:            "AAAA",
+		`{"a":"` + dangling + `"}`:              sealedMarker,
+		`{"a":"` + dangling + `BCD"}`:           "", // opens, with bytes more
+		`{"a":"` + kindPrefixes[3] + `!!!"}`:    sealedMarker + "!!!",
+		`{"a":"` + unpadded[:13] + "\\n" + `"}`: sealedMarker + `\n`,
+	} {
+		got, _ := rc.body([]byte(in), int64(len(in)), gateway.RecordedBodyBytes)
+		if !strings.HasSuffix(string(got), want+`"}`) || strings.Contains(string(got), sealedSecret) || len(sealedSecrets(string(got))) > 0 {
+			t.Errorf("%s kept as %s", in, got)
+		}
 	}
 
 	long := sealedPrefix + strings.Repeat("A", wire.MaxSealedSignature)
@@ -275,4 +299,42 @@ func jsonString(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// FuzzRedactSealed: whatever text an envelope sits in, whatever the
+// thinking around a secret in it, and however the envelope is spelled
+// (either alphabet, padded or not, its slashes escaped), no envelope the
+// record keeps opens to the secret, at any depth.
+func FuzzRedactSealed(f *testing.F) {
+	f.Add("data: {\"s\":\"", "The tool showed the key ", "\"}\n\n", uint8(0), false, false)
+	f.Add("", "", "", uint8(1), true, false)
+	f.Add("x ", "a\x00b", "", uint8(2), false, true)
+	f.Add(sealedPrefix, "é\xff", "==", uint8(3), true, true)
+	f.Add("\\/", "", "\n", uint8(7), true, false)
+	rc := testRecorder(f)
+	f.Fuzz(func(t *testing.T, before, thinking, after string, form uint8, decoded, cut bool) {
+		if len(before)+len(thinking)+len(after) > 8<<10 {
+			return
+		}
+		env := wire.SealSignature(wire.HomeAnthropic, "sig", thinking+sealedSecret)
+		if form&4 != 0 {
+			env = wire.SealSignature(wire.HomeGemini, env, "") // nested
+		}
+		switch form & 3 {
+		case 1:
+			env = strings.NewReplacer("+", "-", "/", "_").Replace(env)
+		case 2:
+			env = strings.TrimRight(env, "=")
+		case 3:
+			env = strings.ReplaceAll(env, "/", `\/`)
+		}
+		in := before + env + after
+		out := rc.redactSealed(in, decoded, cut, 0)
+		if bad := sealedSecrets(out); len(bad) > 0 {
+			t.Fatalf("the secret is sealed in %q (from %q)", bad, in)
+		}
+		if again := rc.redactSealed(out, decoded, cut, 0); len(sealedSecrets(again)) > 0 {
+			t.Fatalf("the secret is sealed in %q", again)
+		}
+	})
 }
