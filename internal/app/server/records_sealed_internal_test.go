@@ -44,6 +44,32 @@ func sealedSecrets(b string) []string {
 	return bad
 }
 
+// sealedUnredacted are the envelopes in s that open, at any depth, to a
+// thinking or signature the redactor would change.
+func sealedUnredacted(rc *exchangeRecorder, s string) []string {
+	var bad []string
+	var look func(s string, depth int)
+	look = func(s string, depth int) {
+		if depth > 8 {
+			return
+		}
+		for _, m := range envelopeRun.FindAllString(strings.ReplaceAll(s, `\/`, "/"), -1) {
+			e, ok := wire.OpenSignature(m)
+			if !ok {
+				continue
+			}
+			for _, p := range []string{e.Thinking, e.Signature} {
+				if r, _ := rc.redact.Redact(p); r != p {
+					bad = append(bad, m)
+				}
+				look(p, depth+1)
+			}
+		}
+	}
+	look(s, 0)
+	return bad
+}
+
 // TestSealedPrefix: the prefix envelopes are looked for by is one every
 // envelope wire makes begins with, and long enough to be rare in other
 // text.
@@ -304,7 +330,8 @@ func jsonString(t *testing.T, s string) string {
 // FuzzRedactSealed: whatever text an envelope sits in, whatever the
 // thinking around a secret in it, and however the envelope is spelled
 // (either alphabet, padded or not, its slashes escaped), no envelope the
-// record keeps opens to the secret, at any depth.
+// record keeps opens to the secret, or to anything else the redactor
+// changes, at any depth.
 func FuzzRedactSealed(f *testing.F) {
 	f.Add("data: {\"s\":\"", "The tool showed the key ", "\"}\n\n", uint8(0), false, false)
 	f.Add("", "", "", uint8(1), true, false)
@@ -316,7 +343,8 @@ func FuzzRedactSealed(f *testing.F) {
 		if len(before)+len(thinking)+len(after) > 8<<10 {
 			return
 		}
-		env := wire.SealSignature(wire.HomeAnthropic, "sig", thinking+sealedSecret)
+		// The secret as the redactor finds it: a word of its own.
+		env := wire.SealSignature(wire.HomeAnthropic, "sig", thinking+" "+sealedSecret+" ")
 		if form&4 != 0 {
 			env = wire.SealSignature(wire.HomeGemini, env, "") // nested
 		}
@@ -332,6 +360,9 @@ func FuzzRedactSealed(f *testing.F) {
 		out := rc.redactSealed(in, decoded, cut, 0)
 		if bad := sealedSecrets(out); len(bad) > 0 {
 			t.Fatalf("the secret is sealed in %q (from %q)", bad, in)
+		}
+		if bad := sealedUnredacted(rc, out); len(bad) > 0 {
+			t.Fatalf("%q is sealed with text the redactor changes (from %q)", bad, in)
 		}
 		if again := rc.redactSealed(out, decoded, cut, 0); len(sealedSecrets(again)) > 0 {
 			t.Fatalf("the secret is sealed in %q", again)
