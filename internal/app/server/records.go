@@ -38,8 +38,8 @@ import (
 // exchangeTag, expiring after the records TTL. Their llm_hints show the
 // exchange's summary, attempts, usage and timings and hide the bodies,
 // which GET /breadcrumbs/{id}/full has. Secrets in the bodies and
-// excerpts are redacted (relay's built-in patterns) before anything is
-// stored.
+// excerpts are redacted (relay's built-in patterns), inside ctxkit's
+// reasoning envelopes too (redactSealed), before anything is stored.
 const (
 	ExchangeSchema = "gateway.exchange.v1"
 	exchangeTag    = "gateway.exchange"
@@ -633,7 +633,11 @@ func (rc *exchangeRecorder) body(b []byte, size int64, limit int) (json.RawMessa
 	}
 	// Redacted before it is cut: a secret across the cut is found
 	// whole (the gateway kept a little more than the limit).
-	text, _ := rc.redact.Redact(strings.ToValidUTF8(string(b), "\uFFFD"))
+	// The envelopes first: a pattern the redactor finds in an
+	// envelope's base64 would leave it unopenable, and its thinking
+	// kept.
+	text := rc.redactSealed(strings.ToValidUTF8(string(b), "\uFFFD"), false, !whole, 0)
+	text, _ = rc.redact.Redact(text)
 	text = strings.ReplaceAll(text, "\x00", "\uFFFD")
 	truncated := !whole || len(text) > limit
 	if len(text) > limit {
@@ -671,14 +675,15 @@ func (rc *exchangeRecorder) redactJSON(v any) any {
 	return v
 }
 
-// redactString is s redacted, its NUL characters replaced. A string
+// redactString is s redacted, the envelopes in it too (redactSealed),
+// its NUL characters replaced. A string
 // shorter than any secret the redactor finds (most keys and many values
 // of a body: "role", "user", "model") is not searched.
 func (rc *exchangeRecorder) redactString(s string) string {
 	if len(s) < rc.shortestSecret && strings.IndexByte(s, 0) < 0 {
 		return s
 	}
-	s, _ = rc.redact.Redact(s)
+	s, _ = rc.redact.Redact(rc.redactSealed(s, true, false, 0))
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/ctxkit/ctxkit/internal/app/gateway"
 	"github.com/ctxkit/ctxkit/store"
 	"github.com/ctxkit/ctxkit/store/sqlite"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 func testRecorder(t testing.TB) *exchangeRecorder {
@@ -31,6 +32,9 @@ func FuzzExchangeRecord(f *testing.F) {
 	f.Add([]byte(`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`), []byte(`"\u0000"`), "", 1<<20)
 	f.Add([]byte(strings.Repeat(`\"`, 1000)), []byte(strings.Repeat("\x01", 3000)), strings.Repeat("é", 300), 5)
 	f.Add([]byte(`{"b":"<a href=\"x\">&amp;</a> \u2028","a":[1e300,-0.0000001,1.5e-7,12345678901234567890]}`), []byte("<&>\u2028 \xe2\x80\xa8"), "<route & model>", 7)
+	thought := wire.SealSignature(wire.HomeAnthropic, "sig", "key sk-live0123456789abcdefghijklmnopqrstuv")
+	f.Add([]byte(`{"contents":[{"role":"model","parts":[{"thoughtSignature":"`+thought+`"}]}]}`), []byte("data: {\"s\":\""+thought+"\"}\n\n"), thought, 0)
+	f.Add([]byte(`{"a":"`+thought[:40]+`"}`), []byte("data: "+thought[:41]), "x "+thought, 3)
 	rc := testRecorder(f)
 	const secret = "sk-live0123456789abcdefghijklmnopqrstuv"
 	f.Fuzz(func(t *testing.T, req, resp []byte, msg string, extra int) {
@@ -69,6 +73,15 @@ func FuzzExchangeRecord(f *testing.F) {
 		rec, _, ok := rc.open(&b)
 		if !ok || rec.Usage == nil || rec.Usage.Output != 2 || rec.CostUSD == nil || *rec.CostUSD != cost {
 			t.Fatalf("the record does not open: %s", ctx)
+		}
+		// What the client and the model said (not the route's and
+		// model's names, which the configuration gives) holds no
+		// envelope with anything in it the redactor would change; the
+		// search text is made of it.
+		for _, said := range []string{string(rec.Request), string(rec.Response), rec.Summary.FirstMessage, rec.Summary.LastMessage} {
+			if bad := sealedUnredacted(rc, said); len(bad) > 0 {
+				t.Fatalf("the secret is sealed in the record: %q", bad)
+			}
 		}
 		if extra > 0 && !rec.RequestTruncated {
 			t.Fatalf("a cut request not marked")

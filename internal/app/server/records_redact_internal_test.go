@@ -12,8 +12,8 @@ import (
 )
 
 // redactedEverywhere is a JSON body as a record keeps it when every
-// string and key is redacted one by one: what body must write, however
-// it gets there.
+// string and key is redacted one by one (the envelopes in it first):
+// what body must write, however it gets there.
 func redactedEverywhere(t testing.TB, rc *exchangeRecorder, b []byte) []byte {
 	doc, err := view.DecodeJSON(b)
 	if err != nil {
@@ -23,7 +23,7 @@ func redactedEverywhere(t testing.TB, rc *exchangeRecorder, b []byte) []byte {
 	each = func(v any) any {
 		switch t := v.(type) {
 		case string:
-			s, _ := rc.redact.Redact(t)
+			s, _ := rc.redact.Redact(rc.redactSealed(t, true, false, 0))
 			return strings.ReplaceAll(s, "\x00", "\uFFFD")
 		case []any:
 			out := make([]any, len(t))
