@@ -76,7 +76,7 @@ func appendValue(dst []byte, v any, depth int) (_ []byte, ok bool) {
 		}
 		return append(dst, t...), true
 	case float64:
-		return appendFloat(dst, t)
+		return AppendFloat(dst, t)
 	case int:
 		return strconv.AppendInt(dst, int64(t), 10), true
 	case int64:
@@ -126,11 +126,11 @@ func appendValue(dst []byte, v any, depth int) (_ []byte, ok bool) {
 	return dst, false
 }
 
-// appendFloat writes f as encoding/json writes a float64: the shortest
+// AppendFloat writes f as encoding/json writes a float64: the shortest
 // decimal that reads back as f, in exponent form only below 1e-6 or from
 // 1e21 up, with a two-digit negative exponent cut to one (1e-7, not
 // 1e-07). NaN and infinities are not JSON: ok is false.
-func appendFloat(dst []byte, f float64) (_ []byte, ok bool) {
+func AppendFloat(dst []byte, f float64) (_ []byte, ok bool) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return dst, false
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/internal/canonjson"
 	"github.com/ctxkit/ctxkit/internal/jsonscan"
 )
 
@@ -604,9 +605,8 @@ func appendOptString(b []byte, s *string) []byte {
 	return chat.AppendString(b, *s)
 }
 
-// appendOptFloat appends f as encoding/json writes a float64: the
-// shortest decimal that reads back the same, in exponent form below 1e-6
-// and from 1e21 on, with a one-digit negative exponent unpadded.
+// appendOptFloat appends f as encoding/json writes a float64
+// (canonjson.AppendFloat).
 func appendOptFloat(b []byte, f *float64) []byte {
 	if f == nil {
 		return append(b, "null"...)
@@ -616,17 +616,7 @@ func appendOptFloat(b []byte, f *float64) []byte {
 		// Every value written here came from JSON.
 		panic(fmt.Sprintf("responses: marshal: unsupported value: %v", v))
 	}
-	format := byte('f')
-	if a := math.Abs(v); a != 0 && (a < 1e-6 || a >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, v, format, -1, 64)
-	if format == 'e' {
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
+	b, _ = canonjson.AppendFloat(b, v)
 	return b
 }
 

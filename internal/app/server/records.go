@@ -599,18 +599,7 @@ func (w *viewTextWriter) float(k string, v *float64) {
 		return
 	}
 	w.key(k)
-	format := byte('f')
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		format = 'e'
-	}
-	w.b = strconv.AppendFloat(w.b, f, format, -1, 64)
-	if format == 'e' {
-		// 1e-07 is written 1e-7.
-		if n := len(w.b); n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
-			w.b[n-2] = w.b[n-1]
-			w.b = w.b[:n-1]
-		}
-	}
+	w.b, _ = canonjson.AppendFloat(w.b, f)
 	w.b = append(w.b, '\n')
 }
 
