@@ -235,7 +235,7 @@ func (m *requestMarshaler) raw(b []byte, raw json.RawMessage, f field) []byte {
 	if len(raw) == 0 {
 		return append(b, "null"...)
 	}
-	if s := jsonscan.New(raw); s.Skip(maxDepth) && s.End() && bytes.IndexAny(raw, " \t\n\r") < 0 {
+	if s := jsonscan.New(raw); s.Skip(maxDepth) && s.End() && !bytes.ContainsAny(raw, " \t\n\r") {
 		return append(b, raw...)
 	}
 	var buf bytes.Buffer
