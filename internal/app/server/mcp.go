@@ -63,18 +63,34 @@ func (s *Server) mcpHandler() handlerFunc {
 }
 
 // isNotification reports whether body is one well-formed JSON-RPC 2.0
-// notification: an object with a method and without an id.
+// notification: an object with a method and without an id. Member names
+// are exact, as JSON-RPC's are: encoding/json would take "Method" for
+// "method", so the object is read as a map, and a name that differs from
+// one of the four only in case (an "ID" a lenient reader could take for
+// the id) makes it no notification.
 func isNotification(body []byte) bool {
-	var msg struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  *string         `json:"method"`
-		Params  json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != "2.0" || msg.ID != nil || msg.Method == nil {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
 		return false
 	}
-	p := bytes.TrimSpace(msg.Params)
+	for k := range m {
+		for _, name := range [...]string{"jsonrpc", "id", "method", "params"} {
+			if k != name && strings.EqualFold(k, name) {
+				return false
+			}
+		}
+	}
+	if _, hasID := m["id"]; hasID {
+		return false
+	}
+	var version, method string
+	if json.Unmarshal(m["jsonrpc"], &version) != nil || version != "2.0" {
+		return false
+	}
+	if raw := m["method"]; len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &method) != nil {
+		return false
+	}
+	p := m["params"]
 	return len(p) == 0 || p[0] == '{' || p[0] == '['
 }
 

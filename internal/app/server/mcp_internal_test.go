@@ -96,3 +96,25 @@ func FuzzIsNotification(f *testing.F) {
 		}
 	})
 }
+
+// TestIsNotificationExactNames: JSON-RPC's member names are exact; a name
+// that differs only in case is not the member, and an "ID" that a lenient
+// reader could take for the id makes a body no notification.
+func TestIsNotificationExactNames(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`:  true,
+		`{"jsonrpc":"2.0","method":"x","params":{}}`:              true,
+		`{"jsonrpC":"2.0","Method":""}`:                           false,
+		`{"jsonrpc":"2.0","Method":"x"}`:                          false,
+		`{"jsonrpc":"2.0","method":"x","ID":1}`:                   false,
+		`{"jsonrpc":"2.0","method":"x","method":"y","Params":[]}`: false,
+		`{"jsonrpc":"2.0","method":null}`:                         false,
+		`{"jsonrpc":"2.0","method":"x","params":null}`:            false,
+		`{"jsonrpc":"2.0","id":null,"method":"x"}`:                false,
+		`[{"jsonrpc":"2.0","method":"x"}]`:                        false,
+	} {
+		if got := isNotification([]byte(body)); got != want {
+			t.Errorf("isNotification(%s) = %v, want %v", body, got, want)
+		}
+	}
+}
