@@ -114,8 +114,10 @@ func TestRuleHeaderBetweenCopies(t *testing.T) {
 	runRuleCases(t, cases)
 }
 
-// tabIndented finds a line indented with tabs that holds text.
-var tabIndented = regexp.MustCompile(`(?m)^\t+\S`)
+// tabIndented finds a line indented with tabs that holds text. The
+// patch package counts \v as white space (isSpace), so a line of tabs and
+// \v is blank to it, not indented.
+var tabIndented = regexp.MustCompile(`(?m)^\t+[^\s\v]`)
 
 // FuzzApplyTabFile: applied to a file indented only with tabs, a diff
 // written without tabs either leaves no line of the result opening with
