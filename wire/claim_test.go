@@ -83,47 +83,97 @@ func TestClaimSignatures(t *testing.T) {
 }
 
 // TestClaimReasoningDetails: a Chat Completions client's reasoning
-// details keep an envelope for a home upstream (its encoder opens it) and
-// lose an unsealed signature, which names no provider; an upstream that
-// is no home keeps the unsealed ones and loses the envelopes.
+// details become, for a signature home upstream, the blocks they were,
+// where that provider wants them, and only the upstream's own; an
+// upstream that is no home keeps the unsealed ones and loses the
+// envelopes.
 func TestClaimReasoningDetails(t *testing.T) {
+	sealedA := wire.SealSignature(wire.HomeAnthropic, anthropicSig, "Think first.")
+	sealedB := wire.SealSignature(wire.HomeBedrock, anthropicSig, "Bedrock thinks.")
+	sealedG := wire.SealSignature(wire.HomeGemini, geminiSig, "")
 	sealedO := wire.SealSignature(wire.HomeResponses, openaiSig, "")
-	details := `[{"type":"reasoning.text","text":"a","signature":"` + sealedO + `"},` +
-		`{"type":"reasoning.text","text":"b","signature":"` + anthropicSig + `"},{"type":"reasoning.summary","summary":"c"}]`
+	sealedR := wire.SealRedacted("opaque")
+	text := func(t, sig string) string {
+		return `{"type":"reasoning.text","text":"` + t + `","signature":"` + sig + `","format":"x","index":0}`
+	}
+	enc := func(data string) string { return `{"type":"reasoning.encrypted","data":"` + data + `"}` }
+	reasoning := chat.Block{Type: chat.TypeReasoning, Text: "Think first."}
+	answer := chat.Block{Type: chat.TypeText, Text: "answer"}
+	call := func(id string) chat.Block {
+		return chat.Block{Type: chat.TypeToolUse, ID: id, Name: "f", Input: json.RawMessage(`{}`)}
+	}
 	for _, c := range []struct {
-		upstream, want string
-		warns          int
+		name, upstream, details string
+		in, want                []chat.Block
+		wantDetails             string
+		warns                   []string // substrings, one per warning, in order
 	}{
-		{"responses", `[{"type":"reasoning.text","text":"a","signature":"` + sealedO + `"},{"type":"reasoning.summary","summary":"c"}]`, 1},
-		{"openai", `[{"type":"reasoning.text","text":"b","signature":"` + anthropicSig + `"},{"type":"reasoning.summary","summary":"c"}]`, 1},
+		{name: "anthropic", upstream: "anthropic",
+			details: "[" + text("garbled by the client", sealedA) + "," + enc(sealedR) + "," + text("b", anthropicSig) + "," + enc(sealedG) + `,{"type":"reasoning.summary","summary":"s"}]`,
+			in:      []chat.Block{reasoning, answer, call("c1")},
+			want: []chat.Block{{Type: chat.TypeThinking, Thinking: "Think first.", Signature: sealedA},
+				{Type: chat.TypeRedactedThinking, Data: "opaque"}, answer, call("c1")},
+			warns: []string{"[2]: the signature came unsealed", "[3]: a signature made by gemini, and anthropic takes back only its own"}},
+		{name: "bedrock", upstream: "bedrock", details: "[" + text("", sealedB) + "," + text("x", sealedA) + "]",
+			in:    []chat.Block{reasoning, call("c1")},
+			want:  []chat.Block{{Type: chat.TypeThinking, Thinking: "Bedrock thinks.", Signature: sealedB}, call("c1")},
+			warns: []string{"[1]: a signature made by anthropic, and bedrock takes back"}},
+		{name: "gemini signs the first call", upstream: "gemini", details: "[" + text("x", sealedA) + "," + enc(sealedG) + "]",
+			in:    []chat.Block{reasoning, answer, call("c1"), call("c2")},
+			want:  []chat.Block{reasoning, answer, {Type: chat.TypeThoughtSignature, Signature: sealedG}, call("c1"), call("c2")},
+			warns: []string{"[0]: a signature made by anthropic, and gemini takes back"}},
+		{name: "gemini thought with text", upstream: "gemini", details: "[" + text("A thought.", sealedG) + "," + enc(sealedG) + "," + enc(sealedG) + "]",
+			in: []chat.Block{reasoning, answer},
+			want: []chat.Block{{Type: chat.TypeThinking, Thinking: "A thought.", Signature: sealedG},
+				{Type: chat.TypeThoughtSignature, Signature: sealedG}, {Type: chat.TypeThoughtSignature, Signature: sealedG}, answer}},
+		{name: "responses", upstream: "responses", details: "[" + enc(sealedO) + "]",
+			in:   []chat.Block{reasoning, answer},
+			want: []chat.Block{{Type: chat.TypeThinking, Signature: sealedO}, answer}},
+		{name: "no home keeps its own", upstream: "openai", details: "[" + text("a", sealedO) + "," + text("b", anthropicSig) + "," + enc(sealedR) + `,{"type":"reasoning.summary","summary":"c"}]`,
+			in: []chat.Block{answer}, want: []chat.Block{answer},
+			wantDetails: "[" + text("b", anthropicSig) + `,{"type":"reasoning.summary","summary":"c"}]`,
+			warns:       []string{"[0]: a signature of responses, which openai cannot take", "[2]: redacted thinking of anthropic, which openai cannot take"}},
+		{name: "malformed", upstream: "anthropic",
+			details: `[1,{"type":"reasoning.text","signature":5},{"type":"reasoning.image"},{"type":"reasoning.encrypted"},{"type":"reasoning.text","text":"only text"}]`,
+			in:      []chat.Block{reasoning, answer}, want: []chat.Block{reasoning, answer},
+			warns: []string{"[0]: not a reasoning detail", "[1]: not a reasoning detail", `[2]: type "reasoning.image"`, "[3]: a reasoning.encrypted detail without data"}},
+		{name: "not an array", upstream: "gemini", details: `{"x":1}`, in: []chat.Block{answer}, want: []chat.Block{answer},
+			warns: []string{"reasoning_details: not an array"}},
+		{name: "too many", upstream: "anthropic", details: "[" + strings.Repeat(enc(sealedR)+",", wire.MaxReasoningDetails) + enc(sealedR) + "]",
+			in: []chat.Block{answer}, want: []chat.Block{answer}, warns: []string{"reasoning_details: more than"}},
 	} {
-		t.Run(c.upstream, func(t *testing.T) {
-			req := assistant(chat.Block{Type: chat.TypeText, Text: "answer"})
-			req.Messages[1].ReasoningDetails = json.RawMessage(details)
+		t.Run(c.name, func(t *testing.T) {
+			req := assistant(c.in...)
+			req.Messages[1].ReasoningDetails = json.RawMessage(c.details)
+			before, _ := json.Marshal(req)
 			warns := wire.ClaimSignatures(&req, "openai", c.upstream)
-			if got := string(req.Messages[1].ReasoningDetails); got != c.want {
-				t.Fatalf("details %s\nwant %s", got, c.want)
+			orig := assistant(c.in...)
+			orig.Messages[1].ReasoningDetails = json.RawMessage(c.details)
+			if after, _ := json.Marshal(orig); string(after) != string(before) {
+				t.Fatalf("the caller's message was written")
 			}
-			if len(warns) != c.warns || !strings.HasPrefix(warns[0].Path, "messages[1].reasoning_details[") {
-				t.Fatalf("warnings %v", warns)
+			m := req.Messages[1]
+			if string(m.ReasoningDetails) != c.wantDetails {
+				t.Fatalf("details %s\nwant %s", m.ReasoningDetails, c.wantDetails)
+			}
+			got, _ := json.Marshal(m.Content.Blocks)
+			w, _ := json.Marshal(c.want)
+			if string(got) != string(w) {
+				t.Fatalf("blocks %s\nwant %s", got, w)
+			}
+			if len(warns) != len(c.warns) {
+				t.Fatalf("warnings %v, want %q", warns, c.warns)
+			}
+			for k, wn := range warns {
+				if s := wn.String(); !strings.HasPrefix(s, "messages[1].reasoning_details") || !strings.Contains(s, c.warns[k]) {
+					t.Fatalf("warning %q, want one with %q", s, c.warns[k])
+				}
+				if strings.Contains(wn.Message, anthropicSig) || strings.Contains(wn.Message, geminiSig) {
+					t.Fatalf("a warning holds a signature: %v", wn)
+				}
 			}
 		})
 	}
-	t.Run("all dropped", func(t *testing.T) {
-		req := assistant(chat.Block{Type: chat.TypeText, Text: "answer"})
-		req.Messages[1].ReasoningDetails = json.RawMessage(`[{"type":"reasoning.text","signature":"` + anthropicSig + `"}]`)
-		wire.ClaimSignatures(&req, "openai", "anthropic")
-		if req.Messages[1].ReasoningDetails != nil {
-			t.Fatalf("details %s", req.Messages[1].ReasoningDetails)
-		}
-	})
-	t.Run("not an array is the encoder's", func(t *testing.T) {
-		req := assistant(chat.Block{Type: chat.TypeText, Text: "answer"})
-		req.Messages[1].ReasoningDetails = json.RawMessage(`{"x":1}`)
-		if warns := wire.ClaimSignatures(&req, "openai", "responses"); len(warns) != 0 || string(req.Messages[1].ReasoningDetails) != `{"x":1}` {
-			t.Fatalf("%v %s", warns, req.Messages[1].ReasoningDetails)
-		}
-	})
 }
 
 // FuzzClaimSignatures: a client's reasoning_details and signatures are
@@ -170,6 +220,83 @@ func FuzzClaimSignatures(f *testing.F) {
 						}
 					}
 				}
+			}
+		}
+	})
+}
+
+// FuzzClaimReasoningDetails: whatever a client puts in reasoning_details,
+// a signature home upstream gets only blocks sealed by itself (each opened
+// by its encoder) and no reasoning_details, and an upstream that is no
+// home gets no envelope.
+func FuzzClaimReasoningDetails(f *testing.F) {
+	sealedA := wire.SealSignature(wire.HomeAnthropic, anthropicSig, "Think first.")
+	sealedG := wire.SealSignature(wire.HomeGemini, geminiSig, "")
+	for _, s := range []string{
+		`[{"type":"reasoning.text","text":"t","signature":"` + sealedA + `","format":"anthropic-claude-v1","index":0}]`,
+		`[{"type":"reasoning.encrypted","data":"` + wire.SealRedacted("opaque") + `"},{"type":"reasoning.encrypted","data":"` + sealedG + `"}]`,
+		`[{"type":"reasoning.text","text":"A thought.","signature":"` + sealedG + `"},{"type":"reasoning.summary","summary":"s"}]`,
+		`[{"type":"reasoning.encrypted","data":"` + wire.SealSignature(wire.HomeBedrock, anthropicSig, "b") + `"}]`,
+		`[{"type":"reasoning.encrypted","data":"` + wire.SealSignature(wire.HomeResponses, openaiSig, "") + `"}]`,
+		`[1,{"type":"reasoning.text","signature":5},{"type":"reasoning.image"},{"type":"reasoning.encrypted"}]`,
+		`{"x":1}`, `[]`, `null`, `[{"type":"reasoning.text","signature":"Y3R4awFn"}]`,
+	} {
+		f.Add(s, 2)
+	}
+	f.Fuzz(func(t *testing.T, details string, calls int) {
+		if len(details) > 1<<16 || calls < 0 || calls > 4 {
+			return
+		}
+		in := []chat.Block{{Type: chat.TypeReasoning, Text: "r"}, {Type: chat.TypeText, Text: "answer"}}
+		for k := range calls {
+			in = append(in, chat.Block{Type: chat.TypeToolUse, ID: "c" + strings.Repeat("x", k), Name: "f"})
+		}
+		for _, up := range []string{"anthropic", "bedrock", "gemini", "responses", "openai"} {
+			req := assistant(in...)
+			req.Messages[1].ReasoningDetails = json.RawMessage(details)
+			wire.ClaimSignatures(&req, "openai", up)
+			m := req.Messages[1]
+			if up == "openai" {
+				if string(m.ReasoningDetails) == details {
+					continue
+				}
+				var list []struct {
+					Signature string `json:"signature"`
+					Data      string `json:"data"`
+				}
+				if len(m.ReasoningDetails) > 0 && json.Unmarshal(m.ReasoningDetails, &list) != nil {
+					t.Fatalf("details %q", m.ReasoningDetails)
+				}
+				for _, d := range list {
+					_, s1 := wire.OpenSignature(d.Signature)
+					_, s2 := wire.OpenSignature(d.Data)
+					if s1 || s2 {
+						t.Fatalf("an envelope reaches %s in %s", up, m.ReasoningDetails)
+					}
+				}
+				continue
+			}
+			if len(m.ReasoningDetails) > 0 && strings.TrimSpace(details) != "" {
+				t.Fatalf("reasoning_details reach %s: %s", up, m.ReasoningDetails)
+			}
+			calls := 0
+			for _, b := range m.Content.Blocks {
+				switch b.Type {
+				case chat.TypeToolUse:
+					calls++
+				case chat.TypeThinking, chat.TypeThoughtSignature:
+					s, sealed := wire.OpenSignature(b.Signature)
+					if !sealed || s.Home != up || s.Redacted {
+						t.Fatalf("%s gets %+v", up, b)
+					}
+				case chat.TypeRedactedThinking:
+					if up != "anthropic" {
+						t.Fatalf("%s gets %+v", up, b)
+					}
+				}
+			}
+			if calls != len(in)-2 || len(m.Content.Blocks) > len(in)+wire.MaxReasoningDetails {
+				t.Fatalf("blocks %+v", m.Content.Blocks)
 			}
 		}
 	})

@@ -33,11 +33,12 @@ import (
 // where kind is 'a' (an Anthropic thinking signature), 'r' (Anthropic
 // redacted thinking), 'g' (a Gemini thoughtSignature), 'o' (a Responses
 // reasoning item's encrypted_content) or 'b' (a Bedrock reasoningText
-// signature). The payload of 'a' is the
-// signature, a 0 byte and the thinking text it signs (the text is kept
-// only for a Gemini client, whose thought parts may not come back: see
-// SealChunks; otherwise it is empty); of 'r' the redacted data; of 'g',
-// 'o' and 'b' the signature.
+// signature). The payload of 'a' and 'b' is the signature, a 0 byte and
+// the thinking text it signs (the text is kept only for a client whose
+// thinking text may not come back as it was signed: a Gemini client's
+// thought parts, a Chat Completions client's streamed reasoning, see
+// SealChunks; otherwise it is empty); of 'r' the redacted data; of 'g'
+// and 'o' the signature.
 //
 // An envelope is routing, not trust: a client can send anything, so an
 // opened signature is only ever sent to the provider its kind names,
@@ -80,8 +81,8 @@ type Sealed struct {
 	Redacted bool
 	// Signature is the provider's own signature (or redacted data).
 	Signature string
-	// Thinking is the text an Anthropic signature signs, when the
-	// envelope carries it.
+	// Thinking is the text an Anthropic (or Bedrock) signature signs,
+	// when the envelope carries it.
 	Thinking string
 }
 
@@ -112,8 +113,8 @@ func SignatureHome(name string) string {
 func sealedLen(n int) int { return base64.StdEncoding.EncodedLen(len(sealMagic) + 1 + n) }
 
 // SealSignature is the envelope of sig, a signature home made; thinking,
-// the text an Anthropic signature signs, is carried when not "" (for
-// other homes it is ignored) and the envelope stays within
+// the text an Anthropic or Bedrock signature signs, is carried when not
+// "" (for other homes it is ignored) and the envelope stays within
 // MaxSealedSignature with it. An unknown home, an empty sig, or one too
 // long for an envelope is returned as it is.
 func SealSignature(home, sig, thinking string) string {
@@ -121,7 +122,7 @@ func SealSignature(home, sig, thinking string) string {
 	if k == 0 || sig == "" || sealedLen(len(sig)) > MaxSealedSignature {
 		return sig
 	}
-	if k != kindThought || sealedLen(len(sig)+1+len(thinking)) > MaxSealedSignature {
+	if k != kindThought && k != kindBedrock || sealedLen(len(sig)+1+len(thinking)) > MaxSealedSignature {
 		thinking = ""
 	}
 	b := make([]byte, 0, len(sealMagic)+1+len(sig)+1+len(thinking))
@@ -201,7 +202,8 @@ func OpenSignature(s string) (Sealed, bool) {
 	case kindOpenAI:
 		out.Home, out.Signature = HomeResponses, payload
 	case kindBedrock:
-		out.Home, out.Signature = HomeBedrock, payload
+		out.Home = HomeBedrock
+		out.Signature, out.Thinking, _ = strings.Cut(payload, "\x00")
 	default:
 		return Sealed{}, false
 	}
@@ -231,12 +233,18 @@ func SignatureFor(home, sig string) (out string, ok bool) {
 // sealing says how signatures from a provider are sealed for a dialect.
 type sealing struct {
 	home string // the upstream's signature home; "" seals nothing
-	// text: carry the thinking text in an Anthropic envelope (a Gemini
-	// client's thought parts may not come back; its signature does).
+	// text: carry the thinking text in an Anthropic or Bedrock envelope
+	// (a Gemini client's thought parts may not come back, and a Chat
+	// Completions client's streamed reasoning comes back however the
+	// client put its deltas together; the signature comes back whole).
 	text bool
 	// redacted: seal redacted thinking as a signature (Gemini has no
 	// other place for it).
 	redacted bool
+	// redactedData: seal redacted thinking's data in place (a Chat
+	// Completions client gets it as a reasoning.encrypted detail, which
+	// names no provider unless sealed).
+	redactedData bool
 }
 
 func sealingFor(upstream, dialect string) sealing {
@@ -248,16 +256,23 @@ func sealingFor(upstream, dialect string) sealing {
 		return sealing{}
 	}
 	g := client == HomeGemini && home == HomeAnthropic
+	if client == "" {
+		return sealing{home: home, text: true, redactedData: home == HomeAnthropic}
+	}
 	return sealing{home: home, text: g, redacted: g}
 }
 
 // SealChunks seals the reasoning signatures of an upstream's stream
-// (provider row name upstream) for a client of dialect: when both are
-// signature homes and differ, every reasoning chunk's Signature becomes
-// its envelope, and for a Gemini client of an Anthropic upstream the
-// envelope carries the thinking text since the last signature, and
-// redacted thinking becomes a signature chunk carrying its envelope.
-// Otherwise chunks are passed on as they are.
+// (provider row name upstream) for a client of dialect: when the
+// upstream is a signature home and the dialect is another home or none
+// (Chat Completions), every reasoning chunk's Signature becomes its
+// envelope. For a Gemini client of an Anthropic upstream the envelope
+// carries the thinking text since the last signature, and redacted
+// thinking becomes a signature chunk carrying its envelope; for a client
+// of a dialect that is no home the envelope of an Anthropic or Bedrock
+// signature carries the thinking text since the last signature, and
+// Anthropic's redacted data is sealed in place. Otherwise chunks are
+// passed on as they are.
 func SealChunks(chunks iter.Seq2[chat.Chunk, error], upstream, dialect string) iter.Seq2[chat.Chunk, error] {
 	s := sealingFor(upstream, dialect)
 	if s.home == "" {
@@ -269,6 +284,8 @@ func SealChunks(chunks iter.Seq2[chat.Chunk, error], upstream, dialect string) i
 			if err == nil && c.Type == chat.ChunkReasoning {
 				if s.redacted && c.Redacted != "" {
 					c.Signature, c.Redacted = SealRedacted(c.Redacted), ""
+				} else if s.redactedData && c.Redacted != "" {
+					c.Redacted = SealRedacted(c.Redacted)
 				} else if c.Signature != "" {
 					thinking := ""
 					if s.text {
@@ -322,8 +339,11 @@ func SealResponse(res *chat.Response, upstream, dialect string) {
 			}
 			b.Signature = SealSignature(s.home, b.Signature, thinking)
 		case chat.TypeRedactedThinking:
-			if s.redacted && b.Data != "" {
+			switch {
+			case s.redacted && b.Data != "":
 				*b = chat.Block{Type: chat.TypeThoughtSignature, Signature: SealRedacted(b.Data)}
+			case s.redactedData:
+				b.Data = SealRedacted(b.Data)
 			}
 		}
 	}
@@ -366,19 +386,56 @@ func (c *thoughtText) take() string {
 // provider's (the signatures of every other provider reach it sealed),
 // so for a signature home upstream of another home it is sealed with the
 // dialect's home, and the home encoders' one rule (SignatureFor: their
-// own opened, another's refused) applies to it too. A Chat Completions
-// client's reasoning_details are native to no provider: one unsealed
-// there belongs to none and is dropped for a home upstream. An upstream
-// that is no signature home (Chat Completions, Mistral, DeepSeek) never
-// gets an envelope: a sealed signature is left out of its thinking block
-// (its text goes on), a sealed thought_signature or reasoning detail is
-// dropped; unsealed ones pass on as they are, as they may be its own.
+// own opened, another's refused) applies to it too. An upstream that is
+// no signature home (Chat Completions, Mistral, DeepSeek) never gets an
+// envelope: a sealed signature is left out of its thinking block (its
+// text goes on), a sealed thought_signature or reasoning detail is
+// dropped; unsealed ones pass on as they are, as they may be its own,
+// and a message's reasoning_details otherwise go on as the client sent
+// them (they are OpenRouter's own field).
+//
+// A message's reasoning_details (the Chat Completions dialect's carrier
+// for signed reasoning, see the openai package's EncodeResponse) become
+// canonical blocks again for a signature home upstream, and the field is
+// cleared:
+//
+//   - a reasoning.text detail with a signature, or a reasoning.encrypted
+//     detail whose data is an envelope, is taken when the envelope is the
+//     upstream's own: Anthropic's or Bedrock's becomes a thinking block
+//     (its text the one the envelope carries, else the detail's), first
+//     in the message, in the details' order; Anthropic's redacted
+//     thinking a redacted_thinking block, placed likewise; the Responses
+//     API's a thinking block holding its encrypted reasoning; Gemini's,
+//     with thought text, a thinking block placed likewise, and without, a
+//     thought_signature block just before the message's first tool call
+//     (the next signature before the second, and so on; those with no
+//     call left go first), which is where Gemini signed it;
+//   - another provider's envelope is dropped with a warning naming its
+//     maker, and an unsealed signature, which names no provider, with a
+//     warning;
+//   - details with no signature (reasoning.text, reasoning.summary) give
+//     nothing: their text is the message's reasoning_content. When a
+//     thinking block is restored, the message's reasoning block (from
+//     reasoning_content) is dropped, its text having come signed;
+//   - anything else (not an array, more than MaxReasoningDetails
+//     details, a detail that is not an object of strings, an unknown
+//     type) is dropped with a warning naming
+//     messages[i].reasoning_details[k].
 func ClaimSignatures(req *chat.Request, dialect, upstream string) []chat.Warning {
 	c := claim{up: SignatureHome(upstream), client: SignatureHome(dialect), upstream: upstream}
 	own := false
 	for i := range req.Messages {
 		m := &req.Messages[i]
-		details, dchanged := c.details(i, m.ReasoningDetails)
+		var (
+			details  json.RawMessage
+			dchanged bool
+			back     restored
+		)
+		if c.up != "" && len(m.ReasoningDetails) > 0 {
+			back, dchanged = c.restore(i, m.ReasoningDetails), true
+		} else {
+			details, dchanged = c.details(i, m.ReasoningDetails)
+		}
 		var blocks []chat.Block // a copy, once a block changes
 		if !m.Content.IsString {
 			for j := range m.Content.Blocks {
@@ -392,6 +449,12 @@ func ClaimSignatures(req *chat.Request, dialect, upstream string) []chat.Warning
 					blocks = append(blocks, b)
 				}
 			}
+		}
+		if !back.empty() {
+			if blocks == nil {
+				blocks = m.Content.AsBlocks()
+			}
+			blocks = back.place(blocks)
 		}
 		if !dchanged && blocks == nil {
 			continue
@@ -408,6 +471,135 @@ func ClaimSignatures(req *chat.Request, dialect, upstream string) []chat.Warning
 		}
 	}
 	return c.warns
+}
+
+// MaxReasoningDetails bounds the reasoning_details of one message that
+// ClaimSignatures reads (as many as a collected response can hold
+// blocks); past it the message's details are dropped with a warning.
+const MaxReasoningDetails = chat.MaxCollectedBlocks
+
+// restored are the blocks a message's reasoning_details give back.
+type restored struct {
+	lead  []chat.Block // first in the message
+	calls []chat.Block // Gemini signatures of tool calls: each before the next call
+	text  bool         // a signed thinking block stands for the reasoning_content
+}
+
+func (r *restored) empty() bool { return len(r.lead) == 0 && len(r.calls) == 0 }
+
+// place puts the restored blocks into a message's blocks (a fresh slice).
+func (r *restored) place(content []chat.Block) []chat.Block {
+	out := make([]chat.Block, 0, len(r.lead)+len(r.calls)+len(content))
+	out = append(out, r.lead...)
+	calls := 0
+	for k := range content {
+		if content[k].Type == chat.TypeToolUse {
+			calls++
+		}
+	}
+	sigs := r.calls
+	if extra := len(sigs) - calls; extra > 0 {
+		out = append(out, sigs[:extra]...)
+		sigs = sigs[extra:]
+	}
+	for _, b := range content {
+		if b.Type == chat.TypeReasoning && r.text {
+			continue
+		}
+		if b.Type == chat.TypeToolUse && len(sigs) > 0 {
+			out = append(out, sigs[0])
+			sigs = sigs[1:]
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// reasoningDetail is what ClaimSignatures reads of a detail; other keys
+// (id, format, index) are OpenRouter's bookkeeping.
+type reasoningDetail struct {
+	Type      string `json:"type"`
+	Text      string `json:"text"`
+	Signature string `json:"signature"`
+	Data      string `json:"data"`
+}
+
+// restore turns messages[i].reasoning_details, for c.up (a signature
+// home), into the blocks they hold (see ClaimSignatures).
+func (c *claim) restore(i int, raw json.RawMessage) restored {
+	var r restored
+	path := chat.MessagePath(i) + ".reasoning_details"
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		c.warns = append(c.warns, chat.Warnf(path, "not an array of reasoning details: dropped"))
+		return r
+	}
+	if len(list) > MaxReasoningDetails {
+		c.warns = append(c.warns, chat.Warnf(path, "more than %d reasoning details: all dropped", MaxReasoningDetails))
+		return r
+	}
+	for k, d := range list {
+		p := path + "[" + strconv.Itoa(k) + "]"
+		var v reasoningDetail
+		if err := json.Unmarshal(d, &v); err != nil {
+			c.warns = append(c.warns, chat.Warnf(p, "not a reasoning detail (an object whose type, text, signature and data are strings): dropped"))
+			continue
+		}
+		var sig string
+		switch v.Type {
+		case "reasoning.text":
+			sig = v.Signature
+		case "reasoning.encrypted":
+			if sig = v.Data; sig == "" {
+				c.warns = append(c.warns, chat.Warnf(p, "a reasoning.encrypted detail without data: dropped"))
+				continue
+			}
+		case "reasoning.summary":
+		default:
+			c.warns = append(c.warns, chat.Warnf(p, "type %q is not reasoning.text, reasoning.encrypted or reasoning.summary: dropped", clip(v.Type)))
+			continue
+		}
+		if sig == "" {
+			continue // text only: the message's reasoning_content has it
+		}
+		s, sealed := OpenSignature(sig)
+		switch {
+		case !sealed:
+			c.warns = append(c.warns, chat.Warnf(p, "the signature came unsealed from a client whose reasoning_details are native to no provider, and %s takes back only its own: dropped", c.upstream))
+			continue
+		case s.Home != c.up:
+			c.warns = append(c.warns, chat.Warnf(p, "%s made by %s, and %s takes back only its own: dropped", sealedWhat(s), s.Home, c.upstream))
+			continue
+		}
+		var b chat.Block
+		switch {
+		case s.Redacted:
+			b = chat.Block{Type: chat.TypeRedactedThinking, Data: s.Signature}
+		case s.Home == HomeGemini && v.Type == "reasoning.encrypted", s.Home == HomeGemini && v.Text == "":
+			r.calls = append(r.calls, chat.Block{Type: chat.TypeThoughtSignature, Signature: sig})
+			continue
+		default:
+			text := s.Thinking
+			if text == "" && v.Type == "reasoning.text" {
+				text = v.Text
+			}
+			b = chat.Block{Type: chat.TypeThinking, Thinking: text, Signature: sig}
+			// The message's reasoning_content is this block's text (or a
+			// Responses summary, which the encrypted reasoning stands
+			// for): the block replaces it.
+			r.text = true
+		}
+		r.lead = append(r.lead, b)
+	}
+	return r
+}
+
+// clip bounds a client's value quoted in a warning.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 // claim is ClaimSignatures' rule for one request.
@@ -463,39 +655,38 @@ func sealedWhat(s Sealed) string {
 	return "a signature"
 }
 
-// details applies the rule to a message's reasoning_details (a JSON array
-// of objects, a signature in each signed one), returning the details to
-// send and whether they changed. Anything not in that shape is left to
-// the encoders, which warn about it.
+// details applies the rule to a message's reasoning_details for an
+// upstream that is no signature home (a JSON array of objects, a
+// signature or data in each signed one), returning the details to send
+// and whether they changed: an envelope is dropped, anything else goes
+// on. Anything not in that shape is left to the encoders.
 func (c *claim) details(i int, raw json.RawMessage) (json.RawMessage, bool) {
 	if len(raw) == 0 {
 		return raw, false
 	}
 	var list []json.RawMessage
-	if json.Unmarshal(raw, &list) != nil {
+	if json.Unmarshal(raw, &list) != nil || len(list) > MaxReasoningDetails {
 		return raw, false
 	}
 	kept := list[:0:0]
 	for k, d := range list {
 		var v struct {
 			Signature string `json:"signature"`
+			Data      string `json:"data"`
 		}
 		// A type error further on leaves what was read: a signature
 		// followed by a duplicate key of another type is still checked.
-		if json.Unmarshal(d, &v); v.Signature == "" {
+		_ = json.Unmarshal(d, &v)
+		s, sealed := OpenSignature(v.Signature)
+		if !sealed {
+			s, sealed = OpenSignature(v.Data)
+		}
+		if !sealed {
 			kept = append(kept, d)
 			continue
 		}
 		path := chat.MessagePath(i) + ".reasoning_details[" + strconv.Itoa(k) + "]"
-		s, sealed := OpenSignature(v.Signature)
-		switch {
-		case c.up == "" && sealed:
-			c.warns = append(c.warns, chat.Warnf(path, "%s of %s, which %s cannot take: dropped", sealedWhat(s), s.Home, c.upstream))
-		case c.up != "" && !sealed && c.client != c.up:
-			c.warns = append(c.warns, chat.Warnf(path, "the signature came unsealed from a client whose reasoning_details are native to no provider, and %s takes back only its own: dropped", c.upstream))
-		default:
-			kept = append(kept, d)
-		}
+		c.warns = append(c.warns, chat.Warnf(path, "%s of %s, which %s cannot take: dropped", sealedWhat(s), s.Home, c.upstream))
 	}
 	if len(kept) == len(list) {
 		return raw, false

@@ -31,7 +31,8 @@ func TestSealOpen(t *testing.T) {
 		{"anthropic without text", wire.SealSignature(wire.HomeAnthropic, anthropicSig, ""), wire.HomeAnthropic, anthropicSig, "", false},
 		{"gemini ignores text", wire.SealSignature(wire.HomeGemini, geminiSig, "ignored"), wire.HomeGemini, geminiSig, "", false},
 		{"responses", wire.SealSignature(wire.HomeResponses, openaiSig, ""), wire.HomeResponses, openaiSig, "", false},
-		{"bedrock", wire.SealSignature(wire.HomeBedrock, anthropicSig, "ignored"), wire.HomeBedrock, anthropicSig, "", false},
+		{"bedrock with text", wire.SealSignature(wire.HomeBedrock, anthropicSig, "The signed text."), wire.HomeBedrock, anthropicSig, "The signed text.", false},
+		{"bedrock without text", wire.SealSignature(wire.HomeBedrock, anthropicSig, ""), wire.HomeBedrock, anthropicSig, "", false},
 		{"redacted", wire.SealRedacted("opaque\x00data"), wire.HomeAnthropic, "opaque\x00data", "", true},
 	}
 	for _, c := range cases {
@@ -161,9 +162,26 @@ func TestSealChunks(t *testing.T) {
 			t.Fatalf("got %+v", got)
 		}
 	})
-	// Bedrock's signatures are its own; a Chat Completions client, whose
-	// dialect is no signature home, gets every home's sealed.
-	for _, pair := range [][2]string{{"bedrock", "anthropic"}, {"anthropic", "openai"}, {"responses", "openai"}} {
+	// A Chat Completions client, whose dialect is no signature home, gets
+	// every home's sealed; Anthropic's and Bedrock's envelopes carry the
+	// text they sign (the client's streamed reasoning may not come back
+	// as it was), and Anthropic's redacted data is sealed in place.
+	for _, up := range []string{"anthropic", "bedrock"} {
+		t.Run(up+" to openai", func(t *testing.T) {
+			got := collectChunks(t, wire.SealChunks(sigStream(stream...), up, "openai"))
+			want := slices.Clone(stream)
+			want[2].Signature = wire.SealSignature(up, "sig1", "Let me look.")
+			if up == "anthropic" {
+				want[3].Redacted = wire.SealRedacted("enc")
+			}
+			want[4].Signature = wire.SealSignature(up, "sig2", "Again.")
+			if !slices.Equal(got, want) {
+				t.Fatalf("got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+	// Bedrock's signatures are its own.
+	for _, pair := range [][2]string{{"bedrock", "anthropic"}, {"responses", "openai"}, {"gemini", "openai"}} {
 		t.Run(pair[0]+" to "+pair[1], func(t *testing.T) {
 			got := collectChunks(t, wire.SealChunks(sigStream(stream...), pair[0], pair[1]))
 			want := slices.Clone(stream)

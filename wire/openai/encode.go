@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/internal/oaicompat"
 )
 
@@ -24,9 +25,9 @@ import (
 //   - text → delta.content;
 //   - reasoning → delta.reasoning_content (DeepSeek's field); a signature
 //     or redacted reasoning, which that field cannot carry, goes in
-//     delta.reasoning_details as OpenRouter writes it
-//     ({"type":"reasoning.text","text","signature"},
-//     {"type":"reasoning.encrypted","data"});
+//     delta.reasoning_details as OpenRouter writes it (see
+//     EncodeResponse for the shapes), the chunk's text beside a
+//     signature;
 //   - tool_call_start → delta.tool_calls [{index, id, "type":"function",
 //     function {name, "arguments":""}}]; tool_call_delta → [{index,
 //     function {arguments}}]; tool_call_end writes the part of its
@@ -132,6 +133,9 @@ type streamEncoder struct {
 	role  bool           // the role was written
 	sent  map[int][]byte // tool call index → the arguments written so far
 	usage *chat.Usage
+	// details counts the reasoning details written: the index of the
+	// next one.
+	details int
 	// withUsage: the client asked for the usage chunk, and every chunk
 	// carries "usage":null until then.
 	withUsage bool
@@ -204,19 +208,15 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 		if c.Signature != "" || c.Redacted != "" {
 			b = append(field(b, "reasoning_details"), '[')
 			if c.Signature != "" {
-				b = append(b, `{"type":"reasoning.text","text":`...)
-				b = chat.AppendString(b, c.Text)
-				b = append(b, `,"signature":`...)
-				b = chat.AppendString(b, c.Signature)
-				b = append(b, '}')
+				b = appendDetail(b, signedDetail(c.Text, c.Signature, e.details))
+				e.details++
 			}
 			if c.Redacted != "" {
 				if c.Signature != "" {
 					b = append(b, ',')
 				}
-				b = append(b, `{"type":"reasoning.encrypted","data":`...)
-				b = chat.AppendString(b, c.Redacted)
-				b = append(b, '}')
+				b = appendDetail(b, redactedDetail(c.Redacted, e.details))
+				e.details++
 			}
 			b = append(b, ']')
 		}
@@ -333,11 +333,21 @@ type completionError struct {
 //     deltas are); null when there is no text and there are tool calls, ""
 //     when there is neither;
 //   - message.reasoning_content: the thinking (and reasoning) blocks'
-//     text joined, when there is any; when a thinking block has a
-//     signature or there is redacted thinking, message.reasoning_details
-//     lists every thinking block ({"type":"reasoning.text","text",
-//     "signature"}) and redacted block ({"type":"reasoning.encrypted",
-//     "data"}) in order, as the stream encoder writes them;
+//     text joined, when there is any; when a block is signed (a thinking
+//     block with a signature, redacted thinking, a thought_signature),
+//     message.reasoning_details lists every reasoning block in order, as
+//     OpenRouter writes them: unsigned text {"type":"reasoning.text",
+//     "text"}; a signature {"type":"reasoning.text","text","signature"};
+//     redacted data {"type":"reasoning.encrypted","data"}. A signature
+//     ctxkit sealed (wire.SealResponse: every signature home's, for this
+//     dialect) names its maker, and its detail gets OpenRouter's
+//     "format" (anthropic-claude-v1 for Anthropic and Bedrock,
+//     google-gemini-v1, openai-responses-v1) and "index" (its position
+//     in the list); a Gemini signature with no thought text and a
+//     Responses API's encrypted reasoning are {"type":
+//     "reasoning.encrypted","data":signature}. A client hands the
+//     details back with the message: wire.ClaimSignatures makes them the
+//     blocks they were, for the provider that made them;
 //   - message.tool_calls: the tool_use blocks, {"id","type":"function",
 //     "function":{"name","arguments"}} with the input as compact JSON text;
 //   - finish_reason: the stop as EncodeStream maps it (end_turn and
@@ -365,13 +375,22 @@ func EncodeResponse(r chat.Response, model, id string, created int64) ([]byte, e
 			text.WriteString(b.Text)
 		case chat.TypeThinking:
 			reasoning.WriteString(b.Thinking)
-			details = append(details, reasoningDetail{Type: "reasoning.text", Text: b.Thinking, Signature: b.Signature})
-			special = special || b.Signature != ""
+			if b.Signature == "" {
+				details = append(details, reasoningDetail{Type: "reasoning.text", Text: b.Thinking})
+				continue
+			}
+			details = append(details, signedDetail(b.Thinking, b.Signature, len(details)))
+			special = true
 		case chat.TypeReasoning:
 			reasoning.WriteString(b.Text)
 			details = append(details, reasoningDetail{Type: "reasoning.text", Text: b.Text})
+		case chat.TypeThoughtSignature:
+			if b.Signature != "" {
+				details = append(details, signedDetail("", b.Signature, len(details)))
+				special = true
+			}
 		case chat.TypeRedactedThinking:
-			details = append(details, reasoningDetail{Type: "reasoning.encrypted", Data: b.Data})
+			details = append(details, redactedDetail(b.Data, len(details)))
 			special = true
 		case chat.TypeToolUse:
 			if len(b.Input) > 0 && !json.Valid(b.Input) {
@@ -408,6 +427,69 @@ func EncodeResponse(r chat.Response, model, id string, created int64) ([]byte, e
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// detailFormat is the format OpenRouter writes on a reasoning detail of
+// a provider, by its signature home.
+func detailFormat(home string) string {
+	switch home {
+	case wire.HomeAnthropic, wire.HomeBedrock:
+		return "anthropic-claude-v1"
+	case wire.HomeGemini:
+		return "google-gemini-v1"
+	case wire.HomeResponses:
+		return "openai-responses-v1"
+	}
+	return ""
+}
+
+// signedDetail is the reasoning detail of text and its signature sig,
+// index its position (see EncodeResponse).
+func signedDetail(text, sig string, index int) reasoningDetail {
+	s, sealed := wire.OpenSignature(sig)
+	if !sealed {
+		return reasoningDetail{Type: "reasoning.text", Text: text, Signature: sig}
+	}
+	d := reasoningDetail{Format: detailFormat(s.Home), Index: &index}
+	switch {
+	case s.Redacted, s.Home == wire.HomeResponses, s.Home == wire.HomeGemini && text == "":
+		d.Type, d.Data = "reasoning.encrypted", sig
+	default:
+		d.Type, d.Text, d.Signature = "reasoning.text", text, sig
+	}
+	return d
+}
+
+// redactedDetail is the reasoning detail of redacted thinking's data.
+func redactedDetail(data string, index int) reasoningDetail {
+	d := reasoningDetail{Type: "reasoning.encrypted", Data: data}
+	if s, sealed := wire.OpenSignature(data); sealed {
+		d.Format, d.Index = detailFormat(s.Home), &index
+	}
+	return d
+}
+
+// appendDetail appends d as JSON; a reasoning.text detail always has its
+// text (the stream's form).
+func appendDetail(b []byte, d reasoningDetail) []byte {
+	b = append(b, `{"type":`...)
+	b = chat.AppendString(b, d.Type)
+	if d.Type == "reasoning.text" {
+		b = chat.AppendString(append(b, `,"text":`...), d.Text)
+	}
+	if d.Signature != "" {
+		b = chat.AppendString(append(b, `,"signature":`...), d.Signature)
+	}
+	if d.Data != "" {
+		b = chat.AppendString(append(b, `,"data":`...), d.Data)
+	}
+	if d.Format != "" {
+		b = chat.AppendString(append(b, `,"format":`...), d.Format)
+	}
+	if d.Index != nil {
+		b = strconv.AppendInt(append(b, `,"index":`...), int64(*d.Index), 10)
+	}
+	return append(b, '}')
 }
 
 // finishReason is the finish_reason written for a canonical reason:

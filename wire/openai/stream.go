@@ -133,6 +133,10 @@ type reasoningDetail struct {
 	Summary   string `json:"summary,omitempty"`
 	Signature string `json:"signature,omitempty"`
 	Data      string `json:"data,omitempty"`
+	// Format and Index are written as OpenRouter writes them, for a
+	// sealed signature (whose maker ctxkit knows); they are not read.
+	Format string `json:"format,omitempty"`
+	Index  *int   `json:"index,omitempty"`
 }
 
 type toolCallDelta struct {

@@ -444,38 +444,12 @@ func (e *encoder) reasoning(summary, encrypted string) {
 	e.item(Item{Type: "reasoning", Summary: &parts, EncryptedContent: encrypted})
 }
 
-// reasoningDetails adds the reasoning items of a message's
-// reasoning_details (as the Chat Completions dialect writes a signed
-// thinking block for its clients: {"type":"reasoning.text","text",
-// "signature"}) and reports whether it added any; the other details are
-// dropped with a warning.
-func (e *encoder) reasoningDetails(i int, raw json.RawMessage) bool {
-	path := chat.MessagePath(i) + ".reasoning_details"
-	var details []struct {
-		Type      string `json:"type"`
-		Text      string `json:"text"`
-		Signature string `json:"signature"`
-	}
-	if json.Unmarshal(raw, &details) != nil {
-		e.warn(path, "not an array of reasoning details: dropped")
-		return false
-	}
-	added := false
-	for k, d := range details {
-		if d.Type == "reasoning.text" && d.Signature != "" {
-			if sig, ok := wire.SignatureFor(wire.HomeResponses, d.Signature); ok {
-				e.reasoning(d.Text, sig)
-				added = true
-				continue
-			}
-		}
-		e.warn(path+"["+itoa(k)+"]", "the Responses API takes back only its own encrypted reasoning (a signed reasoning.text): dropped")
-	}
-	return added
-}
-
 func (e *encoder) assistant(i int, m *chat.Message) {
-	signed := len(m.ReasoningDetails) > 0 && e.reasoningDetails(i, m.ReasoningDetails)
+	if len(m.ReasoningDetails) > 0 {
+		// wire.ClaimSignatures has made the API's own encrypted
+		// reasoning among them a thinking block already.
+		e.warn(chat.MessagePath(i)+".reasoning_details", "reasoning_details is not a Responses API field: dropped")
+	}
 	if m.Content.IsString {
 		if m.Content.Text != "" {
 			e.item(message("assistant", []Part{{Type: "output_text", Text: m.Content.Text}}))
@@ -503,9 +477,7 @@ func (e *encoder) assistant(i int, m *chat.Message) {
 			args := oaicompat.Arguments(b.Input)
 			e.item(Item{Type: "function_call", CallID: b.ID, Name: b.Name, Arguments: &args})
 		case chat.TypeReasoning:
-			if !signed { // else its text came with its details, signed
-				e.other(p, b)
-			}
+			e.other(p, b)
 		case chat.TypeThinking:
 			if b.Signature == "" {
 				e.other(p, b)
