@@ -405,11 +405,13 @@ func (c *thoughtText) take() string {
 //     (its text the one the envelope carries, else the detail's), first
 //     in the message, in the details' order; Anthropic's redacted
 //     thinking a redacted_thinking block, placed likewise; the Responses
-//     API's a thinking block holding its encrypted reasoning; Gemini's,
-//     with thought text, a thinking block placed likewise, and without, a
-//     thought_signature block just before the message's first tool call
-//     (the next signature before the second, and so on; those with no
-//     call left go first), which is where Gemini signed it;
+//     API's a thinking block holding its encrypted reasoning; Gemini's
+//     a thought_signature block just before the message's first tool
+//     call (the next signature before the second, and so on; those with
+//     no call left go first, where Gemini signs a text answer), which is
+//     where Gemini 3 wants it (a signature that came on a thought part
+//     goes there too: Gemini checks the calls' signatures, and thought
+//     text needs none);
 //   - another provider's envelope is dropped with a warning naming its
 //     maker, and an unsealed signature, which names no provider, with a
 //     warning;
@@ -575,7 +577,7 @@ func (c *claim) restore(i int, raw json.RawMessage) restored {
 		switch {
 		case s.Redacted:
 			b = chat.Block{Type: chat.TypeRedactedThinking, Data: s.Signature}
-		case s.Home == HomeGemini && v.Type == "reasoning.encrypted", s.Home == HomeGemini && v.Text == "":
+		case s.Home == HomeGemini:
 			r.calls = append(r.calls, chat.Block{Type: chat.TypeThoughtSignature, Signature: sig})
 			continue
 		default:

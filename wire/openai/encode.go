@@ -207,17 +207,21 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 		}
 		if c.Signature != "" || c.Redacted != "" {
 			b = append(field(b, "reasoning_details"), '[')
+			// Indexes count the stream's details.
+			var ds []reasoningDetail
 			if c.Signature != "" {
-				b = appendDetail(b, signedDetail(c.Text, c.Signature, e.details))
-				e.details++
+				ds = signedDetails(ds, e.details, c.Text, c.Signature)
 			}
 			if c.Redacted != "" {
-				if c.Signature != "" {
+				ds = append(ds, redactedDetail(c.Redacted, e.details+len(ds)))
+			}
+			for k := range ds {
+				if k > 0 {
 					b = append(b, ',')
 				}
-				b = appendDetail(b, redactedDetail(c.Redacted, e.details))
-				e.details++
+				b = appendDetail(b, ds[k])
 			}
+			e.details += len(ds)
 			b = append(b, ']')
 		}
 		return e.end(b, "")
@@ -343,8 +347,9 @@ type completionError struct {
 //     dialect) names its maker, and its detail gets OpenRouter's
 //     "format" (anthropic-claude-v1 for Anthropic and Bedrock,
 //     google-gemini-v1, openai-responses-v1) and "index" (its position
-//     in the list); a Gemini signature with no thought text and a
-//     Responses API's encrypted reasoning are {"type":
+//     in the list); a Gemini signature (which signs a part, not text:
+//     its thought text, if any, is a reasoning.text detail of its own
+//     before it) and a Responses API's encrypted reasoning are {"type":
 //     "reasoning.encrypted","data":signature}. A client hands the
 //     details back with the message: wire.ClaimSignatures makes them the
 //     blocks they were, for the provider that made them;
@@ -379,14 +384,14 @@ func EncodeResponse(r chat.Response, model, id string, created int64) ([]byte, e
 				details = append(details, reasoningDetail{Type: "reasoning.text", Text: b.Thinking})
 				continue
 			}
-			details = append(details, signedDetail(b.Thinking, b.Signature, len(details)))
+			details = signedDetails(details, 0, b.Thinking, b.Signature)
 			special = true
 		case chat.TypeReasoning:
 			reasoning.WriteString(b.Text)
 			details = append(details, reasoningDetail{Type: "reasoning.text", Text: b.Text})
 		case chat.TypeThoughtSignature:
 			if b.Signature != "" {
-				details = append(details, signedDetail("", b.Signature, len(details)))
+				details = signedDetails(details, 0, "", b.Signature)
 				special = true
 			}
 		case chat.TypeRedactedThinking:
@@ -443,21 +448,28 @@ func detailFormat(home string) string {
 	return ""
 }
 
-// signedDetail is the reasoning detail of text and its signature sig,
-// index its position (see EncodeResponse).
-func signedDetail(text, sig string, index int) reasoningDetail {
+// signedDetails appends to ds the reasoning details of text and its
+// signature sig, each with its index (see EncodeResponse): base plus its
+// position in ds.
+func signedDetails(ds []reasoningDetail, base int, text, sig string) []reasoningDetail {
 	s, sealed := wire.OpenSignature(sig)
 	if !sealed {
-		return reasoningDetail{Type: "reasoning.text", Text: text, Signature: sig}
+		return append(ds, reasoningDetail{Type: "reasoning.text", Text: text, Signature: sig})
 	}
-	d := reasoningDetail{Format: detailFormat(s.Home), Index: &index}
+	format := detailFormat(s.Home)
+	index := func() *int { n := base + len(ds); return &n }
 	switch {
-	case s.Redacted, s.Home == wire.HomeResponses, s.Home == wire.HomeGemini && text == "":
-		d.Type, d.Data = "reasoning.encrypted", sig
-	default:
-		d.Type, d.Text, d.Signature = "reasoning.text", text, sig
+	case s.Home == wire.HomeGemini && !s.Redacted:
+		// Gemini signs a part, not its text: the thought text (when the
+		// signature came on a thought) goes first, unsigned.
+		if text != "" {
+			ds = append(ds, reasoningDetail{Type: "reasoning.text", Text: text, Format: format, Index: index()})
+		}
+		return append(ds, reasoningDetail{Type: "reasoning.encrypted", Data: sig, Format: format, Index: index()})
+	case s.Redacted, s.Home == wire.HomeResponses:
+		return append(ds, reasoningDetail{Type: "reasoning.encrypted", Data: sig, Format: format, Index: index()})
 	}
-	return d
+	return append(ds, reasoningDetail{Type: "reasoning.text", Text: text, Signature: sig, Format: format, Index: index()})
 }
 
 // redactedDetail is the reasoning detail of redacted thinking's data.
