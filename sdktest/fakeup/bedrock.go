@@ -2,6 +2,8 @@ package fakeup
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -43,6 +45,52 @@ type bedrockBlock struct {
 	CachePoint       json.RawMessage `json:"cachePoint"`
 	GuardContent     json.RawMessage `json:"guardContent"`
 	CitationsContent json.RawMessage `json:"citationsContent"`
+}
+
+// bedrockSigPrefix starts the reasoning signatures the fake issues for
+// Claude's thinking on Bedrock; like anthropicSignature, a signature
+// covers its text, and is Bedrock's own (Anthropic's are refused).
+const bedrockSigPrefix = "EqoBbedrockfake"
+
+func bedrockSignature(text string) string {
+	h := sha256.Sum256([]byte("fake-bedrock-signing-key\x00" + text))
+	return bedrockSigPrefix + base64.StdEncoding.EncodeToString(h[:])
+}
+
+// bedrockThinking checks the reasoning of a request that turned Claude's
+// thinking on (additionalModelRequestFields.thinking): every signed
+// reasoningText must carry the signature the fake gave its text, and the
+// assistant message before the last tool results must start with its
+// reasoning, as Claude on Bedrock requires. It returns the error message,
+// "" when the request is fine.
+func bedrockThinking(msgs []bedrockMsg, afterTool bool) string {
+	for i, m := range msgs {
+		for j, b := range m.Content {
+			if len(b.ReasoningContent) == 0 {
+				continue
+			}
+			var rc struct {
+				ReasoningText *struct {
+					Text      string `json:"text"`
+					Signature string `json:"signature"`
+				} `json:"reasoningText"`
+				RedactedContent string `json:"redactedContent"`
+			}
+			if err := strict(b.ReasoningContent, &rc); err != nil {
+				return fmt.Sprintf("Malformed input request: messages.%d.content.%d.reasoningContent: %v", i, j, err)
+			}
+			if rt := rc.ReasoningText; rt != nil && rt.Signature != "" && rt.Signature != bedrockSignature(rt.Text) {
+				return fmt.Sprintf("The model returned the following errors: messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
+			}
+		}
+	}
+	if !afterTool || len(msgs) < 2 {
+		return ""
+	}
+	if m := msgs[len(msgs)-2]; m.Role == "assistant" && len(m.Content) > 0 && len(m.Content[0].ReasoningContent) == 0 {
+		return fmt.Sprintf("The model returned the following errors: messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).", len(msgs)-2)
+	}
+	return ""
 }
 
 type bedrockToolConfig struct {
@@ -227,7 +275,25 @@ func (f *Fake) bedrockConverse(w http.ResponseWriter, r *http.Request, stream bo
 			t.schema = []byte(oc.TextFormat.Structure.JSONSchema.Schema)
 		}
 	}
+	var extra struct {
+		Thinking struct {
+			Type string `json:"type"`
+		} `json:"thinking"`
+	}
+	if raw, ok := top["additionalModelRequestFields"]; ok {
+		json.Unmarshal(raw, &extra)
+	}
+	thinks := extra.Thinking.Type == "enabled"
+	if thinks {
+		if msg := bedrockThinking(msgs, t.afterTool); msg != "" {
+			fail(msg)
+			return
+		}
+	}
 	a := plan(t, "bedrock", func() string { return randomID("tooluse_", 22) })
+	if thinks {
+		a.Reasoning = "The user wants a short answer."
+	}
 	stop := "end_turn"
 	if len(a.Calls) > 0 {
 		stop = "tool_use"
@@ -235,6 +301,9 @@ func (f *Fake) bedrockConverse(w http.ResponseWriter, r *http.Request, stream bo
 	usage := map[string]any{"inputTokens": InputTokens, "outputTokens": OutputTokens, "totalTokens": InputTokens + OutputTokens}
 	if !stream {
 		var content []any
+		if a.Reasoning != "" {
+			content = append(content, map[string]any{"reasoningContent": map[string]any{"reasoningText": map[string]any{"text": a.Reasoning, "signature": bedrockSignature(a.Reasoning)}}})
+		}
 		if a.Text != "" {
 			content = append(content, map[string]any{"text": a.Text})
 		}
@@ -262,6 +331,14 @@ func (f *Fake) bedrockConverse(w http.ResponseWriter, r *http.Request, stream bo
 	}
 	ev("messageStart", map[string]any{"role": "assistant"})
 	idx := 0
+	if a.Reasoning != "" {
+		for _, p := range words(a.Reasoning) {
+			ev("contentBlockDelta", map[string]any{"contentBlockIndex": idx, "delta": map[string]any{"reasoningContent": map[string]any{"text": p}}})
+		}
+		ev("contentBlockDelta", map[string]any{"contentBlockIndex": idx, "delta": map[string]any{"reasoningContent": map[string]any{"signature": bedrockSignature(a.Reasoning)}}})
+		ev("contentBlockStop", map[string]any{"contentBlockIndex": idx})
+		idx++
+	}
 	if a.Text != "" {
 		for _, p := range words(a.Text) {
 			ev("contentBlockDelta", map[string]any{"contentBlockIndex": idx, "delta": map[string]any{"text": p}})
