@@ -20,11 +20,11 @@ import (
 // reasoning fields it does not model set as the user keeps them: a
 // streamed client appends every delta's reasoning_details), and the
 // call's id.
-func ccTurn(t *testing.T, client openai.Client, model string, stream bool) (openai.ChatCompletionMessageParamUnion, string, []json.RawMessage) {
+func ccTurn(t *testing.T, client openai.Client, model, ask string, stream bool) (openai.ChatCompletionMessageParamUnion, string, []json.RawMessage) {
 	t.Helper()
 	params := openai.ChatCompletionNewParams{Model: model, Tools: []openai.ChatCompletionToolUnionParam{weatherTool},
 		ReasoningEffort: shared.ReasoningEffortLow, MaxCompletionTokens: openai.Int(4096),
-		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")}}
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(ask)}}
 	var (
 		msg       openai.ChatCompletionMessage
 		details   []json.RawMessage
@@ -89,27 +89,29 @@ var signed = map[string]*regexp.Regexp{
 	"anthropic": regexp.MustCompile(`"signature":"(EqQBCkgIfake[^"]+)"`),
 	"bedrock":   regexp.MustCompile(`"signature":"(EqoBbedrockfake[^"]+)"`),
 	"gemini":    regexp.MustCompile(`"thoughtSignature":"([^"]+)"`),
+	"openai":    regexp.MustCompile(`"encrypted_content":"(gAAAAABfake[^"]+)"`),
 }
 
 // TestChatCompletionsReasoningToolLoop: a Chat Completions client (the
 // official Go SDK) in a two-turn tool loop with reasoning on, against
-// Anthropic, Bedrock and Gemini 3, unary and streamed, hands the
-// assistant message back as it got it: the next turn succeeds, the
-// upstream gets back the signature it gave (Anthropic and Bedrock: the
-// thinking block first, with its exact text, which the fakes check;
-// Gemini: its own thoughtSignature on the call, not the placeholder),
-// and no envelope reaches it.
+// Anthropic, Bedrock, Gemini 3 and the Responses API, unary and
+// streamed, hands the assistant message back as it got it: the next turn
+// succeeds, the upstream gets back the signature it gave (Anthropic and
+// Bedrock: the thinking block first, with its exact text, which the
+// fakes check; Gemini: its own thoughtSignature on the call, not the
+// placeholder; the Responses API: its encrypted reasoning, which its
+// fake verifies), and no envelope reaches it.
 func TestChatCompletionsReasoningToolLoop(t *testing.T) {
-	e := newEnv(t, false)
+	e := newEnv(t, true)
 	client := e.openai()
-	for _, u := range []struct{ typ, model string }{{"anthropic", claude}, {"bedrock", find("bedrock").model}, {"gemini", gemini3}} {
+	for _, u := range []struct{ typ, model string }{{"anthropic", claude}, {"bedrock", find("bedrock").model}, {"gemini", gemini3}, {"openai", viaOpenAI}} {
 		for _, stream := range []bool{false, true} {
-			name := u.typ + "/unary"
+			name := u.model + "/unary"
 			if stream {
-				name = u.typ + "/stream"
+				name = u.model + "/stream"
 			}
 			t.Run(name, func(t *testing.T) {
-				asst, id, _ := ccTurn(t, client, u.model, stream)
+				asst, id, _ := ccTurn(t, client, u.model, "Weather in Paris?", stream)
 				first, _ := e.fake(u.typ).Last("")
 				sig := signed[u.typ].FindStringSubmatch(string(first.Reply))
 				if sig == nil {
@@ -152,7 +154,7 @@ func TestChatCompletionsReasoningSwitch(t *testing.T) {
 		{"bedrock", find("bedrock").model, "anthropic", claude, "bedrock"},
 	} {
 		t.Run(c.from+" to "+c.to, func(t *testing.T) {
-			asst, id, _ := ccTurn(t, client, c.fromModel, true)
+			asst, id, _ := ccTurn(t, client, c.fromModel, "Weather in Paris?", true)
 			first, _ := e.fake(c.from).Last("")
 			sig := signed[c.from].FindStringSubmatch(string(first.Reply))
 			params := openai.ChatCompletionNewParams{Model: c.toModel, Tools: []openai.ChatCompletionToolUnionParam{weatherTool},
@@ -173,5 +175,34 @@ func TestChatCompletionsReasoningSwitch(t *testing.T) {
 				t.Fatalf("warnings %q, want the dropped detail named with its maker", w)
 			}
 		})
+	}
+}
+
+// TestChatCompletionsRedactedThinking: Anthropic's redacted thinking
+// reaches a Chat Completions client as a sealed reasoning.encrypted
+// detail and goes back to Anthropic as the redacted_thinking block it
+// was (the fake refuses data it did not issue), unary and streamed.
+func TestChatCompletionsRedactedThinking(t *testing.T) {
+	e := newEnv(t, false)
+	client := e.openai()
+	ask := "Weather in Paris? " + fakeup.AnthropicRedactTrigger
+	for _, stream := range []bool{false, true} {
+		asst, id, details := ccTurn(t, client, claude, ask, stream)
+		first, _ := e.fake("anthropic").Last("")
+		data := regexp.MustCompile(`"data":"(EmwKAhgBEgy3fake[^"]+)"`).FindStringSubmatch(string(first.Reply))
+		if data == nil || !strings.Contains(string(jsonOf(details)), "reasoning.encrypted") {
+			t.Fatalf("want redacted thinking, sealed for the client: %s", details)
+		}
+		params := openai.ChatCompletionNewParams{Model: claude, Tools: []openai.ChatCompletionToolUnionParam{weatherTool},
+			ReasoningEffort: shared.ReasoningEffortLow, MaxCompletionTokens: openai.Int(4096),
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(ask), asst, openai.ToolMessage("Sunny", id)}}
+		next, err := client.Chat.Completions.New(ctx(t), params)
+		ex, _ := e.fake("anthropic").Last("")
+		if err != nil {
+			t.Fatalf("stream %v: the next turn: %v\nupstream got %s", stream, err, ex.Body)
+		}
+		if next.Choices[0].Message.Content != fakeup.AfterTool || !strings.Contains(string(ex.Body), `"type":"redacted_thinking","data":"`+data[1]+`"`) {
+			t.Fatalf("stream %v: want the redacted block back: %s", stream, ex.Body)
+		}
 	}
 }
