@@ -38,9 +38,10 @@
 // results. A message whose content is empty, a blank string, or left empty
 // by the filter is dropped with a warning (the API rejects empty messages);
 // the messages around it are kept as they are (the API takes consecutive
-// messages of the same role). A message's reasoning_details (ctxkit's
-// extension) and any message field other than role and content are dropped
-// with a warning. A string system prompt, string message content and string
+// messages of the same role). A message's reasoning_details (OpenRouter's
+// field, which wire.ClaimSignatures makes blocks before any encoder) and
+// any message field other than role and content are dropped with a
+// warning. A string system prompt, string message content and string
 // tool_result content go out as strings (a blank message string excepted).
 //
 // # Parameters

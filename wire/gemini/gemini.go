@@ -42,8 +42,9 @@
 // parts in order, so turns alternate as Gemini expects. A message that
 // yields no part (empty content, only empty text, only blocks that cannot
 // be carried) is omitted with a warning naming it. A message's
-// reasoning_details (OpenRouter's) cannot be carried: not sent, with a
-// warning at messages[i].reasoning_details; other unmodelled message fields
+// reasoning_details (OpenRouter's, which wire.ClaimSignatures makes
+// blocks before any encoder) are not sent, with a warning at
+// messages[i].reasoning_details; other unmodelled message fields
 // likewise, at messages[i].<field>.
 //
 // # Blocks

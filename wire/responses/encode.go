@@ -129,11 +129,9 @@ const errorPrefix = "Error: "
 //     signature → a reasoning item {summary (the thinking as one
 //     summary_text, none when empty), encrypted_content (the
 //     signature)}, which is how a Responses model's reasoning comes back
-//     to it; so does a signed {"type":"reasoning.text","text",
-//     "signature"} of the message's reasoning_details (what the Chat
-//     Completions dialect gives its clients), placed first — the plain
-//     reasoning block that dialect reads beside it is then not warned
-//     about. A signature ctxkit sealed (wire.SealSignature) is opened:
+//     to it (a Chat Completions client's reasoning_details become such
+//     blocks in wire.ClaimSignatures, before any encoder). A signature
+//     ctxkit sealed (wire.SealSignature) is opened:
 //     the Responses API's own encrypted content goes out as it came
 //     (from a thought_signature block too, as a Gemini client hands it
 //     back), another provider's is dropped with a warning. Item ids are
@@ -165,8 +163,8 @@ const errorPrefix = "Error: "
 //
 // Each returns a warning naming the place: thinking without a signature,
 // reasoning, redacted_thinking and thought_signature blocks (the API
-// takes back only its own encrypted reasoning), reasoning_details other
-// than signed reasoning.text, unknown blocks, a tool_use in a user message or a
+// takes back only its own encrypted reasoning), reasoning_details (which
+// wire.ClaimSignatures has made blocks), unknown blocks, a tool_use in a user message or a
 // tool_result in an assistant message: dropped. An image or document the
 // API cannot take (another source, a base64 document that is neither PDF
 // nor text; any in an assistant message) becomes a text stub. Citations
