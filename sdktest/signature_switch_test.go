@@ -109,13 +109,12 @@ func TestSealedSignatureToOtherUpstreams(t *testing.T) {
 }
 
 // TestChatCompletionsAnthropicReasoningToResponses: a Chat Completions
-// client (a dialect that is no signature home, so nothing is sealed for
-// it) of an Anthropic model with reasoning gets Anthropic's signature in
-// message.reasoning_details, and hands it back as it came. Continued on a
-// model called through the Responses API, the encoder takes the unsealed
-// signature for the Responses API's own, and Anthropic's signature goes
-// out as a reasoning item's encrypted_content (which the API refuses).
-// It should be dropped with a warning.
+// client of an Anthropic model with reasoning gets Anthropic's signature
+// sealed in message.reasoning_details, and hands it back as it came (or
+// unsealed, as a client that got it elsewhere holds it). Continued on a
+// model called through the Responses API, neither may go out as a
+// reasoning item's encrypted_content (which the API refuses): both are
+// dropped with a warning.
 func TestChatCompletionsAnthropicReasoningToResponses(t *testing.T) {
 	e := newEnv(t, true)
 	post := func(body map[string]any) map[string]any {
