@@ -46,6 +46,7 @@ var sealedPrefix = commonPrefix(
 	wire.SealSignature(wire.HomeAnthropic, "x", ""),
 	wire.SealSignature(wire.HomeGemini, "x", ""),
 	wire.SealSignature(wire.HomeResponses, "x", ""),
+	wire.SealSignature(wire.HomeBedrock, "x", ""),
 	wire.SealRedacted("x"),
 )
 
@@ -55,6 +56,7 @@ var kindPrefixes = [...]string{
 	wire.SealSignature(wire.HomeAnthropic, "x", "")[:8],
 	wire.SealSignature(wire.HomeGemini, "x", "")[:8],
 	wire.SealSignature(wire.HomeResponses, "x", "")[:8],
+	wire.SealSignature(wire.HomeBedrock, "x", "")[:8],
 	wire.SealRedacted("x")[:8],
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/base64"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,11 +80,59 @@ func TestSealedPrefix(t *testing.T) {
 	}
 	for _, e := range []string{
 		wire.SealSignature(wire.HomeAnthropic, "sig", "thinking"), wire.SealSignature(wire.HomeGemini, "sig", ""),
-		wire.SealSignature(wire.HomeResponses, "sig", ""), wire.SealRedacted("data"),
+		wire.SealSignature(wire.HomeResponses, "sig", ""), wire.SealSignature(wire.HomeBedrock, "sig", "thinking"),
+		wire.SealRedacted("data"),
 	} {
 		if !strings.HasPrefix(e, sealedPrefix) || !strings.HasPrefix(strings.NewReplacer("+", "-", "/", "_").Replace(e), sealedPrefix) {
 			t.Errorf("%s does not begin with %s", e, sealedPrefix)
 		}
+	}
+	// Every kind wire opens is one the record knows: an envelope of a
+	// kind it did not know would be kept as it came, secrets and all.
+	for k := 0; k < 256; k++ {
+		for _, payload := range []string{"sig", "sig\x00thinking"} {
+			e := base64.StdEncoding.EncodeToString(append([]byte("ctxk\x01"), append([]byte{byte(k)}, payload...)...))
+			if _, ok := wire.OpenSignature(e); ok && !slices.Contains(kindPrefixes[:], e[:8]) {
+				t.Errorf("wire opens envelopes of kind %q, which the record does not know", rune(k))
+			}
+		}
+	}
+}
+
+// TestRecordRedactsBedrockEnvelopes: Bedrock envelopes carry the
+// thinking they sign, as Anthropic's do. In a Chat Completions answer
+// (a reasoning.text detail, unary and streamed) and a request handing
+// one back, the record redacts a secret in that thinking; an envelope of
+// Bedrock's kind that does not open (damaged or forged) is replaced by
+// the marker, as one of Anthropic's kind is.
+func TestRecordRedactsBedrockEnvelopes(t *testing.T) {
+	rc := testRecorder(t)
+	env := wire.SealSignature(wire.HomeBedrock, "EqoBsig", "The tool showed the key "+sealedSecret+".")
+	// "ctxk" 0x01 'b', an empty signature, a 0 byte and the text: the
+	// form of a Bedrock envelope, which OpenSignature refuses.
+	forged := base64.StdEncoding.EncodeToString([]byte("ctxk\x01b\x00The key " + sealedSecret))
+	forgedA := base64.StdEncoding.EncodeToString([]byte("ctxk\x01a\x00The key " + sealedSecret))
+	for _, c := range []struct{ name, body string }{
+		{"unary detail", `{"choices":[{"message":{"role":"assistant","content":"ok","reasoning_details":[{"type":"reasoning.text","text":"","signature":"` + env + `","format":"anthropic-claude-v1","index":0}]}}]}`},
+		{"stream detail", "data: {\"choices\":[{\"delta\":{\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"\",\"signature\":\"" + env + "\",\"format\":\"anthropic-claude-v1\",\"index\":0}]}}]}\n\n"},
+		{"request detail", `{"messages":[{"role":"assistant","content":"ok","reasoning_details":[{"type":"reasoning.encrypted","data":"` + env + `"}]}]}`},
+		{"damaged anthropic kind", `{"messages":[{"role":"assistant","content":"ok","reasoning_details":[{"type":"reasoning.encrypted","data":"` + forgedA + `"}]}]}`},
+		{"damaged bedrock kind", `{"messages":[{"role":"assistant","content":"ok","reasoning_details":[{"type":"reasoning.encrypted","data":"` + forged + `"}]}]}`},
+		{"damaged bedrock kind, stream", "data: {\"s\":\"" + forged + "\"}\n\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, _ := rc.body([]byte(c.body), int64(len(c.body)), gateway.RecordedBodyBytes)
+			text := strings.ReplaceAll(string(got), `\/`, "/")
+			if bad := sealedSecrets(text); len(bad) > 0 {
+				t.Fatalf("the secret is sealed in %q", bad)
+			}
+			for _, run := range envelopeRun.FindAllString(text, -1) {
+				raw, _ := base64.RawStdEncoding.DecodeString(strings.TrimRight(run, "="))
+				if strings.Contains(string(raw), sealedSecret) {
+					t.Fatalf("the record keeps the secret in base64: %s (%q)", run, raw)
+				}
+			}
+		})
 	}
 }
 
