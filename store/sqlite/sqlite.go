@@ -19,7 +19,6 @@ import (
 	"iter"
 	"net/url"
 	"os"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -503,13 +502,6 @@ func (d *DB) createBatch(ctx context.Context, cs []store.Creation, flush bool) (
 				}
 				if err := ctx.Err(); err != nil {
 					return err
-				}
-				if i > 0 {
-					// A batch's creates take milliseconds of CPU in
-					// all: between two, goroutines waiting for this
-					// processor (requests being served) go first,
-					// rather than after the whole batch.
-					runtime.Gosched()
 				}
 				if !savepoints {
 					b, replayed, err := create(sctx, tx, c.Actor, recs[i], c.Idem, now)

@@ -723,7 +723,17 @@ const benchRound = time.Second
 // CTXKIT_RECORD_BENCH_VARIANT changes how the records are written
 // (server.RecordVariants) to take the ratio apart. alloc-B/req and
 // gc/s are the process's allocations per request and collections per
-// second in each route's turns, the writer's included.
+// second in each route's turns, the writer's included; sched-mean-µs
+// and sched-p99-µs how long goroutines waited for a processor in them
+// (runtime/metrics /sched/latencies). Run the variants one after
+// another, several times, and compare within the same rounds: on a
+// shared machine a run's ratio moves by more than any one variant
+// changes it. What they showed on a loaded 2-core machine: the ratio
+// follows the writer's CPU per record, nearly all of it the store's
+// write (discard and build stay near 1); neither the commit's flush
+// (full and normal alike), nor collections (GOGC=400 alike), nor
+// yielding or smaller batches (worse: a commit's CPU is paid per batch)
+// take it down.
 func BenchmarkRecordOverhead(b *testing.B) {
 	e := newRecEnv(b, "")
 	if err := server.SetRecordVariant(e.api, os.Getenv("CTXKIT_RECORD_BENCH_VARIANT")); err != nil {

@@ -18,8 +18,10 @@ import (
 //     them: what is left is capturing the exchange and queueing it.
 //   - build: the writer makes each record's breadcrumb (redaction,
 //     encoding, seal) and drops it: the writer's CPU without the store.
-//   - full, normal: the records written with synchronous FULL, or
-//     NORMAL (not flushed by their own commit).
+//   - full, normal: the records written with synchronous FULL (as ""
+//     does, through the variants' write path: a control), or NORMAL
+//     (not flushed by their own commit: the sqlite store's
+//     CreateBatchUnflushed).
 //   - yield: the writer yields the processor (runtime.Gosched) after
 //     each record it makes.
 //   - small: batches of at most 8 records, without waiting for more.
@@ -50,11 +52,12 @@ func SetRecordVariant(s *Server, variant string) error {
 				out, err = store.CreateBatch(rc.ctx, rc.s.opts.Store, cs)
 			}
 			for i, x := range xs {
-				if err == nil {
-					err = out[i].Err
+				e := err
+				if e == nil {
+					e = out[i].Err
 				}
-				if err != nil {
-					rc.lost(x, err)
+				if e != nil {
+					rc.lost(x, e)
 					continue
 				}
 				rc.written.Inc()
