@@ -165,3 +165,73 @@ func TestHistoryRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateBatchUnflushed: a batch written without its own flush is
+// stored and readable like any other, and the writing connection is
+// back at synchronous FULL (2) for the writes after it, ordinary creates
+// included; the same with a batch that fails (a refused row, then the
+// savepoint pass) in between.
+func TestCreateBatchUnflushed(t *testing.T) {
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "ctxkit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	synchronous := func() int {
+		t.Helper()
+		var n int
+		if err := d.w.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := synchronous(); n != 2 {
+		t.Fatalf("synchronous = %d before any batch, want 2 (FULL)", n)
+	}
+	if _, err := d.w.Exec(`CREATE TEMP TRIGGER refuse_poison BEFORE INSERT ON main.breadcrumbs
+		WHEN NEW.title = '` + storetest.PoisonTitle + `' BEGIN SELECT RAISE(ABORT, 'refused by the test trigger'); END`); err != nil {
+		t.Fatal(err)
+	}
+	a := store.Actor{OwnerID: "acme", AgentID: "writer"}
+	var ids []string
+	for round, titles := range [][]string{{"one", "two"}, {"three", storetest.PoisonTitle, "four"}} {
+		cs := make([]store.Creation, len(titles))
+		for i, title := range titles {
+			cs[i] = store.Creation{Actor: a, In: store.Breadcrumb{Title: title, Context: []byte(`{"n":1}`)}}
+		}
+		out, err := d.CreateBatchUnflushed(ctx, cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range out {
+			switch {
+			case titles[i] == storetest.PoisonTitle && r.Err == nil:
+				t.Errorf("round %d: the refused row was stored", round)
+			case titles[i] != storetest.PoisonTitle && r.Err != nil:
+				t.Errorf("round %d, create %d: %v", round, i, r.Err)
+			case r.Err == nil:
+				ids = append(ids, r.Breadcrumb.ID)
+			}
+		}
+		if n := synchronous(); n != 2 {
+			t.Fatalf("round %d: synchronous = %d after an unflushed batch, want 2 (FULL)", round, n)
+		}
+	}
+	b, _, err := d.Create(ctx, a, store.Breadcrumb{Title: "ordinary", Context: []byte(`{"n":2}`)}, store.Idempotency{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, b.ID)
+	if n := synchronous(); n != 2 {
+		t.Fatalf("synchronous = %d after an ordinary create, want 2 (FULL)", n)
+	}
+	for _, id := range ids {
+		if _, err := d.Get(ctx, a, id); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+	if len(ids) != 5 {
+		t.Errorf("%d breadcrumbs stored, want 5", len(ids))
+	}
+}

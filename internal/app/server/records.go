@@ -107,6 +107,15 @@ type exchangeRecorder struct {
 	written *metric.Counter
 	dropped *metric.CounterVec
 
+	// batchMax and linger are maxRecordBatch and recordLinger; keepBatch,
+	// when set, keeps a batch in place of keep. The benchmarks change
+	// them to take the cost of recording apart (records_variant_test.go).
+	batchMax  int
+	linger    time.Duration
+	keepBatch func([]*gateway.Exchange)
+	// between runs after each record the writer makes, nil: nothing.
+	between func()
+
 	// mu guards owners: the records each owner has in the queue. An
 	// owner may hold at most three quarters of the queue, so one owner's
 	// flood cannot crowd out the records of an owner with none queued.
@@ -141,6 +150,7 @@ func newRecorder(s *Server, g *gateway.Gateway) *exchangeRecorder {
 		s: s, ttl: ttl, queue: make(chan *gateway.Exchange, queue), redact: red, sealKey: mac.Sum(nil),
 		shortestSecret: shortestMatch(append(slices.Clone(relay.BuiltinPatterns), opts.Patterns...)),
 		stop:           make(chan struct{}),
+		batchMax:       maxRecordBatch, linger: recordLinger,
 		written: metric.NewCounter(metric.CounterOpts{
 			Name: "ctxkit_gateway_records_written_total", Help: "Gateway traffic records written to the store.",
 		}),
@@ -233,19 +243,23 @@ func (rc *exchangeRecorder) release(owner string) {
 // stops, then those still queued.
 func (rc *exchangeRecorder) write() {
 	defer rc.writers.Done()
-	batch := make([]*gateway.Exchange, 0, maxRecordBatch)
+	keep := rc.keep
+	if rc.keepBatch != nil {
+		keep = rc.keepBatch
+	}
+	batch := make([]*gateway.Exchange, 0, rc.batchMax)
 	for {
 		select {
 		case x := <-rc.queue:
 			rc.release(x.Caller.Owner)
-			rc.keep(rc.gather(rc.take(append(batch[:0], x))))
+			keep(rc.gather(rc.take(append(batch[:0], x))))
 		case <-rc.stop:
 			for {
 				batch = rc.take(batch[:0])
 				if len(batch) == 0 {
 					return
 				}
-				rc.keep(batch)
+				keep(batch)
 			}
 		}
 	}
@@ -258,12 +272,15 @@ func (rc *exchangeRecorder) gather(batch []*gateway.Exchange) []*gateway.Exchang
 	for _, x := range batch {
 		size += len(x.Request) + len(x.Response)
 	}
-	if len(batch) >= maxRecordBatch || size >= maxRecordBatchBytes {
+	if len(batch) >= rc.batchMax || size >= maxRecordBatchBytes {
 		return batch
 	}
-	linger := time.NewTimer(recordLinger)
+	if rc.linger <= 0 {
+		return batch
+	}
+	linger := time.NewTimer(rc.linger)
 	defer linger.Stop()
-	for len(batch) < maxRecordBatch && size < maxRecordBatchBytes {
+	for len(batch) < rc.batchMax && size < maxRecordBatchBytes {
 		select {
 		case x := <-rc.queue:
 			rc.release(x.Caller.Owner)
@@ -285,7 +302,7 @@ func (rc *exchangeRecorder) take(batch []*gateway.Exchange) []*gateway.Exchange 
 	for _, x := range batch {
 		size += len(x.Request) + len(x.Response)
 	}
-	for len(batch) < maxRecordBatch && size < maxRecordBatchBytes {
+	for len(batch) < rc.batchMax && size < maxRecordBatchBytes {
 		select {
 		case x := <-rc.queue:
 			rc.release(x.Caller.Owner)
@@ -319,6 +336,13 @@ func (rc *exchangeRecorder) drain(ctx context.Context) error {
 // in one call to the store: one transaction and one commit for them all
 // where the store can (store.BatchCreator).
 func (rc *exchangeRecorder) keep(batch []*gateway.Exchange) {
+	rc.commit(rc.build(batch, rc.between))
+}
+
+// build is the breadcrumbs of batch's records, and the records they are
+// of; those that cannot be made are counted lost. between, when set,
+// runs after each record.
+func (rc *exchangeRecorder) build(batch []*gateway.Exchange, between func()) ([]store.Creation, []*gateway.Exchange) {
 	cs := make([]store.Creation, 0, len(batch))
 	xs := make([]*gateway.Exchange, 0, len(batch))
 	for _, x := range batch {
@@ -334,7 +358,20 @@ func (rc *exchangeRecorder) keep(batch []*gateway.Exchange) {
 		}
 		cs = append(cs, store.Creation{Actor: store.Actor{OwnerID: x.Caller.Owner, AgentID: x.Caller.Agent}, In: in})
 		xs = append(xs, x)
+		if between != nil {
+			between()
+		}
 	}
+	return cs, xs
+}
+
+// commit writes cs, the breadcrumbs of xs, in one call to the store.
+// Records are flushed to disk by their commit like every other write
+// (synchronous FULL on SQLite): written without it
+// (CreateBatchUnflushed), they added as much to the requests' latency
+// (BenchmarkRecordOverhead's variants full and normal), so a power
+// failure losing the last ones would buy nothing.
+func (rc *exchangeRecorder) commit(cs []store.Creation, xs []*gateway.Exchange) {
 	if len(cs) == 0 {
 		return
 	}

@@ -13,6 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -716,8 +719,26 @@ const benchRound = time.Second
 // in the recording route's turns less that in the plain route's, per
 // request: what a record costs, which the machine's other work hardly
 // changes.
+//
+// CTXKIT_RECORD_BENCH_VARIANT changes how the records are written
+// (server.RecordVariants) to take the ratio apart. alloc-B/req and
+// gc/s are the process's allocations per request and collections per
+// second in each route's turns, the writer's included; sched-mean-µs
+// and sched-p99-µs how long goroutines waited for a processor in them
+// (runtime/metrics /sched/latencies). Run the variants one after
+// another, several times, and compare within the same rounds: on a
+// shared machine a run's ratio moves by more than any one variant
+// changes it. What they showed on a loaded 2-core machine: the ratio
+// follows the writer's CPU per record, nearly all of it the store's
+// write (discard and build stay near 1); neither the commit's flush
+// (full and normal alike), nor collections (GOGC=400 alike), nor
+// yielding or smaller batches (worse: a commit's CPU is paid per batch)
+// take it down.
 func BenchmarkRecordOverhead(b *testing.B) {
 	e := newRecEnv(b, "")
+	if err := server.SetRecordVariant(e.api, os.Getenv("CTXKIT_RECORD_BENCH_VARIANT")); err != nil {
+		b.Fatal(err)
+	}
 	rate, dur := 500, 5*time.Second
 	if v := os.Getenv("CTXKIT_RECORD_BENCH_DURATION"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
@@ -770,20 +791,50 @@ func BenchmarkRecordOverhead(b *testing.B) {
 		lat   = make([][]time.Duration, len(targets))
 		sent  = make([]int, len(targets))
 		cpu   = make([]time.Duration, len(targets))
+		alloc = make([]uint64, len(targets))
+		gcs   = make([]uint32, len(targets))
+		wall  = make([]time.Duration, len(targets))
 		errs  error
 		turns int
 		cur   = -1
 		since time.Duration
+		mem   runtime.MemStats
+		at    time.Time
+		// The scheduler's latencies (how long goroutines waited for a
+		// processor), summed per turn.
+		sched   = []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+		waits   = make([]*metrics.Float64Histogram, len(targets))
+		lastLat *metrics.Float64Histogram
 	)
-	// before is called at the start of every turn: the CPU time since
-	// the last one is that turn's (the warm-up turns are not counted).
+	// before is called at the start of every turn: the CPU time,
+	// allocations and collections since the last one are that turn's
+	// (the warm-up turns are not counted).
 	before := func(i int) {
 		now := server.ProcessCPU()
+		a, n := mem.TotalAlloc, mem.NumGC
+		runtime.ReadMemStats(&mem)
+		metrics.Read(sched)
+		h := sched[0].Value.Float64Histogram()
+		h = &metrics.Float64Histogram{Counts: slices.Clone(h.Counts), Buckets: h.Buckets}
+		if cur >= 0 && turns > len(targets) && lastLat != nil {
+			w := waits[cur]
+			if w == nil {
+				w = &metrics.Float64Histogram{Counts: make([]uint64, len(h.Counts)), Buckets: h.Buckets}
+				waits[cur] = w
+			}
+			for j := range h.Counts {
+				w.Counts[j] += h.Counts[j] - lastLat.Counts[j]
+			}
+		}
+		lastLat = h
 		if cur >= 0 && turns > len(targets) {
 			cpu[cur] += now - since
+			alloc[cur] += mem.TotalAlloc - a
+			gcs[cur] += mem.NumGC - n
+			wall[cur] += time.Since(at)
 		}
 		turns++
-		cur, since = i, now
+		cur, since, at = i, now, time.Now()
 	}
 	for b.Loop() {
 		res := openloop.Rounds(context.Background(), targets, openloop.Options{Rate: rate, Total: dur, Round: benchRound}, before)
@@ -808,6 +859,19 @@ func BenchmarkRecordOverhead(b *testing.B) {
 	b.ReportMetric(float64(rec)/float64(plain), "rec/plain-added-p50")
 	b.ReportMetric(float64(openloop.Quantile(lat[1], 0.99).Microseconds()), "plain-p99-µs")
 	b.ReportMetric(float64(openloop.Quantile(lat[2], 0.99).Microseconds()), "rec-p99-µs")
+	for i, name := range []string{"plain", "rec"} {
+		if sec := wall[i+1].Seconds(); sec > 0 {
+			// The turns' requests were sent at rate.
+			b.ReportMetric(float64(alloc[i+1])/sec/float64(rate), name+"-alloc-B/req")
+			b.ReportMetric(float64(gcs[i+1])/wall[i+1].Seconds(), name+"-gc/s")
+		}
+	}
+	for i, name := range []string{"plain", "rec"} {
+		if w := waits[i+1]; w != nil {
+			b.ReportMetric(histQuantile(w, 0.99)*1e6, name+"-sched-p99-µs")
+			b.ReportMetric(histMean(w)*1e6, name+"-sched-mean-µs")
+		}
+	}
 	if cpu[2] > 0 && sent[2] > 0 {
 		b.ReportMetric(float64((cpu[2]-cpu[1]).Microseconds())/float64(sent[2]), "cpu-µs/record")
 	}
@@ -816,6 +880,45 @@ func BenchmarkRecordOverhead(b *testing.B) {
 	for _, reason := range []string{"queue_full", "store_error", "shutdown"} {
 		b.ReportMetric(e.metric(`ctxkit_gateway_records_dropped_total{reason="`+reason+`"}`), "records-"+reason)
 	}
+}
+
+// histQuantile is the q quantile of h, the upper bound of its bucket.
+func histQuantile(h *metrics.Float64Histogram, q float64) float64 {
+	var n uint64
+	for _, c := range h.Counts {
+		n += c
+	}
+	want := uint64(math.Ceil(q * float64(n)))
+	var seen uint64
+	for j, c := range h.Counts {
+		if seen += c; seen >= want && c > 0 {
+			return h.Buckets[j+1]
+		}
+	}
+	return 0
+}
+
+// histMean is the mean of h, each bucket at its middle (its lower bound
+// when unbounded).
+func histMean(h *metrics.Float64Histogram) float64 {
+	var n uint64
+	var sum float64
+	for j, c := range h.Counts {
+		lo, hi := h.Buckets[j], h.Buckets[j+1]
+		mid := lo
+		if !math.IsInf(hi, 0) && !math.IsInf(lo, 0) {
+			mid = (lo + hi) / 2
+		}
+		if math.IsInf(mid, 0) {
+			continue
+		}
+		n += c
+		sum += float64(c) * mid
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }
 
 // FuzzGatewayUsage sends arbitrary queries to GET /gateway/usage: each is
