@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -281,45 +280,6 @@ func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	return nil
 }
 
-// unflushedTx is inTx whose commit is not flushed to disk by itself:
-// synchronous NORMAL on the writing connection for the transaction, FULL
-// again before the connection goes back to the pool (see
-// CreateBatchUnflushed).
-func (d *DB) unflushedTx(ctx context.Context, f func(*sql.Tx) error) error {
-	if e := d.corrupt.Load(); e != nil {
-		return e
-	}
-	c, err := d.w.Conn(ctx)
-	if err != nil {
-		return d.fail(err)
-	}
-	defer c.Close()
-	if _, err := c.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
-		return d.fail(err)
-	}
-	defer func() {
-		if _, err := c.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`); err != nil {
-			// Never hand the connection back to other writes without
-			// their flush: drop it.
-			c.Raw(func(any) error { return driver.ErrBadConn })
-		}
-	}()
-	tx, err := c.BeginTx(ctx, nil)
-	if err != nil {
-		return d.fail(err)
-	}
-	if err := f(tx); err != nil {
-		tx.Rollback()
-		return d.fail(err)
-	}
-	if err := tx.Commit(); err != nil {
-		c.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
-		return d.fail(err)
-	}
-	d.feed.Wake()
-	return nil
-}
-
 const columns = `id, owner_id, title, description, semantic_version, context, tags, schema_name, llm_hints,
 	visibility, sensitivity, version, checksum, expires_at, max_reads, reads, created_at, created_by,
 	updated_at, updated_by, size_bytes`
@@ -450,23 +410,6 @@ func create(ctx context.Context, tx execer, a store.Actor, b store.Breadcrumb, i
 // (and not the database as a whole) is it made again with a savepoint
 // per create, the one at fault failing alone.
 func (d *DB) CreateBatch(ctx context.Context, cs []store.Creation) ([]store.CreateResult, error) {
-	return d.createBatch(ctx, cs, true)
-}
-
-// CreateBatchUnflushed is CreateBatch whose commit is not flushed to
-// disk by itself (synchronous NORMAL, for its transaction only), for
-// breadcrumbs their writer may lose (the gateway's traffic records,
-// which a full queue drops anyway). A crash of the process loses nothing
-// of a commit (WAL); a power or system failure may lose the last such
-// commits, never an earlier one nor any other write, and the next write
-// with synchronous FULL (every other write) flushes them with its own.
-// Other writes keep synchronous FULL: the pragma is set back before the
-// connection serves them, or the connection is dropped.
-func (d *DB) CreateBatchUnflushed(ctx context.Context, cs []store.Creation) ([]store.CreateResult, error) {
-	return d.createBatch(ctx, cs, false)
-}
-
-func (d *DB) createBatch(ctx context.Context, cs []store.Creation, flush bool) ([]store.CreateResult, error) {
 	if err := store.CheckBatch(cs); err != nil {
 		return nil, err
 	}
@@ -482,12 +425,8 @@ func (d *DB) createBatch(ctx context.Context, cs []store.Creation, flush bool) (
 	if todo == 0 {
 		return out, nil
 	}
-	tx := d.inTx
-	if !flush {
-		tx = d.unflushedTx
-	}
 	run := func(savepoints bool) error {
-		return tx(ctx, func(sqlTx *sql.Tx) error {
+		return d.inTx(ctx, func(sqlTx *sql.Tx) error {
 			tx := &stmtCache{Tx: sqlTx, kept: &d.batchStmts}
 			// The statements run on a context that is never done: given
 			// one that can be, the driver starts a goroutine to watch it

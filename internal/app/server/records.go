@@ -367,10 +367,10 @@ func (rc *exchangeRecorder) build(batch []*gateway.Exchange, between func()) ([]
 
 // commit writes cs, the breadcrumbs of xs, in one call to the store.
 // Records are flushed to disk by their commit like every other write
-// (synchronous FULL on SQLite): written without it
-// (CreateBatchUnflushed), they added as much to the requests' latency
-// (BenchmarkRecordOverhead's variants full and normal), so a power
-// failure losing the last ones would buy nothing.
+// (synchronous FULL on SQLite): written without it (synchronous NORMAL
+// for their transaction), they added as much to the requests' latency
+// in BenchmarkRecordOverhead, so a power failure losing the last ones
+// would buy nothing.
 func (rc *exchangeRecorder) commit(cs []store.Creation, xs []*gateway.Exchange) {
 	if len(cs) == 0 {
 		return

@@ -731,7 +731,7 @@ const benchRound = time.Second
 // changes it. What they showed on a loaded 2-core machine: the ratio
 // follows the writer's CPU per record, nearly all of it the store's
 // write (discard and build stay near 1); neither the commit's flush
-// (full and normal alike), nor collections (GOGC=400 alike), nor
+// (a commit without it measured the same), nor collections (GOGC=400 alike), nor
 // yielding or smaller batches (worse: a commit's CPU is paid per batch)
 // take it down.
 func BenchmarkRecordOverhead(b *testing.B) {
