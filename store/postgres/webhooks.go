@@ -437,51 +437,56 @@ func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, limit int, wit
 	return cs, missed, err
 }
 
-// AdvanceWebhooks implements store.Webhooks in three round trips
-// whatever the number of webhooks: the cursors' compare-and-sets are
-// pipelined, in webhook id order (as SettleDeliveries locks webhooks, so
-// the two never wait on each other in a cycle), and the deliveries of
-// those that moved are inserted by one statement with the commit. The
-// compare-and-set makes one replica's fan-out win: another's UPDATE
-// waits on the row lock and then finds the cursor moved. A webhook
-// advanced twice in as is advanced in a second wave, after the first.
+// AdvanceWebhooks implements store.Webhooks in two round trips
+// whatever the number of webhooks: BEGIN and the cursors'
+// compare-and-sets, in webhook id order (as SettleDeliveries locks
+// webhooks, so the two never wait on each other in a cycle); then the
+// deliveries of those that moved, inserted by one statement, with
+// COMMIT. The compare-and-set makes one replica's fan-out win: another's
+// UPDATE waits on the row lock and then finds the cursor moved. A
+// webhook advanced twice in as is advanced in a second wave (a round
+// trip more), after the first.
 func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, error) {
 	errs := make([]error, len(as))
 	keys := make([]string, len(as))
 	for i, a := range as {
 		keys[i] = a.Webhook.ID
 	}
-	err := d.inTx(ctx, system, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+	err := d.pipeTx(ctx, system, func(p *txPipe) error {
 		now := micro(d.stamp())
-		var (
-			ids, hooks, owners, kinds []string
-			seqs                      []int64
-			bodies                    [][]byte
-		)
 		for _, wave := range waves(keys) {
 			order := slices.Clone(wave)
 			slices.SortStableFunc(order, func(i, j int) int { return strings.Compare(as[i].Webhook.ID, as[j].Webhook.ID) })
 			b := &pgx.Batch{}
 			for _, i := range order {
+				errs[i] = nil
 				a := as[i]
 				b.Queue(`UPDATE webhooks SET cursor = $1, missed_through = GREATEST(missed_through, $2) WHERE id = $3 AND cursor = $4`,
 					a.Upto, a.Missed, a.Webhook.ID, a.Webhook.Cursor)
 			}
-			br := c.SendBatch(ctx, b)
+			br, err := p.send(b, false)
+			if err != nil {
+				return err
+			}
 			for _, i := range order {
 				ct, err := br.Exec()
 				if err != nil {
 					br.Close()
-					return nil, err
+					return err
 				}
 				if ct.RowsAffected() == 0 {
 					errs[i] = store.ErrCursorMoved
 				}
 			}
 			if err := br.Close(); err != nil {
-				return nil, err
+				return err
 			}
 		}
+		var (
+			ids, hooks, owners, kinds []string
+			seqs                      []int64
+			bodies                    [][]byte
+		)
 		for i, a := range as {
 			if errs[i] != nil {
 				continue
@@ -489,21 +494,25 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 			for _, nd := range a.Deliveries {
 				id, err := uuid.NewV7()
 				if err != nil {
-					return nil, err
+					return err
 				}
 				ids, hooks, owners = append(ids, id.String()), append(hooks, a.Webhook.ID), append(owners, a.Webhook.OwnerID)
 				seqs, kinds, bodies = append(seqs, nd.Seq), append(kinds, nd.Kind), append(bodies, nd.Event)
 			}
 		}
 		if len(ids) == 0 {
-			return nil, nil
+			return nil
 		}
 		writes := &pgx.Batch{}
 		writes.Queue(`INSERT INTO webhook_deliveries (id, webhook_id, owner_id, seq, kind, body, status, first_due, next_at, created_at, updated_at)
 			SELECT v.id, v.webhook_id, v.owner_id, v.seq, v.kind, v.body, 'pending', $1, $1, $1, $1
 			FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bytea[]) AS v(id, webhook_id, owner_id, seq, kind, body)
 			ON CONFLICT DO NOTHING`, now, ids, hooks, owners, seqs, kinds, bodies)
-		return writes, nil
+		br, err := p.send(writes, true)
+		if err != nil {
+			return err
+		}
+		return br.Close()
 	})
 	if err != nil {
 		return nil, err
@@ -511,83 +520,74 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 	return errs, nil
 }
 
-// ClaimDeliveries implements store.Webhooks: the due deliveries of each
-// webhook are ranked (at most PerWebhook each) without locks, those
-// within the room of their webhook (1 while failing) and of their owner
-// are chosen, oldest due first, then those
-// chosen are leased with FOR UPDATE SKIP LOCKED, which checks each again
-// under its lock: one another replica leased in between is skipped.
+// ClaimDeliveries implements store.Webhooks in two round trips, each
+// one statement: the due deliveries of each webhook are ranked (at most
+// PerWebhook each) without locks, those within the room of their webhook
+// (1 while failing) and of their owner are chosen, oldest due first,
+// then those chosen are leased with FOR UPDATE SKIP LOCKED, which checks
+// each again under its lock: one another replica leased in between is
+// skipped.
 func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]store.ClaimedDelivery, error) {
 	if c.Limit <= 0 || c.PerWebhook <= 0 {
 		return nil, nil
 	}
+	now := d.stamp()
+	taken, ownerTaken := map[string]int{}, map[string]int{}
+	var ids []string
+	// Per webhook, its first PerWebhook due deliveries (an index range
+	// each), so a long backlog of one is never scanned whole.
+	err := d.query(ctx, system, `SELECT d.id, d.webhook_id, w.owner_id, w.failing_since FROM webhooks w CROSS JOIN LATERAL (
+		SELECT x.id, x.webhook_id, x.next_at FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending'
+		AND x.next_at <= $1 AND x.lease_until <= $1 ORDER BY x.next_at, x.id LIMIT $2) d
+		WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`, []any{micro(now), c.PerWebhook}, func(rows pgx.Rows) error {
+		var (
+			id, hook, owner string
+			failing         int64
+		)
+		if err := rows.Scan(&id, &hook, &owner, &failing); err != nil {
+			return err
+		}
+		if len(ids) >= c.Limit || taken[hook] >= c.Room(hook, failing != 0) || ownerTaken[owner] >= c.OwnerRoom(owner) {
+			return nil
+		}
+		taken[hook]++
+		ownerTaken[owner]++
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	lease := c.Lease
+	if lease <= 0 {
+		lease = time.Minute
+	}
+	tok, err := uuid.NewRandom()
+	if err != nil {
+		return nil, err
+	}
 	var out []store.ClaimedDelivery
-	err := d.tx(ctx, system, func(conn *pgxpool.Conn) error {
-		now := d.stamp()
-		// Per webhook, its first PerWebhook due deliveries (an index
-		// range each), so a long backlog of one is never scanned whole.
-		rows, err := conn.Query(ctx, `SELECT d.id, d.webhook_id, w.owner_id, w.failing_since FROM webhooks w CROSS JOIN LATERAL (
-			SELECT x.id, x.webhook_id, x.next_at FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending'
-			AND x.next_at <= $1 AND x.lease_until <= $1 ORDER BY x.next_at, x.id LIMIT $2) d
-			WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`, micro(now), c.PerWebhook)
-		if err != nil {
-			return err
-		}
-		taken, ownerTaken := map[string]int{}, map[string]int{}
-		var ids []string
-		for rows.Next() && len(ids) < c.Limit {
-			var (
-				id, hook, owner string
-				failing         int64
-			)
-			if err := rows.Scan(&id, &hook, &owner, &failing); err != nil {
-				rows.Close()
-				return err
-			}
-			if taken[hook] >= c.Room(hook, failing != 0) || ownerTaken[owner] >= c.OwnerRoom(owner) {
-				continue
-			}
-			taken[hook]++
-			ownerTaken[owner]++
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || len(ids) == 0 {
-			return err
-		}
-		lease := c.Lease
-		if lease <= 0 {
-			lease = time.Minute
-		}
-		tok, err := uuid.NewRandom()
-		if err != nil {
-			return err
-		}
-		// Each chosen delivery is locked by a lookup of its own (the
-		// LIMIT keeps the subquery from being flattened into a join), so
-		// the plan is by primary key whatever the planner believes of the
-		// table: with statistics older than the queue's last minutes it
-		// would scan every pending delivery instead.
-		rows, err = conn.Query(ctx, `UPDATE webhook_deliveries d SET lease = $1, lease_until = $2
-			FROM webhooks w WHERE w.id = d.webhook_id AND d.id = ANY(ARRAY(
-				SELECT x.id FROM unnest($3::text[]) AS u(id) CROSS JOIN LATERAL (
-					SELECT id FROM webhook_deliveries WHERE id = u.id AND status = 'pending' AND lease_until <= $4
-					LIMIT 1 FOR UPDATE SKIP LOCKED) x))
-			RETURNING d.id, d.webhook_id, d.seq, d.kind, d.status, d.attempts, d.first_due, d.next_at, d.reason, d.created_at, d.updated_at,
-				d.body, w.owner_id, w.url, w.secret, w.prev_secret, w.prev_until, w.failing_since, w.agent_id, w.curator, w.payload,
-				w.token_id, w.token_issued`,
-			tok.String(), micro(now.Add(lease)), ids, micro(now))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+	// One statement, atomic on its own. Each chosen delivery is locked by
+	// a lookup of its own (the LIMIT keeps the subquery from being
+	// flattened into a join), so the plan is by primary key whatever the
+	// planner believes of the table: with statistics older than the
+	// queue's last minutes it would scan every pending delivery instead.
+	err = d.query(ctx, system, `UPDATE webhook_deliveries d SET lease = $1, lease_until = $2
+		FROM webhooks w WHERE w.id = d.webhook_id AND d.id = ANY(ARRAY(
+			SELECT x.id FROM unnest($3::text[]) AS u(id) CROSS JOIN LATERAL (
+				SELECT id FROM webhook_deliveries WHERE id = u.id AND status = 'pending' AND lease_until <= $4
+				LIMIT 1 FOR UPDATE SKIP LOCKED) x))
+		RETURNING d.id, d.webhook_id, d.seq, d.kind, d.status, d.attempts, d.first_due, d.next_at, d.reason, d.created_at, d.updated_at,
+			d.body, w.owner_id, w.url, w.secret, w.prev_secret, w.prev_until, w.failing_since, w.agent_id, w.curator, w.payload,
+			w.token_id, w.token_issued`,
+		[]any{tok.String(), micro(now.Add(lease)), ids, micro(now)}, func(rows pgx.Rows) error {
 			var (
 				cd             store.ClaimedDelivery
 				until, failing int64
 				issued         int64
 				payload        string
 				body           []byte
+				err            error
 			)
 			cd.Delivery, err = scanDelivery(rows, &body, &cd.OwnerID, &cd.URL, &cd.Keys.Current, &cd.Keys.Previous, &until, &failing,
 				&cd.Hook.AgentID, &cd.Hook.Curator, &payload, &cd.Hook.TokenID, &issued)
@@ -598,9 +598,8 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 			cd.Hook.ID, cd.Hook.OwnerID, cd.Hook.Payload, cd.Hook.TokenIssued = cd.WebhookID, cd.OwnerID, store.WebhookPayload(payload), fromMicro(issued)
 			cd.Keys.PreviousUntil, cd.FailingSince, cd.Lease = fromMicro(until), fromMicro(failing), tok.String()
 			out = append(out, cd)
-		}
-		return rows.Err()
-	})
+			return nil
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -608,17 +607,17 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 }
 
 // SettleDeliveries implements store.Webhooks in two round trips
-// whatever the number of settles: the deliveries' updates are pipelined,
-// one statement each (a lookup by primary key, whatever the planner
-// believes of the table, and in order, so a delivery settled twice in ss
-// keeps the first settle); then, pipelined with the commit, each
-// webhook's failing_since takes the value its settles in order leave
-// (one statement per webhook, in id order, as AdvanceWebhooks locks
-// webhooks, so the two never wait on each other in a cycle) and the
-// attempts are inserted by one statement.
+// whatever the number of settles: BEGIN and the deliveries' updates, one
+// statement each (a lookup by primary key, whatever the planner believes
+// of the table, and in order, so a delivery settled twice in ss keeps
+// the first settle); then, with COMMIT, each webhook's failing_since
+// takes the value its settles in order leave (one statement per webhook,
+// in id order, as AdvanceWebhooks locks webhooks, so the two never wait
+// on each other in a cycle) and the attempts are inserted by one
+// statement.
 func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, error) {
 	errs := make([]error, len(ss))
-	err := d.inTx(ctx, system, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+	err := d.pipeTx(ctx, system, func(p *txPipe) error {
 		now := d.stamp()
 		hooks := make([]string, len(ss)) // of each settle that held its lease
 		b := &pgx.Batch{}
@@ -642,27 +641,34 @@ func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, 
 				string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease)
 			queued = append(queued, i)
 		}
-		if len(queued) > 0 {
-			br := c.SendBatch(ctx, b)
-			for _, i := range queued {
-				err := br.QueryRow().Scan(&hooks[i])
-				if errors.Is(err, pgx.ErrNoRows) {
-					errs[i] = store.ErrLeaseLost
-					continue
-				}
-				if err != nil {
-					br.Close()
-					return nil, err
-				}
+		if len(queued) == 0 {
+			return nil
+		}
+		br, err := p.send(b, false)
+		if err != nil {
+			return err
+		}
+		for _, i := range queued {
+			err := br.QueryRow().Scan(&hooks[i])
+			if errors.Is(err, pgx.ErrNoRows) {
+				errs[i] = store.ErrLeaseLost
+				continue
 			}
-			if err := br.Close(); err != nil {
-				return nil, err
+			if err != nil {
+				br.Close()
+				return err
 			}
+		}
+		if err := br.Close(); err != nil {
+			return err
 		}
 		writes := &pgx.Batch{}
 		queueFailing(writes, ss, hooks)
 		queueAttempts(writes, ss, hooks)
-		return writes, nil
+		if br, err = p.send(writes, true); err != nil {
+			return err
+		}
+		return br.Close()
 	})
 	if err != nil {
 		return nil, err

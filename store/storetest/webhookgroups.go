@@ -47,7 +47,8 @@ func testWebhookSettleGroup(t *testing.T, s store.Store) {
 	at := func(n int) time.Time { return base.Add(time.Duration(n) * time.Second) }
 	retry := func(cd store.ClaimedDelivery, failed time.Time) store.Settle {
 		return store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryPending, Attempted: true, Failed: failed,
-			Attempt: &store.DeliveryAttempt{DeliveryID: cd.ID, WebhookID: cd.WebhookID, At: failed, Status: 503, Class: "status", Verdict: "retry"}}
+			Attempt: &store.DeliveryAttempt{DeliveryID: cd.ID, WebhookID: cd.WebhookID, At: failed, Status: 503, Class: "status", Verdict: "retry",
+				Excerpt: "busy\x00"}} // a NUL byte in the receiver's answer
 	}
 	delivered := func(cd store.ClaimedDelivery, when time.Time) store.Settle {
 		return store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryDelivered, Attempted: true,
@@ -140,6 +141,9 @@ func testWebhookSettleGroup(t *testing.T, s store.Store) {
 	}
 	if err != nil || !slices.EqualFunc(when, []time.Time{at(10), at(8), at(3)}, time.Time.Equal) {
 		t.Fatalf("attempts of a retried delivery at %v, want at 10 s, 8 s, 3 s: %v", when, err)
+	}
+	if ats[0].Excerpt != "busy\uFFFD" {
+		t.Fatalf("excerpt %q, want the NUL byte replaced", ats[0].Excerpt)
 	}
 }
 
