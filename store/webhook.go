@@ -494,8 +494,11 @@ type Webhooks interface {
 }
 
 // CutExcerpt bounds an attempt's excerpt to MaxAttemptExcerpt bytes of
-// whole UTF-8 characters.
+// whole UTF-8 characters, NUL bytes replaced by U+FFFD: PostgreSQL's text
+// holds none, and a receiver's answer with one would otherwise fail the
+// transaction that keeps its attempt, with every settle committed beside it.
 func CutExcerpt(s string) string {
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	if len(s) <= MaxAttemptExcerpt {
 		return s
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -435,22 +437,58 @@ func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, limit int, wit
 	return cs, missed, err
 }
 
-// AdvanceWebhooks implements store.Webhooks. The compare-and-set on
-// each cursor makes one replica's fan-out win: another's UPDATE waits on
-// the row lock and then finds the cursor moved.
+// AdvanceWebhooks implements store.Webhooks in two round trips
+// whatever the number of webhooks: BEGIN and the cursors'
+// compare-and-sets, in webhook id order (as SettleDeliveries locks
+// webhooks, so the two never wait on each other in a cycle); then the
+// deliveries of those that moved, inserted by one statement, with
+// COMMIT. The compare-and-set makes one replica's fan-out win: another's
+// UPDATE waits on the row lock and then finds the cursor moved. A
+// webhook advanced twice in as is advanced in a second wave (a round
+// trip more), after the first.
 func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, error) {
 	errs := make([]error, len(as))
-	err := d.tx(ctx, system, func(c *pgxpool.Conn) error {
+	keys := make([]string, len(as))
+	for i, a := range as {
+		keys[i] = a.Webhook.ID
+	}
+	err := d.pipeTx(ctx, system, func(p *txPipe) error {
 		now := micro(d.stamp())
-		batch := &pgx.Batch{}
-		for i, a := range as {
-			ct, err := c.Exec(ctx, `UPDATE webhooks SET cursor = $1, missed_through = GREATEST(missed_through, $2) WHERE id = $3 AND cursor = $4`,
-				a.Upto, a.Missed, a.Webhook.ID, a.Webhook.Cursor)
+		for _, wave := range waves(keys) {
+			order := slices.Clone(wave)
+			slices.SortStableFunc(order, func(i, j int) int { return strings.Compare(as[i].Webhook.ID, as[j].Webhook.ID) })
+			b := &pgx.Batch{}
+			for _, i := range order {
+				errs[i] = nil
+				a := as[i]
+				b.Queue(`UPDATE webhooks SET cursor = $1, missed_through = GREATEST(missed_through, $2) WHERE id = $3 AND cursor = $4`,
+					a.Upto, a.Missed, a.Webhook.ID, a.Webhook.Cursor)
+			}
+			br, err := p.send(b, false)
 			if err != nil {
 				return err
 			}
-			if ct.RowsAffected() == 0 {
-				errs[i] = store.ErrCursorMoved
+			for _, i := range order {
+				ct, err := br.Exec()
+				if err != nil {
+					br.Close()
+					return err
+				}
+				if ct.RowsAffected() == 0 {
+					errs[i] = store.ErrCursorMoved
+				}
+			}
+			if err := br.Close(); err != nil {
+				return err
+			}
+		}
+		var (
+			ids, hooks, owners, kinds []string
+			seqs                      []int64
+			bodies                    [][]byte
+		)
+		for i, a := range as {
+			if errs[i] != nil {
 				continue
 			}
 			for _, nd := range a.Deliveries {
@@ -458,15 +496,23 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 				if err != nil {
 					return err
 				}
-				batch.Queue(`INSERT INTO webhook_deliveries (id, webhook_id, owner_id, seq, kind, body, status, first_due, next_at,
-					created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, $7) ON CONFLICT DO NOTHING`,
-					id.String(), a.Webhook.ID, a.Webhook.OwnerID, nd.Seq, nd.Kind, nd.Event, now)
+				ids, hooks, owners = append(ids, id.String()), append(hooks, a.Webhook.ID), append(owners, a.Webhook.OwnerID)
+				seqs, kinds, bodies = append(seqs, nd.Seq), append(kinds, nd.Kind), append(bodies, nd.Event)
 			}
 		}
-		if batch.Len() == 0 {
+		if len(ids) == 0 {
 			return nil
 		}
-		return c.SendBatch(ctx, batch).Close()
+		writes := &pgx.Batch{}
+		writes.Queue(`INSERT INTO webhook_deliveries (id, webhook_id, owner_id, seq, kind, body, status, first_due, next_at, created_at, updated_at)
+			SELECT v.id, v.webhook_id, v.owner_id, v.seq, v.kind, v.body, 'pending', $1, $1, $1, $1
+			FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bytea[]) AS v(id, webhook_id, owner_id, seq, kind, body)
+			ON CONFLICT DO NOTHING`, now, ids, hooks, owners, seqs, kinds, bodies)
+		br, err := p.send(writes, true)
+		if err != nil {
+			return err
+		}
+		return br.Close()
 	})
 	if err != nil {
 		return nil, err
@@ -474,76 +520,74 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 	return errs, nil
 }
 
-// ClaimDeliveries implements store.Webhooks: the due deliveries of each
-// webhook are ranked (at most PerWebhook each) without locks, those
-// within the room of their webhook (1 while failing) and of their owner
-// are chosen, oldest due first, then those
-// chosen are leased with FOR UPDATE SKIP LOCKED, which checks each again
-// under its lock: one another replica leased in between is skipped.
+// ClaimDeliveries implements store.Webhooks in two round trips, each
+// one statement: the due deliveries of each webhook are ranked (at most
+// PerWebhook each) without locks, those within the room of their webhook
+// (1 while failing) and of their owner are chosen, oldest due first,
+// then those chosen are leased with FOR UPDATE SKIP LOCKED, which checks
+// each again under its lock: one another replica leased in between is
+// skipped.
 func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]store.ClaimedDelivery, error) {
 	if c.Limit <= 0 || c.PerWebhook <= 0 {
 		return nil, nil
 	}
+	now := d.stamp()
+	taken, ownerTaken := map[string]int{}, map[string]int{}
+	var ids []string
+	// Per webhook, its first PerWebhook due deliveries (an index range
+	// each), so a long backlog of one is never scanned whole.
+	err := d.query(ctx, system, `SELECT d.id, d.webhook_id, w.owner_id, w.failing_since FROM webhooks w CROSS JOIN LATERAL (
+		SELECT x.id, x.webhook_id, x.next_at FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending'
+		AND x.next_at <= $1 AND x.lease_until <= $1 ORDER BY x.next_at, x.id LIMIT $2) d
+		WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`, []any{micro(now), c.PerWebhook}, func(rows pgx.Rows) error {
+		var (
+			id, hook, owner string
+			failing         int64
+		)
+		if err := rows.Scan(&id, &hook, &owner, &failing); err != nil {
+			return err
+		}
+		if len(ids) >= c.Limit || taken[hook] >= c.Room(hook, failing != 0) || ownerTaken[owner] >= c.OwnerRoom(owner) {
+			return nil
+		}
+		taken[hook]++
+		ownerTaken[owner]++
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	lease := c.Lease
+	if lease <= 0 {
+		lease = time.Minute
+	}
+	tok, err := uuid.NewRandom()
+	if err != nil {
+		return nil, err
+	}
 	var out []store.ClaimedDelivery
-	err := d.tx(ctx, system, func(conn *pgxpool.Conn) error {
-		now := d.stamp()
-		// Per webhook, its first PerWebhook due deliveries (an index
-		// range each), so a long backlog of one is never scanned whole.
-		rows, err := conn.Query(ctx, `SELECT d.id, d.webhook_id, w.owner_id, w.failing_since FROM webhooks w CROSS JOIN LATERAL (
-			SELECT x.id, x.webhook_id, x.next_at FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending'
-			AND x.next_at <= $1 AND x.lease_until <= $1 ORDER BY x.next_at, x.id LIMIT $2) d
-			WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`, micro(now), c.PerWebhook)
-		if err != nil {
-			return err
-		}
-		taken, ownerTaken := map[string]int{}, map[string]int{}
-		var ids []string
-		for rows.Next() && len(ids) < c.Limit {
-			var (
-				id, hook, owner string
-				failing         int64
-			)
-			if err := rows.Scan(&id, &hook, &owner, &failing); err != nil {
-				rows.Close()
-				return err
-			}
-			if taken[hook] >= c.Room(hook, failing != 0) || ownerTaken[owner] >= c.OwnerRoom(owner) {
-				continue
-			}
-			taken[hook]++
-			ownerTaken[owner]++
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || len(ids) == 0 {
-			return err
-		}
-		lease := c.Lease
-		if lease <= 0 {
-			lease = time.Minute
-		}
-		tok, err := uuid.NewRandom()
-		if err != nil {
-			return err
-		}
-		rows, err = conn.Query(ctx, `UPDATE webhook_deliveries d SET lease = $1, lease_until = $2
-			FROM webhooks w WHERE w.id = d.webhook_id AND d.id IN (
-				SELECT id FROM webhook_deliveries WHERE id = ANY($3) AND status = 'pending' AND lease_until <= $4 FOR UPDATE SKIP LOCKED)
-			RETURNING d.id, d.webhook_id, d.seq, d.kind, d.status, d.attempts, d.first_due, d.next_at, d.reason, d.created_at, d.updated_at,
-				d.body, w.owner_id, w.url, w.secret, w.prev_secret, w.prev_until, w.failing_since, w.agent_id, w.curator, w.payload,
-				w.token_id, w.token_issued`,
-			tok.String(), micro(now.Add(lease)), ids, micro(now))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+	// One statement, atomic on its own. Each chosen delivery is locked by
+	// a lookup of its own (the LIMIT keeps the subquery from being
+	// flattened into a join), so the plan is by primary key whatever the
+	// planner believes of the table: with statistics older than the
+	// queue's last minutes it would scan every pending delivery instead.
+	err = d.query(ctx, system, `UPDATE webhook_deliveries d SET lease = $1, lease_until = $2
+		FROM webhooks w WHERE w.id = d.webhook_id AND d.id = ANY(ARRAY(
+			SELECT x.id FROM unnest($3::text[]) AS u(id) CROSS JOIN LATERAL (
+				SELECT id FROM webhook_deliveries WHERE id = u.id AND status = 'pending' AND lease_until <= $4
+				LIMIT 1 FOR UPDATE SKIP LOCKED) x))
+		RETURNING d.id, d.webhook_id, d.seq, d.kind, d.status, d.attempts, d.first_due, d.next_at, d.reason, d.created_at, d.updated_at,
+			d.body, w.owner_id, w.url, w.secret, w.prev_secret, w.prev_until, w.failing_since, w.agent_id, w.curator, w.payload,
+			w.token_id, w.token_issued`,
+		[]any{tok.String(), micro(now.Add(lease)), ids, micro(now)}, func(rows pgx.Rows) error {
 			var (
 				cd             store.ClaimedDelivery
 				until, failing int64
 				issued         int64
 				payload        string
 				body           []byte
+				err            error
 			)
 			cd.Delivery, err = scanDelivery(rows, &body, &cd.OwnerID, &cd.URL, &cd.Keys.Current, &cd.Keys.Previous, &until, &failing,
 				&cd.Hook.AgentID, &cd.Hook.Curator, &payload, &cd.Hook.TokenID, &issued)
@@ -554,31 +598,77 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 			cd.Hook.ID, cd.Hook.OwnerID, cd.Hook.Payload, cd.Hook.TokenIssued = cd.WebhookID, cd.OwnerID, store.WebhookPayload(payload), fromMicro(issued)
 			cd.Keys.PreviousUntil, cd.FailingSince, cd.Lease = fromMicro(until), fromMicro(failing), tok.String()
 			out = append(out, cd)
-		}
-		return rows.Err()
-	})
+			return nil
+		})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// SettleDeliveries implements store.Webhooks.
+// SettleDeliveries implements store.Webhooks in two round trips
+// whatever the number of settles: BEGIN and the deliveries' updates, one
+// statement each (a lookup by primary key, whatever the planner believes
+// of the table, and in order, so a delivery settled twice in ss keeps
+// the first settle); then, with COMMIT, each webhook's failing_since
+// takes the value its settles in order leave (one statement per webhook,
+// in id order, as AdvanceWebhooks locks webhooks, so the two never wait
+// on each other in a cycle) and the attempts are inserted by one
+// statement.
 func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, error) {
 	errs := make([]error, len(ss))
-	err := d.tx(ctx, system, func(c *pgxpool.Conn) error {
+	err := d.pipeTx(ctx, system, func(p *txPipe) error {
 		now := d.stamp()
+		hooks := make([]string, len(ss)) // of each settle that held its lease
+		b := &pgx.Batch{}
+		var queued []int
 		for i, s := range ss {
-			err := settle(ctx, c, now, s)
-			if errors.Is(err, store.ErrLeaseLost) {
-				errs[i] = err
+			errs[i] = nil
+			if s.Lease == "" {
+				errs[i] = store.ErrLeaseLost
+				continue
+			}
+			next := micro(s.NextAt)
+			if next == 0 {
+				next = micro(now)
+			}
+			attempted := 0
+			if s.Attempted {
+				attempted = 1
+			}
+			b.Queue(`UPDATE webhook_deliveries SET status = $1, next_at = $2, attempts = attempts + $3, reason = $4,
+				lease = '', lease_until = 0, updated_at = $5 WHERE id = $6 AND lease = $7 AND status = 'pending' RETURNING webhook_id`,
+				string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease)
+			queued = append(queued, i)
+		}
+		if len(queued) == 0 {
+			return nil
+		}
+		br, err := p.send(b, false)
+		if err != nil {
+			return err
+		}
+		for _, i := range queued {
+			err := br.QueryRow().Scan(&hooks[i])
+			if errors.Is(err, pgx.ErrNoRows) {
+				errs[i] = store.ErrLeaseLost
 				continue
 			}
 			if err != nil {
+				br.Close()
 				return err
 			}
 		}
-		return nil
+		if err := br.Close(); err != nil {
+			return err
+		}
+		writes := &pgx.Batch{}
+		queueFailing(writes, ss, hooks)
+		queueAttempts(writes, ss, hooks)
+		if br, err = p.send(writes, true); err != nil {
+			return err
+		}
+		return br.Close()
 	})
 	if err != nil {
 		return nil, err
@@ -586,38 +676,102 @@ func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, 
 	return errs, nil
 }
 
-func settle(ctx context.Context, c *pgxpool.Conn, now time.Time, s store.Settle) error {
-	if s.Lease == "" {
-		return store.ErrLeaseLost
+// failingChange is what a settle group does to one webhook's
+// failing_since: a success clears it and a failure sets it when clear,
+// so in order the last success (if any) clears it and the first failure
+// after sets it.
+type failingChange struct {
+	cleared bool  // a success: the value is set whatever it was
+	since   int64 // the value left: 0, or the failure's start
+}
+
+// queueFailing queues the failing_since updates of the settles that held
+// their lease (hooks[i] set), one per webhook, in webhook id order.
+func queueFailing(b *pgx.Batch, ss []store.Settle, hooks []string) {
+	changes := map[string]*failingChange{}
+	for i, s := range ss {
+		if hooks[i] == "" {
+			continue
+		}
+		ch := changes[hooks[i]]
+		switch {
+		case s.Status == store.DeliveryDelivered:
+			if ch == nil {
+				ch = &failingChange{}
+				changes[hooks[i]] = ch
+			}
+			ch.cleared, ch.since = true, 0
+		case !s.Failed.IsZero():
+			if ch == nil {
+				ch = &failingChange{}
+				changes[hooks[i]] = ch
+			}
+			if ch.since == 0 {
+				ch.since = micro(s.Failed)
+			}
+		}
 	}
-	next := micro(s.NextAt)
-	if next == 0 {
-		next = micro(now)
+	ids := make([]string, 0, len(changes))
+	for id := range changes {
+		ids = append(ids, id)
 	}
-	attempted := 0
-	if s.Attempted {
-		attempted = 1
+	slices.Sort(ids)
+	for _, id := range ids {
+		ch := changes[id]
+		// Cleared by a success: set to the value left unless it is that
+		// already; else (failures only) set when not failing.
+		b.Queue(`UPDATE webhooks SET failing_since = $2 WHERE id = $1
+			AND CASE WHEN $3 THEN failing_since <> $2 ELSE failing_since = 0 END`, id, ch.since, ch.cleared)
 	}
-	var hook string
-	err := c.QueryRow(ctx, `UPDATE webhook_deliveries SET status = $1, next_at = $2, attempts = attempts + $3, reason = $4,
-		lease = '', lease_until = 0, updated_at = $5 WHERE id = $6 AND lease = $7 AND status = 'pending' RETURNING webhook_id`,
-		string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease).Scan(&hook)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.ErrLeaseLost
+}
+
+// queueAttempts queues one insert of the attempts of the settles that
+// held their lease, in the order of ss (attempts are listed by id).
+func queueAttempts(b *pgx.Batch, ss []store.Settle, hooks []string) {
+	var (
+		ids, classes, errTexts, excerpts, verdicts []string
+		ats, latencies                             []int64
+		statuses                                   []int32
+	)
+	for i, s := range ss {
+		if hooks[i] == "" || s.Attempt == nil {
+			continue
+		}
+		at := s.Attempt
+		ids, classes, verdicts = append(ids, at.DeliveryID), append(classes, at.Class), append(verdicts, at.Verdict)
+		errTexts, excerpts = append(errTexts, store.CutExcerpt(at.Error)), append(excerpts, store.CutExcerpt(at.Excerpt))
+		ats, latencies, statuses = append(ats, micro(at.At)), append(latencies, int64(at.LatencyMS*1000)), append(statuses, int32(at.Status))
 	}
-	if err != nil {
-		return err
+	if len(ids) == 0 {
+		return
 	}
-	switch {
-	case s.Status == store.DeliveryDelivered:
-		_, err = c.Exec(ctx, `UPDATE webhooks SET failing_since = 0 WHERE id = $1 AND failing_since <> 0`, hook)
-	case !s.Failed.IsZero():
-		_, err = c.Exec(ctx, `UPDATE webhooks SET failing_since = $1 WHERE id = $2 AND failing_since = 0`, micro(s.Failed), hook)
+	// An attempt at a delivery deleted since (with its webhook) is
+	// dropped, as RecordAttempt drops it.
+	b.Queue(`INSERT INTO webhook_attempts (delivery_id, webhook_id, owner_id, at, status, class, latency_us, error, excerpt, verdict)
+		SELECT d.id, d.webhook_id, d.owner_id, a.at, a.status, a.class, a.latency_us, a.error, a.excerpt, a.verdict
+		FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[])
+			WITH ORDINALITY AS a(delivery_id, at, status, class, latency_us, error, excerpt, verdict, n)
+		JOIN webhook_deliveries d ON d.id = a.delivery_id ORDER BY a.n`,
+		ids, ats, statuses, classes, latencies, errTexts, excerpts, verdicts)
+}
+
+// waves splits the indexes of keys into waves in which each key is at
+// most once, each key's indexes in order, the first wave holding the
+// first index of every key: a statement over a wave's rows touches each
+// row once, and the waves one after another do what one statement per
+// index in order would.
+func waves(keys []string) [][]int {
+	var out [][]int
+	seen := make(map[string]int, len(keys)) // key → waves it is in
+	for i, k := range keys {
+		w := seen[k]
+		seen[k] = w + 1
+		if w == len(out) {
+			out = append(out, nil)
+		}
+		out[w] = append(out[w], i)
 	}
-	if err != nil || s.Attempt == nil {
-		return err
-	}
-	return recordAttempt(ctx, c, *s.Attempt)
+	return out
 }
 
 // PauseRevoked implements store.Webhooks.

@@ -83,6 +83,8 @@ func Run(t *testing.T, open Open) {
 		{"WebhookLease", testWebhookLease},
 		{"WebhookClaimants", testWebhookClaimants},
 		{"WebhookClaimFairness", testWebhookClaimFairness},
+		{"WebhookSettleGroup", testWebhookSettleGroup},
+		{"WebhookAdvanceGroup", testWebhookAdvanceGroup},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
