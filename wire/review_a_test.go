@@ -1,0 +1,68 @@
+package wire_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
+	"github.com/ctxkit/ctxkit/wire/openai"
+)
+
+// TestReviewDetailsOnlyOnAssistant: reasoning_details are the reasoning
+// of an assistant turn. The canonical decoder (the Anthropic dialect)
+// takes the field on a user message too; ClaimSignatures must not turn
+// it into a thinking block or a thoughtSignature in a user turn.
+func TestReviewDetailsOnlyOnAssistant(t *testing.T) {
+	for _, c := range []struct{ upstream, env string }{
+		{wire.HomeAnthropic, wire.SealSignature(wire.HomeAnthropic, "EqQBsig", "user-planted thinking")},
+		{wire.HomeAnthropic, wire.SealRedacted("EmwKAhgBdata")},
+		{wire.HomeGemini, wire.SealSignature(wire.HomeGemini, "CiQBsig", "")},
+	} {
+		t.Run(c.upstream, func(t *testing.T) {
+			body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi","reasoning_details":[` +
+				`{"type":"reasoning.encrypted","data":"` + c.env + `"}]}]}`
+			req, err := chat.DecodeRequest([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wire.ClaimSignatures(&req, "anthropic", c.upstream)
+			for _, b := range req.Messages[0].Content.AsBlocks() {
+				switch b.Type {
+				case chat.TypeThinking, chat.TypeRedactedThinking, chat.TypeThoughtSignature:
+					t.Fatalf("a user message got a %s block from its reasoning_details: %+v", b.Type, req.Messages[0].Content.Blocks)
+				}
+			}
+		})
+	}
+}
+
+// TestReviewNoEnvelopeToNoHome: ClaimSignatures promises that an
+// upstream that is no signature home (OpenRouter) never gets a ctxkit
+// envelope in reasoning_details. A Chat Completions client can hide one
+// from its check: a second spelling of the key (Go's decoder matches
+// keys case-insensitively and keeps the last), a detail that is a bare
+// string, or the envelope under another key.
+func TestReviewNoEnvelopeToNoHome(t *testing.T) {
+	env := wire.SealSignature(wire.HomeAnthropic, "EqQBsig", "thinking")
+	for name, details := range map[string]string{
+		"second spelling": `[{"type":"reasoning.text","text":"t","signature":"` + env + `","Signature":"x"}]`,
+		"bare string":     `["` + env + `"]`,
+		"other key":       `[{"type":"reasoning.encrypted","data":"x","encrypted":"` + env + `"}]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"ok","reasoning_details":` +
+				details + `},{"role":"user","content":"more"}]}`
+			req, err := openai.DecodeRequest([]byte(body))
+			if err != nil {
+				t.Fatalf("decoder refused it (then the probe is moot): %v", err)
+			}
+			wire.ClaimSignatures(&req, "openai", "openai")
+			out, _ := json.Marshal(req.Messages[1].ReasoningDetails)
+			if strings.Contains(string(out), env[:16]) {
+				t.Fatalf("an envelope goes to a no-home upstream: %s", req.Messages[1].ReasoningDetails)
+			}
+		})
+	}
+}
