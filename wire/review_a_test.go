@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -64,5 +65,39 @@ func TestReviewNoEnvelopeToNoHome(t *testing.T) {
 				t.Fatalf("an envelope goes to a no-home upstream: %s", req.Messages[1].ReasoningDetails)
 			}
 		})
+	}
+}
+
+// TestReviewWarningsBlowUp: every malformed detail costs a warning, a
+// path and a message of ~100 bytes, for two bytes of request
+// ("1,"); MaxReasoningDetails bounds one message, not a request. A body
+// of n bytes should not cost many times n in warnings (the gateway
+// takes 32 MiB bodies).
+func TestReviewWarningsBlowUp(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"model":"m","messages":[{"role":"user","content":"hi"}`)
+	item := `,{"role":"assistant","content":"","reasoning_details":[1` + strings.Repeat(",1", wire.MaxReasoningDetails-1) + `]}`
+	for b.Len() < 1<<20 {
+		b.WriteString(item)
+	}
+	b.WriteString(`]}`)
+	body := []byte(b.String())
+	req, err := openai.DecodeRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	warns := wire.ClaimSignatures(&req, "openai", wire.HomeAnthropic)
+	runtime.ReadMemStats(&after)
+	size := 0
+	for _, w := range warns {
+		size += len(w.Path) + len(w.Message)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("body %d bytes: %d warnings, %d bytes of text, %d bytes allocated", len(body), len(warns), size, alloc)
+	if alloc > 8*uint64(len(body)) {
+		t.Fatalf("ClaimSignatures allocated %d bytes (%.0fx the body) for %d warnings", alloc, float64(alloc)/float64(len(body)), len(warns))
 	}
 }
