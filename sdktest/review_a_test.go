@@ -2,6 +2,9 @@ package sdktest_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -134,5 +137,43 @@ func TestReviewStreamAccumulators(t *testing.T) {
 				t.Fatalf("%s client: Anthropic should get back its redacted and its signed thinking; it got %s", acc, body)
 			}
 		})
+	}
+}
+
+// TestReviewMalformedDetailsCost: a Chat Completions request to an
+// Anthropic model whose assistant messages hold reasoning_details of
+// "1,1,1…" (each a malformed detail and a warning, MaxReasoningDetails
+// a message) costs the gateway hundreds of times its size in memory.
+// The gateway runs in this process, so its allocations are counted.
+func TestReviewMalformedDetailsCost(t *testing.T) {
+	e := newEnv(t, false)
+	var b strings.Builder
+	b.WriteString(`{"model":"` + claude + `","max_tokens":16,"messages":[{"role":"user","content":"hi"}`)
+	item := `,{"role":"assistant","content":"ok","reasoning_details":[1` + strings.Repeat(",1", 9999) + `]},{"role":"user","content":"and?"}`
+	for b.Len() < 1<<20 {
+		b.WriteString(item)
+	}
+	b.WriteString(`]}`)
+	body := b.String()
+	req, err := http.NewRequestWithContext(ctx(t), http.MethodPost, e.url+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	req.Header.Set("Content-Type", "application/json")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("status %d, %d-byte body, %d bytes allocated, warnings %.120s", resp.StatusCode, len(body), alloc, resp.Header.Get("X-Ctxkit-Warnings"))
+	if alloc > 32*uint64(len(body)) {
+		t.Fatalf("a %d-byte request made the gateway allocate %d bytes (%.0fx)", len(body), alloc, float64(alloc)/float64(len(body)))
 	}
 }
