@@ -101,3 +101,72 @@ func TestReviewWarningsBlowUp(t *testing.T) {
 		t.Fatalf("ClaimSignatures allocated %d bytes (%.0fx the body) for %d warnings", alloc, float64(alloc)/float64(len(body)), len(warns))
 	}
 }
+
+// TestReviewGeminiSignatureOnItsCall: Gemini signed a thought part and
+// the first of two parallel calls. Handed back, the call's signature
+// should be on the first call again (which Gemini 3 checks) and the
+// second call should get none; positional placement puts the thought's
+// signature on the first call and the first call's on the second.
+func TestReviewGeminiSignatureOnItsCall(t *testing.T) {
+	chunks := []chat.Chunk{
+		{Type: chat.ChunkReasoning, Text: "Two cities.", Signature: "THOUGHTsig"},
+		{Type: chat.ChunkReasoning, Signature: "CALLsig"},
+		{Type: chat.ChunkToolCallStart, Index: 0, ID: "call_1", Name: "get_weather"},
+		{Type: chat.ChunkToolCallEnd, Index: 0, Arguments: `{"city":"Paris"}`},
+		{Type: chat.ChunkToolCallStart, Index: 1, ID: "call_2", Name: "get_weather"},
+		{Type: chat.ChunkToolCallEnd, Index: 1, Arguments: `{"city":"Rome"}`},
+		{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopToolUse}},
+	}
+	seq := func(yield func(chat.Chunk, error) bool) {
+		for _, c := range chunks {
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+	res, err := chat.Collect(wire.SealChunks(seq, wire.HomeGemini, "openai"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := openai.EncodeResponse(res, "m", "id", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Choices []struct {
+			Message map[string]any `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		t.Fatal(err)
+	}
+	msg := out.Choices[0].Message
+	req, err := openai.DecodeRequest(mustJSON(t, map[string]any{"model": "m", "messages": []any{
+		map[string]any{"role": "user", "content": "Paris and Rome?"}, msg,
+		map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "Sunny"},
+		map[string]any{"role": "tool", "tool_call_id": "call_2", "content": "Rainy"}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire.ClaimSignatures(&req, "openai", wire.HomeGemini)
+	var before = map[string]string{} // call id → the signature just before it
+	blocks := req.Messages[1].Content.Blocks
+	for k, b := range blocks {
+		if b.Type == chat.TypeToolUse && k > 0 && blocks[k-1].Type == chat.TypeThoughtSignature {
+			s, _ := wire.SignatureFor(wire.HomeGemini, blocks[k-1].Signature)
+			before[b.ID] = s
+		}
+	}
+	if before["call_1"] != "CALLsig" || before["call_2"] != "" {
+		t.Fatalf("signatures before the calls %v (details %v), want CALLsig on call_1 only", before, msg["reasoning_details"])
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
