@@ -97,3 +97,26 @@ func TestReviewOpenRouterPassthroughStream(t *testing.T) {
 		t.Fatalf("want the redacted and the signed detail: %s", out.String())
 	}
 }
+
+// TestReviewOpenRouterTwoSignedDetails: OpenRouter's answer with two
+// signed thinking details (Claude thought twice) passed to a Chat
+// Completions client should keep both signatures; the decoder reads a
+// delta's details into one reasoning chunk and keeps only the last
+// signature, with both texts joined under it.
+func TestReviewOpenRouterTwoSignedDetails(t *testing.T) {
+	up := `{"id":"gen-1","object":"chat.completion","created":1,"model":"anthropic/claude-sonnet-4.5","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":"ok","reasoning_details":[` +
+		`{"type":"reasoning.text","text":"First.","signature":"SIGone","format":"anthropic-claude-v1","index":0},` +
+		`{"type":"reasoning.text","text":"Second.","signature":"SIGtwo","format":"anthropic-claude-v1","index":1}]},"finish_reason":"stop"}]}`
+	res, err := openai.DecodeResponse([]byte(up))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := openai.EncodeResponse(res, "m", "id", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `"SIGone"`) || !strings.Contains(string(body), `"SIGtwo"`) {
+		t.Fatalf("a signature OpenRouter gave is lost: %s", body)
+	}
+}
