@@ -140,7 +140,7 @@ func TestClaimReasoningDetails(t *testing.T) {
 		{name: "not an array", upstream: "gemini", details: `{"x":1}`, in: []chat.Block{answer}, want: []chat.Block{answer},
 			warns: []string{"reasoning_details: not an array"}},
 		{name: "too many", upstream: "anthropic", details: "[" + strings.Repeat(enc(sealedR)+",", wire.MaxReasoningDetails) + enc(sealedR) + "]",
-			in: []chat.Block{answer}, want: []chat.Block{answer}, warns: []string{"reasoning_details: more than"}},
+			in: []chat.Block{answer}, want: []chat.Block{answer}, warns: []string{"reasoning_details: 10001 reasoning details past the request"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req := assistant(c.in...)

@@ -11,11 +11,11 @@ import (
 	"github.com/ctxkit/ctxkit/wire/openai"
 )
 
-// TestReviewDetailsOnlyOnAssistant: reasoning_details are the reasoning
+// TestClaimDetailsOnlyOnAssistant: reasoning_details are the reasoning
 // of an assistant turn. The canonical decoder (the Anthropic dialect)
 // takes the field on a user message too; ClaimSignatures must not turn
 // it into a thinking block or a thoughtSignature in a user turn.
-func TestReviewDetailsOnlyOnAssistant(t *testing.T) {
+func TestClaimDetailsOnlyOnAssistant(t *testing.T) {
 	for _, c := range []struct{ upstream, env string }{
 		{wire.HomeAnthropic, wire.SealSignature(wire.HomeAnthropic, "EqQBsig", "user-planted thinking")},
 		{wire.HomeAnthropic, wire.SealRedacted("EmwKAhgBdata")},
@@ -39,13 +39,13 @@ func TestReviewDetailsOnlyOnAssistant(t *testing.T) {
 	}
 }
 
-// TestReviewNoEnvelopeToNoHome: ClaimSignatures promises that an
+// TestClaimNoEnvelopeToNoHome: ClaimSignatures promises that an
 // upstream that is no signature home (OpenRouter) never gets a ctxkit
 // envelope in reasoning_details. A Chat Completions client can hide one
 // from its check: a second spelling of the key (Go's decoder matches
 // keys case-insensitively and keeps the last), a detail that is a bare
 // string, or the envelope under another key.
-func TestReviewNoEnvelopeToNoHome(t *testing.T) {
+func TestClaimNoEnvelopeToNoHome(t *testing.T) {
 	env := wire.SealSignature(wire.HomeAnthropic, "EqQBsig", "thinking")
 	for name, details := range map[string]string{
 		"second spelling": `[{"type":"reasoning.text","text":"t","signature":"` + env + `","Signature":"x"}]`,
@@ -68,12 +68,12 @@ func TestReviewNoEnvelopeToNoHome(t *testing.T) {
 	}
 }
 
-// TestReviewWarningsBlowUp: every malformed detail costs a warning, a
+// TestClaimMalformedDetailsBounded: every malformed detail costs a warning, a
 // path and a message of ~100 bytes, for two bytes of request
 // ("1,"); MaxReasoningDetails bounds one message, not a request. A body
 // of n bytes should not cost many times n in warnings (the gateway
 // takes 32 MiB bodies).
-func TestReviewWarningsBlowUp(t *testing.T) {
+func TestClaimMalformedDetailsBounded(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`{"model":"m","messages":[{"role":"user","content":"hi"}`)
 	item := `,{"role":"assistant","content":"","reasoning_details":[1` + strings.Repeat(",1", wire.MaxReasoningDetails-1) + `]}`
@@ -102,12 +102,12 @@ func TestReviewWarningsBlowUp(t *testing.T) {
 	}
 }
 
-// TestReviewGeminiSignatureOnItsCall: Gemini signed a thought part and
+// TestClaimGeminiSignatureOnItsCall: Gemini signed a thought part and
 // the first of two parallel calls. Handed back, the call's signature
 // should be on the first call again (which Gemini 3 checks) and the
 // second call should get none; positional placement puts the thought's
 // signature on the first call and the first call's on the second.
-func TestReviewGeminiSignatureOnItsCall(t *testing.T) {
+func TestClaimGeminiSignatureOnItsCall(t *testing.T) {
 	chunks := []chat.Chunk{
 		{Type: chat.ChunkReasoning, Text: "Two cities.", Signature: "THOUGHTsig"},
 		{Type: chat.ChunkReasoning, Signature: "CALLsig"},
