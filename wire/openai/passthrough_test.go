@@ -16,11 +16,11 @@ import (
 const orDetails = `[{"type":"reasoning.encrypted","data":"EmwKAhgBredacted","id":"rd_0","format":"anthropic-claude-v1","index":0},` +
 	`{"type":"reasoning.text","text":"Weather.","signature":"EqQBsig","id":"rd_1","format":"anthropic-claude-v1","index":1}]`
 
-// TestReviewOpenRouterPassthroughUnary: an OpenRouter answer passed to a
+// TestOpenRouterPassthroughUnary: an OpenRouter answer passed to a
 // Chat Completions client (openai upstream, openai dialect: nothing is
 // sealed) should carry its reasoning_details as OpenRouter wrote them,
 // so the client can hand them back unchanged, as OpenRouter asks.
-func TestReviewOpenRouterPassthroughUnary(t *testing.T) {
+func TestOpenRouterPassthroughUnary(t *testing.T) {
 	up := `{"id":"gen-1","object":"chat.completion","created":1,"model":"anthropic/claude-sonnet-4.5","choices":[{"index":0,` +
 		`"message":{"role":"assistant","content":"ok","reasoning":"Weather.","reasoning_details":` + orDetails + `},"finish_reason":"stop"}],` +
 		`"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
@@ -51,11 +51,11 @@ func TestReviewOpenRouterPassthroughUnary(t *testing.T) {
 	}
 }
 
-// TestReviewOpenRouterPassthroughStream: the same passed on in a stream.
+// TestOpenRouterPassthroughStream: the same passed on in a stream.
 // OpenRouter streams each detail with its index; a client that merges by
 // index (openai-python's stream helper) needs one on every entry of
 // every delta after the first.
-func TestReviewOpenRouterPassthroughStream(t *testing.T) {
+func TestOpenRouterPassthroughStream(t *testing.T) {
 	up := "data: {\"id\":\"gen-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"reasoning\":\"\",\"reasoning_details\":[{\"type\":\"reasoning.encrypted\",\"data\":\"EmwKAhgBredacted\",\"id\":\"rd_0\",\"format\":\"anthropic-claude-v1\",\"index\":0}]}}]}\n\n" +
 		"data: {\"id\":\"gen-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"Weather.\",\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"Weather.\",\"id\":\"rd_1\",\"format\":\"anthropic-claude-v1\",\"index\":1}]}}]}\n\n" +
 		"data: {\"id\":\"gen-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"\",\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"\",\"signature\":\"EqQBsig\",\"id\":\"rd_1\",\"format\":\"anthropic-claude-v1\",\"index\":1}]}}]}\n\n" +
@@ -98,12 +98,12 @@ func TestReviewOpenRouterPassthroughStream(t *testing.T) {
 	}
 }
 
-// TestReviewOpenRouterTwoSignedDetails: OpenRouter's answer with two
+// TestOpenRouterTwoSignedDetails: OpenRouter's answer with two
 // signed thinking details (Claude thought twice) passed to a Chat
 // Completions client should keep both signatures; the decoder reads a
 // delta's details into one reasoning chunk and keeps only the last
 // signature, with both texts joined under it.
-func TestReviewOpenRouterTwoSignedDetails(t *testing.T) {
+func TestOpenRouterTwoSignedDetails(t *testing.T) {
 	up := `{"id":"gen-1","object":"chat.completion","created":1,"model":"anthropic/claude-sonnet-4.5","choices":[{"index":0,` +
 		`"message":{"role":"assistant","content":"ok","reasoning_details":[` +
 		`{"type":"reasoning.text","text":"First.","signature":"SIGone","format":"anthropic-claude-v1","index":0},` +
