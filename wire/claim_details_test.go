@@ -170,3 +170,135 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// claimBody is a Chat Completions request whose assistant messages (one
+// a details list) carry those reasoning_details, each after a user turn.
+func claimBody(t *testing.T, details ...string) chat.Request {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`{"model":"m","messages":[`)
+	for k, d := range details {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"role":"user","content":"q"},{"role":"assistant","content":"a","reasoning_details":` + d + `}`)
+	}
+	b.WriteString(`]}`)
+	req, err := openai.DecodeRequest([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// TestClaimDetailsBudget: the details of a request share one bound, a
+// message gives a few warnings and a count, a request a capped list.
+func TestClaimDetailsBudget(t *testing.T) {
+	env := wire.SealSignature(wire.HomeAnthropic, "EqQBsig", "t")
+	signed := `{"type":"reasoning.text","text":"t","signature":"` + env + `"}`
+	half := "[" + strings.Repeat(signed+",", wire.MaxReasoningDetails/2) + signed + "]" // one past half
+	t.Run("request bound", func(t *testing.T) {
+		req := claimBody(t, half, half)
+		warns := wire.ClaimSignatures(&req, "openai", wire.HomeAnthropic)
+		if n := len(req.Messages[1].Content.Blocks); n != wire.MaxReasoningDetails/2+2 {
+			t.Fatalf("first message: %d blocks, want its %d details and its text", n, wire.MaxReasoningDetails/2+1)
+		}
+		if len(warns) != 1 || warns[0].Path != "messages[3].reasoning_details" || !strings.Contains(warns[0].Message, "past the request's") {
+			t.Fatalf("warnings %v", warns)
+		}
+		if req.Messages[3].ReasoningDetails != nil || len(req.Messages[3].Content.AsBlocks()) != 1 {
+			t.Fatalf("second message kept %s / %v", req.Messages[3].ReasoningDetails, req.Messages[3].Content.AsBlocks())
+		}
+	})
+	t.Run("a message's warnings", func(t *testing.T) {
+		req := claimBody(t, "[1"+strings.Repeat(",1", 19)+"]")
+		warns := wire.ClaimSignatures(&req, "openai", wire.HomeAnthropic)
+		if len(warns) != 9 || !strings.Contains(warns[8].Message, "12 more of its 20") {
+			t.Fatalf("warnings %v", warns)
+		}
+	})
+	t.Run("a request's warnings", func(t *testing.T) {
+		many := make([]string, 600)
+		for k := range many {
+			many[k] = "[1]"
+		}
+		req := claimBody(t, many...)
+		warns := wire.ClaimSignatures(&req, "openai", wire.HomeGemini)
+		if len(warns) != 257 || !strings.Contains(warns[256].Message, "… and 344 more") {
+			t.Fatalf("%d warnings, last %v", len(warns), warns[len(warns)-1])
+		}
+	})
+}
+
+// TestClaimDetailsOtherRoles: details on a message that is not the
+// assistant's are dropped, with a warning, for every upstream.
+func TestClaimDetailsOtherRoles(t *testing.T) {
+	env := wire.SealSignature(wire.HomeAnthropic, "EqQBsig", "t")
+	for _, up := range []string{wire.HomeAnthropic, "openai", wire.HomeBedrock} {
+		body := `{"model":"m","max_tokens":10,"system":"s","messages":[{"role":"user","content":"hi","reasoning_details":[` +
+			`{"type":"reasoning.text","text":"t","signature":"` + env + `"},{"type":"reasoning.text","text":"plain"}]}]}`
+		req, err := chat.DecodeRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		warns := wire.ClaimSignatures(&req, "anthropic", up)
+		if req.Messages[0].ReasoningDetails != nil || len(warns) != 1 || warns[0].Path != "messages[0].reasoning_details" ||
+			!strings.Contains(warns[0].Message, "user message") {
+			t.Fatalf("%s: details %s, warnings %v", up, req.Messages[0].ReasoningDetails, warns)
+		}
+	}
+}
+
+// TestClaimNoEnvelopeAnyDepth: an envelope anywhere in a detail (nested,
+// as a key, in an array) keeps the detail from a no-home upstream; the
+// other details go on as the client wrote them.
+func TestClaimNoEnvelopeAnyDepth(t *testing.T) {
+	env := wire.SealRedacted("EmwKAhgBdata")
+	plain := `{"type":"reasoning.text","text":"t","signature":"EqQBown","id":"rd_1","x":{"y":[1]}}`
+	for name, d := range map[string]string{
+		"nested": `{"type":"reasoning.text","meta":{"a":[{"b":"` + env + `"}]}}`,
+		"key":    `{"type":"reasoning.text","` + env + `":1}`,
+		"array":  `[["` + env + `"]]`,
+	} {
+		req := claimBody(t, "["+plain+","+d+"]")
+		warns := wire.ClaimSignatures(&req, "openai", "openai")
+		if got := string(req.Messages[1].ReasoningDetails); got != "["+plain+"]" || len(warns) != 1 {
+			t.Fatalf("%s: details %s, warnings %v", name, got, warns)
+		}
+	}
+}
+
+// TestClaimGeminiByID: signatures naming their calls go before them
+// whatever their order; one naming none goes first; with no id at all
+// they go before the calls in order.
+func TestClaimGeminiByID(t *testing.T) {
+	sig := func(s string) string { return wire.SealSignature(wire.HomeGemini, s, "") }
+	calls := `,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},` +
+		`{"id":"c2","type":"function","function":{"name":"f","arguments":"{}"}}]`
+	for _, c := range []struct{ name, details, want string }{
+		{"by id", `[{"type":"reasoning.encrypted","data":"` + sig("S2") + `","id":"c2"},{"type":"reasoning.encrypted","data":"` + sig("T") + `"},` +
+			`{"type":"reasoning.encrypted","data":"` + sig("S1") + `","id":"c1"}]`, "T S1 c1 S2 c2"},
+		{"no id", `[{"type":"reasoning.encrypted","data":"` + sig("S1") + `"},{"type":"reasoning.encrypted","data":"` + sig("S2") + `"}]`, "S1 c1 S2 c2"},
+	} {
+		body := `{"model":"m","messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"reasoning_details":` + c.details + calls + `},` +
+			`{"role":"tool","tool_call_id":"c1","content":"x"},{"role":"tool","tool_call_id":"c2","content":"y"}]}`
+		req, err := openai.DecodeRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire.ClaimSignatures(&req, "openai", wire.HomeGemini)
+		var got []string
+		for _, b := range req.Messages[1].Content.Blocks {
+			switch b.Type {
+			case chat.TypeThoughtSignature:
+				s, _ := wire.SignatureFor(wire.HomeGemini, b.Signature)
+				got = append(got, s)
+			case chat.TypeToolUse:
+				got = append(got, b.ID)
+			}
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Fatalf("%s: %v, want %s", c.name, got, c.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/openai"
 )
@@ -118,5 +119,111 @@ func TestOpenRouterTwoSignedDetails(t *testing.T) {
 	}
 	if !strings.Contains(string(body), `"SIGone"`) || !strings.Contains(string(body), `"SIGtwo"`) {
 		t.Fatalf("a signature OpenRouter gave is lost: %s", body)
+	}
+}
+
+// streamDetailDeltas encodes chunks and returns the reasoning_details of
+// each delta that has any, and whether that delta had a finish_reason.
+func streamDetailDeltas(t *testing.T, chunks []chat.Chunk) (lists [][]map[string]any, finish []bool) {
+	t.Helper()
+	var out bytes.Buffer
+	if err := openai.EncodeStream(&out, nil, "m", "id", 1, seq(chunks)); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var ev struct {
+			Choices []struct {
+				Delta struct {
+					ReasoningDetails []map[string]any `json:"reasoning_details"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range ev.Choices {
+			if ch.Delta.ReasoningDetails != nil {
+				lists = append(lists, ch.Delta.ReasoningDetails)
+				finish = append(finish, ch.FinishReason != nil)
+			}
+		}
+	}
+	return lists, finish
+}
+
+// TestStreamDetailsOnce: a stream writes its details once, indexed in
+// order, with the finish_reason, or in a delta of their own when the
+// stream has no stop; an OpenRouter stream's two signed thoughts keep
+// their own texts, and a Gemini signature that came on a call names it.
+func TestStreamDetailsOnce(t *testing.T) {
+	gemini := wire.SealSignature(wire.HomeGemini, "CALLsig", "")
+	for _, c := range []struct {
+		name   string
+		chunks []chat.Chunk
+		finish bool
+		want   []map[string]any // the keys checked of each detail
+	}{
+		{"two thoughts", []chat.Chunk{
+			{Type: chat.ChunkReasoning, Text: "First."}, {Type: chat.ChunkReasoning, Signature: "SIGone"},
+			{Type: chat.ChunkReasoning, Text: "Second."}, {Type: chat.ChunkReasoning, Signature: "SIGtwo"},
+			{Type: chat.ChunkText, Text: "ok"}, {Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopEndTurn}},
+		}, true, []map[string]any{{"text": "First.", "signature": "SIGone", "index": 0.0}, {"text": "Second.", "signature": "SIGtwo", "index": 1.0}}},
+		{"no stop", []chat.Chunk{
+			{Type: chat.ChunkReasoning, Redacted: "opaque"}, {Type: chat.ChunkText, Text: "cut"},
+		}, false, []map[string]any{{"data": "opaque", "index": 0.0}}},
+		{"gemini call", []chat.Chunk{
+			{Type: chat.ChunkReasoning, Signature: gemini},
+			{Type: chat.ChunkToolCallStart, Index: 0, ID: "call_1", Name: "f"}, {Type: chat.ChunkToolCallEnd, Index: 0, Arguments: "{}"},
+			{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopToolUse}},
+		}, true, []map[string]any{{"data": gemini, "id": "call_1", "index": 0.0}}},
+	} {
+		lists, finish := streamDetailDeltas(t, c.chunks)
+		if len(lists) != 1 || finish[0] != c.finish || len(lists[0]) != len(c.want) {
+			t.Fatalf("%s: details %v (with finish_reason %v), want one delta of %d", c.name, lists, finish, len(c.want))
+		}
+		for k, w := range c.want {
+			for key, v := range w {
+				if lists[0][k][key] != v {
+					t.Fatalf("%s: detail %d %v, want %s %v", c.name, k, lists[0][k], key, v)
+				}
+			}
+		}
+	}
+}
+
+// TestOpenRouterStreamTwoSignedDetails: OpenRouter streams two signed
+// thoughts, each text then its signature under its own index; a Chat
+// Completions client gets both, each signature with its own text.
+func TestOpenRouterStreamTwoSignedDetails(t *testing.T) {
+	ev := func(delta string) string {
+		return "data: {\"id\":\"gen-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":" + delta + "}]}\n\n"
+	}
+	up := ev(`{"reasoning":"First.","reasoning_details":[{"type":"reasoning.text","text":"First.","id":"a","index":0}]}`) +
+		ev(`{"reasoning":"","reasoning_details":[{"type":"reasoning.text","text":"","signature":"SIGone","id":"a","index":0}]}`) +
+		ev(`{"reasoning":"Second.","reasoning_details":[{"type":"reasoning.text","text":"Second.","id":"b","index":1}]}`) +
+		ev(`{"reasoning":"","reasoning_details":[{"type":"reasoning.text","text":"","signature":"SIGtwo","id":"b","index":1,"x-extra":true}]}`) +
+		"data: {\"id\":\"gen-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+	var chunks []chat.Chunk
+	for c, err := range openai.DecodeStream(strings.NewReader(up)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunks = append(chunks, c)
+	}
+	lists, _ := streamDetailDeltas(t, chunks)
+	if len(lists) != 1 || len(lists[0]) != 2 {
+		t.Fatalf("details %v", lists)
+	}
+	for k, w := range []map[string]any{{"text": "First.", "signature": "SIGone", "id": "a"}, {"text": "Second.", "signature": "SIGtwo", "id": "b", "x-extra": true}} {
+		for key, v := range w {
+			if lists[0][k][key] != v {
+				t.Fatalf("detail %d %v, want %s %v", k, lists[0][k], key, v)
+			}
+		}
 	}
 }
