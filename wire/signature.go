@@ -580,10 +580,10 @@ type reasoningDetail struct {
 
 // elements calls f with each element of raw, a JSON array, without
 // decoding it, until f returns false; it reports false when raw is not
-// an array. raw is valid JSON (a request decoder read it).
+// a JSON array.
 func elements(raw []byte, f func(k int, d []byte) bool) bool {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' || !json.Valid(raw) {
 		return false
 	}
 	depth, in, esc, start, k := 0, false, false, 1, 0
