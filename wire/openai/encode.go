@@ -24,10 +24,17 @@ import (
 //   - the first delta has "role":"assistant";
 //   - text → delta.content;
 //   - reasoning → delta.reasoning_content (DeepSeek's field); a signature
-//     or redacted reasoning, which that field cannot carry, goes in
-//     delta.reasoning_details as OpenRouter writes it (see
-//     EncodeResponse for the shapes), the chunk's text beside a
-//     signature;
+//     or redacted reasoning, which that field cannot carry, is a detail
+//     of delta.reasoning_details as OpenRouter writes it (see
+//     EncodeResponse for the shapes; an OpenAI-compatible upstream's
+//     own detail with every key it wrote, its text all the reasoning its
+//     signature signs). The details of a stream are written once, all
+//     together and indexed 0, 1, ... in order, in the delta with the
+//     finish_reason (in a delta of their own at the end when no stop
+//     came), so that every client's stream helper ends with all of them,
+//     whether it appends, merges by index or replaces the field; a
+//     Gemini signature a tool call followed came on it, and its detail
+//     has the call's "id";
 //   - tool_call_start → delta.tool_calls [{index, id, "type":"function",
 //     function {name, "arguments":""}}]; tool_call_delta → [{index,
 //     function {arguments}}]; tool_call_end writes the part of its
@@ -59,9 +66,10 @@ import (
 // the upstream body).
 //
 // DecodeStream reads what EncodeStream writes back into the same chunks
-// when they came from DecodeStream (a round trip), with two
-// normalisations: only the last usage chunk survives, and a stop reason's
-// Raw becomes the finish_reason written.
+// when they came from DecodeStream (a round trip), with three
+// normalisations: only the last usage chunk survives, a stop reason's
+// Raw becomes the finish_reason written, and the signed reasoning comes
+// after the rest.
 func EncodeStream(w io.Writer, flush func(), model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
 	return encodeStream(w, flush, model, id, created, true, chunks)
 }
@@ -444,7 +452,10 @@ type completionError struct {
 //     in the list); a Gemini signature (which signs a part, not text:
 //     its thought text, if any, is a reasoning.text detail of its own
 //     before it) and a Responses API's encrypted reasoning are {"type":
-//     "reasoning.encrypted","data":signature}. A client hands the
+//     "reasoning.encrypted","data":signature}, with the "id" of the tool
+//     call it came on when a call follows it. The details an
+//     OpenAI-compatible upstream wrote (DecodeResponse keeps them on
+//     their blocks) are written back as they came. A client hands the
 //     details back with the message: wire.ClaimSignatures makes them the
 //     blocks they were, for the provider that made them;
 //   - message.tool_calls: the tool_use blocks, {"id","type":"function",
