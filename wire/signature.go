@@ -393,7 +393,10 @@ func (c *thoughtText) take() string {
 // text goes on), a sealed thought_signature or reasoning detail is
 // dropped; unsealed ones pass on as they are, as they may be its own,
 // and a message's reasoning_details otherwise go on as the client sent
-// them (they are OpenRouter's own field).
+// them (they are OpenRouter's own field), less every detail any of
+// whose strings (a key or a value, at any depth) is an envelope.
+// reasoning_details count only on an assistant message: on any other
+// they are dropped with a warning.
 //
 // A message's reasoning_details (the Chat Completions dialect's carrier
 // for signed reasoning, see the openai package's EncodeResponse) become
@@ -407,12 +410,12 @@ func (c *thoughtText) take() string {
 //     in the message, in the details' order; Anthropic's redacted
 //     thinking a redacted_thinking block, placed likewise; the Responses
 //     API's a thinking block holding its encrypted reasoning; Gemini's
-//     a thought_signature block just before the message's first tool
-//     call (the next signature before the second, and so on; those with
-//     no call left go first, where Gemini signs a text answer), which is
-//     where Gemini 3 wants it (a signature that came on a thought part
-//     goes there too: Gemini checks the calls' signatures, and thought
-//     text needs none);
+//     a thought_signature block just before the tool call its detail's
+//     id names (the call it came on), first in the message when it
+//     names none; when no detail of the message names a call, before
+//     the message's first tool call (the next signature before the
+//     second, and so on; those with no call left go first, where Gemini
+//     signs a text answer), which is where Gemini 3 wants it;
 //   - another provider's envelope is dropped with a warning naming its
 //     maker, and an unsealed signature, which names no provider, with a
 //     warning;
@@ -420,10 +423,14 @@ func (c *thoughtText) take() string {
 //     nothing: their text is the message's reasoning_content. When a
 //     thinking block is restored, the message's reasoning block (from
 //     reasoning_content) is dropped, its text having come signed;
-//   - anything else (not an array, more than MaxReasoningDetails
-//     details, a detail that is not an object of strings, an unknown
-//     type) is dropped with a warning naming
+//   - anything else (not an array, details past the request's
+//     MaxReasoningDetails, a detail that is not an object of strings,
+//     an unknown type) is dropped with a warning naming
 //     messages[i].reasoning_details[k].
+//
+// A message's dropped details give a few warnings and then one counting
+// the rest, and a request's warnings are capped likewise, so what a
+// request of malformed details costs is a small multiple of its size.
 func ClaimSignatures(req *chat.Request, dialect, upstream string) []chat.Warning {
 	c := claim{up: SignatureHome(upstream), client: SignatureHome(dialect), upstream: upstream}
 	own := false

@@ -51,6 +51,10 @@ type unaryChoice struct {
 // finish_reason is the stop, usage the usage, and an "error" key (some
 // OpenAI-compatible servers answer 200 with one) the response's Error.
 //
+// The reasoning_details read stay on the blocks they made, as they came,
+// in the block's Extra["reasoning_details"] (a JSON array), for
+// EncodeResponse to write back to a Chat Completions client.
+//
 // A body that is not a JSON object of that shape is an error naming the
 // field at fault; so is one with more than MaxChoices choices, or tool
 // calls past the stream's bounds (MaxArguments, MaxToolCalls,
