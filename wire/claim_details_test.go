@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -256,9 +257,10 @@ func TestClaimNoEnvelopeAnyDepth(t *testing.T) {
 	env := wire.SealRedacted("EmwKAhgBdata")
 	plain := `{"type":"reasoning.text","text":"t","signature":"EqQBown","id":"rd_1","x":{"y":[1]}}`
 	for name, d := range map[string]string{
-		"nested": `{"type":"reasoning.text","meta":{"a":[{"b":"` + env + `"}]}}`,
-		"key":    `{"type":"reasoning.text","` + env + `":1}`,
-		"array":  `[["` + env + `"]]`,
+		"nested":  `{"type":"reasoning.text","meta":{"a":[{"b":"` + env + `"}]}}`,
+		"key":     `{"type":"reasoning.text","` + env + `":1}`,
+		"array":   `[["` + env + `"]]`,
+		"escaped": `{"type":"reasoning.encrypted","data":"\u00` + fmt.Sprintf("%x", env[0]) + env[1:] + `"}`,
 	} {
 		req := claimBody(t, "["+plain+","+d+"]")
 		warns := wire.ClaimSignatures(&req, "openai", "openai")

@@ -809,12 +809,7 @@ func (c *claim) details(i int, raw json.RawMessage) (json.RawMessage, bool) {
 	var kept [][]byte
 	dropped := 0
 	elements(raw, func(k int, d []byte) bool {
-		var v any
-		if json.Unmarshal(d, &v) != nil {
-			kept = append(kept, d)
-			return true
-		}
-		s, sealed := sealedIn(v)
+		s, sealed := sealedIn(d)
 		if !sealed {
 			kept = append(kept, d)
 			return true
@@ -837,26 +832,36 @@ func (c *claim) details(i int, raw json.RawMessage) (json.RawMessage, bool) {
 	return append(out, ']'), true
 }
 
-// sealedIn finds a ctxkit envelope among the strings of v, a decoded
-// JSON value (its keys too); its depth is encoding/json's bound.
-func sealedIn(v any) (Sealed, bool) {
-	switch v := v.(type) {
-	case string:
-		return OpenSignature(v)
-	case []any:
-		for _, e := range v {
-			if s, ok := sealedIn(e); ok {
-				return s, true
+// sealedIn finds a ctxkit envelope among the strings of d, valid JSON
+// (its keys too, at any depth), reading it in place: only a string with
+// an escape is decoded, so the check costs no more than d's size.
+func sealedIn(d []byte) (Sealed, bool) {
+	for p := 0; p < len(d); p++ {
+		if d[p] != '"' {
+			continue
+		}
+		start, escaped := p+1, false
+		for p = start; p < len(d) && d[p] != '"'; p++ {
+			if d[p] == '\\' {
+				escaped = true
+				p++
 			}
 		}
-	case map[string]any:
-		for k, e := range v {
-			if s, ok := OpenSignature(k); ok {
-				return s, true
+		seg := d[start:p]
+		if escaped {
+			var str string
+			if json.Unmarshal(d[start-1:p+1], &str) == nil {
+				if s, ok := OpenSignature(str); ok {
+					return s, true
+				}
 			}
-			if s, ok := sealedIn(e); ok {
-				return s, true
-			}
+			continue
+		}
+		if len(seg) < 8 || !slices.ContainsFunc(sealPrefixes[:], func(pre string) bool { return string(seg[:8]) == pre }) {
+			continue
+		}
+		if s, ok := OpenSignature(string(seg)); ok {
+			return s, true
 		}
 	}
 	return Sealed{}, false
