@@ -46,6 +46,11 @@ type Chunk struct {
 	Signature string `json:"signature,omitempty"`
 	// Redacted: encrypted reasoning the provider sent instead of text.
 	Redacted string `json:"redacted,omitempty"`
+	// Detail: the provider's own form of a reasoning chunk with a
+	// Signature or Redacted (an OpenRouter reasoning detail, raw JSON),
+	// which a client of the same dialect gets back as it came. A string,
+	// so that a Chunk stays comparable.
+	Detail string `json:"-"`
 	// Index: the tool call's position among this response's tool calls
 	// (0, 1, ...), the same in its start, deltas and end.
 	Index int `json:"index"`

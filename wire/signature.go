@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"iter"
@@ -392,7 +393,10 @@ func (c *thoughtText) take() string {
 // text goes on), a sealed thought_signature or reasoning detail is
 // dropped; unsealed ones pass on as they are, as they may be its own,
 // and a message's reasoning_details otherwise go on as the client sent
-// them (they are OpenRouter's own field).
+// them (they are OpenRouter's own field), less every detail any of
+// whose strings (a key or a value, at any depth) is an envelope.
+// reasoning_details count only on an assistant message: on any other
+// they are dropped with a warning.
 //
 // A message's reasoning_details (the Chat Completions dialect's carrier
 // for signed reasoning, see the openai package's EncodeResponse) become
@@ -406,12 +410,12 @@ func (c *thoughtText) take() string {
 //     in the message, in the details' order; Anthropic's redacted
 //     thinking a redacted_thinking block, placed likewise; the Responses
 //     API's a thinking block holding its encrypted reasoning; Gemini's
-//     a thought_signature block just before the message's first tool
-//     call (the next signature before the second, and so on; those with
-//     no call left go first, where Gemini signs a text answer), which is
-//     where Gemini 3 wants it (a signature that came on a thought part
-//     goes there too: Gemini checks the calls' signatures, and thought
-//     text needs none);
+//     a thought_signature block just before the tool call its detail's
+//     id names (the call it came on), first in the message when it
+//     names none; when no detail of the message names a call, before
+//     the message's first tool call (the next signature before the
+//     second, and so on; those with no call left go first, where Gemini
+//     signs a text answer), which is where Gemini 3 wants it;
 //   - another provider's envelope is dropped with a warning naming its
 //     maker, and an unsealed signature, which names no provider, with a
 //     warning;
@@ -419,10 +423,14 @@ func (c *thoughtText) take() string {
 //     nothing: their text is the message's reasoning_content. When a
 //     thinking block is restored, the message's reasoning block (from
 //     reasoning_content) is dropped, its text having come signed;
-//   - anything else (not an array, more than MaxReasoningDetails
-//     details, a detail that is not an object of strings, an unknown
-//     type) is dropped with a warning naming
+//   - anything else (not an array, details past the request's
+//     MaxReasoningDetails, a detail that is not an object of strings,
+//     an unknown type) is dropped with a warning naming
 //     messages[i].reasoning_details[k].
+//
+// A message's dropped details give a few warnings and then one counting
+// the rest, and a request's warnings are capped likewise, so what a
+// request of malformed details costs is a small multiple of its size.
 func ClaimSignatures(req *chat.Request, dialect, upstream string) []chat.Warning {
 	c := claim{up: SignatureHome(upstream), client: SignatureHome(dialect), upstream: upstream}
 	own := false
@@ -433,9 +441,14 @@ func ClaimSignatures(req *chat.Request, dialect, upstream string) []chat.Warning
 			dchanged bool
 			back     restored
 		)
-		if c.up != "" && len(m.ReasoningDetails) > 0 {
+		switch {
+		case len(m.ReasoningDetails) == 0:
+		case m.Role != chat.Assistant:
+			c.warn(chat.Warnf(chat.MessagePath(i)+".reasoning_details", "only an assistant message's reasoning goes back, and this is a %s message: dropped", clip(m.Role)))
+			dchanged = true
+		case c.up != "":
 			back, dchanged = c.restore(i, m.ReasoningDetails), true
-		} else {
+		default:
 			details, dchanged = c.details(i, m.ReasoningDetails)
 		}
 		var blocks []chat.Block // a copy, once a block changes
@@ -472,35 +485,74 @@ func ClaimSignatures(req *chat.Request, dialect, upstream string) []chat.Warning
 			m.Content = chat.Content{Blocks: blocks}
 		}
 	}
+	if c.more > 0 {
+		c.warns = append(c.warns, chat.Warnf("messages", "… and %d more warnings about reasoning signatures", c.more))
+	}
 	return c.warns
 }
 
-// MaxReasoningDetails bounds the reasoning_details of one message that
-// ClaimSignatures reads (as many as a collected response can hold
-// blocks); past it the message's details are dropped with a warning.
+// MaxReasoningDetails bounds the reasoning_details ClaimSignatures reads
+// in one request, all messages together (as many as a collected response
+// can hold blocks); past it a message's details are dropped with one
+// warning.
 const MaxReasoningDetails = chat.MaxCollectedBlocks
+
+// maxClaimWarnings bounds the warnings of one request; past it they are
+// counted in a last one. maxDetailWarnings bounds those of one message's
+// reasoning_details; past it they are counted in a last one of the
+// message. Together with MaxReasoningDetails they keep what a request of
+// malformed details costs a small multiple of its size.
+const (
+	maxClaimWarnings  = 256
+	maxDetailWarnings = 8
+)
 
 // restored are the blocks a message's reasoning_details give back.
 type restored struct {
 	lead  []chat.Block // first in the message
 	calls []chat.Block // Gemini signatures of tool calls: each before the next call
+	ids   []string     // the call each of calls came on, "" when unknown
 	text  bool         // a signed thinking block stands for the reasoning_content
 }
 
 func (r *restored) empty() bool { return len(r.lead) == 0 && len(r.calls) == 0 }
 
 // place puts the restored blocks into a message's blocks (a fresh slice).
+// A Gemini signature whose detail names its call (its id) goes just
+// before that call, one without (a thought's) first; when no detail names
+// a call, the signatures go before the calls in order, the spare ones
+// first (the details of a client that kept no id).
 func (r *restored) place(content []chat.Block) []chat.Block {
 	out := make([]chat.Block, 0, len(r.lead)+len(r.calls)+len(content))
 	out = append(out, r.lead...)
+	byID := map[string]chat.Block{}
 	calls := 0
 	for k := range content {
 		if content[k].Type == chat.TypeToolUse {
 			calls++
+			if content[k].ID != "" {
+				byID[content[k].ID] = chat.Block{}
+			}
 		}
 	}
-	sigs := r.calls
-	if extra := len(sigs) - calls; extra > 0 {
+	named := false
+	var sigs []chat.Block
+	for k, b := range r.calls {
+		if _, ok := byID[r.ids[k]]; ok && r.ids[k] != "" {
+			if byID[r.ids[k]].Type == "" {
+				byID[r.ids[k]] = b
+				named = true
+				continue
+			}
+		}
+		sigs = append(sigs, b)
+	}
+	if named {
+		// The signatures that name no call of this message came on
+		// thoughts: first, on no call.
+		out = append(out, sigs...)
+		sigs = nil
+	} else if extra := len(sigs) - calls; extra > 0 {
 		out = append(out, sigs[:extra]...)
 		sigs = sigs[extra:]
 	}
@@ -508,9 +560,14 @@ func (r *restored) place(content []chat.Block) []chat.Block {
 		if b.Type == chat.TypeReasoning && r.text {
 			continue
 		}
-		if b.Type == chat.TypeToolUse && len(sigs) > 0 {
-			out = append(out, sigs[0])
-			sigs = sigs[1:]
+		if b.Type == chat.TypeToolUse {
+			if s := byID[b.ID]; named && s.Type != "" {
+				out = append(out, s)
+				byID[b.ID] = chat.Block{Type: "placed"}
+			} else if len(sigs) > 0 {
+				out = append(out, sigs[0])
+				sigs = sigs[1:]
+			}
 		}
 		out = append(out, b)
 	}
@@ -518,12 +575,64 @@ func (r *restored) place(content []chat.Block) []chat.Block {
 }
 
 // reasoningDetail is what ClaimSignatures reads of a detail; other keys
-// (id, format, index) are OpenRouter's bookkeeping.
+// (format, index) are OpenRouter's bookkeeping. id names the tool call a
+// Gemini signature came on.
 type reasoningDetail struct {
 	Type      string `json:"type"`
 	Text      string `json:"text"`
 	Signature string `json:"signature"`
 	Data      string `json:"data"`
+	ID        string `json:"id"`
+}
+
+// elements calls f with each element of raw, a JSON array, without
+// decoding it, until f returns false; it reports false when raw is not
+// a JSON array.
+func elements(raw []byte, f func(k int, d []byte) bool) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' || !json.Valid(raw) {
+		return false
+	}
+	depth, in, esc, start, k := 0, false, false, 1, 0
+	for p := 1; p < len(raw)-1; p++ {
+		ch := raw[p]
+		switch {
+		case in:
+			switch {
+			case esc:
+				esc = false
+			case ch == '\\':
+				esc = true
+			case ch == '"':
+				in = false
+			}
+		case ch == '"':
+			in = true
+		case ch == '[' || ch == '{':
+			depth++
+		case ch == ']' || ch == '}':
+			depth--
+		case ch == ',' && depth == 0:
+			if !f(k, bytes.TrimSpace(raw[start:p])) {
+				return true
+			}
+			k, start = k+1, p+1
+		}
+	}
+	if last := bytes.TrimSpace(raw[start : len(raw)-1]); len(last) > 0 {
+		f(k, last)
+	}
+	return true
+}
+
+// budget takes n details of the request's MaxReasoningDetails, reporting
+// false (and taking none) when they do not fit.
+func (c *claim) budget(n int) bool {
+	if c.read+n > MaxReasoningDetails {
+		return false
+	}
+	c.read += n
+	return true
 }
 
 // restore turns messages[i].reasoning_details, for c.up (a signature
@@ -531,21 +640,27 @@ type reasoningDetail struct {
 func (c *claim) restore(i int, raw json.RawMessage) restored {
 	var r restored
 	path := chat.MessagePath(i) + ".reasoning_details"
-	var list []json.RawMessage
-	if json.Unmarshal(raw, &list) != nil {
-		c.warns = append(c.warns, chat.Warnf(path, "not an array of reasoning details: dropped"))
+	n := 0
+	if !elements(raw, func(int, []byte) bool { n++; return true }) {
+		c.warn(chat.Warnf(path, "not an array of reasoning details: dropped"))
 		return r
 	}
-	if len(list) > MaxReasoningDetails {
-		c.warns = append(c.warns, chat.Warnf(path, "more than %d reasoning details: all dropped", MaxReasoningDetails))
+	if !c.budget(n) {
+		c.warn(chat.Warnf(path, "%d reasoning details past the request's %d: all dropped", n, MaxReasoningDetails))
 		return r
 	}
-	for k, d := range list {
+	dropped := 0
+	drop := func(w chat.Warning) {
+		if dropped++; dropped <= maxDetailWarnings {
+			c.warn(w)
+		}
+	}
+	elements(raw, func(k int, d []byte) bool {
 		p := path + "[" + strconv.Itoa(k) + "]"
 		var v reasoningDetail
-		if err := json.Unmarshal(d, &v); err != nil {
-			c.warns = append(c.warns, chat.Warnf(p, "not a reasoning detail (an object whose type, text, signature and data are strings): dropped"))
-			continue
+		if len(d) == 0 || d[0] != '{' || json.Unmarshal(d, &v) != nil {
+			drop(chat.Warnf(p, "not a reasoning detail (an object whose type, text, signature, data and id are strings): dropped"))
+			return true
 		}
 		var sig string
 		switch v.Type {
@@ -553,25 +668,25 @@ func (c *claim) restore(i int, raw json.RawMessage) restored {
 			sig = v.Signature
 		case "reasoning.encrypted":
 			if sig = v.Data; sig == "" {
-				c.warns = append(c.warns, chat.Warnf(p, "a reasoning.encrypted detail without data: dropped"))
-				continue
+				drop(chat.Warnf(p, "a reasoning.encrypted detail without data: dropped"))
+				return true
 			}
 		case "reasoning.summary":
 		default:
-			c.warns = append(c.warns, chat.Warnf(p, "type %q is not reasoning.text, reasoning.encrypted or reasoning.summary: dropped", clip(v.Type)))
-			continue
+			drop(chat.Warnf(p, "type %q is not reasoning.text, reasoning.encrypted or reasoning.summary: dropped", clip(v.Type)))
+			return true
 		}
 		if sig == "" {
-			continue // text only: the message's reasoning_content has it
+			return true // text only: the message's reasoning_content has it
 		}
 		s, sealed := OpenSignature(sig)
 		switch {
 		case !sealed:
-			c.warns = append(c.warns, chat.Warnf(p, "the signature came unsealed from a client whose reasoning_details are native to no provider, and %s takes back only its own: dropped", c.upstream))
-			continue
+			drop(chat.Warnf(p, "the signature came unsealed from a client whose reasoning_details are native to no provider, and %s takes back only its own: dropped", c.upstream))
+			return true
 		case s.Home != c.up:
-			c.warns = append(c.warns, chat.Warnf(p, "%s made by %s, and %s takes back only its own: dropped", sealedWhat(s), s.Home, c.upstream))
-			continue
+			drop(chat.Warnf(p, "%s made by %s, and %s takes back only its own: dropped", sealedWhat(s), s.Home, c.upstream))
+			return true
 		}
 		var b chat.Block
 		switch {
@@ -579,7 +694,8 @@ func (c *claim) restore(i int, raw json.RawMessage) restored {
 			b = chat.Block{Type: chat.TypeRedactedThinking, Data: s.Signature}
 		case s.Home == HomeGemini:
 			r.calls = append(r.calls, chat.Block{Type: chat.TypeThoughtSignature, Signature: sig})
-			continue
+			r.ids = append(r.ids, v.ID)
+			return true
 		default:
 			text := s.Thinking
 			if text == "" && v.Type == "reasoning.text" {
@@ -592,6 +708,10 @@ func (c *claim) restore(i int, raw json.RawMessage) restored {
 			r.text = true
 		}
 		r.lead = append(r.lead, b)
+		return true
+	})
+	if dropped > maxDetailWarnings {
+		c.warn(chat.Warnf(path, "… and %d more of its %d reasoning details dropped", dropped-maxDetailWarnings, n))
 	}
 	return r
 }
@@ -610,6 +730,17 @@ type claim struct {
 	client   string // the client dialect's signature home, "" for none
 	upstream string // the upstream's name, for warnings
 	warns    []chat.Warning
+	more     int // the warnings past maxClaimWarnings
+	read     int // the reasoning details read, of MaxReasoningDetails
+}
+
+// warn adds w, or counts it past maxClaimWarnings.
+func (c *claim) warn(w chat.Warning) {
+	if len(c.warns) >= maxClaimWarnings {
+		c.more++
+		return
+	}
+	c.warns = append(c.warns, w)
 }
 
 // block applies the rule to b, the block at messages[i].content[j]: keep
@@ -625,11 +756,11 @@ func (c *claim) block(i, j int, b *chat.Block) (keep, changed bool) {
 		// Possibly the upstream's own: it checks it.
 		return true, false
 	case c.up == "" && b.Type == chat.TypeThinking && b.Thinking != "" && !s.Redacted:
-		c.warns = append(c.warns, chat.Warnf(path, "the signature was made by %s, which %s cannot check: the thinking goes without it", s.Home, c.upstream))
+		c.warn(chat.Warnf(path, "the signature was made by %s, which %s cannot check: the thinking goes without it", s.Home, c.upstream))
 		b.Signature = ""
 		return true, true
 	case c.up == "":
-		c.warns = append(c.warns, chat.Warnf(path, "%s of %s, which %s cannot take: dropped", sealedWhat(s), s.Home, c.upstream))
+		c.warn(chat.Warnf(path, "%s of %s, which %s cannot take: dropped", sealedWhat(s), s.Home, c.upstream))
 		return false, false
 	case sealed || c.client == c.up:
 		// The encoder opens its own provider's envelope and refuses
@@ -637,13 +768,13 @@ func (c *claim) block(i, j int, b *chat.Block) (keep, changed bool) {
 		// upstream's.
 		return true, false
 	case c.client == "":
-		c.warns = append(c.warns, chat.Warnf(path, "the signature came from a client whose dialect is native to no provider, and %s takes back only its own: dropped", c.upstream))
+		c.warn(chat.Warnf(path, "the signature came from a client whose dialect is native to no provider, and %s takes back only its own: dropped", c.upstream))
 		return false, false
 	}
 	tagged := SealSignature(c.client, b.Signature, "")
 	if tagged == b.Signature {
 		// Too long for an envelope: still not the upstream's.
-		c.warns = append(c.warns, chat.Warnf(path, "the signature was made by %s, and %s takes back only its own: dropped", c.client, c.upstream))
+		c.warn(chat.Warnf(path, "the signature was made by %s, and %s takes back only its own: dropped", c.client, c.upstream))
 		return false, false
 	}
 	b.Signature = tagged
@@ -658,47 +789,80 @@ func sealedWhat(s Sealed) string {
 }
 
 // details applies the rule to a message's reasoning_details for an
-// upstream that is no signature home (a JSON array of objects, a
-// signature or data in each signed one), returning the details to send
-// and whether they changed: an envelope is dropped, anything else goes
-// on. Anything not in that shape is left to the encoders.
+// upstream that is no signature home, returning the details to send and
+// whether they changed: a detail any of whose strings (a value or a key,
+// at any depth; a bare string detail itself) is a ctxkit envelope is
+// dropped, anything else goes on as the client wrote it. Details that are
+// not a JSON array are left to the encoders; past the request's
+// MaxReasoningDetails a message's details are all dropped, as they can
+// no longer be checked.
 func (c *claim) details(i int, raw json.RawMessage) (json.RawMessage, bool) {
-	if len(raw) == 0 {
+	path := chat.MessagePath(i) + ".reasoning_details"
+	n := 0
+	if !elements(raw, func(int, []byte) bool { n++; return true }) {
 		return raw, false
 	}
-	var list []json.RawMessage
-	if json.Unmarshal(raw, &list) != nil || len(list) > MaxReasoningDetails {
-		return raw, false
+	if !c.budget(n) {
+		c.warn(chat.Warnf(path, "%d reasoning details past the request's %d: all dropped", n, MaxReasoningDetails))
+		return nil, true
 	}
-	kept := list[:0:0]
-	for k, d := range list {
-		var v struct {
-			Signature string `json:"signature"`
-			Data      string `json:"data"`
-		}
-		// A type error further on leaves what was read: a signature
-		// followed by a duplicate key of another type is still checked.
-		_ = json.Unmarshal(d, &v)
-		s, sealed := OpenSignature(v.Signature)
-		if !sealed {
-			s, sealed = OpenSignature(v.Data)
-		}
+	var kept [][]byte
+	dropped := 0
+	elements(raw, func(k int, d []byte) bool {
+		s, sealed := sealedIn(d)
 		if !sealed {
 			kept = append(kept, d)
-			continue
+			return true
 		}
-		path := chat.MessagePath(i) + ".reasoning_details[" + strconv.Itoa(k) + "]"
-		c.warns = append(c.warns, chat.Warnf(path, "%s of %s, which %s cannot take: dropped", sealedWhat(s), s.Home, c.upstream))
+		if dropped++; dropped <= maxDetailWarnings {
+			c.warn(chat.Warnf(path+"["+strconv.Itoa(k)+"]", "%s of %s, which %s cannot take: dropped", sealedWhat(s), s.Home, c.upstream))
+		}
+		return true
+	})
+	if dropped > maxDetailWarnings {
+		c.warn(chat.Warnf(path, "… and %d more of its %d reasoning details dropped", dropped-maxDetailWarnings, n))
 	}
-	if len(kept) == len(list) {
+	if dropped == 0 {
 		return raw, false
 	}
 	if len(kept) == 0 {
 		return nil, true
 	}
-	out, err := json.Marshal(kept)
-	if err != nil {
-		return nil, true
+	out := append([]byte{'['}, bytes.Join(kept, []byte{','})...)
+	return append(out, ']'), true
+}
+
+// sealedIn finds a ctxkit envelope among the strings of d, valid JSON
+// (its keys too, at any depth), reading it in place: only a string with
+// an escape is decoded, so the check costs no more than d's size.
+func sealedIn(d []byte) (Sealed, bool) {
+	for p := 0; p < len(d); p++ {
+		if d[p] != '"' {
+			continue
+		}
+		start, escaped := p+1, false
+		for p = start; p < len(d) && d[p] != '"'; p++ {
+			if d[p] == '\\' {
+				escaped = true
+				p++
+			}
+		}
+		seg := d[start:p]
+		if escaped {
+			var str string
+			if json.Unmarshal(d[start-1:p+1], &str) == nil {
+				if s, ok := OpenSignature(str); ok {
+					return s, true
+				}
+			}
+			continue
+		}
+		if len(seg) < 8 || !slices.ContainsFunc(sealPrefixes[:], func(pre string) bool { return string(seg[:8]) == pre }) {
+			continue
+		}
+		if s, ok := OpenSignature(string(seg)); ok {
+			return s, true
+		}
 	}
-	return out, true
+	return Sealed{}, false
 }

@@ -24,10 +24,17 @@ import (
 //   - the first delta has "role":"assistant";
 //   - text → delta.content;
 //   - reasoning → delta.reasoning_content (DeepSeek's field); a signature
-//     or redacted reasoning, which that field cannot carry, goes in
-//     delta.reasoning_details as OpenRouter writes it (see
-//     EncodeResponse for the shapes), the chunk's text beside a
-//     signature;
+//     or redacted reasoning, which that field cannot carry, is a detail
+//     of delta.reasoning_details as OpenRouter writes it (see
+//     EncodeResponse for the shapes; an OpenAI-compatible upstream's
+//     own detail with every key it wrote, its text all the reasoning its
+//     signature signs). The details of a stream are written once, all
+//     together and indexed 0, 1, ... in order, in the delta with the
+//     finish_reason (in a delta of their own at the end when no stop
+//     came), so that every client's stream helper ends with all of them,
+//     whether it appends, merges by index or replaces the field; a
+//     Gemini signature a tool call followed came on it, and its detail
+//     has the call's "id";
 //   - tool_call_start → delta.tool_calls [{index, id, "type":"function",
 //     function {name, "arguments":""}}]; tool_call_delta → [{index,
 //     function {arguments}}]; tool_call_end writes the part of its
@@ -59,9 +66,10 @@ import (
 // the upstream body).
 //
 // DecodeStream reads what EncodeStream writes back into the same chunks
-// when they came from DecodeStream (a round trip), with two
-// normalisations: only the last usage chunk survives, and a stop reason's
-// Raw becomes the finish_reason written.
+// when they came from DecodeStream (a round trip), with three
+// normalisations: only the last usage chunk survives, a stop reason's
+// Raw becomes the finish_reason written, and the signed reasoning comes
+// after the rest.
 func EncodeStream(w io.Writer, flush func(), model, id string, created int64, chunks iter.Seq2[chat.Chunk, error]) error {
 	return encodeStream(w, flush, model, id, created, true, chunks)
 }
@@ -77,7 +85,7 @@ func newStreamEncoder(w io.Writer, flush func(), model, id string, created int64
 	// One buffer for the head and the events: a text event is the head and
 	// a few tens of bytes.
 	buf := make([]byte, 0, 1024+2*(len(id)+len(model)))
-	e := &streamEncoder{w: w, flush: flush, withUsage: withUsage}
+	e := &streamEncoder{w: w, flush: flush, withUsage: withUsage, onCall: -1}
 	e.head = append(buf, `data: {"id":`...)
 	e.head = chat.AppendString(e.head, id)
 	e.head = append(e.head, `,"object":"chat.completion.chunk","created":`...)
@@ -113,6 +121,12 @@ func (e *streamEncoder) fail(err error) error {
 // finish ends the stream: the usage chunk, when the client asked for it
 // and there was usage, then [DONE].
 func (e *streamEncoder) finish() error {
+	if len(e.held) > 0 {
+		// No stop came: the details go in a delta of their own.
+		if err := e.end(e.details(e.begin()), ""); err != nil {
+			return err
+		}
+	}
 	if e.withUsage && e.usage != nil {
 		b := append(e.buf[:0], e.head...)
 		b = append(b, `[],"usage":`...)
@@ -133,9 +147,15 @@ type streamEncoder struct {
 	role  bool           // the role was written
 	sent  map[int][]byte // tool call index → the arguments written so far
 	usage *chat.Usage
-	// details counts the reasoning details written: the index of the
-	// next one.
-	details int
+	// held are the stream's reasoning details, written all together
+	// with the finish_reason (see EncodeStream); onCall is the index in
+	// held of a Gemini signature that a tool call may follow (it came on
+	// that call), -1 for none.
+	held   []reasoningDetail
+	onCall int
+	// text is the reasoning since the last signature: the text a
+	// signature written unsealed signs.
+	text strings.Builder
 	// withUsage: the client asked for the usage chunk, and every chunk
 	// carries "usage":null until then.
 	withUsage bool
@@ -195,37 +215,29 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 		if c.Text == "" {
 			return nil
 		}
+		e.onCall = -1
 		b := field(e.begin(), "content")
 		return e.end(chat.AppendString(b, c.Text), "")
 	case chat.ChunkReasoning:
-		if c.Text == "" && c.Signature == "" && c.Redacted == "" {
+		if c.Signature != "" || c.Redacted != "" {
+			e.hold(c)
+		} else {
+			e.onCall = -1
+		}
+		if c.Text == "" {
 			return nil
 		}
-		b := e.begin()
-		if c.Text != "" {
-			b = chat.AppendString(field(b, "reasoning_content"), c.Text)
+		if c.Signature == "" && e.text.Len() < wire.MaxSealedSignature {
+			e.text.WriteString(c.Text)
 		}
-		if c.Signature != "" || c.Redacted != "" {
-			b = append(field(b, "reasoning_details"), '[')
-			// Indexes count the stream's details.
-			var ds []reasoningDetail
-			if c.Signature != "" {
-				ds = signedDetails(ds, e.details, c.Text, c.Signature)
-			}
-			if c.Redacted != "" {
-				ds = append(ds, redactedDetail(c.Redacted, e.details+len(ds)))
-			}
-			for k := range ds {
-				if k > 0 {
-					b = append(b, ',')
-				}
-				b = appendDetail(b, ds[k])
-			}
-			e.details += len(ds)
-			b = append(b, ']')
-		}
+		b := chat.AppendString(field(e.begin(), "reasoning_content"), c.Text)
 		return e.end(b, "")
 	case chat.ChunkToolCallStart:
+		if e.onCall >= 0 {
+			// The Gemini signature just before the call came on it.
+			e.held[e.onCall].ID = c.ID
+		}
+		e.onCall = -1
 		if e.sent == nil {
 			e.sent = map[int][]byte{}
 		}
@@ -258,7 +270,7 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 		if c.Stop != nil {
 			reason = c.Stop.Reason
 		}
-		return e.end(e.begin(), finishReason(reason))
+		return e.end(e.details(e.begin()), finishReason(reason))
 	case chat.ChunkUsage:
 		if c.Usage != nil {
 			u := *c.Usage
@@ -272,6 +284,96 @@ func (e *streamEncoder) chunk(c *chat.Chunk) error {
 		return e.error(c.Error)
 	}
 	return nil
+}
+
+// hold keeps the reasoning details of c, a reasoning chunk with a
+// signature or redacted data, for the finish delta; past
+// chat.MaxCollectedBlocks details (what a collected response holds) they
+// are left out.
+func (e *streamEncoder) hold(c *chat.Chunk) {
+	e.onCall = -1
+	if len(e.held) >= chat.MaxCollectedBlocks {
+		return
+	}
+	if c.Signature != "" {
+		text := c.Text
+		_, sealed := wire.OpenSignature(c.Signature)
+		if !sealed {
+			// An unsealed signature (an OpenAI-compatible upstream's)
+			// signs the reasoning since the last one.
+			e.text.WriteString(c.Text)
+			text = e.text.String()
+		}
+		if d, ok := passedOn(c.Detail, text, len(e.held)); ok && !sealed {
+			e.held = append(e.held, d)
+		} else {
+			e.held = signedDetails(e.held, 0, text, c.Signature)
+		}
+		e.text.Reset()
+		if last := e.held[len(e.held)-1]; last.Format == detailFormat(wire.HomeGemini) && last.Type == "reasoning.encrypted" {
+			e.onCall = len(e.held) - 1
+		}
+	}
+	if c.Redacted != "" {
+		if _, sealed := wire.OpenSignature(c.Redacted); sealed {
+			e.held = append(e.held, redactedDetail(c.Redacted, len(e.held)))
+		} else if d, ok := passedOn(c.Detail, "", len(e.held)); ok {
+			e.held = append(e.held, d)
+		} else {
+			e.held = append(e.held, redactedDetail(c.Redacted, len(e.held)))
+		}
+	}
+	for k := range e.held {
+		if e.held[k].Index == nil {
+			n := k
+			e.held[k].Index = &n
+		}
+	}
+}
+
+// passedOn is raw, a reasoning detail as an OpenAI-compatible upstream
+// streamed it, as the stream's last delta writes it: every key as it
+// came, but for its index (index, its position among the stream's
+// details) and, for a reasoning.text detail, its text (text, all the
+// text its signature signs, which the upstream streamed in pieces).
+func passedOn(raw string, text string, index int) (reasoningDetail, bool) {
+	var m map[string]json.RawMessage
+	if raw == "" || json.Unmarshal([]byte(raw), &m) != nil {
+		return reasoningDetail{}, false
+	}
+	var d reasoningDetail
+	_ = json.Unmarshal(m["type"], &d.Type)
+	if d.Type == "reasoning.text" {
+		m["text"] = chat.AppendString(nil, text)
+	}
+	m["index"] = strconv.AppendInt(nil, int64(index), 10)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return reasoningDetail{}, false
+	}
+	d.raw, d.Index = b, &index
+	return d, true
+}
+
+// details appends the held reasoning details to b, a delta, and
+// forgets them.
+func (e *streamEncoder) details(b []byte) []byte {
+	if len(e.held) == 0 {
+		return b
+	}
+	b = append(field(b, "reasoning_details"), '[')
+	for k := range e.held {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		if len(e.held[k].raw) > 0 {
+			b = append(b, e.held[k].raw...)
+			continue
+		}
+		b = appendDetail(b, e.held[k])
+	}
+	e.held, e.onCall = e.held[:0], -1
+	return append(b, ']')
 }
 
 // arguments writes an arguments fragment of tool call i.
@@ -350,7 +452,10 @@ type completionError struct {
 //     in the list); a Gemini signature (which signs a part, not text:
 //     its thought text, if any, is a reasoning.text detail of its own
 //     before it) and a Responses API's encrypted reasoning are {"type":
-//     "reasoning.encrypted","data":signature}. A client hands the
+//     "reasoning.encrypted","data":signature}, with the "id" of the tool
+//     call it came on when a call follows it. The details an
+//     OpenAI-compatible upstream wrote (DecodeResponse keeps them on
+//     their blocks) are written back as they came. A client hands the
 //     details back with the message: wire.ClaimSignatures makes them the
 //     blocks they were, for the provider that made them;
 //   - message.tool_calls: the tool_use blocks, {"id","type":"function",
@@ -380,22 +485,30 @@ func EncodeResponse(r chat.Response, model, id string, created int64) ([]byte, e
 			text.WriteString(b.Text)
 		case chat.TypeThinking:
 			reasoning.WriteString(b.Thinking)
+			if raw, ok := passedRaw(b, b.Signature); ok {
+				details, special = append(details, raw...), special || b.Signature != ""
+				continue
+			}
 			if b.Signature == "" {
 				details = append(details, reasoningDetail{Type: "reasoning.text", Text: b.Thinking})
 				continue
 			}
-			details = signedDetails(details, 0, b.Thinking, b.Signature)
+			details = onCall(signedDetails(details, 0, b.Thinking, b.Signature), r.Content[i+1:])
 			special = true
 		case chat.TypeReasoning:
 			reasoning.WriteString(b.Text)
 			details = append(details, reasoningDetail{Type: "reasoning.text", Text: b.Text})
 		case chat.TypeThoughtSignature:
 			if b.Signature != "" {
-				details = signedDetails(details, 0, "", b.Signature)
+				details = onCall(signedDetails(details, 0, "", b.Signature), r.Content[i+1:])
 				special = true
 			}
 		case chat.TypeRedactedThinking:
-			details = append(details, redactedDetail(b.Data, len(details)))
+			if raw, ok := passedRaw(b, b.Data); ok {
+				details = append(details, raw...)
+			} else {
+				details = append(details, redactedDetail(b.Data, len(details)))
+			}
 			special = true
 		case chat.TypeToolUse:
 			if len(b.Input) > 0 && !json.Valid(b.Input) {
@@ -472,6 +585,47 @@ func signedDetails(ds []reasoningDetail, base int, text, sig string) []reasoning
 	return append(ds, reasoningDetail{Type: "reasoning.text", Text: text, Signature: sig, Format: format, Index: index()})
 }
 
+// rawDetails is the key of a block's Extra under which DecodeResponse
+// keeps the reasoning details (a JSON array, as the upstream wrote them)
+// that made the block.
+const rawDetails = "reasoning_details"
+
+// passedRaw is the reasoning details an OpenAI-compatible upstream wrote
+// for b (see DecodeResponse), to be written back as they came, when b
+// has them and sig (its signature or redacted data) is none ctxkit
+// sealed.
+func passedRaw(b *chat.Block, sig string) ([]reasoningDetail, bool) {
+	raw, ok := b.Extra[rawDetails]
+	if !ok {
+		return nil, false
+	}
+	if _, sealed := wire.OpenSignature(sig); sealed {
+		return nil, false
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		return nil, false
+	}
+	ds := make([]reasoningDetail, len(list))
+	for k := range list {
+		ds[k].raw = list[k]
+	}
+	return ds, true
+}
+
+// onCall gives the last of ds, when it is a Gemini signature and the
+// next of the response's blocks (rest) is a tool call, the call's id: the
+// signature came on that call, and ClaimSignatures puts it back there.
+func onCall(ds []reasoningDetail, rest []chat.Block) []reasoningDetail {
+	if len(ds) == 0 || len(rest) == 0 || rest[0].Type != chat.TypeToolUse {
+		return ds
+	}
+	if d := &ds[len(ds)-1]; d.Type == "reasoning.encrypted" && d.Format == detailFormat(wire.HomeGemini) {
+		d.ID = rest[0].ID
+	}
+	return ds
+}
+
 // redactedDetail is the reasoning detail of redacted thinking's data.
 func redactedDetail(data string, index int) reasoningDetail {
 	d := reasoningDetail{Type: "reasoning.encrypted", Data: data}
@@ -494,6 +648,9 @@ func appendDetail(b []byte, d reasoningDetail) []byte {
 	}
 	if d.Data != "" {
 		b = chat.AppendString(append(b, `,"data":`...), d.Data)
+	}
+	if d.ID != "" {
+		b = chat.AppendString(append(b, `,"id":`...), d.ID)
 	}
 	if d.Format != "" {
 		b = chat.AppendString(append(b, `,"format":`...), d.Format)

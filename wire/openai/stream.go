@@ -33,11 +33,14 @@ type decodeOptions struct {
 //   - delta.content → text chunks, delta.refusal → text chunks.
 //   - delta.reasoning_content (DeepSeek) or, when it is absent,
 //     delta.reasoning (OpenRouter) → reasoning chunks. OpenRouter's
-//     reasoning_details: a reasoning.text item's signature becomes the
-//     chunk's Signature, its text the chunk's text when there is no
-//     reasoning field; a reasoning.summary item's summary likewise; a
-//     reasoning.encrypted item's data becomes a reasoning chunk of its own
-//     with Redacted.
+//     reasoning_details give one reasoning chunk each, in their order: a
+//     reasoning.text item its text and its own signature (Signature), a
+//     reasoning.summary item its summary likewise, a reasoning.encrypted
+//     item its data (Redacted). When the details carry text, it is the
+//     reasoning and the reasoning field (the same text joined) is not
+//     read; a delta with no reasoning field whose details repeat the text
+//     streamed since the last signature (as EncodeStream's last delta
+//     does) gives their signatures only.
 //   - <think>…</think> at the start of the content (leading whitespace
 //     allowed) → reasoning, even when the tags are split across deltas
 //     ("<thi" + "nk>"); the content after </think> is text as it came.
@@ -133,10 +136,37 @@ type reasoningDetail struct {
 	Summary   string `json:"summary,omitempty"`
 	Signature string `json:"signature,omitempty"`
 	Data      string `json:"data,omitempty"`
+	// ID: the tool call a Gemini signature came on (ctxkit writes it,
+	// as OpenRouter does for Gemini; it is not read).
+	ID string `json:"id,omitempty"`
 	// Format and Index are written as OpenRouter writes them, for a
 	// sealed signature (whose maker ctxkit knows); they are not read.
 	Format string `json:"format,omitempty"`
 	Index  *int   `json:"index,omitempty"`
+	// raw is the detail as an upstream wrote it (its id, format, index
+	// and keys ctxkit does not read), written back as it came.
+	raw json.RawMessage
+}
+
+// UnmarshalJSON reads a detail, keeping its raw form.
+func (d *reasoningDetail) UnmarshalJSON(b []byte) error {
+	type plain reasoningDetail
+	var v plain
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*d = reasoningDetail(v)
+	d.raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// MarshalJSON writes a detail: its raw form when it has one.
+func (d reasoningDetail) MarshalJSON() ([]byte, error) {
+	if len(d.raw) > 0 {
+		return d.raw, nil
+	}
+	type plain reasoningDetail
+	return json.Marshal(plain(d))
 }
 
 type toolCallDelta struct {
@@ -171,6 +201,7 @@ type streamDecoder struct {
 	ok    bool // false once the consumer stopped
 	think int
 	held  string // content held back: a possible tag (or leading whitespace)
+	since bool   // reasoning text was emitted since the last signature
 	calls oaicompat.ToolCallAssembler
 	buf   streamChunk // the chunk being decoded
 	parse chunkParser
@@ -253,48 +284,71 @@ func (d *streamDecoder) delta(dl *streamDelta) {
 	}
 }
 
-// reasoning emits the delta's reasoning, if any.
+// reasoning emits the delta's reasoning, if any: one chunk a detail, in
+// the details' order, each signature with its own detail's text (see
+// DecodeStream).
 func (d *streamDecoder) reasoning(dl *streamDelta) {
-	text := dl.ReasoningContent
-	if text == "" {
-		text = dl.Reasoning
+	field := dl.ReasoningContent
+	if field == "" {
+		field = dl.Reasoning
 	}
-	fromDetails := text == ""
-	var sig string
-	var redacted []string
+	detailText := false
+	for i := range dl.ReasoningDetails {
+		if rd := &dl.ReasoningDetails[i]; rd.Type != "reasoning.encrypted" && rd.Text+rd.Summary != "" {
+			detailText = true
+			break
+		}
+	}
+	// A delta with no reasoning text of its own whose details repeat the
+	// text streamed since the last signature (a ctxkit stream's last
+	// delta) adds their signatures only.
+	if detailText && field == "" && d.since {
+		detailText = false
+	}
+	started := false
+	emit := func(c chat.Chunk) {
+		if !started {
+			started = true
+			d.flush()
+			if d.think == thinkStart {
+				d.think = thinkOff
+			}
+		}
+		if c.Text != "" {
+			d.since = true
+		}
+		if c.Signature != "" {
+			d.since = false
+		}
+		d.emit(c)
+	}
+	if !detailText && field != "" {
+		emit(chat.Chunk{Type: chat.ChunkReasoning, Text: field})
+	}
 	for i := range dl.ReasoningDetails {
 		rd := &dl.ReasoningDetails[i]
+		var c chat.Chunk
 		switch rd.Type {
 		case "reasoning.encrypted":
-			if rd.Data != "" {
-				redacted = append(redacted, rd.Data)
-			}
-			continue
+			c.Redacted, c.Detail = rd.Data, string(rd.raw)
 		case "reasoning.summary":
-			if fromDetails {
-				text += rd.Summary
+			if detailText {
+				c.Text = rd.Summary
 			}
+			c.Signature = rd.Signature
 		default:
-			if fromDetails {
-				text += rd.Text
+			if detailText {
+				c.Text = rd.Text
 			}
+			c.Signature = rd.Signature
 		}
-		if rd.Signature != "" {
-			sig = rd.Signature
+		if c.Signature != "" {
+			c.Detail = string(rd.raw)
 		}
-	}
-	if text == "" && sig == "" && len(redacted) == 0 {
-		return
-	}
-	d.flush()
-	if d.think == thinkStart {
-		d.think = thinkOff
-	}
-	if text != "" || sig != "" {
-		d.emit(chat.Chunk{Type: chat.ChunkReasoning, Text: text, Signature: sig})
-	}
-	for _, r := range redacted {
-		d.emit(chat.Chunk{Type: chat.ChunkReasoning, Redacted: r})
+		if c.Text != "" || c.Signature != "" || c.Redacted != "" {
+			c.Type = chat.ChunkReasoning
+			emit(c)
+		}
 	}
 }
 

@@ -74,11 +74,33 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decoding the encoded stream: %v\n%s", err, out.String())
 			}
+			// The signatures and redacted reasoning come in the last
+			// delta: in order, but after the rest.
+			first, second = signedLast(first), signedLast(second)
 			if d := wiretest.Diff(chunksJSON(first), chunksJSON(second)); d != "" {
 				t.Errorf("round trip differs: %s\nfirst:  %s\nsecond: %s\nwire:\n%s", d, chunksJSON(first), chunksJSON(second), out.String())
 			}
 		})
 	}
+}
+
+// signedLast moves the signed reasoning chunks (a signature, redacted
+// data) of cs after the others, in their order, with no text: where
+// EncodeStream writes them.
+func signedLast(cs []chat.Chunk) []chat.Chunk {
+	var rest, signed []chat.Chunk
+	for _, c := range cs {
+		if c.Type == chat.ChunkReasoning && (c.Signature != "" || c.Redacted != "") {
+			if c.Text != "" {
+				rest = append(rest, chat.Chunk{Type: chat.ChunkReasoning, Text: c.Text})
+			}
+			c.Text = ""
+			signed = append(signed, c)
+			continue
+		}
+		rest = append(rest, c)
+	}
+	return append(rest, signed...)
 }
 
 // TestEncodeStreamShape checks the wire form: role in the first delta,
@@ -119,14 +141,12 @@ func TestEncodeStreamShape(t *testing.T) {
 	}
 	want := []string{
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"hmm"},"finish_reason":null}],"usage":null}`,
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"reasoning_details":[{"type":"reasoning.text","text":"","signature":"sig"}]},"finish_reason":null}],"usage":null}`,
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"reasoning_details":[{"type":"reasoning.encrypted","data":"opaque"}]},"finish_reason":null}],"usage":null}`,
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"Hi <b>"},"finish_reason":null}],"usage":null}`,
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":""}}]},"finish_reason":null}],"usage":null}`,
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1}"}}]},"finish_reason":null}],"usage":null}`,
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c2","type":"function","function":{"name":"g","arguments":""}}]},"finish_reason":null}],"usage":null}`,
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]},"finish_reason":null}],"usage":null}`,
-		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[{"index":0,"delta":{"reasoning_details":[{"type":"reasoning.text","text":"hmm","signature":"sig","index":0},{"type":"reasoning.encrypted","data":"opaque","index":1}]},"finish_reason":"stop"}],"usage":null}`,
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":42,"model":"gpt-x","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4,"cache_write_tokens":2},"completion_tokens_details":{"reasoning_tokens":3},"cost":0.5,"cost_usd":0.5}}`,
 	}
 	if len(events) != len(want)+1 || events[len(events)-1] != nil {

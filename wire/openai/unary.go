@@ -51,6 +51,10 @@ type unaryChoice struct {
 // finish_reason is the stop, usage the usage, and an "error" key (some
 // OpenAI-compatible servers answer 200 with one) the response's Error.
 //
+// The reasoning_details read stay on the blocks they made, as they came,
+// in the block's Extra["reasoning_details"] (a JSON array), for
+// EncodeResponse to write back to a Chat Completions client.
+//
 // A body that is not a JSON object of that shape is an error naming the
 // field at fault; so is one with more than MaxChoices choices, or tool
 // calls past the stream's bounds (MaxArguments, MaxToolCalls,
@@ -64,6 +68,7 @@ func DecodeResponse(body []byte) (chat.Response, error) {
 		return chat.Response{}, fmt.Errorf("openai response: choices: %d choices, more than %d", len(r.Choices), MaxChoices)
 	}
 	c := streamChunk{Usage: r.Usage, Error: r.Error}
+	var details []reasoningDetail
 	for i := range r.Choices {
 		ch := &r.Choices[i]
 		if ch.Index != 0 {
@@ -73,9 +78,10 @@ func DecodeResponse(body []byte) (chat.Response, error) {
 			return chat.Response{}, fmt.Errorf("openai response: choices[%d].message.reasoning_details: %d items, more than %d", i, n, chat.MaxCollectedBlocks)
 		}
 		c.Choices = []streamChoice{{Delta: ch.Message, FinishReason: ch.FinishReason}}
+		details = ch.Message.ReasoningDetails
 		break
 	}
-	return chat.Collect(chat.Stream(nil, func(yield func(chat.Chunk) bool) error {
+	res, err := chat.Collect(chat.Stream(nil, func(yield func(chat.Chunk) bool) error {
 		d := streamDecoder{yield: yield, ok: true}
 		if err := d.chunk(&c); err != nil {
 			return err
@@ -83,4 +89,63 @@ func DecodeResponse(body []byte) (chat.Response, error) {
 		d.end()
 		return nil
 	}))
+	if err == nil {
+		keepDetails(&res, details)
+	}
+	return res, err
+}
+
+// keepDetails puts each of details (a message's reasoning_details, in
+// order) on the reasoning block it made (see streamDecoder.reasoning), in
+// the block's Extra under rawDetails, so that EncodeResponse writes them
+// back as they came: a reasoning.encrypted detail on its redacted
+// thinking block, a text or summary detail on the thinking block it is
+// part of (a signed one ends the block). At a detail that made no block
+// it stops: the rest are written as ctxkit writes them.
+func keepDetails(res *chat.Response, details []reasoningDetail) {
+	j := 0 // the block the next detail belongs to, or one before it
+	next := func(typ string) int {
+		for ; j < len(res.Content); j++ {
+			if res.Content[j].Type == typ {
+				return j
+			}
+		}
+		return -1
+	}
+	kept := map[int][]json.RawMessage{} // block → its details
+	for k := range details {
+		rd := &details[k]
+		if len(rd.raw) == 0 {
+			break
+		}
+		var at int
+		if rd.Type == "reasoning.encrypted" {
+			if at = next(chat.TypeRedactedThinking); at < 0 || res.Content[at].Data != rd.Data {
+				break
+			}
+			j++
+		} else {
+			if at = next(chat.TypeThinking); at < 0 {
+				break
+			}
+			if rd.Signature != "" {
+				if res.Content[at].Signature != rd.Signature {
+					break
+				}
+				j++
+			}
+		}
+		kept[at] = append(kept[at], rd.raw)
+	}
+	for at, list := range kept {
+		raw, err := json.Marshal(list)
+		if err != nil {
+			continue
+		}
+		b := &res.Content[at]
+		if b.Extra == nil {
+			b.Extra = map[string]json.RawMessage{}
+		}
+		b.Extra[rawDetails] = raw
+	}
 }

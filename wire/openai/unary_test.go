@@ -53,6 +53,12 @@ func TestDecodeResponseMatchesStream(t *testing.T) {
 // compacts them) and its cost by value.
 func normal(r chat.Response) string {
 	for i := range r.Content {
+		// The unary response keeps its reasoning details as they came
+		// on their blocks (a stream has them on its chunks).
+		delete(r.Content[i].Extra, "reasoning_details")
+		if len(r.Content[i].Extra) == 0 {
+			r.Content[i].Extra = nil
+		}
 		if in := r.Content[i].Input; len(in) > 0 {
 			var b bytes.Buffer
 			if json.Compact(&b, in) == nil {

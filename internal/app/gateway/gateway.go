@@ -466,7 +466,34 @@ type outbound struct {
 	ids    *wire.ToolIDMap // restores the client's tool-call ids; nil: none rewritten
 	tool   string          // the forced tool a structured-output format is sent as; "": none
 	header http.Header     // of the upstream request: the key's, and the client's Anthropic headers for an Anthropic upstream
-	warns  []string        // what was not carried, for X-Ctxkit-Warnings
+	warns  warnings        // what was not carried, for X-Ctxkit-Warnings
+}
+
+// maxWarnings bounds the warnings kept for one request: a request of n
+// malformed fields costs a count past it, not n strings.
+const maxWarnings = 256
+
+// warnings are what was not carried of one request, maxWarnings at most
+// and a count of the rest.
+type warnings struct {
+	list []string
+	more int
+}
+
+func (ws *warnings) add(s string) {
+	if len(ws.list) >= maxWarnings {
+		ws.more++
+		return
+	}
+	ws.list = append(ws.list, s)
+}
+
+// all is the list, with a last "… and N more" past maxWarnings.
+func (ws *warnings) all() []string {
+	if ws.more == 0 {
+		return ws.list
+	}
+	return append(ws.list[:len(ws.list):len(ws.list)], fmt.Sprintf("… and %d more", ws.more))
 }
 
 // prepare makes req, of dialect d, ready for p: every field carried,
@@ -482,11 +509,14 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, d Dialect, p *
 	if err != nil {
 		return out, unsupported(err)
 	}
+	for _, wn := range warns {
+		out.warns.add(wn)
+	}
 	// Every reasoning signature is tagged with the provider that made it
 	// (the client's dialect's, when it came unsealed), once, before any
 	// encoder: it goes back only to that provider.
 	for _, wn := range wire.ClaimSignatures(&req, d.row().Name, p.row.Name) {
-		warns = append(warns, wn.String())
+		out.warns.add(wn.String())
 	}
 	set, betaWarns, err := wire.AnthropicBetaHeaders(r.Header, p.row.Name)
 	if err != nil {
@@ -498,7 +528,9 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, d Dialect, p *
 			out.header[k] = v
 		}
 	}
-	out.warns = append(warns, betaWarns...)
+	for _, wn := range betaWarns {
+		out.warns.add(wn)
+	}
 	out.tool = wire.FormatTool(p.row.Name, req.Format)
 	out.req, out.ids = wire.RewriteToolIDs(req, p.row.Upstream.ToolIDs)
 	return out, nil
@@ -535,9 +567,9 @@ func (g *Gateway) encode(w http.ResponseWriter, p *Provider, out *outbound) (url
 		return "", nil, badRequest(err)
 	}
 	for _, wn := range warns {
-		out.warns = append(out.warns, wn.String())
+		out.warns.add(wn.String())
 	}
-	addWarnings(w.Header(), out.warns)
+	addWarnings(w.Header(), out.warns.all())
 	url = p.BaseURL + up.Path(req.Model)
 	if !req.Stream {
 		url = p.BaseURL + up.Unary.Path(req.Model)
