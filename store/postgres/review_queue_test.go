@@ -1,0 +1,210 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ctxkit/ctxkit/internal/testkit/pgtest"
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/postgres"
+)
+
+// queueFixture opens a store on a database of its own with one webhook
+// and n test deliveries, claimed; it returns the claims.
+func queueFixture(t *testing.T, n int) (string, *postgres.DB, store.Actor, store.Webhook, []store.ClaimedDelivery) {
+	t.Helper()
+	ctx := context.Background()
+	url := pgtest.Shared(t).NewDatabase(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	sel, _ := store.ParseSelector([]byte(`{}`))
+	w, _, err := db.CreateWebhook(ctx, a, store.Webhook{URL: "https://example.com/", Selector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if _, err := db.EnqueueTest(ctx, a, w.ID, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cds, err := db.ClaimDeliveries(ctx, store.DeliveryClaim{Limit: n, PerWebhook: n, Lease: time.Hour})
+	if err != nil || len(cds) != n {
+		t.Fatalf("claimed %d (%v), want %d", len(cds), err, n)
+	}
+	return url, db, a, w, cds
+}
+
+// idleInTx counts the backends of the database at url left inside a
+// transaction with nothing running: a connection the pool took back
+// mid-transaction.
+func idleInTx(t *testing.T, conn *pgx.Conn) int {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+		AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestReviewSettleInvalidUTF8Excerpt: a receiver's answer that is not
+// valid UTF-8 (a binary body, Latin-1 text) is kept as an attempt's
+// excerpt. PostgreSQL's text refuses it as it refused NUL, so the whole
+// settle group fails, every other settle in it with it, and again each
+// time the leases run out.
+func TestReviewSettleInvalidUTF8Excerpt(t *testing.T) {
+	ctx := context.Background()
+	url, db, a, w, cds := queueFixture(t, 2)
+	now := time.Now()
+	ss := []store.Settle{
+		{DeliveryID: cds[0].ID, Lease: cds[0].Lease, Status: store.DeliveryDelivered, Attempted: true,
+			Attempt: &store.DeliveryAttempt{DeliveryID: cds[0].ID, WebhookID: w.ID, At: now, Status: 200, Class: "ok", Excerpt: "fine"}},
+		{DeliveryID: cds[1].ID, Lease: cds[1].Lease, Status: store.DeliveryDelivered, Attempted: true,
+			Attempt: &store.DeliveryAttempt{DeliveryID: cds[1].ID, WebhookID: w.ID, At: now, Status: 200, Class: "ok", Excerpt: "caf\xe9 \xff\xfe"}},
+	}
+	errs, err := db.SettleDeliveries(ctx, ss)
+	conn, cerr := pgx.Connect(ctx, url)
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	defer conn.Close(ctx)
+	if n := idleInTx(t, conn); n != 0 {
+		t.Errorf("%d connections left idle in a transaction after the settle", n)
+	}
+	if err != nil {
+		// What the group lost: the good settle beside the bad one too.
+		dl, _, derr := db.Delivery(ctx, a, w.ID, cds[0].ID)
+		t.Fatalf("settle group with an invalid UTF-8 excerpt: %v (the other delivery is left %s, %v); want it kept, the excerpt made valid",
+			err, dl.Status, derr)
+	}
+	for i, e := range errs {
+		if e != nil {
+			t.Errorf("settle %d: %v", i, e)
+		}
+	}
+	_, ats, err := db.Delivery(ctx, a, w.ID, cds[1].ID)
+	if err != nil || len(ats) != 1 || !strings.HasPrefix(ats[0].Excerpt, "caf") {
+		t.Fatalf("attempts %+v (%v)", ats, err)
+	}
+}
+
+// TestReviewSettleCancelled: a settle with its context already done
+// returns the caller's error, leaves no connection inside a transaction,
+// and the deliveries are settled by the next call.
+func TestReviewSettleCancelled(t *testing.T) {
+	ctx := context.Background()
+	url, db, a, w, cds := queueFixture(t, 2)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	ss := []store.Settle{
+		{DeliveryID: cds[0].ID, Lease: cds[0].Lease, Status: store.DeliveryDelivered},
+		{DeliveryID: cds[1].ID, Lease: cds[1].Lease, Status: store.DeliveryDelivered},
+	}
+	if _, err := db.SettleDeliveries(cctx, ss); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled settle: %v, want context.Canceled", err)
+	}
+	errs, err := db.SettleDeliveries(ctx, ss)
+	if err != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("settle after a cancelled one: %v %v", errs, err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if n := idleInTx(t, conn); n != 0 {
+		t.Errorf("%d connections left idle in a transaction", n)
+	}
+	for _, cd := range cds {
+		if dl, _, err := db.Delivery(ctx, a, w.ID, cd.ID); err != nil || dl.Status != store.DeliveryDelivered {
+			t.Errorf("delivery %s: %s %v", cd.ID, dl.Status, err)
+		}
+	}
+}
+
+// waitLock waits until a backend of the database runs a statement that
+// starts with prefix and waits on a lock.
+func waitLock(t *testing.T, conn *pgx.Conn, prefix string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND ltrim(query) LIKE $1 || '%'`, prefix).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no statement %q waited on a lock", prefix)
+}
+
+// TestReviewSettleDeleteDeadlock: SettleDeliveries locks a delivery in
+// its first round trip and its webhook in the second; DeleteWebhook locks
+// the webhook and then, by the cascade, its deliveries. Run together,
+// each waits on the other and PostgreSQL aborts one: here the DELETE is
+// made to take the webhook first by a third transaction holding it until
+// both wait. Either may lose: a user's DELETE answered 503, or a settle
+// group lost and delivered again.
+func TestReviewSettleDeleteDeadlock(t *testing.T) {
+	ctx := context.Background()
+	url, db, a, w, cds := queueFixture(t, 1)
+	hold, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close(ctx)
+	watch, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(ctx)
+	tx, err := hold.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('ctxkit.system', 'on', true)`); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	if err := tx.QueryRow(ctx, `SELECT id FROM webhooks WHERE id = $1 FOR UPDATE`, w.ID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	delErr := make(chan error, 1)
+	go func() { delErr <- db.DeleteWebhook(ctx, a, w.ID) }()
+	waitLock(t, watch, "DELETE FROM webhooks")
+	type result struct {
+		errs []error
+		err  error
+	}
+	setRes := make(chan result, 1)
+	go func() {
+		errs, err := db.SettleDeliveries(ctx, []store.Settle{{DeliveryID: cds[0].ID, Lease: cds[0].Lease, Status: store.DeliveryPending,
+			NextAt: time.Now().Add(time.Minute), Attempted: true, Failed: time.Now(),
+			Attempt: &store.DeliveryAttempt{DeliveryID: cds[0].ID, WebhookID: w.ID, At: time.Now(), Status: 500, Class: "status"}}})
+		setRes <- result{errs, err}
+	}()
+	waitLock(t, watch, "UPDATE webhooks SET failing_since")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	derr := <-delErr
+	sr := <-setRes
+	if derr != nil {
+		t.Errorf("DeleteWebhook beside a settle: %v; want it done", derr)
+	}
+	if sr.err != nil {
+		t.Errorf("SettleDeliveries beside a DeleteWebhook: %v; want the settle done or its lease lost", sr.err)
+	}
+}
