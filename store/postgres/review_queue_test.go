@@ -208,3 +208,98 @@ func TestReviewSettleDeleteDeadlock(t *testing.T) {
 		t.Errorf("SettleDeliveries beside a DeleteWebhook: %v; want the settle done or its lease lost", sr.err)
 	}
 }
+
+// holdWebhook locks w's row in a transaction of its own until the
+// returned function ends it.
+func holdWebhook(t *testing.T, url, id string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('ctxkit.system', 'on', true)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT id FROM webhooks WHERE id = $1 FOR UPDATE`, id); err != nil {
+		t.Fatal(err)
+	}
+	return func() { tx.Rollback(ctx); conn.Close(ctx) }
+}
+
+// TestReviewSettleBrokenBetweenTrips: a settle group whose second round
+// trip (failing_since, attempts, COMMIT) is held on a lock is then cut,
+// once by the caller's context and once by its connection being killed:
+// the caller gets the error, nothing of the group is kept, no connection
+// is left in a transaction, and the same settles then succeed.
+func TestReviewSettleBrokenBetweenTrips(t *testing.T) {
+	for _, how := range []string{"cancel", "kill"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			url, db, a, w, cds := queueFixture(t, 2)
+			watch, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer watch.Close(ctx)
+			now := time.Now()
+			var ss []store.Settle
+			for _, cd := range cds {
+				ss = append(ss, store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryPending, NextAt: now,
+					Attempted: true, Failed: now,
+					Attempt: &store.DeliveryAttempt{DeliveryID: cd.ID, WebhookID: w.ID, At: now, Status: 500, Class: "status"}})
+			}
+			release := holdWebhook(t, url, w.ID)
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			res := make(chan error, 1)
+			go func() {
+				_, err := db.SettleDeliveries(sctx, ss)
+				res <- err
+			}()
+			waitLock(t, watch, "UPDATE webhooks SET failing_since")
+			switch how {
+			case "cancel":
+				cancel()
+			case "kill":
+				var ok bool
+				if err := watch.QueryRow(ctx, `SELECT bool_and(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database()
+					AND wait_event_type = 'Lock' AND ltrim(query) LIKE 'UPDATE webhooks SET failing_since%'`).Scan(&ok); err != nil || !ok {
+					t.Fatalf("terminate: %v %v", ok, err)
+				}
+			}
+			var serr error
+			select {
+			case serr = <-res:
+			case <-time.After(60 * time.Second):
+				release()
+				t.Fatal("the cut settle did not return while the lock was held")
+			}
+			release()
+			if serr == nil {
+				t.Fatal("a settle cut between its round trips returned no error")
+			}
+			t.Logf("the cut settle: %v", serr)
+			for _, cd := range cds {
+				dl, ats, err := db.Delivery(ctx, a, w.ID, cd.ID)
+				if err != nil || dl.Attempts != 0 || len(ats) != 0 {
+					t.Fatalf("after the cut settle (%v) delivery %s has %d attempts, %d kept (%v); want none", serr, cd.ID, dl.Attempts, len(ats), err)
+				}
+			}
+			if n := idleInTx(t, watch); n != 0 {
+				t.Errorf("%d connections left idle in a transaction", n)
+			}
+			errs, err := db.SettleDeliveries(ctx, ss)
+			if err != nil || errs[0] != nil || errs[1] != nil {
+				t.Fatalf("settling again: %v %v", errs, err)
+			}
+			if got, err := db.Webhook(ctx, a, w.ID); err != nil || got.FailingSince == nil {
+				t.Fatalf("webhook after the failures: %+v %v", got.FailingSince, err)
+			}
+		})
+	}
+}
