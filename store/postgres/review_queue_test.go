@@ -333,3 +333,29 @@ func TestReviewSettleBrokenBetweenTrips(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewAdvanceOwnerFromWebhook: AdvanceWebhooks runs with the
+// system scope and writes each delivery's owner_id from the Advance's
+// Webhook as the caller passed it, not from the webhook's row: a
+// Webhook value naming another owner (a stale or mixed-up value) files
+// the deliveries under that owner, where the webhook's own owner never
+// sees them (row-level security hides them from its listing) and the
+// other owner's per-owner room counts them.
+func TestReviewAdvanceOwnerFromWebhook(t *testing.T) {
+	ctx := context.Background()
+	_, db, a, w, _ := queueFixture(t, 1)
+	forged := w
+	forged.OwnerID = "globex"
+	errs, err := db.AdvanceWebhooks(ctx, []store.Advance{{Webhook: forged, Upto: w.Cursor + 1,
+		Deliveries: []store.NewDelivery{{Seq: w.Cursor + 1, Kind: "created", Event: []byte(`{}`)}}}})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("advance: %v %v", errs, err)
+	}
+	page, err := db.Deliveries(ctx, a, w.ID, store.DeliveryQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 2 {
+		t.Fatalf("the owner lists %d deliveries of its webhook, want 2 (the test one and the advanced one)", len(page.Items))
+	}
+}
