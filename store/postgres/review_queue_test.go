@@ -359,3 +359,32 @@ func TestReviewAdvanceOwnerFromWebhook(t *testing.T) {
 		t.Fatalf("the owner lists %d deliveries of its webhook, want 2 (the test one and the advanced one)", len(page.Items))
 	}
 }
+
+// TestReviewSettleFirstTripFails: a statement of the first round trip
+// fails (a reason PostgreSQL cannot store) after another settle's
+// update succeeded in the same pipeline: the caller gets the error,
+// neither settle is kept, no connection is left in a transaction, and
+// the good settle then succeeds alone.
+func TestReviewSettleFirstTripFails(t *testing.T) {
+	ctx := context.Background()
+	url, db, a, w, cds := queueFixture(t, 2)
+	good := store.Settle{DeliveryID: cds[0].ID, Lease: cds[0].Lease, Status: store.DeliveryDelivered, Attempted: true,
+		Attempt: &store.DeliveryAttempt{DeliveryID: cds[0].ID, WebhookID: w.ID, At: time.Now(), Status: 200, Class: "ok"}}
+	bad := store.Settle{DeliveryID: cds[1].ID, Lease: cds[1].Lease, Status: store.DeliveryFailed, Attempted: true, Reason: "final: \x00"}
+	if _, err := db.SettleDeliveries(ctx, []store.Settle{good, bad}); err == nil {
+		t.Fatal("a settle group with a reason PostgreSQL refuses: no error")
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	waitQuiet(t, conn)
+	if dl, ats, err := db.Delivery(ctx, a, w.ID, cds[0].ID); err != nil || dl.Status != store.DeliveryPending || len(ats) != 0 {
+		t.Fatalf("the good settle of the failed group was kept: %s, %d attempts (%v)", dl.Status, len(ats), err)
+	}
+	errs, err := db.SettleDeliveries(ctx, []store.Settle{good})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("settling the good one again: %v %v", errs, err)
+	}
+}
