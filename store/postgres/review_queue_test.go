@@ -150,6 +150,24 @@ func waitLock(t *testing.T, conn *pgx.Conn, prefix string) {
 	t.Fatalf("no statement %q waited on a lock", prefix)
 }
 
+// waitLockers waits until n backends of the database wait on locks.
+func waitLockers(t *testing.T, conn *pgx.Conn, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		var got int
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock'`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("fewer than %d backends waited on locks", n)
+}
+
 // TestReviewSettleDeleteDeadlock: SettleDeliveries locks a delivery in
 // its first round trip and its webhook in the second; DeleteWebhook locks
 // the webhook and then, by the cascade, its deliveries. Run together,
@@ -195,7 +213,10 @@ func TestReviewSettleDeleteDeadlock(t *testing.T) {
 			Attempt: &store.DeliveryAttempt{DeliveryID: cds[0].ID, WebhookID: w.ID, At: time.Now(), Status: 500, Class: "status"}}})
 		setRes <- result{errs, err}
 	}()
-	waitLock(t, watch, "UPDATE webhooks SET failing_since")
+	// The settle waits on the webhook's row too, in whichever statement
+	// locks it first.
+	waitLock(t, watch, "")
+	waitLockers(t, watch, 2)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
