@@ -230,8 +230,9 @@ func TestReviewSettleDeleteDeadlock(t *testing.T) {
 	}
 }
 
-// holdWebhook locks w's row in a transaction of its own until the
-// returned function ends it.
+// holdWebhook locks w's row as an update of its cursor or failing_since
+// does (NO KEY UPDATE: the settle's first round trip, FOR KEY SHARE, goes
+// by) in a transaction of its own until the returned function ends it.
 func holdWebhook(t *testing.T, url, id string) (release func()) {
 	t.Helper()
 	ctx := context.Background()
@@ -246,7 +247,7 @@ func holdWebhook(t *testing.T, url, id string) (release func()) {
 	if _, err := tx.Exec(ctx, `SELECT set_config('ctxkit.system', 'on', true)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT id FROM webhooks WHERE id = $1 FOR UPDATE`, id); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT id FROM webhooks WHERE id = $1 FOR NO KEY UPDATE`, id); err != nil {
 		t.Fatal(err)
 	}
 	return func() { tx.Rollback(ctx); conn.Close(ctx) }

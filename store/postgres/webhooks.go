@@ -607,7 +607,8 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 }
 
 // SettleDeliveries implements store.Webhooks in two round trips
-// whatever the number of settles: BEGIN and the deliveries' updates, one
+// whatever the number of settles: BEGIN, the settles' webhooks locked
+// FOR KEY SHARE in id order, and the deliveries' updates, one
 // statement each (a lookup by primary key, whatever the planner believes
 // of the table, and in order, so a delivery settled twice in ss keeps
 // the first settle); then, with COMMIT, each webhook's failing_since
@@ -644,8 +645,25 @@ func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, 
 		if len(queued) == 0 {
 			return nil
 		}
-		br, err := p.send(b, false)
+		// The webhooks first, in id order, as DeleteWebhook locks its
+		// webhook before the cascade reaches its deliveries: locked the
+		// other way round, a settle and a DELETE deadlock. KEY SHARE does
+		// not conflict with the NO KEY UPDATE of cursor and failing_since
+		// updates, so settles, advances and PATCHes do not queue on it.
+		ids := make([]string, len(queued))
+		for k, i := range queued {
+			ids[k] = ss[i].DeliveryID
+		}
+		locks := &pgx.Batch{}
+		locks.Queue(`SELECT id FROM webhooks WHERE id IN (SELECT webhook_id FROM webhook_deliveries WHERE id = ANY($1::text[]))
+			ORDER BY id FOR KEY SHARE`, ids)
+		locks.QueuedQueries = append(locks.QueuedQueries, b.QueuedQueries...)
+		br, err := p.send(locks, false)
 		if err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			br.Close()
 			return err
 		}
 		for _, i := range queued {
