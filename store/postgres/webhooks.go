@@ -639,7 +639,7 @@ func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, 
 			}
 			b.Queue(`UPDATE webhook_deliveries SET status = $1, next_at = $2, attempts = attempts + $3, reason = $4,
 				lease = '', lease_until = 0, updated_at = $5 WHERE id = $6 AND lease = $7 AND status = 'pending' RETURNING webhook_id`,
-				string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease)
+				string(s.Status), next, attempted, store.ValidText(s.Reason), micro(now), s.DeliveryID, s.Lease)
 			queued = append(queued, i)
 		}
 		if len(queued) == 0 {
@@ -688,6 +688,11 @@ func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, 
 		}
 		return br.Close()
 	})
+	// A value PostgreSQL refuses is the settle's, not a context's (the
+	// path d.fail gives a write it cannot store).
+	if se := (*store.Error)(nil); errors.As(err, &se) && se.Path == "context" {
+		se.Path = "settle"
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -9,13 +9,13 @@ import (
 	"unicode/utf8"
 )
 
-// TestReviewSendErrValidUTF8: a receiver whose answer has a header line
+// TestSendErrValidUTF8: a receiver whose answer has a header line
 // that is not valid UTF-8 gets an attempt whose Err quotes that line's
 // bytes as they came (net/textproto's "malformed MIME header line"),
 // and that Err is kept as the attempt's error text, which PostgreSQL's
 // text refuses: the settle group holding it fails whole, other owners'
 // settles with it.
-func TestReviewSendErrValidUTF8(t *testing.T) {
+func TestSendErrValidUTF8(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

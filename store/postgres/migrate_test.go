@@ -18,12 +18,12 @@ import (
 	"github.com/ctxkit/ctxkit/store/postgres"
 )
 
-// TestReviewMigrate0007OnFilledDatabase: a database at 0006 holding
+// TestMigrate0007OnFilledDatabase: a database at 0006 holding
 // webhooks and pending, delivered and failed deliveries is opened by two
 // replicas at once: 0007 runs once, the rows stay, the pending ones are
 // claimed and the settled ones are not, and the claim's ranking and the
 // pruning are planned on the new partial indexes.
-func TestReviewMigrate0007OnFilledDatabase(t *testing.T) {
+func TestMigrate0007OnFilledDatabase(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.Shared(t).NewDatabase(t)
 	conn, err := pgx.Connect(ctx, url)

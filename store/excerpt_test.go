@@ -8,12 +8,12 @@ import (
 	"github.com/ctxkit/ctxkit/store"
 )
 
-// TestReviewCutExcerptValidUTF8: an excerpt or error text kept with an
+// TestCutExcerptValidUTF8: an excerpt or error text kept with an
 // attempt is text on both backends; PostgreSQL's text refuses bytes
 // that are not UTF-8 as it refuses NUL, and SQLite keeps them as they
 // are, so CutExcerpt's answer must be valid UTF-8, within the bound and
 // free of NUL, whatever it is given.
-func TestReviewCutExcerptValidUTF8(t *testing.T) {
+func TestCutExcerptValidUTF8(t *testing.T) {
 	for _, in := range []string{
 		"caf\xe9",
 		"\xff\xfe\x00",
@@ -30,8 +30,8 @@ func TestReviewCutExcerptValidUTF8(t *testing.T) {
 	}
 }
 
-// FuzzReviewCutExcerpt: the same, for any input.
-func FuzzReviewCutExcerpt(f *testing.F) {
+// FuzzCutExcerpt: the same, for any input.
+func FuzzCutExcerpt(f *testing.F) {
 	for _, s := range []string{"", "ok", "caf\xe9", "\x00", strings.Repeat("é", 600)} {
 		f.Add(s)
 	}

@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -56,19 +55,20 @@ func idleInTx(t *testing.T, conn *pgx.Conn) int {
 	return n
 }
 
-// TestReviewSettleInvalidUTF8Excerpt: a receiver's answer that is not
+// TestSettleInvalidUTF8Cleaned: a receiver's answer that is not
 // valid UTF-8 (a binary body, Latin-1 text) is kept as an attempt's
-// excerpt. PostgreSQL's text refuses it as it refused NUL, so the whole
-// settle group fails, every other settle in it with it, and again each
-// time the leases run out.
-func TestReviewSettleInvalidUTF8Excerpt(t *testing.T) {
+// excerpt, and a settle's reason may hold NUL or such bytes. PostgreSQL's
+// text refuses both, which would fail the whole settle group, every other
+// settle in it with it, and again each time the leases run out: both are
+// kept cleaned (store.ValidText), each NUL and invalid run as U+FFFD.
+func TestSettleInvalidUTF8Cleaned(t *testing.T) {
 	ctx := context.Background()
 	url, db, a, w, cds := queueFixture(t, 2)
 	now := time.Now()
 	ss := []store.Settle{
 		{DeliveryID: cds[0].ID, Lease: cds[0].Lease, Status: store.DeliveryDelivered, Attempted: true,
 			Attempt: &store.DeliveryAttempt{DeliveryID: cds[0].ID, WebhookID: w.ID, At: now, Status: 200, Class: "ok", Excerpt: "fine"}},
-		{DeliveryID: cds[1].ID, Lease: cds[1].Lease, Status: store.DeliveryDelivered, Attempted: true,
+		{DeliveryID: cds[1].ID, Lease: cds[1].Lease, Status: store.DeliveryDelivered, Attempted: true, Reason: "caf\xe9\x00",
 			Attempt: &store.DeliveryAttempt{DeliveryID: cds[1].ID, WebhookID: w.ID, At: now, Status: 200, Class: "ok", Excerpt: "caf\xe9 \xff\xfe"}},
 	}
 	errs, err := db.SettleDeliveries(ctx, ss)
@@ -91,16 +91,19 @@ func TestReviewSettleInvalidUTF8Excerpt(t *testing.T) {
 			t.Errorf("settle %d: %v", i, e)
 		}
 	}
-	_, ats, err := db.Delivery(ctx, a, w.ID, cds[1].ID)
-	if err != nil || len(ats) != 1 || !strings.HasPrefix(ats[0].Excerpt, "caf") {
+	dl, ats, err := db.Delivery(ctx, a, w.ID, cds[1].ID)
+	if err != nil || len(ats) != 1 || ats[0].Excerpt != "caf\uFFFD \uFFFD" {
 		t.Fatalf("attempts %+v (%v)", ats, err)
+	}
+	if dl.Reason != "caf\uFFFD\uFFFD" {
+		t.Errorf("reason %q, want %q", dl.Reason, "caf\uFFFD\uFFFD")
 	}
 }
 
-// TestReviewSettleCancelled: a settle with its context already done
+// TestSettleCancelledBeforeSend: a settle with its context already done
 // returns the caller's error, leaves no connection inside a transaction,
 // and the deliveries are settled by the next call.
-func TestReviewSettleCancelled(t *testing.T) {
+func TestSettleCancelledBeforeSend(t *testing.T) {
 	ctx := context.Background()
 	url, db, a, w, cds := queueFixture(t, 2)
 	cctx, cancel := context.WithCancel(ctx)
@@ -168,14 +171,14 @@ func waitLockers(t *testing.T, conn *pgx.Conn, n int) {
 	t.Fatalf("fewer than %d backends waited on locks", n)
 }
 
-// TestReviewSettleDeleteDeadlock: SettleDeliveries locks a delivery in
+// TestSettleBesideDeleteWebhook: SettleDeliveries locks a delivery in
 // its first round trip and its webhook in the second; DeleteWebhook locks
 // the webhook and then, by the cascade, its deliveries. Run together,
 // each waits on the other and PostgreSQL aborts one: here the DELETE is
 // made to take the webhook first by a third transaction holding it until
 // both wait. Either may lose: a user's DELETE answered 503, or a settle
 // group lost and delivered again.
-func TestReviewSettleDeleteDeadlock(t *testing.T) {
+func TestSettleBesideDeleteWebhook(t *testing.T) {
 	ctx := context.Background()
 	url, db, a, w, cds := queueFixture(t, 1)
 	hold, err := pgx.Connect(ctx, url)
@@ -272,7 +275,7 @@ func waitQuiet(t *testing.T, conn *pgx.Conn) {
 	t.Fatal("backends still busy")
 }
 
-// TestReviewSettleBrokenBetweenTrips: a settle group whose second round
+// TestSettleCutBetweenTrips: a settle group whose second round
 // trip (failing_since, attempts, COMMIT) is held on a lock is then cut,
 // once by the caller's context and once by its connection being killed:
 // the caller gets the error, nothing of the group is kept, no connection
@@ -282,7 +285,7 @@ func waitQuiet(t *testing.T, conn *pgx.Conn) {
 // server runs, and the server commits when the lock is free; the caller
 // was told context.Canceled (the dispatcher's 10 s settle deadline is
 // the same case).
-func TestReviewSettleBrokenBetweenTrips(t *testing.T) {
+func TestSettleCutBetweenTrips(t *testing.T) {
 	// The cancelled case is a race in the connection's teardown (the
 	// server may or may not read the rest of the pipeline), so it runs
 	// several times; each run that keeps the group is the fault.
@@ -356,14 +359,14 @@ func TestReviewSettleBrokenBetweenTrips(t *testing.T) {
 	}
 }
 
-// TestReviewAdvanceOwnerFromWebhook: AdvanceWebhooks runs with the
+// TestAdvanceOwnerFromWebhookRow: AdvanceWebhooks runs with the
 // system scope and writes each delivery's owner_id from the Advance's
 // Webhook as the caller passed it, not from the webhook's row: a
 // Webhook value naming another owner (a stale or mixed-up value) files
 // the deliveries under that owner, where the webhook's own owner never
 // sees them (row-level security hides them from its listing) and the
 // other owner's per-owner room counts them.
-func TestReviewAdvanceOwnerFromWebhook(t *testing.T) {
+func TestAdvanceOwnerFromWebhookRow(t *testing.T) {
 	ctx := context.Background()
 	_, db, a, w, _ := queueFixture(t, 1)
 	forged := w
@@ -382,19 +385,24 @@ func TestReviewAdvanceOwnerFromWebhook(t *testing.T) {
 	}
 }
 
-// TestReviewSettleFirstTripFails: a statement of the first round trip
-// fails (a reason PostgreSQL cannot store) after another settle's
+// TestSettleFirstTripFailsRollsBack: a statement of the first round trip
+// fails (a status PostgreSQL cannot store: reasons are cleaned, see
+// TestSettleInvalidUTF8Cleaned) after another settle's
 // update succeeded in the same pipeline: the caller gets the error,
 // neither settle is kept, no connection is left in a transaction, and
 // the good settle then succeeds alone.
-func TestReviewSettleFirstTripFails(t *testing.T) {
+func TestSettleFirstTripFailsRollsBack(t *testing.T) {
 	ctx := context.Background()
 	url, db, a, w, cds := queueFixture(t, 2)
 	good := store.Settle{DeliveryID: cds[0].ID, Lease: cds[0].Lease, Status: store.DeliveryDelivered, Attempted: true,
 		Attempt: &store.DeliveryAttempt{DeliveryID: cds[0].ID, WebhookID: w.ID, At: time.Now(), Status: 200, Class: "ok"}}
-	bad := store.Settle{DeliveryID: cds[1].ID, Lease: cds[1].Lease, Status: store.DeliveryFailed, Attempted: true, Reason: "final: \x00"}
-	if _, err := db.SettleDeliveries(ctx, []store.Settle{good, bad}); err == nil {
-		t.Fatal("a settle group with a reason PostgreSQL refuses: no error")
+	bad := store.Settle{DeliveryID: cds[1].ID, Lease: cds[1].Lease, Status: store.DeliveryStatus("fail\xff"), Attempted: true}
+	_, err := db.SettleDeliveries(ctx, []store.Settle{good, bad})
+	if err == nil {
+		t.Fatal("a settle group with a status PostgreSQL refuses: no error")
+	}
+	if se := (*store.Error)(nil); errors.As(err, &se) && se.Path == "context" {
+		t.Errorf("a bad settle's error names the field %q: %v", se.Path, err)
 	}
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {

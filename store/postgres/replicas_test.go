@@ -14,14 +14,14 @@ import (
 	"github.com/ctxkit/ctxkit/store/postgres"
 )
 
-// TestReviewReplicasClaimSettle: two replicas claim and settle one
+// TestReplicasClaimSettleExactlyOnce: two replicas claim and settle one
 // queue at once with leases short enough to run out mid-settle, each
 // group holding failures (failing_since updates on several webhooks),
 // successes and a delivery settled twice, while trims and PATCHes run
 // beside them. Every delivery ends delivered by exactly one successful
 // settle, with one attempt kept per successful settle, and no call fails
 // (a deadlock would be an error).
-func TestReviewReplicasClaimSettle(t *testing.T) {
+func TestReplicasClaimSettleExactlyOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	url := pgtest.Shared(t).NewDatabase(t)
