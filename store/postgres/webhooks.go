@@ -483,9 +483,9 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 			}
 		}
 		var (
-			ids, hooks, owners, kinds []string
-			seqs                      []int64
-			bodies                    [][]byte
+			ids, hooks, kinds []string
+			seqs              []int64
+			bodies            [][]byte
 		)
 		for i, a := range as {
 			if errs[i] != nil {
@@ -496,18 +496,22 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 				if err != nil {
 					return err
 				}
-				ids, hooks, owners = append(ids, id.String()), append(hooks, a.Webhook.ID), append(owners, a.Webhook.OwnerID)
+				ids, hooks = append(ids, id.String()), append(hooks, a.Webhook.ID)
 				seqs, kinds, bodies = append(seqs, nd.Seq), append(kinds, nd.Kind), append(bodies, nd.Event)
 			}
 		}
 		if len(ids) == 0 {
 			return nil
 		}
+		// The owner is the webhook row's, not the caller's value: this
+		// runs under the system scope, and a delivery filed under another
+		// owner would be hidden from its own and count against the other.
 		writes := &pgx.Batch{}
 		writes.Queue(`INSERT INTO webhook_deliveries (id, webhook_id, owner_id, seq, kind, body, status, first_due, next_at, created_at, updated_at)
-			SELECT v.id, v.webhook_id, v.owner_id, v.seq, v.kind, v.body, 'pending', $1, $1, $1, $1
-			FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bytea[]) AS v(id, webhook_id, owner_id, seq, kind, body)
-			ON CONFLICT DO NOTHING`, now, ids, hooks, owners, seqs, kinds, bodies)
+			SELECT v.id, v.webhook_id, w.owner_id, v.seq, v.kind, v.body, 'pending', $1, $1, $1, $1
+			FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::bytea[]) AS v(id, webhook_id, seq, kind, body)
+			JOIN webhooks w ON w.id = v.webhook_id
+			ON CONFLICT DO NOTHING`, now, ids, hooks, seqs, kinds, bodies)
 		br, err := p.send(writes, true)
 		if err != nil {
 			return err
@@ -567,13 +571,15 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 		return nil, err
 	}
 	var out []store.ClaimedDelivery
-	// One statement, atomic on its own. Each chosen delivery is locked by
+	// One statement, atomic on its own; it checks the webhook is still
+	// not paused (paused since the ranking, its deliveries stay pending,
+	// unleased). Each chosen delivery is locked by
 	// a lookup of its own (the LIMIT keeps the subquery from being
 	// flattened into a join), so the plan is by primary key whatever the
 	// planner believes of the table: with statistics older than the
 	// queue's last minutes it would scan every pending delivery instead.
 	err = d.query(ctx, system, `UPDATE webhook_deliveries d SET lease = $1, lease_until = $2
-		FROM webhooks w WHERE w.id = d.webhook_id AND d.id = ANY(ARRAY(
+		FROM webhooks w WHERE w.id = d.webhook_id AND w.paused_reason = '' AND d.id = ANY(ARRAY(
 			SELECT x.id FROM unnest($3::text[]) AS u(id) CROSS JOIN LATERAL (
 				SELECT id FROM webhook_deliveries WHERE id = u.id AND status = 'pending' AND lease_until <= $4
 				LIMIT 1 FOR UPDATE SKIP LOCKED) x))
