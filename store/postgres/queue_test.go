@@ -171,13 +171,12 @@ func waitLockers(t *testing.T, conn *pgx.Conn, n int) {
 	t.Fatalf("fewer than %d backends waited on locks", n)
 }
 
-// TestSettleBesideDeleteWebhook: SettleDeliveries locks a delivery in
-// its first round trip and its webhook in the second; DeleteWebhook locks
-// the webhook and then, by the cascade, its deliveries. Run together,
-// each waits on the other and PostgreSQL aborts one: here the DELETE is
-// made to take the webhook first by a third transaction holding it until
-// both wait. Either may lose: a user's DELETE answered 503, or a settle
-// group lost and delivered again.
+// TestSettleBesideDeleteWebhook: DeleteWebhook locks the webhook and
+// then, by the cascade, its deliveries; a settle locks its webhooks (FOR
+// KEY SHARE) before its deliveries, in the same order, so the two never
+// deadlock. Here the DELETE is made to take the webhook first by a third
+// transaction holding it until both wait: both must finish, the settle
+// with its result or its lease lost.
 func TestSettleBesideDeleteWebhook(t *testing.T) {
 	ctx := context.Background()
 	url, db, a, w, cds := queueFixture(t, 1)
@@ -275,20 +274,19 @@ func waitQuiet(t *testing.T, conn *pgx.Conn) {
 	t.Fatal("backends still busy")
 }
 
-// TestSettleCutBetweenTrips: a settle group whose second round
-// trip (failing_since, attempts, COMMIT) is held on a lock is then cut,
-// once by the caller's context and once by its connection being killed:
-// the caller gets the error, nothing of the group is kept, no connection
-// is left in a transaction, and the same settles then succeed. With the
-// context cancelled the group is kept all the same: the last batch went
-// with COMMIT, pgx closes the connection without cancelling what the
-// server runs, and the server commits when the lock is free; the caller
-// was told context.Canceled (the dispatcher's 10 s settle deadline is
-// the same case).
+// TestSettleCutBetweenTrips: a settle group whose second round trip
+// (failing_since, attempts, COMMIT) is held on a lock is then cut, once
+// by the caller's context and once by its connection being killed: the
+// caller gets an error, nothing of the group is kept, no connection is
+// left in a transaction, and the same settles then succeed. Once COMMIT
+// is sent the caller's context no longer cuts the wait (pgx would close
+// the socket and the server commit when the lock is free, after the
+// caller was told context.Canceled): the lock timeout ends it, and the
+// caller is told the server's real outcome.
 func TestSettleCutBetweenTrips(t *testing.T) {
-	// The cancelled case is a race in the connection's teardown (the
+	// The cancelled case was a race in the connection's teardown (the
 	// server may or may not read the rest of the pipeline), so it runs
-	// several times; each run that keeps the group is the fault.
+	// several times.
 	for _, how := range []string{"cancel", "cancel", "cancel", "cancel", "cancel", "cancel", "kill"} {
 		t.Run(how, func(t *testing.T) {
 			ctx := context.Background()
@@ -359,13 +357,12 @@ func TestSettleCutBetweenTrips(t *testing.T) {
 	}
 }
 
-// TestAdvanceOwnerFromWebhookRow: AdvanceWebhooks runs with the
-// system scope and writes each delivery's owner_id from the Advance's
-// Webhook as the caller passed it, not from the webhook's row: a
-// Webhook value naming another owner (a stale or mixed-up value) files
-// the deliveries under that owner, where the webhook's own owner never
-// sees them (row-level security hides them from its listing) and the
-// other owner's per-owner room counts them.
+// TestAdvanceOwnerFromWebhookRow: AdvanceWebhooks runs with the system
+// scope; each delivery's owner_id comes from the webhook's row, not from
+// the Advance's Webhook as the caller passed it, so a value naming another
+// owner (stale or mixed up) cannot file the deliveries where the webhook's
+// own owner never sees them (row-level security) and the other owner's
+// room counts them.
 func TestAdvanceOwnerFromWebhookRow(t *testing.T) {
 	ctx := context.Background()
 	_, db, a, w, _ := queueFixture(t, 1)
