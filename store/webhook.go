@@ -494,11 +494,9 @@ type Webhooks interface {
 }
 
 // CutExcerpt bounds an attempt's excerpt to MaxAttemptExcerpt bytes of
-// whole UTF-8 characters, NUL bytes replaced by U+FFFD: PostgreSQL's text
-// holds none, and a receiver's answer with one would otherwise fail the
-// transaction that keeps its attempt, with every settle committed beside it.
+// whole UTF-8 characters, cleaned by ValidText.
 func CutExcerpt(s string) string {
-	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	s = ValidText(s)
 	if len(s) <= MaxAttemptExcerpt {
 		return s
 	}
@@ -507,6 +505,16 @@ func CutExcerpt(s string) string {
 		n--
 	}
 	return s[:n]
+}
+
+// ValidText is s as valid UTF-8 without NUL: each NUL and each invalid
+// byte sequence becomes U+FFFD. PostgreSQL's text holds neither, and a
+// receiver's answer or a transport error quoting one would otherwise fail
+// the transaction that keeps it, with every settle committed beside it
+// (and again each time the leases run out); both backends keep the same
+// text. Settle reasons and attempts' excerpts and errors go through it.
+func ValidText(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
 }
 
 // NewWebhookSecret is a fresh signing secret in its whsec_ form.

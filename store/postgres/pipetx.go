@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,6 +45,15 @@ func (d *DB) pipeTx(ctx context.Context, sc scope, f func(p *txPipe) error) (err
 	return nil
 }
 
+// The bounds of a pipeTx transaction's statements: a wait on a row lock
+// and a statement. The dispatcher settles a group within 10 s; a lock
+// held longer than pipeLockTimeout fails the transaction, which is rolled
+// back and retried when its leases run out.
+const (
+	pipeLockTimeout      = 5 * time.Second
+	pipeStatementTimeout = 10 * time.Second
+)
+
 // txPipe sends a pipeTx transaction's batches.
 type txPipe struct {
 	ctx         context.Context
@@ -63,6 +73,13 @@ func (p *txPipe) send(b *pgx.Batch, commit bool) (pgx.BatchResults, error) {
 	if first {
 		out.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
 		out.Queue(setScope, p.sc.args()...)
+		// Bound the waits, lower than the session's bounds unless those
+		// are lower already: the batch with COMMIT is not cut by the
+		// caller's context (below), so these bounds are what end a wait
+		// on another transaction's row lock.
+		out.Queue(`SELECT set_config(name, CASE WHEN setting::bigint BETWEEN 1 AND v.ms THEN setting ELSE v.ms::text END, true)
+			FROM pg_settings JOIN (VALUES ('lock_timeout', $1::bigint), ('statement_timeout', $2::bigint)) AS v(n, ms) ON v.n = name`,
+			pipeLockTimeout.Milliseconds(), pipeStatementTimeout.Milliseconds())
 		p.begun = true
 	}
 	out.QueuedQueries = append(out.QueuedQueries, b.QueuedQueries...)
@@ -70,9 +87,18 @@ func (p *txPipe) send(b *pgx.Batch, commit bool) (pgx.BatchResults, error) {
 		out.Queue(`COMMIT`)
 		p.done = true
 	}
-	br := p.c.SendBatch(p.ctx, out)
+	ctx := p.ctx
+	if commit {
+		// Once COMMIT is on the wire the server may commit whatever the
+		// caller does: a cut connection does not stop it (pgx closes the
+		// socket without a cancel request). So the caller waits for the
+		// server's answer, bounded by the transaction's timeouts, and is
+		// never told of an error for a transaction that was kept.
+		ctx = context.WithoutCancel(ctx)
+	}
+	br := p.c.SendBatch(ctx, out)
 	if first {
-		for range 2 {
+		for range 3 {
 			if _, err := br.Exec(); err != nil {
 				br.Close()
 				return nil, err

@@ -483,9 +483,9 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 			}
 		}
 		var (
-			ids, hooks, owners, kinds []string
-			seqs                      []int64
-			bodies                    [][]byte
+			ids, hooks, kinds []string
+			seqs              []int64
+			bodies            [][]byte
 		)
 		for i, a := range as {
 			if errs[i] != nil {
@@ -496,18 +496,22 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 				if err != nil {
 					return err
 				}
-				ids, hooks, owners = append(ids, id.String()), append(hooks, a.Webhook.ID), append(owners, a.Webhook.OwnerID)
+				ids, hooks = append(ids, id.String()), append(hooks, a.Webhook.ID)
 				seqs, kinds, bodies = append(seqs, nd.Seq), append(kinds, nd.Kind), append(bodies, nd.Event)
 			}
 		}
 		if len(ids) == 0 {
 			return nil
 		}
+		// The owner is the webhook row's, not the caller's value: this
+		// runs under the system scope, and a delivery filed under another
+		// owner would be hidden from its own and count against the other.
 		writes := &pgx.Batch{}
 		writes.Queue(`INSERT INTO webhook_deliveries (id, webhook_id, owner_id, seq, kind, body, status, first_due, next_at, created_at, updated_at)
-			SELECT v.id, v.webhook_id, v.owner_id, v.seq, v.kind, v.body, 'pending', $1, $1, $1, $1
-			FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bytea[]) AS v(id, webhook_id, owner_id, seq, kind, body)
-			ON CONFLICT DO NOTHING`, now, ids, hooks, owners, seqs, kinds, bodies)
+			SELECT v.id, v.webhook_id, w.owner_id, v.seq, v.kind, v.body, 'pending', $1, $1, $1, $1
+			FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::bytea[]) AS v(id, webhook_id, seq, kind, body)
+			JOIN webhooks w ON w.id = v.webhook_id
+			ON CONFLICT DO NOTHING`, now, ids, hooks, seqs, kinds, bodies)
 		br, err := p.send(writes, true)
 		if err != nil {
 			return err
@@ -567,13 +571,15 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 		return nil, err
 	}
 	var out []store.ClaimedDelivery
-	// One statement, atomic on its own. Each chosen delivery is locked by
+	// One statement, atomic on its own; it checks the webhook is still
+	// not paused (paused since the ranking, its deliveries stay pending,
+	// unleased). Each chosen delivery is locked by
 	// a lookup of its own (the LIMIT keeps the subquery from being
 	// flattened into a join), so the plan is by primary key whatever the
 	// planner believes of the table: with statistics older than the
 	// queue's last minutes it would scan every pending delivery instead.
 	err = d.query(ctx, system, `UPDATE webhook_deliveries d SET lease = $1, lease_until = $2
-		FROM webhooks w WHERE w.id = d.webhook_id AND d.id = ANY(ARRAY(
+		FROM webhooks w WHERE w.id = d.webhook_id AND w.paused_reason = '' AND d.id = ANY(ARRAY(
 			SELECT x.id FROM unnest($3::text[]) AS u(id) CROSS JOIN LATERAL (
 				SELECT id FROM webhook_deliveries WHERE id = u.id AND status = 'pending' AND lease_until <= $4
 				LIMIT 1 FOR UPDATE SKIP LOCKED) x))
@@ -607,7 +613,8 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 }
 
 // SettleDeliveries implements store.Webhooks in two round trips
-// whatever the number of settles: BEGIN and the deliveries' updates, one
+// whatever the number of settles: BEGIN, the settles' webhooks locked
+// FOR KEY SHARE in id order, and the deliveries' updates, one
 // statement each (a lookup by primary key, whatever the planner believes
 // of the table, and in order, so a delivery settled twice in ss keeps
 // the first settle); then, with COMMIT, each webhook's failing_since
@@ -638,14 +645,31 @@ func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, 
 			}
 			b.Queue(`UPDATE webhook_deliveries SET status = $1, next_at = $2, attempts = attempts + $3, reason = $4,
 				lease = '', lease_until = 0, updated_at = $5 WHERE id = $6 AND lease = $7 AND status = 'pending' RETURNING webhook_id`,
-				string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease)
+				string(s.Status), next, attempted, store.ValidText(s.Reason), micro(now), s.DeliveryID, s.Lease)
 			queued = append(queued, i)
 		}
 		if len(queued) == 0 {
 			return nil
 		}
-		br, err := p.send(b, false)
+		// The webhooks first, in id order, as DeleteWebhook locks its
+		// webhook before the cascade reaches its deliveries: locked the
+		// other way round, a settle and a DELETE deadlock. KEY SHARE does
+		// not conflict with the NO KEY UPDATE of cursor and failing_since
+		// updates, so settles, advances and PATCHes do not queue on it.
+		ids := make([]string, len(queued))
+		for k, i := range queued {
+			ids[k] = ss[i].DeliveryID
+		}
+		locks := &pgx.Batch{}
+		locks.Queue(`SELECT id FROM webhooks WHERE id IN (SELECT webhook_id FROM webhook_deliveries WHERE id = ANY($1::text[]))
+			ORDER BY id FOR KEY SHARE`, ids)
+		locks.QueuedQueries = append(locks.QueuedQueries, b.QueuedQueries...)
+		br, err := p.send(locks, false)
 		if err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			br.Close()
 			return err
 		}
 		for _, i := range queued {
@@ -670,6 +694,11 @@ func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, 
 		}
 		return br.Close()
 	})
+	// A value PostgreSQL refuses is the settle's, not a context's (the
+	// path d.fail gives a write it cannot store).
+	if se := (*store.Error)(nil); errors.As(err, &se) && se.Path == "context" {
+		se.Path = "settle"
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -722,7 +722,7 @@ func (st *settleStmts) settle(ctx context.Context, now time.Time, s store.Settle
 		attempted = 1
 	}
 	var hook string
-	err := st.delivery.QueryRowContext(ctx, string(s.Status), next, attempted, s.Reason, micro(now), s.DeliveryID, s.Lease).Scan(&hook)
+	err := st.delivery.QueryRowContext(ctx, string(s.Status), next, attempted, store.ValidText(s.Reason), micro(now), s.DeliveryID, s.Lease).Scan(&hook)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrLeaseLost
 	}
