@@ -795,6 +795,30 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 		if len(fc) > 0 && len(rc) > 0 {
 			fc, rc = a.anchored(fc, fwd, rc, rev)
 		}
+		if len(fc) > 0 && len(rc) > 0 && step == stepExact && hintF >= 0 && !a.adds(fwd.index) {
+			// A hunk that only deletes, its old lines exactly where its
+			// header says and its new lines only elsewhere: its new
+			// lines are nothing but its context, and context found
+			// elsewhere says nothing about the deletion being made
+			// (repeated text around it, as in a list of alike items).
+			// Applied where the header points, as git apply does. A
+			// hunk that adds lines stays refused: its added lines found
+			// elsewhere may be the change made to another copy.
+			at := func(cs []cand, hint int) []cand {
+				var out []cand
+				for _, c := range cs {
+					if c.region == hint || c.region == hint-delta {
+						out = append(out, c)
+					}
+				}
+				return out
+			}
+			if af, ar := at(fc, hintF), at(rc, hintR); len(af) == 1 && len(ar) == 0 {
+				a.warnf("hunk %d's new lines are also at line %d; its old lines are where its header points, at line %d: applied there",
+					fwd.index+1, rc[0].region+rc[0].lead+1, af[0].region+af[0].lead+1)
+				fc, rc = af, nil
+			}
+		}
 		switch {
 		case len(fc) > 0 && len(rc) > 0:
 			e := a.ambiguous(fwd, append(fc, rc...), "")
@@ -848,6 +872,11 @@ func (a *applier) locate(fwd, rev *side, delta int) (loc, *Error) {
 		return loc{}, a.unpinned(fwd, pin, away[0])
 	}
 	return loc{}, a.notFound(fwd, hintF)
+}
+
+// adds reports whether hunk i adds any line.
+func (a *applier) adds(i int) bool {
+	return slices.ContainsFunc(a.f.Hunks[i].Lines, func(l Line) bool { return l.Op == Insert })
 }
 
 // appliedOnly checks a hunk's new lines found at step (at c) against its
