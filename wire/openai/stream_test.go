@@ -76,31 +76,12 @@ func TestRoundTrip(t *testing.T) {
 			}
 			// The signatures and redacted reasoning come in the last
 			// delta: in order, but after the rest.
-			first, second = signedLast(first), signedLast(second)
+			first, second = wiretest.SignedLast(first), wiretest.SignedLast(second)
 			if d := wiretest.Diff(chunksJSON(first), chunksJSON(second)); d != "" {
 				t.Errorf("round trip differs: %s\nfirst:  %s\nsecond: %s\nwire:\n%s", d, chunksJSON(first), chunksJSON(second), out.String())
 			}
 		})
 	}
-}
-
-// signedLast moves the signed reasoning chunks (a signature, redacted
-// data) of cs after the others, in their order, with no text: where
-// EncodeStream writes them.
-func signedLast(cs []chat.Chunk) []chat.Chunk {
-	var rest, signed []chat.Chunk
-	for _, c := range cs {
-		if c.Type == chat.ChunkReasoning && (c.Signature != "" || c.Redacted != "") {
-			if c.Text != "" {
-				rest = append(rest, chat.Chunk{Type: chat.ChunkReasoning, Text: c.Text})
-			}
-			c.Text = ""
-			signed = append(signed, c)
-			continue
-		}
-		rest = append(rest, c)
-	}
-	return append(rest, signed...)
 }
 
 // TestEncodeStreamShape checks the wire form: role in the first delta,

@@ -142,3 +142,24 @@ func BenchDecode(b *testing.B, path string, decode Decoder, payloads [][]byte) {
 	b.ReportMetric(float64(base)/n, "unmarshal-ns/event")
 	b.ReportMetric(float64(dec)/float64(base), "x-unmarshal")
 }
+
+// SignedLast moves the signed reasoning chunks (a signature, redacted
+// data) of cs after the others, in their order, their text left where it
+// was as a reasoning chunk of its own: where a Chat Completions stream
+// writes a turn's reasoning_details, so what a round trip through that
+// dialect gives back is compared with SignedLast of what went in.
+func SignedLast(cs []chat.Chunk) []chat.Chunk {
+	var rest, signed []chat.Chunk
+	for _, c := range cs {
+		if c.Type == chat.ChunkReasoning && (c.Signature != "" || c.Redacted != "") {
+			if c.Text != "" {
+				rest = append(rest, chat.Chunk{Type: chat.ChunkReasoning, Text: c.Text})
+			}
+			c.Text = ""
+			signed = append(signed, c)
+			continue
+		}
+		rest = append(rest, c)
+	}
+	return append(rest, signed...)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/ctxkit/ctxkit/wire/anthropic"
 	"github.com/ctxkit/ctxkit/wire/openai"
 	"github.com/ctxkit/ctxkit/wire/providers"
+	"github.com/ctxkit/ctxkit/wire/wiretest"
 )
 
 // TestEveryFixtureThroughEveryDialect: every provider's stream fixture that
@@ -82,7 +83,7 @@ func TestEveryFixtureThroughEveryDialect(t *testing.T) {
 					if name == "openai" {
 						// A Chat Completions stream writes a turn's
 						// signed reasoning in its last delta.
-						up = signedLast(chunks)
+						up = wiretest.SignedLast(chunks)
 					}
 					if got, want := collect(t, back, name, up), collect(t, up, name, up); got != want {
 						t.Errorf("a %s client would see\n%s\nbut the upstream said\n%s", name, got, want)
@@ -95,25 +96,6 @@ func TestEveryFixtureThroughEveryDialect(t *testing.T) {
 	if n < 60 {
 		t.Fatalf("only %d fixture/dialect pairs checked", n)
 	}
-}
-
-// signedLast moves the signed reasoning chunks (a signature, redacted
-// data) of cs after the others, in their order, their text left where it
-// was: where a Chat Completions stream writes them.
-func signedLast(cs []chat.Chunk) []chat.Chunk {
-	var rest, signed []chat.Chunk
-	for _, c := range cs {
-		if c.Type == chat.ChunkReasoning && (c.Signature != "" || c.Redacted != "") {
-			if c.Text != "" {
-				rest = append(rest, chat.Chunk{Type: chat.ChunkReasoning, Text: c.Text})
-			}
-			c.Text = ""
-			signed = append(signed, c)
-			continue
-		}
-		rest = append(rest, c)
-	}
-	return append(rest, signed...)
 }
 
 func seq(chunks []chat.Chunk) iter.Seq2[chat.Chunk, error] {
