@@ -11,7 +11,6 @@ import (
 
 	"github.com/ctxkit/ctxkit/internal/testkit/pgtest"
 	"github.com/ctxkit/ctxkit/store"
-	"github.com/ctxkit/ctxkit/store/postgres"
 )
 
 // TestReplicasClaimSettleExactlyOnce: two replicas claim and settle one
@@ -25,15 +24,7 @@ func TestReplicasClaimSettleExactlyOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	url := pgtest.Shared(t).NewDatabase(t)
-	var dbs [2]*postgres.DB
-	for i := range dbs {
-		db, err := postgres.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		dbs[i] = db
-	}
+	dbs := openReplicas(ctx, t, url)
 	sel, _ := store.ParseSelector([]byte(`{}`))
 	actors := []store.Actor{{OwnerID: "acme", AgentID: "alice"}, {OwnerID: "globex", AgentID: "bob"}}
 	type hook struct {

@@ -19,15 +19,7 @@ import (
 func TestWebhookReplicas(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.Shared(t).NewDatabase(t)
-	var dbs [2]*postgres.DB
-	for i := range dbs {
-		db, err := postgres.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		dbs[i] = db
-	}
+	dbs := openReplicas(ctx, t, url)
 	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
 	sel, _ := store.ParseSelector([]byte(`{}`))
 	w, _, err := dbs[0].CreateWebhook(ctx, a, store.Webhook{URL: "https://example.com/", Selector: sel})
@@ -108,4 +100,20 @@ func TestWebhookReplicas(t *testing.T) {
 			t.Errorf("delivery %s leased %d times", id, n)
 		}
 	}
+}
+
+// openReplicas opens two stores on the database at url, as two replicas
+// of ctxkit would, closed when the test ends.
+func openReplicas(ctx context.Context, t *testing.T, url string) [2]*postgres.DB {
+	t.Helper()
+	var dbs [2]*postgres.DB
+	for i := range dbs {
+		db, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		dbs[i] = db
+	}
+	return dbs
 }
