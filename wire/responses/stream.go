@@ -144,12 +144,25 @@ func (e *streamEncoder) release() {
 	rooms.Put(r)
 }
 
-// begin writes the stream's first events.
+// begin writes the stream's first events. Both carry the same response
+// object: the second copies the first's JSON, unless the first has left
+// already (an echo past batchBytes).
 func (e *streamEncoder) begin() error {
-	if err := e.event("response.created", e.start); err != nil {
+	at, end := 0, 0
+	if err := e.event("response.created", func(b []byte) []byte {
+		b = appendKey(b, "response")
+		at = len(b)
+		b = e.resp.appendJSON(b)
+		end = len(b)
+		return b
+	}); err != nil {
 		return err
 	}
-	if err := e.event("response.in_progress", e.start); err != nil {
+	again := e.start
+	if len(e.buf) >= end {
+		again = func(b []byte) []byte { return append(appendKey(b, "response"), e.buf[at:end]...) }
+	}
+	if err := e.event("response.in_progress", again); err != nil {
 		return err
 	}
 	return e.send()

@@ -337,3 +337,39 @@ func checkEncodedStream(t *testing.T, sse []byte) {
 		}
 	}
 }
+
+// TestStreamStartRepeatsTheResponse: response.created and
+// response.in_progress carry the same response object, an echo of any
+// size (one larger than the encoder holds before it writes among them).
+func TestStreamStartRepeatsTheResponse(t *testing.T) {
+	for _, size := range []int{10, 40 << 10} {
+		req := &chat.Request{Model: "m", MaxTokens: 9, System: &chat.Content{IsString: true, Text: strings.Repeat("é\"", size/3)}}
+		var w bytes.Buffer
+		chunks := func(yield func(chat.Chunk, error) bool) {
+			yield(chat.Chunk{Type: chat.ChunkText, Text: "hi"}, nil)
+		}
+		if err := responses.EncodeStream(&w, req, "m", "resp_1", 1, chunks); err != nil {
+			t.Fatal(err)
+		}
+		var objs []string
+		for line := range strings.Lines(w.String()) {
+			data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
+			if !ok || data == "[DONE]" {
+				continue
+			}
+			var ev struct {
+				Type     string          `json:"type"`
+				Response json.RawMessage `json:"response"`
+			}
+			if err := json.Unmarshal([]byte(data), &ev); err != nil {
+				t.Fatalf("size %d: %v", size, err)
+			}
+			if ev.Type == "response.created" || ev.Type == "response.in_progress" {
+				objs = append(objs, string(ev.Response))
+			}
+		}
+		if len(objs) != 2 || objs[0] != objs[1] || !strings.Contains(objs[0], `"instructions":"é\"`) {
+			t.Fatalf("size %d: the first events' responses are\n%.200q", size, objs)
+		}
+	}
+}
