@@ -3,6 +3,7 @@ package responses
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -35,5 +36,31 @@ func TestForwardMatchesShape(t *testing.T) {
 	}
 	if got := strings.Count(out.String(), "response.output_text.delta\n"); got != n {
 		t.Errorf("%d deltas written, want %d", got, n)
+	}
+}
+
+// TestEncoderKeepsLargeEcho: a stream whose request echo is large keeps
+// its JSON from the first event for the last, which then reads as it
+// would encoded anew; a small echo is encoded again.
+func TestEncoderKeepsLargeEcho(t *testing.T) {
+	tools := []chat.Tool{{Name: "get", Description: strings.Repeat("d\u2028", 300), InputSchema: []byte(`{"type":"object"}`)}}
+	for _, req := range []*chat.Request{
+		{Model: "m", Tools: tools, System: &chat.Content{IsString: true, Text: "be brief"}},
+		{Model: "m", System: &chat.Content{IsString: true, Text: "be brief"}},
+	} {
+		e := newStreamEncoder(io.Discard, req, "m", "resp_1", 1)
+		if err := e.begin(); err != nil {
+			t.Fatal(err)
+		}
+		if kept := e.resp.echo != nil; kept != (len(req.Tools) > 0) {
+			t.Fatalf("%d tools: echo kept %v", len(req.Tools), kept)
+		}
+		kept := e.resp.appendJSON(nil)
+		e.resp.echo = nil
+		anew := e.resp.appendJSON(nil)
+		if !bytes.Equal(kept, anew) {
+			t.Fatalf("the kept echo writes\n%s\nencoded anew\n%s", kept, anew)
+		}
+		e.release()
 	}
 }

@@ -342,16 +342,19 @@ func checkEncodedStream(t *testing.T, sse []byte) {
 // response.in_progress carry the same response object, an echo of any
 // size (one larger than the encoder holds before it writes among them).
 func TestStreamStartRepeatsTheResponse(t *testing.T) {
-	for _, size := range []int{10, 40 << 10} {
+	for _, size := range []int{10, 3 << 10, 40 << 10} {
 		req := &chat.Request{Model: "m", MaxTokens: 9, System: &chat.Content{IsString: true, Text: strings.Repeat("é\"", size/3)}}
 		var w bytes.Buffer
 		chunks := func(yield func(chat.Chunk, error) bool) {
-			yield(chat.Chunk{Type: chat.ChunkText, Text: "hi"}, nil)
+			if yield(chat.Chunk{Type: chat.ChunkText, Text: "hi"}, nil) {
+				yield(chat.Chunk{Type: chat.ChunkStop, Stop: &chat.Stop{Reason: chat.StopEndTurn}}, nil)
+			}
 		}
 		if err := responses.EncodeStream(&w, req, "m", "resp_1", 1, chunks); err != nil {
 			t.Fatal(err)
 		}
 		var objs []string
+		var last map[string]json.RawMessage
 		for line := range strings.Lines(w.String()) {
 			data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
 			if !ok || data == "[DONE]" {
@@ -364,12 +367,47 @@ func TestStreamStartRepeatsTheResponse(t *testing.T) {
 			if err := json.Unmarshal([]byte(data), &ev); err != nil {
 				t.Fatalf("size %d: %v", size, err)
 			}
-			if ev.Type == "response.created" || ev.Type == "response.in_progress" {
+			switch ev.Type {
+			case "response.created", "response.in_progress":
 				objs = append(objs, string(ev.Response))
+			case "response.completed":
+				if err := json.Unmarshal(ev.Response, &last); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		if len(objs) != 2 || objs[0] != objs[1] || !strings.Contains(objs[0], `"instructions":"é\"`) {
 			t.Fatalf("size %d: the first events' responses are\n%.200q", size, objs)
+		}
+		// The last event repeats the echo, and the first's fields in
+		// the order EncodeResponse writes them.
+		var first map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(objs[0]), &first); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range first {
+			switch k {
+			case "status", "output", "usage":
+				continue
+			}
+			if string(last[k]) != string(v) {
+				t.Errorf("size %d: %s is %.80s in the last event, %.80s in the first", size, k, last[k], v)
+			}
+		}
+		res, err := chat.Collect(chunks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, err := responses.EncodeResponse(res, req, "m", "resp_1", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var unary map[string]json.RawMessage
+		if err := json.Unmarshal(whole, &unary); err != nil {
+			t.Fatal(err)
+		}
+		if string(unary["instructions"]) != string(last["instructions"]) || len(unary) != len(last) {
+			t.Errorf("size %d: the last event's response is not EncodeResponse's", size)
 		}
 	}
 }
