@@ -69,7 +69,7 @@ type eventRoom struct {
 	item  wireItem
 	resp  wireResponse
 	usage wireUsage
-	// last is the text of the last Response object read (when it is
+	// last is the text of the first Response object read (when it is
 	// small), and lastResp and lastUsage what it was read as: a stream
 	// repeats one object in its first events (response.created and
 	// response.in_progress both carry the request's echo, no output, no
@@ -84,9 +84,9 @@ type eventRoom struct {
 const maxLast = 4 << 10
 
 // response reads the Response object at s into ev.Response (in the
-// room): as the last one read when its text is the same, a comparison of
-// bytes. A JSON value ends where its text says, so text that begins with
-// a whole value read before is that value.
+// room): as the first one read when its text is the same, a comparison
+// of bytes. A JSON value ends where its text says, so text that begins
+// with a whole value read before is that value.
 func (room *eventRoom) response(s *jsonscan.Reader, data []byte, ev *wireEvent) bool {
 	s.Space()
 	at := s.Pos()
@@ -102,11 +102,10 @@ func (room *eventRoom) response(s *jsonscan.Reader, data []byte, ev *wireEvent) 
 	}
 	room.resp, room.usage = wireResponse{}, wireUsage{}
 	ev.Response = &room.resp
-	room.last = room.last[:0]
 	if !scanResponse(s, ev.Response, nil, &room.usage) {
 		return false
 	}
-	if n := s.Pos() - at; n <= maxLast {
+	if n := s.Pos() - at; len(room.last) == 0 && n <= maxLast {
 		room.last = append(room.last, data[at:at+n]...)
 		room.lastResp, room.lastUsage = room.resp, room.usage
 	}

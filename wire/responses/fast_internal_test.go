@@ -115,7 +115,7 @@ func FuzzScanEvent(f *testing.F) {
 	})
 }
 
-// TestScanReusesResponse: a Response object that repeats the last one a
+// TestScanReusesResponse: a Response object that repeats the first one a
 // room read, as response.in_progress repeats response.created's, is
 // compared rather than read, and reads the same; another one is read.
 func TestScanReusesResponse(t *testing.T) {
@@ -130,9 +130,9 @@ func TestScanReusesResponse(t *testing.T) {
 		// The object, then what is not JSON: refused after it.
 		{`{"type":"response.in_progress","response":` + obj + `x}`, 3},
 		{`{"type":"response.completed","response":` + strings.Replace(obj, "in_progress", "completed", 1) + `}`, 3},
-		{`{"type":"response.in_progress","response":` + obj + `}`, 3},
+		{`{"type":"response.completed","response":` + strings.Replace(obj, "in_progress", "completed", 1) + `}`, 3},
 		{`{"type":"response.in_progress","response":` + obj + `}`, 4},
-		// An object that begins as the last one did is not it.
+		// An object that begins as the first one did is not it.
 		{`{"type":"response.in_progress","response":` + strings.Replace(obj, `,"tools":[]`, "", 1) + `}`, 4},
 	}
 	var room eventRoom

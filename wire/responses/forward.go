@@ -56,11 +56,16 @@ type forwarder struct {
 	tmplD   delta
 	tmplID  []byte
 	matched int // delta events read by their shape
+	// The room head and tmplID start in.
+	headRoom [160]byte
+	idRoom   [64]byte
 }
 
 // forward is the dialect row's Forward.
 func forward(out wire.Outgoing, o wire.ForwardOptions) wire.Forwarder {
-	return &forwarder{e: newStreamEncoder(nil, out.Request, out.Model, out.ID, out.Created), chunks: o.Chunks}
+	f := &forwarder{e: newStreamEncoder(nil, out.Request, out.Model, out.ID, out.Created), chunks: o.Chunks}
+	f.head, f.tmplID = f.headRoom[:0], f.idRoom[:0]
+	return f
 }
 
 func (f *forwarder) Decode(r io.Reader) iter.Seq2[chat.Chunk, error] {
