@@ -65,19 +65,25 @@ func Prepare(b *Breadcrumb) error {
 	if !utf8.Valid(b.Context) {
 		return invalid("context", "not valid UTF-8")
 	}
-	doc, err := view.DecodeJSON(b.Context)
-	if err != nil {
-		return invalid("context", "%v", err)
-	}
-	if _, ok := doc.(map[string]any); !ok {
-		return invalid("context", "must be a JSON object")
-	}
-	if hasNUL(doc) {
-		return invalid("context", "contains a NUL character (\\u0000), which no backend stores")
-	}
-	canon, err := canonjson.Append(make([]byte, 0, len(b.Context)), doc)
-	if err != nil {
-		return invalid("context", "%v", err)
+	var canon []byte
+	if canonicalObject(b.Context) {
+		// Canonical already: the record gets its own copy, as it
+		// gets a new encoding otherwise.
+		canon = slices.Clone(b.Context)
+	} else {
+		doc, err := view.DecodeJSON(b.Context)
+		if err != nil {
+			return invalid("context", "%v", err)
+		}
+		if _, ok := doc.(map[string]any); !ok {
+			return invalid("context", "must be a JSON object")
+		}
+		if hasNUL(doc) {
+			return invalid("context", "contains a NUL character (\\u0000), which no backend stores")
+		}
+		if canon, err = canonjson.Append(make([]byte, 0, len(b.Context)), doc); err != nil {
+			return invalid("context", "%v", err)
+		}
 	}
 	b.Context = canon
 	sum := sha256.Sum256(canon)
@@ -318,4 +324,251 @@ func hasNUL(v any) bool {
 		}
 	}
 	return false
+}
+
+// canonicalDepth bounds how deep canonicalObject follows a document: a
+// deeper one takes Prepare's decoding path, as does anything the check
+// does not prove canonical.
+const canonicalDepth = 512
+
+// canonicalObject reports whether data is a JSON object already in the
+// canonical form Prepare writes, with no NUL character: decoding it and
+// encoding it again (view.DecodeJSON, canonjson) would give the same
+// bytes back. Then Prepare keeps the bytes as they are, which costs a
+// scan instead of a decoded tree and a second encoding: a writer that
+// encodes its contexts canonically (the gateway's traffic records) pays
+// for the form once. It proves only what it can see at once, and says
+// false for the rest (whitespace, unsorted or escaped keys, escapes the
+// encoder would not write), which the decoding path canonicalises or
+// refuses; false is never wrong, true must be. data must be valid UTF-8.
+func canonicalObject(data []byte) bool {
+	if len(data) == 0 || data[0] != '{' {
+		return false
+	}
+	c := canonScanner{data: data}
+	return c.value(0) && c.i == len(data)
+}
+
+// canonScanner reads one canonical JSON value from data[i:].
+type canonScanner struct {
+	data []byte
+	i    int
+}
+
+func (c *canonScanner) value(depth int) bool {
+	if c.i >= len(c.data) {
+		return false
+	}
+	switch ch := c.data[c.i]; {
+	case ch == '{':
+		return depth < canonicalDepth && c.object(depth)
+	case ch == '[':
+		return depth < canonicalDepth && c.array(depth)
+	case ch == '"':
+		_, ok := c.str()
+		return ok
+	case ch == 't':
+		return c.literal("true")
+	case ch == 'f':
+		return c.literal("false")
+	case ch == 'n':
+		return c.literal("null")
+	case ch == '-' || ch >= '0' && ch <= '9':
+		return c.number()
+	}
+	return false
+}
+
+func (c *canonScanner) literal(lit string) bool {
+	if !bytes.HasPrefix(c.data[c.i:], []byte(lit)) {
+		return false
+	}
+	c.i += len(lit)
+	return true
+}
+
+// object reads an object whose keys are in strictly increasing order
+// (sorted, none twice) and hold no escape: an escaped key's order would
+// be that of its decoded text.
+func (c *canonScanner) object(depth int) bool {
+	c.i++ // {
+	var prev []byte
+	for first := true; ; first = false {
+		if c.i >= len(c.data) {
+			return false
+		}
+		if c.data[c.i] == '}' {
+			if !first {
+				return false // a comma before it
+			}
+			c.i++
+			return true
+		}
+		if c.data[c.i] != '"' {
+			return false
+		}
+		key, ok := c.str()
+		if !ok || bytes.IndexByte(key, '\\') >= 0 || !first && bytes.Compare(prev, key) >= 0 {
+			return false
+		}
+		prev = key
+		if c.i >= len(c.data) || c.data[c.i] != ':' {
+			return false
+		}
+		c.i++
+		if !c.value(depth + 1) {
+			return false
+		}
+		if c.i >= len(c.data) {
+			return false
+		}
+		switch c.data[c.i] {
+		case ',':
+			c.i++
+			if c.i < len(c.data) && c.data[c.i] == '}' {
+				return false
+			}
+		case '}':
+			c.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (c *canonScanner) array(depth int) bool {
+	c.i++ // [
+	if c.i < len(c.data) && c.data[c.i] == ']' {
+		c.i++
+		return true
+	}
+	for {
+		if !c.value(depth + 1) {
+			return false
+		}
+		if c.i >= len(c.data) {
+			return false
+		}
+		switch c.data[c.i] {
+		case ',':
+			c.i++
+		case ']':
+			c.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str reads a string as canonjson.AppendString writes one and returns
+// its text between the quotes, escapes as they are: no control
+// character, U+2028 or U+2029 written as it is; no escape but those the
+// encoder writes (\" \\ \b \f \n \r \t, \u00XX in lower case for the
+// other control characters but NUL, which no backend stores, and
+// \u2028, \u2029).
+func (c *canonScanner) str() ([]byte, bool) {
+	c.i++ // "
+	start := c.i
+	for c.i < len(c.data) {
+		ch := c.data[c.i]
+		switch {
+		case ch == '"':
+			s := c.data[start:c.i]
+			c.i++
+			return s, true
+		case ch < 0x20:
+			return nil, false
+		case ch == '\\':
+			if !c.escape() {
+				return nil, false
+			}
+		case ch == 0xe2 && c.i+2 < len(c.data) && c.data[c.i+1] == 0x80 && (c.data[c.i+2] == 0xa8 || c.data[c.i+2] == 0xa9):
+			return nil, false // U+2028, U+2029 as they are
+		default:
+			c.i++
+		}
+	}
+	return nil, false
+}
+
+// escape reads one escape at c.i, if the encoder writes it.
+func (c *canonScanner) escape() bool {
+	if c.i+1 >= len(c.data) {
+		return false
+	}
+	switch c.data[c.i+1] {
+	case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		c.i += 2
+		return true
+	case 'u':
+	default:
+		return false
+	}
+	if c.i+6 > len(c.data) {
+		return false
+	}
+	hex := string(c.data[c.i+2 : c.i+6])
+	switch {
+	case hex == "2028", hex == "2029":
+	case hex[0] == '0' && hex[1] == '0' && (hex[2] == '0' || hex[2] == '1') && isLowerHex(hex[3]):
+		ch := (hex[2]-'0')<<4 | fromHex(hex[3])
+		if ch == 0 || ch == '\b' || ch == '\f' || ch == '\n' || ch == '\r' || ch == '\t' {
+			return false // NUL, or one with a short form
+		}
+	default:
+		return false
+	}
+	c.i += 6
+	return true
+}
+
+func isLowerHex(ch byte) bool { return ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f' }
+
+func fromHex(ch byte) byte {
+	if ch <= '9' {
+		return ch - '0'
+	}
+	return ch - 'a' + 10
+}
+
+// number reads a number as JSON writes one (the decoder keeps it as a
+// json.Number, which the encoder writes as it was read):
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (c *canonScanner) number() bool {
+	d := c.data
+	digits := func() int {
+		n := 0
+		for c.i < len(d) && d[c.i] >= '0' && d[c.i] <= '9' {
+			c.i++
+			n++
+		}
+		return n
+	}
+	if d[c.i] == '-' {
+		c.i++
+	}
+	switch {
+	case c.i < len(d) && d[c.i] == '0':
+		c.i++
+	case digits() == 0:
+		return false
+	}
+	if c.i < len(d) && d[c.i] == '.' {
+		c.i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if c.i < len(d) && (d[c.i] == 'e' || d[c.i] == 'E') {
+		c.i++
+		if c.i < len(d) && (d[c.i] == '+' || d[c.i] == '-') {
+			c.i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return true
 }
