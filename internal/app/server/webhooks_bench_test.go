@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ctxkit/ctxkit/internal/app/server"
 	"github.com/ctxkit/ctxkit/internal/testkit/pgtest"
 	"github.com/ctxkit/ctxkit/store"
@@ -98,6 +100,11 @@ func hookBenchConfigFromEnv(b *testing.B) hookBenchConfig {
 //     last write;
 //   - stream-p50-ms-{off,on}, stream-p99-ms-{off,on}: an event stream's
 //     latency for the same writes, without webhooks and with them;
+//   - write-p50-ms-{off,on}, write-p99-ms-{off,on}: the part of the
+//     stream's latency up to the create's answer (the write and its
+//     commit), and relay-p50-ms-…, relay-p99-ms-…: the part after it (the
+//     stream's own reading of the change; negative when the stream was
+//     first);
 //   - events-per-s: the write rate reached; deliveries-per-s: healthy
 //     deliveries made from the first write to the last arrival;
 //   - cpu-cores-{off,on}: CPU time of the process (server, writer and
@@ -115,6 +122,15 @@ func BenchmarkWebhookLoad(b *testing.B) {
 		b.ReportMetric(pct(off.stream, 99), "stream-p99-ms-off")
 		b.ReportMetric(pct(on.stream, 50), "stream-p50-ms-on")
 		b.ReportMetric(pct(on.stream, 99), "stream-p99-ms-on")
+		for _, p := range []struct {
+			name string
+			res  hookBenchResult
+		}{{"off", off}, {"on", on}} {
+			b.ReportMetric(pct(p.res.write, 50), "write-p50-ms-"+p.name)
+			b.ReportMetric(pct(p.res.write, 99), "write-p99-ms-"+p.name)
+			b.ReportMetric(pct(p.res.relay, 50), "relay-p50-ms-"+p.name)
+			b.ReportMetric(pct(p.res.relay, 99), "relay-p99-ms-"+p.name)
+		}
 		b.ReportMetric(pct(on.lag, 50), "lag-p50-ms")
 		b.ReportMetric(pct(on.lag, 99), "lag-p99-ms")
 		b.ReportMetric(float64(on.undelivered), "undelivered")
@@ -127,6 +143,7 @@ func BenchmarkWebhookLoad(b *testing.B) {
 
 type hookBenchResult struct {
 	stream, lag                          []float64 // ms
+	write, relay                         []float64 // ms: the stream's latency, up to the create's answer and after it
 	undelivered                          int
 	eventsPerS, deliveriesPerS, cpuCores float64
 }
@@ -140,19 +157,20 @@ func pct(xs []float64, p int) float64 {
 	return s[min(len(s)-1, len(s)*p/100)]
 }
 
-func hookBenchStore(b *testing.B, backend string) store.Store {
+func hookBenchStore(b *testing.B, backend string) (store.Store, string) {
 	if backend == "postgres" {
-		return openPostgres(b, pgtest.Shared(b).NewDatabase(b))
+		url := pgtest.Shared(b).NewDatabase(b)
+		return openPostgres(b, url), url
 	}
 	db, err := sqlite.Open(context.Background(), b.TempDir()+"/bench.db")
 	if err != nil {
 		b.Fatal(err)
 	}
-	return db
+	return db, ""
 }
 
 func hookBenchPhase(b *testing.B, c hookBenchConfig, hooks bool) hookBenchResult {
-	db := hookBenchStore(b, c.backend)
+	db, dbURL := hookBenchStore(b, c.backend)
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	opts := server.Options{Store: db, Key: key}
 	fastHooks(&opts)
@@ -230,6 +248,9 @@ func hookBenchPhase(b *testing.B, c hookBenchConfig, hooks bool) hookBenchResult
 
 	// One event stream of the writer's owner.
 	var stream []float64
+	// By breadcrumb id: its event's timestamp and arrival on the stream,
+	// and when its create was answered.
+	eventAt, streamedAt, answeredAt := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 	streamDone := make(chan struct{})
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/events/stream", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
@@ -247,11 +268,14 @@ func hookBenchPhase(b *testing.B, c hookBenchConfig, hooks bool) hookBenchResult
 				continue
 			}
 			var ev struct {
+				ID string    `json:"id"`
 				At time.Time `json:"at"`
 			}
 			if json.Unmarshal(line[6:], &ev) == nil && !ev.At.IsZero() {
+				now := time.Now()
 				mu.Lock()
-				stream = append(stream, float64(time.Since(ev.At).Microseconds())/1000)
+				stream = append(stream, float64(now.Sub(ev.At).Microseconds())/1000)
+				eventAt[ev.ID], streamedAt[ev.ID] = ev.At, now
 				mu.Unlock()
 			}
 		}
@@ -262,6 +286,10 @@ func hookBenchPhase(b *testing.B, c hookBenchConfig, hooks bool) hookBenchResult
 	slots := make(chan struct{}, 64)
 	writer := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cap(slots)}}
 	defer writer.CloseIdleConnections()
+	if dbURL != "" && os.Getenv("CTXKIT_HOOK_BENCH_WAITS") != "" {
+		stop := hookBenchWaits(b, dbURL, hooks)
+		defer stop()
+	}
 	cpu0, start := server.ProcessCPU(), time.Now()
 	var (
 		writes sync.WaitGroup
@@ -281,10 +309,15 @@ func hookBenchPhase(b *testing.B, c hookBenchConfig, hooks bool) hookBenchResult
 			defer func() { <-slots; writes.Done() }()
 			g := n % c.groups
 			body := fmt.Sprintf(`{"title": "e%d", "tags": ["g%d"], "context": {"i": %d}}`, n, g, n)
-			if err := hookBenchWrite(ctx, writer, srv.URL, tok, body); err != nil {
+			id, err := hookBenchWrite(ctx, writer, srv.URL, tok, body)
+			if err != nil {
 				failed.CompareAndSwap(nil, err.Error())
 				return
 			}
+			answered := time.Now()
+			mu.Lock()
+			answeredAt[id] = answered
+			mu.Unlock()
 			if hooks {
 				want.Add(int64(healthy[g]))
 			}
@@ -314,6 +347,12 @@ func hookBenchPhase(b *testing.B, c hookBenchConfig, hooks bool) hookBenchResult
 	for _, l := range first {
 		res.lag = append(res.lag, float64(l.Microseconds())/1000)
 	}
+	for id, answered := range answeredAt {
+		if at, ok := eventAt[id]; ok {
+			res.write = append(res.write, float64(answered.Sub(at).Microseconds())/1000)
+			res.relay = append(res.relay, float64(streamedAt[id].Sub(answered).Microseconds())/1000)
+		}
+	}
 	res.undelivered = int(want.Load()) - len(first)
 	if len(first) > 0 {
 		res.deliveriesPerS = float64(len(first)) / lastAt.Sub(start).Seconds()
@@ -322,21 +361,80 @@ func hookBenchPhase(b *testing.B, c hookBenchConfig, hooks bool) hookBenchResult
 	return res
 }
 
-// hookBenchWrite creates a breadcrumb; it may run on any goroutine.
-func hookBenchWrite(ctx context.Context, c *http.Client, url, tok, body string) error {
+// hookBenchWrite creates a breadcrumb and returns its id; it may run on
+// any goroutine.
+func hookBenchWrite(ctx context.Context, c *http.Client, url, tok, body string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", url+"/breadcrumbs", strings.NewReader(body))
 	if err != nil {
-		return err
+		return "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("write: %d %s", resp.StatusCode, data)
+		return "", fmt.Errorf("write: %d %s", resp.StatusCode, data)
 	}
-	return nil
+	var out struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil || out.ID == "" {
+		return "", fmt.Errorf("write: answer %s: %v", data, err)
+	}
+	return out.ID, nil
+}
+
+// hookBenchWaits samples, every 10 ms until stop, what the database's
+// busy backends wait on (pg_stat_activity), and logs the counts at stop:
+// how much of the load's time goes to the event lock, to WAL flushes or
+// to the CPU (no wait).
+func hookBenchWaits(b *testing.B, url string, hooks bool) (stop func()) {
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan map[string]int)
+	go func() {
+		counts := map[string]int{}
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for ctx.Err() == nil {
+			rows, err := conn.Query(ctx, `SELECT COALESCE(wait_event_type, 'CPU') || '/' || COALESCE(wait_event, '-') || ' ' || left(query, 40)
+				FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'`)
+			if err == nil {
+				for rows.Next() {
+					var w string
+					if rows.Scan(&w) == nil {
+						counts[strings.Join(strings.Fields(w), " ")]++
+					}
+				}
+				rows.Close()
+				counts["(samples)"]++
+			}
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+		}
+		done <- counts
+	}()
+	return func() {
+		cancel()
+		counts := <-done
+		conn.Close(context.Background())
+		keys := make([]string, 0, len(counts))
+		for k := range counts {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return counts[keys[i]] > counts[keys[j]] })
+		var sb strings.Builder
+		for _, k := range keys[:min(len(keys), 25)] {
+			fmt.Fprintf(&sb, "\n  %6d %s", counts[k], k)
+		}
+		fmt.Fprintf(os.Stderr, "webhooks %v: waits of busy backends%s\n", hooks, sb.String())
+	}
 }
