@@ -78,7 +78,12 @@ type DB struct {
 	feed   *feed.Feed // serves Events; woken by every commit and notification
 	now    func() time.Time
 	stop   context.CancelFunc
-	listen sync.WaitGroup
+	listen sync.WaitGroup // the listener and the notifier
+	// notes are the notifications of committed changes not yet sent;
+	// noteKick wakes the notifier.
+	noteMu   sync.Mutex
+	notes    []string
+	noteKick chan struct{}
 }
 
 var _ store.Store = (*DB)(nil)
@@ -122,7 +127,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	lctx, stop := context.WithCancel(context.Background())
-	d := &DB{pool: pool, now: time.Now, stop: stop}
+	d := &DB{pool: pool, now: time.Now, stop: stop, noteKick: make(chan struct{}, 1)}
 	d.feed = feed.New(feed.Source{Load: d.loadChanges, Contexts: d.contexts, Backlog: d.backlog, Latest: d.LatestSeq}, feed.Options{Poll: pollEvery})
 	if err := d.backfillSearch(ctx); err != nil {
 		stop()
@@ -131,8 +136,9 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("postgres: indexing for search: %w", err)
 	}
 	ready := make(chan error, 1)
-	d.listen.Add(1)
+	d.listen.Add(2)
 	go d.listenLoop(lctx, cfg.ConnConfig, ready)
+	go d.notifyLoop(lctx)
 	select {
 	case err = <-ready:
 	case <-ctx.Done():
@@ -228,9 +234,21 @@ func (s scope) args() []any {
 // inTx runs a read-committed transaction scoped to sc on one pooled
 // connection: BEGIN and the scope in one round trip, then f, which reads
 // (locking rows as it needs) and returns the writes; the writes and COMMIT
-// go in one pipeline, so the event lock a write takes is held only while
-// the server commits, never across a round trip to this process.
+// go in one pipeline, so the event lock a write takes (queueEvents) is
+// held only while its events are inserted and the server commits, never
+// across a round trip to this process.
 func (d *DB) inTx(ctx context.Context, sc scope, f func(c *pgxpool.Conn) (*pgx.Batch, error)) (err error) {
+	return d.writeTx(ctx, sc, func(c *pgxpool.Conn, _ *notices) (*pgx.Batch, error) { return f(c) })
+}
+
+// notices collects the notifications of a transaction's events
+// (queueEvents), sent once it has committed.
+type notices struct{ payloads []string }
+
+// writeTx is inTx for transactions that write events: f queues them with
+// n, and once the transaction has committed their notifications go to
+// the other replicas (notifyLoop).
+func (d *DB) writeTx(ctx context.Context, sc scope, f func(c *pgxpool.Conn, n *notices) (*pgx.Batch, error)) (err error) {
 	c, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return d.fail(ctx, err)
@@ -249,7 +267,8 @@ func (d *DB) inTx(ctx context.Context, sc scope, f func(c *pgxpool.Conn) (*pgx.B
 	if err := c.SendBatch(ctx, begin).Close(); err != nil {
 		return d.fail(ctx, err)
 	}
-	writes, err := f(c)
+	var n notices
+	writes, err := f(c, &n)
 	if err != nil {
 		return d.fail(ctx, err)
 	}
@@ -260,6 +279,7 @@ func (d *DB) inTx(ctx context.Context, sc scope, f func(c *pgxpool.Conn) (*pgx.B
 	if err := c.SendBatch(ctx, writes).Close(); err != nil {
 		return d.fail(ctx, err)
 	}
+	d.notify(n.payloads)
 	return nil
 }
 
@@ -340,17 +360,28 @@ func unreachableReason(err error) string {
 // statement go in one pipeline, which PostgreSQL runs as one implicit
 // transaction, so the SET LOCAL ends with it.
 func (d *DB) query(ctx context.Context, sc scope, sql string, args []any, each func(pgx.Rows) error) error {
-	return d.fail(ctx, d.runQuery(ctx, sc, sql, args, each))
+	return d.fail(ctx, d.runQuery(ctx, sc, false, sql, args, each))
 }
 
-func (d *DB) runQuery(ctx context.Context, sc scope, sql string, args []any, each func(pgx.Rows) error) error {
+// queryEvents is query for a read of the events table that must not pass
+// a number still to commit: it takes the event lock (lockEvents) first.
+func (d *DB) queryEvents(ctx context.Context, sc scope, sql string, args []any, each func(pgx.Rows) error) error {
+	return d.fail(ctx, d.runQuery(ctx, sc, true, sql, args, each))
+}
+
+func (d *DB) runQuery(ctx context.Context, sc scope, lock bool, sql string, args []any, each func(pgx.Rows) error) error {
 	b := &pgx.Batch{}
 	b.Queue(setScope, sc.args()...)
+	if lock {
+		b.Queue(lockEvents, int64(eventLock))
+	}
 	b.Queue(sql, args...)
 	br := d.pool.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return err
+	for range len(b.QueuedQueries) - 1 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
 	}
 	rows, err := br.Query()
 	if err != nil {
@@ -455,7 +486,7 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 		out      = b
 		replayed bool
 	)
-	err = d.inTx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+	err = d.writeTx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn, n *notices) (*pgx.Batch, error) {
 		if idem.Key != "" {
 			// Two requests with one key wait for each other here.
 			if _, err := c.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, a.OwnerID+"\x1f"+a.AgentID+"\x1f"+idem.Key); err != nil {
@@ -484,7 +515,7 @@ func (d *DB) Create(ctx context.Context, a store.Actor, in store.Breadcrumb, ide
 			batch.Queue(`INSERT INTO idempotency (owner_id, agent_id, key, request_hash, record, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 				a.OwnerID, a.AgentID, idem.Key, idem.RequestHash, string(rec), now)
 		}
-		queueEvents(batch, store.Created, now, &b)
+		queueEvents(batch, n, store.Created, now, &b)
 		return batch, nil
 	})
 	if err != nil {
@@ -522,7 +553,7 @@ func (d *DB) CreateBatch(ctx context.Context, cs []store.Creation) ([]store.Crea
 	type key struct{ owner, agent, key string }
 	first := map[key]int{} // a key's first create in the batch
 	dup := map[int]int{}   // a later create with the key: the index of the first
-	err := d.inTx(ctx, scope{owner: cs[todo[0]].Actor.OwnerID}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+	err := d.writeTx(ctx, scope{owner: cs[todo[0]].Actor.OwnerID}, func(c *pgxpool.Conn, n *notices) (*pgx.Batch, error) {
 		owner := cs[todo[0]].Actor.OwnerID
 		var stored []int
 		for _, i := range todo {
@@ -596,7 +627,7 @@ func (d *DB) CreateBatch(ctx context.Context, cs []store.Creation) ([]store.Crea
 			return nil, err
 		}
 		runs(func(i int) error {
-			queueEvents(batch, store.Created, now, &recs[i])
+			queueEvents(batch, n, store.Created, now, &recs[i])
 			return nil
 		})
 		return batch, nil
@@ -661,19 +692,87 @@ func queueVersion(batch *pgx.Batch, b *store.Breadcrumb, create bool) error {
 	return nil
 }
 
-// queueEvents queues changes: it takes the event lock (held to the commit,
-// which is in the same pipeline, so changes commit in seq order), draws
-// the numbers, stores the events and notifies every replica when the
-// transaction commits.
-func queueEvents(batch *pgx.Batch, kind store.EventKind, at time.Time, bs ...*store.Breadcrumb) {
-	batch.Queue(`SELECT pg_advisory_xact_lock($1)`, int64(eventLock))
+// queueEvents queues changes: it takes the event lock, shared, draws the
+// numbers and stores the events; their notifications go into n, sent to
+// every replica once the transaction has committed.
+//
+// Writers hold the lock shared from the events' insert to the commit, so
+// their commits (and the WAL flushes they wait for) overlap, and may end
+// in another order than their numbers. Readers of the events table take
+// it exclusively (lockEvents): none reads while a writer that drew a
+// number has not ended, so a reader never passes a number that commits
+// later. The lock is taken after the rows, tags, search terms and history
+// are written, so a reader waits only for inserts of events and commits.
+// The notifications are not sent in the transaction: NOTIFY makes every
+// committing transaction that sends one wait on one lock, held through
+// its commit's flush, which would serialize the writers again.
+func queueEvents(batch *pgx.Batch, n *notices, kind store.EventKind, at time.Time, bs ...*store.Breadcrumb) {
+	batch.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, int64(eventLock))
 	for _, b := range bs {
-		batch.Queue(`WITH e AS (
-			INSERT INTO events (seq, kind, breadcrumb_id, owner_id, version, visibility, created_by, tags, schema_name, at)
+		batch.Queue(`INSERT INTO events (seq, kind, breadcrumb_id, owner_id, version, visibility, created_by, tags, schema_name, at)
 			VALUES (nextval('event_seq'), $1, $2, $3, $4, $5, $6, $7, $8, $9)
-			RETURNING seq, kind, breadcrumb_id, owner_id, version)
-		SELECT pg_notify('`+Channel+`', json_build_object('seq', seq, 'id', breadcrumb_id, 'owner', owner_id, 'version', version, 'kind', kind)::text) FROM e`,
-			string(kind), b.ID, b.OwnerID, b.Version, string(b.Visibility), b.CreatedBy, b.Tags, b.SchemaName, at)
+			RETURNING json_build_object('seq', seq, 'id', breadcrumb_id, 'owner', owner_id, 'version', version, 'kind', kind)::text`,
+			string(kind), b.ID, b.OwnerID, b.Version, string(b.Visibility), b.CreatedBy, b.Tags, b.SchemaName, at).QueryRow(func(row pgx.Row) error {
+			var p string
+			if err := row.Scan(&p); err != nil {
+				return err
+			}
+			n.payloads = append(n.payloads, p)
+			return nil
+		})
+	}
+}
+
+// lockEvents is the first statement of a read of the events table that
+// must not pass a number still to commit: it waits for the writers that
+// hold the event lock (queueEvents) and keeps new ones from taking it
+// until the read's transaction ends.
+const lockEvents = `SELECT pg_advisory_xact_lock($1)`
+
+// maxNotes bounds the notifications waiting to be sent; past it they are
+// dropped (the other replicas' readers find the changes with the next
+// notification, or their poll).
+const maxNotes = 10_000
+
+// notify queues the notifications of committed changes for notifyLoop.
+func (d *DB) notify(payloads []string) {
+	if len(payloads) == 0 {
+		return
+	}
+	d.noteMu.Lock()
+	if len(d.notes)+len(payloads) <= maxNotes {
+		d.notes = append(d.notes, payloads...)
+	}
+	d.noteMu.Unlock()
+	select {
+	case d.noteKick <- struct{}{}:
+	default:
+	}
+}
+
+// notifyLoop sends the queued notifications, all that are waiting in one
+// transaction, until ctx ends. Its commit does not wait for the WAL
+// flush: a notification is a wake-up, not data, and is not worth one.
+func (d *DB) notifyLoop(ctx context.Context) {
+	defer d.listen.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.noteKick:
+		}
+		d.noteMu.Lock()
+		notes := d.notes
+		d.notes = nil
+		d.noteMu.Unlock()
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN`)
+		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+		b.Queue(`SELECT pg_notify('`+Channel+`', p) FROM unnest($1::text[]) WITH ORDINALITY AS n(p, i) ORDER BY i`, notes)
+		b.Queue(`COMMIT`)
+		// A notification that cannot be sent is lost: the readers of the
+		// other replicas find its change with the next one, or their poll.
+		d.pool.SendBatch(ctx, b).Close()
 	}
 }
 
@@ -729,7 +828,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 	}
 	owner := b.OwnerID
 	deleted := false
-	err = d.inTx(ctx, scope{owner: owner}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+	err = d.writeTx(ctx, scope{owner: owner}, func(c *pgxpool.Conn, n *notices) (*pgx.Batch, error) {
 		var err error
 		if b, err = d.get(ctx, c, a, id, visibleTo); err != nil {
 			return nil, err
@@ -745,7 +844,7 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 		}
 		// This read uses up the budget: it is served, and the record goes.
 		deleted = true
-		queueRemove(batch, store.Expired, d.stamp(), &b)
+		queueRemove(batch, n, store.Expired, d.stamp(), &b)
 		return batch, nil
 	})
 	if err != nil {
@@ -759,17 +858,17 @@ func (d *DB) Read(ctx context.Context, a store.Actor, id string) (store.Breadcru
 
 // queueDelete queues the deletion of breadcrumbs (their tags go with them)
 // and their events.
-func queueDelete(batch *pgx.Batch, now time.Time, bs ...*store.Breadcrumb) {
-	queueRemove(batch, store.Deleted, now, bs...)
+func queueDelete(batch *pgx.Batch, n *notices, now time.Time, bs ...*store.Breadcrumb) {
+	queueRemove(batch, n, store.Deleted, now, bs...)
 }
 
 // queueRemove is queueDelete with events of kind: deleted, or expired
 // when the breadcrumbs' time or read budget ran out.
-func queueRemove(batch *pgx.Batch, kind store.EventKind, now time.Time, bs ...*store.Breadcrumb) {
+func queueRemove(batch *pgx.Batch, n *notices, kind store.EventKind, now time.Time, bs ...*store.Breadcrumb) {
 	for _, b := range bs {
 		batch.Queue(`DELETE FROM breadcrumbs WHERE id = $1 AND owner_id = $2`, b.ID, b.OwnerID)
 	}
-	queueEvents(batch, kind, now, bs...)
+	queueEvents(batch, n, kind, now, bs...)
 }
 
 // List implements store.Store.
@@ -826,7 +925,7 @@ func (d *DB) List(ctx context.Context, a store.Actor, q store.Query) (store.Page
 // Update implements store.Store.
 func (d *DB) Update(ctx context.Context, a store.Actor, id string, expectedVersion int64, m store.Mutation) (store.Breadcrumb, error) {
 	var b store.Breadcrumb
-	err := d.inTx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+	err := d.writeTx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn, n *notices) (*pgx.Batch, error) {
 		cur, err := d.get(ctx, c, a, id, writableBy)
 		if err != nil {
 			return nil, err
@@ -838,7 +937,7 @@ func (d *DB) Update(ctx context.Context, a store.Actor, id string, expectedVersi
 		if err := queueVersion(batch, &b, false); err != nil {
 			return nil, err
 		}
-		queueEvents(batch, store.Updated, b.UpdatedAt, &b)
+		queueEvents(batch, n, store.Updated, b.UpdatedAt, &b)
 		return batch, nil
 	})
 	if err != nil {
@@ -850,13 +949,13 @@ func (d *DB) Update(ctx context.Context, a store.Actor, id string, expectedVersi
 
 // Delete implements store.Store.
 func (d *DB) Delete(ctx context.Context, a store.Actor, id string) error {
-	err := d.inTx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+	err := d.writeTx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn, n *notices) (*pgx.Batch, error) {
 		b, err := d.get(ctx, c, a, id, writableBy)
 		if err != nil {
 			return nil, err
 		}
 		batch := &pgx.Batch{}
-		queueDelete(batch, d.stamp(), &b)
+		queueDelete(batch, n, d.stamp(), &b)
 		return batch, nil
 	})
 	if err == nil {
@@ -930,7 +1029,9 @@ func eventsFrom(withContext bool, now int) (cols, from string) {
 }
 
 // backlog reads up to limit events a may see after seq after: a stream's
-// backlog, and what a stream that fell behind missed.
+// backlog, what a stream that fell behind missed, and a webhook's next
+// events. It reads under the event lock, so it never passes a number
+// still to commit.
 func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int, withContext bool) ([]store.Change, error) {
 	var out []store.Change
 	args := append(append([]any{after}, actorArgs(a)...), limit)
@@ -938,7 +1039,7 @@ func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int,
 	if withContext {
 		args = append(args, d.now())
 	}
-	err := d.query(ctx, scope{owner: a.OwnerID}, `SELECT `+eventColumns+`, e.owner_id, e.visibility, e.created_by`+cols+from+`
+	err := d.queryEvents(ctx, scope{owner: a.OwnerID}, `SELECT `+eventColumns+`, e.owner_id, e.visibility, e.created_by`+cols+from+`
 		WHERE e.seq > $1 AND (e.owner_id = $2 AND (e.visibility <> 'private' OR e.created_by = $3 OR $4::boolean))
 		ORDER BY e.seq LIMIT $5`, args, func(rows pgx.Rows) error {
 		c, err := scanEvent(rows, true, withContext)
@@ -950,7 +1051,7 @@ func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int,
 
 // loadChanges reads up to limit changes of every owner after seq after,
 // for the feed's reader, which decides who may see each: it reads across
-// owners, as maintenance does.
+// owners, as maintenance does, under the event lock.
 func (d *DB) loadChanges(ctx context.Context, after int64, limit int, withContext bool) ([]store.Change, error) {
 	var out []store.Change
 	args := []any{after, limit}
@@ -958,7 +1059,7 @@ func (d *DB) loadChanges(ctx context.Context, after int64, limit int, withContex
 	if withContext {
 		args = append(args, d.now())
 	}
-	err := d.query(ctx, scope{system: true}, `SELECT `+eventColumns+`, e.owner_id, e.visibility, e.created_by`+cols+from+`
+	err := d.queryEvents(ctx, scope{system: true}, `SELECT `+eventColumns+`, e.owner_id, e.visibility, e.created_by`+cols+from+`
 		WHERE e.seq > $1 ORDER BY e.seq LIMIT $2`, args, func(rows pgx.Rows) error {
 		c, err := scanEvent(rows, true, withContext)
 		out = append(out, c)
@@ -1024,10 +1125,11 @@ func scanEvent(rows pgx.Rows, who, withContext bool) (store.Change, error) {
 }
 
 // LatestSeq implements store.Store. It reads the newest committed event,
-// not the sequence, whose numbers are drawn before a commit.
+// not the sequence, whose numbers are drawn before a commit, under the
+// event lock: no event numbered below it commits later.
 func (d *DB) LatestSeq(ctx context.Context) (int64, error) {
 	var seq int64
-	err := d.query(ctx, scope{system: true}, `SELECT COALESCE(MAX(seq), 0) FROM events`, nil, func(rows pgx.Rows) error {
+	err := d.queryEvents(ctx, scope{system: true}, `SELECT COALESCE(MAX(seq), 0) FROM events`, nil, func(rows pgx.Rows) error {
 		return rows.Scan(&seq)
 	})
 	return seq, err
@@ -1045,7 +1147,7 @@ func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 	total := 0
 	for {
 		var due []store.Breadcrumb
-		err := d.inTx(ctx, scope{system: true}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+		err := d.writeTx(ctx, scope{system: true}, func(c *pgxpool.Conn, n *notices) (*pgx.Batch, error) {
 			rows, err := c.Query(ctx, `SELECT `+columns+` FROM breadcrumbs WHERE expires_at <= $1
 				ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, now, expireBatch)
 			if err != nil {
@@ -1062,7 +1164,7 @@ func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 			for i := range due {
 				ptrs[i] = &due[i]
 			}
-			queueRemove(batch, store.Expired, now.UTC(), ptrs...)
+			queueRemove(batch, n, store.Expired, now.UTC(), ptrs...)
 			return batch, nil
 		})
 		if err != nil {

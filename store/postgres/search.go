@@ -335,7 +335,7 @@ func (d *DB) Import(ctx context.Context, a store.Actor, in []store.Breadcrumb) (
 		}
 		out[i] = b
 	}
-	err := d.inTx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn) (*pgx.Batch, error) {
+	err := d.writeTx(ctx, scope{owner: a.OwnerID}, func(c *pgxpool.Conn, n *notices) (*pgx.Batch, error) {
 		const chunk = 500
 		for start := 0; start < len(out); start += chunk {
 			batch := &pgx.Batch{}
@@ -346,7 +346,7 @@ func (d *DB) Import(ctx context.Context, a store.Actor, in []store.Breadcrumb) (
 				}
 				ptrs = append(ptrs, &out[i])
 			}
-			queueEvents(batch, store.Created, now, ptrs...)
+			queueEvents(batch, n, store.Created, now, ptrs...)
 			if err := c.SendBatch(ctx, batch).Close(); err != nil {
 				return nil, err
 			}

@@ -420,7 +420,8 @@ func (d *DB) EnqueueTest(ctx context.Context, a store.Actor, webhookID string, b
 	return dl, err
 }
 
-// WebhookChanges implements store.Webhooks.
+// WebhookChanges implements store.Webhooks. It reads under the event
+// lock (backlog), so a cursor never passes a number still to commit.
 func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, limit int, withContext bool) ([]store.Change, int64, error) {
 	var pruned int64
 	err := d.query(ctx, system, `SELECT COALESCE((SELECT through FROM events_pruned WHERE id = 1), 0)`, nil, func(rows pgx.Rows) error {

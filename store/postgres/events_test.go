@@ -1,0 +1,216 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ctxkit/ctxkit/internal/testkit/pgtest"
+	"github.com/ctxkit/ctxkit/store"
+	"github.com/ctxkit/ctxkit/store/postgres"
+)
+
+// TestEventsInOrderUnderConcurrentWriters: writers on two replicas whose
+// commits take a random while after their events are numbered (a
+// deferred trigger sleeps in each COMMIT), so that they would end out of
+// number order if nothing kept a reader from passing one still to
+// commit. A stream of each replica, the webhook reads (WebhookChanges)
+// and LatestSeq must never pass a number that commits later: each stream
+// yields every event once, in order, and no number at or below a
+// LatestSeq answer appears after it.
+func TestEventsInOrderUnderConcurrentWriters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	var dbs [2]*postgres.DB
+	for i := range dbs {
+		db, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		dbs[i] = db
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	// The test's own reads see every owner's events.
+	if _, err := conn.Exec(ctx, `SELECT set_config('ctxkit.system', 'on', false)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(ctx, `CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_sleep(random() * 0.02); RETURN NULL; END $$;
+		CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED
+		FOR EACH ROW EXECUTE FUNCTION slow_commit()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const writers, each = 8, 25
+	actor := store.Actor{OwnerID: "o", AgentID: "w"}
+	type streamed struct {
+		seqs []int64
+		err  error
+	}
+	streams := make([]chan streamed, len(dbs))
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	for i, db := range dbs {
+		streams[i] = make(chan streamed, 1)
+		go func() {
+			var got streamed
+			for e, err := range db.Events(sctx, actor, 0, nil) {
+				if err != nil {
+					if sctx.Err() == nil {
+						got.err = err
+					}
+					break
+				}
+				got.seqs = append(got.seqs, e.Seq)
+				if len(got.seqs) == writers*each {
+					break
+				}
+			}
+			streams[i] <- got
+		}()
+	}
+
+	// While the writes go on, LatestSeq answers, with how many events
+	// were stored at or below each just after it, and webhook reads: a
+	// number at or below an answer stored later was passed.
+	type answer struct{ seq, below int64 }
+	var (
+		mu      sync.Mutex
+		answers []answer
+		hook    []int64 // what a webhook that follows WebhookChanges gets
+	)
+	watchDone := make(chan error, 1)
+	go func() {
+		w := store.Webhook{OwnerID: actor.OwnerID, AgentID: actor.AgentID}
+		watch, err := pgx.Connect(sctx, url)
+		if err == nil {
+			defer watch.Close(context.Background())
+			_, err = watch.Exec(sctx, `SELECT set_config('ctxkit.system', 'on', false)`)
+		}
+		if err != nil {
+			watchDone <- err
+			return
+		}
+		for sctx.Err() == nil {
+			l, err := dbs[1].LatestSeq(sctx)
+			if err != nil {
+				watchDone <- err
+				return
+			}
+			var below int64
+			if err := watch.QueryRow(sctx, `SELECT count(*) FROM events WHERE seq <= $1`, l).Scan(&below); err != nil {
+				watchDone <- err
+				return
+			}
+			cs, _, err := dbs[0].WebhookChanges(sctx, w, 64, false)
+			if err != nil {
+				watchDone <- err
+				return
+			}
+			mu.Lock()
+			answers = append(answers, answer{l, below})
+			for _, c := range cs {
+				hook = append(hook, c.Seq)
+				w.Cursor = c.Seq
+			}
+			mu.Unlock()
+		}
+		watchDone <- nil
+	}()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db := dbs[i%len(dbs)]
+			for j := range each {
+				in := store.Breadcrumb{Title: fmt.Sprintf("w%d-%d", i, j), Context: json.RawMessage(`{}`)}
+				if _, _, err := db.Create(ctx, actor, in, store.Idempotency{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	var all []int64
+	rows, err := conn.Query(ctx, `SELECT seq FROM events ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != writers*each {
+		t.Fatalf("%d events stored, want %d", len(all), writers*each)
+	}
+	for i, ch := range streams {
+		select {
+		case got := <-ch:
+			if got.err != nil {
+				t.Fatalf("stream %d: %v", i, got.err)
+			}
+			if fmt.Sprint(got.seqs) != fmt.Sprint(all) {
+				t.Errorf("stream %d yielded %v,\nthe table holds %v", i, got.seqs, all)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("stream %d: not every event within 20 s (a number it passed committed later)", i)
+		}
+	}
+	// Let the webhook reads catch up with the last writes, then stop.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(hook)
+		mu.Unlock()
+		if n >= len(all) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if err := <-watchDone; err != nil && ctx.Err() == nil && sctx.Err() == nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(hook) != fmt.Sprint(all) {
+		t.Errorf("webhook reads yielded %v,\nthe table holds %v", hook, all)
+	}
+	if len(answers) == 0 {
+		t.Fatal("no LatestSeq answers while writing")
+	}
+	// Every event numbered at or below an answer was stored when it was
+	// given.
+	for _, a := range answers {
+		var below int64
+		for _, s := range all {
+			if s <= a.seq {
+				below++
+			}
+		}
+		if below != a.below {
+			t.Fatalf("LatestSeq answered %d when %d events were stored at or below it; %d are now", a.seq, a.below, below)
+		}
+	}
+}
