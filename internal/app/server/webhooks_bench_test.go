@@ -110,6 +110,9 @@ func hookBenchConfigFromEnv(b *testing.B) hookBenchConfig {
 //   - cpu-cores-{off,on}: CPU time of the process (server, writer and
 //     receivers; not PostgreSQL's) over the phase's wall time.
 //
+// On PostgreSQL, CTXKIT_HOOK_BENCH_WAITS=1 also prints, per phase, what
+// the database's busy backends were sampled waiting on (hookBenchWaits).
+//
 // Run: CTXKIT_HOOK_BENCH_RATE=167 CTXKIT_HOOK_BENCH_MATCH=10 CTXKIT_HOOK_BENCH_DURATION=60s \
 // go test ./internal/app/server -run '^$' -bench BenchmarkWebhookLoad -benchtime 1x
 func BenchmarkWebhookLoad(b *testing.B) {
