@@ -214,3 +214,55 @@ func TestEventsInOrderUnderConcurrentWriters(t *testing.T) {
 		}
 	}
 }
+
+// TestEventWritesCommitTogether: writes whose commits are slow (a
+// deferred trigger sleeps 300 ms in each COMMIT, as a slow WAL flush
+// would) overlap their commits; they do not queue on the event lock one
+// commit at a time.
+func TestEventWritesCommitTogether(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, `CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$;
+		CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED
+		FOR EACH ROW EXECUTE FUNCTION slow_commit()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 4
+	actor := store.Actor{OwnerID: "o", AgentID: "w"}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	start := time.Now()
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := store.Breadcrumb{Title: fmt.Sprintf("w%d", i), Context: json.RawMessage(`{}`)}
+			if _, _, err := db.Create(ctx, actor, in, store.Idempotency{}); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// One after another they take 4 × 300 ms at least.
+	if took >= writers*300*time.Millisecond*3/4 {
+		t.Fatalf("%d writes with 300 ms commits took %v: their commits did not overlap", writers, took)
+	}
+}
