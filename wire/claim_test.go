@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -94,6 +95,7 @@ func TestClaimReasoningDetails(t *testing.T) {
 	sealedG := wire.SealSignature(wire.HomeGemini, geminiSig, "")
 	sealedO := wire.SealSignature(wire.HomeResponses, openaiSig, "")
 	sealedR := wire.SealRedacted("opaque")
+	sealedBR := wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ==")
 	text := func(t, sig string) string {
 		return `{"type":"reasoning.text","text":"` + t + `","signature":"` + sig + `","format":"x","index":0}`
 	}
@@ -119,6 +121,24 @@ func TestClaimReasoningDetails(t *testing.T) {
 			in:    []chat.Block{reasoning, call("c1")},
 			want:  []chat.Block{{Type: chat.TypeThinking, Thinking: "Bedrock thinks.", Signature: sealedB}, call("c1")},
 			warns: []string{"[1]: a signature made by anthropic, and bedrock takes back"}},
+		// Bedrock's redactedContent goes back to Bedrock, first in the
+		// message as it came, and to no one else; Anthropic's redacted
+		// thinking is not Bedrock's.
+		{name: "bedrock redacted", upstream: "bedrock", details: "[" + enc(sealedBR) + "," + text("", sealedB) + "," + enc(sealedR) + "]",
+			in: []chat.Block{reasoning, call("c1")},
+			want: []chat.Block{{Type: chat.TypeRedactedThinking, Data: "ZGF0YQ=="},
+				{Type: chat.TypeThinking, Thinking: "Bedrock thinks.", Signature: sealedB}, call("c1")},
+			warns: []string{"[2]: redacted thinking made by anthropic, and bedrock takes back only its own"}},
+		{name: "anthropic refuses bedrock's redacted", upstream: "anthropic", details: "[" + enc(sealedBR) + "," + text("x", sealedA) + "]",
+			in:    []chat.Block{reasoning, call("c1")},
+			want:  []chat.Block{{Type: chat.TypeThinking, Thinking: "Think first.", Signature: sealedA}, call("c1")},
+			warns: []string{"[0]: redacted thinking made by bedrock, and anthropic takes back only its own"}},
+		{name: "gemini refuses bedrock's redacted", upstream: "gemini", details: "[" + enc(sealedBR) + "]",
+			in: []chat.Block{answer}, want: []chat.Block{answer},
+			warns: []string{"[0]: redacted thinking made by bedrock, and gemini takes back only its own"}},
+		{name: "no home drops bedrock's redacted", upstream: "openai", details: "[" + enc(sealedBR) + "]",
+			in: []chat.Block{answer}, want: []chat.Block{answer},
+			warns: []string{"[0]: redacted thinking of bedrock, which openai cannot take"}},
 		{name: "gemini signs the first call", upstream: "gemini", details: "[" + text("x", sealedA) + "," + enc(sealedG) + "]",
 			in:    []chat.Block{reasoning, answer, call("c1"), call("c2")},
 			want:  []chat.Block{reasoning, answer, {Type: chat.TypeThoughtSignature, Signature: sealedG}, call("c1"), call("c2")},
@@ -258,6 +278,9 @@ func FuzzClaimReasoningDetails(f *testing.F) {
 		`[{"type":"reasoning.text","text":"A thought.","signature":"` + sealedG + `"},{"type":"reasoning.summary","summary":"s"}]`,
 		`[{"type":"reasoning.encrypted","data":"` + wire.SealSignature(wire.HomeBedrock, anthropicSig, "b") + `"}]`,
 		`[{"type":"reasoning.encrypted","data":"` + wire.SealSignature(wire.HomeResponses, openaiSig, "") + `"}]`,
+		`[{"type":"reasoning.encrypted","data":"` + wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ==") + `"},{"type":"reasoning.encrypted","data":"` + wire.SealRedacted("opaque") + `"}]`,
+		`[{"type":"reasoning.text","text":"r","signature":"` + wire.Sealed{Home: wire.HomeBedrock, Signature: anthropicSig, Digest: digestOf("r")}.Seal() + `"}]`,
+		`[{"type":"reasoning.text","text":"not it","signature":"` + wire.Sealed{Home: wire.HomeAnthropic, Signature: anthropicSig, Digest: digestOf("r")}.Seal() + `"}]`,
 		`[1,{"type":"reasoning.text","signature":5},{"type":"reasoning.image"},{"type":"reasoning.encrypted"}]`,
 		`{"x":1}`, `[]`, `null`, `[{"type":"reasoning.text","signature":"Y3R4awFn"}]`,
 		`["` + sealedA + `",{"a":{"b":["` + sealedG + `"]}},{"type":"reasoning.text","Signature":"x","signature":"` + sealedA + `"}]`,
@@ -304,7 +327,8 @@ func FuzzClaimReasoningDetails(f *testing.F) {
 						t.Fatalf("%s gets %+v", up, b)
 					}
 				case chat.TypeRedactedThinking:
-					if up != "anthropic" {
+					// Only the homes with redacted thinking of their own.
+					if up != "anthropic" && up != "bedrock" {
 						t.Fatalf("%s gets %+v", up, b)
 					}
 				}
@@ -314,4 +338,70 @@ func FuzzClaimReasoningDetails(f *testing.F) {
 			}
 		}
 	})
+}
+
+func digestOf(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return string(h[:])
+}
+
+// TestClaimLongThinking: a thinking text too long for an envelope is
+// carried as its SHA-256. Handed back, the signature goes back with the
+// text only when the text is the one signed (the detail's, or the
+// message's reasoning_content, which a streamed client joined from its
+// deltas); any other text is one ctxkit cannot vouch for, and the
+// signature is dropped with a warning rather than sent over it.
+func TestClaimLongThinking(t *testing.T) {
+	half := strings.Repeat("t", wire.MaxSealedSignature/2+1)
+	long := half + half
+	chunks := collectChunks(t, wire.SealChunks(sigStream(
+		chat.Chunk{Type: chat.ChunkReasoning, Text: half},
+		chat.Chunk{Type: chat.ChunkReasoning, Text: half},
+		chat.Chunk{Type: chat.ChunkReasoning, Signature: anthropicSig},
+	), "bedrock", "openai"))
+	env := chunks[2].Signature
+	if s, ok := wire.OpenSignature(env); !ok || s.Home != wire.HomeBedrock || s.Thinking != "" || s.Digest != digestOf(long) {
+		t.Fatalf("sealed %.40q", env)
+	}
+	changed := long[:len(long)-1] + "u"
+	detail := func(text string) string {
+		return `[{"type":"reasoning.text","text":"` + text + `","signature":"` + env + `","format":"anthropic-claude-v1","index":0}]`
+	}
+	call := chat.Block{Type: chat.TypeToolUse, ID: "c1", Name: "f", Input: json.RawMessage(`{}`)}
+	for _, c := range []struct {
+		name, details, reasoning string
+		want                     string // the restored thinking; "" none
+	}{
+		{"the detail's text", detail(long), "", long},
+		{"the streamed reasoning_content", detail(""), long, long},
+		{"a changed detail, the reasoning_content as signed", detail(changed), long, long},
+		{"changed text", detail(changed), changed, ""},
+		{"no text", detail(""), "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var in []chat.Block
+			if c.reasoning != "" {
+				in = append(in, chat.Block{Type: chat.TypeReasoning, Text: c.reasoning})
+			}
+			req := assistant(append(in, call)...)
+			req.Messages[1].ReasoningDetails = json.RawMessage(c.details)
+			warns := wire.ClaimSignatures(&req, "openai", "bedrock")
+			blocks := req.Messages[1].Content.Blocks
+			if c.want == "" {
+				if len(warns) != 1 || !strings.Contains(warns[0].Message, "too long for its envelope") {
+					t.Fatalf("warnings %v", warns)
+				}
+				if len(blocks) != len(in)+1 || blocks[0].Type == chat.TypeThinking {
+					t.Fatalf("a signature went back over text it does not sign: %d blocks, first %s", len(blocks), blocks[0].Type)
+				}
+				return
+			}
+			if len(warns) != 0 {
+				t.Fatalf("warnings %v", warns)
+			}
+			if len(blocks) != 2 || blocks[0].Type != chat.TypeThinking || blocks[0].Thinking != c.want || blocks[0].Signature != env || blocks[1].Type != chat.TypeToolUse {
+				t.Fatalf("%d blocks, first %s of %d bytes", len(blocks), blocks[0].Type, len(blocks[0].Thinking))
+			}
+		})
+	}
 }

@@ -2,8 +2,11 @@ package wire
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"hash"
+	"io"
 	"iter"
 	"slices"
 	"strconv"
@@ -33,13 +36,17 @@ import (
 //
 // where kind is 'a' (an Anthropic thinking signature), 'r' (Anthropic
 // redacted thinking), 'g' (a Gemini thoughtSignature), 'o' (a Responses
-// reasoning item's encrypted_content) or 'b' (a Bedrock reasoningText
-// signature). The payload of 'a' and 'b' is the signature, a 0 byte and
-// the thinking text it signs (the text is kept only for a client whose
-// thinking text may not come back as it was signed: a Gemini client's
-// thought parts, a Chat Completions client's streamed reasoning, see
-// SealChunks; otherwise it is empty); of 'r' the redacted data; of 'g'
-// and 'o' the signature.
+// reasoning item's encrypted_content), 'b' (a Bedrock reasoningText
+// signature) or 'd' (Bedrock's redacted reasoning, redactedContent, as
+// the base64 text Converse's JSON carries it). The payload of 'a' and
+// 'b' is the signature, then either a 0 byte and the thinking text it
+// signs, or, when that text is too long for an envelope, a 1 byte and
+// the text's SHA-256 (32 bytes); the text is kept only for a client
+// whose thinking text may not come back as it was signed: a Gemini
+// client's thought parts, a Chat Completions client's streamed
+// reasoning, see SealChunks; otherwise there is neither. A signature is
+// printable text, so its end is the first 0 or 1 byte. The payload of
+// 'r' and 'd' is the redacted data; of 'g' and 'o' the signature.
 //
 // An envelope is routing, not trust: a client can send anything, so an
 // opened signature is only ever sent to the provider its kind names,
@@ -70,21 +77,68 @@ const (
 	kindGemini  = 'g'
 	kindOpenAI  = 'o'
 	kindBedrock = 'b'
+	kindBRedact = 'd' // Bedrock's redactedContent
+
+	// textSep and digestSep end the signature in the payload of an
+	// 'a' or 'b' envelope: the text follows the one, its SHA-256 the
+	// other.
+	textSep   = 0
+	digestSep = 1
 )
 
 // Sealed is an opened envelope.
 type Sealed struct {
 	// Home is the provider that made the signature (HomeAnthropic,
-	// HomeGemini, HomeResponses).
+	// HomeGemini, HomeResponses, HomeBedrock).
 	Home string
-	// Redacted: the payload is Anthropic's redacted thinking (its data),
-	// not a signature.
+	// Redacted: the payload is redacted thinking (Anthropic's data,
+	// Bedrock's redactedContent), not a signature.
 	Redacted bool
 	// Signature is the provider's own signature (or redacted data).
 	Signature string
 	// Thinking is the text an Anthropic (or Bedrock) signature signs,
 	// when the envelope carries it.
 	Thinking string
+	// Digest is the SHA-256 (32 bytes) of the text an Anthropic or
+	// Bedrock signature signs, when the text was too long for the
+	// envelope; "" otherwise. Only a text with this digest may go back
+	// with the signature (see ClaimSignatures).
+	Digest string
+}
+
+// Seal is the envelope of s, as SealSignature or SealRedacted make it:
+// a Thinking too long for the envelope is carried as its digest, and a
+// Digest is kept when there is no Thinking. An unknown Home, an empty
+// Signature, or one too long for an envelope is returned as it is.
+func (s Sealed) Seal() string {
+	k := kindOf(s.Home)
+	if s.Redacted {
+		k = redactedKind(s.Home)
+	}
+	if k == 0 {
+		return s.Signature
+	}
+	if k == kindThought || k == kindBedrock {
+		if s.Thinking != "" {
+			return seal(k, s.Signature, s.Thinking, nil)
+		}
+		if len(s.Digest) == sha256.Size {
+			return seal(k, s.Signature, "", []byte(s.Digest))
+		}
+	}
+	return seal(k, s.Signature, "", nil)
+}
+
+// redactedKind is the envelope kind of home's redacted thinking, 0 for a
+// home that has none.
+func redactedKind(home string) byte {
+	switch home {
+	case HomeAnthropic:
+		return kindRedact
+	case HomeBedrock:
+		return kindBRedact
+	}
+	return 0
 }
 
 func kindOf(home string) byte {
@@ -115,40 +169,55 @@ func sealedLen(n int) int { return base64.StdEncoding.EncodedLen(len(sealMagic) 
 
 // SealSignature is the envelope of sig, a signature home made; thinking,
 // the text an Anthropic or Bedrock signature signs, is carried when not
-// "" (for other homes it is ignored) and the envelope stays within
-// MaxSealedSignature with it. An unknown home, an empty sig, or one too
-// long for an envelope is returned as it is.
+// "" (for other homes it is ignored): whole when the envelope stays
+// within MaxSealedSignature with it, else as its SHA-256. An unknown
+// home, an empty sig, or one too long for an envelope is returned as it
+// is.
 func SealSignature(home, sig, thinking string) string {
-	k := kindOf(home)
+	return seal(kindOf(home), sig, thinking, nil)
+}
+
+// seal is the envelope of kind k of sig and, for an 'a' or 'b' kind, the
+// thinking it signs (or, when thinking is "", its digest when not nil).
+func seal(k byte, sig, thinking string, digest []byte) string {
 	if k == 0 || sig == "" || sealedLen(len(sig)) > MaxSealedSignature {
 		return sig
 	}
-	if k != kindThought && k != kindBedrock || sealedLen(len(sig)+1+len(thinking)) > MaxSealedSignature {
-		thinking = ""
+	if k != kindThought && k != kindBedrock {
+		thinking, digest = "", nil
 	}
-	b := make([]byte, 0, len(sealMagic)+1+len(sig)+1+len(thinking))
+	if thinking != "" && sealedLen(len(sig)+1+len(thinking)) > MaxSealedSignature {
+		h := sha256.Sum256([]byte(thinking))
+		thinking, digest = "", h[:]
+	}
+	if digest != nil && sealedLen(len(sig)+1+len(digest)) > MaxSealedSignature {
+		digest = nil
+	}
+	b := make([]byte, 0, len(sealMagic)+1+len(sig)+1+len(thinking)+len(digest))
 	b = append(b, sealMagic...)
 	b = append(b, k)
 	b = append(b, sig...)
-	if thinking != "" {
-		b = append(b, 0)
+	switch {
+	case thinking != "":
+		b = append(b, textSep)
 		b = append(b, thinking...)
+	case digest != nil:
+		b = append(b, digestSep)
+		b = append(b, digest...)
 	}
 	return base64.StdEncoding.EncodeToString(b)
 }
 
 // SealRedacted is the envelope of Anthropic's redacted thinking data, for
 // a client whose dialect has no place for it but a signature's.
-func SealRedacted(data string) string {
-	if data == "" || sealedLen(len(data)) > MaxSealedSignature {
-		return data
-	}
-	b := make([]byte, 0, len(sealMagic)+1+len(data))
-	b = append(b, sealMagic...)
-	b = append(b, kindRedact)
-	b = append(b, data...)
-	return base64.StdEncoding.EncodeToString(b)
-}
+func SealRedacted(data string) string { return seal(kindRedact, data, "", nil) }
+
+// SealRedactedFor is the envelope of redacted thinking home made: an
+// Anthropic redacted_thinking block's data (SealRedacted), or Bedrock's
+// redactedContent (the base64 text Converse's JSON carries). For any
+// other home, or data too long for an envelope, data is returned as it
+// is.
+func SealRedactedFor(home, data string) string { return seal(redactedKind(home), data, "", nil) }
 
 // sealPrefix is the base64 of the magic and a kind byte: six bytes, so
 // eight characters that both alphabets spell the same.
@@ -156,7 +225,7 @@ func sealPrefix(kind byte) string {
 	return base64.StdEncoding.EncodeToString(append([]byte(sealMagic), kind))
 }
 
-var sealPrefixes = [...]string{sealPrefix(kindThought), sealPrefix(kindRedact), sealPrefix(kindGemini), sealPrefix(kindOpenAI), sealPrefix(kindBedrock)}
+var sealPrefixes = [...]string{sealPrefix(kindThought), sealPrefix(kindRedact), sealPrefix(kindGemini), sealPrefix(kindOpenAI), sealPrefix(kindBedrock), sealPrefix(kindBRedact)}
 
 // OpenSignature opens s when it is an envelope SealSignature or
 // SealRedacted made (or one in its form: a client can forge one, and gets
@@ -193,18 +262,28 @@ func OpenSignature(s string) (Sealed, bool) {
 	kind, payload := b[len(sealMagic)], string(b[len(sealMagic)+1:])
 	var out Sealed
 	switch kind {
-	case kindThought:
+	case kindThought, kindBedrock:
 		out.Home = HomeAnthropic
-		out.Signature, out.Thinking, _ = strings.Cut(payload, "\x00")
+		if kind == kindBedrock {
+			out.Home = HomeBedrock
+		}
+		out.Signature = payload
+		if i := strings.IndexAny(payload, "\x00\x01"); i >= 0 {
+			out.Signature = payload[:i]
+			if payload[i] == textSep {
+				out.Thinking = payload[i+1:]
+			} else if out.Digest = payload[i+1:]; len(out.Digest) != sha256.Size {
+				return Sealed{}, false
+			}
+		}
 	case kindRedact:
 		out.Home, out.Redacted, out.Signature = HomeAnthropic, true, payload
+	case kindBRedact:
+		out.Home, out.Redacted, out.Signature = HomeBedrock, true, payload
 	case kindGemini:
 		out.Home, out.Signature = HomeGemini, payload
 	case kindOpenAI:
 		out.Home, out.Signature = HomeResponses, payload
-	case kindBedrock:
-		out.Home = HomeBedrock
-		out.Signature, out.Thinking, _ = strings.Cut(payload, "\x00")
 	default:
 		return Sealed{}, false
 	}
@@ -258,7 +337,7 @@ func sealingFor(upstream, dialect string) sealing {
 	}
 	g := client == HomeGemini && home == HomeAnthropic
 	if client == "" {
-		return sealing{home: home, text: true, redactedData: home == HomeAnthropic}
+		return sealing{home: home, text: true, redactedData: redactedKind(home) != 0}
 	}
 	return sealing{home: home, text: g, redacted: g}
 }
@@ -272,8 +351,11 @@ func sealingFor(upstream, dialect string) sealing {
 // thinking becomes a signature chunk carrying its envelope; for a client
 // of a dialect that is no home the envelope of an Anthropic or Bedrock
 // signature carries the thinking text since the last signature, and
-// Anthropic's redacted data is sealed in place. Otherwise chunks are
-// passed on as they are.
+// Anthropic's redacted data and Bedrock's redactedContent are sealed in
+// place, each in an envelope of its own kind. A thinking text too long
+// for an envelope is carried as its SHA-256 (see SealSignature), for
+// which the text is hashed as it streams: what is held stays within
+// MaxSealedSignature. Otherwise chunks are passed on as they are.
 func SealChunks(chunks iter.Seq2[chat.Chunk, error], upstream, dialect string) iter.Seq2[chat.Chunk, error] {
 	s := sealingFor(upstream, dialect)
 	if s.home == "" {
@@ -284,16 +366,11 @@ func SealChunks(chunks iter.Seq2[chat.Chunk, error], upstream, dialect string) i
 		for c, err := range chunks {
 			if err == nil && c.Type == chat.ChunkReasoning {
 				if s.redacted && c.Redacted != "" {
-					c.Signature, c.Redacted = SealRedacted(c.Redacted), ""
+					c.Signature, c.Redacted = SealRedactedFor(s.home, c.Redacted), ""
 				} else if s.redactedData && c.Redacted != "" {
-					c.Redacted = SealRedacted(c.Redacted)
+					c.Redacted = SealRedactedFor(s.home, c.Redacted)
 				} else if c.Signature != "" {
-					thinking := ""
-					if s.text {
-						text.add(c.Text)
-						thinking = text.take()
-					}
-					c.Signature = SealSignature(s.home, c.Signature, thinking)
+					c.Signature = text.seal(s, c.Signature, c.Text)
 				} else if s.text {
 					text.add(c.Text)
 				}
@@ -327,55 +404,59 @@ func SealResponse(res *chat.Response, upstream, dialect string) {
 				}
 				continue
 			}
-			thinking := ""
-			if s.text {
-				text.add(b.Thinking)
-				thinking = text.take()
-			}
-			b.Signature = SealSignature(s.home, b.Signature, thinking)
+			b.Signature = text.seal(s, b.Signature, b.Thinking)
 		case chat.TypeThoughtSignature:
-			thinking := ""
-			if s.text {
-				thinking = text.take()
-			}
-			b.Signature = SealSignature(s.home, b.Signature, thinking)
+			b.Signature = text.seal(s, b.Signature, "")
 		case chat.TypeRedactedThinking:
 			switch {
 			case s.redacted && b.Data != "":
-				*b = chat.Block{Type: chat.TypeThoughtSignature, Signature: SealRedacted(b.Data)}
+				*b = chat.Block{Type: chat.TypeThoughtSignature, Signature: SealRedactedFor(s.home, b.Data)}
 			case s.redactedData:
-				b.Data = SealRedacted(b.Data)
+				b.Data = SealRedactedFor(s.home, b.Data)
 			}
 		}
 	}
 }
 
-// thoughtText is the thinking text since the last signature, bounded: past
-// MaxSealedSignature bytes it is given up (an envelope could not hold
-// it), and the signature is sealed without it.
+// thoughtText is the thinking text since the last signature, bounded:
+// past MaxSealedSignature bytes (more than an envelope holds) it is
+// hashed instead, and the signature is sealed with the text's SHA-256.
 type thoughtText struct {
-	b    strings.Builder
-	over bool
+	b strings.Builder
+	h hash.Hash // the text's hash once it is too long to keep
 }
 
 func (c *thoughtText) add(s string) {
-	if c.over {
+	if c.h != nil {
+		io.WriteString(c.h, s)
 		return
 	}
 	if c.b.Len()+len(s) > MaxSealedSignature {
-		c.over = true
+		c.h = sha256.New()
+		io.WriteString(c.h, c.b.String())
+		io.WriteString(c.h, s)
 		c.b.Reset()
 		return
 	}
 	c.b.WriteString(s)
 }
 
-// take returns the text and starts again.
-func (c *thoughtText) take() string {
-	s := c.b.String()
+// seal adds last, the text that came with signature sig, when s carries
+// the text, and returns sig's envelope (with the text, or its digest,
+// since the last signature); the text starts again.
+func (c *thoughtText) seal(s sealing, sig, last string) string {
+	if !s.text {
+		return SealSignature(s.home, sig, "")
+	}
+	c.add(last)
+	if c.h != nil {
+		d := c.h.Sum(nil)
+		c.h = nil
+		return seal(kindOf(s.home), sig, "", d)
+	}
+	text := c.b.String()
 	c.b.Reset()
-	c.over = false
-	return s
+	return SealSignature(s.home, sig, text)
 }
 
 // ClaimSignatures readies the reasoning signatures in req, a request a
@@ -408,7 +489,9 @@ func (c *thoughtText) take() string {
 //     upstream's own: Anthropic's or Bedrock's becomes a thinking block
 //     (its text the one the envelope carries, else the detail's), first
 //     in the message, in the details' order; Anthropic's redacted
-//     thinking a redacted_thinking block, placed likewise; the Responses
+//     thinking a redacted_thinking block, placed likewise, and Bedrock's
+//     redactedContent (an envelope of its own kind, which no other
+//     upstream takes) likewise for Bedrock; the Responses
 //     API's a thinking block holding its encrypted reasoning; Gemini's
 //     a thought_signature block just before the tool call its detail's
 //     id names (the call it came on), first in the message when it
@@ -416,6 +499,12 @@ func (c *thoughtText) take() string {
 //     the message's first tool call (the next signature before the
 //     second, and so on; those with no call left go first, where Gemini
 //     signs a text answer), which is where Gemini 3 wants it;
+//   - an Anthropic or Bedrock envelope that carries its thinking text's
+//     SHA-256 (the text was too long to carry) is taken only with the
+//     text it signs: the detail's text, or else the message's
+//     reasoning_content (a streamed client's joined deltas), when its
+//     SHA-256 is the envelope's; otherwise it is dropped with a warning,
+//     as ctxkit cannot vouch for the text it would be sent with;
 //   - another provider's envelope is dropped with a warning naming its
 //     maker, and an unsealed signature, which names no provider, with a
 //     warning;
@@ -447,7 +536,7 @@ func ClaimSignatures(req *chat.Request, dialect, upstream string) []chat.Warning
 			c.warn(chat.Warnf(chat.MessagePath(i)+".reasoning_details", "only an assistant message's reasoning goes back, and this is a %s message: dropped", clip(m.Role)))
 			dchanged = true
 		case c.up != "":
-			back, dchanged = c.restore(i, m.ReasoningDetails), true
+			back, dchanged = c.restore(i, m), true
 		default:
 			details, dchanged = c.details(i, m.ReasoningDetails)
 		}
@@ -635,9 +724,10 @@ func (c *claim) budget(n int) bool {
 	return true
 }
 
-// restore turns messages[i].reasoning_details, for c.up (a signature
-// home), into the blocks they hold (see ClaimSignatures).
-func (c *claim) restore(i int, raw json.RawMessage) restored {
+// restore turns messages[i].reasoning_details (m's), for c.up (a
+// signature home), into the blocks they hold (see ClaimSignatures).
+func (c *claim) restore(i int, m *chat.Message) restored {
+	raw := m.ReasoningDetails
 	var r restored
 	path := chat.MessagePath(i) + ".reasoning_details"
 	n := 0
@@ -696,6 +786,18 @@ func (c *claim) restore(i int, raw json.RawMessage) restored {
 			r.calls = append(r.calls, chat.Block{Type: chat.TypeThoughtSignature, Signature: sig})
 			r.ids = append(r.ids, v.ID)
 			return true
+		case s.Digest != "":
+			// The text was too long for the envelope: it goes back
+			// only as it was signed, be it the detail's or (a streamed
+			// answer's, whose deltas the client joined) the message's
+			// reasoning_content.
+			text, ok := signedText(s.Digest, v, m)
+			if !ok {
+				drop(chat.Warnf(p, "the thinking this signature signs was too long for its envelope, and the text that came back (the detail's, or the message's reasoning_content) is not the text signed: dropped"))
+				return true
+			}
+			b = chat.Block{Type: chat.TypeThinking, Thinking: text, Signature: sig}
+			r.text = true
 		default:
 			text := s.Thinking
 			if text == "" && v.Type == "reasoning.text" {
@@ -714,6 +816,33 @@ func (c *claim) restore(i int, raw json.RawMessage) restored {
 		c.warn(chat.Warnf(path, "… and %d more of its %d reasoning details dropped", dropped-maxDetailWarnings, n))
 	}
 	return r
+}
+
+// signedText is the text whose SHA-256 is digest: the text of v, a
+// reasoning.text detail, or else m's reasoning (its reasoning blocks'
+// text, joined), and ok false when neither is.
+func signedText(digest string, v reasoningDetail, m *chat.Message) (string, bool) {
+	if v.Type == "reasoning.text" && v.Text != "" && sumOf(v.Text) == digest {
+		return v.Text, true
+	}
+	if m.Content.IsString {
+		return "", false
+	}
+	var all strings.Builder
+	for _, b := range m.Content.Blocks {
+		if b.Type == chat.TypeReasoning {
+			all.WriteString(b.Text)
+		}
+	}
+	if t := all.String(); t != "" && sumOf(t) == digest {
+		return t, true
+	}
+	return "", false
+}
+
+func sumOf(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return string(h[:])
 }
 
 // clip bounds a client's value quoted in a warning.

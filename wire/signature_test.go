@@ -34,6 +34,9 @@ func TestSealOpen(t *testing.T) {
 		{"bedrock with text", wire.SealSignature(wire.HomeBedrock, anthropicSig, "The signed text."), wire.HomeBedrock, anthropicSig, "The signed text.", false},
 		{"bedrock without text", wire.SealSignature(wire.HomeBedrock, anthropicSig, ""), wire.HomeBedrock, anthropicSig, "", false},
 		{"redacted", wire.SealRedacted("opaque\x00data"), wire.HomeAnthropic, "opaque\x00data", "", true},
+		{"anthropic redacted for anthropic", wire.SealRedactedFor(wire.HomeAnthropic, "opaque"), wire.HomeAnthropic, "opaque", "", true},
+		{"bedrock redacted", wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ=="), wire.HomeBedrock, "ZGF0YQ==", "", true},
+		{"bedrock text with a 1 byte", wire.SealSignature(wire.HomeBedrock, anthropicSig, "a\x01b"), wire.HomeBedrock, anthropicSig, "a\x01b", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -165,14 +168,16 @@ func TestSealChunks(t *testing.T) {
 	// A Chat Completions client, whose dialect is no signature home, gets
 	// every home's sealed; Anthropic's and Bedrock's envelopes carry the
 	// text they sign (the client's streamed reasoning may not come back
-	// as it was), and Anthropic's redacted data is sealed in place.
+	// as it was), and Anthropic's redacted data and Bedrock's
+	// redactedContent are sealed in place, each as its home's.
 	for _, up := range []string{"anthropic", "bedrock"} {
 		t.Run(up+" to openai", func(t *testing.T) {
 			got := collectChunks(t, wire.SealChunks(sigStream(stream...), up, "openai"))
 			want := slices.Clone(stream)
 			want[2].Signature = wire.SealSignature(up, "sig1", "Let me look.")
-			if up == "anthropic" {
-				want[3].Redacted = wire.SealRedacted("enc")
+			want[3].Redacted = wire.SealRedactedFor(up, "enc")
+			if s, _ := wire.OpenSignature(got[3].Redacted); s.Home != up || !s.Redacted || s.Signature != "enc" {
+				t.Fatalf("redacted sealed as %+v", s)
 			}
 			want[4].Signature = wire.SealSignature(up, "sig2", "Again.")
 			if !slices.Equal(got, want) {
@@ -243,6 +248,8 @@ func FuzzOpenSignature(f *testing.F) {
 	for _, s := range []string{"", geminiSig, anthropicSig, openaiSig, "skip_thought_signature_validator",
 		wire.SealSignature(wire.HomeAnthropic, anthropicSig, "text"), wire.SealSignature(wire.HomeGemini, geminiSig, ""),
 		wire.SealSignature(wire.HomeResponses, openaiSig, ""), wire.SealRedacted("data"), wire.SealSignature(wire.HomeBedrock, anthropicSig, ""),
+		wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ=="), wire.Sealed{Home: wire.HomeBedrock, Signature: anthropicSig, Digest: strings.Repeat("d", 32)}.Seal(),
+		base64.StdEncoding.EncodeToString([]byte("ctxk\x01bsig\x01short digest")), base64.StdEncoding.EncodeToString([]byte("ctxk\x01dZGF0YQ==")),
 		"Y3R4awFh", "Y3R4awFhAA", "Y3R4awFh-_", "Y3R4awFn====", "Y3R4awFvAAAA+/-_"} {
 		f.Add(s)
 	}
@@ -257,12 +264,10 @@ func FuzzOpenSignature(f *testing.F) {
 		if len(s) > wire.MaxSealedSignature || got.Signature == "" {
 			t.Fatalf("opened %+v from %d bytes", got, len(s))
 		}
-		var again string
-		if got.Redacted {
-			again = wire.SealRedacted(got.Signature)
-		} else {
-			again = wire.SealSignature(got.Home, got.Signature, got.Thinking)
+		if got.Digest != "" && (got.Thinking != "" || len(got.Digest) != 32 || got.Redacted) {
+			t.Fatalf("opened %+v", got)
 		}
+		again := got.Seal()
 		back, ok := wire.OpenSignature(again)
 		if !ok || back != got {
 			t.Fatalf("resealed %+v opens as %+v, %v", got, back, ok)
@@ -272,15 +277,23 @@ func FuzzOpenSignature(f *testing.F) {
 
 // TestSealBounds: an envelope never grows past MaxSealedSignature, so
 // OpenSignature opens every envelope ctxkit gives: thinking too long to
-// carry is left out (the signature is still sealed), a signature too long
-// for an envelope is passed as it is, and a stream's thinking is given up
-// past the bound rather than held without end.
+// carry is carried as its SHA-256 (the signature is still sealed), a
+// signature too long for an envelope is passed as it is, and a stream's
+// thinking is hashed past the bound rather than held without end.
 func TestSealBounds(t *testing.T) {
 	big := strings.Repeat("t", wire.MaxSealedSignature)
 	s := wire.SealSignature(wire.HomeAnthropic, anthropicSig, big)
 	got, ok := wire.OpenSignature(s)
-	if !ok || got.Signature != anthropicSig || got.Thinking != "" || len(s) > wire.MaxSealedSignature {
-		t.Fatalf("with thinking too long: %d bytes, opened %v, thinking of %d", len(s), ok, len(got.Thinking))
+	if !ok || got.Signature != anthropicSig || got.Thinking != "" || got.Digest != digestOf(big) || len(s) > wire.MaxSealedSignature {
+		t.Fatalf("with thinking too long: %d bytes, opened %v, thinking of %d, digest %x", len(s), ok, len(got.Thinking), got.Digest)
+	}
+	if s := wire.SealRedactedFor(wire.HomeBedrock, big); s != big {
+		t.Fatal("Bedrock's redacted content too long for an envelope was changed")
+	}
+	for _, home := range []string{wire.HomeGemini, wire.HomeResponses, "openai"} {
+		if s := wire.SealRedactedFor(home, "data"); s != "data" {
+			t.Fatalf("%s has no redacted thinking, and its data was sealed: %s", home, s)
+		}
 	}
 	if s := wire.SealSignature(wire.HomeGemini, big, ""); s != big {
 		t.Fatal("a signature too long for an envelope was changed")
@@ -298,7 +311,7 @@ func TestSealBounds(t *testing.T) {
 	), "anthropic", "gemini"))
 	first, _ := wire.OpenSignature(chunks[2].Signature)
 	second, _ := wire.OpenSignature(chunks[4].Signature)
-	if first.Signature != "sig1" || first.Thinking != "" || second.Signature != "sig2" || second.Thinking != "short" {
+	if first.Signature != "sig1" || first.Thinking != "" || first.Digest != digestOf(half+half) || second.Signature != "sig2" || second.Thinking != "short" || second.Digest != "" {
 		t.Fatalf("sealed %+v and %+v", first, second)
 	}
 }

@@ -478,7 +478,7 @@ func (e *encoder) signature(b *chat.Block) string {
 		s, sealed := wire.OpenSignature(b.Signature)
 		switch {
 		case !sealed:
-		case s.Redacted:
+		case s.Redacted && s.Home == wire.HomeAnthropic:
 			// Anthropic's redacted thinking, which a client of another
 			// dialect kept in a thinking block's place: the block it was.
 			*b = chat.Block{Type: chat.TypeRedactedThinking, Data: s.Signature}

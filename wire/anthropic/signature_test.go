@@ -42,6 +42,10 @@ func TestSealedSignatures(t *testing.T) {
 			"", "made by gemini"},
 		{"thinking with redacted envelope", chat.Block{Type: chat.TypeThinking, Thinking: "x", Signature: wire.SealRedacted("opaque")},
 			`{"type":"redacted_thinking","data":"opaque"}`, ""},
+		{"thinking with bedrock's redacted envelope", chat.Block{Type: chat.TypeThinking, Thinking: "x", Signature: wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ==")},
+			"", "made by bedrock"},
+		{"thought_signature of bedrock's redacted", chat.Block{Type: chat.TypeThoughtSignature, Signature: wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ==")},
+			"", "not an Anthropic block"},
 		{"thinking unsealed", chat.Block{Type: chat.TypeThinking, Thinking: "Think.", Signature: sig},
 			`{"type":"thinking","thinking":"Think.","signature":"` + sig + `"}`, ""},
 	} {

@@ -572,7 +572,12 @@ func (e *encoder) block(dst []ContentBlock, i, j int, b *chat.Block) []ContentBl
 		}
 		// A signature ctxkit sealed for a client of another dialect
 		// (wire.SealChunks) is opened when Bedrock made it; one another
-		// provider made, Converse refuses.
+		// provider made, Converse refuses. Bedrock's redacted content,
+		// which a client kept in a thinking block's place, is the block
+		// it was.
+		if s, sealed := wire.OpenSignature(b.Signature); sealed && s.Redacted && s.Home == wire.HomeBedrock {
+			return e.block(dst, i, j, &chat.Block{Type: chat.TypeRedactedThinking, Data: b.Signature})
+		}
 		sig, ok := wire.SignatureFor(wire.HomeBedrock, b.Signature)
 		if !ok {
 			s, _ := wire.OpenSignature(b.Signature)
@@ -587,11 +592,21 @@ func (e *encoder) block(dst []ContentBlock, i, j int, b *chat.Block) []ContentBl
 		}
 		dst = append(dst, ContentBlock{ReasoningContent: &ReasoningContentBlock{ReasoningText: &ReasoningTextBlock{Text: b.Text}}})
 	case chat.TypeRedactedThinking:
-		if !isBase64(b.Data) {
+		// Redacted content ctxkit sealed is Bedrock's own inside; any
+		// other provider's, Converse refuses.
+		data := b.Data
+		if s, sealed := wire.OpenSignature(b.Data); sealed {
+			if !s.Redacted || s.Home != wire.HomeBedrock {
+				e.warnf(chat.BlockPath(i, j), "%s made by %s, and Converse takes back only its own: dropped", sealedWhat(s), s.Home)
+				return dst
+			}
+			data = s.Signature
+		}
+		if !isBase64(data) {
 			e.warnf(chat.BlockPath(i, j), "redacted thinking whose data is not base64: Converse's redactedContent takes bytes: dropped")
 			return dst
 		}
-		dst = append(dst, ContentBlock{ReasoningContent: &ReasoningContentBlock{RedactedContent: b.Data}})
+		dst = append(dst, ContentBlock{ReasoningContent: &ReasoningContentBlock{RedactedContent: data}})
 	case chat.TypeThoughtSignature:
 		e.warnf(chat.BlockPath(i, j), "Gemini's thought signature: Converse has no counterpart: dropped")
 		return dst
@@ -603,6 +618,14 @@ func (e *encoder) block(dst []ContentBlock, i, j int, b *chat.Block) []ContentBl
 		e.blockExtras(chat.BlockPath(i, j), b)
 	}
 	return dst
+}
+
+// sealedWhat names what an envelope holds, for a warning.
+func sealedWhat(s wire.Sealed) string {
+	if s.Redacted {
+		return "redacted thinking"
+	}
+	return "a signature"
 }
 
 // blockExtras reports what a carried block holds beyond its mapping.

@@ -48,6 +48,7 @@ var sealedPrefix = commonPrefix(
 	wire.SealSignature(wire.HomeResponses, "x", ""),
 	wire.SealSignature(wire.HomeBedrock, "x", ""),
 	wire.SealRedacted("x"),
+	wire.SealRedactedFor(wire.HomeBedrock, "x"),
 )
 
 // kindPrefixes are the beginnings of the envelopes of each kind wire
@@ -58,6 +59,7 @@ var kindPrefixes = [...]string{
 	wire.SealSignature(wire.HomeResponses, "x", "")[:8],
 	wire.SealSignature(wire.HomeBedrock, "x", "")[:8],
 	wire.SealRedacted("x")[:8],
+	wire.SealRedactedFor(wire.HomeBedrock, "x")[:8],
 }
 
 func commonPrefix(ss ...string) string {
@@ -168,13 +170,13 @@ func (rc *exchangeRecorder) redactEnvelope(env string, cut bool, depth int) (str
 	if sig == sealed.Signature && thinking == sealed.Thinking {
 		return env, false
 	}
-	if sealed.Redacted {
-		return wire.SealRedacted(sig), true
-	}
-	// The redacted signature, should it no longer fit an envelope, is
+	// Sealed again as it was: of its kind (a Bedrock redacted content
+	// stays Bedrock's), with the digest of a text too long to carry. The
+	// redacted signature, should it no longer fit an envelope, is
 	// returned as it is, and the thinking left out: either way nothing
 	// the redactor finds is kept.
-	return wire.SealSignature(sealed.Home, sig, thinking), true
+	sealed.Signature, sealed.Thinking = sig, thinking
+	return sealed.Seal(), true
 }
 
 // redactPayload is an envelope's signature or thinking, p, redacted, the

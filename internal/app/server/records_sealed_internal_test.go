@@ -81,7 +81,7 @@ func TestSealedPrefix(t *testing.T) {
 	for _, e := range []string{
 		wire.SealSignature(wire.HomeAnthropic, "sig", "thinking"), wire.SealSignature(wire.HomeGemini, "sig", ""),
 		wire.SealSignature(wire.HomeResponses, "sig", ""), wire.SealSignature(wire.HomeBedrock, "sig", "thinking"),
-		wire.SealRedacted("data"),
+		wire.SealRedacted("data"), wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ=="),
 	} {
 		if !strings.HasPrefix(e, sealedPrefix) || !strings.HasPrefix(strings.NewReplacer("+", "-", "/", "_").Replace(e), sealedPrefix) {
 			t.Errorf("%s does not begin with %s", e, sealedPrefix)
@@ -217,6 +217,46 @@ func TestRecordRedactsSealedThinking(t *testing.T) {
 			}
 			if !opened {
 				t.Fatalf("no envelope opens to the signature and the redacted thinking: %s", got)
+			}
+		})
+	}
+}
+
+// TestRecordRedactsBedrockRedacted: Bedrock's redacted content has an
+// envelope kind of its own; a secret in it is redacted and the envelope
+// sealed again of the same kind (not as Anthropic's redacted thinking,
+// which would send it to another provider on replay), and an envelope
+// carrying the digest of a long thinking keeps the digest.
+func TestRecordRedactsBedrockRedacted(t *testing.T) {
+	rc := testRecorder(t)
+	digest := strings.Repeat("\x07", 32)
+	for _, c := range []struct {
+		name string
+		env  string
+		want func(wire.Sealed) bool
+	}{
+		{"redacted content", wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ== "+sealedSecret), func(s wire.Sealed) bool {
+			return s.Home == wire.HomeBedrock && s.Redacted && s.Signature == "ZGF0YQ== [REDACTED:api_key]"
+		}},
+		{"digest", wire.Sealed{Home: wire.HomeBedrock, Signature: "EqoB " + sealedSecret, Digest: digest}.Seal(), func(s wire.Sealed) bool {
+			return s.Home == wire.HomeBedrock && !s.Redacted && s.Signature == "EqoB [REDACTED:api_key]" && s.Digest == digest
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := `{"choices":[{"message":{"role":"assistant","content":"ok","reasoning_details":[{"type":"reasoning.encrypted","data":"` + c.env + `","format":"anthropic-claude-v1","index":0}]}}]}`
+			got, _ := rc.body([]byte(body), int64(len(body)), gateway.RecordedBodyBytes)
+			text := strings.ReplaceAll(string(got), `\/`, "/")
+			if bad := sealedSecrets(text); len(bad) > 0 || strings.Contains(text, sealedSecret) {
+				t.Fatalf("the secret is kept: %s", got)
+			}
+			opened := false
+			for _, m := range envelopeRun.FindAllString(text, -1) {
+				if e, ok := wire.OpenSignature(m); ok && c.want(e) {
+					opened = true
+				}
+			}
+			if !opened {
+				t.Fatalf("no envelope opens as it was, redacted: %s", got)
 			}
 		})
 	}
