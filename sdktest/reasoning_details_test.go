@@ -206,3 +206,57 @@ func TestChatCompletionsRedactedThinking(t *testing.T) {
 		}
 	}
 }
+
+// TestChatCompletionsBedrockRedactedThinking: Bedrock's redacted
+// reasoning (Converse's redactedContent) reaches a Chat Completions
+// client as a sealed reasoning.encrypted detail and goes back to Bedrock
+// as the redactedContent it was, first in the assistant turn (the fake
+// refuses bytes it did not give, and a tool loop whose turn lost its
+// redacted reasoning), unary and streamed; the same detail handed to
+// Anthropic is dropped with a warning, never sent.
+func TestChatCompletionsBedrockRedactedThinking(t *testing.T) {
+	e := newEnv(t, false)
+	client := e.openai()
+	model := find("bedrock").model
+	ask := "Weather in Paris? " + fakeup.AnthropicRedactTrigger
+	for _, stream := range []bool{false, true} {
+		asst, id, details := ccTurn(t, client, model, ask, stream)
+		first, _ := e.fake("bedrock").Last("")
+		data := regexp.MustCompile(`"redactedContent":"([^"]+)"`).FindStringSubmatch(string(first.Reply))
+		if data == nil || !strings.Contains(string(jsonOf(details)), "reasoning.encrypted") || strings.Contains(string(jsonOf(details)), data[1]) {
+			t.Fatalf("stream %v: want redacted content, sealed for the client: %s", stream, details)
+		}
+		for _, to := range []struct{ model, typ string }{{model, "bedrock"}, {claude, "anthropic"}} {
+			params := openai.ChatCompletionNewParams{Model: to.model, Tools: []openai.ChatCompletionToolUnionParam{weatherTool},
+				ReasoningEffort: shared.ReasoningEffortLow, MaxCompletionTokens: openai.Int(4096),
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(ask), asst, openai.ToolMessage("Sunny", id)}}
+			var resp *http.Response
+			next, err := client.Chat.Completions.New(ctx(t), params, option.WithResponseInto(&resp))
+			ex, _ := e.fake(to.typ).Last("")
+			body := string(ex.Body)
+			if to.typ == "anthropic" {
+				// Anthropic refuses the turn without its thinking; what
+				// matters is that Bedrock's bytes never reach it.
+				if !strings.Contains(body, "Sunny") || strings.Contains(body, data[1]) || strings.Contains(body, "Y3R4aw") {
+					t.Fatalf("stream %v: Bedrock's redacted content reached Anthropic: %s", stream, body)
+				}
+				if resp == nil || !strings.Contains(resp.Header.Get("X-Ctxkit-Warnings"), "redacted thinking made by bedrock") {
+					t.Fatalf("stream %v: no warning for the dropped redacted content (%v)", stream, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("stream %v: the next turn: %v\nupstream got %s", stream, err, body)
+			}
+			if next.Choices[0].Message.Content != fakeup.AfterTool {
+				t.Fatalf("stream %v: next turn: %s", stream, next.RawJSON())
+			}
+			if !strings.Contains(body, `"content":[{"reasoningContent":{"redactedContent":"`+data[1]+`"}}`) || strings.Contains(body, "Y3R4aw") {
+				t.Fatalf("stream %v: want the redacted content back first, and no envelope: %s", stream, body)
+			}
+			if w := resp.Header.Get("X-Ctxkit-Warnings"); strings.Contains(w, "reasoning_details") {
+				t.Errorf("stream %v: warnings %s", stream, w)
+			}
+		}
+	}
+}

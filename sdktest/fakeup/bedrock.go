@@ -57,6 +57,49 @@ func bedrockSignature(text string) string {
 	return bedrockSigPrefix + base64.StdEncoding.EncodeToString(h[:])
 }
 
+// bedrockRedactedMark starts the bytes of the redacted reasoning the fake
+// gives (Converse's redactedContent, base64 in JSON): the mark, 16
+// random bytes and a MAC of them, so the fake knows its own and refuses
+// bytes it did not give or that changed on the way.
+const bedrockRedactedMark = "bedrockfake-redacted:"
+
+func bedrockRedacted() string {
+	nonce := randomID("", 16)
+	mac := sha256.Sum256([]byte("fake-bedrock-signing-key\x01" + nonce))
+	return base64.StdEncoding.EncodeToString([]byte(bedrockRedactedMark + nonce + string(mac[:16])))
+}
+
+// bedrockRedactedOK says data is redacted content the fake gave.
+func bedrockRedactedOK(data string) bool {
+	b, err := base64.StdEncoding.Strict().DecodeString(data)
+	if err != nil || len(b) != len(bedrockRedactedMark)+16+16 || !strings.HasPrefix(string(b), bedrockRedactedMark) {
+		return false
+	}
+	nonce := string(b[len(bedrockRedactedMark) : len(bedrockRedactedMark)+16])
+	mac := sha256.Sum256([]byte("fake-bedrock-signing-key\x01" + nonce))
+	return string(b[len(bedrockRedactedMark)+16:]) == string(mac[:16])
+}
+
+// bedrockRedactsFor says the fake answers msgs, a request with thinking
+// on, with redacted reasoning first: the user message of the turn (the
+// last one that is not tool results) holds AnthropicRedactTrigger, the
+// string that makes Claude's API redact its thinking.
+func bedrockRedactsFor(msgs []bedrockMsg) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role != "user" || len(m.Content) > 0 && m.Content[0].ToolResult != nil {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Text != nil && strings.Contains(*b.Text, AnthropicRedactTrigger) {
+				return true
+			}
+		}
+		return false
+	}
+	return false
+}
+
 // bedrockThinking checks the reasoning of a request that turned Claude's
 // thinking on (additionalModelRequestFields.thinking): every signed
 // reasoningText must carry the signature the fake gave its text, and the
@@ -82,6 +125,9 @@ func bedrockThinking(msgs []bedrockMsg, afterTool bool) string {
 			if rt := rc.ReasoningText; rt != nil && rt.Signature != "" && rt.Signature != bedrockSignature(rt.Text) {
 				return fmt.Sprintf("The model returned the following errors: messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
 			}
+			if rc.ReasoningText == nil && !bedrockRedactedOK(rc.RedactedContent) {
+				return fmt.Sprintf("The model returned the following errors: messages.%d.content.%d: Invalid `data` in `redacted_thinking` block", i, j)
+			}
 		}
 	}
 	if !afterTool || len(msgs) < 2 {
@@ -89,6 +135,17 @@ func bedrockThinking(msgs []bedrockMsg, afterTool bool) string {
 	}
 	if m := msgs[len(msgs)-2]; m.Role == "assistant" && len(m.Content) > 0 && len(m.Content[0].ReasoningContent) == 0 {
 		return fmt.Sprintf("The model returned the following errors: messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).", len(msgs)-2)
+	}
+	// The turn that made the tool calls redacted its reasoning: that
+	// reasoning must come back whole, the redacted block first, as the
+	// model gave it.
+	if k := len(msgs) - 2; msgs[k].Role == "assistant" && len(msgs[k].Content) > 0 && bedrockRedactsFor(msgs[:k]) {
+		var first struct {
+			RedactedContent string `json:"redactedContent"`
+		}
+		if json.Unmarshal(msgs[k].Content[0].ReasoningContent, &first) != nil || first.RedactedContent == "" {
+			return fmt.Sprintf("The model returned the following errors: messages.%d.content.0: the turn's `redacted_thinking` block is missing: thinking blocks must be passed back unmodified", k)
+		}
 	}
 	return ""
 }
@@ -293,6 +350,9 @@ func (f *Fake) bedrockConverse(w http.ResponseWriter, r *http.Request, stream bo
 	a := plan(t, "bedrock", func() string { return randomID("tooluse_", 22) })
 	if thinks {
 		a.Reasoning = "The user wants a short answer."
+		if !t.afterTool && bedrockRedactsFor(msgs) {
+			a.Redacted = bedrockRedacted()
+		}
 	}
 	stop := "end_turn"
 	if len(a.Calls) > 0 {
@@ -301,6 +361,9 @@ func (f *Fake) bedrockConverse(w http.ResponseWriter, r *http.Request, stream bo
 	usage := map[string]any{"inputTokens": InputTokens, "outputTokens": OutputTokens, "totalTokens": InputTokens + OutputTokens}
 	if !stream {
 		var content []any
+		if a.Redacted != "" {
+			content = append(content, map[string]any{"reasoningContent": map[string]any{"redactedContent": a.Redacted}})
+		}
 		if a.Reasoning != "" {
 			content = append(content, map[string]any{"reasoningContent": map[string]any{"reasoningText": map[string]any{"text": a.Reasoning, "signature": bedrockSignature(a.Reasoning)}}})
 		}
@@ -331,6 +394,11 @@ func (f *Fake) bedrockConverse(w http.ResponseWriter, r *http.Request, stream bo
 	}
 	ev("messageStart", map[string]any{"role": "assistant"})
 	idx := 0
+	if a.Redacted != "" {
+		ev("contentBlockDelta", map[string]any{"contentBlockIndex": idx, "delta": map[string]any{"reasoningContent": map[string]any{"redactedContent": a.Redacted}}})
+		ev("contentBlockStop", map[string]any{"contentBlockIndex": idx})
+		idx++
+	}
 	if a.Reasoning != "" {
 		for _, p := range words(a.Reasoning) {
 			ev("contentBlockDelta", map[string]any{"contentBlockIndex": idx, "delta": map[string]any{"reasoningContent": map[string]any{"text": p}}})
