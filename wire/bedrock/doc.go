@@ -47,6 +47,9 @@
 //     reasoning (plain reasoning text) → reasoningText without a signature.
 //     redacted_thinking → {"reasoningContent":{"redactedContent":data}}:
 //     Anthropic's data is base64, which is how the JSON carries bytes.
+//     Redacted content ctxkit sealed for a client of another dialect
+//     (wire.SealRedactedFor) is opened when Bedrock made it, in a
+//     redacted_thinking block or a thinking block's signature.
 //   - tools → toolConfig.tools [{"toolSpec":{"name","description",
 //     "inputSchema":{"json":schema}}}].
 //   - tool_choice auto, any, tool → toolConfig.toolChoice {"auto":{}},
@@ -88,7 +91,7 @@
 //     tool results and documents without data. A message left with no
 //     content is omitted.
 //   - redacted_thinking whose data is not padded base64 cannot be bytes:
-//     dropped.
+//     dropped; so is one whose data another provider's envelope holds.
 //   - thought_signature blocks (Gemini's), message-level
 //     reasoning_details, blocks of unknown types, and blocks other than
 //     text, image and document inside a tool result: dropped.
