@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/ctxkit/ctxkit/sdktest/fakeup"
 	"github.com/ctxkit/ctxkit/wire"
@@ -164,6 +166,73 @@ func TestChatCompletionsAnthropicReasoningToResponses(t *testing.T) {
 		}
 		if next["_status"] != 200 {
 			t.Fatalf("the conversation could not continue on the Responses API: %v", next["_raw"])
+		}
+	}
+}
+
+// TestMessagesBedrockRedactedThinking: an Anthropic client of a Bedrock
+// model holds Bedrock's redacted reasoning as redacted_thinking data,
+// whose place names no provider: it gets it sealed, and handed back it
+// goes to Bedrock as the bytes Bedrock gave (the fake checks them, and
+// that the tool loop's turn kept it), unary and streamed; continued on
+// Anthropic it is dropped with a warning, never sent.
+func TestMessagesBedrockRedactedThinking(t *testing.T) {
+	e := newEnv(t, false)
+	client := e.anthropic()
+	model := find("bedrock").model
+	for _, stream := range []bool{false, true} {
+		params := anthropicParams(model, "Weather in Paris? "+fakeup.AnthropicRedactTrigger)
+		params.MaxTokens = 4096
+		params.Thinking = anthropic.ThinkingConfigParamOfEnabled(1024)
+		params.Tools = []anthropic.ToolUnionParam{anthropicWeather}
+		var msg anthropic.Message
+		if stream {
+			msg = streamMessage(t, client, params)
+		} else {
+			m, err := client.Messages.New(ctx(t), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg = *m
+		}
+		first, _ := e.fake("bedrock").Last("")
+		data := regexp.MustCompile(`"redactedContent":"([^"]+)"`).FindStringSubmatch(string(first.Reply))
+		var use anthropic.ToolUseBlock
+		sealed := ""
+		for _, b := range msg.Content {
+			switch b.Type {
+			case "tool_use":
+				use = b.AsToolUse()
+			case "redacted_thinking":
+				sealed = b.Data
+			}
+		}
+		if data == nil || use.ID == "" || !strings.HasPrefix(sealed, "Y3R4awFk") {
+			t.Fatalf("stream %v: want Bedrock's redacted content sealed and a call: %s", stream, jsonOf(msg.Content))
+		}
+		history := append(params.Messages, msg.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(use.ID, "Sunny", false)))
+		for _, to := range []struct{ model, typ string }{{model, "bedrock"}, {claude, "anthropic"}} {
+			p := params
+			p.Model, p.Messages = anthropic.Model(to.model), history
+			var resp *http.Response
+			next, err := client.Messages.New(ctx(t), p, option.WithResponseInto(&resp))
+			ex, _ := e.fake(to.typ).Last("")
+			body := string(ex.Body)
+			if to.typ == "anthropic" {
+				if !strings.Contains(body, "Sunny") || strings.Contains(body, data[1]) || strings.Contains(body, "Y3R4aw") {
+					t.Fatalf("stream %v: Bedrock's redacted content reached Anthropic: %s", stream, body)
+				}
+				if resp == nil || !strings.Contains(resp.Header.Get("X-Ctxkit-Warnings"), "redacted thinking made by bedrock") {
+					t.Fatalf("stream %v: no warning for the dropped redacted content (%v)", stream, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("stream %v: the next turn: %v\nupstream got %s", stream, err, body)
+			}
+			if len(next.Content) == 0 || !strings.Contains(body, `"content":[{"reasoningContent":{"redactedContent":"`+data[1]+`"}}`) || strings.Contains(body, "Y3R4aw") {
+				t.Fatalf("stream %v: want the redacted content back first, and no envelope: %s", stream, body)
+			}
 		}
 	}
 }

@@ -28,6 +28,8 @@ func TestClaimSignatures(t *testing.T) {
 	thought := func(sig string) chat.Block { return chat.Block{Type: chat.TypeThoughtSignature, Signature: sig} }
 	text := chat.Block{Type: chat.TypeText, Text: "answer"}
 	sealedG := wire.SealSignature(wire.HomeGemini, geminiSig, "")
+	sealedBR := wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ==")
+	redacted := func(data string) chat.Block { return chat.Block{Type: chat.TypeRedactedThinking, Data: data} }
 	for _, c := range []struct {
 		name, dialect, upstream string
 		in                      []chat.Block
@@ -52,6 +54,17 @@ func TestClaimSignatures(t *testing.T) {
 			want: []chat.Block{text}, warn: "a signature of gemini, which deepseek cannot take"},
 		{name: "redacted to no home", dialect: "anthropic", upstream: "openai", in: []chat.Block{thinking(wire.SealRedacted("data")), text},
 			want: []chat.Block{text}, warn: "redacted thinking of anthropic"},
+		// An Anthropic client holds Bedrock's redacted content sealed in
+		// redacted_thinking data: it goes to Bedrock (whose encoder
+		// opens it), to no one else.
+		{name: "bedrock's redacted data to bedrock", dialect: "anthropic", upstream: "bedrock", in: []chat.Block{redacted(sealedBR), text}},
+		{name: "bedrock's redacted data to anthropic", dialect: "anthropic", upstream: "anthropic", in: []chat.Block{redacted(sealedBR), text},
+			want: []chat.Block{text}, warn: "redacted thinking made by bedrock, and anthropic takes back only its own"},
+		{name: "bedrock's redacted data to no home", dialect: "anthropic", upstream: "openai", in: []chat.Block{redacted(sealedBR), text},
+			want: []chat.Block{text}, warn: "redacted thinking made by bedrock, and openai takes back only its own"},
+		{name: "a signature as redacted data", dialect: "anthropic", upstream: "bedrock", in: []chat.Block{redacted(wire.SealSignature(wire.HomeBedrock, anthropicSig, "")), text},
+			want: []chat.Block{text}, warn: "a signature made by bedrock"},
+		{name: "unsealed redacted data kept", dialect: "anthropic", upstream: "anthropic", in: []chat.Block{redacted("EmwKAhgB"), text}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req := assistant(c.in...)

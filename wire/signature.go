@@ -339,7 +339,10 @@ func sealingFor(upstream, dialect string) sealing {
 	if client == "" {
 		return sealing{home: home, text: true, redactedData: redactedKind(home) != 0}
 	}
-	return sealing{home: home, text: g, redacted: g}
+	// An Anthropic client holds Bedrock's redacted content as
+	// redacted_thinking data, which names no provider: sealed in place,
+	// it can go back to Bedrock only (ClaimSignatures).
+	return sealing{home: home, text: g, redacted: g, redactedData: client == HomeAnthropic && home == HomeBedrock}
 }
 
 // SealChunks seals the reasoning signatures of an upstream's stream
@@ -875,6 +878,9 @@ func (c *claim) warn(w chat.Warning) {
 // block applies the rule to b, the block at messages[i].content[j]: keep
 // false drops it, changed says b was rewritten.
 func (c *claim) block(i, j int, b *chat.Block) (keep, changed bool) {
+	if b.Type == chat.TypeRedactedThinking {
+		return c.redacted(i, j, b), false
+	}
 	if b.Type != chat.TypeThinking && b.Type != chat.TypeThoughtSignature || b.Signature == "" {
 		return true, false
 	}
@@ -908,6 +914,19 @@ func (c *claim) block(i, j int, b *chat.Block) (keep, changed bool) {
 	}
 	b.Signature = tagged
 	return true, true
+}
+
+// redacted applies the rule to b, a redacted_thinking block at
+// messages[i].content[j]: data ctxkit sealed goes only to the provider
+// that made it (whose encoder opens it), and is dropped with a warning
+// for any other; unsealed data, the client's own, is kept.
+func (c *claim) redacted(i, j int, b *chat.Block) bool {
+	s, sealed := OpenSignature(b.Data)
+	if !sealed || s.Redacted && s.Home == c.up {
+		return true
+	}
+	c.warn(chat.Warnf(chat.BlockPath(i, j), "%s made by %s, and %s takes back only its own: dropped", sealedWhat(s), s.Home, c.upstream))
+	return false
 }
 
 func sealedWhat(s Sealed) string {

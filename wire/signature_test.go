@@ -185,12 +185,16 @@ func TestSealChunks(t *testing.T) {
 			}
 		})
 	}
-	// Bedrock's signatures are its own.
+	// Bedrock's signatures are its own, and so is its redacted content,
+	// which an Anthropic client would hold as its own redacted_thinking.
 	for _, pair := range [][2]string{{"bedrock", "anthropic"}, {"responses", "openai"}, {"gemini", "openai"}} {
 		t.Run(pair[0]+" to "+pair[1], func(t *testing.T) {
 			got := collectChunks(t, wire.SealChunks(sigStream(stream...), pair[0], pair[1]))
 			want := slices.Clone(stream)
 			want[2].Signature = wire.SealSignature(pair[0], "sig1", "")
+			if pair[0] == "bedrock" {
+				want[3].Redacted = wire.SealRedactedFor(wire.HomeBedrock, "enc")
+			}
 			want[4].Signature = wire.SealSignature(pair[0], "sig2", "")
 			if !slices.Equal(got, want) {
 				t.Fatalf("got %+v\nwant %+v", got, want)
