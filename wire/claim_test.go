@@ -220,6 +220,7 @@ func FuzzClaimSignatures(f *testing.F) {
 		{`[{"signature":"` + anthropicSig + `"},{"signature":1}]`, anthropicSig},
 		{`[]`, ""}, {`null`, "Y3R4awFh"}, {`[{"signature":"Y3R4awFiYg=="}]`, wire.SealRedacted("d")},
 		{`[1,"x",{"signature":null}]`, geminiSig}, {`[{"signature":"` + sealedO + `","signature":1}]`, ""},
+		{`[]`, wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ==")}, {`[]`, wire.SealSignature(wire.HomeBedrock, anthropicSig, "t")},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -227,14 +228,21 @@ func FuzzClaimSignatures(f *testing.F) {
 		if len(details) > 1<<16 || len(sig) > 1<<16 {
 			return
 		}
-		for _, up := range []string{"openai", "responses", "gemini"} {
+		for _, up := range []string{"openai", "responses", "gemini", "anthropic", "bedrock"} {
 			for _, dialect := range []string{"openai", "anthropic", "gemini"} {
-				req := assistant(chat.Block{Type: chat.TypeThinking, Thinking: "t", Signature: sig}, chat.Block{Type: chat.TypeThoughtSignature, Signature: sig})
+				req := assistant(chat.Block{Type: chat.TypeThinking, Thinking: "t", Signature: sig}, chat.Block{Type: chat.TypeThoughtSignature, Signature: sig},
+					chat.Block{Type: chat.TypeRedactedThinking, Data: sig})
 				req.Messages[1].ReasoningDetails = json.RawMessage(details)
 				wire.ClaimSignatures(&req, dialect, up)
 				m := req.Messages[1]
 				if string(m.ReasoningDetails) != details && m.ReasoningDetails != nil && !json.Valid(m.ReasoningDetails) {
 					t.Fatalf("details %q", m.ReasoningDetails)
+				}
+				// Redacted data ctxkit sealed goes only to its maker.
+				for _, b := range m.Content.Blocks {
+					if s, sealed := wire.OpenSignature(b.Data); b.Type == chat.TypeRedactedThinking && sealed && (!s.Redacted || s.Home != up) {
+						t.Fatalf("%+v reaches %s", s, up)
+					}
 				}
 				if up != "openai" {
 					continue
