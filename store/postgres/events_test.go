@@ -266,3 +266,72 @@ func TestEventWritesCommitTogether(t *testing.T) {
 		t.Fatalf("%d writes with 300 ms commits took %v: their commits did not overlap", writers, took)
 	}
 }
+
+// TestImportHoldsEventLockOnlyToCommit: an import holds the event lock
+// from its events' insert to its commit only, not while its rows load or
+// its ANALYZE waits: a reader of the events table (LatestSeq) is served
+// meanwhile, where it would wait for the whole import and hold every
+// writer of every replica behind it.
+func TestImportHoldsEventLockOnlyToCommit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	// The import's ANALYZE waits for this lock, its rows loaded.
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `LOCK TABLE search_terms IN SHARE UPDATE EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	items := make([]store.Breadcrumb, 600) // two chunks
+	for i := range items {
+		items[i] = store.Breadcrumb{Title: fmt.Sprintf("i%d", i), Context: json.RawMessage(`{}`)}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Import(ctx, store.Actor{OwnerID: "o", AgentID: "a"}, items)
+		done <- err
+	}()
+	probe, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close(context.Background())
+	for waiting := 0; waiting == 0; {
+		select {
+		case err := <-done:
+			t.Fatalf("the import ended before its ANALYZE waited: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if err := probe.QueryRow(ctx, `SELECT COUNT(*) FROM pg_locks WHERE NOT granted AND relation = 'search_terms'::regclass`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+	seq, err := db.LatestSeq(rctx)
+	rcancel()
+	if err != nil || seq != 0 {
+		t.Errorf("LatestSeq while an import waits for its ANALYZE: %d, %v", seq, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if seq, err := db.LatestSeq(ctx); err != nil || seq != int64(len(items)) {
+		t.Fatalf("LatestSeq after the import: %d, %v; want %d", seq, err, len(items))
+	}
+}

@@ -339,14 +339,11 @@ func (d *DB) Import(ctx context.Context, a store.Actor, in []store.Breadcrumb) (
 		const chunk = 500
 		for start := 0; start < len(out); start += chunk {
 			batch := &pgx.Batch{}
-			ptrs := []*store.Breadcrumb{}
 			for i := start; i < min(start+chunk, len(out)); i++ {
 				if err := queueVersion(batch, &out[i], true); err != nil {
 					return nil, err
 				}
-				ptrs = append(ptrs, &out[i])
 			}
-			queueEvents(batch, n, store.Created, now, ptrs...)
 			if err := c.SendBatch(ctx, batch).Close(); err != nil {
 				return nil, err
 			}
@@ -354,6 +351,15 @@ func (d *DB) Import(ctx context.Context, a store.Actor, in []store.Breadcrumb) (
 		// Fresh statistics, so searches plan well right after a bulk load.
 		batch := &pgx.Batch{}
 		batch.Queue(`ANALYZE breadcrumbs, search_terms`)
+		// The events last, in the pipeline of the commit: the event lock
+		// is held neither across the chunks' round trips nor while
+		// ANALYZE runs, which the readers of every replica would wait
+		// for, and the writers behind them.
+		ptrs := make([]*store.Breadcrumb, len(out))
+		for i := range out {
+			ptrs[i] = &out[i]
+		}
+		queueEvents(batch, n, store.Created, now, ptrs...)
 		return batch, nil
 	})
 	if err != nil {
