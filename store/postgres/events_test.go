@@ -335,3 +335,47 @@ func TestImportHoldsEventLockOnlyToCommit(t *testing.T) {
 		t.Fatalf("LatestSeq after the import: %d, %v; want %d", seq, err, len(items))
 	}
 }
+
+// listen is a connection that LISTENs on the channel of changes.
+func listen(ctx context.Context, t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	if _, err := c.Exec(ctx, `LISTEN `+postgres.Channel); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestCloseSendsWaitingNotifications: a store closed right after a write
+// still tells the other replicas of it; their streams would otherwise
+// wait for their poll.
+func TestCloseSendsWaitingNotifications(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	l := listen(ctx, t, url)
+	const rounds = 8
+	for i := range rounds {
+		db, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := store.Breadcrumb{Title: fmt.Sprintf("c%d", i), Context: json.RawMessage(`{}`)}
+		if _, _, err := db.Create(ctx, store.Actor{OwnerID: "o", AgentID: "a"}, in, store.Idempotency{}); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+	for i := range rounds {
+		wctx, wcancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := l.WaitForNotification(wctx)
+		wcancel()
+		if err != nil {
+			t.Fatalf("%d of %d writes notified before their store closed: %v", i, rounds, err)
+		}
+	}
+}

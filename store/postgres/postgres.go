@@ -756,25 +756,40 @@ func (d *DB) notify(payloads []string) {
 func (d *DB) notifyLoop(ctx context.Context) {
 	defer d.listen.Done()
 	for {
+		stopping := false
 		select {
 		case <-ctx.Done():
-			return
+			stopping = true
 		case <-d.noteKick:
 		}
 		d.noteMu.Lock()
 		notes := d.notes
 		d.notes = nil
 		d.noteMu.Unlock()
-		b := &pgx.Batch{}
-		b.Queue(`BEGIN`)
-		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-		b.Queue(`SELECT pg_notify('`+Channel+`', p) FROM unnest($1::text[]) WITH ORDINALITY AS n(p, i) ORDER BY i`, notes)
-		b.Queue(`COMMIT`)
-		// A notification that cannot be sent is lost: the readers of the
-		// other replicas find its change with the next one, or their poll.
-		d.pool.SendBatch(ctx, b).Close()
+		if len(notes) > 0 {
+			// Sent on Close too: the changes committed before it
+			// are the other replicas' to hear of now, not at their
+			// poll. Not past noteSend, should the server not answer.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noteSend)
+			b := &pgx.Batch{}
+			b.Queue(`BEGIN`)
+			b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+			b.Queue(`SELECT pg_notify('`+Channel+`', p) FROM unnest($1::text[]) WITH ORDINALITY AS n(p, i) ORDER BY i`, notes)
+			b.Queue(`COMMIT`)
+			// A notification that cannot be sent is lost: the readers
+			// of the other replicas find its change with the next one,
+			// or their poll.
+			d.pool.SendBatch(sctx, b).Close()
+			cancel()
+		}
+		if stopping {
+			return
+		}
 	}
 }
+
+// noteSend bounds how long notifyLoop waits to send notifications.
+const noteSend = 5 * time.Second
 
 // get loads a breadcrumb the actor may see (where: writableBy or visibleTo
 // at $2): in one round trip, or with c, inside a transaction and locked
