@@ -379,3 +379,37 @@ func TestCloseSendsWaitingNotifications(t *testing.T) {
 		}
 	}
 }
+
+// TestNotificationsPastTheBound: more changes than the notifications a
+// store keeps waiting (an import of many breadcrumbs) still wake the
+// other replicas' readers, with one notification that names no owner.
+func TestNotificationsPastTheBound(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	url := pgtest.Shared(t).NewDatabase(t)
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	l := listen(ctx, t, url)
+	items := make([]store.Breadcrumb, 10_001)
+	for i := range items {
+		items[i] = store.Breadcrumb{Title: "i", Context: json.RawMessage(`{}`)}
+	}
+	if _, err := db.Import(ctx, store.Actor{OwnerID: "o", AgentID: "a"}, items); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer wcancel()
+	n, err := l.WaitForNotification(wctx)
+	if err != nil {
+		t.Fatalf("an import of %d breadcrumbs notified nothing: %v", len(items), err)
+	}
+	var p struct {
+		Owner *string `json:"owner"`
+	}
+	if json.Unmarshal([]byte(n.Payload), &p) == nil && p.Owner != nil {
+		t.Fatalf("payload %s names one owner: the other changes' owners are not woken", n.Payload)
+	}
+}

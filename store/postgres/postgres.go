@@ -52,8 +52,9 @@ const EventBacklog = 100_000
 const IdempotencyWindow = 24 * time.Hour
 
 // Channel is the LISTEN/NOTIFY channel changes are published on. A
-// notification's payload is {"seq","id","owner","version","kind"}; readers
-// load the change itself from the events table.
+// notification's payload is {"seq","id","owner","version","kind"}, or
+// "*" for changes too many to name each; readers load the changes
+// themselves from the events table.
 const Channel = "ctxkit_events"
 
 // Advisory lock keys (scoped to the database by PostgreSQL).
@@ -730,9 +731,14 @@ func queueEvents(batch *pgx.Batch, n *notices, kind store.EventKind, at time.Tim
 const lockEvents = `SELECT pg_advisory_xact_lock($1)`
 
 // maxNotes bounds the notifications waiting to be sent; past it they are
-// dropped (the other replicas' readers find the changes with the next
-// notification, or their poll).
+// replaced by one, wakeAll, that wakes every reader of the other
+// replicas.
 const maxNotes = 10_000
+
+// wakeAll is the payload of a notification that names no change: every
+// reader looks for what it has not read (listenOn wakes all for a
+// payload that is not a change's JSON).
+const wakeAll = "*"
 
 // notify queues the notifications of committed changes for notifyLoop.
 func (d *DB) notify(payloads []string) {
@@ -742,6 +748,10 @@ func (d *DB) notify(payloads []string) {
 	d.noteMu.Lock()
 	if len(d.notes)+len(payloads) <= maxNotes {
 		d.notes = append(d.notes, payloads...)
+	} else {
+		// Too many to send each: one that wakes every reader
+		// stands for them all.
+		d.notes = []string{wakeAll}
 	}
 	d.noteMu.Unlock()
 	select {
