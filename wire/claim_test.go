@@ -65,6 +65,17 @@ func TestClaimSignatures(t *testing.T) {
 		{name: "a signature as redacted data", dialect: "anthropic", upstream: "bedrock", in: []chat.Block{redacted(wire.SealSignature(wire.HomeBedrock, anthropicSig, "")), text},
 			want: []chat.Block{text}, warn: "a signature made by bedrock"},
 		{name: "unsealed redacted data kept", dialect: "anthropic", upstream: "anthropic", in: []chat.Block{redacted("EmwKAhgB"), text}},
+		// Unsealed redacted data is the client dialect's provider's (an
+		// Anthropic client's, Anthropic's), or names no provider (a
+		// Responses client's): no other home takes it.
+		{name: "anthropic's unsealed redacted data to bedrock", dialect: "anthropic", upstream: "bedrock", in: []chat.Block{redacted("ZGF0YQ=="), text},
+			want: []chat.Block{text}, warn: "unsealed redacted thinking, and bedrock takes back only its own"},
+		{name: "responses' unsealed redacted data to anthropic", dialect: "responses", upstream: "anthropic", in: []chat.Block{redacted("ZGF0YQ=="), text},
+			want: []chat.Block{text}, warn: "unsealed redacted thinking, and anthropic takes back only its own"},
+		{name: "responses' unsealed redacted data to bedrock", dialect: "responses", upstream: "bedrock", in: []chat.Block{redacted("ZGF0YQ=="), text},
+			want: []chat.Block{text}, warn: "unsealed redacted thinking, and bedrock takes back only its own"},
+		{name: "responses' sealed redacted data to anthropic", dialect: "responses", upstream: "anthropic", in: []chat.Block{redacted(wire.SealRedacted("ZGF0YQ==")), text}},
+		{name: "responses' sealed redacted data to bedrock", dialect: "responses", upstream: "bedrock", in: []chat.Block{redacted(sealedBR), text}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req := assistant(c.in...)

@@ -340,9 +340,11 @@ func sealingFor(upstream, dialect string) sealing {
 		return sealing{home: home, text: true, redactedData: redactedKind(home) != 0}
 	}
 	// An Anthropic client holds Bedrock's redacted content as
-	// redacted_thinking data, which names no provider: sealed in place,
-	// it can go back to Bedrock only (ClaimSignatures).
-	return sealing{home: home, text: g, redacted: g, redactedData: client == HomeAnthropic && home == HomeBedrock}
+	// redacted_thinking data, and a Responses client any home's as
+	// encrypted_content, which names no provider: sealed in place, it
+	// can go back to its home only (ClaimSignatures).
+	data := redactedKind(home) != 0 && (client == HomeAnthropic && home == HomeBedrock || client == HomeResponses)
+	return sealing{home: home, text: g, redacted: g, redactedData: data}
 }
 
 // SealChunks seals the reasoning signatures of an upstream's stream
@@ -919,9 +921,17 @@ func (c *claim) block(i, j int, b *chat.Block) (keep, changed bool) {
 // redacted applies the rule to b, a redacted_thinking block at
 // messages[i].content[j]: data ctxkit sealed goes only to the provider
 // that made it (whose encoder opens it), and is dropped with a warning
-// for any other; unsealed data, the client's own, is kept.
+// for any other. Unsealed data is the client dialect's provider's (every
+// other home's reaches a client sealed), or names no provider (a
+// Responses client's): it is kept for an upstream of the client's own
+// home, and for one that is no home (whose encoder has no place for it),
+// and dropped with a warning for any other home.
 func (c *claim) redacted(i, j int, b *chat.Block) bool {
 	s, sealed := OpenSignature(b.Data)
+	if !sealed && c.up != "" && c.client != c.up {
+		c.warn(chat.Warnf(chat.BlockPath(i, j), "unsealed redacted thinking, and %s takes back only its own: dropped", c.upstream))
+		return false
+	}
 	if !sealed || s.Redacted && s.Home == c.up {
 		return true
 	}

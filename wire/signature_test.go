@@ -150,15 +150,6 @@ func TestSealChunks(t *testing.T) {
 			t.Fatalf("got %+v\nwant %+v", got, want)
 		}
 	})
-	t.Run("anthropic to responses", func(t *testing.T) {
-		got := collectChunks(t, wire.SealChunks(sigStream(stream...), "anthropic", "responses"))
-		want := slices.Clone(stream)
-		want[2].Signature = wire.SealSignature(wire.HomeAnthropic, "sig1", "")
-		want[4].Signature = wire.SealSignature(wire.HomeAnthropic, "sig2", "")
-		if !slices.Equal(got, want) {
-			t.Fatalf("got %+v\nwant %+v", got, want)
-		}
-	})
 	t.Run("gemini to anthropic", func(t *testing.T) {
 		got := collectChunks(t, wire.SealChunks(sigStream(stream...), "gemini", "anthropic"))
 		if got[2].Signature != wire.SealSignature(wire.HomeGemini, "sig1", "") || got[3].Redacted != "enc" {
@@ -180,6 +171,20 @@ func TestSealChunks(t *testing.T) {
 				t.Fatalf("redacted sealed as %+v", s)
 			}
 			want[4].Signature = wire.SealSignature(up, "sig2", "Again.")
+			if !slices.Equal(got, want) {
+				t.Fatalf("got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+	// A Responses client holds redacted thinking as encrypted_content,
+	// which names no provider: sealed in place, each as its home's.
+	for _, up := range []string{"anthropic", "bedrock"} {
+		t.Run(up+" redacted to responses", func(t *testing.T) {
+			got := collectChunks(t, wire.SealChunks(sigStream(stream...), up, "responses"))
+			want := slices.Clone(stream)
+			want[2].Signature = wire.SealSignature(up, "sig1", "")
+			want[3].Redacted = wire.SealRedactedFor(up, "enc")
+			want[4].Signature = wire.SealSignature(up, "sig2", "")
 			if !slices.Equal(got, want) {
 				t.Fatalf("got %+v\nwant %+v", got, want)
 			}

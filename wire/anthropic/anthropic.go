@@ -394,7 +394,7 @@ func (e *encoder) filter(blocks []chat.Block, at string, allowed map[string]bool
 			changed = true
 			continue
 		}
-		changed = changed || b.Type != blocks[j].Type || b.Signature != blocks[j].Signature
+		changed = changed || b.Type != blocks[j].Type || b.Signature != blocks[j].Signature || b.Data != blocks[j].Data
 		out := len(kept)
 		if b.Type == chat.TypeToolResult && b.Content != nil && !b.Content.IsString {
 			nested, nestedChanged := e.filter(b.Content.Blocks, path, e.resTypes, msg, out)
@@ -489,6 +489,17 @@ func (e *encoder) signature(b *chat.Block) string {
 			if b.Thinking == "" {
 				b.Thinking = s.Thinking
 			}
+		}
+	case b.Type == chat.TypeRedactedThinking:
+		// Redacted data ctxkit sealed (a Responses client's
+		// encrypted_content): Anthropic's own opened, any other refused.
+		s, sealed := wire.OpenSignature(b.Data)
+		switch {
+		case !sealed:
+		case !s.Redacted || s.Home != wire.HomeAnthropic:
+			return fmt.Sprintf("the redacted_thinking block holds %s made by %s, and the Messages API refuses it: dropped", sealedWhat(s), s.Home)
+		default:
+			b.Data = s.Signature
 		}
 	case b.Type == chat.TypeThoughtSignature:
 		s, sealed := wire.OpenSignature(b.Signature)
@@ -747,4 +758,12 @@ func (e *encoder) outputEffort(out *chat.Request, effort string) {
 		out.Extra = map[string]json.RawMessage{}
 	}
 	out.Extra["output_config"] = raw
+}
+
+// sealedWhat names what an envelope holds, for a warning.
+func sealedWhat(s wire.Sealed) string {
+	if s.Redacted {
+		return "redacted thinking"
+	}
+	return "a signature"
 }

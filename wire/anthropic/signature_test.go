@@ -46,6 +46,14 @@ func TestSealedSignatures(t *testing.T) {
 			"", "made by bedrock"},
 		{"thought_signature of bedrock's redacted", chat.Block{Type: chat.TypeThoughtSignature, Signature: wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ==")},
 			"", "not an Anthropic block"},
+		// A Responses client holds redacted thinking sealed in its
+		// encrypted_content: the data inside, for Anthropic's own only.
+		{"redacted_thinking sealed", chat.Block{Type: chat.TypeRedactedThinking, Data: wire.SealRedacted("opaque")},
+			`{"type":"redacted_thinking","data":"opaque"}`, ""},
+		{"redacted_thinking of bedrock", chat.Block{Type: chat.TypeRedactedThinking, Data: wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ==")},
+			"", "made by bedrock"},
+		{"redacted_thinking holding a signature", chat.Block{Type: chat.TypeRedactedThinking, Data: wire.SealSignature(wire.HomeAnthropic, sig, "")},
+			"", "made by anthropic"},
 		{"thinking unsealed", chat.Block{Type: chat.TypeThinking, Thinking: "Think.", Signature: sig},
 			`{"type":"thinking","thinking":"Think.","signature":"` + sig + `"}`, ""},
 	} {
