@@ -437,3 +437,34 @@ func TestClaimLongThinking(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimLongThinkingOnce: a message's reasoning_content stands for
+// the text of one envelope that carries a digest, not of every detail
+// that names it: a request of one long text and many copies of its
+// envelope would otherwise make as many copies of the text for the
+// upstream (and hash it as many times).
+func TestClaimLongThinkingOnce(t *testing.T) {
+	long := strings.Repeat("t", wire.MaxSealedSignature)
+	env := wire.Sealed{Home: wire.HomeBedrock, Signature: anthropicSig, Digest: digestOf(long)}.Seal()
+	const copies = 64
+	d := make([]string, copies)
+	for k := range d {
+		d[k] = `{"type":"reasoning.encrypted","data":"` + env + `"}`
+	}
+	req := assistant(chat.Block{Type: chat.TypeReasoning, Text: long}, chat.Block{Type: chat.TypeText, Text: "answer"})
+	req.Messages[1].ReasoningDetails = json.RawMessage("[" + strings.Join(d, ",") + "]")
+	warns := wire.ClaimSignatures(&req, "openai", "bedrock")
+	total, thinking := 0, 0
+	for _, b := range req.Messages[1].Content.Blocks {
+		if b.Type == chat.TypeThinking {
+			thinking++
+			total += len(b.Thinking)
+		}
+	}
+	if thinking != 1 || total != len(long) {
+		t.Fatalf("%d thinking blocks of %d bytes in all from one text of %d", thinking, total, len(long))
+	}
+	if len(warns) == 0 || !strings.Contains(warns[0].Message, "too long for its envelope") {
+		t.Fatalf("warnings %v", warns)
+	}
+}

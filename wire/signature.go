@@ -507,8 +507,9 @@ func (c *thoughtText) seal(s sealing, sig, last string) string {
 //   - an Anthropic or Bedrock envelope that carries its thinking text's
 //     SHA-256 (the text was too long to carry) is taken only with the
 //     text it signs: the detail's text, or else the message's
-//     reasoning_content (a streamed client's joined deltas), when its
-//     SHA-256 is the envelope's; otherwise it is dropped with a warning,
+//     reasoning_content (a streamed client's joined deltas; for one
+//     detail of the message only), when its SHA-256 is the envelope's;
+//     otherwise it is dropped with a warning,
 //     as ctxkit cannot vouch for the text it would be sent with;
 //   - another provider's envelope is dropped with a warning naming its
 //     maker, and an unsealed signature, which names no provider, with a
@@ -750,6 +751,7 @@ func (c *claim) restore(i int, m *chat.Message) restored {
 			c.warn(w)
 		}
 	}
+	var joined joinedReasoning
 	elements(raw, func(k int, d []byte) bool {
 		p := path + "[" + strconv.Itoa(k) + "]"
 		var v reasoningDetail
@@ -796,7 +798,7 @@ func (c *claim) restore(i int, m *chat.Message) restored {
 			// only as it was signed, be it the detail's or (a streamed
 			// answer's, whose deltas the client joined) the message's
 			// reasoning_content.
-			text, ok := signedText(s.Digest, v, m)
+			text, ok := signedText(s.Digest, v, m, &joined)
 			if !ok {
 				drop(chat.Warnf(p, "the thinking this signature signs was too long for its envelope, and the text that came back (the detail's, or the message's reasoning_content) is not the text signed: dropped"))
 				return true
@@ -823,24 +825,40 @@ func (c *claim) restore(i int, m *chat.Message) restored {
 	return r
 }
 
+// joinedReasoning is a message's reasoning blocks' text, joined and
+// hashed once for all its details, and whether a detail took it.
+type joinedReasoning struct {
+	done, taken bool
+	text, sum   string
+}
+
 // signedText is the text whose SHA-256 is digest: the text of v, a
 // reasoning.text detail, or else m's reasoning (its reasoning blocks'
-// text, joined), and ok false when neither is.
-func signedText(digest string, v reasoningDetail, m *chat.Message) (string, bool) {
+// text, joined once into j), and ok false when neither is. m's reasoning
+// stands for one detail's text only: a request cannot make of one text
+// as many copies as it has details.
+func signedText(digest string, v reasoningDetail, m *chat.Message, j *joinedReasoning) (string, bool) {
 	if v.Type == "reasoning.text" && v.Text != "" && sumOf(v.Text) == digest {
 		return v.Text, true
 	}
-	if m.Content.IsString {
+	if m.Content.IsString || j.taken {
 		return "", false
 	}
-	var all strings.Builder
-	for _, b := range m.Content.Blocks {
-		if b.Type == chat.TypeReasoning {
-			all.WriteString(b.Text)
+	if !j.done {
+		j.done = true
+		var all strings.Builder
+		for _, b := range m.Content.Blocks {
+			if b.Type == chat.TypeReasoning {
+				all.WriteString(b.Text)
+			}
+		}
+		if j.text = all.String(); j.text != "" {
+			j.sum = sumOf(j.text)
 		}
 	}
-	if t := all.String(); t != "" && sumOf(t) == digest {
-		return t, true
+	if j.text != "" && j.sum == digest {
+		j.taken = true
+		return j.text, true
 	}
 	return "", false
 }
