@@ -129,6 +129,13 @@ func (s Sealed) Seal() string {
 	return seal(k, s.Signature, "", nil)
 }
 
+// Signs reports whether text may go back with s's signature: any text
+// when s carries no digest (the provider checks it), else only the text
+// whose SHA-256 is s's Digest, the text signed.
+func (s Sealed) Signs(text string) bool {
+	return s.Digest == "" || sumOf(text) == s.Digest
+}
+
 // redactedKind is the envelope kind of home's redacted thinking, 0 for a
 // home that has none.
 func redactedKind(home string) byte {

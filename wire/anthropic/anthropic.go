@@ -484,6 +484,8 @@ func (e *encoder) signature(b *chat.Block) string {
 			*b = chat.Block{Type: chat.TypeRedactedThinking, Data: s.Signature}
 		case s.Home != wire.HomeAnthropic:
 			return fmt.Sprintf("the thinking block's signature was made by %s, and the Messages API refuses it: dropped", s.Home)
+		case !s.Signs(b.Thinking):
+			return "the thinking this signature signs was too long for its envelope, and the block's text is not the text signed: dropped"
 		default:
 			b.Signature = s.Signature
 			if b.Thinking == "" {

@@ -1,6 +1,7 @@
 package anthropic_test
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -54,6 +55,14 @@ func TestSealedSignatures(t *testing.T) {
 			"", "made by bedrock"},
 		{"redacted_thinking holding a signature", chat.Block{Type: chat.TypeRedactedThinking, Data: wire.SealSignature(wire.HomeAnthropic, sig, "")},
 			"", "made by anthropic"},
+		// A signature sealed with its text's digest goes back only over
+		// that text.
+		{"thinking sealed with its text's digest", chat.Block{Type: chat.TypeThinking, Thinking: "Think.", Signature: wire.Sealed{Home: wire.HomeAnthropic, Signature: sig, Digest: sum("Think.")}.Seal()},
+			`{"type":"thinking","thinking":"Think.","signature":"` + sig + `"}`, ""},
+		{"thinking sealed with another text's digest", chat.Block{Type: chat.TypeThinking, Thinking: "Think.", Signature: wire.Sealed{Home: wire.HomeAnthropic, Signature: sig, Digest: sum("Other.")}.Seal()},
+			"", "not the text signed"},
+		{"no thinking under a digest", chat.Block{Type: chat.TypeThinking, Signature: wire.Sealed{Home: wire.HomeAnthropic, Signature: sig, Digest: sum("Other.")}.Seal()},
+			"", "not the text signed"},
 		{"thinking unsealed", chat.Block{Type: chat.TypeThinking, Thinking: "Think.", Signature: sig},
 			`{"type":"thinking","thinking":"Think.","signature":"` + sig + `"}`, ""},
 	} {
@@ -127,4 +136,9 @@ func TestSealedThinkingCarriesThoughts(t *testing.T) {
 	if string(body) != want {
 		t.Fatalf("messages\n%s\nwant\n%s", body, want)
 	}
+}
+
+func sum(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return string(h[:])
 }

@@ -584,6 +584,10 @@ func (e *encoder) block(dst []ContentBlock, i, j int, b *chat.Block) []ContentBl
 			e.warnf(chat.BlockPath(i, j), "the thinking block's signature was made by %s, and Converse takes back only its own: dropped", s.Home)
 			return dst
 		}
+		if s, sealed := wire.OpenSignature(b.Signature); sealed && !s.Signs(b.Thinking) {
+			e.warnf(chat.BlockPath(i, j), "the thinking this signature signs was too long for its envelope, and the block's text is not the text signed: dropped")
+			return dst
+		}
 		dst = append(dst, ContentBlock{ReasoningContent: &ReasoningContentBlock{ReasoningText: &ReasoningTextBlock{Text: b.Thinking, Signature: sig}}})
 	case chat.TypeReasoning:
 		if b.Text == "" {

@@ -1,6 +1,7 @@
 package bedrock_test
 
 import (
+	"crypto/sha256"
 	"strings"
 	"testing"
 
@@ -19,6 +20,8 @@ func TestSealedSignatures(t *testing.T) {
 	}{
 		{"own sealed", wire.SealSignature(wire.HomeBedrock, sig, ""), sig, ""},
 		{"unsealed", sig, sig, ""},
+		{"own with its text's digest", wire.Sealed{Home: wire.HomeBedrock, Signature: sig, Digest: sum("Think.")}.Seal(), sig, ""},
+		{"own with another text's digest", wire.Sealed{Home: wire.HomeBedrock, Signature: sig, Digest: sum("Other.")}.Seal(), "", "not the text signed"},
 		{"gemini's", wire.SealSignature(wire.HomeGemini, "CiQB", ""), "", "made by gemini"},
 		{"anthropic's", wire.SealSignature(wire.HomeAnthropic, sig, "Think."), "", "made by anthropic"},
 		{"redacted", wire.SealRedacted("ZGF0YQ=="), "", "made by anthropic"},
@@ -108,4 +111,9 @@ func TestSealedRedactedContent(t *testing.T) {
 			}
 		})
 	}
+}
+
+func sum(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return string(h[:])
 }
