@@ -240,7 +240,7 @@ func FuzzClaimSignatures(f *testing.F) {
 			return
 		}
 		for _, up := range []string{"openai", "responses", "gemini", "anthropic", "bedrock"} {
-			for _, dialect := range []string{"openai", "anthropic", "gemini"} {
+			for _, dialect := range []string{"openai", "anthropic", "gemini", "responses"} {
 				req := assistant(chat.Block{Type: chat.TypeThinking, Thinking: "t", Signature: sig}, chat.Block{Type: chat.TypeThoughtSignature, Signature: sig},
 					chat.Block{Type: chat.TypeRedactedThinking, Data: sig})
 				req.Messages[1].ReasoningDetails = json.RawMessage(details)
@@ -253,6 +253,18 @@ func FuzzClaimSignatures(f *testing.F) {
 				for _, b := range m.Content.Blocks {
 					if s, sealed := wire.OpenSignature(b.Data); b.Type == chat.TypeRedactedThinking && sealed && (!s.Redacted || s.Home != up) {
 						t.Fatalf("%+v reaches %s", s, up)
+					}
+
+				}
+				// Unsealed, a client's redacted data is its dialect's
+				// provider's, or no provider's: only that one, or an
+				// upstream that is no home, gets it.
+				plain := assistant(chat.Block{Type: chat.TypeRedactedThinking, Data: sig})
+				wire.ClaimSignatures(&plain, dialect, up)
+				for _, b := range plain.Messages[1].Content.Blocks {
+					if _, sealed := wire.OpenSignature(b.Data); b.Type == chat.TypeRedactedThinking && !sealed &&
+						wire.SignatureHome(up) != "" && wire.SignatureHome(dialect) != up {
+						t.Fatalf("unsealed redacted data of a %s client reaches %s", dialect, up)
 					}
 				}
 				if up != "openai" {
