@@ -12,6 +12,10 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
+	oaioption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/ctxkit/ctxkit/sdktest/fakeup"
 	"github.com/ctxkit/ctxkit/wire"
@@ -233,6 +237,76 @@ func TestMessagesBedrockRedactedThinking(t *testing.T) {
 			if len(next.Content) == 0 || !strings.Contains(body, `"content":[{"reasoningContent":{"redactedContent":"`+data[1]+`"}}`) || strings.Contains(body, "Y3R4aw") {
 				t.Fatalf("stream %v: want the redacted content back first, and no envelope: %s", stream, body)
 			}
+		}
+	}
+}
+
+// TestResponsesBedrockRedactedThinking: a Responses client of a Bedrock
+// model holds Bedrock's redacted reasoning as a reasoning item's
+// encrypted_content, which names no provider: it gets it sealed, handed
+// back it goes to Bedrock as the bytes Bedrock gave, and continued on
+// Anthropic it is dropped with a warning, never sent.
+func TestResponsesBedrockRedactedThinking(t *testing.T) {
+	e := newEnv(t, true)
+	client := e.openai()
+	model := find("bedrock").model
+	tools := []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "get_weather",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}}}}}
+	params := func(model string, input responses.ResponseInputParam) responses.ResponseNewParams {
+		return responses.ResponseNewParams{Model: model, Tools: tools, MaxOutputTokens: openai.Int(4096),
+			Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortLow},
+			Include:   []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent},
+			Input:     responses.ResponseNewParamsInputUnion{OfInputItemList: input}}
+	}
+	input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage("Weather in Paris? "+fakeup.AnthropicRedactTrigger, responses.EasyInputMessageRoleUser)}
+	res, err := client.Responses.New(ctx(t), params(model, input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := e.fake("bedrock").Last("")
+	data := regexp.MustCompile(`"redactedContent":"([^"]+)"`).FindStringSubmatch(string(first.Reply))
+	var call responses.ResponseFunctionToolCall
+	enc := ""
+	for _, it := range res.Output {
+		switch it.Type {
+		case "function_call":
+			call = it.AsFunctionCall()
+			fc := call.ToParam()
+			input = append(input, responses.ResponseInputItemUnionParam{OfFunctionCall: &fc})
+		case "reasoning":
+			r := it.AsReasoning()
+			if strings.HasPrefix(r.EncryptedContent, "ctxkit.redacted_thinking:") {
+				enc = r.EncryptedContent
+			}
+			rp := r.ToParam()
+			input = append(input, responses.ResponseInputItemUnionParam{OfReasoning: &rp})
+		}
+	}
+	if data == nil || call.CallID == "" || strings.Contains(enc, data[1]) || !strings.Contains(enc, "Y3R4awFk") {
+		t.Fatalf("want Bedrock's redacted content sealed and a call: %s", res.RawJSON())
+	}
+	output := responses.ResponseInputItemParamOfFunctionCallOutput("Sunny")
+	output.OfFunctionCallOutput.CallID = openai.String(call.CallID)
+	input = append(input, output)
+	for _, to := range []struct{ model, typ string }{{model, "bedrock"}, {claude, "anthropic"}} {
+		var resp *http.Response
+		_, err := client.Responses.New(ctx(t), params(to.model, input), oaioption.WithResponseInto(&resp))
+		ex, _ := e.fake(to.typ).Last("")
+		body := string(ex.Body)
+		if to.typ == "anthropic" {
+			if !strings.Contains(body, "Sunny") || strings.Contains(body, data[1]) || strings.Contains(body, "Y3R4aw") {
+				t.Fatalf("Bedrock's redacted content reached Anthropic (%v): %s", err, body)
+			}
+			if resp == nil || !strings.Contains(resp.Header.Get("X-Ctxkit-Warnings"), "redacted thinking made by bedrock") {
+				t.Fatalf("no warning for the dropped redacted content (%v)", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("the next turn: %v\nupstream got %s", err, body)
+		}
+		if !strings.Contains(body, `"redactedContent":"`+data[1]+`"`) || strings.Contains(body, "Y3R4aw") {
+			t.Fatalf("want the redacted content back, and no envelope: %s", body)
 		}
 	}
 }
