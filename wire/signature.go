@@ -378,11 +378,11 @@ func SealChunks(chunks iter.Seq2[chat.Chunk, error], upstream, dialect string) i
 		for c, err := range chunks {
 			if err == nil && c.Type == chat.ChunkReasoning {
 				if s.redacted && c.Redacted != "" {
-					c.Signature, c.Redacted = SealRedactedFor(s.home, c.Redacted), ""
+					c.Signature, c.Redacted = sealedOnly(c.Redacted, SealRedactedFor(s.home, c.Redacted)), ""
 				} else if s.redactedData && c.Redacted != "" {
-					c.Redacted = SealRedactedFor(s.home, c.Redacted)
+					c.Redacted = sealedOnly(c.Redacted, SealRedactedFor(s.home, c.Redacted))
 				} else if c.Signature != "" {
-					c.Signature = text.seal(s, c.Signature, c.Text)
+					c.Signature = sealedOnly(c.Signature, text.seal(s, c.Signature, c.Text))
 				} else if s.text {
 					text.add(c.Text)
 				}
@@ -402,6 +402,7 @@ func SealResponse(res *chat.Response, upstream, dialect string) {
 		return
 	}
 	var text thoughtText
+	gone := false // a block left unsealable, to be dropped
 	for i := range res.Content {
 		b := &res.Content[i]
 		switch b.Type {
@@ -416,18 +417,42 @@ func SealResponse(res *chat.Response, upstream, dialect string) {
 				}
 				continue
 			}
-			b.Signature = text.seal(s, b.Signature, b.Thinking)
+			b.Signature = sealedOnly(b.Signature, text.seal(s, b.Signature, b.Thinking))
 		case chat.TypeThoughtSignature:
-			b.Signature = text.seal(s, b.Signature, "")
+			if b.Signature != "" {
+				b.Signature = sealedOnly(b.Signature, text.seal(s, b.Signature, ""))
+				gone = gone || b.Signature == ""
+			}
 		case chat.TypeRedactedThinking:
 			switch {
 			case s.redacted && b.Data != "":
-				*b = chat.Block{Type: chat.TypeThoughtSignature, Signature: SealRedactedFor(s.home, b.Data)}
-			case s.redactedData:
-				b.Data = SealRedactedFor(s.home, b.Data)
+				*b = chat.Block{Type: chat.TypeThoughtSignature, Signature: sealedOnly(b.Data, SealRedactedFor(s.home, b.Data))}
+				gone = gone || b.Signature == ""
+			case s.redactedData && b.Data != "":
+				b.Data = sealedOnly(b.Data, SealRedactedFor(s.home, b.Data))
+				gone = gone || b.Data == ""
 			}
 		}
 	}
+	if gone {
+		// A block whose signature or data could not be sealed is left
+		// out whole: it holds nothing a client can use.
+		res.Content = slices.DeleteFunc(res.Content, func(b chat.Block) bool {
+			return b.Type == chat.TypeThoughtSignature && b.Signature == "" || b.Type == chat.TypeRedactedThinking && b.Data == ""
+		})
+	}
+}
+
+// sealedOnly is sealed, the envelope made of v, or "" when v could not
+// be sealed (too long for an envelope: SealSignature passes it as it
+// is). Handed out unsealed, a provider's signature or redacted data
+// would come back as the client dialect's own provider's and be sent to
+// a provider that did not make it.
+func sealedOnly(v, sealed string) string {
+	if sealed == v {
+		return ""
+	}
+	return sealed
 }
 
 // thoughtText is the thinking text since the last signature, bounded:

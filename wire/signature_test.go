@@ -324,3 +324,45 @@ func TestSealBounds(t *testing.T) {
 		t.Fatalf("sealed %+v and %+v", first, second)
 	}
 }
+
+// TestSealLeavesOutUnsealable: a signature or redacted data too long for
+// an envelope is not handed to a client of another dialect as it came
+// (it would come back as that dialect's own provider's and be sent
+// there): streamed, the chunk loses it; collected, a signature block or
+// redacted block goes, a thinking block keeps its text without it.
+func TestSealLeavesOutUnsealable(t *testing.T) {
+	big := strings.Repeat("s", wire.MaxSealedSignature)
+	for _, c := range []struct{ up, dialect string }{
+		{"anthropic", "openai"}, {"bedrock", "openai"}, {"bedrock", "anthropic"}, {"anthropic", "gemini"},
+		{"anthropic", "responses"}, {"gemini", "anthropic"},
+	} {
+		chunks := collectChunks(t, wire.SealChunks(sigStream(
+			chat.Chunk{Type: chat.ChunkReasoning, Text: "thought", Signature: big},
+			chat.Chunk{Type: chat.ChunkReasoning, Redacted: big},
+			chat.Chunk{Type: chat.ChunkText, Text: "hi"},
+		), c.up, c.dialect))
+		for _, ch := range chunks {
+			if strings.Contains(ch.Signature, big[:64]) || strings.Contains(ch.Redacted, big[:64]) && c.up != "gemini" {
+				t.Errorf("%s to %s: streamed, the unsealable bytes reached the client: %d / %d bytes", c.up, c.dialect, len(ch.Signature), len(ch.Redacted))
+			}
+		}
+		if chunks[0].Text != "thought" || chunks[2].Text != "hi" {
+			t.Errorf("%s to %s: the text was lost: %+v", c.up, c.dialect, chunks)
+		}
+		res := &chat.Response{Content: []chat.Block{
+			{Type: chat.TypeThinking, Thinking: "thought", Signature: big},
+			{Type: chat.TypeRedactedThinking, Data: big},
+			{Type: chat.TypeThoughtSignature, Signature: big},
+			{Type: chat.TypeText, Text: "hi"},
+		}}
+		wire.SealResponse(res, c.up, c.dialect)
+		for _, b := range res.Content {
+			if strings.Contains(b.Signature, big[:64]) || strings.Contains(b.Data, big[:64]) && c.up != "gemini" {
+				t.Errorf("%s to %s: collected, the unsealable bytes reached the client in a %s block", c.up, c.dialect, b.Type)
+			}
+		}
+		if res.Content[0].Thinking != "thought" || res.Content[len(res.Content)-1].Text != "hi" {
+			t.Errorf("%s to %s: the text was lost: %+v", c.up, c.dialect, res.Content)
+		}
+	}
+}
