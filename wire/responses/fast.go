@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 
@@ -69,47 +68,6 @@ type eventRoom struct {
 	item  wireItem
 	resp  wireResponse
 	usage wireUsage
-	// last is the text of the first Response object read (when it is
-	// small), and lastResp and lastUsage what it was read as: a stream
-	// repeats one object in its first events (response.created and
-	// response.in_progress both carry the request's echo, no output, no
-	// usage), which is then compared rather than read again.
-	last      []byte
-	lastResp  wireResponse
-	lastUsage wireUsage
-	reused    int // objects read as the last one
-}
-
-// maxLast bounds the Response object an eventRoom keeps to compare.
-const maxLast = 4 << 10
-
-// response reads the Response object at s into ev.Response (in the
-// room): as the first one read when its text is the same, a comparison
-// of bytes. A JSON value ends where its text says, so text that begins
-// with a whole value read before is that value.
-func (room *eventRoom) response(s *jsonscan.Reader, data []byte, ev *wireEvent) bool {
-	s.Space()
-	at := s.Pos()
-	if n := len(room.last); n > 0 && bytes.HasPrefix(data[at:], room.last) {
-		room.resp, room.usage = room.lastResp, room.lastUsage
-		ev.Response = &room.resp
-		if room.resp.Usage != nil {
-			room.resp.Usage = &room.usage
-		}
-		*s = *jsonscan.NewAt(data, at+n)
-		room.reused++
-		return true
-	}
-	room.resp, room.usage = wireResponse{}, wireUsage{}
-	ev.Response = &room.resp
-	if !scanResponse(s, ev.Response, nil, &room.usage) {
-		return false
-	}
-	if n := s.Pos() - at; len(room.last) == 0 && n <= maxLast {
-		room.last = append(room.last, data[at:at+n]...)
-		room.lastResp, room.lastUsage = room.resp, room.usage
-	}
-	return true
 }
 
 // scanEvent reads data into ev (zero) in one pass, or reports false,
@@ -179,11 +137,14 @@ func scanEvent(data []byte, ev *wireEvent, index *int, room *eventRoom, intern f
 				ev.Response = nil
 				return true
 			}
+			var u *wireUsage
 			if room != nil {
-				return room.response(s, data, ev)
+				room.resp, room.usage = wireResponse{}, wireUsage{}
+				ev.Response, u = &room.resp, &room.usage
+			} else {
+				ev.Response = &wireResponse{}
 			}
-			ev.Response = &wireResponse{}
-			return scanResponse(s, ev.Response, nil, nil)
+			return scanResponse(s, ev.Response, nil, u)
 		case "code":
 			return seen(&set, 1<<10) && raw(s, (*[]byte)(&ev.Code))
 		case "message":

@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"iter"
@@ -44,28 +43,11 @@ type forwarder struct {
 	passing bool // the chunks being yielded are of an event forwarded
 	werr    error
 	esc     []byte // a delta escaped as the encoder escapes it
-
-	// The shape of the last delta event skimmed whole: its bytes up to
-	// its sequence number (head), and after it a template whose one hole
-	// is the delta (tmpl); tmplD is what that event held, its item id
-	// copied into tmplID. An event with that head, a sequence number and
-	// that shape is the same delta but for its text and number, and is
-	// not read key by key (see match).
-	head    []byte
-	tmpl    jsonscan.Template
-	tmplD   delta
-	tmplID  []byte
-	matched int // delta events read by their shape
-	// The room head and tmplID start in.
-	headRoom [160]byte
-	idRoom   [64]byte
 }
 
 // forward is the dialect row's Forward.
 func forward(out wire.Outgoing, o wire.ForwardOptions) wire.Forwarder {
-	f := &forwarder{e: newStreamEncoder(nil, out.Request, out.Model, out.ID, out.Created), chunks: o.Chunks}
-	f.head, f.tmplID = f.headRoom[:0], f.idRoom[:0]
-	return f
+	return &forwarder{e: newStreamEncoder(nil, out.Request, out.Model, out.ID, out.Created), chunks: o.Chunks}
 }
 
 func (f *forwarder) Decode(r io.Reader) iter.Seq2[chat.Chunk, error] {
@@ -133,17 +115,13 @@ const (
 )
 
 // delta is a delta event to forward, as skimmed: its strings as written
-// (the delta with its quotes), and where in the event the delta and the
-// sequence number are.
+// (the delta with its quotes).
 type delta struct {
 	kind     uint8
 	index    int
 	hasIndex bool
 	itemID   []byte
 	value    []byte
-	valueAt  int
-	seq      [2]int // the sequence number's span; [0, 0] when it has none
-	obf      [2]int // the obfuscation's span when it is a string, else [0, 0]
 }
 
 // skimDelta reads data as a delta event to forward into dl; false for
@@ -182,7 +160,7 @@ func skimDelta(data []byte, dl *delta) bool {
 			return true
 		case "delta":
 			v, ok := r.ValidString()
-			dl.value, dl.valueAt = v, r.Pos()-len(v)
+			dl.value = v
 			return ok && len(v) > 2 && seen(&set, 1<<3)
 		case "summary_index":
 			// The decoder reads it as an integer: anything else is its
@@ -190,32 +168,13 @@ func skimDelta(data []byte, dl *delta) bool {
 			_, ok := r.Int()
 			return ok && seen(&set, 1<<4)
 		case "sequence_number":
-			if !seen(&set, 1<<5) {
-				return false
-			}
-			r.Space()
-			from := r.Pos()
-			ok := r.Skip(maxDepth)
-			dl.seq = [2]int{from, r.Pos()}
-			return ok
+			return seen(&set, 1<<5) && r.Skip(maxDepth)
 		case "content_index":
 			return seen(&set, 1<<6) && r.Skip(maxDepth)
 		case "logprobs":
 			return seen(&set, 1<<7) && r.Skip(maxDepth)
 		case "obfuscation":
-			// Random padding, new in every event: a hole of the
-			// event's shape when it is a string.
-			if !seen(&set, 1<<8) {
-				return false
-			}
-			r.Space()
-			from := r.Pos()
-			if r.Peek() == '"' {
-				_, ok := r.ValidString()
-				dl.obf = [2]int{from, r.Pos()}
-				return ok
-			}
-			return r.Skip(maxDepth)
+			return seen(&set, 1<<8) && r.Skip(maxDepth)
 		}
 		return false
 	}) && r.End()
@@ -227,11 +186,8 @@ func skimDelta(data []byte, dl *delta) bool {
 // whether it did.
 func (f *forwarder) forward(data []byte) bool {
 	var dl delta
-	if !f.match(data, &dl) {
-		if !skimDelta(data, &dl) {
-			return false
-		}
-		f.learn(data, &dl)
+	if !skimDelta(data, &dl) {
+		return false
 	}
 	d, e := f.d, f.e
 	// The item the decoder takes the event to be about, as state finds
@@ -344,102 +300,6 @@ func (f *forwarder) forward(data []byte) bool {
 		d.emit(chat.Chunk{Type: chat.ChunkText})
 	}
 	return true
-}
-
-// maxHead bounds the head of a delta's shape.
-const maxHead = 512
-
-// learn keeps the shape of data, a delta event skimDelta read into dl,
-// for the events after it: when its sequence number, if it has one, is a
-// plain integer (as the API writes it) before the delta and the
-// obfuscation. Else the shape learnt before is forgotten.
-func (f *forwarder) learn(data []byte, dl *delta) {
-	f.head = f.head[:0]
-	from := 0
-	if dl.seq[1] > 0 {
-		if dl.seq[0] > maxHead || dl.seq[1] > dl.valueAt || dl.obf[1] > 0 && dl.seq[1] > dl.obf[0] ||
-			plainInt(data, dl.seq[0]) != dl.seq[1] {
-			f.tmpl.Learn(nil, nil) // forgets
-			return
-		}
-		f.head = append(f.head, data[:dl.seq[0]]...)
-		from = dl.seq[1]
-	}
-	holes := [][2]int{{dl.valueAt, dl.valueAt + len(dl.value)}}
-	switch {
-	case dl.obf[1] == 0:
-	case dl.obf[0] < dl.valueAt:
-		holes = [][2]int{dl.obf, holes[0]}
-	default:
-		holes = append(holes, dl.obf)
-	}
-	for i := range holes {
-		holes[i][0] -= from
-		holes[i][1] -= from
-	}
-	if !f.tmpl.Learn(data[from:], holes) {
-		return
-	}
-	f.tmplD = *dl
-	f.tmplID = append(f.tmplID[:0], dl.itemID...)
-	f.tmplD.itemID = f.tmplID
-}
-
-// match reads data into dl as skimDelta would, if data has the shape of
-// the delta learnt last: the same bytes but for the delta's (a valid,
-// non-empty string), the obfuscation's (a valid string) and the sequence
-// number's (a plain integer). The keys, their order and every other
-// value being those of an event that skimDelta read, skimDelta would
-// read data alike.
-func (f *forwarder) match(data []byte, dl *delta) bool {
-	if !f.tmpl.Learnt() {
-		return false
-	}
-	t := &f.tmplD
-	from := 0
-	if t.seq[1] > 0 {
-		if !bytes.HasPrefix(data, f.head) {
-			return false
-		}
-		if from = plainInt(data, len(f.head)); from < 0 {
-			return false
-		}
-	}
-	var holes [2][2]int
-	n := f.tmpl.Holes()
-	if !f.tmpl.Match(data[from:], holes[:n]) {
-		return false
-	}
-	v := holes[0]
-	if n == 2 && t.obf[0] < t.valueAt {
-		v = holes[1]
-	}
-	if v[1]-v[0] <= 2 {
-		return false
-	}
-	*dl = *t
-	dl.valueAt = from + v[0]
-	dl.value = data[dl.valueAt : from+v[1]]
-	f.matched++
-	return true
-}
-
-// plainInt is where the integer at data[i:] ends, written as JSON writes
-// a non-negative integer (0, or digits without a leading zero) and read
-// as far as jsonscan reads a number: -1 when there is none.
-func plainInt(data []byte, i int) int {
-	switch {
-	case i >= len(data):
-		return -1
-	case data[i] == '0':
-		return i + 1
-	case data[i] < '1' || data[i] > '9':
-		return -1
-	}
-	for i < len(data) && data[i] >= '0' && data[i] <= '9' {
-		i++
-	}
-	return i
 }
 
 // escape is the content of the string raw (quotes included, valid as

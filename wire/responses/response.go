@@ -171,16 +171,6 @@ type responseObject struct {
 	Usage              *usageObject      `json:"usage"`
 	User               json.RawMessage   `json:"user"`
 	Metadata           json.RawMessage   `json:"metadata"`
-
-	// echo, when not nil, is the JSON of the request's echo as
-	// appendJSON wrote it before (from "instructions" to "model", then
-	// from "parallel_tool_calls" to "truncation"; cut between the two),
-	// which it writes again rather than encode the same fields anew.
-	// marks are where the two spans were, the last time appendJSON wrote
-	// them, from the start of the object.
-	echo  []byte
-	cut   int
-	marks [4]int
 }
 
 type responseError struct {
@@ -509,7 +499,6 @@ func responseJSON(r *responseObject) []byte {
 // fields are checked and compacted as encoding/json does; one that is
 // not valid JSON is a bug of the caller, as it is for encoding/json.
 func (r *responseObject) appendJSON(b []byte) []byte {
-	start := len(b)
 	b = chat.AppendString(append(b, `{"id":`...), r.ID)
 	b = chat.AppendString(append(b, `,"object":`...), r.Object)
 	b = strconv.AppendInt(append(b, `,"created_at":`...), r.CreatedAt, 10)
@@ -527,20 +516,14 @@ func (r *responseObject) appendJSON(b []byte) []byte {
 	} else {
 		b = append(b, "null"...)
 	}
-	if r.echo != nil {
-		b = append(b, r.echo[:r.cut]...)
+	b = appendOptString(append(b, `,"instructions":`...), r.Instructions)
+	b = append(b, `,"max_output_tokens":`...)
+	if r.MaxOutputTokens != nil {
+		b = strconv.AppendInt(b, int64(*r.MaxOutputTokens), 10)
 	} else {
-		r.marks[0] = len(b) - start
-		b = appendOptString(append(b, `,"instructions":`...), r.Instructions)
-		b = append(b, `,"max_output_tokens":`...)
-		if r.MaxOutputTokens != nil {
-			b = strconv.AppendInt(b, int64(*r.MaxOutputTokens), 10)
-		} else {
-			b = append(b, "null"...)
-		}
-		b = chat.AppendString(append(b, `,"model":`...), r.Model)
-		r.marks[1] = len(b) - start
+		b = append(b, "null"...)
 	}
+	b = chat.AppendString(append(b, `,"model":`...), r.Model)
 	b = append(b, `,"output":`...)
 	if r.Output == nil {
 		b = append(b, "null"...)
@@ -554,35 +537,6 @@ func (r *responseObject) appendJSON(b []byte) []byte {
 		}
 		b = append(b, ']')
 	}
-	if r.echo != nil {
-		b = append(b, r.echo[r.cut:]...)
-	} else {
-		r.marks[2] = len(b) - start
-		b = r.appendSettings(b)
-		r.marks[3] = len(b) - start
-	}
-	b = append(b, `,"usage":`...)
-	if u := r.Usage; u != nil {
-		b = u.appendJSON(b)
-	} else {
-		b = append(b, "null"...)
-	}
-	b = appendRawJSON(append(b, `,"user":`...), r.User, "user")
-	b = appendRawJSON(append(b, `,"metadata":`...), r.Metadata, "metadata")
-	return append(b, '}')
-}
-
-// keepEcho keeps the echo as the object at obj, written by appendJSON
-// with the marks it left, wrote it, for appendJSON to write it again.
-func (r *responseObject) keepEcho(obj []byte) {
-	m := r.marks
-	r.echo = append(append(make([]byte, 0, m[1]-m[0]+m[3]-m[2]), obj[m[0]:m[1]]...), obj[m[2]:m[3]]...)
-	r.cut = m[1] - m[0]
-}
-
-// appendSettings appends the echo's fields from "parallel_tool_calls" to
-// "truncation".
-func (r *responseObject) appendSettings(b []byte) []byte {
 	b = strconv.AppendBool(append(b, `,"parallel_tool_calls":`...), r.ParallelToolCalls)
 	b = appendRawJSON(append(b, `,"previous_response_id":`...), r.PreviousResponseID, "previous_response_id")
 	b = appendOptString(append(b, `,"reasoning":{"effort":`...), r.Reasoning.Effort)
@@ -605,7 +559,16 @@ func (r *responseObject) appendSettings(b []byte) []byte {
 		b = append(b, ']')
 	}
 	b = appendOptFloat(append(b, `,"top_p":`...), r.TopP)
-	return chat.AppendString(append(b, `,"truncation":`...), r.Truncation)
+	b = chat.AppendString(append(b, `,"truncation":`...), r.Truncation)
+	b = append(b, `,"usage":`...)
+	if u := r.Usage; u != nil {
+		b = u.appendJSON(b)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = appendRawJSON(append(b, `,"user":`...), r.User, "user")
+	b = appendRawJSON(append(b, `,"metadata":`...), r.Metadata, "metadata")
+	return append(b, '}')
 }
 
 func (t *Tool) appendJSON(b []byte) []byte {

@@ -144,35 +144,12 @@ func (e *streamEncoder) release() {
 	rooms.Put(r)
 }
 
-// keptEcho is the size of a request's echo from which the stream
-// encoder keeps its JSON for the last event rather than encode it again.
-const keptEcho = 1 << 10
-
-// begin writes the stream's first events. Both carry the same response
-// object: the second copies the first's JSON, unless the first has left
-// already (an echo past batchBytes).
+// begin writes the stream's first events.
 func (e *streamEncoder) begin() error {
-	at, end := 0, 0
-	if err := e.event("response.created", func(b []byte) []byte {
-		b = appendKey(b, "response")
-		at = len(b)
-		b = e.resp.appendJSON(b)
-		end = len(b)
-		return b
-	}); err != nil {
+	if err := e.event("response.created", e.start); err != nil {
 		return err
 	}
-	again := e.start
-	if len(e.buf) >= end {
-		obj := e.buf[at:end]
-		again = func(b []byte) []byte { return append(appendKey(b, "response"), obj...) }
-		// A large echo (long instructions, many tools) is kept for the
-		// last event, which repeats it too.
-		if m := e.resp.marks; m[1]-m[0]+m[3]-m[2] >= keptEcho {
-			e.resp.keepEcho(obj)
-		}
-	}
-	if err := e.event("response.in_progress", again); err != nil {
+	if err := e.event("response.in_progress", e.start); err != nil {
 		return err
 	}
 	return e.send()
