@@ -3,6 +3,7 @@ package sdktest_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -223,12 +224,7 @@ func TestMessagesBedrockRedactedThinking(t *testing.T) {
 			ex, _ := e.fake(to.typ).Last("")
 			body := string(ex.Body)
 			if to.typ == "anthropic" {
-				if !strings.Contains(body, "Sunny") || strings.Contains(body, data[1]) || strings.Contains(body, "Y3R4aw") {
-					t.Fatalf("stream %v: Bedrock's redacted content reached Anthropic: %s", stream, body)
-				}
-				if resp == nil || !strings.Contains(resp.Header.Get("X-Ctxkit-Warnings"), "redacted thinking made by bedrock") {
-					t.Fatalf("stream %v: no warning for the dropped redacted content (%v)", stream, err)
-				}
+				noBedrockRedacted(t, fmt.Sprintf("stream %v", stream), body, data[1], resp, err)
 				continue
 			}
 			if err != nil {
@@ -294,12 +290,7 @@ func TestResponsesBedrockRedactedThinking(t *testing.T) {
 		ex, _ := e.fake(to.typ).Last("")
 		body := string(ex.Body)
 		if to.typ == "anthropic" {
-			if !strings.Contains(body, "Sunny") || strings.Contains(body, data[1]) || strings.Contains(body, "Y3R4aw") {
-				t.Fatalf("Bedrock's redacted content reached Anthropic (%v): %s", err, body)
-			}
-			if resp == nil || !strings.Contains(resp.Header.Get("X-Ctxkit-Warnings"), "redacted thinking made by bedrock") {
-				t.Fatalf("no warning for the dropped redacted content (%v)", err)
-			}
+			noBedrockRedacted(t, "responses", body, data[1], resp, err)
 			continue
 		}
 		if err != nil {
@@ -308,5 +299,19 @@ func TestResponsesBedrockRedactedThinking(t *testing.T) {
 		if !strings.Contains(body, `"redactedContent":"`+data[1]+`"`) || strings.Contains(body, "Y3R4aw") {
 			t.Fatalf("want the redacted content back, and no envelope: %s", body)
 		}
+	}
+}
+
+// noBedrockRedacted fails t unless body, what the Anthropic fake got for
+// a turn whose history holds Bedrock's redacted content (data), carries
+// the tool result but neither those bytes nor an envelope of them, and
+// resp names the dropped content in its warnings; what names the case.
+func noBedrockRedacted(t *testing.T, what, body, data string, resp *http.Response, err error) {
+	t.Helper()
+	if !strings.Contains(body, "Sunny") || strings.Contains(body, data) || strings.Contains(body, "Y3R4aw") {
+		t.Fatalf("%s: Bedrock's redacted content reached Anthropic (%v): %s", what, err, body)
+	}
+	if resp == nil || !strings.Contains(resp.Header.Get("X-Ctxkit-Warnings"), "redacted thinking made by bedrock") {
+		t.Fatalf("%s: no warning for the dropped redacted content (%v)", what, err)
 	}
 }
