@@ -27,25 +27,13 @@ func TestEventsInOrderUnderConcurrentWriters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	url := pgtest.Shared(t).NewDatabase(t)
-	var dbs [2]*postgres.DB
-	for i := range dbs {
-		db, err := postgres.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		dbs[i] = db
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	dbs := openReplicas(ctx, t, url)
+	conn := connect(ctx, t, url)
 	// The test's own reads see every owner's events.
 	if _, err := conn.Exec(ctx, `SELECT set_config('ctxkit.system', 'on', false)`); err != nil {
 		t.Fatal(err)
 	}
-	_, err = conn.Exec(ctx, `CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+	_, err := conn.Exec(ctx, `CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN PERFORM pg_sleep(random() * 0.02); RETURN NULL; END $$;
 		CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED
 		FOR EACH ROW EXECUTE FUNCTION slow_commit()`)
@@ -228,11 +216,7 @@ func TestEventWritesCommitTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(ctx, t, url)
 	_, err = conn.Exec(ctx, `CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$;
 		CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED
@@ -281,11 +265,7 @@ func TestImportHoldsEventLockOnlyToCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(ctx, t, url)
 	// The import's ANALYZE waits for this lock, its rows loaded.
 	tx, err := conn.Begin(ctx)
 	if err != nil {
@@ -304,11 +284,7 @@ func TestImportHoldsEventLockOnlyToCommit(t *testing.T) {
 		_, err := db.Import(ctx, store.Actor{OwnerID: "o", AgentID: "a"}, items)
 		done <- err
 	}()
-	probe, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer probe.Close(context.Background())
+	probe := connect(ctx, t, url)
 	for waiting := 0; waiting == 0; {
 		select {
 		case err := <-done:
@@ -336,14 +312,22 @@ func TestImportHoldsEventLockOnlyToCommit(t *testing.T) {
 	}
 }
 
-// listen is a connection that LISTENs on the channel of changes.
-func listen(ctx context.Context, t *testing.T, url string) *pgx.Conn {
+// connect is a connection of the test's own to url, closed when the test
+// ends.
+func connect(ctx context.Context, t *testing.T, url string) *pgx.Conn {
 	t.Helper()
 	c, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// listen is a connection that LISTENs on the channel of changes.
+func listen(ctx context.Context, t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	c := connect(ctx, t, url)
 	if _, err := c.Exec(ctx, `LISTEN `+postgres.Channel); err != nil {
 		t.Fatal(err)
 	}
