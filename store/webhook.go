@@ -459,11 +459,15 @@ type Webhooks interface {
 
 	// AllWebhooks is every webhook of every owner, for the fan-out.
 	AllWebhooks(ctx context.Context) ([]Webhook, error)
-	// WebhookChanges is up to limit changes after w.Cursor that w's actor
-	// may see, with contexts when withContext (as an event stream's
-	// backlog); missedThrough > w.Cursor says events after the cursor up
-	// to it were pruned before the fan-out read them.
-	WebhookChanges(ctx context.Context, w Webhook, limit int, withContext bool) (cs []Change, missedThrough int64, err error)
+	// WebhookChanges is up to limit changes after w.Cursor and at or
+	// below mark that w's actor may see, with contexts when withContext
+	// (as an event stream's backlog); missedThrough > w.Cursor says events
+	// after the cursor up to it were pruned before the fan-out read them.
+	// mark is a LatestSeq answer of the store (or less): every event
+	// numbered at or below it has committed or never will, so the read
+	// waits for no writer, and fewer than limit changes means w's actor
+	// may see no other change after the cursor up to mark, now or later.
+	WebhookChanges(ctx context.Context, w Webhook, mark int64, limit int, withContext bool) (cs []Change, missedThrough int64, err error)
 	// AdvanceWebhooks does each Advance in one transaction: stores its
 	// deliveries and moves its webhook's cursor from Webhook.Cursor to
 	// Upto (and MissedThrough to Missed when larger). errs[i] is

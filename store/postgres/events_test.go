@@ -19,7 +19,8 @@ import (
 // commits take a random while after their events are numbered (a
 // deferred trigger sleeps in each COMMIT), so that they would end out of
 // number order if nothing kept a reader from passing one still to
-// commit. A stream of each replica, the webhook reads (WebhookChanges)
+// commit. A stream of each replica, the webhook reads (WebhookChanges,
+// bounded by a LatestSeq answer of the other replica, taking no lock)
 // and LatestSeq must never pass a number that commits later: each stream
 // yields every event once, in order, and no number at or below a
 // LatestSeq answer appears after it.
@@ -102,16 +103,27 @@ func TestEventsInOrderUnderConcurrentWriters(t *testing.T) {
 				watchDone <- err
 				return
 			}
-			cs, _, err := dbs[0].WebhookChanges(sctx, w, 64, false)
+			// Read up to the answer, on the other replica, as the fan-out
+			// does: a short page moves the cursor to the mark.
+			cs, _, err := dbs[0].WebhookChanges(sctx, w, l, 64, false)
 			if err != nil {
 				watchDone <- err
 				return
+			}
+			for _, c := range cs {
+				if c.Seq > l {
+					watchDone <- fmt.Errorf("a read bounded by %d returned %d", l, c.Seq)
+					return
+				}
 			}
 			mu.Lock()
 			answers = append(answers, answer{l, below})
 			for _, c := range cs {
 				hook = append(hook, c.Seq)
 				w.Cursor = c.Seq
+			}
+			if len(cs) < 64 {
+				w.Cursor = max(w.Cursor, l)
 			}
 			mu.Unlock()
 		}

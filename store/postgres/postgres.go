@@ -1054,23 +1054,38 @@ func eventsFrom(withContext bool, now int) (cols, from string) {
 }
 
 // backlog reads up to limit events a may see after seq after: a stream's
-// backlog, what a stream that fell behind missed, and a webhook's next
-// events. It reads under the event lock, so it never passes a number
-// still to commit.
+// backlog, and what a stream that fell behind missed. It reads under the
+// event lock, so it never passes a number still to commit.
 func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int, withContext bool) ([]store.Change, error) {
+	return d.actorChanges(ctx, a, after, -1, limit, withContext)
+}
+
+// actorChanges reads up to limit events a may see after seq after and,
+// when mark >= 0, at or below mark. A read bounded by a mark that
+// LatestSeq answered takes no event lock: LatestSeq read it under the
+// lock, when every writer that had drawn a number had ended, and a number
+// drawn since is above it (the sequence only grows), so every event at or
+// below the mark has committed or never will. An unbounded read takes the
+// lock, as it may reach numbers still to commit.
+func (d *DB) actorChanges(ctx context.Context, a store.Actor, after, mark int64, limit int, withContext bool) ([]store.Change, error) {
 	var out []store.Change
 	args := append(append([]any{after}, actorArgs(a)...), limit)
-	cols, from := eventsFrom(withContext, 6)
+	bound := ``
+	if mark >= 0 {
+		args = append(args, mark)
+		bound = fmt.Sprintf(` AND e.seq <= $%d`, len(args))
+	}
+	cols, from := eventsFrom(withContext, len(args)+1)
 	if withContext {
 		args = append(args, d.now())
 	}
-	err := d.queryEvents(ctx, scope{owner: a.OwnerID}, `SELECT `+eventColumns+`, e.owner_id, e.visibility, e.created_by`+cols+from+`
-		WHERE e.seq > $1 AND (e.owner_id = $2 AND (e.visibility <> 'private' OR e.created_by = $3 OR $4::boolean))
+	err := d.fail(ctx, d.runQuery(ctx, scope{owner: a.OwnerID}, mark < 0, `SELECT `+eventColumns+`, e.owner_id, e.visibility, e.created_by`+cols+from+`
+		WHERE e.seq > $1`+bound+` AND (e.owner_id = $2 AND (e.visibility <> 'private' OR e.created_by = $3 OR $4::boolean))
 		ORDER BY e.seq LIMIT $5`, args, func(rows pgx.Rows) error {
 		c, err := scanEvent(rows, true, withContext)
 		out = append(out, c)
 		return err
-	})
+	}))
 	return out, err
 }
 

@@ -420,9 +420,11 @@ func (d *DB) EnqueueTest(ctx context.Context, a store.Actor, webhookID string, b
 	return dl, err
 }
 
-// WebhookChanges implements store.Webhooks. It reads under the event
-// lock (backlog), so a cursor never passes a number still to commit.
-func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, limit int, withContext bool) ([]store.Change, int64, error) {
+// WebhookChanges implements store.Webhooks. Its read is bounded by mark,
+// a LatestSeq answer, and so takes no event lock (actorChanges): the
+// fan-out's one read under the lock a round is its LatestSeq, however
+// many webhooks it reads for.
+func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, mark int64, limit int, withContext bool) ([]store.Change, int64, error) {
 	var pruned int64
 	err := d.query(ctx, system, `SELECT COALESCE((SELECT through FROM events_pruned WHERE id = 1), 0)`, nil, func(rows pgx.Rows) error {
 		return rows.Scan(&pruned)
@@ -434,7 +436,10 @@ func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, limit int, wit
 	if pruned > after {
 		missed, after = pruned, pruned
 	}
-	cs, err := d.backlog(ctx, w.Actor(), after, limit, withContext)
+	if after >= mark {
+		return nil, missed, nil
+	}
+	cs, err := d.actorChanges(ctx, w.Actor(), after, mark, limit, withContext)
 	return cs, missed, err
 }
 

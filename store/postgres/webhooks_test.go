@@ -32,13 +32,17 @@ func TestWebhookReplicas(t *testing.T) {
 		}
 	}
 	// Both replicas fan out from the same cursor: one wins.
+	mark, err := dbs[0].LatestSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, db := range dbs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cs, _, err := db.WebhookChanges(ctx, w, 100, false)
+			cs, _, err := db.WebhookChanges(ctx, w, mark, 100, false)
 			if err != nil {
 				errs[i] = err
 				return

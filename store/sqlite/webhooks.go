@@ -457,8 +457,10 @@ func (d *DB) EnqueueTest(ctx context.Context, a store.Actor, webhookID string, b
 	return dl, err
 }
 
-// WebhookChanges implements store.Webhooks.
-func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, limit int, withContext bool) ([]store.Change, int64, error) {
+// WebhookChanges implements store.Webhooks: backlog's read, bounded by
+// mark. The single writer commits events in number order, so every event
+// at or below a LatestSeq answer has committed.
+func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, mark int64, limit int, withContext bool) ([]store.Change, int64, error) {
 	var pruned int64
 	err := d.r.QueryRowContext(ctx, `SELECT COALESCE((SELECT through FROM events_pruned WHERE id = 1), 0)`).Scan(&pruned)
 	if err != nil {
@@ -469,7 +471,14 @@ func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, limit int, wit
 	if pruned > after {
 		missed, after = pruned, pruned
 	}
-	cs, err := d.backlog(ctx, w.Actor(), after, limit, withContext)
+	if after >= mark {
+		return nil, missed, nil
+	}
+	var cs []store.Change
+	cols, from, args := d.eventsFrom(withContext)
+	err = d.readEvents(ctx, `SELECT `+eventColumnsE+`, e.owner_id, e.visibility, e.created_by`+cols+from+` WHERE e.seq > ? AND e.seq <= ?
+		AND (e.owner_id = ? AND (e.visibility != 'private' OR e.created_by = ? OR ?)) ORDER BY e.seq LIMIT ?`,
+		append(append(append(args, after, mark), actorArgs(w.Actor())...), limit), true, withContext, func(c *store.Change) { cs = append(cs, *c) })
 	return cs, missed, err
 }
 

@@ -40,7 +40,7 @@ func TestWebhookMissedEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cs, missed, err := d.WebhookChanges(ctx, w, 100, false)
+	cs, missed, err := d.WebhookChanges(ctx, w, seqs[2], 100, false)
 	if err != nil || missed != seqs[1] || len(cs) != 1 || cs[0].Seq != seqs[2] {
 		t.Fatalf("changes %d, missed %d (want %d), %v", len(cs), missed, seqs[1], err)
 	}

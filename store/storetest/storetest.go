@@ -85,6 +85,7 @@ func Run(t *testing.T, open Open) {
 		{"WebhookClaimFairness", testWebhookClaimFairness},
 		{"WebhookSettleGroup", testWebhookSettleGroup},
 		{"WebhookAdvanceGroup", testWebhookAdvanceGroup},
+		{"WebhookChangesMark", testWebhookChangesMark},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

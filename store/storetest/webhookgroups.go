@@ -160,11 +160,11 @@ func testWebhookAdvanceGroup(t *testing.T, s store.Store) {
 	create(t, s, alice, crumb("one"))
 	create(t, s, alice, crumb("two"))
 	create(t, s, other, crumb("three"))
-	cs, _, err := s.WebhookChanges(ctx, w, 100, false)
+	cs, _, err := s.WebhookChanges(ctx, w, latest(t, s), 100, false)
 	if err != nil || len(cs) != 2 {
 		t.Fatalf("changes: %d, %v", len(cs), err)
 	}
-	vs, _, err := s.WebhookChanges(ctx, v, 100, false)
+	vs, _, err := s.WebhookChanges(ctx, v, latest(t, s), 100, false)
 	if err != nil || len(vs) != 1 {
 		t.Fatalf("changes of globex: %d, %v", len(vs), err)
 	}

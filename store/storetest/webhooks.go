@@ -31,13 +31,23 @@ func newHook(t *testing.T, s store.Store, a store.Actor, sel string) (store.Webh
 	return w, keys
 }
 
+// latest is s's LatestSeq: the mark a fan-out reads up to.
+func latest(t *testing.T, s store.Store) int64 {
+	t.Helper()
+	l, err := s.LatestSeq(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // fanOut moves w's cursor over every change it may see, making one
 // delivery per change its selector passes (no context conditions here),
 // and returns the webhook as stored after.
 func fanOut(t *testing.T, s store.Store, a store.Actor, w store.Webhook) store.Webhook {
 	t.Helper()
 	ctx := context.Background()
-	cs, _, err := s.WebhookChanges(ctx, w, 100, false)
+	cs, _, err := s.WebhookChanges(ctx, w, latest(t, s), 100, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +195,7 @@ func testWebhookQueue(t *testing.T, s store.Store) {
 	create(t, s, bob, priv) // bob's private record: alice's webhook never sees it
 	create(t, s, alice, crumb("two", "deploy"))
 
-	cs, missed, err := s.WebhookChanges(ctx, w, 100, false)
+	cs, missed, err := s.WebhookChanges(ctx, w, latest(t, s), 100, false)
 	if err != nil || missed != 0 || len(cs) != 3 {
 		t.Fatalf("changes: %d, missed %d, %v", len(cs), missed, err)
 	}

@@ -142,8 +142,8 @@ type contextReads struct {
 	most atomic.Int64
 }
 
-func (s *contextReads) WebhookChanges(ctx context.Context, w store.Webhook, limit int, withContext bool) ([]store.Change, int64, error) {
-	cs, missed, err := s.Store.WebhookChanges(ctx, w, limit, withContext)
+func (s *contextReads) WebhookChanges(ctx context.Context, w store.Webhook, mark int64, limit int, withContext bool) ([]store.Change, int64, error) {
+	cs, missed, err := s.Store.WebhookChanges(ctx, w, mark, limit, withContext)
 	n := int64(0)
 	for _, c := range cs {
 		n += int64(len(c.Context))

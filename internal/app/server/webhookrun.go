@@ -436,9 +436,11 @@ type changesRead struct {
 // context: a generous size of the event's fields.
 const changeCost = 512
 
-// step reads up to fanOutPage of w's events after its cursor (in pages
-// of contextPage when its selector reads contexts) and makes the
-// deliveries its selector passes, as its agent sees them.
+// step reads up to fanOutPage of w's events after its cursor and at or
+// below latest (in pages of contextPage when its selector reads
+// contexts) and makes the deliveries its selector passes, as its agent
+// sees them. Bounded by latest, the reads wait for no writer: the
+// round's LatestSeq is its one read that does.
 // cache holds the events (JSON) read this round, by seq, and reads the
 // pages of events read this round: webhooks share them.
 func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, cache map[int64][]byte, reads map[changesKey]changesRead, size *int) (store.Advance, error) {
@@ -455,7 +457,7 @@ func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, ca
 		key := changesKey{actor: w.Actor(), after: at.Cursor, limit: n, withContext: withContext}
 		r, ok := reads[key]
 		if !ok {
-			cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, at, n, withContext)
+			cs, missed, err := h.s.opts.Store.WebhookChanges(ctx, at, latest, n, withContext)
 			if err != nil {
 				return store.Advance{}, err
 			}
@@ -484,8 +486,8 @@ func (h *hookRunner) step(ctx context.Context, w store.Webhook, latest int64, ca
 		}
 		read += len(cs)
 		if len(cs) < n {
-			// Events commit in Seq order: none the webhook may see is still
-			// to come at or below latest.
+			// The read is bounded by latest, a LatestSeq answer: none the
+			// webhook may see is still to come at or below it.
 			adv.Upto = max(adv.Upto, latest)
 			return adv, nil
 		}
