@@ -2,6 +2,7 @@ package sdktest_test
 
 import (
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -112,5 +113,69 @@ func TestGenAIModelsGet(t *testing.T) {
 	}
 	if m.Name != "models/claude-sonnet-4-5" {
 		t.Fatalf("model %+v", m)
+	}
+}
+
+// TestGenAIBedrockRedactedThinking: Bedrock's redacted reasoning
+// (Converse's redactedContent) reaches a Gemini client (Google's SDK) as
+// a thought part whose thoughtSignature is its envelope, and handed back
+// in the history it goes to Bedrock as the bytes Bedrock gave, first in
+// the turn (the fake refuses a tool loop whose turn lost them), unary and
+// streamed. Continued on Anthropic or on a Gemini 3 model, it is dropped
+// with a warning: neither the bytes nor the envelope reach them.
+func TestGenAIBedrockRedactedThinking(t *testing.T) {
+	e := newEnv(t, false)
+	client := e.genai(t)
+	model := find("bedrock").model
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unary", true: "stream"}[stream], func(t *testing.T) {
+			history := []*genai.Content{genai.NewContentFromText("Weather in Paris? "+fakeup.AnthropicRedactTrigger, genai.RoleUser)}
+			got := genaiTurn(t, client, model, history, thinkingWeather(), stream)
+			first, _ := e.fake("bedrock").Last("")
+			data := regexp.MustCompile(`"redactedContent":"([^"]+)"`).FindStringSubmatch(string(first.Reply))
+			if data == nil {
+				t.Fatalf("the fake redacted nothing: %s", first.Reply)
+			}
+			sealed := false
+			for _, c := range got {
+				for _, p := range c.Parts {
+					sealed = sealed || p.Thought && p.Text == "" && strings.HasPrefix(string(p.ThoughtSignature), "ctxk\x01d")
+				}
+			}
+			if !sealed || strings.Contains(jsonOf(got), data[1]) {
+				t.Fatalf("want Bedrock's redacted content sealed in a thought part: %s", jsonOf(got))
+			}
+			call, _ := callOf(t, got)
+			history = append(append(history, got...), toolReply(call))
+			for _, to := range []struct {
+				model, typ string
+				cfg        *genai.GenerateContentConfig
+			}{{model, "bedrock", thinkingWeather()}, {claude, "anthropic", genaiWeather}, {gemini3, "gemini", genaiWeather}} {
+				res, err := client.Models.GenerateContent(ctx(t), to.model, history, to.cfg)
+				ex, _ := e.fake(to.typ).Last("")
+				body := string(ex.Body)
+				if err != nil {
+					t.Fatalf("%s: the next turn: %v\nupstream got %s", to.typ, err, body)
+				}
+				if res.Text() != fakeup.AfterTool {
+					t.Fatalf("%s: next turn: %s", to.typ, jsonOf(res))
+				}
+				if strings.Contains(body, "Y3R4awFk") {
+					t.Fatalf("%s: the envelope reached the upstream: %s", to.typ, body)
+				}
+				if to.typ == "bedrock" {
+					if !strings.Contains(body, `"content":[{"reasoningContent":{"redactedContent":"`+data[1]+`"}}`) {
+						t.Fatalf("want the redacted content back first: %s", body)
+					}
+					continue
+				}
+				if strings.Contains(body, data[1]) {
+					t.Fatalf("%s: Bedrock's redacted content reached it: %s", to.typ, body)
+				}
+				if w := res.SDKHTTPResponse.Headers.Get("X-Ctxkit-Warnings"); !strings.Contains(w, "redacted thinking made by bedrock") {
+					t.Fatalf("%s: no warning for the dropped redacted content: %q", to.typ, w)
+				}
+			}
+		})
 	}
 }

@@ -325,12 +325,10 @@ type sealing struct {
 	// Completions client's streamed reasoning comes back however the
 	// client put its deltas together; the signature comes back whole).
 	text bool
-	// redacted: seal redacted thinking as a signature (Gemini has no
-	// other place for it).
-	redacted bool
 	// redactedData: seal redacted thinking's data in place (a Chat
-	// Completions client gets it as a reasoning.encrypted detail, which
-	// names no provider unless sealed).
+	// Completions client gets it as a reasoning.encrypted detail, a
+	// Gemini client as the thoughtSignature of a thought part, neither
+	// of which names a provider unless sealed).
 	redactedData bool
 }
 
@@ -342,16 +340,16 @@ func sealingFor(upstream, dialect string) sealing {
 	if home == "" || dialect == "" || home == client {
 		return sealing{}
 	}
-	g := client == HomeGemini && home == HomeAnthropic
 	if client == "" {
 		return sealing{home: home, text: true, redactedData: redactedKind(home) != 0}
 	}
 	// An Anthropic client holds Bedrock's redacted content as
-	// redacted_thinking data, and a Responses client any home's as
-	// encrypted_content, which names no provider: sealed in place, it
-	// can go back to its home only (ClaimSignatures).
-	data := redactedKind(home) != 0 && (client == HomeAnthropic && home == HomeBedrock || client == HomeResponses)
-	return sealing{home: home, text: g, redacted: g, redactedData: data}
+	// redacted_thinking data, a Responses client any home's as
+	// encrypted_content, and a Gemini client any home's as a thought
+	// part's thoughtSignature, none of which names a provider: sealed in
+	// place, it can go back to its home only (ClaimSignatures).
+	data := redactedKind(home) != 0 && (client == HomeAnthropic && home == HomeBedrock || client == HomeResponses || client == HomeGemini)
+	return sealing{home: home, text: client == HomeGemini && home == HomeAnthropic, redactedData: data}
 }
 
 // SealChunks seals the reasoning signatures of an upstream's stream
@@ -359,12 +357,14 @@ func sealingFor(upstream, dialect string) sealing {
 // upstream is a signature home and the dialect is another home or none
 // (Chat Completions), every reasoning chunk's Signature becomes its
 // envelope. For a Gemini client of an Anthropic upstream the envelope
-// carries the thinking text since the last signature, and redacted
-// thinking becomes a signature chunk carrying its envelope; for a client
-// of a dialect that is no home the envelope of an Anthropic or Bedrock
-// signature carries the thinking text since the last signature, and
-// Anthropic's redacted data and Bedrock's redactedContent are sealed in
-// place, each in an envelope of its own kind. A thinking text too long
+// carries the thinking text since the last signature; for a client of a
+// dialect that is no home the envelope of an Anthropic or Bedrock
+// signature carries the thinking text since the last signature. For a
+// Gemini, Responses or Chat Completions client (and an Anthropic client
+// of Bedrock) Anthropic's redacted data and Bedrock's redactedContent
+// are sealed in place, each in an envelope of its own kind (the Gemini
+// dialect writes it as the thoughtSignature of a thought part of its
+// own). A thinking text too long
 // for an envelope is carried as its SHA-256 (see SealSignature), for
 // which the text is hashed as it streams: what is held stays within
 // MaxSealedSignature. Otherwise chunks are passed on as they are.
@@ -377,9 +377,7 @@ func SealChunks(chunks iter.Seq2[chat.Chunk, error], upstream, dialect string) i
 		var text thoughtText
 		for c, err := range chunks {
 			if err == nil && c.Type == chat.ChunkReasoning {
-				if s.redacted && c.Redacted != "" {
-					c.Signature, c.Redacted = sealedOnly(c.Redacted, SealRedactedFor(s.home, c.Redacted)), ""
-				} else if s.redactedData && c.Redacted != "" {
+				if s.redactedData && c.Redacted != "" {
 					c.Redacted = sealedOnly(c.Redacted, SealRedactedFor(s.home, c.Redacted))
 				} else if c.Signature != "" {
 					c.Signature = sealedOnly(c.Signature, text.seal(s, c.Signature, c.Text))
@@ -424,11 +422,7 @@ func SealResponse(res *chat.Response, upstream, dialect string) {
 				gone = gone || b.Signature == ""
 			}
 		case chat.TypeRedactedThinking:
-			switch {
-			case s.redacted && b.Data != "":
-				*b = chat.Block{Type: chat.TypeThoughtSignature, Signature: sealedOnly(b.Data, SealRedactedFor(s.home, b.Data))}
-				gone = gone || b.Signature == ""
-			case s.redactedData && b.Data != "":
+			if s.redactedData && b.Data != "" {
 				b.Data = sealedOnly(b.Data, SealRedactedFor(s.home, b.Data))
 				gone = gone || b.Data == ""
 			}

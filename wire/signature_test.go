@@ -144,8 +144,21 @@ func TestSealChunks(t *testing.T) {
 		got := collectChunks(t, wire.SealChunks(sigStream(stream...), "anthropic", "gemini"))
 		want := slices.Clone(stream)
 		want[2].Signature = wire.SealSignature(wire.HomeAnthropic, "sig1", "Let me look.")
-		want[3] = chat.Chunk{Type: chat.ChunkReasoning, Signature: wire.SealRedacted("enc")}
+		want[3].Redacted = wire.SealRedacted("enc")
 		want[4].Signature = wire.SealSignature(wire.HomeAnthropic, "sig2", "Again.")
+		if !slices.Equal(got, want) {
+			t.Fatalf("got %+v\nwant %+v", got, want)
+		}
+	})
+	// A Gemini client of Bedrock gets its redactedContent sealed in place
+	// (the Gemini dialect writes it as a thought part's signature), and
+	// the signatures sealed without the text.
+	t.Run("bedrock to gemini", func(t *testing.T) {
+		got := collectChunks(t, wire.SealChunks(sigStream(stream...), "bedrock", "gemini"))
+		want := slices.Clone(stream)
+		want[2].Signature = wire.SealSignature(wire.HomeBedrock, "sig1", "")
+		want[3].Redacted = wire.SealRedactedFor(wire.HomeBedrock, "enc")
+		want[4].Signature = wire.SealSignature(wire.HomeBedrock, "sig2", "")
 		if !slices.Equal(got, want) {
 			t.Fatalf("got %+v\nwant %+v", got, want)
 		}
@@ -231,7 +244,7 @@ func TestSealResponse(t *testing.T) {
 	want := []chat.Block{
 		res.Content[0],
 		{Type: chat.TypeThinking, Thinking: "call f", Signature: wire.SealSignature(wire.HomeAnthropic, "sig1", "Plan: call f")},
-		{Type: chat.TypeThoughtSignature, Signature: wire.SealRedacted("enc")},
+		{Type: chat.TypeRedactedThinking, Data: wire.SealRedacted("enc")},
 		{Type: chat.TypeThoughtSignature, Signature: wire.SealSignature(wire.HomeAnthropic, "sig2", "")},
 		res.Content[4],
 	}
@@ -247,6 +260,15 @@ func TestSealResponse(t *testing.T) {
 		if same.Content[i].Signature != res.Content[i].Signature {
 			t.Fatalf("gemini to gemini changed block %d: %+v", i, same.Content[i])
 		}
+	}
+	// A Gemini client of Bedrock: the redactedContent sealed in place, of
+	// Bedrock's own kind.
+	br := res
+	br.Content = slices.Clone(res.Content)
+	br.Content[2].Data = "ZW5j"
+	wire.SealResponse(&br, "bedrock", "gemini")
+	if b := br.Content[2]; b.Type != chat.TypeRedactedThinking || b.Data != wire.SealRedactedFor(wire.HomeBedrock, "ZW5j") {
+		t.Fatalf("bedrock to gemini: block 2 %+v", b)
 	}
 }
 

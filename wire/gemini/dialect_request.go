@@ -13,6 +13,7 @@ import (
 	"github.com/ctxkit/ctxkit/chat"
 	"github.com/ctxkit/ctxkit/internal/jsonscan"
 	"github.com/ctxkit/ctxkit/internal/strictjson"
+	"github.com/ctxkit/ctxkit/wire"
 	"github.com/ctxkit/ctxkit/wire/internal/reqjson"
 )
 
@@ -347,6 +348,13 @@ func (d *requestDecoder) contents(v json.RawMessage, path string) error {
 	return nil
 }
 
+// sealedRedacted reports whether sig is a ctxkit envelope of redacted
+// thinking.
+func sealedRedacted(sig string) bool {
+	s, ok := wire.OpenSignature(sig)
+	return ok && s.Redacted
+}
+
 var partKeys = []string{"text", "thought", "thoughtSignature", "inlineData", "fileData", "functionCall",
 	"functionResponse", "executableCode", "codeExecutionResult", "videoMetadata", "mediaResolution", "partMetadata"}
 
@@ -407,7 +415,13 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, msg int, role str
 			// A thought with its signature is a thinking block, one
 			// without is plain reasoning: what EncodeRequest writes back
 			// as the same part.
+			// A thought with no text whose signature is an envelope of
+			// redacted thinking is the redacted_thinking block the
+			// response wrote so (ClaimSignatures sends it only to the
+			// provider that made it).
 			switch {
+			case sig != "" && text == "" && sealedRedacted(sig):
+				blocks = append(blocks, chat.Block{Type: chat.TypeRedactedThinking, Data: sig})
 			case sig != "":
 				blocks = append(blocks, chat.Block{Type: chat.TypeThinking, Thinking: text, Signature: sig})
 			case text != "":

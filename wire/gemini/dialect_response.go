@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ctxkit/ctxkit/chat"
+	"github.com/ctxkit/ctxkit/wire"
 )
 
 // generateResponse is a GenerateContentResponse as the dialect writes it.
@@ -99,6 +100,22 @@ func (p *partWriter) add(part Part) {
 	p.parts = append(p.parts, part)
 }
 
+// redacted writes redacted thinking (Anthropic's redacted_thinking,
+// Bedrock's redactedContent) in its place as a thought part with no text
+// whose thoughtSignature is data, the envelope the gateway sealed it in
+// (wire.SealResponse, wire.SealChunks): a client keeps it with the
+// thoughts and sends it back as it came, and the envelope says whose it
+// is. A signature still waiting for its part is placed first, alone, so
+// the order stays the upstream's. Data that is not such an envelope
+// names no provider, and is left out.
+func (p *partWriter) redacted(data string) {
+	if s, ok := wire.OpenSignature(data); !ok || !s.Redacted {
+		return
+	}
+	p.end()
+	p.parts = append(p.parts, Part{Thought: true, ThoughtSignature: data})
+}
+
 // end places a signature no part took.
 func (p *partWriter) end() {
 	if p.pending != "" {
@@ -150,9 +167,7 @@ func encodeResponse(res chat.Response, model, id string) ([]byte, error) {
 		case chat.TypeToolUse:
 			pw.add(callPart(b.ID, b.Name, b.Input))
 		case chat.TypeRedactedThinking:
-			// Encrypted reasoning of another provider: Gemini has no
-			// part for it, and its client could not send it back anywhere
-			// it means something.
+			pw.redacted(b.Data)
 		}
 	}
 	pw.end()
@@ -252,6 +267,9 @@ func (s *streamWriter) chunk(c chat.Chunk) (done bool, err error) {
 			s.pw.add(Part{Text: c.Text})
 		}
 	case chat.ChunkReasoning:
+		if c.Redacted != "" {
+			s.pw.redacted(c.Redacted)
+		}
 		s.pw.thought(c.Text)
 		s.pw.signature(c.Signature)
 	case chat.ChunkToolCallStart:
