@@ -3,6 +3,7 @@ package wire_test
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -326,6 +327,8 @@ func FuzzClaimReasoningDetails(f *testing.F) {
 		`[{"type":"reasoning.text","text":"r","signature":"` + wire.Sealed{Home: wire.HomeBedrock, Signature: anthropicSig, Digest: digestOf("r")}.Seal() + `"}]`,
 		`[{"type":"reasoning.text","text":"not it","signature":"` + wire.Sealed{Home: wire.HomeAnthropic, Signature: anthropicSig, Digest: digestOf("r")}.Seal() + `"}]`,
 		`[1,{"type":"reasoning.text","signature":5},{"type":"reasoning.image"},{"type":"reasoning.encrypted"}]`,
+		`[{"type":"reasoning.text","signature":"` + wire.Sealed{Home: wire.HomeBedrock, Signature: anthropicSig, Digest: digestOf("r"), Length: 1}.Seal() + `"},{"type":"reasoning.encrypted","data":"` + wire.Sealed{Home: wire.HomeBedrock, Signature: anthropicSig, Digest: digestOf("r"), Length: 1}.Seal() + `"}]`,
+		`[{"type":"reasoning.text","signature":"` + wire.SealSignature(wire.HomeAnthropic, anthropicSig, "x") + `"},{"type":"reasoning.text","signature":"` + wire.Sealed{Home: wire.HomeAnthropic, Signature: anthropicSig, Digest: digestOf(""), Length: 1}.Seal() + `"}]`,
 		`{"x":1}`, `[]`, `null`, `[{"type":"reasoning.text","signature":"Y3R4awFn"}]`,
 		`["` + sealedA + `",{"a":{"b":["` + sealedG + `"]}},{"type":"reasoning.text","Signature":"x","signature":"` + sealedA + `"}]`,
 	} {
@@ -369,6 +372,9 @@ func FuzzClaimReasoningDetails(f *testing.F) {
 					s, sealed := wire.OpenSignature(b.Signature)
 					if !sealed || s.Home != up || s.Redacted {
 						t.Fatalf("%s gets %+v", up, b)
+					}
+					if b.Type == chat.TypeThinking && !s.Signs(b.Thinking) {
+						t.Fatalf("%s gets a signature over text it does not sign: %q", up, b.Thinking)
 					}
 				case chat.TypeRedactedThinking:
 					// Only the homes with redacted thinking of their own.
@@ -478,5 +484,115 @@ func TestClaimLongThinkingOnce(t *testing.T) {
 	}
 	if len(warns) == 0 || !strings.Contains(warns[0].Message, "too long for its envelope") {
 		t.Fatalf("warnings %v", warns)
+	}
+}
+
+// TestClaimSeveralLongThinkings: a streamed turn of several thinking
+// blocks, each signed, two of them too long for an envelope: a Chat
+// Completions client joins all their text into one reasoning_content and
+// hands back details without text. The envelopes give each long text's
+// digest and length, so the joined text is cut at each signature in turn
+// and every block goes back with the text it signs. A text changed on the
+// way loses its signature (with a warning), the others still go back: a
+// short text's envelope carries the text itself, and gives its length as
+// a long one's does, so where each text starts stays known; a text
+// missing shifts the ones after it, whose digests then fail.
+func TestClaimSeveralLongThinkings(t *testing.T) {
+	size := wire.MaxSealedSignature*3/4 + 1
+	t1, t3 := strings.Repeat("a", size), strings.Repeat("c", size+5)
+	t2 := "A short thought between."
+	chunks := collectChunks(t, wire.SealChunks(sigStream(
+		chat.Chunk{Type: chat.ChunkReasoning, Text: t1[:size/2]},
+		chat.Chunk{Type: chat.ChunkReasoning, Text: t1[size/2:]},
+		chat.Chunk{Type: chat.ChunkReasoning, Signature: "sig1"},
+		chat.Chunk{Type: chat.ChunkReasoning, Text: t2},
+		chat.Chunk{Type: chat.ChunkReasoning, Signature: "sig2"},
+		chat.Chunk{Type: chat.ChunkReasoning, Text: t3},
+		chat.Chunk{Type: chat.ChunkReasoning, Signature: "sig3"},
+	), "bedrock", "openai"))
+	var envs []string
+	for _, c := range chunks {
+		if c.Signature != "" {
+			envs = append(envs, c.Signature)
+		}
+	}
+	if s, ok := wire.OpenSignature(envs[0]); !ok || s.Digest != digestOf(t1) || s.Length != len(t1) {
+		t.Fatalf("the first envelope opens as %v: digest %x, length %d", ok, s.Digest, s.Length)
+	}
+	var details []string
+	for k, e := range envs {
+		details = append(details, fmt.Sprintf(`{"type":"reasoning.text","text":"","signature":%q,"format":"anthropic-claude-v1","index":%d}`, e, k))
+	}
+	call := chat.Block{Type: chat.TypeToolUse, ID: "c1", Name: "f", Input: json.RawMessage(`{}`)}
+	for _, c := range []struct {
+		name   string
+		joined string
+		want   []string // the thinking restored, in order
+	}{
+		{"as streamed", t1 + t2 + t3, []string{t1, t2, t3}},
+		{"in two reasoning blocks", "", []string{t1, t2, t3}},
+		{"the last text changed", t1 + t2 + t3[1:] + "x", []string{t1, t2}},
+		{"the short text changed", t1 + "B" + t2[1:] + t3, []string{t1, t2, t3}},
+		{"the first text changed", "x" + t1[1:] + t2 + t3, []string{t2, t3}},
+		{"a text missing", t1 + t3, []string{t1, t2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := []chat.Block{{Type: chat.TypeReasoning, Text: c.joined}}
+			if c.joined == "" {
+				in = []chat.Block{{Type: chat.TypeReasoning, Text: t1 + t2[:5]}, {Type: chat.TypeReasoning, Text: t2[5:] + t3}}
+			}
+			req := assistant(append(in, call)...)
+			req.Messages[1].ReasoningDetails = json.RawMessage("[" + strings.Join(details, ",") + "]")
+			warns := wire.ClaimSignatures(&req, "openai", "bedrock")
+			var got []string
+			for _, b := range req.Messages[1].Content.Blocks {
+				if b.Type == chat.TypeThinking {
+					got = append(got, b.Thinking)
+				}
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("restored %d texts (%v), want %d", len(got), lens(got), len(c.want))
+			}
+			if (len(warns) == 0) != (len(c.want) == 3) {
+				t.Fatalf("warnings %v", warns)
+			}
+		})
+	}
+}
+
+func lens(ss []string) []int {
+	var out []int
+	for _, s := range ss {
+		out = append(out, len(s))
+	}
+	return out
+}
+
+// TestClaimLongThinkingBounded: details that repeat an envelope giving
+// its text's length take the message's reasoning at most once over (each
+// part of it for one detail), and the first that fails ends the reading.
+func TestClaimLongThinkingBounded(t *testing.T) {
+	long := strings.Repeat("t", wire.MaxSealedSignature)
+	env := wire.Sealed{Home: wire.HomeBedrock, Signature: anthropicSig, Digest: digestOf(long), Length: len(long)}.Seal()
+	if s, ok := wire.OpenSignature(env); !ok || s.Length != len(long) {
+		t.Fatalf("opened %v, length %d", ok, s.Length)
+	}
+	d := make([]string, 64)
+	for k := range d {
+		d[k] = `{"type":"reasoning.encrypted","data":"` + env + `"}`
+	}
+	for _, text := range []string{long, long + long, "x" + long[1:] + long} {
+		req := assistant(chat.Block{Type: chat.TypeReasoning, Text: text}, chat.Block{Type: chat.TypeText, Text: "answer"})
+		req.Messages[1].ReasoningDetails = json.RawMessage("[" + strings.Join(d, ",") + "]")
+		warns := wire.ClaimSignatures(&req, "openai", "bedrock")
+		total := 0
+		for _, b := range req.Messages[1].Content.Blocks {
+			if b.Type == chat.TypeThinking {
+				total += len(b.Thinking)
+			}
+		}
+		if total > len(text) || len(warns) == 0 {
+			t.Fatalf("%d bytes of thinking restored from a text of %d; warnings %v", total, len(text), warns)
+		}
 	}
 }

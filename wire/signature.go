@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"hash"
 	"io"
 	"iter"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,12 +43,14 @@ import (
 // the base64 text Converse's JSON carries it). The payload of 'a' and
 // 'b' is the signature, then either a 0 byte and the thinking text it
 // signs, or, when that text is too long for an envelope, a 1 byte and
-// the text's SHA-256 (32 bytes); the text is kept only for a client
-// whose thinking text may not come back as it was signed: a Gemini
-// client's thought parts, a Chat Completions client's streamed
-// reasoning, see SealChunks; otherwise there is neither. A signature is
-// printable text, so its end is the first 0 or 1 byte. The payload of
-// 'r' and 'd' is the redacted data; of 'g' and 'o' the signature.
+// the text's SHA-256 (32 bytes), or a 2 byte, the text's SHA-256 and its
+// length in bytes (8 bytes, big-endian; envelopes are made so, the 1
+// byte form is still read); the text is kept only for a client whose
+// thinking text may not come back as it was signed: a Gemini client's
+// thought parts, a Chat Completions client's streamed reasoning, see
+// SealChunks; otherwise there is neither. A signature is printable text,
+// so its end is the first 0, 1 or 2 byte. The payload of 'r' and 'd' is
+// the redacted data; of 'g' and 'o' the signature.
 //
 // An envelope is routing, not trust: a client can send anything, so an
 // opened signature is only ever sent to the provider its kind names,
@@ -79,11 +83,15 @@ const (
 	kindBedrock = 'b'
 	kindBRedact = 'd' // Bedrock's redactedContent
 
-	// textSep and digestSep end the signature in the payload of an
-	// 'a' or 'b' envelope: the text follows the one, its SHA-256 the
-	// other.
+	// textSep, digestSep and lengthSep end the signature in the
+	// payload of an 'a' or 'b' envelope: the text follows the first,
+	// its SHA-256 the second, its SHA-256 and length the third.
 	textSep   = 0
 	digestSep = 1
+	lengthSep = 2
+
+	// maxDigestedLen bounds the length an envelope may give its text.
+	maxDigestedLen = math.MaxInt32
 )
 
 // Sealed is an opened envelope.
@@ -104,6 +112,11 @@ type Sealed struct {
 	// envelope; "" otherwise. Only a text with this digest may go back
 	// with the signature (see ClaimSignatures).
 	Digest string
+	// Length is the length in bytes of the text whose SHA-256 is Digest,
+	// when the envelope gives it (0 when it does not: envelopes made
+	// before they did), so that a text several signatures sign in turn
+	// (a streamed client's joined reasoning) can be cut at each.
+	Length int
 }
 
 // Seal is the envelope of s, as SealSignature or SealRedacted make it:
@@ -120,13 +133,13 @@ func (s Sealed) Seal() string {
 	}
 	if k == kindThought || k == kindBedrock {
 		if s.Thinking != "" {
-			return seal(k, s.Signature, s.Thinking, nil)
+			return seal(k, s.Signature, s.Thinking, nil, 0)
 		}
 		if len(s.Digest) == sha256.Size {
-			return seal(k, s.Signature, "", []byte(s.Digest))
+			return seal(k, s.Signature, "", []byte(s.Digest), s.Length)
 		}
 	}
-	return seal(k, s.Signature, "", nil)
+	return seal(k, s.Signature, "", nil, 0)
 }
 
 // Signs reports whether text may go back with s's signature: any text
@@ -181,12 +194,13 @@ func sealedLen(n int) int { return base64.StdEncoding.EncodedLen(len(sealMagic) 
 // home, an empty sig, or one too long for an envelope is returned as it
 // is.
 func SealSignature(home, sig, thinking string) string {
-	return seal(kindOf(home), sig, thinking, nil)
+	return seal(kindOf(home), sig, thinking, nil, 0)
 }
 
 // seal is the envelope of kind k of sig and, for an 'a' or 'b' kind, the
-// thinking it signs (or, when thinking is "", its digest when not nil).
-func seal(k byte, sig, thinking string, digest []byte) string {
+// thinking it signs (or, when thinking is "", its digest when not nil,
+// and n, the text's length, when not 0).
+func seal(k byte, sig, thinking string, digest []byte, n int) string {
 	if k == 0 || sig == "" || sealedLen(len(sig)) > MaxSealedSignature {
 		return sig
 	}
@@ -195,12 +209,18 @@ func seal(k byte, sig, thinking string, digest []byte) string {
 	}
 	if thinking != "" && sealedLen(len(sig)+1+len(thinking)) > MaxSealedSignature {
 		h := sha256.Sum256([]byte(thinking))
-		thinking, digest = "", h[:]
+		thinking, digest, n = "", h[:], len(thinking)
+	}
+	if n < 0 || n > maxDigestedLen {
+		n = 0
+	}
+	if digest != nil && n > 0 && sealedLen(len(sig)+1+len(digest)+8) > MaxSealedSignature {
+		n = 0
 	}
 	if digest != nil && sealedLen(len(sig)+1+len(digest)) > MaxSealedSignature {
 		digest = nil
 	}
-	b := make([]byte, 0, len(sealMagic)+1+len(sig)+1+len(thinking)+len(digest))
+	b := make([]byte, 0, len(sealMagic)+1+len(sig)+1+len(thinking)+len(digest)+8)
 	b = append(b, sealMagic...)
 	b = append(b, k)
 	b = append(b, sig...)
@@ -208,6 +228,10 @@ func seal(k byte, sig, thinking string, digest []byte) string {
 	case thinking != "":
 		b = append(b, textSep)
 		b = append(b, thinking...)
+	case digest != nil && n > 0:
+		b = append(b, lengthSep)
+		b = append(b, digest...)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
 	case digest != nil:
 		b = append(b, digestSep)
 		b = append(b, digest...)
@@ -217,14 +241,16 @@ func seal(k byte, sig, thinking string, digest []byte) string {
 
 // SealRedacted is the envelope of Anthropic's redacted thinking data, for
 // a client whose dialect has no place for it but a signature's.
-func SealRedacted(data string) string { return seal(kindRedact, data, "", nil) }
+func SealRedacted(data string) string { return seal(kindRedact, data, "", nil, 0) }
 
 // SealRedactedFor is the envelope of redacted thinking home made: an
 // Anthropic redacted_thinking block's data (SealRedacted), or Bedrock's
 // redactedContent (the base64 text Converse's JSON carries). For any
 // other home, or data too long for an envelope, data is returned as it
 // is.
-func SealRedactedFor(home, data string) string { return seal(redactedKind(home), data, "", nil) }
+func SealRedactedFor(home, data string) string {
+	return seal(redactedKind(home), data, "", nil, 0)
+}
 
 // sealPrefix is the base64 of the magic and a kind byte: six bytes, so
 // eight characters that both alphabets spell the same.
@@ -275,12 +301,25 @@ func OpenSignature(s string) (Sealed, bool) {
 			out.Home = HomeBedrock
 		}
 		out.Signature = payload
-		if i := strings.IndexAny(payload, "\x00\x01"); i >= 0 {
+		if i := strings.IndexAny(payload, "\x00\x01\x02"); i >= 0 {
 			out.Signature = payload[:i]
-			if payload[i] == textSep {
-				out.Thinking = payload[i+1:]
-			} else if out.Digest = payload[i+1:]; len(out.Digest) != sha256.Size {
-				return Sealed{}, false
+			rest := payload[i+1:]
+			switch payload[i] {
+			case textSep:
+				out.Thinking = rest
+			case digestSep:
+				if out.Digest = rest; len(rest) != sha256.Size {
+					return Sealed{}, false
+				}
+			default:
+				if len(rest) != sha256.Size+8 {
+					return Sealed{}, false
+				}
+				n := binary.BigEndian.Uint64([]byte(rest[sha256.Size:]))
+				if n == 0 || n > maxDigestedLen {
+					return Sealed{}, false
+				}
+				out.Digest, out.Length = rest[:sha256.Size], int(n)
 			}
 		}
 	case kindRedact:
@@ -455,17 +494,20 @@ func sealedOnly(v, sealed string) string {
 type thoughtText struct {
 	b strings.Builder
 	h hash.Hash // the text's hash once it is too long to keep
+	n int       // the length of the text hashed
 }
 
 func (c *thoughtText) add(s string) {
 	if c.h != nil {
 		io.WriteString(c.h, s)
+		c.n += len(s)
 		return
 	}
 	if c.b.Len()+len(s) > MaxSealedSignature {
 		c.h = sha256.New()
 		io.WriteString(c.h, c.b.String())
 		io.WriteString(c.h, s)
+		c.n = c.b.Len() + len(s)
 		c.b.Reset()
 		return
 	}
@@ -481,9 +523,9 @@ func (c *thoughtText) seal(s sealing, sig, last string) string {
 	}
 	c.add(last)
 	if c.h != nil {
-		d := c.h.Sum(nil)
-		c.h = nil
-		return seal(kindOf(s.home), sig, "", d)
+		d, n := c.h.Sum(nil), c.n
+		c.h, c.n = nil, 0
+		return seal(kindOf(s.home), sig, "", d, n)
 	}
 	text := c.b.String()
 	c.b.Reset()
@@ -532,10 +574,11 @@ func (c *thoughtText) seal(s sealing, sig, last string) string {
 //     signs a text answer), which is where Gemini 3 wants it;
 //   - an Anthropic or Bedrock envelope that carries its thinking text's
 //     SHA-256 (the text was too long to carry) is taken only with the
-//     text it signs: the detail's text, or else the message's
-//     reasoning_content (a streamed client's joined deltas; for one
-//     detail of the message only), when its SHA-256 is the envelope's;
-//     otherwise it is dropped with a warning,
+//     text it signs: the detail's text, or else the part of the
+//     message's reasoning_content that is its (a streamed client joins
+//     every block's deltas into it: the details' envelopes, in order,
+//     cut it at the lengths they give, see joinedReasoning), when its
+//     SHA-256 is the envelope's; otherwise it is dropped with a warning,
 //     as ctxkit cannot vouch for the text it would be sent with;
 //   - another provider's envelope is dropped with a warning naming its
 //     maker, and an unsealed signature, which names no provider, with a
@@ -823,8 +866,8 @@ func (c *claim) restore(i int, m *chat.Message) restored {
 			// The text was too long for the envelope: it goes back
 			// only as it was signed, be it the detail's or (a streamed
 			// answer's, whose deltas the client joined) the message's
-			// reasoning_content.
-			text, ok := signedText(s.Digest, v, m, &joined)
+			// reasoning_content, or the part of it next.
+			text, ok := signedText(s, v, m, &joined)
 			if !ok {
 				drop(chat.Warnf(p, "the thinking this signature signs was too long for its envelope, and the text that came back (the detail's, or the message's reasoning_content) is not the text signed: dropped"))
 				return true
@@ -835,6 +878,9 @@ func (c *claim) restore(i int, m *chat.Message) restored {
 			text := s.Thinking
 			if text == "" && v.Type == "reasoning.text" {
 				text = v.Text
+			}
+			if s.Home == HomeAnthropic || s.Home == HomeBedrock {
+				joined.skip(m, len(text))
 			}
 			b = chat.Block{Type: chat.TypeThinking, Thinking: text, Signature: sig}
 			// The message's reasoning_content is this block's text (or a
@@ -851,42 +897,84 @@ func (c *claim) restore(i int, m *chat.Message) restored {
 	return r
 }
 
-// joinedReasoning is a message's reasoning blocks' text, joined and
-// hashed once for all its details, and whether a detail took it.
+// joinedReasoning is a message's reasoning blocks' text, joined once for
+// all its details, and cut by their Anthropic or Bedrock envelopes in
+// turn, as a streamed answer's signatures came: each signed the text
+// since the one before, and a client of the Chat Completions dialect
+// joins all of it into one reasoning_content. An envelope that carries
+// its text, or its text's digest and length, says how long its part is,
+// so the text is cut at each in turn; a part goes back with a digest's
+// signature only when its SHA-256 is the digest. An envelope whose
+// digest comes without a length (made before they had one) can only
+// take all the text left, and after one that does not, where the next
+// part starts is unknown: nothing more is cut. Each byte of the text is
+// hashed at most once, whatever the details, and each part of it goes
+// back with one signature only: a request cannot make of one text as
+// many copies as it has details.
 type joinedReasoning struct {
-	done, taken bool
-	text, sum   string
+	done bool
+	text string
+	at   int  // the text before at is cut
+	lost bool // where the next part starts is unknown
 }
 
-// signedText is the text whose SHA-256 is digest: the text of v, a
-// reasoning.text detail, or else m's reasoning (its reasoning blocks'
-// text, joined once into j), and ok false when neither is. m's reasoning
-// stands for one detail's text only: a request cannot make of one text
-// as many copies as it has details.
-func signedText(digest string, v reasoningDetail, m *chat.Message, j *joinedReasoning) (string, bool) {
-	if v.Type == "reasoning.text" && v.Text != "" && sumOf(v.Text) == digest {
-		return v.Text, true
+func (j *joinedReasoning) load(m *chat.Message) {
+	if j.done {
+		return
 	}
-	if m.Content.IsString || j.taken {
+	j.done = true
+	if m.Content.IsString {
+		return
+	}
+	var all strings.Builder
+	for _, b := range m.Content.Blocks {
+		if b.Type == chat.TypeReasoning {
+			all.WriteString(b.Text)
+		}
+	}
+	j.text = all.String()
+}
+
+// skip passes over the part of n bytes of an envelope that carries its
+// text (or of a detail's own text of the digest).
+func (j *joinedReasoning) skip(m *chat.Message, n int) {
+	j.load(m)
+	j.at = min(j.at+n, len(j.text))
+}
+
+// next cuts the next part of the message's text, n bytes or, when n is
+// 0 (an envelope that gives no length), all that is left, and returns it
+// when its SHA-256 is digest.
+func (j *joinedReasoning) next(m *chat.Message, digest string, n int) (string, bool) {
+	j.load(m)
+	rest := j.text[j.at:]
+	switch {
+	case j.lost:
+		return "", false
+	case n == 0:
+		j.lost = true
+	case n > len(rest):
+		j.lost = true
+		return "", false
+	default:
+		rest = rest[:n]
+	}
+	j.at += len(rest)
+	if rest == "" || sumOf(rest) != digest {
 		return "", false
 	}
-	if !j.done {
-		j.done = true
-		var all strings.Builder
-		for _, b := range m.Content.Blocks {
-			if b.Type == chat.TypeReasoning {
-				all.WriteString(b.Text)
-			}
-		}
-		if j.text = all.String(); j.text != "" {
-			j.sum = sumOf(j.text)
-		}
+	return rest, true
+}
+
+// signedText is the text s's signature signs, s carrying its digest: the
+// text of v, a reasoning.text detail, or else the next part of m's
+// reasoning (see joinedReasoning), and ok false when neither is.
+func signedText(s Sealed, v reasoningDetail, m *chat.Message, j *joinedReasoning) (string, bool) {
+	if v.Type == "reasoning.text" && v.Text != "" && (s.Length == 0 || len(v.Text) == s.Length) && sumOf(v.Text) == s.Digest {
+		j.skip(m, len(v.Text))
+		return v.Text, true
 	}
-	if j.text != "" && j.sum == digest {
-		j.taken = true
-		return j.text, true
-	}
-	return "", false
+	return j.next(m, s.Digest, s.Length)
 }
 
 func sumOf(s string) string {

@@ -280,6 +280,8 @@ func FuzzOpenSignature(f *testing.F) {
 		wire.SealSignature(wire.HomeAnthropic, anthropicSig, "text"), wire.SealSignature(wire.HomeGemini, geminiSig, ""),
 		wire.SealSignature(wire.HomeResponses, openaiSig, ""), wire.SealRedacted("data"), wire.SealSignature(wire.HomeBedrock, anthropicSig, ""),
 		wire.SealRedactedFor(wire.HomeBedrock, "ZGF0YQ=="), wire.Sealed{Home: wire.HomeBedrock, Signature: anthropicSig, Digest: strings.Repeat("d", 32)}.Seal(),
+		wire.Sealed{Home: wire.HomeAnthropic, Signature: anthropicSig, Digest: strings.Repeat("d", 32), Length: 5 << 20}.Seal(),
+		base64.StdEncoding.EncodeToString([]byte("ctxk\x01bsig\x02" + strings.Repeat("d", 32) + "\xff\xff\xff\xff\xff\xff\xff\xff")),
 		base64.StdEncoding.EncodeToString([]byte("ctxk\x01bsig\x01short digest")), base64.StdEncoding.EncodeToString([]byte("ctxk\x01dZGF0YQ==")),
 		"Y3R4awFh", "Y3R4awFhAA", "Y3R4awFh-_", "Y3R4awFn====", "Y3R4awFvAAAA+/-_"} {
 		f.Add(s)
