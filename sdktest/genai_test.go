@@ -120,8 +120,9 @@ func TestGenAIModelsGet(t *testing.T) {
 // (Converse's redactedContent) reaches a Gemini client (Google's SDK) as
 // a thought part whose thoughtSignature is its envelope, and handed back
 // in the history it goes to Bedrock as the bytes Bedrock gave, first in
-// the turn (the fake refuses a tool loop whose turn lost them), unary and
-// streamed. Continued on Anthropic or on a Gemini 3 model, it is dropped
+// the turn (the fake refuses a tool loop whose turn lost them), and the
+// thinking after it whole and signed (its thought parts come back one per
+// streamed chunk, its signature on the call), unary and streamed. Continued on Anthropic or on a Gemini 3 model, it is dropped
 // with a warning: neither the bytes nor the envelope reach them.
 func TestGenAIBedrockRedactedThinking(t *testing.T) {
 	e := newEnv(t, false)
@@ -164,8 +165,16 @@ func TestGenAIBedrockRedactedThinking(t *testing.T) {
 					t.Fatalf("%s: the envelope reached the upstream: %s", to.typ, body)
 				}
 				if to.typ == "bedrock" {
-					if !strings.Contains(body, `"content":[{"reasoningContent":{"redactedContent":"`+data[1]+`"}}`) {
-						t.Fatalf("want the redacted content back first: %s", body)
+					// The redacted content first, then the thinking whole
+					// and signed, rebuilt from its signature's envelope
+					// in place of the streamed thought parts.
+					want := `"content":[{"reasoningContent":{"redactedContent":"` + data[1] + `"}},` +
+						`{"reasoningContent":{"reasoningText":{"text":"The user wants a short answer.","signature":"EqoBbedrockfake`
+					if !strings.Contains(body, want) {
+						t.Fatalf("want the redacted content back first, then the signed thinking: %s", body)
+					}
+					if w := res.SDKHTTPResponse.Headers.Get("X-Ctxkit-Warnings"); w != "" {
+						t.Fatalf("warnings %q", w)
 					}
 					continue
 				}

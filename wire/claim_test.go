@@ -596,3 +596,61 @@ func TestClaimLongThinkingBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimGeminiThoughtsForBedrock: a Gemini client hands Bedrock's
+// signed thinking back as thought parts (one per streamed chunk, each in
+// a model content of its own, or none when it keeps only signatures) and
+// the signature, whose envelope carries the text, on the call after them.
+// For Bedrock the thought_signature becomes the thinking block it was, in
+// its place, and the thought parts whose text joined is that text are
+// left out (with the assistant messages they leave empty); thought parts
+// of other text stay. Other upstreams get the blocks as they were.
+func TestClaimGeminiThoughtsForBedrock(t *testing.T) {
+	env := wire.SealSignature(wire.HomeBedrock, anthropicSig, "Let me look.")
+	red := wire.SealRedactedFor(wire.HomeBedrock, "ZW5j")
+	call := chat.Block{Type: chat.TypeToolUse, ID: "c1", Name: "f", Input: json.RawMessage(`{}`)}
+	sigBlock := chat.Block{Type: chat.TypeThoughtSignature, Signature: env}
+	thinking := chat.Block{Type: chat.TypeThinking, Thinking: "Let me look.", Signature: env}
+	reasoning := func(s string) chat.Block { return chat.Block{Type: chat.TypeReasoning, Text: s} }
+	asst := func(blocks ...chat.Block) chat.Message {
+		return chat.Message{Role: chat.Assistant, Content: chat.Content{Blocks: blocks}}
+	}
+	user := chat.Message{Role: chat.User, Content: chat.Content{IsString: true, Text: "hi"}}
+	result := chat.Message{Role: chat.User, Content: chat.Content{Blocks: []chat.Block{{Type: chat.TypeToolResult, ToolUseID: "c1"}}}}
+	for _, c := range []struct {
+		name     string
+		in, want []chat.Message
+	}{
+		{"streamed", []chat.Message{user, asst(chat.Block{Type: chat.TypeRedactedThinking, Data: red}), asst(reasoning("Let ")), asst(reasoning("me look.")), asst(sigBlock, call), result},
+			[]chat.Message{user, asst(chat.Block{Type: chat.TypeRedactedThinking, Data: red}), asst(thinking, call), result}},
+		{"unary", []chat.Message{user, asst(reasoning("Let me look."), sigBlock, call), result},
+			[]chat.Message{user, asst(thinking, call), result}},
+		{"thoughts left out", []chat.Message{user, asst(sigBlock, call), result},
+			[]chat.Message{user, asst(thinking, call), result}},
+		{"other thoughts", []chat.Message{user, asst(reasoning("Something else."), sigBlock, call), result},
+			[]chat.Message{user, asst(reasoning("Something else."), thinking, call), result}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, up := range []string{"bedrock", "anthropic"} {
+				req := chat.Request{Model: "m", Messages: slices.Clone(c.in)}
+				before, _ := json.Marshal(c.in)
+				wire.ClaimSignatures(&req, "gemini", up)
+				if after, _ := json.Marshal(c.in); string(after) != string(before) {
+					t.Fatalf("the caller's messages changed: %s", after)
+				}
+				got, _ := json.Marshal(req.Messages)
+				if up != "bedrock" {
+					// The Anthropic encoder rebuilds its own; Bedrock's
+					// envelope is its to refuse.
+					if strings.Contains(string(got), `"type":"thinking"`) || !strings.Contains(string(got), `"type":"thought_signature"`) {
+						t.Fatalf("%s: got %s", up, got)
+					}
+					continue
+				}
+				if w, _ := json.Marshal(c.want); string(got) != string(w) {
+					t.Fatalf("%s: got %s\nwant %s", up, got, w)
+				}
+			}
+		})
+	}
+}

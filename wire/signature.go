@@ -388,7 +388,10 @@ func sealingFor(upstream, dialect string) sealing {
 	// part's thoughtSignature, none of which names a provider: sealed in
 	// place, it can go back to its home only (ClaimSignatures).
 	data := redactedKind(home) != 0 && (client == HomeAnthropic && home == HomeBedrock || client == HomeResponses || client == HomeGemini)
-	return sealing{home: home, text: client == HomeGemini && home == HomeAnthropic, redactedData: data}
+	// A Gemini client's thought parts may not come back, nor whole: an
+	// Anthropic or Bedrock envelope carries the text it signs.
+	text := client == HomeGemini && (home == HomeAnthropic || home == HomeBedrock)
+	return sealing{home: home, text: text, redactedData: data}
 }
 
 // SealChunks seals the reasoning signatures of an upstream's stream
@@ -649,6 +652,9 @@ func ClaimSignatures(req *chat.Request, dialect, upstream string) []chat.Warning
 			m.Content = chat.Content{Blocks: blocks}
 		}
 	}
+	if c.client == HomeGemini && c.up == HomeBedrock {
+		rebuildThoughts(req)
+	}
 	if c.more > 0 {
 		c.warns = append(c.warns, chat.Warnf("messages", "… and %d more warnings about reasoning signatures", c.more))
 	}
@@ -895,6 +901,92 @@ func (c *claim) restore(i int, m *chat.Message) restored {
 		c.warn(chat.Warnf(path, "… and %d more of its %d reasoning details dropped", dropped-maxDetailWarnings, n))
 	}
 	return r
+}
+
+// rebuildThoughts turns each thought_signature block of req holding a
+// Bedrock envelope that carries its thinking text (what a Gemini client
+// hands back: the signature on the part after its thoughts) into the
+// thinking block it was, in its place, and leaves out the reasoning
+// blocks before it (the client's thought parts, one per streamed chunk,
+// in as many assistant messages) when their text joined is that text:
+// Converse takes the thinking back only whole and signed. An assistant
+// message left with nothing is left out. The messages change in a fresh
+// slice: the caller's slices are not written.
+func rebuildThoughts(req *chat.Request) {
+	type at struct{ msg, block int }
+	var (
+		pending []at              // reasoning blocks since the last signature
+		drop    = map[at]bool{}   // carried thoughts
+		rebuilt = map[at]Sealed{} // thought signatures that become thinking
+		text    strings.Builder
+	)
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		if m.Role != chat.Assistant {
+			pending = pending[:0]
+			continue
+		}
+		if m.Content.IsString {
+			continue
+		}
+		for j, b := range m.Content.Blocks {
+			switch b.Type {
+			case chat.TypeReasoning:
+				pending = append(pending, at{i, j})
+			case chat.TypeThinking:
+				pending = pending[:0]
+			case chat.TypeThoughtSignature:
+				s, ok := OpenSignature(b.Signature)
+				if !ok || s.Home != HomeBedrock || s.Redacted || s.Thinking == "" {
+					continue
+				}
+				rebuilt[at{i, j}] = s
+				text.Reset()
+				for _, p := range pending {
+					text.WriteString(req.Messages[p.msg].Content.Blocks[p.block].Text)
+				}
+				if text.String() == s.Thinking {
+					for _, p := range pending {
+						drop[p] = true
+					}
+				}
+				pending = pending[:0]
+			}
+		}
+	}
+	if len(rebuilt) == 0 {
+		return
+	}
+	msgs := make([]chat.Message, 0, len(req.Messages))
+	for i, m := range req.Messages {
+		if m.Role != chat.Assistant || m.Content.IsString {
+			msgs = append(msgs, m)
+			continue
+		}
+		changed := false
+		blocks := make([]chat.Block, 0, len(m.Content.Blocks))
+		for j, b := range m.Content.Blocks {
+			if drop[at{i, j}] {
+				changed = true
+				continue
+			}
+			if s, ok := rebuilt[at{i, j}]; ok {
+				b = chat.Block{Type: chat.TypeThinking, Thinking: s.Thinking, Signature: b.Signature}
+				changed = true
+			}
+			blocks = append(blocks, b)
+		}
+		if !changed {
+			msgs = append(msgs, m)
+			continue
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		m.Content = chat.Content{Blocks: blocks}
+		msgs = append(msgs, m)
+	}
+	req.Messages = msgs
 }
 
 // joinedReasoning is a message's reasoning blocks' text, joined once for

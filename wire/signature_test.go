@@ -152,13 +152,13 @@ func TestSealChunks(t *testing.T) {
 	})
 	// A Gemini client of Bedrock gets its redactedContent sealed in place
 	// (the Gemini dialect writes it as a thought part's signature), and
-	// the signatures sealed without the text.
+	// the signatures sealed with the text they sign, as Anthropic's.
 	t.Run("bedrock to gemini", func(t *testing.T) {
 		got := collectChunks(t, wire.SealChunks(sigStream(stream...), "bedrock", "gemini"))
 		want := slices.Clone(stream)
-		want[2].Signature = wire.SealSignature(wire.HomeBedrock, "sig1", "")
+		want[2].Signature = wire.SealSignature(wire.HomeBedrock, "sig1", "Let me look.")
 		want[3].Redacted = wire.SealRedactedFor(wire.HomeBedrock, "enc")
-		want[4].Signature = wire.SealSignature(wire.HomeBedrock, "sig2", "")
+		want[4].Signature = wire.SealSignature(wire.HomeBedrock, "sig2", "Again.")
 		if !slices.Equal(got, want) {
 			t.Fatalf("got %+v\nwant %+v", got, want)
 		}
