@@ -595,6 +595,14 @@ func (c *thoughtText) seal(s sealing, sig, last string) string {
 //     an unknown type) is dropped with a warning naming
 //     messages[i].reasoning_details[k].
 //
+// A Gemini client hands back redacted thinking as the thought part the
+// dialect wrote it in, which its decoder reads as a redacted_thinking
+// block holding the envelope: kept for the provider that made it, and
+// dropped with a warning for any other, as above. For a Bedrock upstream
+// a Gemini client's thought_signature whose envelope carries the
+// thinking text becomes that thinking block again, in place of the
+// thought parts before it when they hold that text (rebuildThoughts).
+//
 // A message's dropped details give a few warnings and then one counting
 // the rest, and a request's warnings are capped likewise, so what a
 // request of malformed details costs is a small multiple of its size.
@@ -886,7 +894,7 @@ func (c *claim) restore(i int, m *chat.Message) restored {
 				text = v.Text
 			}
 			if s.Home == HomeAnthropic || s.Home == HomeBedrock {
-				joined.skip(m, len(text))
+				joined.skip(len(text))
 			}
 			b = chat.Block{Type: chat.TypeThinking, Thinking: text, Signature: sig}
 			// The message's reasoning_content is this block's text (or a
@@ -1028,10 +1036,10 @@ func (j *joinedReasoning) load(m *chat.Message) {
 }
 
 // skip passes over the part of n bytes of an envelope that carries its
-// text (or of a detail's own text of the digest).
-func (j *joinedReasoning) skip(m *chat.Message, n int) {
-	j.load(m)
-	j.at = min(j.at+n, len(j.text))
+// text (or of a detail's own text of the digest). The text is joined
+// only when a digest needs it (next).
+func (j *joinedReasoning) skip(n int) {
+	j.at = min(j.at+n, maxDigestedLen)
 }
 
 // next cuts the next part of the message's text, n bytes or, when n is
@@ -1039,6 +1047,7 @@ func (j *joinedReasoning) skip(m *chat.Message, n int) {
 // when its SHA-256 is digest.
 func (j *joinedReasoning) next(m *chat.Message, digest string, n int) (string, bool) {
 	j.load(m)
+	j.at = min(j.at, len(j.text))
 	rest := j.text[j.at:]
 	switch {
 	case j.lost:
@@ -1063,7 +1072,7 @@ func (j *joinedReasoning) next(m *chat.Message, digest string, n int) (string, b
 // reasoning (see joinedReasoning), and ok false when neither is.
 func signedText(s Sealed, v reasoningDetail, m *chat.Message, j *joinedReasoning) (string, bool) {
 	if v.Type == "reasoning.text" && v.Text != "" && (s.Length == 0 || len(v.Text) == s.Length) && sumOf(v.Text) == s.Digest {
-		j.skip(m, len(v.Text))
+		j.skip(len(v.Text))
 		return v.Text, true
 	}
 	return j.next(m, s.Digest, s.Length)

@@ -30,7 +30,10 @@ import (
 //	                     content needs parts
 //	parts: text          text block (an empty text gives none)
 //	  thought: true      thinking {thinking, signature} when the part has a
-//	                     thoughtSignature, reasoning {text} when not
+//	                     thoughtSignature, reasoning {text} when not; with
+//	                     no text and a thoughtSignature that is ctxkit's
+//	                     envelope of redacted thinking, redacted_thinking
+//	                     {data: the envelope} (see Response)
 //	  thoughtSignature   on any other part: a thought_signature block just
 //	                     before the part's block (EncodeRequest puts it
 //	                     back on the same part)
@@ -116,11 +119,16 @@ import (
 // alone) is written as the thoughtSignature of the next part that is not
 // a thought, where Gemini 3 looks for it on a function call; when no part
 // follows, or a second signature comes first, on an empty text part
-// {"text":"","thoughtSignature"}. A candidate with no part has one empty
-// text part, so clients that read parts[0] find one. (The gateway seals
-// the signatures of another provider's model before they get here,
-// wire.SealChunks: a Gemini client then holds base64, as thoughtSignature
-// must be, that names the provider and, for Anthropic's, carries the
+// {"text":"","thoughtSignature"}. Redacted thinking (Anthropic's
+// redacted_thinking, Bedrock's redactedContent) is a thought part with
+// no text, {"thought":true,"thoughtSignature"}, in its place, the
+// signature being the envelope the gateway sealed the data in; unsealed
+// data, which would name no provider when it came back, is left out. A
+// candidate with no part has one empty text part, so clients that read
+// parts[0] find one. (The gateway seals the signatures of another
+// provider's model before they get here, wire.SealChunks: a Gemini
+// client then holds base64, as thoughtSignature must be, that names the
+// provider and, for Anthropic's and Bedrock's, carries the
 // thinking text, so the client sending back only the signature is enough
 // for the thinking block to be rebuilt.)
 //
