@@ -118,7 +118,8 @@ func TestGenAIModelsGet(t *testing.T) {
 
 // TestGenAIBedrockRedactedThinking: Bedrock's redacted reasoning
 // (Converse's redactedContent) reaches a Gemini client (Google's SDK) as
-// a thought part whose thoughtSignature is its envelope, and handed back
+// a thought part ("[redacted thinking]") whose thoughtSignature is its
+// envelope, and handed back
 // in the history it goes to Bedrock as the bytes Bedrock gave, first in
 // the turn (the fake refuses a tool loop whose turn lost them), and the
 // thinking after it whole and signed (its thought parts come back one per
@@ -140,7 +141,7 @@ func TestGenAIBedrockRedactedThinking(t *testing.T) {
 			sealed := false
 			for _, c := range got {
 				for _, p := range c.Parts {
-					sealed = sealed || p.Thought && p.Text == "" && strings.HasPrefix(string(p.ThoughtSignature), "ctxk\x01d")
+					sealed = sealed || p.Thought && p.Text == "[redacted thinking]" && strings.HasPrefix(string(p.ThoughtSignature), "ctxk\x01d")
 				}
 			}
 			if !sealed || strings.Contains(jsonOf(got), data[1]) {
@@ -184,6 +185,63 @@ func TestGenAIBedrockRedactedThinking(t *testing.T) {
 				if w := res.SDKHTTPResponse.Headers.Get("X-Ctxkit-Warnings"); !strings.Contains(w, "redacted thinking made by bedrock") {
 					t.Fatalf("%s: no warning for the dropped redacted content: %q", to.typ, w)
 				}
+			}
+		})
+	}
+}
+
+// TestGenAIChatBedrockRedactedThinking: the same tool loop in a chat
+// session of Google's SDK, which keeps a turn in its history only when
+// every part holds data: the turn with the redacted thought part stays,
+// and the next message goes to Bedrock with the redacted content first,
+// unary and streamed.
+func TestGenAIChatBedrockRedactedThinking(t *testing.T) {
+	e := newEnv(t, false)
+	client := e.genai(t)
+	model := find("bedrock").model
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unary", true: "stream"}[stream], func(t *testing.T) {
+			chat, err := client.Chats.Create(ctx(t), model, thinkingWeather(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			send := func(p genai.Part) []*genai.Content {
+				if !stream {
+					res, err := chat.SendMessage(ctx(t), p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return []*genai.Content{res.Candidates[0].Content}
+				}
+				var out []*genai.Content
+				for res, err := range chat.SendMessageStream(ctx(t), p) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(res.Candidates) > 0 && res.Candidates[0].Content != nil {
+						out = append(out, res.Candidates[0].Content)
+					}
+				}
+				return out
+			}
+			call, _ := callOf(t, send(genai.Part{Text: "Weather in Paris? " + fakeup.AnthropicRedactTrigger}))
+			if h := chat.History(true); len(h) < 2 {
+				t.Fatalf("the session left the turn out of its history: %s", jsonOf(chat.History(false)))
+			}
+			first, _ := e.fake("bedrock").Last("")
+			data := regexp.MustCompile(`"redactedContent":"([^"]+)"`).FindStringSubmatch(string(first.Reply))
+			reply := toolReply(call).Parts[0]
+			var text strings.Builder
+			for _, c := range send(*reply) {
+				for _, p := range c.Parts {
+					if !p.Thought {
+						text.WriteString(p.Text)
+					}
+				}
+			}
+			ex, _ := e.fake("bedrock").Last("")
+			if data == nil || text.String() != fakeup.AfterTool || !strings.Contains(string(ex.Body), `"content":[{"reasoningContent":{"redactedContent":"`+data[1]+`"}}`) {
+				t.Fatalf("answer %q; Bedrock got %s", text.String(), ex.Body)
 			}
 		})
 	}

@@ -31,9 +31,10 @@ import (
 //	parts: text          text block (an empty text gives none)
 //	  thought: true      thinking {thinking, signature} when the part has a
 //	                     thoughtSignature, reasoning {text} when not; with
-//	                     no text and a thoughtSignature that is ctxkit's
-//	                     envelope of redacted thinking, redacted_thinking
-//	                     {data: the envelope} (see Response)
+//	                     text RedactedThought (or none) and a
+//	                     thoughtSignature that is ctxkit's envelope of
+//	                     redacted thinking, redacted_thinking {data: the
+//	                     envelope} (see Response)
 //	  thoughtSignature   on any other part: a thought_signature block just
 //	                     before the part's block (EncodeRequest puts it
 //	                     back on the same part)
@@ -120,10 +121,12 @@ import (
 // a thought, where Gemini 3 looks for it on a function call; when no part
 // follows, or a second signature comes first, on an empty text part
 // {"text":"","thoughtSignature"}. Redacted thinking (Anthropic's
-// redacted_thinking, Bedrock's redactedContent) is a thought part with
-// no text, {"thought":true,"thoughtSignature"}, in its place, the
-// signature being the envelope the gateway sealed the data in; unsealed
-// data, which would name no provider when it came back, is left out. A
+// redacted_thinking, Bedrock's redactedContent) is a thought part in its
+// place, {"text":RedactedThought,"thought":true,"thoughtSignature"}, the
+// signature being the envelope the gateway sealed the data in (the text
+// is there for Google's SDKs, whose chat sessions drop a turn with a
+// part that holds no data); unsealed data, which would name no provider
+// when it came back, is left out. A
 // candidate with no part has one empty text part, so clients that read
 // parts[0] find one. (The gateway seals the signatures of another
 // provider's model before they get here, wire.SealChunks: a Gemini

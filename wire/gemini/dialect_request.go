@@ -415,12 +415,13 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, msg int, role str
 			// A thought with its signature is a thinking block, one
 			// without is plain reasoning: what EncodeRequest writes back
 			// as the same part.
-			// A thought with no text whose signature is an envelope of
-			// redacted thinking is the redacted_thinking block the
-			// response wrote so (ClaimSignatures sends it only to the
-			// provider that made it).
+			// A thought of RedactedThought (or no text) whose signature
+			// is an envelope of redacted thinking is the
+			// redacted_thinking block the response wrote so
+			// (ClaimSignatures sends it only to the provider that made
+			// it).
 			switch {
-			case sig != "" && text == "" && sealedRedacted(sig):
+			case sig != "" && (text == "" || text == RedactedThought) && sealedRedacted(sig):
 				blocks = append(blocks, chat.Block{Type: chat.TypeRedactedThinking, Data: sig})
 			case sig != "":
 				blocks = append(blocks, chat.Block{Type: chat.TypeThinking, Thinking: text, Signature: sig})

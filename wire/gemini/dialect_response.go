@@ -100,20 +100,27 @@ func (p *partWriter) add(part Part) {
 	p.parts = append(p.parts, part)
 }
 
+// RedactedThought is the text of the thought part that holds redacted
+// thinking. Redacted thinking has no text, but Google's SDKs keep a
+// turn in a chat session's history only when each of its parts holds
+// data (a text, a call, ...): a thought part with no text would cost the
+// client the whole turn.
+const RedactedThought = "[redacted thinking]"
+
 // redacted writes redacted thinking (Anthropic's redacted_thinking,
-// Bedrock's redactedContent) in its place as a thought part with no text
-// whose thoughtSignature is data, the envelope the gateway sealed it in
-// (wire.SealResponse, wire.SealChunks): a client keeps it with the
-// thoughts and sends it back as it came, and the envelope says whose it
-// is. A signature still waiting for its part is placed first, alone, so
-// the order stays the upstream's. Data that is not such an envelope
-// names no provider, and is left out.
+// Bedrock's redactedContent) in its place as a thought part, text
+// RedactedThought, whose thoughtSignature is data, the envelope the
+// gateway sealed it in (wire.SealResponse, wire.SealChunks): a client
+// keeps it with the thoughts and sends it back as it came, and the
+// envelope says whose it is. A signature still waiting for its part is
+// placed first, alone, so the order stays the upstream's. Data that is
+// not such an envelope names no provider, and is left out.
 func (p *partWriter) redacted(data string) {
 	if s, ok := wire.OpenSignature(data); !ok || !s.Redacted {
 		return
 	}
 	p.end()
-	p.parts = append(p.parts, Part{Thought: true, ThoughtSignature: data})
+	p.parts = append(p.parts, Part{Text: RedactedThought, Thought: true, ThoughtSignature: data})
 }
 
 // end places a signature no part took.

@@ -52,8 +52,9 @@ func redactedParts(t *testing.T, res chat.Response, chunks []chat.Chunk, stream 
 
 // TestRedactedThinkingRoundTrip: redacted thinking the gateway sealed
 // (Bedrock's redactedContent, Anthropic's redacted_thinking) is written,
-// unary and streamed, in its place as a thought part with no text whose
-// thoughtSignature is the envelope, the thinking's signature still on the
+// unary and streamed, in its place as a thought part (text
+// RedactedThought) whose thoughtSignature is the envelope, the thinking's
+// signature still on the
 // call; handed back in the history it is read as the redacted_thinking
 // block it was, which ClaimSignatures keeps for the provider that made
 // it only, and drops with a warning for any other (a Gemini upstream
@@ -81,7 +82,7 @@ func TestRedactedThinkingRoundTrip(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			name := home + map[bool]string{false: " unary", true: " stream"}[stream]
 			parts := redactedParts(t, res, chunks, stream)
-			want := []gemini.Part{{Thought: true, ThoughtSignature: env}, {Text: "Look it up.", Thought: true},
+			want := []gemini.Part{{Text: gemini.RedactedThought, Thought: true, ThoughtSignature: env}, {Text: "Look it up.", Thought: true},
 				{ThoughtSignature: sig, FunctionCall: parts[len(parts)-1].FunctionCall}}
 			if len(parts) != len(want) || parts[0] != want[0] || parts[1] != want[1] || parts[2].ThoughtSignature != sig || parts[2].FunctionCall == nil {
 				t.Fatalf("%s: parts %+v", name, parts)
@@ -118,9 +119,10 @@ func TestRedactedThinkingRoundTrip(t *testing.T) {
 	}
 }
 
-// TestDecodeRedactedOnlyWhenSealed: only a thought part with no text
-// whose signature is an envelope of redacted thinking is read as redacted
-// thinking; any other signed thought stays a thinking block.
+// TestDecodeRedactedOnlyWhenSealed: only a thought part of no text or
+// RedactedThought whose signature is an envelope of redacted thinking is
+// read as redacted thinking; any other signed thought stays a thinking
+// block.
 func TestDecodeRedactedOnlyWhenSealed(t *testing.T) {
 	red := wire.SealRedactedFor(wire.HomeBedrock, "ZW5j")
 	for _, c := range []struct {
@@ -128,6 +130,7 @@ func TestDecodeRedactedOnlyWhenSealed(t *testing.T) {
 		want chat.Block
 	}{
 		{`{"thought":true,"thoughtSignature":"` + red + `"}`, chat.Block{Type: chat.TypeRedactedThinking, Data: red}},
+		{`{"thought":true,"text":"` + gemini.RedactedThought + `","thoughtSignature":"` + red + `"}`, chat.Block{Type: chat.TypeRedactedThinking, Data: red}},
 		{`{"thought":true,"text":"t","thoughtSignature":"` + red + `"}`, chat.Block{Type: chat.TypeThinking, Thinking: "t", Signature: red}},
 		{`{"thought":true,"thoughtSignature":"c2ln"}`, chat.Block{Type: chat.TypeThinking, Signature: "c2ln"}},
 	} {
