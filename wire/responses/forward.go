@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"iter"
@@ -43,6 +44,7 @@ type forwarder struct {
 	passing bool // the chunks being yielded are of an event forwarded
 	werr    error
 	esc     []byte // a delta escaped as the encoder escapes it
+	shape   shape  // the last delta event skimmed whole
 }
 
 // forward is the dialect row's Forward.
@@ -122,6 +124,10 @@ type delta struct {
 	hasIndex bool
 	itemID   []byte
 	value    []byte
+	// Where in the event the values that change from delta to delta
+	// are (end 0 when absent): its sequence number, delta and
+	// obfuscation, white space around them left out.
+	seq, text, pad [2]int
 }
 
 // skimDelta reads data as a delta event to forward into dl; false for
@@ -129,7 +135,16 @@ type delta struct {
 func skimDelta(data []byte, dl *delta) bool {
 	r := jsonscan.New(data)
 	var set uint32
+	// span is where the value just read began (from, after its key's
+	// colon) and ended.
+	span := func(from int) [2]int {
+		for from < r.Pos() && isSpace(data[from]) {
+			from++
+		}
+		return [2]int{from, r.Pos()}
+	}
 	ok := r.Object(func(key []byte) bool {
+		from := r.Pos()
 		switch string(key) {
 		case "type":
 			v, ok := r.RawString()
@@ -160,7 +175,7 @@ func skimDelta(data []byte, dl *delta) bool {
 			return true
 		case "delta":
 			v, ok := r.ValidString()
-			dl.value = v
+			dl.value, dl.text = v, span(from)
 			return ok && len(v) > 2 && seen(&set, 1<<3)
 		case "summary_index":
 			// The decoder reads it as an integer: anything else is its
@@ -168,13 +183,17 @@ func skimDelta(data []byte, dl *delta) bool {
 			_, ok := r.Int()
 			return ok && seen(&set, 1<<4)
 		case "sequence_number":
-			return seen(&set, 1<<5) && r.Skip(maxDepth)
+			ok := seen(&set, 1<<5) && r.Skip(maxDepth)
+			dl.seq = span(from)
+			return ok
 		case "content_index":
 			return seen(&set, 1<<6) && r.Skip(maxDepth)
 		case "logprobs":
 			return seen(&set, 1<<7) && r.Skip(maxDepth)
 		case "obfuscation":
-			return seen(&set, 1<<8) && r.Skip(maxDepth)
+			ok := seen(&set, 1<<8) && r.Skip(maxDepth)
+			dl.pad = span(from)
+			return ok
 		}
 		return false
 	}) && r.End()
@@ -186,8 +205,11 @@ func skimDelta(data []byte, dl *delta) bool {
 // whether it did.
 func (f *forwarder) forward(data []byte) bool {
 	var dl delta
-	if !skimDelta(data, &dl) {
-		return false
+	if !f.shape.match(data, &dl) {
+		if !skimDelta(data, &dl) {
+			return false
+		}
+		f.shape.learn(data, &dl)
 	}
 	d, e := f.d, f.e
 	// The item the decoder takes the event to be about, as state finds
@@ -358,4 +380,152 @@ func unquote(raw []byte) (string, bool) {
 	var v string
 	err := json.Unmarshal(raw, &v)
 	return v, err == nil
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// shape is a delta event learnt from one that skimDelta read whole: its
+// bytes but for its holes, the values that change from one delta of a
+// stream to the next (the sequence number, the delta, the obfuscation).
+// An event with the same bytes outside the holes, an integer in the
+// number hole and a valid string (jsonscan.ValidString) in each string
+// hole has the same keys with the same values in the same order, but for
+// those: skimDelta would read it as the learnt one, with its own delta.
+// Checking an event against the shape of the one before costs a
+// comparison of bytes where skimming it costs a decision per token.
+type shape struct {
+	lit  []byte // the event with its holes cut out
+	cuts []hole
+	dl   delta  // the learnt event as skimmed; itemID is id
+	id   []byte // its item id, kept (the event's bytes are lent)
+}
+
+// hole is where in a shape's bytes a value was cut out, and what it is.
+type hole struct {
+	at   int
+	kind uint8
+}
+
+// What a hole holds.
+const (
+	holeSeq   = iota // an integer: digits, no leading zero
+	holeDelta        // the delta, a valid string of at least one character
+	holePad          // a valid string
+)
+
+// maxShape bounds the event a shape keeps: a delta is a few words.
+const maxShape = 1 << 10
+
+// learn makes data, which skimDelta read as dl, the shape, if it can
+// be one; else the shape is left empty.
+func (s *shape) learn(data []byte, dl *delta) {
+	s.lit, s.cuts = s.lit[:0], s.cuts[:0]
+	if len(data) > maxShape {
+		return
+	}
+	var holes [3]struct {
+		span [2]int
+		kind uint8
+	}
+	n := 0
+	add := func(span [2]int, kind uint8) {
+		if span[1] == 0 {
+			return
+		}
+		v := data[span[0]:span[1]]
+		switch kind {
+		case holeSeq:
+			if digits(v) != len(v) {
+				return // left in the shape as it is
+			}
+		case holePad:
+			if !oneString(v) {
+				return
+			}
+		}
+		holes[n].span, holes[n].kind = span, kind
+		n++
+	}
+	add(dl.seq, holeSeq)
+	add(dl.text, holeDelta)
+	add(dl.pad, holePad)
+	// In the order they were written.
+	for i := 1; i < n; i++ {
+		for j := i; j > 0 && holes[j].span[0] < holes[j-1].span[0]; j-- {
+			holes[j], holes[j-1] = holes[j-1], holes[j]
+		}
+	}
+	at := 0
+	for _, h := range holes[:n] {
+		s.lit = append(s.lit, data[at:h.span[0]]...)
+		s.cuts = append(s.cuts, hole{at: len(s.lit), kind: h.kind})
+		at = h.span[1]
+	}
+	s.lit = append(s.lit, data[at:]...)
+	s.id = append(s.id[:0], dl.itemID...)
+	s.dl = delta{kind: dl.kind, index: dl.index, hasIndex: dl.hasIndex, itemID: s.id}
+}
+
+// match reports whether data has the shape, and if so reads it into dl
+// as skimDelta would.
+func (s *shape) match(data []byte, dl *delta) bool {
+	if len(s.lit) == 0 {
+		return false
+	}
+	var value []byte
+	pos, from := 0, 0
+	for _, h := range s.cuts {
+		seg := s.lit[from:h.at]
+		if !bytes.HasPrefix(data[pos:], seg) {
+			return false
+		}
+		pos += len(seg)
+		if h.kind == holeSeq {
+			n := digits(data[pos:])
+			if n == 0 {
+				return false
+			}
+			pos += n
+		} else {
+			r := jsonscan.NewAt(data, pos)
+			v, ok := r.ValidString()
+			if !ok {
+				return false
+			}
+			if h.kind == holeDelta {
+				if len(v) <= 2 {
+					return false
+				}
+				value = v
+			}
+			pos = r.Pos()
+		}
+		from = h.at
+	}
+	if !bytes.Equal(data[pos:], s.lit[from:]) || value == nil {
+		return false
+	}
+	*dl = s.dl
+	dl.value = value
+	return true
+}
+
+// digits is the length of the JSON integer of digits alone at the start
+// of b (no sign, no leading zero): 0 when there is none.
+func digits(b []byte) int {
+	n := 0
+	for n < len(b) && '0' <= b[n] && b[n] <= '9' {
+		n++
+	}
+	if n > 1 && b[0] == '0' {
+		return 0
+	}
+	return n
+}
+
+// oneString reports whether b is one valid string and nothing else.
+func oneString(b []byte) bool {
+	r := jsonscan.New(b)
+	_, ok := r.ValidString()
+	return ok && r.Pos() == len(b)
 }

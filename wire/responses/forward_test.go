@@ -194,6 +194,37 @@ var forwardStreams = []string{
 		textDelta(`"two"`)),
 	// Not JSON after forwarded deltas.
 	sse(evCreated, evMsgAdded, evPartAdded, textDelta(`"one"`), textDelta(`"two"`)) + "data: {nope}\n\ndata: " + textDelta(`"three"`) + "\n\n",
+	// Deltas like the one before but for their sequence number, delta
+	// or obfuscation, and near misses: numbers of other lengths and
+	// leading zeros, obfuscation gone, not a string, back; white space;
+	// an empty delta; another item's deltas in turn; an escape the
+	// decoder refuses, last.
+	sse(evCreated, evMsgAdded, evPartAdded,
+		`{"type":"response.output_text.delta","sequence_number":9,"item_id":"msg_up","output_index":0,"content_index":0,"delta":"nine","logprobs":[],"obfuscation":"Ab"}`,
+		`{"type":"response.output_text.delta","sequence_number":10,"item_id":"msg_up","output_index":0,"content_index":0,"delta":" ten","logprobs":[],"obfuscation":"AbCd"}`,
+		`{"type":"response.output_text.delta","sequence_number":0,"item_id":"msg_up","output_index":0,"content_index":0,"delta":" \"q\"\n","logprobs":[],"obfuscation":""}`,
+		`{"type":"response.output_text.delta","sequence_number":-1,"item_id":"msg_up","output_index":0,"content_index":0,"delta":" neg","logprobs":[],"obfuscation":"x"}`,
+		`{"type":"response.output_text.delta","sequence_number":11,"item_id":"msg_up","output_index":0,"content_index":0,"delta":" \u00e9","logprobs":[],"obfuscation":"x"}`,
+		`{"type":"response.output_text.delta","sequence_number":12,"item_id":"msg_up","output_index":0,"content_index":0,"delta":"","logprobs":[],"obfuscation":"x"}`,
+		`{"type":"response.output_text.delta","sequence_number":13,"item_id":"msg_up","output_index":0,"content_index":0,"delta":" pad","logprobs":[],"obfuscation":7}`,
+		`{"type":"response.output_text.delta","sequence_number":14,"item_id":"msg_up","output_index":0,"content_index":0,"delta":" none","logprobs":[]}`,
+		`{"type":"response.output_text.delta","sequence_number":15,"item_id":"msg_up","output_index":0,"content_index":0,"delta":" still","logprobs":[]}`,
+		`{"type":"response.output_text.delta","sequence_number":16,"item_id":"msg_up","output_index":0,"content_index":0,"delta":" back","logprobs":[],"obfuscation":"Zz"}`,
+		`{"type":"response.output_text.delta", "sequence_number": 17, "item_id":"msg_up","output_index":0,"content_index":0,"delta": " spaced" ,"logprobs":[],"obfuscation":"Zz"}`,
+		`{"type":"response.output_text.delta", "sequence_number": 18, "item_id":"msg_up","output_index":0,"content_index":0,"delta": " again" ,"logprobs":[],"obfuscation":"Zz"}`,
+		`{"type":"response.output_text.delta","sequence_number":19,"item_id":"msg_up","output_index":0,"content_index":0,"delta":" trailing","logprobs":[],"obfuscation":"Zz"} `,
+		`{"type":"response.output_text.delta","sequence_number":20,"item_id":"msg_up","output_index":0,"content_index":0,"delta":" id","logprobs":[],"obfuscation":"Zz","item_id":"msg_up"}`,
+		`{"type":"response.output_text.done","item_id":"msg_up","output_index":0,"content_index":0,"text":"x"}`,
+		`{"type":"response.output_item.added","output_index":1,"item":{"id":"fc_a","type":"function_call","status":"in_progress","arguments":"","call_id":"call_a","name":"get"}}`,
+		`{"type":"response.output_item.added","output_index":2,"item":{"id":"fc_b","type":"function_call","status":"in_progress","arguments":"","call_id":"call_b","name":"put"}}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":30,"item_id":"fc_a","output_index":1,"delta":"{\"a\":"}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":31,"item_id":"fc_b","output_index":2,"delta":"{\"b\":"}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":32,"item_id":"fc_a","output_index":1,"delta":"1}"}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":33,"item_id":"fc_a","output_index":1,"delta":" "}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":34,"item_id":"fc_b","output_index":2,"delta":"2}"}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":35,"item_id":"fc_b","output_index":2,"delta":"\u0020"}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":36,"item_id":"fc_b","output_index":2,"delta":"\x"}`,
+		evCompleted),
 }
 
 // TestForwardMatchesEncode holds the forwarder to the dialect's Stream
