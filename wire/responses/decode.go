@@ -159,6 +159,8 @@ func (u *wireUsage) chat() *chat.Usage {
 // itemState is what the decoder keeps of one output item.
 type itemState struct {
 	id      string // the item's id, "" when it has none
+	index   int    // its output index, if it came with one (at)
+	at      bool
 	kind    string // message, reasoning, function_call, or another
 	text    bool   // a text or reasoning delta came
 	parts   int    // summary parts begun
@@ -169,8 +171,12 @@ type itemState struct {
 }
 
 type streamDecoder struct {
-	yield   func(chat.Chunk) bool
-	ok      bool
+	yield func(chat.Chunk) bool
+	ok    bool
+	// The items, in the order they came, and when there are more than
+	// fewItems, by output index and by id; the last one registered with
+	// an index or id is the one it finds.
+	list    []*itemState
 	byIndex map[int]*itemState
 	byID    map[string]*itemState
 	items   int
@@ -182,14 +188,86 @@ type streamDecoder struct {
 	ev       wireEvent
 	index    int
 	room     eventRoom
+	few      [fewItems]*itemState // where list starts
 	intern   func([]byte) (string, bool)
 	streamed func(*wireEvent) bool
 }
 
 func newStreamDecoder(yield func(chat.Chunk) bool) *streamDecoder {
-	d := &streamDecoder{yield: yield, ok: true, byIndex: map[int]*itemState{}, byID: map[string]*itemState{}}
+	d := &streamDecoder{yield: yield, ok: true}
+	d.list = d.few[:0]
 	d.intern, d.streamed = d.itemID, d.textStreamed
 	return d
+}
+
+// fewItems is as many items as the decoder finds by looking at each in
+// turn: a stream has a few, and maps of them would cost more than they
+// save.
+const fewItems = 8
+
+// atIndex is the item registered with output index i, nil if none.
+func (d *streamDecoder) atIndex(i int) *itemState {
+	if d.byIndex != nil {
+		return d.byIndex[i]
+	}
+	for k := len(d.list) - 1; k >= 0; k-- {
+		if s := d.list[k]; s.at && s.index == i {
+			return s
+		}
+	}
+	return nil
+}
+
+// withID is the item registered with id, nil if none.
+func (d *streamDecoder) withID(id string) *itemState {
+	if d.byID != nil {
+		return d.byID[id]
+	}
+	for k := len(d.list) - 1; k >= 0; k-- {
+		if s := d.list[k]; s.id != "" && s.id == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// withIDBytes is withID of an id as read.
+func (d *streamDecoder) withIDBytes(id []byte) *itemState {
+	if d.byID != nil {
+		return d.byID[string(id)]
+	}
+	for k := len(d.list) - 1; k >= 0; k-- {
+		if s := d.list[k]; s.id != "" && s.id == string(id) {
+			return s
+		}
+	}
+	return nil
+}
+
+// register adds s to the items the decoder finds.
+func (d *streamDecoder) register(s *itemState) {
+	d.list = append(d.list, s)
+	switch {
+	case d.byIndex != nil:
+	case len(d.list) > fewItems:
+		d.byIndex, d.byID = map[int]*itemState{}, map[string]*itemState{}
+		for _, s := range d.list[:len(d.list)-1] {
+			d.mapItem(s)
+		}
+	default:
+		return
+	}
+	d.mapItem(s)
+}
+
+// mapItem puts s in the maps.
+func (d *streamDecoder) mapItem(s *itemState) {
+	if s.at {
+		d.byIndex[s.index] = s
+	}
+	if s.id != "" {
+		d.byID[s.id] = s
+	}
 }
 
 // textStreamed reports whether the text ev repeats is of no use: ev ends
@@ -202,8 +280,8 @@ func (d *streamDecoder) textStreamed(ev *wireEvent) bool {
 	if ev.OutputIndex == nil {
 		return false
 	}
-	s, ok := d.byIndex[*ev.OutputIndex]
-	if !ok || !s.text {
+	s := d.atIndex(*ev.OutputIndex)
+	if s == nil || !s.text {
 		return false
 	}
 	switch ev.Type {
@@ -218,7 +296,7 @@ func (d *streamDecoder) textStreamed(ev *wireEvent) bool {
 // itemID is the id of an item the decoder knows whose id is b: the
 // events of an item name it again and again.
 func (d *streamDecoder) itemID(b []byte) (string, bool) {
-	if s, ok := d.byID[string(b)]; ok {
+	if s := d.withIDBytes(b); s != nil {
 		return s.id, true
 	}
 	return "", false
@@ -235,7 +313,7 @@ func (d *streamDecoder) emit(c chat.Chunk) bool {
 // decoder knows.
 func (d *streamDecoder) state(ev *wireEvent) *itemState {
 	if ev.OutputIndex != nil {
-		if s, ok := d.byIndex[*ev.OutputIndex]; ok {
+		if s := d.atIndex(*ev.OutputIndex); s != nil {
 			return s
 		}
 	}
@@ -244,7 +322,7 @@ func (d *streamDecoder) state(ev *wireEvent) *itemState {
 		id = ev.Item.ID
 	}
 	if id != "" {
-		return d.byID[id]
+		return d.withID(id)
 	}
 	return nil
 }
@@ -260,11 +338,9 @@ func (d *streamDecoder) add(ev *wireEvent) (*itemState, error) {
 	d.items++
 	s := &itemState{kind: ev.Item.Type, id: ev.Item.ID}
 	if ev.OutputIndex != nil {
-		d.byIndex[*ev.OutputIndex] = s
+		s.index, s.at = *ev.OutputIndex, true
 	}
-	if ev.Item.ID != "" {
-		d.byID[ev.Item.ID] = s
-	}
+	d.register(s)
 	return s, nil
 }
 

@@ -216,10 +216,10 @@ func (f *forwarder) forward(data []byte) bool {
 	// it.
 	var s *itemState
 	if dl.hasIndex {
-		s = d.byIndex[dl.index]
+		s = d.atIndex(dl.index)
 	}
 	if s == nil && len(dl.itemID) > 0 {
-		s = d.byID[string(dl.itemID)]
+		s = d.withIDBytes(dl.itemID)
 	}
 	esc, plain := f.escape(dl.value)
 	if esc == nil {
@@ -398,6 +398,8 @@ type shape struct {
 	cuts []hole
 	dl   delta  // the learnt event as skimmed; itemID is id
 	id   []byte // its item id, kept (the event's bytes are lent)
+	buf  []byte // where lit and id are
+	room [3]hole
 }
 
 // hole is where in a shape's bytes a value was cut out, and what it is.
@@ -419,10 +421,15 @@ const maxShape = 1 << 10
 // learn makes data, which skimDelta read as dl, the shape, if it can
 // be one; else the shape is left empty.
 func (s *shape) learn(data []byte, dl *delta) {
-	s.lit, s.cuts = s.lit[:0], s.cuts[:0]
+	s.lit, s.cuts = nil, s.room[:0]
 	if len(data) > maxShape {
 		return
 	}
+	if need := len(data) + len(dl.itemID); cap(s.buf) < need {
+		// One allocation for both, and the room of the next ones.
+		s.buf = make([]byte, 0, max(need, 256))
+	}
+	s.lit = s.buf[:0]
 	var holes [3]struct {
 		span [2]int
 		kind uint8
@@ -462,7 +469,9 @@ func (s *shape) learn(data []byte, dl *delta) {
 		at = h.span[1]
 	}
 	s.lit = append(s.lit, data[at:]...)
-	s.id = append(s.id[:0], dl.itemID...)
+	end := len(s.lit)
+	s.id = append(s.buf[end:end], dl.itemID...)
+	s.lit = s.lit[:end:end]
 	s.dl = delta{kind: dl.kind, index: dl.index, hasIndex: dl.hasIndex, itemID: s.id}
 }
 

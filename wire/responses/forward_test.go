@@ -332,3 +332,50 @@ func FuzzForward(f *testing.F) {
 		compare(t, upstream)
 	})
 }
+
+// TestDecodeFindsItems: an event names its item by output index or by
+// id, among a few items or many, and one registered again under a known
+// id or index is the one found after.
+func TestDecodeFindsItems(t *testing.T) {
+	for _, n := range []int{3, 8, 9, 20} {
+		var evs []string
+		for i := range n {
+			evs = append(evs, fmt.Sprintf(`{"type":"response.output_item.added","output_index":%d,"item":{"id":"fc_%d","type":"function_call","arguments":"","call_id":"c%d","name":"f"}}`, i, i, i))
+		}
+		// A message that reuses call 1's id under a new index, and one
+		// that reuses call 0's index under a new id.
+		evs = append(evs,
+			fmt.Sprintf(`{"type":"response.output_item.added","output_index":%d,"item":{"id":"fc_1","type":"message","content":[]}}`, n),
+			fmt.Sprintf(`{"type":"response.output_item.added","output_index":0,"item":{"id":"msg_%d","type":"message","content":[]}}`, n+1))
+		for i := range n {
+			evs = append(evs,
+				fmt.Sprintf(`{"type":"response.function_call_arguments.delta","output_index":%d,"delta":"i%d"}`, i, i),
+				fmt.Sprintf(`{"type":"response.function_call_arguments.delta","item_id":"fc_%d","delta":"d%d"}`, i, i))
+		}
+		evs = append(evs,
+			fmt.Sprintf(`{"type":"response.output_text.delta","output_index":%d,"delta":"m"}`, n),
+			fmt.Sprintf(`{"type":"response.output_text.delta","item_id":"msg_%d","delta":"q"}`, n+1),
+			`{"type":"response.function_call_arguments.delta","output_index":99,"delta":"none"}`,
+			`{"type":"response.function_call_arguments.delta","item_id":"fc_99","delta":"none"}`)
+		var got []string
+		for c, err := range responses.DecodeStream(strings.NewReader(sse(evs...))) {
+			if err != nil {
+				t.Fatalf("%d items: %v", n, err)
+			}
+			switch c.Type {
+			case chat.ChunkToolCallDelta:
+				got = append(got, fmt.Sprintf("%d:%s", c.Index, c.Arguments))
+			case chat.ChunkText:
+				got = append(got, c.Text)
+			}
+		}
+		var want []string
+		for i := range n {
+			want = append(want, fmt.Sprintf("%d:i%d", i, i), fmt.Sprintf("%d:d%d", i, i))
+		}
+		want = append(want, "m", "q")
+		if !slices.Equal(got, want) {
+			t.Errorf("%d items: got\n%q\nwant\n%q", n, got, want)
+		}
+	}
+}
