@@ -34,7 +34,8 @@ import (
 //	                     text RedactedThought (or none) and a
 //	                     thoughtSignature that is ctxkit's envelope of
 //	                     redacted thinking, redacted_thinking {data: the
-//	                     envelope} (see Response)
+//	                     envelope} (see Response); RedactedThought with
+//	                     no thoughtSignature gives none
 //	  thoughtSignature   on any other part: a thought_signature block just
 //	                     before the part's block (EncodeRequest puts it
 //	                     back on the same part)

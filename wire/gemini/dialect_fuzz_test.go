@@ -22,6 +22,8 @@ func FuzzDialectDecode(f *testing.F) {
 	f.Add([]byte(`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},{"parts":[{"function_response":{"name":"f","response":{"output":"x"}}}]}]}`))
 	// A thought part holding sealed redacted thinking, and one with text.
 	f.Add([]byte(`{"contents":[{"role":"model","parts":[{"thought":true,"thoughtSignature":"` + wire.SealRedactedFor(wire.HomeBedrock, "ZW5j") + `"},{"thought":true,"text":"t","thoughtSignature":"Y3R4awFyZW5j"},{"thought":true,"text":"` + gemini.RedactedThought + `","thoughtSignature":"Y3R4awFyZW5j"},{"text":"a"}]}]}`))
+	// The placeholder come back without its envelope, alone in its turn.
+	f.Add([]byte(`{"contents":[{"role":"user","parts":[{"text":"q"}]},{"role":"model","parts":[{"thought":true,"text":"` + gemini.RedactedThought + `"}]}]}`))
 	d := gemini.Dialect()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := d.Decode(body, wire.Incoming{Model: "gemini-3-pro-preview"})

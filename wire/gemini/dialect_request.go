@@ -419,10 +419,13 @@ func (d *requestDecoder) parts(v json.RawMessage, path string, msg int, role str
 			// is an envelope of redacted thinking is the
 			// redacted_thinking block the response wrote so
 			// (ClaimSignatures sends it only to the provider that made
-			// it).
+			// it). RedactedThought with no signature is that part come
+			// back without its envelope: no model's reasoning, so none
+			// for any upstream.
 			switch {
 			case sig != "" && (text == "" || text == RedactedThought) && sealedRedacted(sig):
 				blocks = append(blocks, chat.Block{Type: chat.TypeRedactedThinking, Data: sig})
+			case sig == "" && text == RedactedThought:
 			case sig != "":
 				blocks = append(blocks, chat.Block{Type: chat.TypeThinking, Thinking: text, Signature: sig})
 			case text != "":

@@ -144,3 +144,32 @@ func TestDecodeRedactedOnlyWhenSealed(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRedactedPlaceholderWithoutEnvelope: a thought part of
+// RedactedThought with no signature is the placeholder the dialect wrote
+// for redacted thinking, come back without its envelope: it holds no
+// reasoning of any model's, and no upstream gets the placeholder as one
+// (Converse would take it as the model's unsigned reasoning, Gemini as
+// its thought). A thought of other text is plain reasoning still.
+func TestDecodeRedactedPlaceholderWithoutEnvelope(t *testing.T) {
+	body := `{"contents":[{"role":"user","parts":[{"text":"q"}]},{"role":"model","parts":[` +
+		`{"thought":true,"text":"` + gemini.RedactedThought + `"},{"thought":true,"text":"Think."},{"text":"a"}]},` +
+		`{"role":"user","parts":[{"text":"q2"}]}]}`
+	req, err := gemini.Dialect().Decode([]byte(body), wire.Incoming{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := req.Messages[1].Content.Blocks
+	if len(got) != 2 || got[0].Type != chat.TypeReasoning || got[0].Text != "Think." || got[1].Type != chat.TypeText {
+		t.Fatalf("blocks %+v, want the reasoning Think. and the text", got)
+	}
+	for _, up := range []string{"gemini", "bedrock", "anthropic"} {
+		r := req
+		wire.ClaimSignatures(&r, "gemini", up)
+		for _, b := range r.Messages[1].Content.Blocks {
+			if b.Text == gemini.RedactedThought || b.Thinking == gemini.RedactedThought {
+				t.Errorf("%s gets the placeholder as reasoning: %+v", up, b)
+			}
+		}
+	}
+}
