@@ -457,29 +457,60 @@ func (d *DB) EnqueueTest(ctx context.Context, a store.Actor, webhookID string, b
 	return dl, err
 }
 
+// prunedRead, when set (by tests), runs after WebhookChanges has read the
+// pruned mark and before it reads the events.
+var prunedRead func()
+
 // WebhookChanges implements store.Webhooks: backlog's read, bounded by
 // mark. The single writer commits events in number order, so every event
 // at or below a LatestSeq answer has committed.
 func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, mark int64, limit int, withContext bool) ([]store.Change, int64, error) {
+	pruned, err := d.prunedThrough(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	for {
+		if prunedRead != nil {
+			prunedRead()
+		}
+		after := w.Cursor
+		missed := int64(0)
+		if pruned > after {
+			missed, after = pruned, pruned
+		}
+		if after >= mark {
+			return nil, missed, nil
+		}
+		var cs []store.Change
+		cols, from, args := d.eventsFrom(withContext)
+		err = d.readEvents(ctx, `SELECT `+eventColumnsE+`, e.owner_id, e.visibility, e.created_by`+cols+from+` WHERE e.seq > ? AND e.seq <= ?
+		AND (e.owner_id = ? AND (e.visibility != 'private' OR e.created_by = ? OR ?)) ORDER BY e.seq LIMIT ?`,
+			append(append(append(args, after, mark), actorArgs(w.Actor())...), limit), true, withContext, func(c *store.Change) { cs = append(cs, *c) })
+		if err != nil {
+			return nil, 0, err
+		}
+		// A prune that committed between the two reads took events the
+		// read may have skipped: read again past what it took, so they
+		// are counted as missed. Prunes are rare and only move on.
+		again, err := d.prunedThrough(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		if again <= pruned || again <= after {
+			return cs, missed, nil
+		}
+		pruned = again
+	}
+}
+
+// prunedThrough is the last event seq Expire pruned (0: none).
+func (d *DB) prunedThrough(ctx context.Context) (int64, error) {
 	var pruned int64
 	err := d.r.QueryRowContext(ctx, `SELECT COALESCE((SELECT through FROM events_pruned WHERE id = 1), 0)`).Scan(&pruned)
 	if err != nil {
-		return nil, 0, d.fail(err)
+		return 0, d.fail(err)
 	}
-	after := w.Cursor
-	missed := int64(0)
-	if pruned > after {
-		missed, after = pruned, pruned
-	}
-	if after >= mark {
-		return nil, missed, nil
-	}
-	var cs []store.Change
-	cols, from, args := d.eventsFrom(withContext)
-	err = d.readEvents(ctx, `SELECT `+eventColumnsE+`, e.owner_id, e.visibility, e.created_by`+cols+from+` WHERE e.seq > ? AND e.seq <= ?
-		AND (e.owner_id = ? AND (e.visibility != 'private' OR e.created_by = ? OR ?)) ORDER BY e.seq LIMIT ?`,
-		append(append(append(args, after, mark), actorArgs(w.Actor())...), limit), true, withContext, func(c *store.Change) { cs = append(cs, *c) })
-	return cs, missed, err
+	return pruned, nil
 }
 
 // AdvanceWebhooks implements store.Webhooks.

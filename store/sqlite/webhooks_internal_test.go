@@ -52,3 +52,62 @@ func TestWebhookMissedEvents(t *testing.T) {
 		t.Fatalf("webhook %+v, %v", w, err)
 	}
 }
+
+// TestWebhookPruneRacesRead: a prune that commits between WebhookChanges'
+// read of the pruned mark and its read of the events is counted as
+// missed; the events it took are not skipped in silence.
+func TestWebhookPruneRacesRead(t *testing.T) {
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(t.TempDir(), "ctxkit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
+	sel, _ := store.ParseSelector([]byte(`{}`))
+	w, _, err := d.CreateWebhook(ctx, a, store.Webhook{URL: "https://example.com/", Selector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if _, _, err := d.Create(ctx, a, store.Breadcrumb{Title: "x", Context: json.RawMessage(`{}`)}, store.Idempotency{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	latest, err := d.LatestSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pruneAt := latest - 2 // as Expire with a backlog of 2
+	once := false
+	prunedRead = func() {
+		if once {
+			return
+		}
+		once = true
+		err := d.queueTx(ctx, func(tx *sql.Tx) error {
+			if err := notePruned(ctx, tx, 2); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `DELETE FROM events WHERE seq <= ?`, pruneAt)
+			return err
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { prunedRead = nil }()
+	cs, missed, err := d.WebhookChanges(ctx, w, latest, 100, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !once {
+		t.Fatal("the prune did not run")
+	}
+	if len(cs) == 0 || (missed < cs[0].Seq-1 && cs[0].Seq-1 > w.Cursor) {
+		t.Fatalf("cursor %d, first change %v, missed through %d: events pruned in silence", w.Cursor, cs, missed)
+	}
+	if missed != pruneAt || cs[0].Seq != pruneAt+1 {
+		t.Fatalf("missed %d, first %d; want %d, %d", missed, cs[0].Seq, pruneAt, pruneAt+1)
+	}
+}
