@@ -420,27 +420,55 @@ func (d *DB) EnqueueTest(ctx context.Context, a store.Actor, webhookID string, b
 	return dl, err
 }
 
+// prunedRead, when set (by tests), runs after WebhookChanges has read the
+// pruned mark and before it reads the events.
+var prunedRead func()
+
 // WebhookChanges implements store.Webhooks. Its read is bounded by mark,
 // a LatestSeq answer, and so takes no event lock (actorChanges): the
 // fan-out's one read under the lock a round is its LatestSeq, however
 // many webhooks it reads for.
 func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, mark int64, limit int, withContext bool) ([]store.Change, int64, error) {
+	pruned, err := d.prunedThrough(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	for {
+		if prunedRead != nil {
+			prunedRead()
+		}
+		after, missed := w.Cursor, int64(0)
+		if pruned > after {
+			missed, after = pruned, pruned
+		}
+		if after >= mark {
+			return nil, missed, nil
+		}
+		cs, err := d.actorChanges(ctx, w.Actor(), after, mark, limit, withContext)
+		if err != nil {
+			return nil, 0, err
+		}
+		// A prune that committed between the two reads took events the
+		// read may have skipped: read again past what it took, so they
+		// are counted as missed. Prunes are rare and only move on.
+		again, err := d.prunedThrough(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		if again <= pruned || again <= after {
+			return cs, missed, nil
+		}
+		pruned = again
+	}
+}
+
+// prunedThrough is the last event seq Expire pruned (0: none).
+func (d *DB) prunedThrough(ctx context.Context) (int64, error) {
 	var pruned int64
 	err := d.query(ctx, system, `SELECT COALESCE((SELECT through FROM events_pruned WHERE id = 1), 0)`, nil, func(rows pgx.Rows) error {
 		return rows.Scan(&pruned)
 	})
-	if err != nil {
-		return nil, 0, err
-	}
-	after, missed := w.Cursor, int64(0)
-	if pruned > after {
-		missed, after = pruned, pruned
-	}
-	if after >= mark {
-		return nil, missed, nil
-	}
-	cs, err := d.actorChanges(ctx, w.Actor(), after, mark, limit, withContext)
-	return cs, missed, err
+	return pruned, err
 }
 
 // AdvanceWebhooks implements store.Webhooks in two round trips
