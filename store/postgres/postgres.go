@@ -1222,7 +1222,10 @@ func (d *DB) Expire(ctx context.Context, now time.Time) (int, error) {
 		batch := &pgx.Batch{}
 		batch.Queue(`DELETE FROM idempotency WHERE created_at < $1`, now.Add(-IdempotencyWindow))
 		queuePrune(batch, now, EventBacklog)
-		batch.Queue(`DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - $1`, EventBacklog)
+		// What the note says, not MAX(seq) again: each statement reads
+		// its own snapshot, and an event committed since the note would
+		// move the bound past it, pruning events no webhook counts.
+		batch.Queue(`DELETE FROM events WHERE seq <= (SELECT through FROM events_pruned WHERE id = 1)`)
 		return batch, nil
 	})
 	return total, err
