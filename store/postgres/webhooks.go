@@ -429,37 +429,9 @@ var prunedRead func()
 // fan-out's one read under the lock a round is its LatestSeq, however
 // many webhooks it reads for.
 func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, mark int64, limit int, withContext bool) ([]store.Change, int64, error) {
-	pruned, err := d.prunedThrough(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	for {
-		if prunedRead != nil {
-			prunedRead()
-		}
-		after, missed := w.Cursor, int64(0)
-		if pruned > after {
-			missed, after = pruned, pruned
-		}
-		if after >= mark {
-			return nil, missed, nil
-		}
-		cs, err := d.actorChanges(ctx, w.Actor(), after, mark, limit, withContext)
-		if err != nil {
-			return nil, 0, err
-		}
-		// A prune that committed between the two reads took events the
-		// read may have skipped: read again past what it took, so they
-		// are counted as missed. Prunes are rare and only move on.
-		again, err := d.prunedThrough(ctx)
-		if err != nil {
-			return nil, 0, err
-		}
-		if again <= pruned || again <= after {
-			return cs, missed, nil
-		}
-		pruned = again
-	}
+	return store.ChangesPastPrunes(ctx, w.Cursor, mark, d.prunedThrough, func(after int64) ([]store.Change, error) {
+		return d.actorChanges(ctx, w.Actor(), after, mark, limit, withContext)
+	}, prunedRead)
 }
 
 // prunedThrough is the last event seq Expire pruned (0: none).

@@ -465,42 +465,14 @@ var prunedRead func()
 // mark. The single writer commits events in number order, so every event
 // at or below a LatestSeq answer has committed.
 func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, mark int64, limit int, withContext bool) ([]store.Change, int64, error) {
-	pruned, err := d.prunedThrough(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	for {
-		if prunedRead != nil {
-			prunedRead()
-		}
-		after := w.Cursor
-		missed := int64(0)
-		if pruned > after {
-			missed, after = pruned, pruned
-		}
-		if after >= mark {
-			return nil, missed, nil
-		}
+	return store.ChangesPastPrunes(ctx, w.Cursor, mark, d.prunedThrough, func(after int64) ([]store.Change, error) {
 		var cs []store.Change
 		cols, from, args := d.eventsFrom(withContext)
-		err = d.readEvents(ctx, `SELECT `+eventColumnsE+`, e.owner_id, e.visibility, e.created_by`+cols+from+` WHERE e.seq > ? AND e.seq <= ?
+		err := d.readEvents(ctx, `SELECT `+eventColumnsE+`, e.owner_id, e.visibility, e.created_by`+cols+from+` WHERE e.seq > ? AND e.seq <= ?
 		AND (e.owner_id = ? AND (e.visibility != 'private' OR e.created_by = ? OR ?)) ORDER BY e.seq LIMIT ?`,
 			append(append(append(args, after, mark), actorArgs(w.Actor())...), limit), true, withContext, func(c *store.Change) { cs = append(cs, *c) })
-		if err != nil {
-			return nil, 0, err
-		}
-		// A prune that committed between the two reads took events the
-		// read may have skipped: read again past what it took, so they
-		// are counted as missed. Prunes are rare and only move on.
-		again, err := d.prunedThrough(ctx)
-		if err != nil {
-			return nil, 0, err
-		}
-		if again <= pruned || again <= after {
-			return cs, missed, nil
-		}
-		pruned = again
-	}
+		return cs, err
+	}, prunedRead)
 }
 
 // prunedThrough is the last event seq Expire pruned (0: none).
