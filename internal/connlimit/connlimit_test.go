@@ -208,6 +208,11 @@ func TestReserveAnswersHealthWhenAllAreBusy(t *testing.T) {
 	if err != nil || st != 503 || h.Get("Retry-After") == "" {
 		t.Fatalf("GET /slow on a reserve connection: %d %v %v", st, h, err)
 	}
+	// The two requests' reserve connections are released once the server
+	// sees them closed: until then they hold the reserve the next two
+	// would fill, and a slot freed after those two arrive would go to the
+	// one past the bound.
+	waitFor(t, func() bool { return l.Stats().Reserve == 0 })
 	// Two silent connections fill the reserve; the next is closed at once.
 	for range 2 {
 		c, err := net.Dial("tcp", addr)
