@@ -10,21 +10,30 @@ import (
 	"github.com/ctxkit/ctxkit/store"
 )
 
-// TestWebhookMissedEvents: a webhook whose cursor is behind the events
-// pruned by Expire is told so (MissedThrough), not silently moved on.
-func TestWebhookMissedEvents(t *testing.T) {
+// openWithWebhook opens a store of the test's own, closed when the test
+// ends, with a webhook of every change of alice's.
+func openWithWebhook(t *testing.T) (*DB, store.Actor, store.Webhook) {
+	t.Helper()
 	ctx := context.Background()
 	d, err := Open(ctx, filepath.Join(t.TempDir(), "ctxkit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	t.Cleanup(func() { d.Close() })
 	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
 	sel, _ := store.ParseSelector([]byte(`{}`))
 	w, _, err := d.CreateWebhook(ctx, a, store.Webhook{URL: "https://example.com/", Selector: sel})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d, a, w
+}
+
+// TestWebhookMissedEvents: a webhook whose cursor is behind the events
+// pruned by Expire is told so (MissedThrough), not silently moved on.
+func TestWebhookMissedEvents(t *testing.T) {
+	ctx := context.Background()
+	d, a, w := openWithWebhook(t)
 	var seqs []int64
 	for range 3 {
 		_, _, err := d.Create(ctx, a, store.Breadcrumb{Title: "x", Context: json.RawMessage(`{}`)}, store.Idempotency{})
@@ -58,17 +67,7 @@ func TestWebhookMissedEvents(t *testing.T) {
 // missed; the events it took are not skipped in silence.
 func TestWebhookPruneRacesRead(t *testing.T) {
 	ctx := context.Background()
-	d, err := Open(ctx, filepath.Join(t.TempDir(), "ctxkit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	a := store.Actor{OwnerID: "acme", AgentID: "alice"}
-	sel, _ := store.ParseSelector([]byte(`{}`))
-	w, _, err := d.CreateWebhook(ctx, a, store.Webhook{URL: "https://example.com/", Selector: sel})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, a, w := openWithWebhook(t)
 	for range 4 {
 		if _, _, err := d.Create(ctx, a, store.Breadcrumb{Title: "x", Context: json.RawMessage(`{}`)}, store.Idempotency{}); err != nil {
 			t.Fatal(err)
