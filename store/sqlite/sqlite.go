@@ -57,6 +57,10 @@ type DB struct {
 	// batchStmts are the statements of CreateBatch, prepared once on the
 	// writing connection and kept across batches (see stmtCache).
 	batchStmts stmtSet
+	// gate orders the writing connection's users (see writeGate).
+	gate writeGate
+	// ckpt checkpoints the log off the writing connection.
+	ckpt *checkpointer
 }
 
 var _ store.Store = (*DB)(nil)
@@ -77,7 +81,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas
-	w, err := sql.Open("sqlite", base+"&_txlock=immediate")
+	// The writing connection checkpoints the log itself only past
+	// walBackstop: checkpoints are the checkpointer's.
+	w, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=wal_autocheckpoint("+strconv.Itoa(walBackstop)+")")
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +109,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	d.r.SetMaxOpenConns(4)
 	d.r.SetMaxIdleConns(4)
+	if d.ckpt, err = newCheckpointer(base, &d.gate); err != nil {
+		d.r.Close()
+		w.Close()
+		return nil, err
+	}
 	d.feed = feed.New(feed.Source{Load: d.loadChanges, Contexts: d.contexts, Backlog: d.backlog, Latest: d.LatestSeq}, feed.Options{})
 	return d, nil
 }
@@ -249,7 +260,7 @@ func (d *DB) migrate(ctx context.Context) error {
 // Close closes the database.
 func (d *DB) Close() error {
 	d.feed.Close()
-	return errors.Join(d.r.Close(), d.batchStmts.close(), d.w.Close())
+	return errors.Join(d.ckpt.close(), d.r.Close(), d.batchStmts.close(), d.w.Close())
 }
 
 // inTx runs f in a write transaction and wakes the event feed after a
@@ -260,6 +271,10 @@ func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	if e := d.corrupt.Load(); e != nil {
 		return e
 	}
+	if err := d.gate.enter(ctx, true); err != nil {
+		return err
+	}
+	defer d.gate.leave()
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
 		return d.fail(err)
@@ -277,6 +292,7 @@ func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	if d.feed != nil { // nil while migrating
 		d.feed.Wake()
 	}
+	d.ckpt.wake()
 	return nil
 }
 

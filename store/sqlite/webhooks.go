@@ -57,6 +57,10 @@ func (d *DB) queueTx(ctx context.Context, f func(*sql.Tx) error) error {
 	if e := d.corrupt.Load(); e != nil {
 		return e
 	}
+	if err := d.gate.enter(ctx, false); err != nil {
+		return err
+	}
+	defer d.gate.leave()
 	c, err := d.w.Conn(ctx)
 	if err != nil {
 		return d.fail(err)
@@ -84,6 +88,7 @@ func (d *DB) queueTx(ctx context.Context, f func(*sql.Tx) error) error {
 		c.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
 		return d.fail(err)
 	}
+	d.ckpt.wake()
 	return nil
 }
 
@@ -485,36 +490,59 @@ func (d *DB) prunedThrough(ctx context.Context) (int64, error) {
 	return pruned, nil
 }
 
-// AdvanceWebhooks implements store.Webhooks.
+// AdvanceWebhooks implements store.Webhooks. A round moves most webhooks
+// from one cursor to one mark, so the compare-and-sets are grouped by
+// (cursor, upto, missed): one statement each, which returns the webhooks
+// it moved. A statement per webhook held the single writer for
+// milliseconds a round (each was parsed afresh), and breadcrumb writes
+// waited behind it. Advances are stored as if one after another: a
+// webhook named again starts a new run of groups, after the deliveries
+// of the one before.
 func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, error) {
 	errs := make([]error, len(as))
 	err := d.queueTx(ctx, func(tx *sql.Tx) error {
 		now := micro(d.stamp())
-		insert, err := tx.PrepareContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, seq, kind, body, status, first_due, next_at,
-			created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?6, ?6) ON CONFLICT DO NOTHING`)
-		if err != nil {
-			return err
-		}
-		defer insert.Close()
-		for i, a := range as {
-			res, err := tx.ExecContext(ctx, `UPDATE webhooks SET cursor = ?, missed_through = max(missed_through, ?) WHERE id = ? AND cursor = ?`,
-				a.Upto, a.Missed, a.Webhook.ID, a.Webhook.Cursor)
+		as, errs := as, errs // each run is cut off the front of both
+		var insert *sql.Stmt
+		defer func() {
+			if insert != nil {
+				insert.Close()
+			}
+		}()
+		for len(as) > 0 {
+			// The longest run of advances of distinct webhooks.
+			n, seen := 0, map[string]bool{}
+			for n < len(as) && !seen[as[n].Webhook.ID] {
+				seen[as[n].Webhook.ID] = true
+				n++
+			}
+			moved, err := advanceRun(ctx, tx, as[:n])
 			if err != nil {
 				return err
 			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				errs[i] = store.ErrCursorMoved
-				continue
-			}
-			for _, nd := range a.Deliveries {
-				id, err := uuid.NewV7()
-				if err != nil {
-					return err
+			for i, a := range as[:n] {
+				if !moved[a.Webhook.ID] {
+					errs[i] = store.ErrCursorMoved
+					continue
 				}
-				if _, err := insert.ExecContext(ctx, id.String(), a.Webhook.ID, nd.Seq, nd.Kind, nd.Event, now); err != nil {
-					return err
+				for _, nd := range a.Deliveries {
+					if insert == nil {
+						if insert, err = tx.PrepareContext(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, seq, kind, body, status,
+							first_due, next_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?6, ?6)
+							ON CONFLICT DO NOTHING`); err != nil {
+							return err
+						}
+					}
+					id, err := uuid.NewV7()
+					if err != nil {
+						return err
+					}
+					if _, err := insert.ExecContext(ctx, id.String(), a.Webhook.ID, nd.Seq, nd.Kind, nd.Event, now); err != nil {
+						return err
+					}
 				}
 			}
+			as, errs = as[n:], errs[n:]
 		}
 		return nil
 	})
@@ -522,6 +550,49 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 		return nil, err
 	}
 	return errs, nil
+}
+
+// advanceRun moves the cursors of run, advances of distinct webhooks,
+// by one statement per (cursor, upto, missed), and returns the webhooks
+// whose cursor was still the one their advance names.
+func advanceRun(ctx context.Context, tx *sql.Tx, run []store.Advance) (map[string]bool, error) {
+	type step struct{ cursor, upto, missed int64 }
+	groups := map[step][]string{}
+	var order []step
+	for _, a := range run {
+		k := step{a.Webhook.Cursor, a.Upto, a.Missed}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], a.Webhook.ID)
+	}
+	moved := make(map[string]bool, len(run))
+	for _, k := range order {
+		for chunk := range slices.Chunk(groups[k], leaseChunk) {
+			args := []any{k.upto, k.missed, k.cursor}
+			for _, id := range chunk {
+				args = append(args, id)
+			}
+			rows, err := tx.QueryContext(ctx, `UPDATE webhooks SET cursor = ?1, missed_through = max(missed_through, ?2)
+				WHERE cursor = ?3 AND id IN (`+strings.Repeat(",?", len(chunk))[1:]+`) RETURNING id`, args...)
+			if err != nil {
+				return nil, err
+			}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				moved[id] = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return moved, nil
 }
 
 type webhookTarget struct {
@@ -532,93 +603,53 @@ type webhookTarget struct {
 	hook    store.Webhook
 }
 
-// ClaimDeliveries implements store.Webhooks: one immediate transaction
-// ranks the due deliveries of each webhook (at most PerWebhook each),
-// takes the oldest due within the room of its webhook (1 while failing)
-// and of its owner, and leases them.
+// ClaimDeliveries implements store.Webhooks: it ranks the due deliveries
+// of each webhook (at most PerWebhook each), takes the oldest due within
+// the room of its webhook (1 while failing) and of its owner, and leases
+// them. The ranking and the webhooks' targets are read without the
+// single writer; the lease, one statement, takes it and leases only what
+// is still due, unleased and of an unpaused webhook: a delivery settled,
+// leased or paused since the read is left out of the claim. Ranking
+// inside the write held the writer for milliseconds a claim, and
+// breadcrumb writes waited behind it.
 func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]store.ClaimedDelivery, error) {
 	if c.Limit <= 0 || c.PerWebhook <= 0 {
 		return nil, nil
 	}
-	var out []store.ClaimedDelivery
-	err := d.queueTx(ctx, func(tx *sql.Tx) error {
-		now := d.stamp()
-		// Per webhook, its first PerWebhook due deliveries (an index
-		// range each), so a long backlog of one is never scanned whole.
-		rows, err := tx.QueryContext(ctx, `SELECT d.id, d.webhook_id, w.owner_id, w.failing_since FROM webhooks w JOIN webhook_deliveries d ON d.id IN (
-			SELECT x.id FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending' AND x.next_at <= ?1
-			AND x.lease_until <= ?1 ORDER BY x.next_at, x.id LIMIT ?2)
-			WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`, micro(now), c.PerWebhook)
-		if err != nil {
-			return err
-		}
-		taken, ownerTaken := map[string]int{}, map[string]int{}
-		var ids, hooks []string
-		for rows.Next() && len(ids) < c.Limit {
-			var (
-				id, hook, owner string
-				failing         int64
-			)
-			if err := rows.Scan(&id, &hook, &owner, &failing); err != nil {
-				rows.Close()
-				return err
-			}
-			if taken[hook] >= c.Room(hook, failing != 0) || ownerTaken[owner] >= c.OwnerRoom(owner) {
-				continue
-			}
-			taken[hook]++
-			ownerTaken[owner]++
-			ids, hooks = append(ids, id), append(hooks, hook)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		targets := map[string]*webhookTarget{}
-		for _, h := range hooks {
-			if targets[h] != nil {
-				continue
-			}
-			var (
-				t       webhookTarget
-				until   int64
-				failing int64
-				issued  int64
-				payload string
-			)
-			if err := tx.QueryRowContext(ctx, `SELECT owner_id, url, secret, prev_secret, prev_until, failing_since, agent_id, curator,
-				payload, token_id, token_issued FROM webhooks WHERE id = ?`, h).
-				Scan(&t.owner, &t.url, &t.keys.Current, &t.keys.Previous, &until, &failing, &t.hook.AgentID, &t.hook.Curator,
-					&payload, &t.hook.TokenID, &issued); err != nil {
-				return err
-			}
-			t.keys.PreviousUntil, t.failing = fromMicro(until), fromMicro(failing)
-			t.hook.ID, t.hook.OwnerID, t.hook.Payload, t.hook.TokenIssued = h, t.owner, store.WebhookPayload(payload), fromMicro(issued)
-			targets[h] = &t
-		}
-		lease := c.Lease
-		if lease <= 0 {
-			lease = time.Minute
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		// One statement leases the whole claim, under one token: a lease
-		// names the claim, and each settle names its delivery besides.
-		tok, err := uuid.NewRandom()
-		if err != nil {
-			return err
-		}
+	if e := d.corrupt.Load(); e != nil {
+		return nil, e
+	}
+	now := d.stamp()
+	ids, hooks, targets, err := d.claimCandidates(ctx, c, now)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	if claimRead != nil {
+		claimRead()
+	}
+	lease := c.Lease
+	if lease <= 0 {
+		lease = time.Minute
+	}
+	// One statement leases the whole claim, under one token: a lease
+	// names the claim, and each settle names its delivery besides.
+	tok, err := uuid.NewRandom()
+	if err != nil {
+		return nil, err
+	}
+	leased := make(map[string]store.Delivery, len(ids))
+	err = d.queueTx(ctx, func(tx *sql.Tx) error {
 		// A statement takes at most 32,766 parameters, so a large claim
 		// is leased in chunks, all in this transaction.
-		leased := make(map[string]store.Delivery, len(ids))
 		for chunk := range slices.Chunk(ids, leaseChunk) {
-			args := []any{tok.String(), micro(now.Add(lease))}
+			args := []any{tok.String(), micro(now.Add(lease)), micro(now)}
 			for _, id := range chunk {
 				args = append(args, id)
 			}
-			rows, err = tx.QueryContext(ctx, `UPDATE webhook_deliveries SET lease = ?1, lease_until = ?2 WHERE id IN (`+
-				strings.Repeat(",?", len(chunk))[1:]+`) RETURNING `+deliveryColumns+`, body`, args...)
+			// ?3 comes before the list: its "?"s are numbered on from it.
+			rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET lease = ?1, lease_until = ?2 WHERE status = 'pending'
+				AND next_at <= ?3 AND lease_until <= ?3 AND webhook_id IN (SELECT id FROM webhooks WHERE paused_reason = '')
+				AND id IN (`+strings.Repeat(",?", len(chunk))[1:]+`) RETURNING `+deliveryColumns+`, body`, args...)
 			if err != nil {
 				return err
 			}
@@ -637,21 +668,90 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 				return err
 			}
 		}
-		for i, id := range ids {
-			dl, ok := leased[id]
-			if !ok {
-				return fmt.Errorf("delivery %s vanished while claimed", id)
-			}
-			t := targets[hooks[i]]
-			out = append(out, store.ClaimedDelivery{Delivery: dl, OwnerID: t.owner, URL: t.url, Keys: t.keys, FailingSince: t.failing,
-				Lease: tok.String(), Hook: t.hook})
-		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	var out []store.ClaimedDelivery
+	for i, id := range ids {
+		dl, ok := leased[id]
+		if !ok {
+			continue
+		}
+		t := targets[hooks[i]]
+		out = append(out, store.ClaimedDelivery{Delivery: dl, OwnerID: t.owner, URL: t.url, Keys: t.keys, FailingSince: t.failing,
+			Lease: tok.String(), Hook: t.hook})
+	}
 	return out, nil
+}
+
+// claimRead, when set (by tests), runs after ClaimDeliveries has read
+// its candidates and before it leases them.
+var claimRead func()
+
+// claimCandidates reads, in one read transaction, the deliveries a claim
+// would take at now (in order), their webhooks and those webhooks'
+// targets.
+func (d *DB) claimCandidates(ctx context.Context, c store.DeliveryClaim, now time.Time) (ids, hooks []string, targets map[string]*webhookTarget, err error) {
+	tx, err := d.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, nil, d.fail(err)
+	}
+	defer tx.Rollback()
+	// Per webhook, its first PerWebhook due deliveries (an index range
+	// each), so a long backlog of one is never scanned whole.
+	rows, err := tx.QueryContext(ctx, `SELECT d.id, d.webhook_id, w.owner_id, w.failing_since FROM webhooks w JOIN webhook_deliveries d ON d.id IN (
+		SELECT x.id FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending' AND x.next_at <= ?1
+		AND x.lease_until <= ?1 ORDER BY x.next_at, x.id LIMIT ?2)
+		WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`, micro(now), c.PerWebhook)
+	if err != nil {
+		return nil, nil, nil, d.fail(err)
+	}
+	taken, ownerTaken := map[string]int{}, map[string]int{}
+	for rows.Next() && len(ids) < c.Limit {
+		var (
+			id, hook, owner string
+			failing         int64
+		)
+		if err := rows.Scan(&id, &hook, &owner, &failing); err != nil {
+			rows.Close()
+			return nil, nil, nil, d.fail(err)
+		}
+		if taken[hook] >= c.Room(hook, failing != 0) || ownerTaken[owner] >= c.OwnerRoom(owner) {
+			continue
+		}
+		taken[hook]++
+		ownerTaken[owner]++
+		ids, hooks = append(ids, id), append(hooks, hook)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, nil, d.fail(err)
+	}
+	targets = map[string]*webhookTarget{}
+	for _, h := range hooks {
+		if targets[h] != nil {
+			continue
+		}
+		var (
+			t       webhookTarget
+			until   int64
+			failing int64
+			issued  int64
+			payload string
+		)
+		if err := tx.QueryRowContext(ctx, `SELECT owner_id, url, secret, prev_secret, prev_until, failing_since, agent_id, curator,
+			payload, token_id, token_issued FROM webhooks WHERE id = ?`, h).
+			Scan(&t.owner, &t.url, &t.keys.Current, &t.keys.Previous, &until, &failing, &t.hook.AgentID, &t.hook.Curator,
+				&payload, &t.hook.TokenID, &issued); err != nil {
+			return nil, nil, nil, d.fail(err)
+		}
+		t.keys.PreviousUntil, t.failing = fromMicro(until), fromMicro(failing)
+		t.hook.ID, t.hook.OwnerID, t.hook.Payload, t.hook.TokenIssued = h, t.owner, store.WebhookPayload(payload), fromMicro(issued)
+		targets[h] = &t
+	}
+	return ids, hooks, targets, nil
 }
 
 // leaseChunk is how many deliveries one statement of a claim leases.
