@@ -647,8 +647,10 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 				args = append(args, id)
 			}
 			// ?3 comes before the list: its "?"s are numbered on from it.
-			rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET lease = ?1, lease_until = ?2 WHERE status = 'pending'
-				AND next_at <= ?3 AND lease_until <= ?3 AND webhook_id IN (SELECT id FROM webhooks WHERE paused_reason = '')
+			// The + keep the planner on the key (one lookup an id), not
+			// on an index of every pending delivery.
+			rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET lease = ?1, lease_until = ?2 WHERE +status = 'pending'
+				AND +next_at <= ?3 AND lease_until <= ?3 AND (SELECT w.paused_reason FROM webhooks w WHERE w.id = webhook_id) = ''
 				AND id IN (`+strings.Repeat(",?", len(chunk))[1:]+`) RETURNING `+deliveryColumns+`, body`, args...)
 			if err != nil {
 				return err
