@@ -32,7 +32,11 @@ const startupFiles = 100
 //	apply1-x       ctxkit apply (one diff, write) / git apply
 //	check100-x     ctxkit apply --dry-run (100)   / git apply --check
 //	write100-x     ctxkit apply (100, durable)    / git apply; sync FILES
+//	floor-x        ctxkit's dependencies alone    / git --version
 //
+// The last row is a binary that imports every package ctxkit links,
+// other than ctxkit's own, for their initialisation, and does nothing:
+// the start no change to ctxkit's own code can go below.
 // ctxkit makes its writes durable (fsync or syncfs) and git does not, so
 // the last row adds a sync of the same files to git's side. Each row also
 // reports the median of ctxkit's minor page faults (what a short process
@@ -59,6 +63,7 @@ func BenchmarkStartup(b *testing.B) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
+	floor := buildDepsFloor(b, dir)
 	one := newStartupFixture(b, filepath.Join(dir, "one"), 1)
 	many := newStartupFixture(b, filepath.Join(dir, "many"), startupFiles)
 	env := append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CEILING_DIRECTORIES="+dir, "LC_ALL=C")
@@ -90,6 +95,7 @@ func BenchmarkStartup(b *testing.B) {
 		{"write100-x",
 			side{argv: []string{bin, "apply", many.plan, "--root", many.ctxkitRoot}, reset: many},
 			side{argv: []string{git, "apply", many.patch}, then: append([]string{syncBin}, many.names...), cwd: many.gitRoot, reset: many}},
+		{"floor-x", side{argv: []string{floor}}, side{argv: []string{git, "--version"}}},
 	}
 
 	// run runs s and returns its wall time and the minor page faults of
@@ -175,6 +181,46 @@ func BenchmarkStartup(b *testing.B) {
 			b.ReportMetric(float64(startupMedian(faults[i][baseSide])), row+"-base-faults")
 		}
 	}
+}
+
+// buildDepsFloor builds, into dir, a static binary whose main imports
+// every package ctxkit links but its own, and does nothing. Its source is
+// given to the build as an overlay: nothing is written into the tree.
+func buildDepsFloor(b *testing.B, dir string) string {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
+	if err != nil {
+		b.Fatalf("go list: %v", err)
+	}
+	var src strings.Builder
+	src.WriteString("package main\n\nimport (\n")
+	for _, p := range strings.Fields(string(out)) {
+		internal := p == "internal" || strings.HasPrefix(p, "internal/") || strings.Contains(p, "/internal/") || strings.HasSuffix(p, "/internal")
+		if strings.HasPrefix(p, "github.com/ctxkit/") || internal || strings.HasPrefix(p, "vendor/") ||
+			p == "unsafe" || p == "C" || strings.HasPrefix(p, "runtime/cgo") {
+			continue
+		}
+		fmt.Fprintf(&src, "\t_ %q\n", p)
+	}
+	src.WriteString(")\n\nfunc main() {}\n")
+	cwd, err := os.Getwd()
+	if err != nil {
+		b.Fatal(err)
+	}
+	mainGo, overlay := filepath.Join(dir, "floor.go"), filepath.Join(dir, "overlay.json")
+	ov, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(cwd, "depsfloor", "main.go"): mainGo}})
+	if err := os.WriteFile(mainGo, []byte(src.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(overlay, ov, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	bin := filepath.Join(dir, "deps-floor")
+	build := exec.Command("go", "build", "-overlay", overlay, "-o", bin, "./depsfloor")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build of the dependencies' floor: %v\n%s", err, out)
+	}
+	return bin
 }
 
 func startupMedian[T time.Duration | int64](d []T) T {
