@@ -4,7 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -111,6 +115,7 @@ func TestWriteNotStarvedByQueueLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("took %v", took)
 	if took > time.Second {
 		t.Fatalf("a create waited %v behind queue transactions", took.Round(time.Millisecond))
 	}
@@ -185,5 +190,219 @@ func TestClaimLeaseStartsWhenTaken(t *testing.T) {
 	errs, err := d.SettleDeliveries(ctx, []store.Settle{{DeliveryID: c1.cds[0].ID, Lease: c1.cds[0].Lease, Status: store.DeliveryDelivered}})
 	if err != nil || errs[0] != nil {
 		t.Errorf("settling the first claim's lease at once: %v %v", err, errs)
+	}
+}
+
+// TestWriteWaitingAtGateRefusedOnceDamaged shows a write that waited at the gate while damage was found still writes to the damaged file.
+//
+// inTx checks for damage before it waits for the writer; a write queued
+// behind a transaction, when a read meanwhile finds the file damaged,
+// must be refused like every write after it.
+func TestWriteWaitingAtGateRefusedOnceDamaged(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ctxkit.db")
+	fill(t, path, 200)
+	pages, size := tablePages(t, path, "breadcrumbs")
+	d, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a := store.Actor{OwnerID: "o", AgentID: "a"}
+	damage(t, path, pages[len(pages)/3:2*len(pages)/3], size)
+
+	held, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		holder <- d.queueTx(ctx, func(*sql.Tx) error { close(held); <-release; return nil })
+	}()
+	<-held
+	wrote := make(chan error, 1)
+	go func() {
+		_, _, err := d.Create(ctx, a, store.Breadcrumb{Title: "queued", Context: json.RawMessage(`{}`)}, store.Idempotency{})
+		wrote <- err
+	}()
+	waitGate(t, &d.gate, 1, 0)
+	if _, err := d.List(ctx, a, store.Query{Limit: store.MaxLimit}); !store.IsCode(err, store.CodeCorrupt) {
+		t.Fatalf("list over damaged pages: %v, want store_corrupt", err)
+	}
+	close(release)
+	if err := <-holder; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; !store.IsCode(err, store.CodeCorrupt) {
+		t.Fatalf("a write that waited while the damage was found: %v, want store_corrupt", err)
+	}
+}
+
+// TestAdvancesInOrder: advances of one webhook named several times, among
+// others', are stored as if one after another; one whose compare-and-set
+// fails stores none of its deliveries.
+func TestAdvancesInOrder(t *testing.T) {
+	ctx := context.Background()
+	d, a, w1 := openWithWebhook(t)
+	sel, _ := store.ParseSelector([]byte(`{}`))
+	w2, _, err := d.CreateWebhook(ctx, a, store.Webhook{URL: "https://example.com/2", Selector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := w1.Cursor
+	nd := func(seq int64) []store.NewDelivery {
+		return []store.NewDelivery{{Seq: seq, Kind: "created", Event: []byte(`{}`)}}
+	}
+	at := func(w store.Webhook, cursor int64) store.Webhook { w.Cursor = cursor; return w }
+	errs, err := d.AdvanceWebhooks(ctx, []store.Advance{
+		{Webhook: at(w1, c), Upto: c + 10, Deliveries: nd(c + 1)},
+		{Webhook: at(w2, c), Upto: c + 10, Deliveries: nd(c + 1)},
+		{Webhook: at(w1, c+10), Upto: c + 20, Deliveries: nd(c + 11)},
+		{Webhook: at(w1, c), Upto: c + 30, Deliveries: nd(c + 21)},    // moved meanwhile
+		{Webhook: at(w2, c+99), Upto: c + 40, Deliveries: nd(c + 31)}, // never there
+		{Webhook: at(w2, c+10), Upto: c + 20, Missed: c + 15, Deliveries: nd(c + 12)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []error{nil, nil, nil, store.ErrCursorMoved, store.ErrCursorMoved, nil}
+	for i := range want {
+		if errs[i] != want[i] {
+			t.Errorf("advance %d: %v, want %v", i, errs[i], want[i])
+		}
+	}
+	for _, tc := range []struct {
+		w            store.Webhook
+		cursor, miss int64
+		seqs         []int64
+	}{{w1, c + 20, 0, []int64{c + 1, c + 11}}, {w2, c + 20, c + 15, []int64{c + 1, c + 12}}} {
+		got, err := d.Webhook(ctx, a, tc.w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Cursor != tc.cursor || got.MissedThrough != tc.miss {
+			t.Errorf("webhook %s: cursor %d missed %d, want %d and %d", tc.w.URL, got.Cursor, got.MissedThrough, tc.cursor, tc.miss)
+		}
+		page, err := d.Deliveries(ctx, a, tc.w.ID, store.DeliveryQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []int64
+		for _, dl := range page.Items {
+			seqs = append([]int64{dl.Seq}, seqs...)
+		}
+		if fmt.Sprint(seqs) != fmt.Sprint(tc.seqs) {
+			t.Errorf("webhook %s: deliveries of seqs %v, want %v", tc.w.URL, seqs, tc.seqs)
+		}
+	}
+}
+
+// TestClaimEndedAtGateLeasesNothing: a claim whose context ends while it
+// waits for the writer returns the error and leases nothing.
+func TestClaimEndedAtGateLeasesNothing(t *testing.T) {
+	ctx := context.Background()
+	d, a, w := openWithWebhook(t)
+	pendingDelivery(t, d, a, w)
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- d.inTx(ctx, func(*sql.Tx) error { close(held); <-release; return nil })
+	}()
+	<-held
+	cctx, cancel := context.WithCancel(ctx)
+	claimed := make(chan error, 1)
+	go func() {
+		cds, err := d.ClaimDeliveries(cctx, store.DeliveryClaim{Limit: 10, PerWebhook: 10})
+		if len(cds) != 0 {
+			t.Errorf("a claim that failed returned %d deliveries", len(cds))
+		}
+		claimed <- err
+	}()
+	waitGate(t, &d.gate, 0, 1)
+	cancel()
+	if err := <-claimed; err == nil {
+		t.Error("a claim whose context ended at the gate: no error")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if w, q := gateWaiting(&d.gate); w != 0 || q != 0 {
+		t.Fatalf("%d writes and %d queue transactions still wait", w, q)
+	}
+	cds, err := d.ClaimDeliveries(ctx, store.DeliveryClaim{Limit: 10, PerWebhook: 10})
+	if err != nil || len(cds) != 1 {
+		t.Fatalf("after the ended claim: %d claimed, %v; want the delivery", len(cds), err)
+	}
+}
+
+// TestCloseWithCheckpointerAtGate: Close does not wait for the gate the
+// checkpointer waits at, and the last connection's close still
+// checkpoints the log: nothing written is lost, no log is left.
+func TestCloseWithCheckpointerAtGate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ctxkit.db")
+	d, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := store.Actor{OwnerID: "o", AgentID: "a"}
+	// A write holds the gate; a batch of ~1,500 pages waits behind it,
+	// and a queue transaction behind the batch, which gets the gate when
+	// the batch commits: the checkpointer, woken by that commit with the
+	// log past restartPages, waits behind the queue transaction.
+	held, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() { first <- d.inTx(ctx, func(*sql.Tx) error { close(held); <-release; return nil }) }()
+	<-held
+	big := json.RawMessage(`{"text": "` + strings.Repeat("y", 64<<10) + `"}`)
+	var cs []store.Creation
+	for i := range 30 {
+		cs = append(cs, store.Creation{Actor: a, In: store.Breadcrumb{Title: fmt.Sprint(i), Context: big}})
+	}
+	batch := make(chan error, 1)
+	go func() {
+		res, err := d.CreateBatch(ctx, cs)
+		for _, r := range res {
+			err = errors.Join(err, r.Err)
+		}
+		batch <- err
+	}()
+	waitGate(t, &d.gate, 1, 0)
+	qheld, qrelease := make(chan struct{}), make(chan struct{})
+	queued := make(chan error, 1)
+	go func() { queued <- d.queueTx(ctx, func(*sql.Tx) error { close(qheld); <-qrelease; return nil }) }()
+	waitGate(t, &d.gate, 1, 1)
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-batch; err != nil {
+		t.Fatal(err)
+	}
+	<-qheld
+	waitGate(t, &d.gate, 0, 1) // the checkpointer
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waits while the checkpointer waits at the gate")
+	}
+	close(qrelease)
+	if err := <-queued; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + "-wal"); err == nil {
+		t.Fatal("the log is left after the last connection closed")
+	}
+	d, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	page, err := d.List(ctx, a, store.Query{Limit: store.MaxLimit})
+	if err != nil || len(page.Items) != 30 {
+		t.Fatalf("after reopening: %d records, %v; want 30", len(page.Items), err)
 	}
 }
