@@ -406,3 +406,66 @@ func TestCloseWithCheckpointerAtGate(t *testing.T) {
 		t.Fatalf("after reopening: %d records, %v; want 30", len(page.Items), err)
 	}
 }
+
+// walFrames is the log's size in frames, asked of a connection of the
+// test's own (a passive checkpoint, which never restarts the log).
+func walFrames(t *testing.T, path string) int {
+	t.Helper()
+	c, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var busy, frames, copied int
+	if err := c.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied); err != nil {
+		t.Fatal(err)
+	}
+	return frames
+}
+
+// TestLogRestartsAfterLongReader: a reader holding an old snapshot keeps
+// the log from being checkpointed, so it grows past restartPages; once
+// the reader is done, a few small writes bring it back under
+// restartPages (the checkpointer finishes the checkpoint, under the
+// gate, and the next write starts the log over).
+func TestLogRestartsAfterLongReader(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ctxkit.db")
+	d, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a := store.Actor{OwnerID: "o", AgentID: "a"}
+	write := func(n, size int) {
+		t.Helper()
+		for range n {
+			in := store.Breadcrumb{Title: "x", Context: json.RawMessage(`{"text": "` + strings.Repeat("z", size) + `"}`)}
+			if _, _, err := d.Create(ctx, a, in, store.Idempotency{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(1, 10)
+	reader, err := d.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := reader.QueryRow(`SELECT count(*) FROM breadcrumbs`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	write(40, 32<<10)
+	if f := walFrames(t, path); f < restartPages {
+		t.Fatalf("with a reader on an old snapshot, the log is %d frames; the test needs more than %d", f, restartPages)
+	}
+	reader.Rollback()
+	for range 5 {
+		time.Sleep(2 * checkpointGap)
+		write(1, 10)
+	}
+	time.Sleep(2 * checkpointGap)
+	if f := walFrames(t, path); f >= restartPages {
+		t.Fatalf("after the reader: the log is %d frames, not started over", f)
+	}
+}
