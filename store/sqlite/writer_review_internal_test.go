@@ -469,3 +469,77 @@ func TestLogRestartsAfterLongReader(t *testing.T) {
 		t.Fatalf("after the reader: the log is %d frames, not started over", f)
 	}
 }
+
+// TestConcurrentClaimsLeaseEachOnce: claims that read their candidates
+// beside each other's leases never both return one delivery; each is
+// claimed once, and each claim's settle holds its lease.
+func TestConcurrentClaimsLeaseEachOnce(t *testing.T) {
+	ctx := context.Background()
+	d, _, w := openWithWebhook(t)
+	const n = 300
+	var nds []store.NewDelivery
+	for i := range n {
+		nds = append(nds, store.NewDelivery{Seq: w.Cursor + 1 + int64(i), Kind: "created", Event: []byte(`{}`)})
+	}
+	if errs, err := d.AdvanceWebhooks(ctx, []store.Advance{{Webhook: w, Upto: w.Cursor + n, Deliveries: nds}}); err != nil || errs[0] != nil {
+		t.Fatal(err, errs)
+	}
+	var (
+		mu      sync.Mutex
+		claimed = map[string]int{}
+		wg      sync.WaitGroup
+	)
+	deadline := time.Now().Add(30 * time.Second)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				cds, err := d.ClaimDeliveries(ctx, store.DeliveryClaim{Limit: 7, PerWebhook: 7})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(cds) == 0 {
+					mu.Lock()
+					all := len(claimed) == n
+					mu.Unlock()
+					if all {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Error("out of time: deliveries left leased")
+						return
+					}
+					continue
+				}
+				var ss []store.Settle
+				mu.Lock()
+				for _, cd := range cds {
+					claimed[cd.ID]++
+					ss = append(ss, store.Settle{DeliveryID: cd.ID, Lease: cd.Lease, Status: store.DeliveryDelivered})
+				}
+				mu.Unlock()
+				errs, err := d.SettleDeliveries(ctx, ss)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for i, e := range errs {
+					if e != nil {
+						t.Errorf("settle of %s: %v", ss[i].DeliveryID, e)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for id, k := range claimed {
+		if k != 1 {
+			t.Errorf("delivery %s claimed %d times", id, k)
+		}
+	}
+	if len(claimed) != n {
+		t.Errorf("%d deliveries claimed, want %d", len(claimed), n)
+	}
+}
