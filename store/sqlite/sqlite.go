@@ -268,13 +268,40 @@ func (d *DB) Close() error {
 // that fails (a full disk included) leaves nothing: SQLite rolls back
 // every statement of it.
 func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+	return d.inTxThen(ctx, f, nil)
+}
+
+// inTxThen is inTx, and runs then (when not nil) on the writing
+// connection after the transaction, before another write may have it,
+// whether the transaction committed or not.
+func (d *DB) inTxThen(ctx context.Context, f func(*sql.Tx) error, then func()) error {
 	if e := d.corrupt.Load(); e != nil {
 		return e
 	}
 	if err := d.gate.enter(ctx, true); err != nil {
 		return err
 	}
+	if err := d.writeTx(ctx, f, then); err != nil {
+		return err
+	}
+	if d.feed != nil { // nil while migrating
+		d.feed.Wake()
+	}
+	d.ckpt.wake()
+	return nil
+}
+
+// writeTx runs f in a write transaction on the writing connection, which
+// the caller has entered the gate for, then then; it leaves the gate.
+func (d *DB) writeTx(ctx context.Context, f func(*sql.Tx) error, then func()) error {
 	defer d.gate.leave()
+	// Damage found while this write waited at the gate stops it too.
+	if e := d.corrupt.Load(); e != nil {
+		return e
+	}
+	if then != nil {
+		defer then()
+	}
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
 		return d.fail(err)
@@ -289,10 +316,6 @@ func (d *DB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 		d.w.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
 		return d.fail(err)
 	}
-	if d.feed != nil { // nil while migrating
-		d.feed.Wake()
-	}
-	d.ckpt.wake()
 	return nil
 }
 
@@ -442,7 +465,7 @@ func (d *DB) CreateBatch(ctx context.Context, cs []store.Creation) ([]store.Crea
 		return out, nil
 	}
 	run := func(savepoints bool) error {
-		return d.inTx(ctx, func(sqlTx *sql.Tx) error {
+		return d.inTxThen(ctx, func(sqlTx *sql.Tx) error {
 			tx := &stmtCache{Tx: sqlTx, kept: &d.batchStmts}
 			// The statements run on a context that is never done: given
 			// one that can be, the driver starts a goroutine to watch it
@@ -486,12 +509,14 @@ func (d *DB) CreateBatch(ctx context.Context, cs []store.Creation) ([]store.Crea
 				}
 			}
 			return nil
+		}, func() {
+			// The statements this batch prepared are kept for the next
+			// ones, now that the transaction has given the connection
+			// back, before another write takes it.
+			d.batchStmts.prepareNew(ctx, d.w)
 		})
 	}
 	err := run(false)
-	// The statements this batch prepared are kept for the next ones, now
-	// that the transaction has given the connection back.
-	d.batchStmts.prepareNew(ctx, d.w)
 	if err != nil && ctx.Err() == nil && !wholeFailure(err) {
 		// One row refused: nothing was kept; again, each create alone.
 		for i := range out {

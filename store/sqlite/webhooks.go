@@ -61,6 +61,10 @@ func (d *DB) queueTx(ctx context.Context, f func(*sql.Tx) error) error {
 		return err
 	}
 	defer d.gate.leave()
+	// Damage found while this transaction waited at the gate stops it too.
+	if e := d.corrupt.Load(); e != nil {
+		return e
+	}
 	c, err := d.w.Conn(ctx)
 	if err != nil {
 		return d.fail(err)
@@ -639,6 +643,10 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 	}
 	leased := make(map[string]store.Delivery, len(ids))
 	err = d.queueTx(ctx, func(tx *sql.Tx) error {
+		// The lease runs from now, when the claim holds the writer,
+		// not from the candidates' read: a claim that waited at the
+		// gate would hand out a lease already run out.
+		now := d.stamp()
 		// A statement takes at most 32,766 parameters, so a large claim
 		// is leased in chunks, all in this transaction.
 		for chunk := range slices.Chunk(ids, leaseChunk) {

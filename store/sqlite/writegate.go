@@ -9,20 +9,24 @@ import (
 
 // writeGate orders the users of the single writing connection. Breadcrumb
 // writes, which requests wait for, go before the webhook queue's
-// transactions (fan-out, claims, settles), which nobody waits for; within
-// a class, oldest first. database/sql hands a freed connection to a
-// waiter at random, so under a steady flow of deliveries a write could
-// wait behind many queue transactions in a row: with the gate, a write
-// waits at most for the transaction that holds the connection and the
-// writes before it. A queue transaction that has waited queueMaxWait goes
-// before writes, so a stream of writes delays deliveries but never stops
-// them.
+// transactions (fan-out, claims, settles) and the checkpointer's, which
+// nobody waits for; within a class, oldest first. database/sql hands a
+// freed connection to a waiter at random, so under a steady flow of
+// deliveries a write could wait behind many queue transactions in a row.
+// A queue transaction that has waited queueMaxWait goes before writes,
+// but then a write goes next: a stream of writes delays deliveries and a
+// stream of deliveries delays writes, by one transaction of the other
+// kind at a time, and neither stops the other. A write waits at most for
+// the transaction holding the connection, one queue transaction and the
+// writes before it.
 type writeGate struct {
 	mu     sync.Mutex
 	held   bool
 	writes []*gateWaiter
 	queue  []*gateWaiter
 	now    func() time.Time
+	// aged: the last handoff was an aged queue transaction's ahead of writes.
+	aged bool
 }
 
 type gateWaiter struct {
@@ -75,10 +79,12 @@ func (g *writeGate) leave() {
 	defer g.mu.Unlock()
 	var next *gateWaiter
 	switch {
-	case len(g.queue) > 0 && (len(g.writes) == 0 || g.clock().Sub(g.queue[0].since) >= queueMaxWait):
+	case len(g.queue) > 0 && (len(g.writes) == 0 || !g.aged && g.clock().Sub(g.queue[0].since) >= queueMaxWait):
+		g.aged = len(g.writes) > 0
 		next = g.queue[0]
 		g.queue = slices.Delete(g.queue, 0, 1)
 	case len(g.writes) > 0:
+		g.aged = false
 		next = g.writes[0]
 		g.writes = slices.Delete(g.writes, 0, 1)
 	default:

@@ -87,7 +87,8 @@ func TestWritesGoBeforeQueue(t *testing.T) {
 }
 
 // TestGateOrder: writes before queue transactions, each class oldest
-// first, and a queue transaction that waited queueMaxWait before writes.
+// first, and a queue transaction that waited queueMaxWait before writes,
+// then a write.
 func TestGateOrder(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1e9, 0)
@@ -124,8 +125,8 @@ func TestGateOrder(t *testing.T) {
 	next("w1")
 	now = now.Add(queueMaxWait) // q1 has waited queueMaxWait + 1ms, q2 queueMaxWait
 	next("q1")
+	next("w2") // after an aged queue transaction, a write
 	next("q2")
-	next("w2")
 	g.leave()
 	if g.held {
 		t.Fatal("the gate is held with no one in it")
