@@ -72,7 +72,7 @@ func (p *txPipe) send(b *pgx.Batch, commit bool) (pgx.BatchResults, error) {
 	first := !p.begun
 	if first {
 		out.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
-		out.Queue(setScope, p.sc.args()...)
+		out.Queue(p.sc.sql(), p.sc.args()...)
 		// Bound the waits, lower than the session's bounds unless those
 		// are lower already: the batch with COMMIT is not cut by the
 		// caller's context (below), so these bounds are what end a wait

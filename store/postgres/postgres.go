@@ -216,13 +216,29 @@ func (d *DB) Superuser(ctx context.Context) (bool, error) {
 	return su, err
 }
 
-// scope is what row-level security lets a transaction see.
+// scope is what row-level security lets a transaction see, and whether
+// its commit waits for the WAL flush.
 type scope struct {
 	owner  string
 	system bool // maintenance across owners
+	queue  bool // a webhook queue transaction: see queue
 }
 
-const setScope = `SELECT set_config('ctxkit.owner_id', $1, true), set_config('ctxkit.system', $2, true)`
+const (
+	setScope = `SELECT set_config('ctxkit.owner_id', $1, true), set_config('ctxkit.system', $2, true)`
+	// Transaction-local, as the scope: the connection goes back to the
+	// pool with the server's setting.
+	setQueueScope = setScope + `, set_config('synchronous_commit', 'off', true)`
+)
+
+// sql is the statement that sets s for the transaction it runs in (with
+// args).
+func (s scope) sql() string {
+	if s.queue {
+		return setQueueScope
+	}
+	return setScope
+}
 
 func (s scope) args() []any {
 	sys := "off"
@@ -264,7 +280,7 @@ func (d *DB) writeTx(ctx context.Context, sc scope, f func(c *pgxpool.Conn, n *n
 	}()
 	begin := &pgx.Batch{}
 	begin.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
-	begin.Queue(setScope, sc.args()...)
+	begin.Queue(sc.sql(), sc.args()...)
 	if err := c.SendBatch(ctx, begin).Close(); err != nil {
 		return d.fail(ctx, err)
 	}
@@ -372,7 +388,7 @@ func (d *DB) queryEvents(ctx context.Context, sc scope, sql string, args []any, 
 
 func (d *DB) runQuery(ctx context.Context, sc scope, lock bool, sql string, args []any, each func(pgx.Rows) error) error {
 	b := &pgx.Batch{}
-	b.Queue(setScope, sc.args()...)
+	b.Queue(sc.sql(), sc.args()...)
 	if lock {
 		b.Queue(lockEvents, int64(eventLock))
 	}

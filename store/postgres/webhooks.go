@@ -47,6 +47,30 @@ func (d *DB) tx(ctx context.Context, sc scope, f func(c *pgxpool.Conn) error) er
 
 var system = scope{system: true}
 
+// queue is the scope of the webhook queue's own writes: fan-out rounds
+// (AdvanceWebhooks), leases (ClaimDeliveries), settles and lease
+// releases (SettleDeliveries), attempts (RecordAttempt) and backlog trims
+// (TrimDeliveries). Their commits do not wait for the WAL flush
+// (synchronous_commit off, for the transaction only): under load they
+// are hundreds a second, and breadcrumb writes, whose commits do wait,
+// queued behind their flushes. A crash of the ctxkit process loses
+// nothing of them; a crash of the database server can lose the last of
+// them (those of its last 3 × wal_writer_delay at most), never part of
+// one, and never one a flushed commit follows: the next breadcrumb write
+// or webhook change flushes them too. At-least-once delivery absorbs the
+// loss. A lost fan-out is made again from its cursor, moved in the same
+// transaction (its events are durable: their writes were flushed); had
+// one of its deliveries been sent, the event comes again, under a new
+// webhook-id but the same seq. A lost lease was never needed. A lost
+// settle repeats its delivery, a duplicate the receiver drops by its
+// webhook-id; a lost release or trim leaves its deliveries pending, to
+// be sent or trimmed again; a lost attempt is a line missing from a
+// delivery's history. What a user asks for and waits on (webhook
+// create, patch, delete, secret rotation, redeliveries, test messages)
+// and the pauses (rare, and a paused webhook waits on its user) keep
+// the flush, as breadcrumb writes do.
+var queue = scope{system: true, queue: true}
+
 const webhookColumns = `id, owner_id, agent_id, curator, url, selector, payload, description, paused_reason, paused_at,
 	failing_since, cursor, missed_through, created_at, updated_at, token_id, token_issued`
 
@@ -458,7 +482,7 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 	for i, a := range as {
 		keys[i] = a.Webhook.ID
 	}
-	err := d.pipeTx(ctx, system, func(p *txPipe) error {
+	err := d.pipeTx(ctx, queue, func(p *txPipe) error {
 		now := micro(d.stamp())
 		for _, wave := range waves(keys) {
 			order := slices.Clone(wave)
@@ -584,7 +608,7 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 	// flattened into a join), so the plan is by primary key whatever the
 	// planner believes of the table: with statistics older than the
 	// queue's last minutes it would scan every pending delivery instead.
-	err = d.query(ctx, system, `UPDATE webhook_deliveries d SET lease = $1, lease_until = $2
+	err = d.query(ctx, queue, `UPDATE webhook_deliveries d SET lease = $1, lease_until = $2
 		FROM webhooks w WHERE w.id = d.webhook_id AND w.paused_reason = '' AND d.id = ANY(ARRAY(
 			SELECT x.id FROM unnest($3::text[]) AS u(id) CROSS JOIN LATERAL (
 				SELECT id FROM webhook_deliveries WHERE id = u.id AND status = 'pending' AND lease_until <= $4
@@ -630,7 +654,7 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 // statement.
 func (d *DB) SettleDeliveries(ctx context.Context, ss []store.Settle) ([]error, error) {
 	errs := make([]error, len(ss))
-	err := d.pipeTx(ctx, system, func(p *txPipe) error {
+	err := d.pipeTx(ctx, queue, func(p *txPipe) error {
 		now := d.stamp()
 		hooks := make([]string, len(ss)) // of each settle that held its lease
 		b := &pgx.Batch{}
@@ -833,7 +857,7 @@ func (d *DB) PauseFailing(ctx context.Context, webhookID string, since time.Time
 // TrimDeliveries implements store.Webhooks.
 func (d *DB) TrimDeliveries(ctx context.Context, perWebhook int) ([]store.DeliveryBacklog, error) {
 	var out []store.DeliveryBacklog
-	err := d.tx(ctx, system, func(c *pgxpool.Conn) error {
+	err := d.tx(ctx, queue, func(c *pgxpool.Conn) error {
 		out = out[:0]
 		now := micro(d.stamp())
 		rows, err := c.Query(ctx, `SELECT w.id, COUNT(d.id), COALESCE(MIN(d.first_due), 0) FROM webhooks w
@@ -887,7 +911,7 @@ func (d *DB) TrimDeliveries(ctx context.Context, perWebhook int) ([]store.Delive
 // RecordAttempt implements store.Webhooks. An attempt at a delivery
 // deleted since (with its webhook) is dropped.
 func (d *DB) RecordAttempt(ctx context.Context, at store.DeliveryAttempt) error {
-	return d.tx(ctx, system, func(c *pgxpool.Conn) error { return recordAttempt(ctx, c, at) })
+	return d.tx(ctx, queue, func(c *pgxpool.Conn) error { return recordAttempt(ctx, c, at) })
 }
 
 func recordAttempt(ctx context.Context, c *pgxpool.Conn, at store.DeliveryAttempt) error {
