@@ -1084,6 +1084,13 @@ func (d *DB) backlog(ctx context.Context, a store.Actor, after int64, limit int,
 // below the mark has committed or never will. An unbounded read takes the
 // lock, as it may reach numbers still to commit.
 func (d *DB) actorChanges(ctx context.Context, a store.Actor, after, mark int64, limit int, withContext bool) ([]store.Change, error) {
+	return d.changes(ctx, a, after, mark, limit, withContext, nil)
+}
+
+// changes is actorChanges; with pruned (and a mark), the read starts past
+// the pruned mark too, read by the same statement, and sets *pruned to
+// it (0: none pruned).
+func (d *DB) changes(ctx context.Context, a store.Actor, after, mark int64, limit int, withContext bool, pruned *int64) ([]store.Change, error) {
 	var out []store.Change
 	args := append(append([]any{after}, actorArgs(a)...), limit)
 	bound := ``
@@ -1095,13 +1102,37 @@ func (d *DB) actorChanges(ctx context.Context, a store.Actor, after, mark int64,
 	if withContext {
 		args = append(args, d.now())
 	}
-	err := d.fail(ctx, d.runQuery(ctx, scope{owner: a.OwnerID}, mark < 0, `SELECT `+eventColumns+`, e.owner_id, e.visibility, e.created_by`+cols+from+`
-		WHERE e.seq > $1`+bound+` AND (e.owner_id = $2 AND (e.visibility <> 'private' OR e.created_by = $3 OR $4::boolean))
-		ORDER BY e.seq LIMIT $5`, args, func(rows pgx.Rows) error {
+	past := `$1`
+	if pruned != nil {
+		past = `GREATEST($1, p.through)`
+	}
+	sql := `SELECT ` + eventColumns + `, e.owner_id, e.visibility, e.created_by` + cols + from + `
+		WHERE e.seq > ` + past + bound + ` AND (e.owner_id = $2 AND (e.visibility <> 'private' OR e.created_by = $3 OR $4::boolean))
+		ORDER BY e.seq LIMIT $5`
+	each := func(rows pgx.Rows) error {
 		c, err := scanEvent(rows, true, withContext)
 		out = append(out, c)
 		return err
-	}))
+	}
+	if pruned != nil {
+		// The mark's row stays when no event is past it (LEFT JOIN).
+		// Materialized, the mark is a value each lookup of the events'
+		// index starts from; inlined, the planner may read them all up
+		// to the bound.
+		sql = `WITH p AS MATERIALIZED (SELECT COALESCE((SELECT through FROM events_pruned WHERE id = 1), 0) AS through)
+			SELECT p.through, c.* FROM p LEFT JOIN LATERAL (` + sql + `) c ON true ORDER BY c.seq`
+		each = func(rows pgx.Rows) error {
+			if rows.RawValues()[1] == nil {
+				skip := make([]any, len(rows.FieldDescriptions()))
+				skip[0] = pruned
+				return rows.Scan(skip...)
+			}
+			c, err := scanEvent(rows, true, withContext, pruned)
+			out = append(out, c)
+			return err
+		}
+	}
+	err := d.fail(ctx, d.runQuery(ctx, scope{owner: a.OwnerID}, mark < 0, sql, args, each))
 	return out, err
 }
 
@@ -1152,15 +1183,16 @@ func (d *DB) contexts(ctx context.Context, cs []*store.Change) error {
 }
 
 // scanEvent reads a row of eventColumns and, with who, owner_id,
-// visibility and created_by, and with withContext the context.
-func scanEvent(rows pgx.Rows, who, withContext bool) (store.Change, error) {
+// visibility and created_by, and with withContext the context; the row's
+// first columns, before these, go to lead.
+func scanEvent(rows pgx.Rows, who, withContext bool, lead ...any) (store.Change, error) {
 	var (
 		c         store.Change
 		kind, vis string
 		doc       []byte
 		open      *bool
 	)
-	dest := []any{&c.Seq, &kind, &c.BreadcrumbID, &c.Version, &c.Tags, &c.SchemaName, &c.At}
+	dest := append(lead, &c.Seq, &kind, &c.BreadcrumbID, &c.Version, &c.Tags, &c.SchemaName, &c.At)
 	if who {
 		dest = append(dest, &c.OwnerID, &vis, &c.CreatedBy)
 	}

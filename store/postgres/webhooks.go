@@ -444,27 +444,33 @@ func (d *DB) EnqueueTest(ctx context.Context, a store.Actor, webhookID string, b
 	return dl, err
 }
 
-// prunedRead, when set (by tests), runs after WebhookChanges has read the
-// pruned mark and before it reads the events.
+// prunedRead, when set (by tests), runs before WebhookChanges reads.
 var prunedRead func()
 
-// WebhookChanges implements store.Webhooks. Its read is bounded by mark,
-// a LatestSeq answer, and so takes no event lock (actorChanges): the
-// fan-out's one read under the lock a round is its LatestSeq, however
-// many webhooks it reads for.
+// WebhookChanges implements store.Webhooks in one statement, which reads
+// the pruned mark (the last event seq Expire pruned) and the events past
+// it and past the cursor: both in one snapshot, and Expire notes its mark
+// in the transaction that prunes, so no event past the mark read is
+// missing from the read, and a prune that commits meanwhile is seen by
+// the next round. What a prune took is counted in missedThrough, never
+// passed in silence, with no second read of the mark
+// (store.ChangesPastPrunes, for a backend that reads them apart). The
+// read is bounded by mark, a LatestSeq answer, and so takes no event lock
+// (actorChanges): the fan-out's one read under the lock a round is its
+// LatestSeq, however many webhooks it reads for.
 func (d *DB) WebhookChanges(ctx context.Context, w store.Webhook, mark int64, limit int, withContext bool) ([]store.Change, int64, error) {
-	return store.ChangesPastPrunes(ctx, w.Cursor, mark, d.prunedThrough, func(after int64) ([]store.Change, error) {
-		return d.actorChanges(ctx, w.Actor(), after, mark, limit, withContext)
-	}, prunedRead)
-}
-
-// prunedThrough is the last event seq Expire pruned (0: none).
-func (d *DB) prunedThrough(ctx context.Context) (int64, error) {
+	if prunedRead != nil {
+		prunedRead()
+	}
 	var pruned int64
-	err := d.query(ctx, system, `SELECT COALESCE((SELECT through FROM events_pruned WHERE id = 1), 0)`, nil, func(rows pgx.Rows) error {
-		return rows.Scan(&pruned)
-	})
-	return pruned, err
+	cs, err := d.changes(ctx, w.Actor(), w.Cursor, mark, limit, withContext, &pruned)
+	if err != nil {
+		return nil, 0, err
+	}
+	if pruned <= w.Cursor {
+		pruned = 0
+	}
+	return cs, pruned, nil
 }
 
 // AdvanceWebhooks implements store.Webhooks in two round trips
