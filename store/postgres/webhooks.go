@@ -66,9 +66,9 @@ var system = scope{system: true}
 // webhook-id; a lost release or trim leaves its deliveries pending, to
 // be sent or trimmed again; a lost attempt is a line missing from a
 // delivery's history. What a user asks for and waits on (webhook
-// create, patch, delete, secret rotation, redeliveries, test messages)
-// and the pauses (rare, and a paused webhook waits on its user) keep
-// the flush, as breadcrumb writes do.
+// create, patch, delete, secret rotation, redeliveries, test messages),
+// the pauses (rare, and a paused webhook waits on its user) and Expire's
+// sweep (once a period) keep the flush, as breadcrumb writes do.
 var queue = scope{system: true, queue: true}
 
 const webhookColumns = `id, owner_id, agent_id, curator, url, selector, payload, description, paused_reason, paused_at,
