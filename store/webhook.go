@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"time"
@@ -243,9 +245,33 @@ func ParseDeliveryStatus(s string) (DeliveryStatus, error) {
 	return "", invalid("status", "%q; use pending, failed or delivered", textcut.Clip(s, 32, "…"))
 }
 
+// EventDeliveryID is the id of the delivery of event seq to webhook, a
+// UUID (version 8): the same whenever the delivery is made. A fan-out
+// stored without a flush (the queue's commits) and lost in a crash of
+// the database is made again from the webhook's cursor; had one of its
+// deliveries been sent, the event is sent again under the same
+// webhook-id, which the receiver drops as it should. Its first 48 bits
+// are seq, so that the deliveries one fan-out makes for a webhook, due
+// at the same time, are taken in the order of their events; the rest
+// come from a hash of both.
+func EventDeliveryID(webhook string, seq int64) string {
+	var in [8]byte
+	binary.BigEndian.PutUint64(in[:], uint64(seq))
+	h := sha256.Sum256(append(append([]byte(webhook), 0), in[:]...))
+	var id uuid.UUID
+	copy(id[:6], in[2:])
+	copy(id[6:], h[:10])
+	id[6] = 0x80 | id[6]&0x0f // version 8
+	id[8] = 0x80 | id[8]&0x3f // RFC 9562 variant
+	return id.String()
+}
+
 // Delivery is one event (or a test message) on its way to one webhook.
 type Delivery struct {
-	ID        string `json:"id"` // UUIDv7; also the webhook-id header (stable for every attempt)
+	// ID is also the webhook-id header: the same for every attempt and,
+	// for an event, for every delivery of it to the webhook
+	// (EventDeliveryID); a test message's is a UUIDv7.
+	ID        string `json:"id"`
 	WebhookID string `json:"webhook_id"`
 	// Seq is the event's sequence number; 0 for a test message.
 	Seq      int64          `json:"seq"`

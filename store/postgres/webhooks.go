@@ -60,8 +60,8 @@ var system = scope{system: true}
 // or webhook change flushes them too. At-least-once delivery absorbs the
 // loss. A lost fan-out is made again from its cursor, moved in the same
 // transaction (its events are durable: their writes were flushed); had
-// one of its deliveries been sent, the event comes again, under a new
-// webhook-id but the same seq. A lost lease was never needed. A lost
+// one of its deliveries been sent, the event comes again under the same
+// webhook-id (store.EventDeliveryID), which the receiver drops. A lost lease was never needed. A lost
 // settle repeats its delivery, a duplicate the receiver drops by its
 // webhook-id; a lost release or trim leaves its deliveries pending, to
 // be sent or trimmed again; a lost attempt is a line missing from a
@@ -528,11 +528,7 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 				continue
 			}
 			for _, nd := range a.Deliveries {
-				id, err := uuid.NewV7()
-				if err != nil {
-					return err
-				}
-				ids, hooks = append(ids, id.String()), append(hooks, a.Webhook.ID)
+				ids, hooks = append(ids, store.EventDeliveryID(a.Webhook.ID, nd.Seq)), append(hooks, a.Webhook.ID)
 				seqs, kinds, bodies = append(seqs, nd.Seq), append(kinds, nd.Kind), append(bodies, nd.Event)
 			}
 		}

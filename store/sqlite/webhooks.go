@@ -47,7 +47,9 @@ func microPtr(us int64) *time.Time {
 // NORMAL, for this transaction only): a crash of the process loses
 // nothing of it (WAL), and a power loss can lose only a suffix of these
 // commits, which at-least-once delivery absorbs: a lost fan-out is made
-// again from its cursor (moved in the same transaction), a lost lease
+// again from its cursor (moved in the same transaction; its deliveries
+// keep their ids, store.EventDeliveryID, so one already sent comes again
+// under the same webhook-id), a lost lease
 // was never needed, and a lost settle repeats its delivery (a duplicate,
 // which the receiver drops by its webhook-id). The next breadcrumb
 // write, synchronous FULL, flushes them anyway. Without this, each
@@ -537,11 +539,7 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 							return err
 						}
 					}
-					id, err := uuid.NewV7()
-					if err != nil {
-						return err
-					}
-					if _, err := insert.ExecContext(ctx, id.String(), a.Webhook.ID, nd.Seq, nd.Kind, nd.Event, now); err != nil {
+					if _, err := insert.ExecContext(ctx, store.EventDeliveryID(a.Webhook.ID, nd.Seq), a.Webhook.ID, nd.Seq, nd.Kind, nd.Event, now); err != nil {
 						return err
 					}
 				}

@@ -150,7 +150,8 @@ func testWebhookSettleGroup(t *testing.T, s store.Store) {
 // testWebhookAdvanceGroup: advances stored together do what they would
 // one after another: a webhook advanced twice moves on from the first's
 // cursor, and an advance from a cursor moved since is refused without
-// its deliveries, beside the others of the call.
+// its deliveries, beside the others of the call. Each delivery's id is
+// its event's and webhook's (store.EventDeliveryID).
 func testWebhookAdvanceGroup(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	alice := store.Actor{OwnerID: "acme", AgentID: "alice"}
@@ -191,6 +192,13 @@ func testWebhookAdvanceGroup(t *testing.T, s store.Store) {
 	page, err := s.Deliveries(ctx, alice, w.ID, store.DeliveryQuery{})
 	if err != nil || len(page.Items) != 2 || page.Items[0].Seq != cs[1].Seq || page.Items[1].Seq != cs[0].Seq {
 		t.Fatalf("deliveries: %+v, %v", page.Items, err)
+	}
+	// An event's delivery has the id it would have were the fan-out made
+	// again (its first lost in a crash): its webhook-id stays the same.
+	for _, dl := range page.Items {
+		if want := store.EventDeliveryID(w.ID, dl.Seq); dl.ID != want {
+			t.Fatalf("delivery of event %d: id %s, want %s", dl.Seq, dl.ID, want)
+		}
 	}
 	if page, err := s.Deliveries(ctx, other, v.ID, store.DeliveryQuery{}); err != nil || len(page.Items) != 1 {
 		t.Fatalf("globex's deliveries: %+v, %v", page.Items, err)
