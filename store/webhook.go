@@ -245,32 +245,40 @@ func ParseDeliveryStatus(s string) (DeliveryStatus, error) {
 	return "", invalid("status", "%q; use pending, failed or delivered", textcut.Clip(s, 32, "…"))
 }
 
-// EventDeliveryID is the id of the delivery of event seq to webhook, a
-// UUID (version 8): the same whenever the delivery is made. A fan-out
+// EventDeliveryID is the id of the delivery of event seq, made at at, to
+// webhook: a UUIDv7 the same whenever the delivery is made. A fan-out
 // stored without a flush (the queue's commits) and lost in a crash of
 // the database is made again from the webhook's cursor; had one of its
 // deliveries been sent, the event is sent again under the same
-// webhook-id, which the receiver drops as it should. Its first 48 bits
-// are seq, so that the deliveries one fan-out makes for a webhook, due
-// at the same time, are taken in the order of their events; the rest
-// come from a hash of both.
-func EventDeliveryID(webhook string, seq int64) string {
+// webhook-id, which the receiver drops as it should. Its time is the
+// event's (milliseconds), so that ids sort as the deliveries were made
+// within the time a fan-out takes, beside test messages' and earlier
+// deliveries' UUIDv7 ids of the time they were made, as the newest-first
+// lists and the oldest-first redelivery take them; its 12 bits after the
+// version are seq's lowest, so that the deliveries of events of one
+// millisecond sort as their events; the rest is a hash of the webhook and
+// seq.
+func EventDeliveryID(webhook string, seq int64, at time.Time) string {
 	var in [8]byte
 	binary.BigEndian.PutUint64(in[:], uint64(seq))
 	h := sha256.Sum256(append(append([]byte(webhook), 0), in[:]...))
 	var id uuid.UUID
-	copy(id[:6], in[2:])
-	copy(id[6:], h[:10])
-	id[6] = 0x80 | id[6]&0x0f // version 8
+	ms := uint64(at.UnixMilli())
+	for i := range 6 {
+		id[i] = byte(ms >> (40 - 8*i))
+	}
+	id[6] = 0x70 | byte(seq>>8)&0x0f // version 7
+	id[7] = byte(seq)
+	copy(id[8:], h[:8])
 	id[8] = 0x80 | id[8]&0x3f // RFC 9562 variant
 	return id.String()
 }
 
 // Delivery is one event (or a test message) on its way to one webhook.
 type Delivery struct {
-	// ID is also the webhook-id header: the same for every attempt and,
-	// for an event, for every delivery of it to the webhook
-	// (EventDeliveryID); a test message's is a UUIDv7.
+	// ID, a UUIDv7, is also the webhook-id header: the same for every
+	// attempt and, for an event, for every delivery of it to the webhook
+	// (EventDeliveryID).
 	ID        string `json:"id"`
 	WebhookID string `json:"webhook_id"`
 	// Seq is the event's sequence number; 0 for a test message.
@@ -341,7 +349,8 @@ type DeliveryAttempt struct {
 type NewDelivery struct {
 	Seq   int64
 	Kind  string
-	Event []byte // the Event as JSON: small, whatever the record's size
+	At    time.Time // the event's time: its delivery's id is of it (EventDeliveryID)
+	Event []byte    // the Event as JSON: small, whatever the record's size
 }
 
 // DeliveryClaim is what ClaimDeliveries takes: at most Limit in all, for

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ctxkit/ctxkit/store"
 )
@@ -30,11 +31,12 @@ func TestGuessedDeliveryIDStaysOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	at := time.Now()
 	if errs, err := s.AdvanceWebhooks(ctx, []store.Advance{{Webhook: w, Upto: 1,
-		Deliveries: []store.NewDelivery{{Seq: 1, Kind: "created", Event: []byte(`{"seq":1}`)}}}}); err != nil || errs[0] != nil {
+		Deliveries: []store.NewDelivery{{Seq: 1, Kind: "created", At: at, Event: []byte(`{"seq":1}`)}}}}); err != nil || errs[0] != nil {
 		t.Fatalf("advance: %v, %v", errs, err)
 	}
-	id := store.EventDeliveryID(w.ID, 1)
+	id := store.EventDeliveryID(w.ID, 1, at)
 	if _, _, err := s.Delivery(ctx, acme, w.ID, id); err != nil {
 		t.Fatalf("the owner's own delivery %s: %v", id, err)
 	}

@@ -528,7 +528,7 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 				continue
 			}
 			for _, nd := range a.Deliveries {
-				ids, hooks = append(ids, store.EventDeliveryID(a.Webhook.ID, nd.Seq)), append(hooks, a.Webhook.ID)
+				ids, hooks = append(ids, store.EventDeliveryID(a.Webhook.ID, nd.Seq, nd.At)), append(hooks, a.Webhook.ID)
 				seqs, kinds, bodies = append(seqs, nd.Seq), append(kinds, nd.Kind), append(bodies, nd.Event)
 			}
 		}

@@ -36,10 +36,10 @@ func deliveryOrder(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond) // the events' deliveries are made strictly later
+	time.Sleep(5 * time.Millisecond) // the events, and their deliveries, come strictly later
 	var nds []store.NewDelivery
 	for seq := int64(1); seq <= 2; seq++ {
-		nds = append(nds, store.NewDelivery{Seq: seq, Kind: "created", Event: []byte(fmt.Sprintf(`{"seq":%d}`, seq))})
+		nds = append(nds, store.NewDelivery{Seq: seq, Kind: "created", At: time.Now(), Event: []byte(fmt.Sprintf(`{"seq":%d}`, seq))})
 	}
 	if errs, err := s.AdvanceWebhooks(ctx, []store.Advance{{Webhook: w, Upto: 2, Deliveries: nds}}); err != nil || errs[0] != nil {
 		t.Fatalf("advance: %v, %v", errs, err)

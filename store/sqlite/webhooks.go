@@ -539,7 +539,7 @@ func (d *DB) AdvanceWebhooks(ctx context.Context, as []store.Advance) ([]error, 
 							return err
 						}
 					}
-					if _, err := insert.ExecContext(ctx, store.EventDeliveryID(a.Webhook.ID, nd.Seq), a.Webhook.ID, nd.Seq, nd.Kind, nd.Event, now); err != nil {
+					if _, err := insert.ExecContext(ctx, store.EventDeliveryID(a.Webhook.ID, nd.Seq, nd.At), a.Webhook.ID, nd.Seq, nd.Kind, nd.Event, now); err != nil {
 						return err
 					}
 				}

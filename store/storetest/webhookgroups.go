@@ -170,7 +170,7 @@ func testWebhookAdvanceGroup(t *testing.T, s store.Store) {
 		t.Fatalf("changes of globex: %d, %v", len(vs), err)
 	}
 	nd := func(c store.Change) []store.NewDelivery {
-		return []store.NewDelivery{{Seq: c.Seq, Kind: string(c.Kind), Event: []byte(fmt.Sprintf(`{"seq":%d}`, c.Seq))}}
+		return []store.NewDelivery{{Seq: c.Seq, Kind: string(c.Kind), At: c.At, Event: []byte(fmt.Sprintf(`{"seq":%d}`, c.Seq))}}
 	}
 	second := w
 	second.Cursor = cs[0].Seq
@@ -195,8 +195,12 @@ func testWebhookAdvanceGroup(t *testing.T, s store.Store) {
 	}
 	// An event's delivery has the id it would have were the fan-out made
 	// again (its first lost in a crash): its webhook-id stays the same.
+	at := map[int64]time.Time{}
+	for _, c := range cs {
+		at[c.Seq] = c.At
+	}
 	for _, dl := range page.Items {
-		if want := store.EventDeliveryID(w.ID, dl.Seq); dl.ID != want {
+		if want := store.EventDeliveryID(w.ID, dl.Seq, at[dl.Seq]); dl.ID != want {
 			t.Fatalf("delivery of event %d: id %s, want %s", dl.Seq, dl.ID, want)
 		}
 	}

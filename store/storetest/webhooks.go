@@ -56,7 +56,7 @@ func fanOut(t *testing.T, s store.Store, a store.Actor, w store.Webhook) store.W
 	for _, c := range cs {
 		upto = c.Seq
 		if w.Selector.Match(&c.Event, nil) {
-			ds = append(ds, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Event: []byte(fmt.Sprintf(`{"seq":%d}`, c.Seq))})
+			ds = append(ds, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), At: c.At, Event: []byte(fmt.Sprintf(`{"seq":%d}`, c.Seq))})
 		}
 	}
 	if err := advance(s, w, upto, 0, ds); err != nil {

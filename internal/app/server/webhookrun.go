@@ -525,7 +525,7 @@ func (h *hookRunner) stepPage(ctx context.Context, w store.Webhook, cs []store.C
 			cache[c.Seq] = ev
 			*size += len(ev)
 		}
-		adv.Deliveries = append(adv.Deliveries, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), Event: ev})
+		adv.Deliveries = append(adv.Deliveries, store.NewDelivery{Seq: c.Seq, Kind: string(c.Kind), At: c.At, Event: ev})
 	}
 	return false, nil
 }
