@@ -85,6 +85,7 @@ func Run(t *testing.T, open Open) {
 		{"WebhookClaimFairness", testWebhookClaimFairness},
 		{"WebhookSettleGroup", testWebhookSettleGroup},
 		{"WebhookAdvanceGroup", testWebhookAdvanceGroup},
+		{"WebhookDeliveryOrder", testWebhookDeliveryOrder},
 		{"WebhookChangesMark", testWebhookChangesMark},
 	}
 	for _, tc := range tests {
