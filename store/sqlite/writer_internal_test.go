@@ -37,6 +37,32 @@ func waitGate(t *testing.T, g *writeGate, writes, queue int) {
 	}
 }
 
+// entrant returns a function that enters g on a goroutine of its own, as
+// a write or a queue transaction, and sends name to got once inside.
+func entrant(t *testing.T, g *writeGate, got chan<- string) func(name string, write bool) {
+	return func(name string, write bool) {
+		go func() {
+			if err := g.enter(context.Background(), write); err != nil {
+				t.Error(err)
+				return
+			}
+			got <- name
+		}()
+	}
+}
+
+// holdWriter holds the writing connection with a write until release is
+// closed; done has the write's error.
+func holdWriter(d *DB) (release chan struct{}, done <-chan error) {
+	held, release := make(chan struct{}), make(chan struct{})
+	out := make(chan error, 1)
+	go func() {
+		out <- d.inTx(context.Background(), func(*sql.Tx) error { close(held); <-release; return nil })
+	}()
+	<-held
+	return release, out
+}
+
 // TestWritesGoBeforeQueue: a breadcrumb write that finds the writing
 // connection held by a queue transaction, with many more queue
 // transactions waiting, goes next.
@@ -97,15 +123,7 @@ func TestGateOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan string, 8)
-	enter := func(name string, write bool) {
-		go func() {
-			if err := g.enter(ctx, write); err != nil {
-				t.Error(err)
-				return
-			}
-			got <- name
-		}()
-	}
+	enter := entrant(t, g, got)
 	enter("q1", false)
 	waitGate(t, g, 0, 1)
 	now = now.Add(time.Millisecond)

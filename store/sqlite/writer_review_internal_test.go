@@ -34,15 +34,7 @@ func TestGateWriteNotStarvedByAgedQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan string, 64)
-	enter := func(name string, write bool) {
-		go func() {
-			if err := g.enter(ctx, write); err != nil {
-				t.Error(err)
-				return
-			}
-			got <- name
-		}()
-	}
+	enter := entrant(t, g, got)
 	const (
 		n    = 30
 		hold = 5 * time.Millisecond // n*hold = 150 ms > queueMaxWait
@@ -154,12 +146,7 @@ func TestClaimLeaseStartsWhenTaken(t *testing.T) {
 	d.now = func() time.Time { return start.Add(time.Duration(clock.Load())) }
 	pendingDelivery(t, d, a, w)
 
-	held, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- d.inTx(ctx, func(*sql.Tx) error { close(held); <-release; return nil })
-	}()
-	<-held
+	release, done := holdWriter(d)
 	const lease = time.Second
 	type claimed struct {
 		cds []store.ClaimedDelivery
@@ -300,12 +287,7 @@ func TestClaimEndedAtGateLeasesNothing(t *testing.T) {
 	ctx := context.Background()
 	d, a, w := openWithWebhook(t)
 	pendingDelivery(t, d, a, w)
-	held, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- d.inTx(ctx, func(*sql.Tx) error { close(held); <-release; return nil })
-	}()
-	<-held
+	release, done := holdWriter(d)
 	cctx, cancel := context.WithCancel(ctx)
 	claimed := make(chan error, 1)
 	go func() {
