@@ -698,6 +698,18 @@ func (d *DB) ClaimDeliveries(ctx context.Context, c store.DeliveryClaim) ([]stor
 // its candidates and before it leases them.
 var claimRead func()
 
+// claimCandidatesQuery ranks the due deliveries of a claim at ?1: per
+// webhook, its first ?2 (an index range each, so a long backlog of one is
+// never scanned whole), from the index of pending deliveries only. Each
+// webhook's range of an index of every delivery sat on a page of its own,
+// among its settled deliveries, and a claim read one page per webhook,
+// again after every commit (a reading connection drops its cache when the
+// log changes); pending deliveries are few, and fit on a few pages.
+const claimCandidatesQuery = `SELECT d.id, d.webhook_id, w.owner_id, w.failing_since FROM webhooks w JOIN webhook_deliveries d ON d.rowid IN (
+	SELECT x.rowid FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending' AND x.next_at <= ?1
+	AND x.lease_until <= ?1 ORDER BY x.next_at, x.id LIMIT ?2)
+	WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`
+
 // claimCandidates reads, in one read transaction, the deliveries a claim
 // would take at now (in order), their webhooks and those webhooks'
 // targets.
@@ -707,12 +719,7 @@ func (d *DB) claimCandidates(ctx context.Context, c store.DeliveryClaim, now tim
 		return nil, nil, nil, d.fail(err)
 	}
 	defer tx.Rollback()
-	// Per webhook, its first PerWebhook due deliveries (an index range
-	// each), so a long backlog of one is never scanned whole.
-	rows, err := tx.QueryContext(ctx, `SELECT d.id, d.webhook_id, w.owner_id, w.failing_since FROM webhooks w JOIN webhook_deliveries d ON d.id IN (
-		SELECT x.id FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending' AND x.next_at <= ?1
-		AND x.lease_until <= ?1 ORDER BY x.next_at, x.id LIMIT ?2)
-		WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`, micro(now), c.PerWebhook)
+	rows, err := tx.QueryContext(ctx, claimCandidatesQuery, micro(now), c.PerWebhook)
 	if err != nil {
 		return nil, nil, nil, d.fail(err)
 	}

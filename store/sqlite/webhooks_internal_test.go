@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/ctxkit/ctxkit/store"
@@ -108,5 +110,69 @@ func TestWebhookPruneRacesRead(t *testing.T) {
 	}
 	if missed != pruneAt || cs[0].Seq != pruneAt+1 {
 		t.Fatalf("missed %d, first %d; want %d, %d", missed, cs[0].Seq, pruneAt, pruneAt+1)
+	}
+}
+
+// TestClaimReadsPendingOnly: a claim probes every webhook for its due
+// deliveries, and a reading connection drops its cache after every
+// commit, so what it reads is read from the file each time. Among many
+// settled deliveries, the pending ones it searches sit on a few pages
+// of an index of their own, not on a page per webhook; and the claim
+// still finds each webhook's due delivery.
+func TestClaimReadsPendingOnly(t *testing.T) {
+	ctx := context.Background()
+	d, a, _ := openWithWebhook(t)
+	sel, _ := store.ParseSelector([]byte(`{}`))
+	for range 99 {
+		if _, _, err := d.CreateWebhook(ctx, a, store.Webhook{URL: "https://example.com/", Selector: sel}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 300 settled deliveries and one pending for each of the 100 webhooks.
+	_, err := d.w.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+		INSERT INTO webhook_deliveries (id, webhook_id, seq, kind, body, status, first_due, next_at, created_at, updated_at)
+		SELECT printf('%s-%04d', w.id, n.i), w.id, n.i + 1, 'created', x'7b7d', CASE WHEN n.i = 300 THEN 'pending' ELSE 'delivered' END,
+		n.i, n.i, n.i, n.i FROM webhooks w, n`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := ""
+	rows, err := d.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+claimCandidatesQuery, 1000, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan += detail + "\n"
+	}
+	rows.Close()
+	m := regexp.MustCompile(`SEARCH x USING (?:COVERING )?INDEX (\w+)`).FindStringSubmatch(plan)
+	if m == nil {
+		t.Fatalf("the claim does not search an index for each webhook's due deliveries:\n%s", plan)
+	}
+	var leaves int
+	if err := d.r.QueryRowContext(ctx, `SELECT count(*) FROM dbstat WHERE name = ? AND pagetype = 'leaf'`, m[1]).Scan(&leaves); err != nil {
+		t.Fatal(err)
+	}
+	if leaves > 5 {
+		t.Fatalf("the claim searches %s, of %d leaf pages for 100 pending deliveries:\n%s", m[1], leaves, plan)
+	}
+	got, err := d.ClaimDeliveries(ctx, store.DeliveryClaim{Limit: 1000, PerWebhook: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range got {
+		if c.Status != store.DeliveryPending || !strings.HasSuffix(c.ID, "-0300") {
+			t.Fatalf("claimed %s (%s): not the pending delivery", c.ID, c.Status)
+		}
+		seen[c.WebhookID] = true
+	}
+	if len(got) != 100 || len(seen) != 100 {
+		t.Fatalf("claimed %d deliveries of %d webhooks, want 100 of 100", len(got), len(seen))
 	}
 }
