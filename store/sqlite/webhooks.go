@@ -705,66 +705,49 @@ var claimRead func()
 // among its settled deliveries, and a claim read one page per webhook,
 // again after every commit (a reading connection drops its cache when the
 // log changes); pending deliveries are few, and fit on a few pages.
-const claimCandidatesQuery = `SELECT d.id, d.webhook_id, w.owner_id, w.failing_since FROM webhooks w JOIN webhook_deliveries d ON d.rowid IN (
+const claimCandidatesQuery = `SELECT d.id, d.webhook_id, w.owner_id, w.failing_since, w.url, w.secret, w.prev_secret, w.prev_until,
+	w.agent_id, w.curator, w.payload, w.token_id, w.token_issued FROM webhooks w JOIN webhook_deliveries d ON d.rowid IN (
 	SELECT x.rowid FROM webhook_deliveries x WHERE x.webhook_id = w.id AND x.status = 'pending' AND x.next_at <= ?1
 	AND x.lease_until <= ?1 ORDER BY x.next_at, x.id LIMIT ?2)
 	WHERE w.paused_reason = '' ORDER BY d.next_at, d.id`
 
-// claimCandidates reads, in one read transaction, the deliveries a claim
-// would take at now (in order), their webhooks and those webhooks'
-// targets.
+// claimCandidates reads, in one statement, the deliveries a claim would
+// take at now (in order), their webhooks and those webhooks' targets.
 func (d *DB) claimCandidates(ctx context.Context, c store.DeliveryClaim, now time.Time) (ids, hooks []string, targets map[string]*webhookTarget, err error) {
-	tx, err := d.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, nil, nil, d.fail(err)
-	}
-	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, claimCandidatesQuery, micro(now), c.PerWebhook)
+	rows, err := d.r.QueryContext(ctx, claimCandidatesQuery, micro(now), c.PerWebhook)
 	if err != nil {
 		return nil, nil, nil, d.fail(err)
 	}
 	taken, ownerTaken := map[string]int{}, map[string]int{}
+	targets = map[string]*webhookTarget{}
 	for rows.Next() && len(ids) < c.Limit {
 		var (
-			id, hook, owner string
-			failing         int64
+			id, hook       string
+			t              webhookTarget
+			failing, until int64
+			issued         int64
+			payload        string
 		)
-		if err := rows.Scan(&id, &hook, &owner, &failing); err != nil {
+		if err := rows.Scan(&id, &hook, &t.owner, &failing, &t.url, &t.keys.Current, &t.keys.Previous, &until,
+			&t.hook.AgentID, &t.hook.Curator, &payload, &t.hook.TokenID, &issued); err != nil {
 			rows.Close()
 			return nil, nil, nil, d.fail(err)
 		}
-		if taken[hook] >= c.Room(hook, failing != 0) || ownerTaken[owner] >= c.OwnerRoom(owner) {
+		if taken[hook] >= c.Room(hook, failing != 0) || ownerTaken[t.owner] >= c.OwnerRoom(t.owner) {
 			continue
 		}
 		taken[hook]++
-		ownerTaken[owner]++
+		ownerTaken[t.owner]++
 		ids, hooks = append(ids, id), append(hooks, hook)
+		if targets[hook] == nil {
+			t.keys.PreviousUntil, t.failing = fromMicro(until), fromMicro(failing)
+			t.hook.ID, t.hook.OwnerID, t.hook.Payload, t.hook.TokenIssued = hook, t.owner, store.WebhookPayload(payload), fromMicro(issued)
+			targets[hook] = &t
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, nil, nil, d.fail(err)
-	}
-	targets = map[string]*webhookTarget{}
-	for _, h := range hooks {
-		if targets[h] != nil {
-			continue
-		}
-		var (
-			t       webhookTarget
-			until   int64
-			failing int64
-			issued  int64
-			payload string
-		)
-		if err := tx.QueryRowContext(ctx, `SELECT owner_id, url, secret, prev_secret, prev_until, failing_since, agent_id, curator,
-			payload, token_id, token_issued FROM webhooks WHERE id = ?`, h).
-			Scan(&t.owner, &t.url, &t.keys.Current, &t.keys.Previous, &until, &failing, &t.hook.AgentID, &t.hook.Curator,
-				&payload, &t.hook.TokenID, &issued); err != nil {
-			return nil, nil, nil, d.fail(err)
-		}
-		t.keys.PreviousUntil, t.failing = fromMicro(until), fromMicro(failing)
-		t.hook.ID, t.hook.OwnerID, t.hook.Payload, t.hook.TokenIssued = h, t.owner, store.WebhookPayload(payload), fromMicro(issued)
-		targets[h] = &t
 	}
 	return ids, hooks, targets, nil
 }
