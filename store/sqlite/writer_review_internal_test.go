@@ -326,7 +326,7 @@ func TestCloseWithCheckpointerAtGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := store.Actor{OwnerID: "o", AgentID: "a"}
-	// A write holds the gate; a batch of ~1,500 pages waits behind it,
+	// A write holds the gate; a batch of ~1.5 restartPages waits behind it,
 	// and a queue transaction behind the batch, which gets the gate when
 	// the batch commits: the checkpointer, woken by that commit with the
 	// log past restartPages, waits behind the queue transaction.
@@ -336,7 +336,8 @@ func TestCloseWithCheckpointerAtGate(t *testing.T) {
 	<-held
 	big := json.RawMessage(`{"text": "` + strings.Repeat("y", 64<<10) + `"}`)
 	var cs []store.Creation
-	for i := range 30 {
+	n := 45 * restartPages / 1000 // ~33 pages each
+	for i := range n {
 		cs = append(cs, store.Creation{Actor: a, In: store.Breadcrumb{Title: fmt.Sprint(i), Context: big}})
 	}
 	batch := make(chan error, 1)
@@ -384,8 +385,8 @@ func TestCloseWithCheckpointerAtGate(t *testing.T) {
 	}
 	defer d.Close()
 	page, err := d.List(ctx, a, store.Query{Limit: store.MaxLimit})
-	if err != nil || len(page.Items) != 30 {
-		t.Fatalf("after reopening: %d records, %v; want 30", len(page.Items), err)
+	if err != nil || len(page.Items) != n {
+		t.Fatalf("after reopening: %d records, %v; want %d", len(page.Items), err, n)
 	}
 }
 
@@ -437,7 +438,7 @@ func TestLogRestartsAfterLongReader(t *testing.T) {
 	if err := reader.QueryRow(`SELECT count(*) FROM breadcrumbs`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	write(40, 32<<10)
+	write(40*restartPages/1000, 32<<10)
 	if f := walFrames(t, path); f < restartPages {
 		t.Fatalf("with a reader on an old snapshot, the log is %d frames; the test needs more than %d", f, restartPages)
 	}
