@@ -223,11 +223,21 @@ func (d *Dispatcher) take(ctx context.Context, wg *sync.WaitGroup, reserve, perO
 	if free <= 0 {
 		return free, 0, false
 	}
-	batch, err := d.q.Due(ctx, Claim{Limit: free, PerEndpoint: d.o.PerEndpoint, Busy: busy,
+	// A stop does not cut a claim off: cut off, it may have leased
+	// deliveries (the database committed, the answer was lost) that no
+	// one would give back until their lease ran out. Those a claim makes
+	// as the stop comes are given back at once.
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	batch, err := d.q.Due(c, Claim{Limit: free, PerEndpoint: d.o.PerEndpoint, Busy: busy,
 		PerOwner: perOwner, OwnerBusy: owners})
+	cancel()
 	if err != nil {
-		if ctx.Err() == nil {
-			d.o.Logger.Error("webhook: asking the queue for due deliveries", "err", err)
+		d.o.Logger.Error("webhook: asking the queue for due deliveries", "err", err)
+		return free, 0, false
+	}
+	if ctx.Err() != nil {
+		for _, dl := range batch {
+			d.queueOp(ctx, dl, "release", func(c context.Context) error { return d.q.Release(c, dl) })
 		}
 		return free, 0, false
 	}
@@ -285,6 +295,9 @@ func (d *Dispatcher) take(ctx context.Context, wg *sync.WaitGroup, reserve, perO
 	}
 	return free, started, capped
 }
+
+// claimTimeout bounds a claim, which a stop does not cut off.
+const claimTimeout = 10 * time.Second
 
 // attempt makes one attempt at dl and settles it.
 func (d *Dispatcher) attempt(ctx context.Context, dl Delivery) {

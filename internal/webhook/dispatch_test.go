@@ -309,6 +309,61 @@ func TestStopReleases(t *testing.T) {
 	}
 }
 
+// cutQueue is a MemQueue whose claims are slow: a claim leases, then
+// waits for its context to end or for go; ended first, it answers with
+// the context's error, its leases made (a database that committed the
+// claim while the stop cut off its answer).
+type cutQueue struct {
+	*MemQueue
+	claiming chan struct{}
+	goOn     chan struct{}
+}
+
+func (q *cutQueue) Due(ctx context.Context, c Claim) ([]Delivery, error) {
+	got, err := q.MemQueue.Due(context.Background(), c)
+	if err != nil || len(got) == 0 {
+		return got, err
+	}
+	q.claiming <- struct{}{}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-q.goOn:
+		return got, nil
+	}
+}
+
+// TestStopMidClaimReleases: a stop that comes while a claim is being
+// made does not cut the claim off: what it leased is given back at once,
+// not left leased until the lease runs out.
+func TestStopMidClaimReleases(t *testing.T) {
+	healthy := newReceiver(t, true, nil)
+	q := &cutQueue{MemQueue: &MemQueue{Lease: time.Hour}, claiming: make(chan struct{}, 1), goOn: make(chan struct{})}
+	enqueue(t, q.MemQueue, "e", healthy.srv.URL, healthy.secret, 3)
+	c := NewClient(ClientOptions{AllowPrivate: true, AllowHTTP: true})
+	defer c.Close()
+	d := NewDispatcher(q, DispatcherOptions{Client: c})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	<-q.claiming
+	cancel()
+	// The claim goes on after the stop, as a database's would.
+	time.AfterFunc(50*time.Millisecond, func() { close(q.goOn) })
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	got, err := q.MemQueue.Due(context.Background(), Claim{Limit: 10, PerEndpoint: 10})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("after a stop mid-claim: %d of 3 due again (%v); the rest stay leased", len(got), err)
+	}
+	for _, dl := range got {
+		if dl.Attempts != 0 {
+			t.Fatalf("%s: %d attempts counted for a claim the stop cut short", dl.ID, dl.Attempts)
+		}
+	}
+}
+
 // TestPauseAndResume: an endpoint failing for PauseAfter is paused with
 // its reason and its deliveries kept; resumed, they arrive.
 func TestPauseAndResume(t *testing.T) {
