@@ -280,6 +280,26 @@ func TestSlowOwnerIsolated(t *testing.T) {
 	waitFor(t, "the slow owner's deliveries", func() bool { return q.Pending() == 0 })
 }
 
+// runStoppable runs a dispatcher over q with a client that may reach
+// loopback, and returns what stops it and checks that Run ended so.
+func runStoppable(t *testing.T, q Queue) (stop func()) {
+	t.Helper()
+	c := NewClient(ClientOptions{AllowPrivate: true, AllowHTTP: true})
+	t.Cleanup(func() { c.Close() })
+	d := NewDispatcher(q, DispatcherOptions{Client: c})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v", err)
+		}
+	}
+}
+
 // TestStopReleases: stopping the dispatcher mid-attempt leaves the
 // delivery pending and due at once, not lost and not leased.
 func TestStopReleases(t *testing.T) {
@@ -291,18 +311,10 @@ func TestStopReleases(t *testing.T) {
 	})
 	q := &MemQueue{Lease: time.Hour}
 	enqueue(t, q, "slow", slow.srv.URL, slow.secret, 2)
-	c := NewClient(ClientOptions{AllowPrivate: true, AllowHTTP: true})
-	defer c.Close()
-	d := NewDispatcher(q, DispatcherOptions{Client: c})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
+	stop := runStoppable(t, q)
 	<-started
 	<-started
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run = %v", err)
-	}
+	stop()
 	got, err := q.Due(context.Background(), Claim{Limit: 10, PerEndpoint: 10})
 	if err != nil || len(got) != 2 || got[0].Attempts != 0 {
 		t.Fatalf("after stop: %d due (%v), attempts %+v", len(got), err, got)
@@ -340,19 +352,11 @@ func TestStopMidClaimReleases(t *testing.T) {
 	healthy := newReceiver(t, true, nil)
 	q := &cutQueue{MemQueue: &MemQueue{Lease: time.Hour}, claiming: make(chan struct{}, 1), goOn: make(chan struct{})}
 	enqueue(t, q.MemQueue, "e", healthy.srv.URL, healthy.secret, 3)
-	c := NewClient(ClientOptions{AllowPrivate: true, AllowHTTP: true})
-	defer c.Close()
-	d := NewDispatcher(q, DispatcherOptions{Client: c})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
+	stop := runStoppable(t, q)
 	<-q.claiming
-	cancel()
 	// The claim goes on after the stop, as a database's would.
 	time.AfterFunc(50*time.Millisecond, func() { close(q.goOn) })
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run = %v", err)
-	}
+	stop()
 	got, err := q.MemQueue.Due(context.Background(), Claim{Limit: 10, PerEndpoint: 10})
 	if err != nil || len(got) != 3 {
 		t.Fatalf("after a stop mid-claim: %d of 3 due again (%v); the rest stay leased", len(got), err)
