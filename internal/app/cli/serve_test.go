@@ -131,10 +131,14 @@ func TestServeAndToken(t *testing.T) {
 		t.Fatalf("first start should print the URL and an admin token:\n%s", s.stdout)
 	}
 	admin := lines[2]
-	// The console link on standard error; its code works once.
-	m := regexp.MustCompile(`console: ` + regexp.QuoteMeta(s.url) + `/ui/#login=(\S+) `).FindStringSubmatch(s.stderr.String())
-	if m == nil {
-		t.Fatalf("no console login link on standard error:\n%s", s.stderr)
+	// The console link on standard error (written just after standard
+	// output's banner: the test may read before it); its code works once.
+	link := regexp.MustCompile(`console: ` + regexp.QuoteMeta(s.url) + `/ui/#login=(\S+) `)
+	var m []string
+	for deadline := time.Now().Add(10 * time.Second); m == nil; time.Sleep(10 * time.Millisecond) {
+		if m = link.FindStringSubmatch(s.stderr.String()); m == nil && time.Now().After(deadline) {
+			t.Fatalf("no console login link on standard error:\n%s", s.stderr)
+		}
 	}
 	for i, want := range []int{200, 401} {
 		if got, body := call(t, "POST", s.url+"/console/login", "", `{"code":"`+m[1]+`"}`); got != want {
